@@ -1,0 +1,3 @@
+from roster.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,167 @@
+"""Broker configuration under Kafka's own property names.
+
+Sources, later ones winning: built-in defaults, a properties file (`--config`), environment
+variables (`ROSTER_LOG_RETENTION_MS=...` for `log.retention.ms`), then `--set key=value`.
+Defaults are Kafka's unless the table says why not. An unknown key is logged and ignored (Kafka
+does the same, and it lets a Kafka server.properties be reused); a bad value of a known key is an
+error that names the key, the value and what was expected.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("roster.config")
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot be used; the message says which and why."""
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise ValueError("expected true or false")
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str
+    default: Any
+    parse: Callable[[str], Any]
+    minimum: int | None = None
+    doc: str = ""
+
+    def coerce(self, raw: Any) -> Any:
+        try:
+            value = self.parse(raw) if isinstance(raw, str) else raw
+            if self.parse is int and not isinstance(value, int):
+                raise ValueError("expected an integer")
+        except ValueError as exc:
+            raise ConfigError(f"{self.name}={raw!r}: {exc}") from None
+        if value is not None and self.minimum is not None and value < self.minimum:
+            raise ConfigError(f"{self.name}={raw!r}: must be at least {self.minimum}")
+        return value
+
+
+def _optional_int(text: str) -> int | None:
+    return None if text.strip() in ("", "null", "none") else int(text)
+
+
+SETTINGS: dict[str, Setting] = {s.name: s for s in [
+    Setting("node.id", 0, int, 0, "id of this broker in Metadata answers"),
+    Setting("advertised.listeners", "", str, doc="PLAINTEXT://host:port clients are told to use; "
+            "default: the address the broker listens on"),
+    Setting("auto.create.topics.enable", True, _parse_bool),
+    Setting("num.partitions", 1, int, 1, "partitions of an auto-created topic"),
+    Setting("default.replication.factor", 1, int, 1, "roster is one broker: only 1 is valid"),
+    Setting("socket.request.max.bytes", 104857600, int, 1024),
+    Setting("message.max.bytes", 1048588, int, 0, "largest record batch accepted"),
+    Setting("log.segment.bytes", 1073741824, int, 14),
+    Setting("log.retention.ms", None, _optional_int, -1, "wins over log.retention.hours"),
+    Setting("log.retention.minutes", None, _optional_int, -1, "wins over log.retention.hours"),
+    Setting("log.retention.hours", 168, int, -1),
+    Setting("log.retention.bytes", -1, int, -1),
+    Setting("log.retention.check.interval.ms", 300000, int, 1),
+    Setting("log.index.interval.bytes", 4096, int, 0),
+    Setting("log.flush.interval.messages", LONG_MAX, int, 1),
+    # Kafka leaves this unset and relies on replication for durability. roster has no replicas,
+    # so it bounds what an OS crash or power loss can take to about one second of acks=0/1 data;
+    # acks=-1 replies wait for fsync regardless (docs/durability.md).
+    Setting("log.flush.interval.ms", 1000, _optional_int, 0),
+    Setting("offsets.topic.num.partitions", 50, int, 1),
+]}
+
+
+def retention_ms(values: Mapping[str, Any]) -> int:
+    """Kafka's precedence: log.retention.ms, then .minutes, then .hours; -1 keeps forever."""
+    if values["log.retention.ms"] is not None:
+        return values["log.retention.ms"]
+    if values["log.retention.minutes"] is not None:
+        minutes = values["log.retention.minutes"]
+        return -1 if minutes < 0 else minutes * 60_000
+    hours = values["log.retention.hours"]
+    return -1 if hours < 0 else hours * 3_600_000
+
+
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java-style properties file: key=value (or key: value) lines, # and ! comments."""
+    entries: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped[0] in "#!":
+            continue
+        separator = min((i for i in (stripped.find("="), stripped.find(":")) if i > 0),
+                        default=-1)
+        if separator < 0:
+            raise ConfigError(f"{path}:{number}: expected key=value, got {stripped!r}")
+        entries[stripped[:separator].strip()] = stripped[separator + 1:].strip()
+    return entries
+
+
+def parse_assignments(assignments: Iterable[str]) -> dict[str, str]:
+    entries = {}
+    for item in assignments:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set {item!r}: expected key=value")
+        entries[key.strip()] = value.strip()
+    return entries
+
+
+def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
+    by_env_name = {"ROSTER_" + name.upper().replace(".", "_"): name for name in SETTINGS}
+    return {by_env_name[k]: v for k, v in environ.items() if k in by_env_name}
+
+
+class BrokerConfig(Mapping[str, Any]):
+    """Validated settings; read them as config["log.segment.bytes"]."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        self._values = dict(values)
+
+    @classmethod
+    def load(cls, config_file: Path | None = None, assignments: Iterable[str] = (),
+             environ: Mapping[str, str] | None = None) -> BrokerConfig:
+        layers: list[Mapping[str, str]] = []
+        if config_file is not None:
+            layers.append(read_properties(config_file))
+        layers.append(from_environment(os.environ if environ is None else environ))
+        layers.append(parse_assignments(assignments))
+        return cls.from_overrides({k: v for layer in layers for k, v in layer.items()})
+
+    @classmethod
+    def from_overrides(cls, overrides: Mapping[str, Any]) -> BrokerConfig:
+        values = {name: setting.default for name, setting in SETTINGS.items()}
+        for key, raw in overrides.items():
+            setting = SETTINGS.get(key)
+            if setting is None:
+                log.warning("ignoring unknown configuration %r", key)
+                continue
+            values[key] = setting.coerce(raw)
+        if values["default.replication.factor"] != 1:
+            raise ConfigError("default.replication.factor: roster is a single broker; use 1")
+        return cls(values)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __iter__(self):
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
