@@ -1,0 +1,121 @@
+"""The contract every partition log keeps, on disk or in memory.
+
+A partition log stores record batches (magic v2) exactly as producers sent them, except that the
+broker assigns the base offset (the first 8 bytes of the batch) and the partition leader epoch
+(bytes 12-16, always 0 here). Neither field is covered by the batch CRC, so stored batches keep the
+producer's CRC and fetchers can verify it end to end.
+
+Offsets are dense: a batch whose lastOffsetDelta is d occupies offsets base .. base+d, and the
+next batch starts at base+d+1. There are no replicas, so the high watermark is the log end offset.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+class LogError(Exception):
+    """Base class of the errors a partition log raises."""
+
+
+class OffsetOutOfRange(LogError):
+    """A read asked for an offset below the log start or above the log end."""
+
+
+class CorruptBatch(LogError):
+    """A batch handed to append() is not a well-formed magic-v2 batch with a matching CRC32C."""
+
+
+class RecordTooLarge(LogError):
+    """A batch handed to append() is larger than max.message.bytes."""
+
+
+class LogStorageError(LogError):
+    """The storage failed (disk full, I/O error). The log is unchanged as far as readers can tell."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Per-partition settings, Kafka's topic-level names in comments."""
+
+    segment_bytes: int = 1 << 30            # segment.bytes
+    retention_ms: int = 7 * 24 * 3600_000    # retention.ms; -1 = keep forever
+    retention_bytes: int = -1                # retention.bytes; -1 = no size limit
+    index_interval_bytes: int = 4096         # index.interval.bytes
+    max_message_bytes: int = 1048588         # max.message.bytes (largest batch accepted)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int        # offset assigned to the first record of the batch
+    last_offset: int        # offset of the last record of the batch
+    max_timestamp: int      # the batch's maxTimestamp field (CreateTime)
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampLookup:
+    offset: int
+    timestamp: int
+
+
+class FlushJob(Protocol):
+    """Durability work captured on the event-loop thread and run on another thread.
+
+    `run()` may block (fsync). It must stay safe even if the log rolls or deletes segments
+    meanwhile (e.g. by holding duplicated file descriptors).
+    """
+
+    end_offset: int  # every offset below this is durable once run() returns
+
+    def run(self) -> None: ...
+
+
+class PartitionLog(Protocol):
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def size_bytes(self) -> int: ...
+
+    def append(self, batch: bytes) -> AppendResult:
+        """Validate one magic-v2 batch, assign offsets, write it. Raises CorruptBatch / LogStorageError.
+
+        On any error nothing is written (a partial write is truncated away before raising).
+        """
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches starting with the one that contains `offset`.
+
+        Returns b"" at the log end. Returns at least one whole batch when one exists, even if it is
+        larger than max_bytes (so a consumer can always make progress); after the first batch it stops
+        before a batch that would exceed max_bytes. Raises OffsetOutOfRange outside
+        [log_start_offset, log_end_offset].
+        """
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
+        """The first record whose timestamp >= `timestamp`, or None if there is none."""
+
+    def max_timestamp(self) -> TimestampLookup | None:
+        """The record with the largest timestamp (ListOffsets -3), or None if the log is empty."""
+
+    def prepare_flush(self) -> FlushJob | None:
+        """What must be fsynced to make everything appended so far durable, or None if it already is."""
+
+    def flushed(self, job: FlushJob) -> None:
+        """Record that `job` completed (updates the recovery point). Called on the log's own thread."""
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Delete whole segments past retention.ms / retention.bytes; returns how many were deleted.
+
+        The log start offset advances to the first remaining offset. The active segment is rolled
+        first when it too has expired, so an idle expired log empties out like Kafka's does.
+        """
+
+    def close(self) -> None:
+        """Flush, mark a clean shutdown, release files."""
+
+    def delete(self) -> None:
+        """Remove the partition and all its files."""

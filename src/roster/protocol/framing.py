@@ -1,0 +1,42 @@
+"""Frame-level facts: every Kafka message is an int32 size followed by that many bytes.
+
+A request starts with int16 api_key, int16 api_version, int32 correlation_id in every header
+version, so those can be read before knowing which header version applies.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from roster.protocol.errors import MalformedRequest
+
+SIZE = struct.Struct(">i")
+REQUEST_PREFIX = struct.Struct(">hhi")
+
+
+@dataclass(frozen=True, slots=True)
+class RequestPrefix:
+    api_key: int
+    api_version: int
+    correlation_id: int
+
+
+def read_size(four_bytes: bytes, max_size: int) -> int:
+    """The size of the frame that follows; MalformedRequest when it is negative or too large."""
+    (size,) = SIZE.unpack(four_bytes)
+    if size < REQUEST_PREFIX.size:
+        raise MalformedRequest(f"frame size {size} is smaller than a request header")
+    if size > max_size:
+        raise MalformedRequest(
+            f"frame size {size} exceeds socket.request.max.bytes ({max_size})")
+    return size
+
+
+def read_prefix(frame: bytes) -> RequestPrefix:
+    if len(frame) < REQUEST_PREFIX.size:
+        raise MalformedRequest("frame shorter than a request header")
+    return RequestPrefix(*REQUEST_PREFIX.unpack_from(frame, 0))
+
+
+def with_size(payload: bytes) -> bytes:
+    return SIZE.pack(len(payload)) + payload
