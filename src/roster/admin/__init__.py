@@ -1,0 +1,1 @@
+"""Admin commands that talk to a running broker over the Kafka wire protocol."""

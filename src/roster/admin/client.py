@@ -1,0 +1,101 @@
+"""A small blocking Kafka client for admin commands: one connection, one request at a time.
+
+It negotiates versions with ApiVersions and speaks the highest version both sides know, so the
+same commands work against roster and against Apache Kafka.
+"""
+from __future__ import annotations
+
+import itertools
+import socket
+import struct
+
+from roster.protocol.build import element, make
+from roster.protocol.codec import decode_response, encode_request, request_schema
+
+API_VERSIONS = 18
+CLIENT_ID = "roster-admin"
+
+
+class AdminError(Exception):
+    """The broker could not be reached, or answered with an error the command cannot get past."""
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise AdminError(f"expected HOST:PORT, got {address!r}")
+    return host.strip("[]") or "localhost", int(port)
+
+
+def _highest_known(api_key: int, low: int, high: int) -> int | None:
+    for version in range(high, low - 1, -1):
+        if request_schema(api_key, version) is not None:
+            return version
+    return None
+
+
+class AdminClient:
+    def __init__(self, bootstrap: str, timeout_s: float = 10.0) -> None:
+        host, port = parse_address(bootstrap)
+        try:
+            self._sock = socket.create_connection((host, port), timeout=timeout_s)
+        except OSError as exc:
+            raise AdminError(f"cannot connect to {bootstrap}: {exc.strerror or exc}") from None
+        self._correlation = itertools.count(1)
+        self._versions: dict[int, int] = {}
+        answer = self._exchange(API_VERSIONS, 0, make(request_schema(API_VERSIONS, 0)))
+        for entry in answer.api_keys:
+            version = _highest_known(entry.api_key, entry.min_version, entry.max_version)
+            if version is not None:
+                self._versions[entry.api_key] = version
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def __enter__(self) -> AdminClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def version(self, api_key: int) -> int:
+        if api_key not in self._versions:
+            raise AdminError(f"the broker does not support api key {api_key}")
+        return self._versions[api_key]
+
+    def schema(self, api_key: int) -> type:
+        return request_schema(api_key, self.version(api_key))
+
+    def call(self, api_key: int, **fields):
+        """Send a request built from newest-version field names; return the decoded answer."""
+        version = self.version(api_key)
+        return self._exchange(api_key, version, make(request_schema(api_key, version), **fields))
+
+    def entry(self, api_key: int, *path: str):
+        """The nested request entity class at `path` for the negotiated version."""
+        schema = self.schema(api_key)
+        for name in path:
+            schema = element(schema, name)
+        return schema
+
+    def _exchange(self, api_key: int, version: int, body):
+        correlation_id = next(self._correlation)
+        try:
+            self._sock.sendall(encode_request(api_key, version, correlation_id, CLIENT_ID, body))
+            (size,) = struct.unpack(">i", self._recv(4))
+            frame = self._recv(size)
+        except OSError as exc:
+            raise AdminError(f"connection to the broker failed: {exc}") from None
+        got, answer = decode_response(api_key, version, frame)
+        if got != correlation_id:
+            raise AdminError(f"answer {got} does not match request {correlation_id}")
+        return answer
+
+    def _recv(self, size: int) -> bytes:
+        chunks = bytearray()
+        while len(chunks) < size:
+            chunk = self._sock.recv(size - len(chunks))
+            if not chunk:
+                raise AdminError("the broker closed the connection")
+            chunks += chunk
+        return bytes(chunks)

@@ -1,0 +1,120 @@
+"""The broker: the state every handler works on, and its background tasks."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from roster.broker.durability import Durability
+from roster.broker.handlers import build_registry
+from roster.broker.producers import ProducerIds, SequenceTable
+from roster.broker.topics import Topic, TopicError, TopicManager
+from roster.broker.waiters import AppendWaiters
+from roster.config import BrokerConfig
+from roster.log.file import FileLog
+
+log = logging.getLogger("roster.broker")
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    node_id: int
+    host: str
+    port: int
+
+
+def read_cluster_id(data_dir: Path) -> str:
+    """The cluster id is made once per data directory and kept in meta.properties, like Kafka's."""
+    path = data_dir / "meta.properties"
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "cluster.id":
+                return value.strip()
+    cluster_id = uuid.uuid4().hex[:22]
+    path.write_text(f"version=1\ncluster.id={cluster_id}\n")
+    return cluster_id
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, data_dir: Path) -> None:
+        self.config = config
+        self.data_dir = data_dir
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = read_cluster_id(data_dir)
+        self.topics = TopicManager(data_dir, config, FileLog.open)
+        self.waiters = AppendWaiters()
+        self.durability = Durability(config["log.flush.interval.messages"],
+                                     config["log.flush.interval.ms"])
+        self.endpoint = Endpoint(config["node.id"], "localhost", 9092)
+        self.registry = build_registry()
+        self.producer_ids = ProducerIds(data_dir)
+        self.sequences = SequenceTable()
+        self._tasks: list[asyncio.Task] = []
+
+    def now_ms(self) -> int:
+        return int(time.time() * 1000)
+
+    def advertise(self, host: str, port: int) -> None:
+        """Set the address Metadata and FindCoordinator hand out (advertised.listeners wins)."""
+        advertised = self.config["advertised.listeners"]
+        if advertised:
+            _, _, address = advertised.partition("://")
+            host, _, port_text = address.rpartition(":")
+            port = int(port_text)
+        elif host in ("", "0.0.0.0", "::"):
+            host = "localhost"
+        self.endpoint = Endpoint(self.config["node.id"], host, port)
+
+    def start(self) -> None:
+        self.topics.load()
+        self._tasks.append(asyncio.ensure_future(
+            self.durability.run_periodic(self._all_partitions)))
+        self._tasks.append(asyncio.ensure_future(self._enforce_retention_forever()))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.topics.close()
+
+    def auto_create(self, name: str) -> Topic | None:
+        """Create a topic a client asked for by name, if auto.create.topics.enable allows it."""
+        if not self.config["auto.create.topics.enable"]:
+            return None
+        try:
+            return self.topics.create(name, self.config["num.partitions"])
+        except TopicError as exc:
+            log.warning("cannot auto-create topic %r: %s", name, exc)
+            return None
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.topics.delete(name)
+        for partition in topic.partitions:
+            self.durability.forget(partition)
+        return topic
+
+    def _all_partitions(self):
+        for topic in self.topics:
+            yield from topic.partitions
+
+    async def _enforce_retention_forever(self) -> None:
+        interval_s = self.config["log.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            self.enforce_retention()
+
+    def enforce_retention(self) -> None:
+        now = self.now_ms()
+        for partition in list(self._all_partitions()):
+            try:
+                deleted = partition.enforce_retention(now)
+            except OSError as exc:
+                log.error("retention failed: %s", exc)
+                continue
+            if deleted:
+                log.info("retention deleted %d segment(s); log start is now %d",
+                         deleted, partition.log_start_offset)

@@ -1,0 +1,76 @@
+"""CreateTopics (19), v2-7. roster is one broker: a replication factor above 1 is refused, as a
+one-broker Kafka cluster refuses it."""
+from __future__ import annotations
+
+from collections import Counter
+
+from roster.broker.topics import TopicError, effective_configs
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 19
+DEFAULT = -1
+
+
+def _partition_count(broker, wanted) -> int:
+    if wanted.assignments:
+        node = broker.endpoint.node_id
+        for assignment in wanted.assignments:
+            if list(assignment.broker_ids) != [node]:
+                raise TopicError("invalid_replica_assignment",
+                                 f"partition {assignment.partition_index} is assigned to brokers "
+                                 f"{list(assignment.broker_ids)}; the only broker is {node}")
+        indexes = sorted(a.partition_index for a in wanted.assignments)
+        if indexes != list(range(len(indexes))):
+            raise TopicError("invalid_replica_assignment",
+                             "assigned partitions must be numbered 0..N-1")
+        return len(indexes)
+    if wanted.num_partitions == DEFAULT:
+        return broker.config["num.partitions"]
+    if wanted.num_partitions < 1:
+        raise TopicError("invalid_partitions", "number of partitions must be at least 1")
+    return wanted.num_partitions
+
+
+def _check_replication(factor: int) -> None:
+    if factor == DEFAULT or factor == 1:
+        return
+    if factor < 1:
+        raise TopicError("invalid_replication_factor", "replication factor must be at least 1")
+    raise TopicError("invalid_replication_factor",
+                     f"replication factor {factor} is larger than the number of brokers (1)")
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    schema = response_schema(API_KEY, request.api_version)
+    entry = element(schema, "topics")
+    config_entry = element(entry, "configs")
+    repeated = {name for name, n in Counter(t.name for t in body.topics).items() if n > 1}
+    answers = []
+    for wanted in body.topics:
+        try:
+            if wanted.name in repeated:
+                raise TopicError("invalid_request", f"topic {wanted.name!r} is named twice")
+            _check_replication(wanted.replication_factor)
+            count = _partition_count(broker, wanted)
+            topic = broker.topics.create(wanted.name, count,
+                                         {c.name: c.value for c in wanted.configs},
+                                         validate_only=body.validate_only)
+        except TopicError as exc:
+            answers.append(make(entry, name=wanted.name, topic_id=None,
+                                error_code=ErrorCode[exc.code], error_message=str(exc),
+                                num_partitions=-1, replication_factor=-1, configs=None))
+            continue
+        configs = tuple(make(config_entry, name=name, value=value, read_only=False,
+                             config_source=5 if is_default else 1, is_sensitive=False)
+                        for name, value, is_default in effective_configs(broker.topics, topic))
+        answers.append(make(entry, name=topic.name, topic_id=topic.topic_id,
+                            error_code=ErrorCode.none, error_message=None,
+                            num_partitions=count, replication_factor=1, configs=configs))
+    return make(schema, topics=tuple(answers))
+
+
+SPEC = ApiSpec(API_KEY, "CreateTopics", 2, 7, handle)

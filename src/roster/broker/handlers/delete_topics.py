@@ -1,0 +1,46 @@
+"""DeleteTopics (20), v1-6: by name, or by topic id from v6."""
+from __future__ import annotations
+
+from roster.broker.topics import TopicError
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 20
+
+
+def _delete(broker, name, topic_id):
+    """(name, topic id, error, message) for one topic."""
+    if name is None:
+        topic = broker.topics.by_id(topic_id)
+        if topic is None:
+            return None, topic_id, ErrorCode.unknown_topic_id, f"no topic has id {topic_id}"
+        name = topic.name
+    topic = broker.topics.get(name)
+    if topic is not None and topic.internal:
+        return name, topic.topic_id, ErrorCode.invalid_request, f"{name} is internal"
+    try:
+        topic = broker.delete_topic(name)
+    except TopicError as exc:
+        return name, topic_id, ErrorCode[exc.code], str(exc)
+    return name, topic.topic_id, ErrorCode.none, None
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    schema = response_schema(API_KEY, request.api_version)
+    entry = element(schema, "responses")
+    if request.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in body.topics]
+    else:
+        wanted = [(name, None) for name in body.topic_names]
+    answers = []
+    for name, topic_id in wanted:
+        name, topic_id, error, message = _delete(broker, name, topic_id)
+        answers.append(make(entry, name=name, topic_id=topic_id, error_code=error,
+                            error_message=message))
+    return make(schema, responses=tuple(answers))
+
+
+SPEC = ApiSpec(API_KEY, "DeleteTopics", 1, 6, handle)

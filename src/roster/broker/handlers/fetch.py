@@ -1,0 +1,119 @@
+"""Fetch (1), v4-18: whole record batches, with MaxWaitMs/MinBytes as a real long poll.
+
+The request waits until MinBytes have accumulated across its partitions or MaxWaitMs passes; any
+append to one of its partitions wakes it to look again. MaxBytes bounds the whole response and
+PartitionMaxBytes each partition, except that the first batch found is always returned whole so a
+consumer can make progress past a batch larger than its limits (KIP-74).
+
+Incremental fetch sessions (KIP-227) are not offered: the answer's SessionId is 0, which tells
+clients to keep sending full fetches. A request naming a session therefore gets
+FETCH_SESSION_ID_NOT_FOUND and the client starts over without one.
+"""
+from __future__ import annotations
+
+import time
+
+from roster.log.api import OffsetOutOfRange
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 1
+READ_COMMITTED = 1
+
+
+def _topic_of(broker, wanted):
+    topic_id = getattr(wanted, "topic_id", None)
+    if topic_id is not None and getattr(wanted, "topic", None) is None:
+        return broker.topics.by_id(topic_id), ErrorCode.unknown_topic_id
+    return broker.topics.get(wanted.topic), ErrorCode.unknown_topic_or_partition
+
+
+class _PartitionRead:
+    __slots__ = ("index", "error", "high_watermark", "log_start_offset", "records")
+
+    def __init__(self, index, error=ErrorCode.none, high_watermark=-1, log_start_offset=-1,
+                 records=b""):
+        self.index = index
+        self.error = error
+        self.high_watermark = high_watermark
+        self.log_start_offset = log_start_offset
+        self.records = records
+
+
+def _read_all(broker, body, resolved) -> tuple[list, int, bool]:
+    """One pass over every requested partition: (per-topic reads, bytes read, any error)."""
+    budget = body.max_bytes
+    total = 0
+    failed = False
+    reads = []
+    for wanted, topic, missing in resolved:
+        partition_reads = []
+        for requested in wanted.partitions:
+            index = requested.partition
+            if topic is None or not 0 <= index < len(topic.partitions):
+                read = _PartitionRead(index, missing if topic is None
+                                      else ErrorCode.unknown_topic_or_partition)
+            else:
+                log = topic.partitions[index]
+                read = _PartitionRead(index, high_watermark=log.log_end_offset,
+                                      log_start_offset=log.log_start_offset)
+                if budget > 0 or total == 0:
+                    try:
+                        data = log.read(requested.fetch_offset,
+                                        min(requested.partition_max_bytes, max(budget, 1)))
+                    except OffsetOutOfRange:
+                        read.error = ErrorCode.offset_out_of_range
+                        data = b""
+                    if data and total > 0 and len(data) > budget:
+                        data = b""  # only the very first batch may exceed the limits
+                    read.records = data
+                    total += len(data)
+                    budget -= len(data)
+            failed = failed or read.error is not ErrorCode.none
+            partition_reads.append(read)
+        reads.append((wanted, partition_reads))
+    return reads, total, failed
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    schema = response_schema(API_KEY, version)
+    if version >= 7 and body.session_id != 0:
+        return make(schema, error_code=ErrorCode.fetch_session_id_not_found, session_id=0,
+                    responses=(), node_endpoints=())
+    resolved = [(wanted, *_topic_of(broker, wanted)) for wanted in body.topics]
+    deadline = time.monotonic() + body.max_wait.total_seconds()
+    keys = [(topic.name, p.partition) for wanted, topic, _ in resolved if topic is not None
+            for p in wanted.partitions]
+    while True:
+        reads, total, failed = _read_all(broker, body, resolved)
+        remaining = deadline - time.monotonic()
+        if total >= body.min_bytes or failed or remaining <= 0 or not keys:
+            break
+        await broker.waiters.wait(keys, remaining)
+    return _response(schema, body, reads)
+
+
+def _response(schema, body, reads):
+    topic_entry = element(schema, "responses")
+    partition_entry = element(topic_entry, "partitions")
+    committed = body.isolation_level == READ_COMMITTED
+    responses = tuple(
+        make(topic_entry, topic=getattr(wanted, "topic", None),
+             topic_id=getattr(wanted, "topic_id", None),
+             partitions=tuple(
+                 make(partition_entry, partition_index=r.index, error_code=r.error,
+                      high_watermark=r.high_watermark, last_stable_offset=r.high_watermark,
+                      log_start_offset=r.log_start_offset,
+                      aborted_transactions=() if committed else None,
+                      preferred_read_replica=-1, records=r.records)
+                 for r in partition_reads))
+        for wanted, partition_reads in reads)
+    return make(schema, error_code=ErrorCode.none, session_id=0, responses=responses,
+                node_endpoints=())
+
+
+SPEC = ApiSpec(API_KEY, "Fetch", 4, 18, handle)

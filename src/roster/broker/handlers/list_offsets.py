@@ -1,0 +1,53 @@
+"""ListOffsets (2), v1-11: earliest, latest, max-timestamp, or the first offset at a timestamp."""
+from __future__ import annotations
+
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 2
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3        # v7+
+EARLIEST_LOCAL = -4       # v8+: same as earliest, there is no remote tier
+LATEST_TIERED = -5        # v9+: nothing is tiered, so there is no such offset
+EARLIEST_PENDING_UPLOAD = -6  # v11+: likewise
+
+
+def _lookup(log, timestamp: int) -> tuple[int, int]:
+    """(timestamp, offset) for one partition; (-1, -1) when there is no such record."""
+    if timestamp == LATEST:
+        return -1, log.log_end_offset
+    if timestamp in (EARLIEST, EARLIEST_LOCAL):
+        return -1, log.log_start_offset
+    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return -1, -1
+    found = log.max_timestamp() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
+    return (found.timestamp, found.offset) if found else (-1, -1)
+
+
+async def handle(broker, request, connection):
+    schema = response_schema(API_KEY, request.api_version)
+    topic_entry = element(schema, "topics")
+    partition_entry = element(topic_entry, "partitions")
+    topics = []
+    for wanted in request.body.topics:
+        topic = broker.topics.get(wanted.name)
+        partitions = []
+        for requested in wanted.partitions:
+            index = requested.partition_index
+            if topic is None or not 0 <= index < len(topic.partitions):
+                partitions.append(make(partition_entry, partition_index=index,
+                                       error_code=ErrorCode.unknown_topic_or_partition,
+                                       timestamp=-1, offset=-1, leader_epoch=-1))
+                continue
+            timestamp, offset = _lookup(topic.partitions[index], requested.timestamp)
+            partitions.append(make(partition_entry, partition_index=index,
+                                   error_code=ErrorCode.none, timestamp=timestamp, offset=offset,
+                                   leader_epoch=0))
+        topics.append(make(topic_entry, name=wanted.name, partitions=tuple(partitions)))
+    return make(schema, topics=tuple(topics))
+
+
+SPEC = ApiSpec(API_KEY, "ListOffsets", 1, 11, handle)

@@ -1,0 +1,217 @@
+"""Produce (0): v3-13 served; v0-2 advertised (librdkafka's compression checks need a range that
+reaches 0, KAFKA-18659) and answered UNSUPPORTED_VERSION per partition, as Kafka 4 does.
+
+Each partition's records must be exactly one magic-v2 batch (Kafka's rule for v3+). acks=1
+answers once the batch is in the log; acks=-1 also waits for fsync (roster has no replicas, so
+"all in-sync replicas" means "on this disk"); acks=0 sends no answer, and on an error the
+connection is closed, which is how Kafka tells an acks=0 producer something went wrong.
+"""
+from __future__ import annotations
+
+import asyncio
+import struct
+
+from roster.broker.topics import TopicError, check_topic_name
+from roster.log import batch as batches
+from roster.log.api import CorruptBatch, LogStorageError, RecordTooLarge
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode, MalformedRequest
+from roster.protocol.framing import SIZE, RequestPrefix
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 0
+ACKS = (-1, 0, 1)
+
+
+class _Outcome:
+    __slots__ = ("error", "base_offset", "log_start_offset", "message", "partition", "end_offset")
+
+    def __init__(self, error=ErrorCode.none, base_offset=-1, log_start_offset=-1, message=None):
+        self.error = error
+        self.base_offset = base_offset
+        self.log_start_offset = log_start_offset
+        self.message = message
+        self.partition = None
+        self.end_offset = 0
+
+
+def _resolve_topic(broker, name, topic_id):
+    if name is None:  # v13+ addresses topics by id
+        return broker.topics.by_id(topic_id), ErrorCode.unknown_topic_id
+    topic = broker.topics.get(name)
+    if topic is None:
+        try:
+            check_topic_name(name)
+        except TopicError:
+            return None, ErrorCode.invalid_topic_exception
+        topic = broker.auto_create(name)
+    return topic, ErrorCode.unknown_topic_or_partition
+
+
+def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
+    if topic.internal:
+        return _Outcome(ErrorCode.invalid_topic_exception,
+                        message=f"cannot append to internal topic {topic.name}")
+    if not 0 <= index < len(topic.partitions):
+        return _Outcome(ErrorCode.unknown_topic_or_partition)
+    partition = topic.partitions[index]
+    if not records:
+        return _Outcome(log_start_offset=partition.log_start_offset)
+    try:
+        header = batches.parse_header(records)
+    except CorruptBatch as exc:
+        return _Outcome(ErrorCode.corrupt_message, message=str(exc))
+    if header.size != len(records):
+        return _Outcome(ErrorCode.invalid_record,
+                        message="a produce request must carry exactly one record batch per partition")
+    partition_key = (topic.topic_id, index)
+    verdict = broker.sequences.check(partition_key, header)
+    if verdict.error is not ErrorCode.none:
+        return _Outcome(verdict.error)
+    if verdict.duplicate_of is not None:  # a retry of a batch already written: same answer
+        return _Outcome(base_offset=verdict.duplicate_of,
+                        log_start_offset=partition.log_start_offset)
+    try:
+        appended = partition.append(records)
+    except CorruptBatch as exc:
+        return _Outcome(ErrorCode.corrupt_message, message=str(exc))
+    except RecordTooLarge as exc:
+        return _Outcome(ErrorCode.message_too_large, message=str(exc))
+    except LogStorageError as exc:
+        return _Outcome(ErrorCode.kafka_storage_error, message=str(exc))
+    broker.sequences.record(partition_key, header, appended.base_offset)
+    broker.waiters.notify((topic.name, index))
+    broker.durability.appended(partition, header.records_count)
+    outcome = _Outcome(base_offset=appended.base_offset, log_start_offset=partition.log_start_offset)
+    outcome.partition = partition
+    outcome.end_offset = appended.last_offset + 1
+    return outcome
+
+
+async def _make_durable(broker, outcome: _Outcome) -> None:
+    try:
+        await broker.durability.make_durable(outcome.partition, outcome.end_offset)
+    except LogStorageError as exc:
+        outcome.error, outcome.message = ErrorCode.kafka_storage_error, str(exc)
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    acks = body.acks
+    results = []  # (topic entry, [(partition index, outcome)])
+    for topic_data in body.topic_data:
+        name = getattr(topic_data, "name", None)
+        topic_id = getattr(topic_data, "topic_id", None)
+        topic, missing = _resolve_topic(broker, name, topic_id)
+        outcomes = []
+        for partition_data in topic_data.partition_data:
+            if acks not in ACKS:
+                outcome = _Outcome(ErrorCode.invalid_required_acks)
+            elif topic is None:
+                outcome = _Outcome(missing)
+            else:
+                outcome = _append(broker, topic, partition_data.index, partition_data.records)
+            outcomes.append((partition_data.index, outcome))
+        results.append((topic_data, outcomes))
+
+    if acks == -1:
+        await asyncio.gather(*(_make_durable(broker, o) for _, outs in results for _, o in outs
+                               if o.partition is not None))
+    if acks == 0:
+        failed = [o for _, outs in results for _, o in outs if o.error is not ErrorCode.none]
+        if failed:
+            raise MalformedRequest(f"acks=0 produce failed ({failed[0].error.name}); "
+                                   "closing the connection is the only way to tell the producer")
+        return None
+    return _response(request.api_version, results)
+
+
+def _response(version: int, results):
+    schema = response_schema(API_KEY, version)
+    topic_entry = element(schema, "responses")
+    partition_entry = element(topic_entry, "partition_responses")
+    responses = tuple(
+        make(topic_entry, name=getattr(topic_data, "name", None),
+             topic_id=getattr(topic_data, "topic_id", None),
+             partition_responses=tuple(
+                 make(partition_entry, index=index, error_code=o.error, base_offset=o.base_offset,
+                      log_append_time=None, log_start_offset=o.log_start_offset,
+                      record_errors=(), error_message=o.message)
+                 for index, o in outcomes))
+        for topic_data, outcomes in results)
+    return make(schema, responses=responses)
+
+
+# -- v0-2: advertised, never served ---------------------------------------------------------
+
+def _legacy_unsupported(frame: bytes, prefix: RequestPrefix) -> bytes:
+    """Answer a v0-2 produce with UNSUPPORTED_VERSION for each partition it names."""
+    try:
+        reader = _Reader(frame, 8)
+        reader.string()          # client id (request header v1)
+        acks = reader.int16()
+        reader.int32()           # timeout
+        topics = []
+        for _ in range(reader.int32()):
+            name = reader.string()
+            partitions = []
+            for _ in range(reader.int32()):
+                partitions.append(reader.int32())
+                reader.skip_bytes()
+            topics.append((name, partitions))
+    except (struct.error, ValueError) as exc:
+        raise MalformedRequest(f"malformed Produce v{prefix.api_version}: {exc}") from exc
+    if acks == 0:
+        raise MalformedRequest(f"Produce v{prefix.api_version} is not supported (acks=0)")
+    out = bytearray(struct.pack(">i", prefix.correlation_id))
+    out += struct.pack(">i", len(topics))
+    for name, partitions in topics:
+        encoded = name.encode()
+        out += struct.pack(">h", len(encoded)) + encoded + struct.pack(">i", len(partitions))
+        for index in partitions:
+            out += struct.pack(">ihq", index, ErrorCode.unsupported_version.value, -1)
+            if prefix.api_version >= 2:
+                out += struct.pack(">q", -1)  # log append time
+    if prefix.api_version >= 1:
+        out += struct.pack(">i", 0)  # throttle time
+    return SIZE.pack(len(out)) + bytes(out)
+
+
+class _Reader:
+    """Just enough of the classic (non-flexible) encoding to walk a Produce v0-2 request."""
+
+    def __init__(self, data: bytes, position: int) -> None:
+        self._data = data
+        self._pos = position
+
+    def _take(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self._data, self._pos)
+        self._pos += struct.calcsize(fmt)
+        return value
+
+    def int16(self) -> int:
+        return self._take(">h")
+
+    def int32(self) -> int:
+        return self._take(">i")
+
+    def string(self) -> str:
+        length = self.int16()
+        if length < 0:
+            return ""
+        if self._pos + length > len(self._data):
+            raise ValueError("string runs past the end of the frame")
+        text = self._data[self._pos:self._pos + length].decode("utf-8", "replace")
+        self._pos += length
+        return text
+
+    def skip_bytes(self) -> None:
+        length = self.int32()
+        if length > 0:
+            if self._pos + length > len(self._data):
+                raise ValueError("bytes run past the end of the frame")
+            self._pos += length
+
+
+SPEC = ApiSpec(API_KEY, "Produce", 0, 13, handle, decoded_from=3, legacy=_legacy_unsupported)

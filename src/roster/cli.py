@@ -1,0 +1,88 @@
+"""The `roster` command: `serve` runs a broker; the other commands talk to a running one."""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+from roster.admin import topics as topic_commands
+from roster.admin.client import AdminClient, AdminError
+from roster.config import BrokerConfig, ConfigError, parse_assignments
+
+DEFAULT_BOOTSTRAP = "localhost:9092"
+
+
+def _serve(args) -> int:
+    from roster.broker.server import run
+    try:
+        config = BrokerConfig.load(args.config, args.set)
+    except ConfigError as exc:
+        print(f"roster: invalid configuration: {exc}", file=sys.stderr)
+        return 2
+    try:
+        run(config, Path(args.data_dir), args.host, args.port)
+    except OSError as exc:
+        print(f"roster: cannot serve on {args.host}:{args.port}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+def _topics(args) -> int:
+    with AdminClient(args.bootstrap_server) as client:
+        if args.action == "create":
+            topic_commands.create(client, args.name, args.partitions,
+                                  parse_assignments(args.config))
+            print(f"Created topic {args.name}.")
+        elif args.action == "list":
+            for name in topic_commands.list_names(client, args.internal):
+                print(name)
+        elif args.action == "describe":
+            print("\n".join(topic_commands.describe(client, args.names)))
+        elif args.action == "delete":
+            topic_commands.delete(client, args.names)
+            print(f"Deleted {', '.join(args.names)}.")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="roster", description=__doc__)
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run a broker in the foreground")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    serve.add_argument("--port", type=int, default=9092, help="port (0 picks a free one)")
+    serve.add_argument("--data-dir", default="./data", help="where logs and state live")
+    serve.add_argument("--config", type=Path, help="a server.properties-style file")
+    serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                       help="override one setting (Kafka's property names); repeatable")
+    serve.set_defaults(run=_serve)
+
+    topics = commands.add_parser("topics", help="create, list, describe and delete topics")
+    topics.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    actions = topics.add_subparsers(dest="action", required=True)
+    create = actions.add_parser("create")
+    create.add_argument("name")
+    create.add_argument("--partitions", type=int, default=-1, help="default: num.partitions")
+    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    listing = actions.add_parser("list")
+    listing.add_argument("--internal", action="store_true", help="include internal topics")
+    describe = actions.add_parser("describe")
+    describe.add_argument("names", nargs="*")
+    delete = actions.add_parser("delete")
+    delete.add_argument("names", nargs="+")
+    topics.set_defaults(run=_topics)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        return args.run(args)
+    except (AdminError, ConfigError) as exc:
+        print(f"roster: {exc}", file=sys.stderr)
+        return 1
