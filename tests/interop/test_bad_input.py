@@ -1,0 +1,141 @@
+"""Bad input closes one connection or gets the protocol's error answer; the broker keeps serving."""
+from __future__ import annotations
+
+import datetime
+import struct
+
+import pytest
+
+from roster.protocol.errors import ErrorCode
+from tests.support.records import build_batch
+from tests.support.wire import Wire
+
+pytestmark = pytest.mark.interop
+
+API_VERSIONS, METADATA, PRODUCE, CREATE_TOPICS = 18, 3, 0, 19
+
+
+def still_serves(broker) -> None:
+    with Wire(broker.bootstrap) as wire:
+        assert wire.call(API_VERSIONS, 3, client_software_name="t",
+                         client_software_version="1").error_code == ErrorCode.none
+
+
+@pytest.fixture
+def small_frames_broker(broker_factory):
+    return broker_factory({"socket.request.max.bytes": "4096"})
+
+
+@pytest.mark.parametrize("frame", [
+    struct.pack(">i", 5000) + b"\0" * 10,            # larger than socket.request.max.bytes
+    struct.pack(">i", -1),                           # negative size
+    struct.pack(">i", 3) + b"abc",                   # shorter than any request header
+    struct.pack(">ihhi", 8, 999, 0, 1),              # unknown api key
+    struct.pack(">ihhi", 8, METADATA, 99, 1),        # unsupported version of a known api
+    struct.pack(">ihhi", 12, METADATA, 9, 1) + b"\xff\xff\xff\xff",  # garbage body
+], ids=["oversized", "negative-size", "tiny", "unknown-api", "unsupported-version", "garbage"])
+def test_unservable_frames_close_only_that_connection(small_frames_broker, frame):
+    with Wire(small_frames_broker.bootstrap) as bystander, \
+            Wire(small_frames_broker.bootstrap) as offender:
+        offender.send_raw(frame)
+        assert offender.closed_by_peer()
+        # a connection that was open all along is unaffected
+        assert bystander.call(METADATA, 12, topics=(), allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False).brokers
+    still_serves(small_frames_broker)
+    assert any("closing connection" in line for line in small_frames_broker.output)
+
+
+def test_truncated_frame_then_hangup(broker):
+    with Wire(broker.bootstrap) as wire:
+        wire.send_raw(struct.pack(">i", 100) + b"\0\x12\0\0")
+    still_serves(broker)
+
+
+def test_api_versions_above_ours_answers_v0_with_our_ranges(broker):
+    with Wire(broker.bootstrap) as wire:
+        # ApiVersions v99, header v2 (flexible): id, version, correlation id, client id, tags
+        wire.send_raw(struct.pack(">ihhih", 11, API_VERSIONS, 99, 42, -1) + b"\0")
+        frame = wire.read_frame()
+    correlation_id, error_code, count = struct.unpack_from(">ihi", frame)
+    assert (correlation_id, error_code) == (42, ErrorCode.unsupported_version.value)
+    ranges = {struct.unpack_from(">hhh", frame, 10 + 6 * i)[0]:
+              struct.unpack_from(">hhh", frame, 10 + 6 * i)[1:] for i in range(count)}
+    assert ranges[API_VERSIONS] == (0, 4)
+    assert ranges[PRODUCE] == (0, 13)
+
+
+def test_api_versions_rejects_bad_software_name(broker):
+    with Wire(broker.bootstrap) as wire:
+        answer = wire.call(API_VERSIONS, 3, client_software_name="bad name!",
+                           client_software_version="1")
+    assert answer.error_code == ErrorCode.invalid_request
+
+
+def _create(wire, name, partitions=1, replication=-1, configs=()):
+    from roster.protocol.build import element
+    from roster.protocol.codec import request_schema
+    entry = element(request_schema(CREATE_TOPICS, 7), "topics")
+    config = element(entry, "configs")
+    answer = wire.call(CREATE_TOPICS, 7, topics=(entry(
+        name=name, num_partitions=partitions, replication_factor=replication, assignments=(),
+        configs=tuple(config(name=k, value=v) for k, v in configs)),),
+        timeout=datetime.timedelta(seconds=5), validate_only=False)
+    return answer.topics[0]
+
+
+@pytest.mark.parametrize("name", ["bad name", "a/b", "", ".", "x" * 250])
+def test_invalid_topic_names(broker, name):
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, name).error_code == ErrorCode.invalid_topic_exception
+
+
+def test_create_topic_errors(broker):
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "ok", 2).error_code == ErrorCode.none
+        assert _create(wire, "ok", 2).error_code == ErrorCode.topic_already_exists
+        assert _create(wire, "rf3", replication=3).error_code == ErrorCode.invalid_replication_factor
+        assert _create(wire, "zero", partitions=0).error_code == ErrorCode.invalid_partitions
+        assert _create(wire, "cfg", configs=[("no.such", "1")]).error_code == ErrorCode.invalid_config
+        assert _create(wire, "cfg", configs=[("retention.ms", "soon")]).error_code == \
+            ErrorCode.invalid_config
+
+
+def _produce(wire, topic, partition, records, acks=1):
+    from roster.protocol.build import element
+    from roster.protocol.codec import request_schema
+    schema = request_schema(PRODUCE, 9)
+    topic_entry = element(schema, "topic_data")
+    partition_entry = element(topic_entry, "partition_data")
+    answer = wire.call(PRODUCE, 9, transactional_id=None, acks=acks,
+                       timeout=datetime.timedelta(seconds=5),
+                       topic_data=(topic_entry(name=topic, partition_data=(
+                           partition_entry(index=partition, records=records),)),))
+    return answer.responses[0].partition_responses[0]
+
+
+def test_produce_errors_write_nothing(broker):
+    good = build_batch([b"a", b"b"])
+    corrupt = bytearray(good)
+    corrupt[-1] ^= 0xFF  # payload no longer matches the CRC
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "p", 1).error_code == ErrorCode.none
+        assert _produce(wire, "p", 5, good).error_code == ErrorCode.unknown_topic_or_partition
+        assert _produce(wire, "p", 0, bytes(corrupt)).error_code == ErrorCode.corrupt_message
+        assert _produce(wire, "p", 0, good + good).error_code == ErrorCode.invalid_record
+        assert _produce(wire, "p", 0, good, acks=2).error_code == ErrorCode.invalid_required_acks
+        ok = _produce(wire, "p", 0, good)
+        assert (ok.error_code, ok.base_offset) == (ErrorCode.none, 0)  # nothing before it was kept
+        assert _produce(wire, "p", 0, good, acks=-1).base_offset == 2
+
+
+def test_legacy_produce_versions_get_unsupported_version(broker):
+    with Wire(broker.bootstrap) as wire:
+        body = struct.pack(">hi", 1, 1000) + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" \
+            + struct.pack(">i", 1) + struct.pack(">ii", 0, 0)
+        header = struct.pack(">hhih", PRODUCE, 2, 7, -1)
+        wire.send_raw(struct.pack(">i", len(header + body)) + header + body)
+        frame = wire.read_frame()
+    assert struct.unpack_from(">i", frame)[0] == 7
+    # topics[1] -> "t" -> partitions[1] -> (index 0, error 35, base offset -1, append time -1)
+    assert struct.unpack_from(">iihsiihqq", frame, 0)[5:] == (0, 35, -1, -1)
