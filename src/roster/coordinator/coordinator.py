@@ -1,0 +1,103 @@
+"""The coordinator facade: owns the groups, and routes requests, timer events and write
+completions to the modules that decide them. Time comes in with every call; member ids come
+from the injected generator."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from roster.coordinator import admin, heartbeat, join, leave, offsets, rebalance, sync
+from roster.coordinator.config import GroupConfig
+from roster.coordinator.group import Group
+from roster.coordinator.messages import (
+    CommitRequest,
+    HeartbeatRequest,
+    JoinRequest,
+    LeaveRequest,
+    SyncRequest,
+)
+from roster.coordinator.replay import replay
+from roster.coordinator.results import AfterWrite, Result
+from roster.coordinator.states import GroupState
+from roster.coordinator.timers import HeartbeatExpired, JoinDeadline, SyncDeadline
+from roster.protocol.errors import ErrorCode
+from roster.protocol.group_records import Record
+
+
+class Coordinator:
+    def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str]) -> None:
+        self.config = config
+        self.groups: dict[str, Group] = {}
+        self._new_member_id = new_member_id
+
+    # -- context used by the operation modules ----------------------------------------------
+
+    def new_member_id(self, prefix: str) -> str:
+        return self._new_member_id(prefix)
+
+    def create_group(self, group_id: str, now: int) -> Group:
+        group = self.groups[group_id] = Group(group_id, state_timestamp=now)
+        return group
+
+    def replay(self, record: Record, now: int = -1) -> None:
+        replay(self.groups, record, now)
+
+    # -- requests ---------------------------------------------------------------------------
+
+    def join(self, request: JoinRequest, now: int) -> Result:
+        return join.join(self, request, now)
+
+    def sync(self, request: SyncRequest, now: int) -> Result:
+        return sync.sync(self, request, now)
+
+    def heartbeat(self, request: HeartbeatRequest, now: int) -> Result:
+        return heartbeat.heartbeat(self, request, now)
+
+    def leave(self, request: LeaveRequest, now: int) -> Result:
+        return leave.leave(self, request, now)
+
+    def commit_offsets(self, request: CommitRequest, now: int) -> Result:
+        return offsets.commit(self, request, now)
+
+    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
+        return offsets.fetch(self, group_id, wanted)
+
+    def describe(self, group_id: str):
+        return admin.describe(self, group_id)
+
+    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None):
+        return admin.list_groups(self, states, types)
+
+    def delete_groups(self, group_ids: list[str], now: int, token=None) -> Result:
+        return admin.delete(self, group_ids, now, token)
+
+    # -- timers and writes --------------------------------------------------------------------
+
+    def expire(self, event, now: int) -> Result:
+        result = Result()
+        group = self.groups.get(event.group_id)
+        if group is None:
+            return result
+        if isinstance(event, HeartbeatExpired):
+            rebalance.heartbeat_expired(self, group, event.member_id, now, result)
+        elif isinstance(event, JoinDeadline):
+            rebalance.join_deadline(self, group, event, now, result)
+        elif isinstance(event, SyncDeadline):
+            rebalance.sync_deadline(self, group, event, now, result)
+        return result
+
+    def write_completed(self, step: AfterWrite, error: ErrorCode | None, now: int) -> Result:
+        """Continue an operation whose records were written (error None) or failed to be."""
+        result = Result()
+        if step.kind == "offset-commit":
+            offsets.commit_written(self, step.data, error, result)
+        elif step.kind == "groups-deleted":
+            admin.deletion_written(self, step.data, error, result)
+        else:
+            group = self.groups.get(step.group_id)
+            if group is None or group.state is GroupState.DEAD:
+                return result
+            if step.kind == "leader-assignment":
+                sync.leader_assignment_written(self, group, step.data, error, now, result)
+            elif step.kind == "static-replacement":
+                join.static_replacement_written(self, group, step.data, error, now, result)
+        return result

@@ -1,0 +1,169 @@
+"""A classic group and its members: the data, and the small questions asked of it.
+
+Decisions (who joins, when a phase completes) live in join.py, sync.py, etc.; this module only
+keeps the group consistent: one member per instance id, a leader that is a member, legal state
+transitions.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from roster.coordinator.results import Parked
+from roster.coordinator.states import GroupState, check_transition
+
+Protocols = tuple[tuple[str, bytes], ...]
+
+
+@dataclass(eq=False, slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: Protocols
+    assignment: bytes = b""
+    is_new: bool = False
+    awaiting_join: Parked | None = None
+    awaiting_sync: Parked | None = None
+
+    @property
+    def is_static(self) -> bool:
+        return self.group_instance_id is not None
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, metadata in self.protocols:
+            if name == protocol:
+                return metadata
+        raise KeyError(f"member {self.member_id} does not support protocol {protocol}")
+
+    def vote(self, candidates: set[str]) -> str:
+        """The first of this member's protocols, in its own order, that everyone supports."""
+        return next(name for name, _ in self.protocols if name in candidates)
+
+
+@dataclass(slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1
+
+
+@dataclass(eq=False, slots=True)
+class Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    previous_state: GroupState = GroupState.DEAD
+    state_timestamp: int = -1
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)   # instance id -> member id
+    pending_members: set[str] = field(default_factory=set)        # KIP-394: ids handed out
+    pending_sync: set[str] = field(default_factory=set)           # joined, no SyncGroup yet
+    new_member_added: bool = False        # during an initial rebalance's delay
+    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+
+    # -- state ---------------------------------------------------------------------------
+
+    def transition_to(self, target: GroupState, now_ms: int) -> None:
+        check_transition(self.state, target)
+        self.previous_state, self.state = self.state, target
+        self.state_timestamp = now_ms
+
+    def is_in(self, *states: GroupState) -> bool:
+        return self.state in states
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.members
+
+    # -- membership ----------------------------------------------------------------------
+
+    def has_member(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def static_member_id(self, instance_id: str | None) -> str | None:
+        return self.static_members.get(instance_id) if instance_id is not None else None
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def add(self, member: Member) -> None:
+        if not self.members:  # the first member fixes the group's protocol type
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if member.is_static:
+            self.static_members[member.group_instance_id] = member.member_id
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        self.pending_sync.discard(member_id)
+        if member is None:
+            return None
+        if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
+            del self.static_members[member.group_instance_id]
+        if self.leader_id == member_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def replace_static(self, old_id: str, new_id: str) -> Member:
+        """Give a static member a new id, keeping everything else (KIP-345 replacement)."""
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        self.static_members[member.group_instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_id)
+        return member
+
+    def awaiting_join_count(self) -> int:
+        return sum(1 for m in self.members.values() if m.awaiting_join is not None)
+
+    def all_joined(self) -> bool:
+        """Everyone (known and pending) has rejoined: the join phase may complete early."""
+        return not self.pending_members and self.awaiting_join_count() == len(self.members)
+
+    def rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    # -- protocols -----------------------------------------------------------------------
+
+    def candidate_protocols(self) -> set[str]:
+        members = list(self.members.values())
+        if not members:
+            return set()
+        common = {name for name, _ in members[0].protocols}
+        for member in members[1:]:
+            common &= {name for name, _ in member.protocols}
+        return common
+
+    def supports(self, protocol_type: str, protocols: Protocols) -> bool:
+        """Could a member with these protocols join (Kafka's supportsProtocols)?"""
+        if not self.members:
+            return bool(protocol_type) and bool(protocols)
+        if protocol_type != self.protocol_type:
+            return False
+        candidates = self.candidate_protocols()
+        return any(name in candidates for name, _ in protocols)
+
+    def select_protocol(self) -> str:
+        """The protocol most members vote for (each votes its first common preference)."""
+        candidates = self.candidate_protocols()
+        if not candidates:
+            raise ValueError(f"group {self.group_id} has no protocol every member supports")
+        votes = Counter(m.vote(candidates) for m in self.members.values())
+        # ties go to the name that sorts first, so the choice is deterministic
+        return max(sorted(votes), key=lambda name: votes[name])

@@ -1,0 +1,268 @@
+"""JoinGroup, as released Kafka decides it (reference §4): checks, new members (KIP-394 pending
+ids for dynamic members, immediate entry for static ones), known members by state, and static
+member replacement (KIP-345) with the KIP-814 SkipAssignment answer."""
+from __future__ import annotations
+
+import logging
+
+from roster.coordinator import records
+from roster.coordinator.group import Group, Member
+from roster.coordinator.messages import JoinReply, JoinRequest
+from roster.coordinator.rebalance import (
+    answer_join,
+    answer_sync,
+    current_generation_reply,
+    maybe_complete_join,
+    maybe_prepare_rebalance_or_complete_join,
+    member_list,
+    prepare_rebalance,
+    reschedule_heartbeat,
+)
+from roster.coordinator.results import AfterWrite, Parked, Result
+from roster.coordinator.states import GroupState
+from roster.coordinator.timers import HeartbeatExpired, heartbeat_key
+from roster.coordinator.messages import SyncReply
+from roster.coordinator.validation import member_error
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.coordinator")
+S = GroupState
+KNOWN_MEMBER_ID_REQUIRED_FROM = 4   # KIP-394
+SKIP_ASSIGNMENT_FROM = 9            # KIP-814
+
+
+def join(ctx, request: JoinRequest, now: int) -> Result:
+    result = Result()
+    error = _precheck(ctx, request)
+    if error is not None:
+        result.reply(request.token, JoinReply(error=error, member_id=request.member_id))
+        return result
+    new_member = request.member_id == ""
+    group = ctx.groups.get(request.group_id)
+    created = False
+    if group is None:
+        if not new_member:
+            result.reply(request.token, JoinReply(error=ErrorCode.unknown_member_id,
+                                                  member_id=request.member_id))
+            return result
+        group = ctx.create_group(request.group_id, now)
+        created = True
+
+    if not _accepts_joining_member(ctx, group, request.member_id):
+        group.remove(request.member_id)
+        group.pending_members.discard(request.member_id)
+        result.reply(request.token, JoinReply(error=ErrorCode.group_max_size_reached))
+    elif new_member:
+        _join_new_member(ctx, group, request, now, result)
+    else:
+        _join_known_member(ctx, group, request, now, result)
+
+    if created and not result.records:
+        result.records.append(records.empty_group(group))
+    return result
+
+
+def _precheck(ctx, request: JoinRequest) -> ErrorCode | None:
+    if not request.group_id:
+        return ErrorCode.invalid_group_id
+    config = ctx.config
+    if not config.min_session_timeout_ms <= request.session_timeout_ms <= \
+            config.max_session_timeout_ms:
+        return ErrorCode.invalid_session_timeout
+    return None
+
+
+def _accepts_joining_member(ctx, group: Group, member_id: str) -> bool:
+    """group.max.size (KIP-389), counted the way Kafka counts it in each state."""
+    limit = ctx.config.max_size
+    member = group.members.get(member_id)
+    if group.state in (S.EMPTY, S.DEAD):
+        return True
+    if group.state is S.PREPARING_REBALANCE:
+        return (member is not None and member.awaiting_join is not None) or \
+            group.awaiting_join_count() < limit
+    return member is not None or len(group.members) < limit
+
+
+# -- new members (member id "") -----------------------------------------------------------
+
+def _join_new_member(ctx, group: Group, request: JoinRequest, now: int, result: Result) -> None:
+    if group.state is S.DEAD:
+        result.reply(request.token, JoinReply(error=ErrorCode.coordinator_not_available))
+        return
+    if not group.supports(request.protocol_type, request.protocols):
+        result.reply(request.token, JoinReply(error=ErrorCode.inconsistent_group_protocol))
+        return
+    prefix = request.group_instance_id or request.client_id
+    new_id = ctx.new_member_id(prefix)
+    if request.group_instance_id is not None:
+        existing = group.static_member_id(request.group_instance_id)
+        if existing is not None:
+            log.info("static member %s rejoins group %s with a new id %s (was %s)",
+                     request.group_instance_id, group.group_id, new_id, existing)
+            _replace_static_member(ctx, group, request, existing, new_id, now, result)
+        else:
+            _add_member(ctx, group, request, new_id, now, result)
+        return
+    if request.api_version >= KNOWN_MEMBER_ID_REQUIRED_FROM:
+        # KIP-394: hand out an id and expect the member to come back with it
+        group.pending_members.add(new_id)
+        result.schedule(heartbeat_key(group.group_id, new_id), now + request.session_timeout_ms,
+                        HeartbeatExpired(group.group_id, new_id))
+        result.reply(request.token, JoinReply(error=ErrorCode.member_id_required, member_id=new_id))
+        return
+    _add_member(ctx, group, request, new_id, now, result)
+
+
+def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: int,
+                result: Result) -> None:
+    member = Member(
+        member_id=member_id, group_instance_id=request.group_instance_id,
+        client_id=request.client_id, client_host=request.client_host,
+        rebalance_timeout_ms=request.rebalance_timeout_ms,
+        session_timeout_ms=request.session_timeout_ms, protocol_type=request.protocol_type,
+        protocols=request.protocols, is_new=True,
+        awaiting_join=Parked(request.token, request.api_version))
+    if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
+        group.new_member_added = True  # extends the initial rebalance delay
+    group.pending_members.discard(member_id)
+    group.add(member)
+    # A new member cannot heartbeat while its JoinGroup is parked, so it gets the (long)
+    # new-member join timeout instead of its session timeout.
+    reschedule_heartbeat(result, group, member, now, ctx.config.new_member_join_timeout_ms)
+    maybe_prepare_rebalance_or_complete_join(
+        ctx, group, now, result, f"adding new member {member_id}"
+        + (f" with group instance id {member.group_instance_id}" if member.is_static else ""))
+
+
+# -- known members ------------------------------------------------------------------------
+
+def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
+                       result: Result) -> None:
+    member_id = request.member_id
+    if group.state is S.DEAD:
+        result.reply(request.token, JoinReply(error=ErrorCode.coordinator_not_available,
+                                              member_id=member_id))
+        return
+    if not group.supports(request.protocol_type, request.protocols):
+        result.reply(request.token, JoinReply(error=ErrorCode.inconsistent_group_protocol,
+                                              member_id=member_id))
+        return
+    if member_id in group.pending_members:
+        if request.group_instance_id is not None:
+            # Kafka throws here; no real client can get a pending id and also be static
+            result.reply(request.token, JoinReply(error=ErrorCode.unknown_member_id,
+                                                  member_id=member_id))
+            return
+        _add_member(ctx, group, request, member_id, now, result)
+        return
+    error = member_error(group, member_id, request.group_instance_id)
+    if error is not None:
+        result.reply(request.token, JoinReply(error=error, member_id=member_id))
+        return
+
+    member = group.members[member_id]
+    unchanged = member.protocols == request.protocols
+    if group.state is S.PREPARING_REBALANCE:
+        _update_member(ctx, group, member, request, now, result,
+                       f"member {member_id} joins during PreparingRebalance")
+    elif group.state is S.COMPLETING_REBALANCE:
+        if unchanged:  # most likely it missed our JoinGroup answer: send it again
+            members = member_list(group) if group.is_leader(member_id) else ()
+            result.reply(request.token, current_generation_reply(group, member_id, members))
+        else:
+            _update_member(ctx, group, member, request, now, result,
+                           f"member {member_id} changed its metadata during CompletingRebalance")
+    elif group.state is S.STABLE:
+        if group.is_leader(member_id):
+            # lets the leader force a rebalance, e.g. when topic metadata changed
+            _update_member(ctx, group, member, request, now, result,
+                           f"leader {member_id} rejoins a Stable group")
+        elif not unchanged:
+            _update_member(ctx, group, member, request, now, result,
+                           f"member {member_id} changed its metadata")
+        else:
+            result.reply(request.token, current_generation_reply(group, member_id))
+    else:  # Empty: a member id the group no longer knows
+        result.reply(request.token, JoinReply(error=ErrorCode.unknown_member_id,
+                                              member_id=member_id))
+
+
+def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now: int,
+                   result: Result, reason: str) -> None:
+    _update_metadata(member, request)
+    member.awaiting_join = Parked(request.token, request.api_version)
+    maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason)
+
+
+def _update_metadata(member: Member, request: JoinRequest) -> None:
+    member.protocols = request.protocols
+    member.rebalance_timeout_ms = request.rebalance_timeout_ms
+    member.session_timeout_ms = request.session_timeout_ms
+
+
+# -- static member replacement (KIP-345) --------------------------------------------------
+
+def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str, new_id: str,
+                           now: int, result: Result) -> None:
+    old_member = group.members[old_id]
+    # Whoever still waits under the old id is a duplicate of this instance: fence it.
+    answer_join(result, old_member, JoinReply(error=ErrorCode.fenced_instance_id,
+                                              member_id=old_id))
+    answer_sync(result, old_member, SyncReply(error=ErrorCode.fenced_instance_id))
+    leader_before = group.leader_id
+    previous = (old_member.protocols, old_member.rebalance_timeout_ms,
+                old_member.session_timeout_ms)
+    member = group.replace_static(old_id, new_id)
+    reschedule_heartbeat(result, group, member, now)  # the old id's timer will find nobody
+    _update_metadata(member, request)
+    member.awaiting_join = Parked(request.token, request.api_version)
+
+    if group.state is S.STABLE:
+        if group.select_protocol() == group.protocol_name:
+            # Same assignor: no rebalance. Persist the new id, answer once it is written.
+            result.records.append(records.group_metadata(group))
+            result.after_write.append(AfterWrite("static-replacement", group.group_id, {
+                "old_id": old_id, "new_id": new_id, "leader_before": leader_before,
+                "previous": previous, "api_version": request.api_version}))
+        else:
+            prepare_rebalance(ctx, group, now, result,
+                              f"static member {request.group_instance_id} changed protocols")
+    elif group.state is S.COMPLETING_REBALANCE:
+        # the leader may be assigning to the old id: start over so nobody ends up unassigned
+        prepare_rebalance(ctx, group, now, result,
+                          f"static member {request.group_instance_id} rejoined during sync")
+    else:  # PreparingRebalance
+        maybe_complete_join(ctx, group, now, result)
+
+
+def static_replacement_written(ctx, group: Group, data: dict, error: ErrorCode | None,
+                               now: int, result: Result) -> None:
+    new_id = data["new_id"]
+    member = group.members.get(new_id)
+    if member is None:
+        return
+    if error is not None:
+        # Undo: the old id comes back, and the joiner must try again.
+        protocols, rebalance_timeout, session_timeout = data["previous"]
+        member.protocols = protocols
+        member.rebalance_timeout_ms = rebalance_timeout
+        member.session_timeout_ms = session_timeout
+        parked = member.awaiting_join
+        member.awaiting_join = None
+        restored = group.replace_static(new_id, data["old_id"])
+        reschedule_heartbeat(result, group, restored, now)
+        if parked is not None:
+            result.reply(parked.token, JoinReply(
+                error=error, generation=group.generation, protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name, leader=data["leader_before"] or ""))
+        return
+    if data["api_version"] >= SKIP_ASSIGNMENT_FROM:
+        leader = group.is_leader(new_id)
+        answer_join(result, member, current_generation_reply(
+            group, new_id, member_list(group) if leader else (), skip_assignment=leader))
+    else:
+        # Older clients would run a throw-away assignment if told they lead: name the old
+        # leader id so this member acts as a follower and just fetches its assignment.
+        answer_join(result, member, current_generation_reply(
+            group, new_id, leader=data["leader_before"]))

@@ -1,0 +1,77 @@
+"""LeaveGroup (reference §5): members leaving by id, and the admin path of KIP-345 that removes
+static members by group.instance.id (member id "")."""
+from __future__ import annotations
+
+import logging
+
+from roster.coordinator.group import Group
+from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply, LeaveRequest
+from roster.coordinator.rebalance import (
+    answer_join,
+    cancel_heartbeat,
+    maybe_complete_join,
+    maybe_prepare_rebalance_or_complete_join,
+)
+from roster.coordinator.results import Result
+from roster.coordinator.states import GroupState
+from roster.coordinator.validation import member_error
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.coordinator")
+S = GroupState
+
+
+def leave(ctx, request: LeaveRequest, now: int) -> Result:
+    result = Result()
+    if not request.group_id:
+        result.reply(request.token, LeaveReply(error=ErrorCode.invalid_group_id))
+        return result
+    group = ctx.groups.get(request.group_id)
+    if group is None:
+        result.reply(request.token, LeaveReply(members=tuple(
+            LeaveMemberResult(m.member_id, m.group_instance_id, ErrorCode.unknown_member_id)
+            for m in request.members)))
+        return result
+    if group.state is S.DEAD:
+        result.reply(request.token, LeaveReply(error=ErrorCode.coordinator_not_available))
+        return result
+
+    outcomes = []
+    for identity in request.members:
+        error = _remove(group, identity, result)
+        outcomes.append(LeaveMemberResult(identity.member_id, identity.group_instance_id, error))
+    removed = [o.member_id or o.group_instance_id for o in outcomes if o.error is ErrorCode.none]
+    if removed:
+        reason = f"LeaveGroup for {', '.join(str(r) for r in removed)}"
+        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+            maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason)
+        elif group.state is S.PREPARING_REBALANCE:
+            maybe_complete_join(ctx, group, now, result)
+    result.reply(request.token, LeaveReply(members=tuple(outcomes)))
+    return result
+
+
+def _remove(group: Group, identity, result: Result) -> ErrorCode:
+    if identity.member_id == "":
+        member_id = group.static_member_id(identity.group_instance_id)
+        if member_id is None:
+            return ErrorCode.unknown_member_id
+        _remove_member(group, member_id, result, "removed by group instance id")
+        return ErrorCode.none
+    if identity.member_id in group.pending_members:
+        group.pending_members.discard(identity.member_id)
+        cancel_heartbeat(result, group, identity.member_id)
+        return ErrorCode.none
+    error = member_error(group, identity.member_id, identity.group_instance_id)
+    if error is not None:
+        return error
+    _remove_member(group, identity.member_id, result, identity.reason or "it left")
+    return ErrorCode.none
+
+
+def _remove_member(group: Group, member_id: str, result: Result, reason: str) -> None:
+    member = group.members[member_id]
+    cancel_heartbeat(result, group, member_id)
+    answer_join(result, member, JoinReply(error=ErrorCode.unknown_member_id))
+    group.remove(member_id)
+    log.info("member %s left group %s: %s", member_id, group.group_id, reason)

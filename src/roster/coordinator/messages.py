@@ -1,0 +1,143 @@
+"""Requests and replies as the coordinator sees them: version-independent.
+
+The edge turns kio entities of any version into these and back; the core only sees the version
+where behaviour depends on it (MEMBER_ID_REQUIRED from JoinGroup v4, SkipAssignment from v9).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Hashable
+
+from roster.protocol.errors import ErrorCode
+
+Protocols = tuple[tuple[str, bytes], ...]
+NO_GENERATION = -1
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: Protocols
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    client_id: str = ""
+    client_host: str = ""
+    reason: str | None = None
+    api_version: int = 9
+    token: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class JoinMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class JoinReply:
+    error: ErrorCode = ErrorCode.none
+    generation: int = NO_GENERATION
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    member_id: str = ""
+    members: tuple[JoinMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncRequest:
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: tuple[tuple[str, bytes], ...] = ()
+    api_version: int = 5
+    token: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReply:
+    error: ErrorCode = ErrorCode.none
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True)
+class HeartbeatRequest:
+    group_id: str
+    generation: int
+    member_id: str
+    group_instance_id: str | None = None
+    token: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveIdentity:
+    member_id: str
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveRequest:
+    group_id: str
+    members: tuple[LeaveIdentity, ...]
+    token: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveMemberResult:
+    member_id: str
+    group_instance_id: str | None
+    error: ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveReply:
+    error: ErrorCode = ErrorCode.none
+    members: tuple[LeaveMemberResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetToCommit:
+    topic: str
+    partition: int
+    offset: int
+    leader_epoch: int = -1
+    metadata: str | None = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    group_id: str
+    generation: int = NO_GENERATION
+    member_id: str = ""
+    group_instance_id: str | None = None
+    offsets: tuple[OffsetToCommit, ...] = ()
+    retention_ms: int = -1      # v2-4 only; -1 lets the broker decide
+    api_version: int = 9
+    token: Hashable = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitReply:
+    # (topic, partition) -> error, in request order
+    errors: tuple[tuple[str, int, ErrorCode], ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedOffset:
+    topic: str
+    partition: int
+    offset: int = -1
+    leader_epoch: int = -1
+    metadata: str = ""
+    error: ErrorCode = ErrorCode.none

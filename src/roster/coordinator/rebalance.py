@@ -1,0 +1,249 @@
+"""Rebalances: starting one, completing the join phase, and the timers that drive both.
+
+Every function here takes the coordinator context, the group, the time and the Result being
+built, and records its effects in that Result (replies, timers, records).
+"""
+from __future__ import annotations
+
+import logging
+
+from roster.coordinator import records
+from roster.coordinator.group import Group, Member
+from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
+from roster.coordinator.results import Result
+from roster.coordinator.states import CAN_REBALANCE, GroupState
+from roster.coordinator.timers import (
+    HeartbeatExpired,
+    JoinDeadline,
+    SyncDeadline,
+    heartbeat_key,
+    join_key,
+    sync_key,
+)
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.coordinator")
+S = GroupState
+
+
+# -- replies to parked requests -----------------------------------------------------------
+
+def answer_join(result: Result, member: Member, reply: JoinReply) -> None:
+    if member.awaiting_join is not None:
+        result.reply(member.awaiting_join.token, reply)
+        member.awaiting_join = None
+
+
+def answer_sync(result: Result, member: Member, reply: SyncReply) -> bool:
+    if member.awaiting_sync is None:
+        return False
+    result.reply(member.awaiting_sync.token, reply)
+    member.awaiting_sync = None
+    return True
+
+
+def member_list(group: Group) -> tuple[JoinMember, ...]:
+    """What the leader gets to run the assignment: every member's metadata for the protocol."""
+    return tuple(JoinMember(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                 for m in group.members.values())
+
+
+def current_generation_reply(group: Group, member_id: str, members=(), leader=None,
+                             skip_assignment: bool = False) -> JoinReply:
+    return JoinReply(generation=group.generation, protocol_type=group.protocol_type,
+                     protocol_name=group.protocol_name,
+                     leader=(group.leader_id if leader is None else leader) or "",
+                     skip_assignment=skip_assignment, member_id=member_id, members=members)
+
+
+# -- heartbeats ---------------------------------------------------------------------------
+
+def reschedule_heartbeat(result: Result, group: Group, member: Member, now: int,
+                         timeout_ms: int | None = None) -> None:
+    timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
+    result.schedule(heartbeat_key(group.group_id, member.member_id), now + timeout,
+                    HeartbeatExpired(group.group_id, member.member_id))
+
+
+def cancel_heartbeat(result: Result, group: Group, member_id: str) -> None:
+    result.cancel(heartbeat_key(group.group_id, member_id))
+
+
+# -- starting a rebalance -----------------------------------------------------------------
+
+def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str) -> None:
+    if group.state is S.COMPLETING_REBALANCE:
+        reset_assignments_with_error(ctx, group, now, result, ErrorCode.rebalance_in_progress)
+    cancel_pending_sync(group, result)
+    initial = group.state is S.EMPTY
+    group.transition_to(S.PREPARING_REBALANCE, now)
+    log.info("preparing to rebalance group %s in generation %d: %s",
+             group.group_id, group.generation, reason)
+    if initial:
+        delay = ctx.config.initial_rebalance_delay_ms
+        remaining = max(group.rebalance_timeout_ms() - delay, 0)
+        group.new_member_added = False
+        result.schedule(join_key(group.group_id), now + delay,
+                        JoinDeadline(group.group_id, delay, remaining))
+    elif group.all_joined():
+        result.cancel(join_key(group.group_id))
+        complete_join(ctx, group, now, result)
+    else:
+        result.schedule(join_key(group.group_id), now + group.rebalance_timeout_ms(),
+                        JoinDeadline(group.group_id))
+
+
+def maybe_prepare_rebalance_or_complete_join(ctx, group: Group, now: int, result: Result,
+                                             reason: str) -> None:
+    if group.state in CAN_REBALANCE:
+        prepare_rebalance(ctx, group, now, result, reason)
+    else:
+        maybe_complete_join(ctx, group, now, result)
+
+
+# -- completing the join phase -------------------------------------------------------------
+
+def maybe_complete_join(ctx, group: Group, now: int, result: Result) -> None:
+    """Complete early once everyone has rejoined, except during an initial rebalance, which
+    only its delay timer completes."""
+    if (group.state is S.PREPARING_REBALANCE and group.all_joined()
+            and group.previous_state is not S.EMPTY):
+        result.cancel(join_key(group.group_id))
+        complete_join(ctx, group, now, result)
+
+
+def complete_join(ctx, group: Group, now: int, result: Result) -> None:
+    if group.state is not S.PREPARING_REBALANCE:
+        return
+    for member in [m for m in group.members.values() if m.awaiting_join is None]:
+        if not member.is_static:  # static members keep their place while they are away
+            log.info("removing member %s of group %s: it did not rejoin in time",
+                     member.member_id, group.group_id)
+            group.remove(member.member_id)
+            cancel_heartbeat(result, group, member.member_id)
+
+    if not _elect_joined_leader(group) and group.members:
+        # Nobody has rejoined: wait another rebalance timeout; session expiry clears the rest.
+        result.schedule(join_key(group.group_id), now + group.rebalance_timeout_ms(),
+                        JoinDeadline(group.group_id))
+        return
+
+    group.generation += 1
+    if not group.members:
+        group.protocol_name = None
+        group.transition_to(S.EMPTY, now)
+        result.records.append(records.group_metadata(group))
+        log.info("group %s is empty in generation %d", group.group_id, group.generation)
+        return
+
+    group.protocol_name = group.select_protocol()
+    group.transition_to(S.COMPLETING_REBALANCE, now)
+    log.info("group %s enters generation %d with %d members (protocol %s)", group.group_id,
+             group.generation, len(group.members), group.protocol_name)
+    everyone = member_list(group)
+    for member in group.members.values():
+        answer_join(result, member, current_generation_reply(
+            group, member.member_id, everyone if group.is_leader(member.member_id) else ()))
+        reschedule_heartbeat(result, group, member, now)
+        member.is_new = False
+        group.pending_sync.add(member.member_id)
+    result.schedule(sync_key(group.group_id), now + group.rebalance_timeout_ms(),
+                    SyncDeadline(group.group_id, group.generation))
+
+
+def _elect_joined_leader(group: Group) -> bool:
+    """Keep a leader that rejoined, else promote any member that did; False if nobody did."""
+    if group.leader_id is None:
+        return False
+    if group.members[group.leader_id].awaiting_join is not None:
+        return True
+    for member in group.members.values():
+        if member.awaiting_join is not None:
+            group.leader_id = member.member_id
+            return True
+    return False
+
+
+# -- sync phase ----------------------------------------------------------------------------
+
+def cancel_pending_sync(group: Group, result: Result) -> None:
+    group.pending_sync.clear()
+    result.cancel(sync_key(group.group_id))
+
+
+def reset_assignments_with_error(ctx, group: Group, now: int, result: Result,
+                                 error: ErrorCode) -> None:
+    for member in group.members.values():
+        member.assignment = b""
+    propagate_assignment(group, now, result, error)
+
+
+def propagate_assignment(group: Group, now: int, result: Result, error: ErrorCode) -> None:
+    for member in group.members.values():
+        reply = SyncReply(error=error, protocol_type=group.protocol_type,
+                          protocol_name=group.protocol_name, assignment=member.assignment)
+        if answer_sync(result, member, reply):
+            # A session that lapsed while the member waited was ignored; expect heartbeats again.
+            reschedule_heartbeat(result, group, member, now)
+
+
+# -- removing members ----------------------------------------------------------------------
+
+def remove_member_and_update_group(ctx, group: Group, member: Member, now: int, result: Result,
+                                   reason: str) -> None:
+    # A member removed while parked in JoinGroup is told to rejoin from scratch.
+    answer_join(result, member, JoinReply(error=ErrorCode.unknown_member_id))
+    group.remove(member.member_id)
+    log.info("removed member %s from group %s: %s", member.member_id, group.group_id, reason)
+    if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
+        prepare_rebalance(ctx, group, now, result, reason)
+    elif group.state is S.PREPARING_REBALANCE and group.all_joined():
+        result.cancel(join_key(group.group_id))
+        complete_join(ctx, group, now, result)
+
+
+# -- timer expiries ------------------------------------------------------------------------
+
+def heartbeat_expired(ctx, group: Group, member_id: str, now: int, result: Result) -> None:
+    if group.state is S.DEAD:
+        return
+    if member_id in group.pending_members:
+        group.pending_members.discard(member_id)
+        log.info("pending member %s of group %s did not rejoin in time", member_id, group.group_id)
+        maybe_complete_join(ctx, group, now, result)
+        return
+    member = group.members.get(member_id)
+    if member is None:
+        return  # an old id of a replaced static member, or a member already gone
+    alive = not member.is_new and (member.awaiting_join is not None
+                                   or member.awaiting_sync is not None)
+    if not alive:
+        remove_member_and_update_group(ctx, group, member, now, result,
+                                       "its session timed out")
+
+
+def join_deadline(ctx, group: Group, event: JoinDeadline, now: int, result: Result) -> None:
+    if group.state is not S.PREPARING_REBALANCE:
+        return
+    if event.delay_ms is not None and group.new_member_added and event.remaining_ms:
+        # Members are still arriving: wait one more delay, within the rebalance timeout.
+        group.new_member_added = False
+        delay = min(event.delay_ms, event.remaining_ms)
+        remaining = max(event.remaining_ms - event.delay_ms, 0)
+        result.schedule(join_key(group.group_id), now + delay,
+                        JoinDeadline(group.group_id, delay, remaining))
+        return
+    complete_join(ctx, group, now, result)
+
+
+def sync_deadline(ctx, group: Group, event: SyncDeadline, now: int, result: Result) -> None:
+    if event.generation != group.generation:
+        return
+    if group.state not in (S.COMPLETING_REBALANCE, S.STABLE) or not group.pending_sync:
+        return
+    laggards = sorted(group.pending_sync)
+    for member_id in laggards:
+        group.remove(member_id)
+        cancel_heartbeat(result, group, member_id)
+    prepare_rebalance(ctx, group, now, result,
+                      f"removing {', '.join(laggards)}: no SyncGroup within the rebalance timeout")

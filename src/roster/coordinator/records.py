@@ -1,0 +1,54 @@
+"""The only place coordinator records are built (Kafka's newXxxRecord factories)."""
+from __future__ import annotations
+
+from roster.coordinator.group import Group
+from roster.protocol.group_records import (
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    OffsetKey,
+    OffsetValue,
+    Record,
+)
+
+
+def group_metadata(group: Group, assignments: dict[str, bytes] | None = None,
+                   now_ms: int | None = None) -> Record:
+    """A snapshot of the group: its generation, protocol, leader, and every member with its
+    subscription for the selected protocol and its assignment (`assignments` overrides the
+    stored ones, for the leader's SyncGroup that is not applied until the write succeeds)."""
+    protocol = group.protocol_name
+    members = tuple(
+        MemberValue(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+            client_host=m.client_host, rebalance_timeout=m.rebalance_timeout_ms,
+            session_timeout=m.session_timeout_ms,
+            subscription=m.metadata(protocol) if protocol else b"",
+            assignment=(assignments.get(m.member_id, b"") if assignments is not None
+                        else m.assignment))
+        for m in group.members.values())
+    timestamp = group.state_timestamp if now_ms is None else now_ms
+    return Record(GroupKey(group.group_id), GroupValue(
+        protocol_type=group.protocol_type or "", generation=group.generation, protocol=protocol,
+        leader=group.leader_id, current_state_timestamp=timestamp, members=members))
+
+
+def empty_group(group: Group) -> Record:
+    """What Kafka writes for a group that has just been created: generation 0, no members."""
+    return Record(GroupKey(group.group_id), GroupValue(
+        protocol_type=group.protocol_type or "", generation=group.generation, protocol=None,
+        leader=None, current_state_timestamp=group.state_timestamp, members=()))
+
+
+def group_tombstone(group_id: str) -> Record:
+    return Record(GroupKey(group_id), None)
+
+
+def offset_commit(group_id: str, topic: str, partition: int, offset: int, leader_epoch: int,
+                  metadata: str, commit_timestamp: int, expire_timestamp: int = -1) -> Record:
+    return Record(OffsetKey(group_id, topic, partition),
+                  OffsetValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp))
+
+
+def offset_tombstone(group_id: str, topic: str, partition: int) -> Record:
+    return Record(OffsetKey(group_id, topic, partition), None)

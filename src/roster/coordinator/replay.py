@@ -1,0 +1,64 @@
+"""Rebuild coordinator state from `__consumer_offsets` records.
+
+Offset records are applied through here both live (once written) and when a coordinator loads
+its partitions after a restart; group records are applied here only when loading, because the
+live group already is what its record describes (the record is a snapshot of it).
+"""
+from __future__ import annotations
+
+import logging
+
+from roster.coordinator.group import CommittedOffset, Group, Member
+from roster.coordinator.states import GroupState
+from roster.protocol.group_records import GroupKey, GroupValue, OffsetKey, Record, UnknownRecord
+
+log = logging.getLogger("roster.coordinator")
+
+
+def replay(groups: dict[str, Group], record: Record, now: int = -1) -> None:
+    key, value = record.key, record.value
+    if isinstance(key, OffsetKey):
+        group = groups.get(key.group)
+        if value is None:
+            if group is not None:
+                group.offsets.pop((key.topic, key.partition), None)
+            return
+        if group is None:  # offsets without a group record: a simple group
+            group = groups[key.group] = Group(key.group, state_timestamp=now)
+        group.offsets[(key.topic, key.partition)] = CommittedOffset(
+            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
+            value.expire_timestamp)
+    elif isinstance(key, GroupKey):
+        if value is None:
+            groups.pop(key.group, None)
+            return
+        existing = groups.get(key.group)
+        groups[key.group] = _group_from_record(key.group, value, existing)
+    elif isinstance(key, UnknownRecord):
+        log.warning("skipping a record of unknown type %d", key.key_version)
+
+
+def _group_from_record(group_id: str, value: GroupValue, existing: Group | None) -> Group:
+    group = Group(group_id)
+    group.offsets = existing.offsets if existing is not None else {}
+    group.generation = value.generation
+    group.protocol_type = value.protocol_type or None
+    group.protocol_name = value.protocol
+    group.state_timestamp = value.current_state_timestamp
+    for m in value.members:
+        member = Member(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+            client_host=m.client_host,
+            rebalance_timeout_ms=m.rebalance_timeout if m.rebalance_timeout >= 0
+            else m.session_timeout,
+            session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
+            protocols=((value.protocol or "", m.subscription),), assignment=m.assignment)
+        group.members[member.member_id] = member
+        if member.is_static:
+            group.static_members[member.group_instance_id] = member.member_id
+    group.leader_id = value.leader if value.leader in group.members else \
+        next(iter(group.members), None)
+    # A loaded group is Stable if it has members, Empty otherwise (set directly: loading is
+    # not a transition).
+    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
+    return group

@@ -1,0 +1,68 @@
+"""What a coordinator operation hands back to the edge: records to write, replies to release,
+timers to set. The core never performs I/O; the edge carries these out in order.
+
+Replies are addressed by an opaque token the edge attached to the request. A reply in a result is
+released only after that result's records are durable (issue 4 makes the write real; until then
+the edge's record sink is memory).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Hashable
+
+
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """A request the coordinator holds until it can be answered (JoinGroup/SyncGroup long polls)."""
+
+    token: Hashable
+    api_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    token: Hashable
+    body: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """Run `event` at `deadline_ms` unless the key is rescheduled or cancelled first."""
+
+    key: str
+    deadline_ms: int
+    event: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Cancel:
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class AfterWrite:
+    """Continue an operation once its records are durable (or failed to be written).
+
+    The edge calls Coordinator.write_completed(continuation, error) with it.
+    """
+
+    kind: str
+    group_id: str
+    data: Any = None
+
+
+@dataclass(slots=True)
+class Result:
+    records: list = field(default_factory=list)
+    replies: list[Reply] = field(default_factory=list)
+    timers: list[Schedule | Cancel] = field(default_factory=list)
+    after_write: list[AfterWrite] = field(default_factory=list)
+
+    def reply(self, token: Hashable, body: Any) -> None:
+        self.replies.append(Reply(token, body))
+
+    def schedule(self, key: str, deadline_ms: int, event: Any) -> None:
+        self.timers.append(Schedule(key, deadline_ms, event))
+
+    def cancel(self, key: str) -> None:
+        self.timers.append(Cancel(key))

@@ -1,0 +1,247 @@
+"""The records of `__consumer_offsets`, in Kafka's own key/value layouts.
+
+key   = int16 key version (which doubles as the record type) + struct
+value = int16 value version + struct; a null value is a tombstone
+
+  offset commit   key v1: group, topic, partition
+                  value v3: offset, leaderEpoch, metadata, commitTimestamp
+                  value v1: offset, metadata, commitTimestamp, expireTimestamp (when one is set)
+  group metadata  key v2: group
+                  value v3: protocolType, generation, protocol?, leader?, currentStateTimestamp,
+                            members[memberId, groupInstanceId?, clientId, clientHost,
+                                    rebalanceTimeout, sessionTimeout, subscription, assignment]
+
+Readers accept every classic version (offset value v0-v3, group value v0-v3) so logs written by
+Kafka load here; types 3 and up (KIP-848 and share groups) decode to UnknownRecord.
+Strings are int16-length (-1 = null), bytes int32-length, arrays int32-count: the classic encoding.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+
+class RecordFormatError(ValueError):
+    """Bytes that are not a record of the type and version they claim to be."""
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetValue:
+    offset: int
+    leader_epoch: int
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int = -1  # only v1 carries one
+
+
+@dataclass(frozen=True, slots=True)
+class GroupKey:
+    group: str
+
+
+@dataclass(frozen=True, slots=True)
+class MemberValue:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout: int
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int
+    members: tuple[MemberValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class UnknownRecord:
+    """A record type this version of roster does not know (skipped with a warning on load)."""
+
+    key_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One `__consumer_offsets` record; value None is a tombstone."""
+
+    key: OffsetKey | GroupKey | UnknownRecord
+    value: OffsetValue | GroupValue | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        return encode_key(self.key), None if self.value is None else encode_value(self.value)
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+class _Writer:
+    def __init__(self) -> None:
+        self.out = bytearray()
+
+    def int16(self, v: int) -> _Writer:
+        self.out += struct.pack(">h", v)
+        return self
+
+    def int32(self, v: int) -> _Writer:
+        self.out += struct.pack(">i", v)
+        return self
+
+    def int64(self, v: int) -> _Writer:
+        self.out += struct.pack(">q", v)
+        return self
+
+    def string(self, v: str | None) -> _Writer:
+        if v is None:
+            return self.int16(-1)
+        data = v.encode()
+        self.int16(len(data))
+        self.out += data
+        return self
+
+    def bytes_(self, v: bytes | None) -> _Writer:
+        if v is None:
+            return self.int32(-1)
+        self.int32(len(v))
+        self.out += v
+        return self
+
+
+def encode_key(key: OffsetKey | GroupKey) -> bytes:
+    if isinstance(key, OffsetKey):
+        return bytes(_Writer().int16(1).string(key.group).string(key.topic).int32(key.partition).out)
+    if isinstance(key, GroupKey):
+        return bytes(_Writer().int16(2).string(key.group).out)
+    raise TypeError(f"cannot encode {key!r}")
+
+
+def encode_value(value: OffsetValue | GroupValue) -> bytes:
+    if isinstance(value, OffsetValue):
+        if value.expire_timestamp >= 0:
+            w = _Writer().int16(1).int64(value.offset).string(value.metadata)
+            return bytes(w.int64(value.commit_timestamp).int64(value.expire_timestamp).out)
+        w = _Writer().int16(3).int64(value.offset).int32(value.leader_epoch)
+        return bytes(w.string(value.metadata).int64(value.commit_timestamp).out)
+    if isinstance(value, GroupValue):
+        w = _Writer().int16(3).string(value.protocol_type).int32(value.generation)
+        w.string(value.protocol).string(value.leader).int64(value.current_state_timestamp)
+        w.int32(len(value.members))
+        for m in value.members:
+            w.string(m.member_id).string(m.group_instance_id).string(m.client_id)
+            w.string(m.client_host).int32(m.rebalance_timeout).int32(m.session_timeout)
+            w.bytes_(m.subscription).bytes_(m.assignment)
+        return bytes(w.out)
+    raise TypeError(f"cannot encode {value!r}")
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._pos = 0
+
+    def _unpack(self, fmt: str) -> int:
+        try:
+            (v,) = struct.unpack_from(fmt, self._data, self._pos)
+        except struct.error:
+            raise RecordFormatError("record ends early") from None
+        self._pos += struct.calcsize(fmt)
+        return v
+
+    def int16(self) -> int:
+        return self._unpack(">h")
+
+    def int32(self) -> int:
+        return self._unpack(">i")
+
+    def int64(self) -> int:
+        return self._unpack(">q")
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self._pos + n > len(self._data):
+            raise RecordFormatError("record ends early")
+        chunk = self._data[self._pos:self._pos + n]
+        self._pos += n
+        return bytes(chunk)
+
+    def string(self) -> str | None:
+        n = self.int16()
+        return None if n < 0 else self._take(n).decode()
+
+    def bytes_(self) -> bytes | None:
+        n = self.int32()
+        return None if n < 0 else self._take(n)
+
+
+def decode_key(data: bytes) -> OffsetKey | GroupKey | UnknownRecord:
+    r = _Reader(data)
+    version = r.int16()
+    if version in (0, 1):
+        return OffsetKey(r.string() or "", r.string() or "", r.int32())
+    if version == 2:
+        return GroupKey(r.string() or "")
+    return UnknownRecord(version)
+
+
+def decode_value(key, data: bytes | None):
+    if data is None or isinstance(key, UnknownRecord):
+        return None
+    r = _Reader(data)
+    version = r.int16()
+    if isinstance(key, OffsetKey):
+        return _offset_value(r, version)
+    return _group_value(r, version)
+
+
+def _offset_value(r: _Reader, version: int) -> OffsetValue:
+    if version not in (0, 1, 2, 3):
+        raise RecordFormatError(f"offset commit value v{version} is not a classic version")
+    offset = r.int64()
+    leader_epoch = r.int32() if version >= 3 else -1
+    metadata = r.string() or ""
+    commit_timestamp = r.int64()
+    expire_timestamp = r.int64() if version == 1 else -1
+    return OffsetValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
+
+
+def _group_value(r: _Reader, version: int) -> GroupValue:
+    if version not in (0, 1, 2, 3):
+        raise RecordFormatError(f"group metadata value v{version} is not a classic version")
+    protocol_type = r.string() or ""
+    generation = r.int32()
+    protocol = r.string()
+    leader = r.string()
+    timestamp = r.int64() if version >= 2 else -1
+    members = []
+    for _ in range(r.int32()):
+        member_id = r.string() or ""
+        instance_id = r.string() if version >= 3 else None
+        client_id = r.string() or ""
+        client_host = r.string() or ""
+        rebalance_timeout = r.int32() if version >= 1 else -1
+        session_timeout = r.int32()
+        if version == 0:
+            rebalance_timeout = session_timeout
+        members.append(MemberValue(member_id, instance_id, client_id, client_host,
+                                   rebalance_timeout, session_timeout,
+                                   r.bytes_() or b"", r.bytes_() or b""))
+    return GroupValue(protocol_type, generation, protocol, leader, timestamp, tuple(members))
+
+
+def decode(key: bytes, value: bytes | None) -> Record:
+    decoded_key = decode_key(key)
+    return Record(decoded_key, decode_value(decoded_key, value))

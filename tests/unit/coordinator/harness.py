@@ -1,0 +1,161 @@
+"""Drive the pure coordinator like the broker edge does, with a manual clock.
+
+Timers only fire when the test advances time; writes complete at once (or fail, when asked to);
+every reply is kept by its token. Tests assert the three things a coordinator does: records
+written, replies released, timers scheduled (with exact deadlines).
+"""
+from __future__ import annotations
+
+import itertools
+
+from roster.coordinator.config import GroupConfig
+from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.messages import (
+    CommitRequest,
+    HeartbeatRequest,
+    JoinRequest,
+    LeaveIdentity,
+    LeaveRequest,
+    OffsetToCommit,
+    SyncRequest,
+)
+from roster.coordinator.results import Cancel, Result, Schedule
+from roster.protocol.errors import ErrorCode
+
+PROTOCOLS = (("range", b"range-meta"), ("roundrobin", b"rr-meta"))
+
+
+class Harness:
+    def __init__(self, **config) -> None:
+        config.setdefault("initial_rebalance_delay_ms", 0)
+        self.config = GroupConfig(**config)
+        counter = itertools.count(1)
+        self.coordinator = Coordinator(self.config, lambda prefix: f"{prefix}-{next(counter)}")
+        self.now = 0
+        self.timers: dict[str, tuple[int, object]] = {}
+        self.records: list = []
+        self.replies: dict[object, object] = {}
+        self.fail_next_write: ErrorCode | None = None
+        self._tokens = itertools.count(1)
+
+    # -- the edge's job ------------------------------------------------------------------
+
+    def apply(self, result: Result) -> None:
+        for op in result.timers:
+            if isinstance(op, Schedule):
+                self.timers[op.key] = (op.deadline_ms, op.event)
+            elif isinstance(op, Cancel):
+                self.timers.pop(op.key, None)
+        error = None
+        if result.records:
+            error, self.fail_next_write = self.fail_next_write, None
+            if error is None:
+                self.records.extend(result.records)
+        for reply in result.replies:
+            assert reply.token not in self.replies, f"token {reply.token} answered twice"
+            self.replies[reply.token] = reply.body
+        for step in result.after_write:
+            self.apply(self.coordinator.write_completed(step, error, self.now))
+
+    def advance(self, ms: int) -> None:
+        """Move the clock, firing due timers in deadline order (as the edge's timer service)."""
+        target = self.now + ms
+        while True:
+            due = sorted((d, k) for k, (d, _) in self.timers.items() if d <= target)
+            if not due:
+                break
+            deadline, key = due[0]
+            _, event = self.timers.pop(key)
+            self.now = deadline
+            self.apply(self.coordinator.expire(event, self.now))
+        self.now = target
+
+    def deadline(self, key: str) -> int | None:
+        entry = self.timers.get(key)
+        return entry[0] if entry else None
+
+    def group(self, group_id: str = "g"):
+        return self.coordinator.groups.get(group_id)
+
+    def token(self) -> int:
+        return next(self._tokens)
+
+    def reply(self, token):
+        return self.replies.get(token)
+
+    # -- requests (return the token; the reply, if released, is in self.replies) ------------
+
+    def join(self, member_id: str = "", instance: str | None = None, group: str = "g",
+             protocols=PROTOCOLS, session_ms: int = 10_000, rebalance_ms: int = 30_000,
+             version: int = 9, client_id: str = "client", protocol_type: str = "consumer"):
+        token = self.token()
+        self.apply(self.coordinator.join(JoinRequest(
+            group_id=group, member_id=member_id, group_instance_id=instance,
+            protocol_type=protocol_type, protocols=protocols, session_timeout_ms=session_ms,
+            rebalance_timeout_ms=rebalance_ms, client_id=client_id, client_host="/127.0.0.1",
+            api_version=version, token=token), self.now))
+        return token
+
+    def sync(self, member_id: str, generation: int, assignments=(), instance=None,
+             group: str = "g", version: int = 5, protocol_type=None, protocol_name=None):
+        token = self.token()
+        self.apply(self.coordinator.sync(SyncRequest(
+            group_id=group, generation=generation, member_id=member_id,
+            group_instance_id=instance, protocol_type=protocol_type, protocol_name=protocol_name,
+            assignments=tuple(assignments), api_version=version, token=token), self.now))
+        return token
+
+    def heartbeat(self, member_id: str, generation: int, instance=None, group: str = "g"):
+        token = self.token()
+        self.apply(self.coordinator.heartbeat(HeartbeatRequest(
+            group, generation, member_id, instance, token), self.now))
+        return self.replies[token]
+
+    def leave(self, *identities: tuple[str, str | None], group: str = "g"):
+        token = self.token()
+        self.apply(self.coordinator.leave(LeaveRequest(
+            group, tuple(LeaveIdentity(m, i) for m, i in identities), token), self.now))
+        return self.replies[token]
+
+    def commit(self, offsets: dict[tuple[str, int], int], member_id: str = "",
+               generation: int = -1, instance=None, group: str = "g", version: int = 9,
+               metadata: str = ""):
+        token = self.token()
+        self.apply(self.coordinator.commit_offsets(CommitRequest(
+            group_id=group, generation=generation, member_id=member_id,
+            group_instance_id=instance, api_version=version, token=token,
+            offsets=tuple(OffsetToCommit(t, p, o, metadata=metadata)
+                          for (t, p), o in offsets.items())), self.now))
+        return self.replies[token]
+
+    # -- compound steps ------------------------------------------------------------------
+
+    def join_dynamic(self, group: str = "g", **kwargs) -> str:
+        """A dynamic member's two-step join (KIP-394); returns its parked JoinGroup's token."""
+        first = self.join(group=group, **kwargs)
+        reply = self.replies[first]
+        assert reply.error is ErrorCode.member_id_required, reply
+        return self.join(member_id=reply.member_id, group=group, **kwargs)
+
+    def stable_group(self, *instances: str | None, group: str = "g", version: int = 9):
+        """Members (static where an instance id is given) joined and synced: returns their
+        member ids in join order; the first is the leader."""
+        tokens = []
+        for instance in instances:
+            if instance is None:
+                tokens.append(self.join_dynamic(group=group, version=version))
+            else:
+                tokens.append(self.join(instance=instance, group=group, version=version))
+        self.advance(0)
+        replies = [self.replies[t] for t in tokens]
+        for reply in replies:
+            assert reply.error is ErrorCode.none, reply
+        leader = replies[0].leader
+        generation = replies[0].generation
+        ids = [r.member_id for r in replies]
+        assignments = [(m, f"assignment-of-{m}".encode()) for m in ids]
+        for member_id in ids:
+            token = self.sync(member_id, generation,
+                              assignments if member_id == leader else ())
+            assert self.replies[token].error is ErrorCode.none
+        return ids
