@@ -80,6 +80,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     # acks=-1 replies wait for fsync regardless (docs/durability.md).
     Setting("log.flush.interval.ms", 1000, _optional_int, 0),
     Setting("offsets.topic.num.partitions", 50, int, 1),
+    Setting("group.min.session.timeout.ms", 6000, int, 0),
+    Setting("group.max.session.timeout.ms", 1800000, int, 0),
+    Setting("group.initial.rebalance.delay.ms", 3000, int, 0),
+    Setting("group.max.size", INT_MAX, int, 1),
+    Setting("offset.metadata.max.bytes", 4096, int, 0),
+    Setting("offsets.retention.minutes", 10080, int, 1),
+    Setting("offsets.retention.check.interval.ms", 600000, int, 1),
 ]}
 
 
@@ -153,6 +160,9 @@ class BrokerConfig(Mapping[str, Any]):
                 log.warning("ignoring unknown configuration %r", key)
                 continue
             values[key] = setting.coerce(raw)
+        if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
+            raise ConfigError("group.min.session.timeout.ms is larger than "
+                              "group.max.session.timeout.ms")
         if values["default.replication.factor"] != 1:
             raise ConfigError("default.replication.factor: roster is a single broker; use 1")
         return cls(values)

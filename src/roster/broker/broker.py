@@ -9,11 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roster.broker.durability import Durability
+from roster.broker.groups import GroupRuntime
 from roster.broker.handlers import build_registry
 from roster.broker.producers import ProducerIds, SequenceTable
 from roster.broker.topics import Topic, TopicError, TopicManager
 from roster.broker.waiters import AppendWaiters
 from roster.config import BrokerConfig
+from roster.coordinator.config import GroupConfig
 from roster.log.file import FileLog
 
 log = logging.getLogger("roster.broker")
@@ -53,6 +55,7 @@ class Broker:
         self.registry = build_registry()
         self.producer_ids = ProducerIds(data_dir)
         self.sequences = SequenceTable()
+        self.groups = GroupRuntime(GroupConfig.from_broker(config))
         self._tasks: list[asyncio.Task] = []
 
     def now_ms(self) -> int:
@@ -79,6 +82,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        self.groups.close()
         self.topics.close()
 
     def auto_create(self, name: str) -> Topic | None:

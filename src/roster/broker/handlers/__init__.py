@@ -3,18 +3,29 @@ the registry, and from it the ApiVersions answer, is built from these declaratio
 from roster.broker.handlers import (
     api_versions,
     create_topics,
+    delete_groups,
     delete_topics,
+    describe_groups,
     fetch,
     find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_fetch,
     produce,
+    sync_group,
 )
 from roster.protocol.registry import Registry
 
-MODULES = (produce, fetch, list_offsets, metadata, find_coordinator, api_versions,
-           create_topics, delete_topics, init_producer_id)
+MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
+           find_coordinator, join_group, heartbeat, leave_group, sync_group, describe_groups,
+           list_groups, api_versions, create_topics, delete_topics, init_producer_id,
+           delete_groups)
 
 
 def build_registry() -> Registry:

@@ -1,0 +1,46 @@
+"""DescribeGroups (15), v0-6. roster has no ACLs: asked for authorized operations, it reports
+what a group allows anyone (READ, DESCRIBE, DELETE)."""
+from __future__ import annotations
+
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 15
+NOT_FOUND_FROM = 6       # KIP-1043: a missing group is an error, not the state "Dead"
+NOT_REQUESTED = -2**31
+GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    schema = response_schema(API_KEY, version)
+    group_entry = element(schema, "groups")
+    member_entry = element(group_entry, "members")
+    operations = GROUP_OPERATIONS if getattr(body, "include_authorized_operations", False) \
+        else NOT_REQUESTED
+    described = []
+    for group_id in body.groups:
+        found = broker.groups.coordinator.describe(group_id)
+        if found is None:
+            missing = version >= NOT_FOUND_FROM
+            described.append(make(
+                group_entry, group_id=group_id, group_state="Dead", protocol_type="",
+                protocol_data="", members=(), authorized_operations=operations,
+                error_code=ErrorCode.group_id_not_found if missing else ErrorCode.none,
+                error_message=f"group {group_id} not found" if missing else None))
+            continue
+        described.append(make(
+            group_entry, error_code=ErrorCode.none, error_message=None, group_id=group_id,
+            group_state=found.state, protocol_type=found.protocol_type,
+            protocol_data=found.protocol_data, authorized_operations=operations,
+            members=tuple(make(member_entry, member_id=m.member_id,
+                               group_instance_id=m.group_instance_id, client_id=m.client_id,
+                               client_host=m.client_host, member_metadata=m.metadata,
+                               member_assignment=m.assignment) for m in found.members)))
+    return make(schema, groups=tuple(described))
+
+
+SPEC = ApiSpec(API_KEY, "DescribeGroups", 0, 6, handle)

@@ -1,0 +1,36 @@
+"""LeaveGroup (13), v0-5: one member (v0-2) or a batch, by member id or group.instance.id (v3+)."""
+from __future__ import annotations
+
+from roster.coordinator.messages import LeaveIdentity, LeaveRequest
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 13
+BATCH_FROM = 3
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    if version < BATCH_FROM:
+        identities = (LeaveIdentity(body.member_id),)
+    else:
+        identities = tuple(LeaveIdentity(m.member_id, m.group_instance_id,
+                                         getattr(m, "reason", None)) for m in body.members)
+    reply = await broker.groups.call(broker.groups.coordinator.leave,
+                                     LeaveRequest(body.group_id, identities))
+    schema = response_schema(API_KEY, version)
+    if version < BATCH_FROM:
+        error = reply.error
+        if error is ErrorCode.none and reply.members:
+            error = reply.members[0].error
+        return make(schema, error_code=error)
+    entry = element(schema, "members")
+    return make(schema, error_code=reply.error, members=tuple(
+        make(entry, member_id=m.member_id, group_instance_id=m.group_instance_id,
+             error_code=m.error) for m in reply.members))
+
+
+SPEC = ApiSpec(API_KEY, "LeaveGroup", 0, 5, handle)

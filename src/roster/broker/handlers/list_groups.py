@@ -1,0 +1,28 @@
+"""ListGroups (16), v0-5, with the state (v4+) and type (v5+) filters."""
+from __future__ import annotations
+
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 16
+
+
+def _filter(values) -> set[str] | None:
+    cleaned = {v.strip().lower() for v in values or ()}
+    return cleaned or None
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    schema = response_schema(API_KEY, request.api_version)
+    entry = element(schema, "groups")
+    listed = broker.groups.coordinator.list_groups(
+        _filter(getattr(body, "states_filter", None)), _filter(getattr(body, "types_filter", None)))
+    return make(schema, error_code=ErrorCode.none, groups=tuple(
+        make(entry, group_id=group_id, protocol_type=protocol_type, group_state=state,
+             group_type="classic") for group_id, protocol_type, state in listed))
+
+
+SPEC = ApiSpec(API_KEY, "ListGroups", 0, 5, handle)

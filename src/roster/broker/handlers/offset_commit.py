@@ -1,0 +1,61 @@
+"""OffsetCommit (8), v2-10. Partitions of unknown topics are refused here, as Kafka's request
+layer does; the rest go to the coordinator, which answers once the commit records are written."""
+from __future__ import annotations
+
+from roster.coordinator.messages import CommitRequest, OffsetToCommit
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 8
+
+
+def _topic_name(broker, wanted) -> tuple[str | None, ErrorCode]:
+    """The topic a request entry names (v10 names it by id), or the error for an unknown one."""
+    if getattr(wanted, "name", None) is None:
+        topic = broker.topics.by_id(getattr(wanted, "topic_id", None))
+        return (topic.name, ErrorCode.none) if topic else (None, ErrorCode.unknown_topic_id)
+    topic = broker.topics.get(wanted.name)
+    return wanted.name, ErrorCode.none if topic else ErrorCode.unknown_topic_or_partition
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    errors: dict[tuple[int, int], ErrorCode] = {}  # (topic entry, partition index) -> error
+    to_commit = []
+    for t, wanted in enumerate(body.topics):
+        name, topic_error = _topic_name(broker, wanted)
+        partitions = len(broker.topics.get(name).partitions) if name in broker.topics else 0
+        for p in wanted.partitions:
+            if topic_error is not ErrorCode.none or not 0 <= p.partition_index < partitions:
+                errors[(t, p.partition_index)] = topic_error if topic_error is not \
+                    ErrorCode.none else ErrorCode.unknown_topic_or_partition
+                continue
+            to_commit.append((t, OffsetToCommit(
+                name, p.partition_index, p.committed_offset,
+                getattr(p, "committed_leader_epoch", -1), p.committed_metadata)))
+    retention = getattr(body, "retention_time", None)
+    if to_commit:
+        reply = await broker.groups.call(broker.groups.coordinator.commit_offsets, CommitRequest(
+            group_id=body.group_id, generation=body.generation_id_or_member_epoch,
+            member_id=body.member_id, group_instance_id=getattr(body, "group_instance_id", None),
+            offsets=tuple(o for _, o in to_commit),
+            retention_ms=round(retention.total_seconds() * 1000) if retention is not None else -1,
+            api_version=version))
+        for (t, _), (_, partition, error) in zip(to_commit, reply.errors):
+            errors[(t, partition)] = error
+    schema = response_schema(API_KEY, version)
+    topic_entry = element(schema, "topics")
+    partition_entry = element(topic_entry, "partitions")
+    return make(schema, topics=tuple(
+        make(topic_entry, name=getattr(wanted, "name", None),
+             topic_id=getattr(wanted, "topic_id", None), partitions=tuple(
+                 make(partition_entry, partition_index=p.partition_index,
+                      error_code=errors[(t, p.partition_index)])
+                 for p in wanted.partitions))
+        for t, wanted in enumerate(body.topics)))
+
+
+SPEC = ApiSpec(API_KEY, "OffsetCommit", 2, 10, handle)
