@@ -6,6 +6,7 @@ import logging
 import sys
 from pathlib import Path
 
+from roster.admin import groups as group_commands
 from roster.admin import topics as topic_commands
 from roster.admin.client import AdminClient, AdminError
 from roster.config import BrokerConfig, ConfigError, parse_assignments
@@ -46,6 +47,26 @@ def _topics(args) -> int:
     return 0
 
 
+def _groups(args) -> int:
+    with AdminClient(args.bootstrap_server) as client:
+        if args.action == "list":
+            rows = group_commands.list_groups(client)
+            for group_id, protocol_type, state in rows:
+                print(f"{group_id}\t{state}\t{protocol_type or '-'}")
+        elif args.action == "describe":
+            for group_id in args.groups:
+                print("\n".join(group_commands.describe_lines(
+                    group_commands.describe(client, group_id))))
+        elif args.action == "delete":
+            group_commands.delete(client, args.groups)
+            print(f"Deleted {', '.join(args.groups)}.")
+        elif args.action == "remove-members":
+            ids = [i for i in args.instance_ids.split(",") if i]
+            group_commands.remove_members(client, args.group, ids)
+            print(f"Removed {', '.join(ids)} from {args.group}.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roster", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
@@ -74,6 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
     delete = actions.add_parser("delete")
     delete.add_argument("names", nargs="+")
     topics.set_defaults(run=_topics)
+
+    groups = commands.add_parser("groups", help="list, describe and delete consumer groups")
+    groups.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    group_actions = groups.add_subparsers(dest="action", required=True)
+    group_actions.add_parser("list")
+    describe_groups = group_actions.add_parser("describe")
+    describe_groups.add_argument("groups", nargs="+")
+    delete_groups = group_actions.add_parser("delete", help="delete Empty groups and their offsets")
+    delete_groups.add_argument("groups", nargs="+")
+    remove = group_actions.add_parser("remove-members",
+                                      help="remove static members by group.instance.id (KIP-345)")
+    remove.add_argument("group")
+    remove.add_argument("--instance-ids", required=True, metavar="ID[,ID...]")
+    groups.set_defaults(run=_groups)
     return parser
 
 
