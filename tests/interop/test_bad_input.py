@@ -139,3 +139,26 @@ def test_legacy_produce_versions_get_unsupported_version(broker):
     assert struct.unpack_from(">i", frame)[0] == 7
     # topics[1] -> "t" -> partitions[1] -> (index 0, error 35, base offset -1, append time -1)
     assert struct.unpack_from(">iihsiihqq", frame, 0)[5:] == (0, 35, -1, -1)
+
+
+@pytest.mark.parametrize("version", [2, 4, 5, 7])
+def test_create_topics_every_version(broker, version):
+    from roster.protocol.build import element, make
+    from roster.protocol.codec import request_schema
+    entry = element(request_schema(CREATE_TOPICS, version), "topics")
+    with Wire(broker.bootstrap) as wire:
+        answer = wire.call(CREATE_TOPICS, version, topics=(make(
+            entry, name=f"v{version}", num_partitions=2, replication_factor=1, assignments=(),
+            configs=()),), timeout=datetime.timedelta(seconds=5), validate_only=False)
+    assert answer.topics[0].error_code == ErrorCode.none
+
+
+def test_unknown_tagged_field_closes_with_a_log_line_not_an_internal_error(broker):
+    with Wire(broker.bootstrap) as wire:
+        # Metadata v12, header v2 with one tagged field of an unknown tag 99
+        header = struct.pack(">hhih", METADATA, 12, 1, -1) + bytes([1, 99, 1, 0])
+        body = bytes([1]) + bytes([0]) + bytes([0]) + bytes([0])  # topics=[], flags, no tags
+        wire.send_raw(struct.pack(">i", len(header + body)) + header + body)
+        assert wire.closed_by_peer()
+    still_serves(broker)
+    assert not any("internal error" in line for line in broker.output)

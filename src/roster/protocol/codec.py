@@ -61,7 +61,8 @@ def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request
     try:
         header, used = _reader(schema.__header_schema__)(frame, 0)
         body, _ = _reader(schema)(frame, used)
-    except (SerialError, ValueError, TypeError, OverflowError) as exc:
+    # KeyError: kio 0.6 rejects tagged fields it does not know (Kafka would skip them)
+    except (SerialError, ValueError, TypeError, OverflowError, KeyError) as exc:
         raise MalformedRequest(
             f"cannot decode api key {prefix.api_key} v{prefix.api_version}: {exc}") from exc
     return Request(prefix.api_key, prefix.api_version, prefix.correlation_id,

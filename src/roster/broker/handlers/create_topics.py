@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from roster.broker.topics import TopicError, effective_configs
-from roster.protocol.build import element, make
+from roster.protocol.build import element, field_names, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
@@ -47,7 +47,8 @@ async def handle(broker, request, connection):
     body = request.body
     schema = response_schema(API_KEY, request.api_version)
     entry = element(schema, "topics")
-    config_entry = element(entry, "configs")
+    # topics describe their configs in the answer from v5 on
+    config_entry = element(entry, "configs") if "configs" in field_names(entry) else None
     repeated = {name for name, n in Counter(t.name for t in body.topics).items() if n > 1}
     answers = []
     for wanted in body.topics:
@@ -64,9 +65,10 @@ async def handle(broker, request, connection):
                                 error_code=ErrorCode[exc.code], error_message=str(exc),
                                 num_partitions=-1, replication_factor=-1, configs=None))
             continue
-        configs = tuple(make(config_entry, name=name, value=value, read_only=False,
-                             config_source=5 if is_default else 1, is_sensitive=False)
-                        for name, value, is_default in effective_configs(broker.topics, topic))
+        configs = () if config_entry is None else tuple(
+            make(config_entry, name=name, value=value, read_only=False,
+                 config_source=5 if is_default else 1, is_sensitive=False)
+            for name, value, is_default in effective_configs(broker.topics, topic))
         answers.append(make(entry, name=topic.name, topic_id=topic.topic_id,
                             error_code=ErrorCode.none, error_message=None,
                             num_partitions=count, replication_factor=1, configs=configs))
