@@ -99,6 +99,8 @@ def test_create_topic_errors(broker):
         assert _create(wire, "cfg", configs=[("no.such", "1")]).error_code == ErrorCode.invalid_config
         assert _create(wire, "cfg", configs=[("retention.ms", "soon")]).error_code == \
             ErrorCode.invalid_config
+        assert _create(wire, "cfg", configs=[("cleanup.policy", "compact")]).error_code == \
+            ErrorCode.invalid_config
 
 
 def _produce(wire, topic, partition, records, acks=1):

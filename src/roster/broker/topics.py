@@ -60,10 +60,10 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
 
 
 def _cleanup_policy(text: str) -> str:
-    parts = sorted(p.strip() for p in text.split(","))
-    if not parts or any(p not in ("delete", "compact") for p in parts):
-        raise ValueError("expected delete, compact or compact,delete")
-    return ",".join(parts)
+    if text.strip() != "delete":
+        # accepting "compact" without compacting would silently keep every version of a key
+        raise ValueError("roster supports cleanup.policy=delete only for user topics")
+    return "delete"
 
 
 def _create_time_only(text: str) -> str:
