@@ -87,6 +87,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("offset.metadata.max.bytes", 4096, int, 0),
     Setting("offsets.retention.minutes", 10080, int, 1),
     Setting("offsets.retention.check.interval.ms", 600000, int, 1),
+    # 0: write as soon as the event loop has taken in what arrived together (adaptive batching)
+    Setting("group.coordinator.append.linger.ms", 0, int, 0),
 ]}
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from roster.broker.durability import Durability
+from roster.broker.group_log import GroupLog
 from roster.broker.groups import GroupRuntime
 from roster.broker.handlers import build_registry
 from roster.broker.producers import ProducerIds, SequenceTable
@@ -55,7 +56,9 @@ class Broker:
         self.registry = build_registry()
         self.producer_ids = ProducerIds(data_dir)
         self.sequences = SequenceTable()
-        self.groups = GroupRuntime(GroupConfig.from_broker(config))
+        self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
+                                  config["group.coordinator.append.linger.ms"])
+        self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log)
         self._tasks: list[asyncio.Task] = []
 
     def now_ms(self) -> int:
@@ -74,6 +77,8 @@ class Broker:
 
     def start(self) -> None:
         self.topics.load()
+        self.group_log.ensure_topic()
+        self._tasks.append(asyncio.ensure_future(self.groups.load()))
         self._tasks.append(asyncio.ensure_future(
             self.durability.run_periodic(self._all_partitions)))
         self._tasks.append(asyncio.ensure_future(self._enforce_retention_forever()))

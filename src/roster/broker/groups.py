@@ -31,14 +31,22 @@ def java_member_id(prefix: str) -> str:
 
 
 class MemoryRecordSink:
-    """Keeps written records in memory (the durable sink replaces it with __consumer_offsets)."""
+    """Keeps written records in memory: for tests, and brokers run without durable groups."""
+
+    partitions = 1
 
     def __init__(self) -> None:
         self.records: list[Record] = []
 
-    def write(self, records: list[Record]) -> ErrorCode | None:
+    def partition_for(self, group_id: str) -> int:
+        return 0
+
+    def write(self, records: list[Record], done: Callable[[ErrorCode | None], None]) -> None:
         self.records.extend(records)
-        return None
+        done(None)
+
+    async def load(self, partition: int, apply: Callable[[Record], None]) -> int:
+        return 0
 
 
 class GroupRuntime:
@@ -51,6 +59,7 @@ class GroupRuntime:
         self._timers: dict[str, asyncio.TimerHandle] = {}
         self._waiting: dict[int, asyncio.Future] = {}
         self._tokens = itertools.count(1)
+        self._loading: set[int] = set()
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -74,7 +83,13 @@ class GroupRuntime:
 
     def apply(self, result: Result) -> None:
         self._apply_timers(result)
-        error = self.sink.write(result.records) if result.records else None
+        if result.records:
+            self.sink.write(result.records, lambda error: self._release(result, error))
+        else:
+            self._release(result, None)
+
+    def _release(self, result: Result, error: ErrorCode | None) -> None:
+        """The result's records are written (or failed to be): answer, then continue."""
         for reply in result.replies:
             future = self._waiting.get(reply.token)
             if future is not None and not future.done():
@@ -82,6 +97,31 @@ class GroupRuntime:
             # else: the requester is gone (connection closed); the reply is dropped
         for step in result.after_write:
             self.apply(self.coordinator.write_completed(step, error, self.now_ms()))
+
+    # -- loading after a restart ---------------------------------------------------------------
+
+    def loading(self, group_id: str) -> bool:
+        """True while the partition holding this group is still being replayed."""
+        return bool(self._loading) and self.sink.partition_for(group_id) in self._loading
+
+    @property
+    def loaded(self) -> bool:
+        return not self._loading
+
+    async def load(self) -> None:
+        """Replay every partition of the sink; until one is done, its groups are loading."""
+        self._loading = set(range(self.sink.partitions))
+        for partition in range(self.sink.partitions):
+            started = time.monotonic()
+            count = await self.sink.load(
+                partition, lambda record: self.coordinator.replay(record, self.now_ms()))
+            self._loading.discard(partition)
+            groups = [g for g in self.coordinator.groups
+                      if self.sink.partition_for(g) == partition]
+            self.apply(self.coordinator.groups_loaded(groups, self.now_ms()))
+            if count:
+                log.info("loaded %d records, %d groups from partition %d in %.2f s", count,
+                         len(groups), partition, time.monotonic() - started)
 
     def _apply_timers(self, result: Result) -> None:
         loop = asyncio.get_running_loop()

@@ -163,13 +163,16 @@ class TopicManager:
                 partition.close()
 
     def create(self, name: str, num_partitions: int, configs: Mapping[str, str | None] | None = None,
-               validate_only: bool = False) -> Topic:
+               validate_only: bool = False, internal: bool = False) -> Topic:
+        """Create a topic. `internal` is for the broker's own topics: their configs (such as
+        cleanup.policy=compact) are set by roster, not validated as a user's would be."""
         check_topic_name(name)
         if name in self._by_name:
             raise TopicError("topic_already_exists", f"topic {name!r} already exists")
         if num_partitions < 1:
             raise TopicError("invalid_partitions", "number of partitions must be at least 1")
-        topic = Topic(name, uuid.uuid4(), check_topic_configs(configs or {}))
+        checked = dict(configs or {}) if internal else check_topic_configs(configs or {})
+        topic = Topic(name, uuid.uuid4(), checked)
         if validate_only:
             return topic
         self._open_partitions(topic, num_partitions)
@@ -208,10 +211,14 @@ class TopicManager:
         def pick(topic_key: str, default: int) -> int:
             return int(topic_configs[topic_key]) if topic_key in topic_configs else default
 
+        # A compacted topic keeps the newest value of every key however old: time and size
+        # retention would delete live group state.
+        compacted = "delete" not in topic_configs.get("cleanup.policy", "delete")
         return LogConfig(
             segment_bytes=pick("segment.bytes", broker["log.segment.bytes"]),
-            retention_ms=pick("retention.ms", retention_ms(broker)),
-            retention_bytes=pick("retention.bytes", broker["log.retention.bytes"]),
+            retention_ms=-1 if compacted else pick("retention.ms", retention_ms(broker)),
+            retention_bytes=-1 if compacted else pick("retention.bytes",
+                                                      broker["log.retention.bytes"]),
             index_interval_bytes=broker["log.index.interval.bytes"],
             max_message_bytes=pick("max.message.bytes", broker["message.max.bytes"]),
         )

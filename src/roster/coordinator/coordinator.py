@@ -23,6 +23,21 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
 
+# A failed append is answered with the error a group client knows how to handle (Kafka's
+# appendGroupMetadataErrorToResponseError / CoordinatorOperationExceptionHelper): retry elsewhere
+# or later, rather than a log-level error the client has no handling for.
+_WRITE_ERRORS_AS_SEEN_BY_CLIENTS = {
+    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
+    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
+    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
+    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
+    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
+    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
+}
+
+
 class Coordinator:
     def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str]) -> None:
         self.config = config
@@ -70,6 +85,16 @@ class Coordinator:
     def delete_groups(self, group_ids: list[str], now: int, token=None) -> Result:
         return admin.delete(self, group_ids, now, token)
 
+    def groups_loaded(self, group_ids: list[str], now: int) -> Result:
+        """After replay: every member's session starts now (one that never returns expires
+        after one session timeout), and a group over group.max.size must rebalance."""
+        result = Result()
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is not None:
+                rebalance.on_loaded(self, group, now, result)
+        return result
+
     # -- timers and writes --------------------------------------------------------------------
 
     def expire(self, event, now: int) -> Result:
@@ -88,6 +113,7 @@ class Coordinator:
     def write_completed(self, step: AfterWrite, error: ErrorCode | None, now: int) -> Result:
         """Continue an operation whose records were written (error None) or failed to be."""
         result = Result()
+        error = _WRITE_ERRORS_AS_SEEN_BY_CLIENTS.get(error, error)
         if step.kind == "offset-commit":
             offsets.commit_written(self, step.data, error, result)
         elif step.kind == "groups-deleted":

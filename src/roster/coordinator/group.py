@@ -120,6 +120,9 @@ class Group:
         """Give a static member a new id, keeping everything else (KIP-345 replacement)."""
         member = self.members.pop(old_id)
         member.member_id = new_id
+        # Kafka builds a fresh member object here, which is not "new": while its JoinGroup is
+        # parked, the replacement counts as alive when its session timer fires.
+        member.is_new = False
         self.members[new_id] = member
         self.static_members[member.group_instance_id] = new_id
         if self.leader_id == old_id:
@@ -152,10 +155,15 @@ class Group:
 
     def supports(self, protocol_type: str, protocols: Protocols) -> bool:
         """Could a member with these protocols join (Kafka's supportsProtocols)?"""
-        if not self.members:
+        # Kafka asks whether the group is in the Empty *state*, not whether it has members: a
+        # group whose members all left during its join phase keeps its protocol type, and a
+        # member of another type is refused until the group is Empty again.
+        if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)
         if protocol_type != self.protocol_type:
             return False
+        if not self.members:  # every name is "supported by all" zero members
+            return bool(protocols)
         candidates = self.candidate_protocols()
         return any(name in candidates for name, _ in protocols)
 

@@ -19,7 +19,7 @@ from roster.coordinator.rebalance import (
     reschedule_heartbeat,
 )
 from roster.coordinator.results import AfterWrite, Parked, Result
-from roster.coordinator.states import GroupState
+from roster.coordinator.states import GroupState, IllegalTransition
 from roster.coordinator.timers import HeartbeatExpired, heartbeat_key
 from roster.coordinator.messages import SyncReply
 from roster.coordinator.validation import member_error
@@ -205,6 +205,12 @@ def _update_metadata(member: Member, request: JoinRequest) -> None:
 
 def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str, new_id: str,
                            now: int, result: Result) -> None:
+    if group.state is S.EMPTY:
+        # An Empty group has no members, so one that still maps this instance id is corrupt.
+        # Kafka throws IllegalStateException here; refuse before changing anything, rather than
+        # park a JoinGroup that no join phase would ever answer.
+        raise IllegalTransition(f"group {group.group_id} is Empty but still maps static member "
+                                f"{request.group_instance_id} to {old_id}")
     old_member = group.members[old_id]
     # Whoever still waits under the old id is a duplicate of this instance: fence it.
     answer_join(result, old_member, JoinReply(error=ErrorCode.fenced_instance_id,

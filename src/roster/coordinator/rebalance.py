@@ -179,9 +179,12 @@ def reset_assignments_with_error(ctx, group: Group, now: int, result: Result,
 
 
 def propagate_assignment(group: Group, now: int, result: Result, error: ErrorCode) -> None:
+    # An error answer carries no protocol type or name (Kafka's propagateAssignment).
+    ok = error is ErrorCode.none
     for member in group.members.values():
-        reply = SyncReply(error=error, protocol_type=group.protocol_type,
-                          protocol_name=group.protocol_name, assignment=member.assignment)
+        reply = SyncReply(error=error, protocol_type=group.protocol_type if ok else None,
+                          protocol_name=group.protocol_name if ok else None,
+                          assignment=member.assignment)
         if answer_sync(result, member, reply):
             # A session that lapsed while the member waited was ignored; expect heartbeats again.
             reschedule_heartbeat(result, group, member, now)
@@ -210,7 +213,12 @@ def heartbeat_expired(ctx, group: Group, member_id: str, now: int, result: Resul
     if member_id in group.pending_members:
         group.pending_members.discard(member_id)
         log.info("pending member %s of group %s did not rejoin in time", member_id, group.group_id)
-        maybe_complete_join(ctx, group, now, result)
+        # Like a member's expiry below (Kafka's removePendingMemberAndUpdateClassicGroup), this
+        # completes the join phase once everyone left has joined, even during an initial
+        # rebalance's delay: only JoinGroup and LeaveGroup wait for the delay timer.
+        if group.state is S.PREPARING_REBALANCE and group.all_joined():
+            result.cancel(join_key(group.group_id))
+            complete_join(ctx, group, now, result)
         return
     member = group.members.get(member_id)
     if member is None:
@@ -247,3 +255,11 @@ def sync_deadline(ctx, group: Group, event: SyncDeadline, now: int, result: Resu
         cancel_heartbeat(result, group, member_id)
     prepare_rebalance(ctx, group, now, result,
                       f"removing {', '.join(laggards)}: no SyncGroup within the rebalance timeout")
+
+
+def on_loaded(ctx, group: Group, now: int, result: Result) -> None:
+    for member in group.members.values():
+        reschedule_heartbeat(result, group, member, now)
+    if len(group.members) > ctx.config.max_size:
+        prepare_rebalance(ctx, group, now, result,
+                          f"{len(group.members)} members exceed group.max.size after loading")

@@ -34,9 +34,13 @@ def group_metadata(group: Group, assignments: dict[str, bytes] | None = None,
 
 
 def empty_group(group: Group) -> Record:
-    """What Kafka writes for a group that has just been created: generation 0, no members."""
+    """What Kafka writes for a group that has just been created: generation 0, no members.
+
+    The protocol type is always "" (Kafka's newEmptyGroupMetadataRecord), even when the first
+    member has already set the group's type in memory: the record says only that the group
+    exists, and a group loaded from it alone is an Empty group with no type."""
     return Record(GroupKey(group.group_id), GroupValue(
-        protocol_type=group.protocol_type or "", generation=group.generation, protocol=None,
+        protocol_type="", generation=0, protocol=None,
         leader=None, current_state_timestamp=group.state_timestamp, members=()))
 
 

@@ -15,6 +15,7 @@ from roster.coordinator.rebalance import (
 )
 from roster.coordinator.results import AfterWrite, Parked, Result
 from roster.coordinator.states import GroupState
+from roster.coordinator.timers import sync_key
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
 
@@ -34,21 +35,27 @@ def sync(ctx, request: SyncRequest, now: int) -> Result:
         result.reply(request.token, SyncReply(error=ErrorCode.rebalance_in_progress))
     elif group.state is S.COMPLETING_REBALANCE:
         member.awaiting_sync = Parked(request.token, request.api_version)
-        group.pending_sync.discard(member.member_id)
+        _synced(group, member.member_id, result)
         if group.is_leader(member.member_id):
             _write_leader_assignment(group, request, result)
     else:  # Stable
-        group.pending_sync.discard(member.member_id)
+        _synced(group, member.member_id, result)
         result.reply(request.token, SyncReply(protocol_type=group.protocol_type,
                                               protocol_name=group.protocol_name,
                                               assignment=member.assignment))
     return result
 
 
+def _synced(group: Group, member_id: str, result: Result) -> None:
+    group.pending_sync.discard(member_id)
+    if not group.pending_sync:  # everyone has synced: nobody is left for the deadline to evict
+        result.cancel(sync_key(group.group_id))
+
+
 def _check(group: Group | None, request: SyncRequest) -> ErrorCode | None:
     if not request.group_id:
         return ErrorCode.invalid_group_id
-    if group is None:
+    if group is None or group.state is S.EMPTY:  # Kafka answers an Empty group before all else
         return ErrorCode.unknown_member_id
     if group.state is S.DEAD:
         return ErrorCode.coordinator_not_available

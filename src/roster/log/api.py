@@ -81,7 +81,9 @@ class PartitionLog(Protocol):
     def size_bytes(self) -> int: ...
 
     def append(self, batch: bytes) -> AppendResult:
-        """Validate one magic-v2 batch, assign offsets, write it. Raises CorruptBatch / LogStorageError.
+        """Validate one magic-v2 batch, assign offsets, write it.
+
+        Raises RecordTooLarge (larger than max_message_bytes), CorruptBatch or LogStorageError.
 
         On any error nothing is written (a partial write is truncated away before raising).
         """

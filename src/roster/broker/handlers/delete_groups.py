@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 42
@@ -11,8 +12,11 @@ API_KEY = 42
 async def handle(broker, request, connection):
     names = list(request.body.groups_names)
     runtime = broker.groups
-    outcome = await runtime.run(
-        lambda token, now: runtime.coordinator.delete_groups(names, now, token))
+    ready = [name for name in names if not runtime.loading(name)]
+    outcome = {name: ErrorCode.coordinator_load_in_progress for name in names}
+    if ready:
+        outcome.update(await runtime.run(
+            lambda token, now: runtime.coordinator.delete_groups(ready, now, token)))
     schema = response_schema(API_KEY, request.api_version)
     entry = element(schema, "results")
     return make(schema, results=tuple(make(entry, group_id=name, error_code=outcome[name])

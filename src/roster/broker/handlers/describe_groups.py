@@ -23,6 +23,12 @@ async def handle(broker, request, connection):
         else NOT_REQUESTED
     described = []
     for group_id in body.groups:
+        if broker.groups.loading(group_id):
+            described.append(make(
+                group_entry, group_id=group_id, group_state="", protocol_type="",
+                protocol_data="", members=(), authorized_operations=operations,
+                error_code=ErrorCode.coordinator_load_in_progress, error_message=None))
+            continue
         found = broker.groups.coordinator.describe(group_id)
         if found is None:
             missing = version >= NOT_FOUND_FROM

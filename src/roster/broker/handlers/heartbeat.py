@@ -4,6 +4,7 @@ from __future__ import annotations
 from roster.coordinator.messages import HeartbeatRequest
 from roster.protocol.build import make
 from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 12
@@ -11,6 +12,9 @@ API_KEY = 12
 
 async def handle(broker, request, connection):
     body = request.body
+    if broker.groups.loading(body.group_id):
+        # Kafka answers heartbeats blindly while loading: the member must not rejoin for this
+        return make(response_schema(API_KEY, request.api_version), error_code=ErrorCode.none)
     error = await broker.groups.call(broker.groups.coordinator.heartbeat, HeartbeatRequest(
         group_id=body.group_id, generation=body.generation_id, member_id=body.member_id,
         group_instance_id=getattr(body, "group_instance_id", None)))

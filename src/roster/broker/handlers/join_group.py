@@ -1,9 +1,10 @@
 """JoinGroup (11), v0-9. A long poll: the answer comes when the join phase completes."""
 from __future__ import annotations
 
-from roster.coordinator.messages import JoinRequest
+from roster.coordinator.messages import JoinReply, JoinRequest
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 11
@@ -13,17 +14,21 @@ NULLABLE_PROTOCOL_NAME_FROM = 7
 async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
-    session_ms = int(body.session_timeout.total_seconds() * 1000)
+    session_ms = round(body.session_timeout.total_seconds() * 1000)
     rebalance = getattr(body, "rebalance_timeout", None)  # v0 uses the session timeout
-    reply = await broker.groups.call(broker.groups.coordinator.join, JoinRequest(
-        group_id=body.group_id, member_id=body.member_id,
-        group_instance_id=getattr(body, "group_instance_id", None),
-        protocol_type=body.protocol_type,
-        protocols=tuple((p.name, p.metadata) for p in body.protocols),
-        session_timeout_ms=session_ms,
-        rebalance_timeout_ms=int(rebalance.total_seconds() * 1000) if rebalance else session_ms,
-        client_id=request.client_id or "", client_host=connection.client_host,
-        reason=getattr(body, "reason", None), api_version=version))
+    if broker.groups.loading(body.group_id):
+        reply = JoinReply(error=ErrorCode.coordinator_load_in_progress, member_id=body.member_id)
+    else:
+        reply = await broker.groups.call(broker.groups.coordinator.join, JoinRequest(
+            group_id=body.group_id, member_id=body.member_id,
+            group_instance_id=getattr(body, "group_instance_id", None),
+            protocol_type=body.protocol_type,
+            protocols=tuple((p.name, p.metadata) for p in body.protocols),
+            session_timeout_ms=session_ms,
+            rebalance_timeout_ms=round(rebalance.total_seconds() * 1000) if rebalance
+            else session_ms,
+            client_id=request.client_id or "", client_host=connection.client_host,
+            reason=getattr(body, "reason", None), api_version=version))
     schema = response_schema(API_KEY, version)
     member_entry = element(schema, "members")
     protocol_name = reply.protocol_name

@@ -1,7 +1,7 @@
 """LeaveGroup (13), v0-5: one member (v0-2) or a batch, by member id or group.instance.id (v3+)."""
 from __future__ import annotations
 
-from roster.coordinator.messages import LeaveIdentity, LeaveRequest
+from roster.coordinator.messages import LeaveIdentity, LeaveReply, LeaveRequest
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
@@ -19,8 +19,11 @@ async def handle(broker, request, connection):
     else:
         identities = tuple(LeaveIdentity(m.member_id, m.group_instance_id,
                                          getattr(m, "reason", None)) for m in body.members)
-    reply = await broker.groups.call(broker.groups.coordinator.leave,
-                                     LeaveRequest(body.group_id, identities))
+    if broker.groups.loading(body.group_id):
+        reply = LeaveReply(error=ErrorCode.coordinator_load_in_progress)
+    else:
+        reply = await broker.groups.call(broker.groups.coordinator.leave,
+                                         LeaveRequest(body.group_id, identities))
     schema = response_schema(API_KEY, version)
     if version < BATCH_FROM:
         error = reply.error

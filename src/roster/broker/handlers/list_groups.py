@@ -18,6 +18,8 @@ async def handle(broker, request, connection):
     body = request.body
     schema = response_schema(API_KEY, request.api_version)
     entry = element(schema, "groups")
+    if not broker.groups.loaded:
+        return make(schema, error_code=ErrorCode.coordinator_load_in_progress, groups=())
     listed = broker.groups.coordinator.list_groups(
         _filter(getattr(body, "states_filter", None)), _filter(getattr(body, "types_filter", None)))
     return make(schema, error_code=ErrorCode.none, groups=tuple(

@@ -37,7 +37,10 @@ async def handle(broker, request, connection):
                 name, p.partition_index, p.committed_offset,
                 getattr(p, "committed_leader_epoch", -1), p.committed_metadata)))
     retention = getattr(body, "retention_time", None)
-    if to_commit:
+    if to_commit and broker.groups.loading(body.group_id):
+        for t, o in to_commit:
+            errors[(t, o.partition)] = ErrorCode.coordinator_load_in_progress
+    elif to_commit:
         reply = await broker.groups.call(broker.groups.coordinator.commit_offsets, CommitRequest(
             group_id=body.group_id, generation=body.generation_id_or_member_epoch,
             member_id=body.member_id, group_instance_id=getattr(body, "group_instance_id", None),

@@ -70,21 +70,41 @@ def _group_topics(broker, schema_topic, group_id: str, topics, by_id: bool):
     return tuple(result)
 
 
+def _loading_answer(broker, schema_topic, topics, per_partition: bool):
+    """While a group loads: v1 repeats the error in every partition; later versions carry it
+    at the group (or top) level and list no topics."""
+    if not per_partition or topics is None:
+        return ()
+    partition_entry = element(schema_topic, "partitions")
+    return tuple(make(schema_topic, name=t.name, partitions=tuple(
+        make(partition_entry, partition_index=p, committed_offset=-1, committed_leader_epoch=-1,
+             metadata="", error_code=ErrorCode.coordinator_load_in_progress)
+        for p in t.partition_indexes)) for t in topics)
+
+
 async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
     schema = response_schema(API_KEY, version)
     if version < MULTI_GROUP_FROM:
-        topics = _group_topics(broker, element(schema, "topics"), body.group_id, body.topics,
-                               by_id=False)
+        topic_entry = element(schema, "topics")
+        if broker.groups.loading(body.group_id):
+            return make(schema, error_code=ErrorCode.coordinator_load_in_progress,
+                        topics=_loading_answer(broker, topic_entry, body.topics, version == 1))
+        topics = _group_topics(broker, topic_entry, body.group_id, body.topics, by_id=False)
         return make(schema, topics=topics, error_code=ErrorCode.none)
     group_entry = element(schema, "groups")
     topic_entry = element(group_entry, "topics")
-    return make(schema, groups=tuple(
-        make(group_entry, group_id=g.group_id, error_code=ErrorCode.none,
-             topics=_group_topics(broker, topic_entry, g.group_id, g.topics,
-                                  by_id=version >= 10))
-        for g in body.groups))
+    groups = []
+    for g in body.groups:
+        if broker.groups.loading(g.group_id):
+            groups.append(make(group_entry, group_id=g.group_id, topics=(),
+                               error_code=ErrorCode.coordinator_load_in_progress))
+            continue
+        groups.append(make(group_entry, group_id=g.group_id, error_code=ErrorCode.none,
+                           topics=_group_topics(broker, topic_entry, g.group_id, g.topics,
+                                                by_id=version >= 10)))
+    return make(schema, groups=tuple(groups))
 
 
 SPEC = ApiSpec(API_KEY, "OffsetFetch", 1, 10, handle)

@@ -18,6 +18,8 @@ async def handle(broker, request, connection):
     protocol_name = getattr(body, "protocol_name", None)
     if version >= PROTOCOL_FIELDS_FROM and (protocol_type is None or protocol_name is None):
         reply = SyncReply(error=ErrorCode.inconsistent_group_protocol)  # KafkaApis' own check
+    elif broker.groups.loading(body.group_id):
+        reply = SyncReply(error=ErrorCode.coordinator_load_in_progress)
     else:
         reply = await broker.groups.call(broker.groups.coordinator.sync, SyncRequest(
             group_id=body.group_id, generation=body.generation_id, member_id=body.member_id,

@@ -1,0 +1,176 @@
+"""`__consumer_offsets`: where the coordinator's records become durable, and where a restarted
+broker reads them back.
+
+Writes are group-committed: records from every operation that arrives while the event loop is
+busy (or within `group.coordinator.append.linger.ms`, when set) go into one record batch per
+partition, one write and one shared fsync, and only then are the operations' replies released.
+The records are ordinary magic-v2 batches in Kafka's key/value layouts, so kcat, Burrow or any
+consumer can read the topic.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords
+
+from roster.coordinator.partitioning import partition_for
+from roster.log.api import LogError, LogStorageError, RecordTooLarge
+from roster.protocol.errors import ErrorCode
+from roster.protocol.group_records import Record, RecordFormatError, decode
+
+log = logging.getLogger("roster.groups")
+
+OFFSETS_TOPIC = "__consumer_offsets"
+BATCH_TARGET_BYTES = 1 << 20      # start a new batch past this, like a producer's batch.size
+INTERNAL_MAX_BATCH = 64 << 20     # a group record of a very large group still fits
+INTERNAL_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 << 20),
+                    "max.message.bytes": str(INTERNAL_MAX_BATCH)}
+LOAD_CHUNK_BYTES = 4 << 20
+Done = Callable[[ErrorCode | None], None]
+
+
+class _Completion:
+    """Calls `done` once every partition an operation wrote to has finished (first error wins)."""
+
+    def __init__(self, done: Done, parts: int) -> None:
+        self._done = done
+        self._left = parts
+        self._error: ErrorCode | None = None
+
+    def finish(self, error: ErrorCode | None) -> None:
+        self._error = self._error or error
+        self._left -= 1
+        if self._left == 0:
+            self._done(self._error)
+
+
+def _storage_error(exc: LogError) -> ErrorCode:
+    """How Kafka's coordinator maps a failed append for the client (NOT_COORDINATOR makes it
+    rediscover and retry; a too-large write cannot succeed by retrying)."""
+    if isinstance(exc, RecordTooLarge):
+        return ErrorCode.unknown_server_error
+    return ErrorCode.not_coordinator
+
+
+class GroupLog:
+    def __init__(self, broker, partitions: int, linger_ms: int) -> None:
+        self._broker = broker
+        self.partitions = partitions
+        self._linger_s = max(linger_ms, 0) / 1000
+        self._pending: defaultdict[int, list[tuple[list[Record], _Completion]]] = \
+            defaultdict(list)
+        self._flushing: set[int] = set()
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.partitions)
+
+    def ensure_topic(self) -> None:
+        topics = self._broker.topics
+        topic = topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            topics.create(OFFSETS_TOPIC, self.partitions, INTERNAL_CONFIGS, internal=True)
+        elif len(topic.partitions) != self.partitions:
+            # Kafka refuses to run with a changed count too: every group would move partition.
+            raise SystemExit(
+                f"{OFFSETS_TOPIC} has {len(topic.partitions)} partitions but "
+                f"offsets.topic.num.partitions is {self.partitions}; they must agree")
+
+    def _log(self, partition: int):
+        return self._broker.topics.partition(OFFSETS_TOPIC, partition)
+
+    # -- writing -----------------------------------------------------------------------
+
+    def write(self, records: list[Record], done: Done) -> None:
+        by_partition: defaultdict[int, list[Record]] = defaultdict(list)
+        for record in records:
+            by_partition[self.partition_for(record.key.group)].append(record)
+        completion = _Completion(done, len(by_partition))
+        loop = asyncio.get_running_loop()
+        for partition, part_records in by_partition.items():
+            first = not self._pending[partition]
+            self._pending[partition].append((part_records, completion))
+            if first and partition not in self._flushing:
+                if self._linger_s:
+                    loop.call_later(self._linger_s, self._start_flush, partition)
+                else:
+                    loop.call_soon(self._start_flush, partition)
+
+    def _start_flush(self, partition: int) -> None:
+        if partition in self._flushing or not self._pending[partition]:
+            return
+        self._flushing.add(partition)
+        asyncio.ensure_future(self._flush(partition))
+
+    async def _flush(self, partition: int) -> None:
+        try:
+            while self._pending[partition]:
+                waiting, self._pending[partition] = self._pending[partition], []
+                error = await self._write_durably(partition, waiting)
+                for _, completion in waiting:
+                    completion.finish(error)
+        finally:
+            self._flushing.discard(partition)
+
+    async def _write_durably(self, partition: int, waiting) -> ErrorCode | None:
+        target = self._log(partition)
+        now = self._broker.now_ms()
+        try:
+            end = None
+            for batch in self._batches([r for records, _ in waiting for r in records], now):
+                end = target.append(batch).last_offset + 1
+            self._broker.waiters.notify((OFFSETS_TOPIC, partition))
+            await self._broker.durability.make_durable(target, end)
+        except (LogStorageError, RecordTooLarge) as exc:
+            log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition, exc)
+            return _storage_error(exc)
+        return None
+
+    @staticmethod
+    def _batches(records: list[Record], timestamp: int):
+        builder, size, count = None, 0, 0
+        for record in records:
+            key, value = record.encode()
+            if builder is None:
+                builder, size, count = DefaultRecordBatchBuilder(
+                    magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                    producer_epoch=-1, base_sequence=-1, batch_size=INTERNAL_MAX_BATCH), 0, 0
+            builder.append(count, timestamp=timestamp, key=key, value=value, headers=[])
+            count += 1
+            size += len(key) + len(value or b"")
+            if size >= BATCH_TARGET_BYTES:
+                yield bytes(builder.build())
+                builder = None
+        if builder is not None:
+            yield bytes(builder.build())
+
+    # -- loading -----------------------------------------------------------------------
+
+    async def load(self, partition: int, apply: Callable[[Record], None]) -> int:
+        """Replay one partition from its log start; returns how many records were applied."""
+        target = self._log(partition)
+        offset, end, applied = target.log_start_offset, target.log_end_offset, 0
+        while offset < end:
+            chunk = target.read(offset, LOAD_CHUNK_BYTES)
+            if not chunk:
+                break
+            batches = MemoryRecords(chunk)
+            while (batch := batches.next_batch()) is not None:
+                for entry in batch:
+                    offset = entry.offset + 1
+                    if entry.key is None:
+                        continue
+                    try:
+                        record = decode(entry.key, entry.value)
+                    except (RecordFormatError, UnicodeDecodeError) as exc:
+                        log.warning("skipping unreadable record at %s-%d offset %d: %s",
+                                    OFFSETS_TOPIC, partition, entry.offset, exc)
+                        continue
+                    apply(record)
+                    applied += 1
+                offset = max(offset, batch.base_offset + batch.last_offset_delta + 1)
+            await asyncio.sleep(0)  # let requests in between chunks (they get LOAD_IN_PROGRESS)
+        return applied

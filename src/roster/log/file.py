@@ -1,0 +1,397 @@
+"""FileLog: a partition log kept in a directory of segment files, recovered after a crash.
+
+Directory layout (Kafka's names where Kafka has one):
+    <base:020d>.log / .index / .timeindex   segments, oldest first; the last one is active
+    recovery-point     offset below which everything is known to be fsynced
+    log-start-offset   first offset still readable (advanced by retention)
+    clean-shutdown     present only between a clean close() and the next open()
+
+Recovery rules on open():
+  * clean-shutdown present: every segment is trusted; indexes are loaded from their files and
+    rebuilt (without CRC checks) only when a file is missing or malformed.
+  * otherwise: segments wholly below the recovery point were fsynced and are trusted the same way;
+    the segment holding the recovery point and every later one are scanned batch by batch with
+    CRC32C checks. The first bad or partial batch is cut off with a WARNING, every later segment
+    is deleted (offsets must stay dense), and the scanned segments' indexes are rebuilt.
+  The clean-shutdown marker is removed (durably) before open() returns, so a crash from then on
+  is recognised as unclean.
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import re
+import shutil
+from pathlib import Path
+
+from roster.log.api import AppendResult, LogConfig, LogStorageError, OffsetOutOfRange, TimestampLookup
+from roster.log.batch import set_base_offset
+from roster.log.files import open_directory, read_offset_file, write_offset_file
+from roster.log.policy import check_batch, plan_retention, should_roll
+from roster.log.segment import LOG_SUFFIX, SUFFIXES, Segment
+
+log = logging.getLogger("roster.log")
+
+RECOVERY_POINT = "recovery-point"
+LOG_START_OFFSET = "log-start-offset"
+CLEAN_SHUTDOWN = "clean-shutdown"
+_SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex)")
+
+
+class FileFlushJob:
+    """fsyncs of duplicated fds, so the log may roll or delete segments while it runs."""
+
+    __slots__ = ("end_offset", "_fds", "segments", "directory_generation")
+
+    def __init__(self, end_offset: int, fds: list[int], segments: list[tuple[Segment, int]],
+                 directory_generation: int | None) -> None:
+        self.end_offset = end_offset
+        self._fds = fds
+        self.segments = segments                          # (segment, write generation captured)
+        self.directory_generation = directory_generation  # None: the directory was not dirty
+
+    def run(self) -> None:
+        fds, self._fds = self._fds, []
+        try:
+            for fd in fds:
+                os.fsync(fd)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def __del__(self) -> None:
+        # A job dropped without run() (its caller was cancelled) must not leak descriptors.
+        for fd in self._fds:
+            os.close(fd)
+
+
+class FileLog:
+    def __init__(self, directory: Path, config: LogConfig, directory_fd: int,
+                 segments: list[Segment], log_start: int, recovery_point: int,
+                 persisted_recovery_point: int) -> None:
+        self._dir = directory
+        self._config = config
+        self._dir_fd = directory_fd
+        self._segments = segments
+        self._log_start = log_start
+        self._recovery_point = recovery_point
+        self._persisted_recovery_point = persisted_recovery_point
+        # Like a segment's write generation: bumped when files are created or deleted, and a
+        # flush job that fsyncs the directory records the generation it covered.
+        self._dir_generation = 0
+        self._dir_synced_generation = 0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"FileLog({str(self._dir)!r}, offsets {self.log_start_offset}..{self.log_end_offset})"
+
+    # -- opening -----------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, directory: Path, config: LogConfig) -> FileLog:
+        """Open (or create) the log in `directory`, recovering it if it was not closed cleanly."""
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            for leftover in directory.glob("*.tmp"):  # an interrupted write_offset_file
+                leftover.unlink()
+            directory_fd = open_directory(directory)
+        except OSError as exc:
+            raise LogStorageError(f"cannot open log directory {directory}: {exc}") from exc
+        try:
+            return cls._open(directory, config, directory_fd)
+        except BaseException:
+            os.close(directory_fd)
+            raise
+
+    @classmethod
+    def _open(cls, directory: Path, config: LogConfig, directory_fd: int) -> FileLog:
+        marker = directory / CLEAN_SHUTDOWN
+        clean = marker.exists()
+        recovery_point = read_offset_file(directory / RECOVERY_POINT) or 0
+        log_start = read_offset_file(directory / LOG_START_OFFSET) or 0
+        segments: list[Segment] = []
+        try:
+            changed = _load_segments(directory, config, clean, recovery_point, log_start, segments)
+            if not segments:
+                segments.append(Segment.create(directory, log_start, config.index_interval_bytes))
+                changed = True
+            if clean:
+                marker.unlink()
+                changed = True
+            if changed:
+                os.fsync(directory_fd)
+        except OSError as exc:
+            for segment in segments:
+                segment.close()
+            raise LogStorageError(f"cannot open the log in {directory}: {exc}") from exc
+        log_end = segments[-1].next_offset
+        log_start = min(max(log_start, segments[0].base_offset), log_end)
+        if clean:
+            recovery_point = log_end
+        return cls(directory, config, directory_fd, segments, log_start,
+                   min(recovery_point, log_end), recovery_point)
+
+    # -- the PartitionLog protocol -----------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def append(self, batch: bytes) -> AppendResult:
+        self._require_open()
+        header = check_batch(batch, self._config)
+        base = self.log_end_offset
+        stored = set_base_offset(batch, base)
+        header.base_offset = base
+        header.partition_leader_epoch = 0
+        active = self._segments[-1]
+        try:
+            if should_roll(active.size, active.base_offset, len(stored), header.last_offset,
+                           self._config):
+                active = self._roll()
+            active.append(stored, header)
+        except OSError as exc:
+            raise LogStorageError(f"cannot append to {active.path}: {exc}") from exc
+        return AppendResult(base, header.last_offset, header.max_timestamp)
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        self._require_open()
+        end = self.log_end_offset
+        if not self._log_start <= offset <= end:
+            raise OffsetOutOfRange(f"offset {offset} is outside the log [{self._log_start}, {end}]")
+        chunks: list[bytes] = []
+        budget = max_bytes
+        first = bisect.bisect_right(self._segments, offset, key=_base_offset) - 1
+        try:
+            for segment in self._segments[first:]:
+                if offset >= segment.next_offset:
+                    continue
+                data, full = segment.read(offset, budget, at_least_one=not chunks)
+                if data:
+                    chunks.append(data)
+                    budget -= len(data)
+                if full:
+                    break
+                offset = segment.next_offset
+        except OSError as exc:
+            raise LogStorageError(f"cannot read {self._dir} at offset {offset}: {exc}") from exc
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
+        self._require_open()
+        try:
+            for segment in self._segments:
+                if segment.max_timestamp >= timestamp:
+                    found = segment.find_timestamp(timestamp)
+                    if found is not None:
+                        return TimestampLookup(*found)
+        except OSError as exc:
+            raise LogStorageError(f"cannot search {self._dir} by timestamp: {exc}") from exc
+        return None
+
+    def max_timestamp(self) -> TimestampLookup | None:
+        self._require_open()
+        best = None
+        for segment in self._segments:  # the first segment wins a tie, as the first record does
+            if segment.offset_of_max_timestamp >= 0 and \
+                    (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        try:
+            found = best.max_timestamp_record()
+        except OSError as exc:
+            raise LogStorageError(f"cannot read {best.path}: {exc}") from exc
+        return TimestampLookup(*found) if found is not None else None
+
+    def prepare_flush(self) -> FileFlushJob | None:
+        self._require_open()
+        end = self.log_end_offset
+        dirty = [s for s in self._segments if s.write_generation > s.synced_generation]
+        directory_dirty = self._dir_generation > self._dir_synced_generation
+        if not dirty and not directory_dirty and self._recovery_point >= end:
+            return None
+        fds: list[int] = []
+        try:
+            for segment in dirty:
+                fds.extend(segment.duplicate_fds())
+            if directory_dirty:
+                fds.append(os.dup(self._dir_fd))
+        except OSError as exc:
+            for fd in fds:
+                os.close(fd)
+            raise LogStorageError(f"cannot prepare a flush of {self._dir}: {exc}") from exc
+        return FileFlushJob(end, fds, [(s, s.write_generation) for s in dirty],
+                            self._dir_generation if directory_dirty else None)
+
+    def flushed(self, job: FileFlushJob) -> None:
+        for segment, generation in job.segments:
+            segment.synced_generation = max(segment.synced_generation, generation)
+        if job.directory_generation is not None:
+            self._dir_synced_generation = max(self._dir_synced_generation, job.directory_generation)
+        if self._closed or job.end_offset <= self._recovery_point:
+            return
+        self._recovery_point = job.end_offset
+        # Recovery scans whole segments, so a recovery point inside the active segment saves
+        # nothing over that segment's base. Rewriting the file only when the point has moved
+        # into a newer segment keeps it off the hot path: once per roll, as in "roll-after-flush".
+        holder = self._segments[max(bisect.bisect_right(self._segments, self._recovery_point,
+                                                        key=_base_offset) - 1, 0)]
+        if holder.base_offset > self._persisted_recovery_point:
+            self._persist_recovery_point()
+
+    def enforce_retention(self, now_ms: int) -> int:
+        self._require_open()
+        plan = plan_retention([(s.size, s.retention_timestamp()) for s in self._segments],
+                              now_ms, self._config)
+        if plan.delete == 0:
+            return 0
+        try:
+            if plan.roll_first:
+                self._roll()
+            doomed = self._segments[:plan.delete]
+            new_start = self._segments[plan.delete].base_offset
+            if new_start > self._log_start:
+                # Persisted before the files go: a crash in between leaves segments below the
+                # log start, which open() deletes, never a log start below the surviving data.
+                write_offset_file(self._dir / LOG_START_OFFSET, new_start)
+                self._log_start = new_start
+        except OSError as exc:
+            raise LogStorageError(f"retention of {self._dir} failed: {exc}") from exc
+        del self._segments[:plan.delete]
+        for segment in doomed:
+            try:
+                segment.delete()
+            except OSError as exc:
+                log.error("cannot delete segment %s: %s", segment.path, exc)
+        self._dir_generation += 1
+        log.info("retention deleted %d segment(s) of %s; the log now starts at %d",
+                 plan.delete, self._dir, self._log_start)
+        return plan.delete
+
+    def close(self) -> None:
+        """Flush, record the recovery point and log start, mark a clean shutdown, release files."""
+        if self._closed:
+            return
+        try:
+            self._segments[-1].seal()
+            job = self.prepare_flush()
+            if job is not None:
+                job.run()
+                self.flushed(job)
+            write_offset_file(self._dir / RECOVERY_POINT, self._recovery_point)
+            write_offset_file(self._dir / LOG_START_OFFSET, self._log_start)
+            marker = os.open(self._dir / CLEAN_SHUTDOWN, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                os.fsync(marker)
+            finally:
+                os.close(marker)
+            os.fsync(self._dir_fd)
+        except OSError as exc:
+            raise LogStorageError(f"cannot close {self._dir} cleanly: {exc}") from exc
+        finally:
+            self._release()
+
+    def delete(self) -> None:
+        """Release the files and remove the partition directory."""
+        self._release()
+        try:
+            shutil.rmtree(self._dir)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise LogStorageError(f"cannot delete {self._dir}: {exc}") from exc
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise LogStorageError(f"the log in {self._dir} is closed")
+
+    def _roll(self) -> Segment:
+        """Seal the active segment and start an empty one at the log end."""
+        old = self._segments[-1]
+        old.seal()
+        new = Segment.create(self._dir, old.next_offset, self._config.index_interval_bytes)
+        self._segments.append(new)
+        self._dir_generation += 1
+        log.debug("rolled %s to a new segment at offset %d", self._dir, new.base_offset)
+        return new
+
+    def _persist_recovery_point(self) -> None:
+        try:
+            write_offset_file(self._dir / RECOVERY_POINT, self._recovery_point)
+        except OSError as exc:
+            # Only costs a longer recovery scan after a crash; the old value is still correct.
+            log.error("cannot write the recovery point of %s: %s", self._dir, exc)
+            return
+        self._persisted_recovery_point = self._recovery_point
+
+    def _release(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        for segment in self._segments:
+            segment.close()
+        os.close(self._dir_fd)
+
+
+def _base_offset(segment: Segment) -> int:
+    return segment.base_offset
+
+
+def _load_segments(directory: Path, config: LogConfig, clean: bool, recovery_point: int,
+                   log_start: int, segments: list[Segment]) -> bool:
+    """Open the segments in `directory` into `segments` per the recovery rules (module docstring).
+
+    Returns whether files were deleted or truncated, so the directory needs an fsync.
+    """
+    names: dict[int, set[str]] = {}
+    for path in directory.iterdir():
+        match = _SEGMENT_FILE.fullmatch(path.name)
+        if match:
+            names.setdefault(int(match[1]), set()).add(match[2])
+    changed = False
+    for base, suffixes in names.items():
+        if LOG_SUFFIX not in suffixes:  # indexes whose segment is gone
+            _delete_segment_files(directory, base)
+            changed = True
+    bases = sorted(base for base, suffixes in names.items() if LOG_SUFFIX in suffixes)
+    # Segments wholly below the log start were doomed by retention just before a crash.
+    while len(bases) > 1 and bases[1] <= log_start:
+        _delete_segment_files(directory, bases.pop(0))
+        changed = True
+    interval = config.index_interval_bytes
+    for i, base in enumerate(bases):
+        next_base = bases[i + 1] if i + 1 < len(bases) else None
+        if clean or (next_base is not None and next_base <= recovery_point):
+            segment = Segment.load(directory, base, interval, next_base)
+        else:
+            segment = Segment.recover(directory, base, interval)
+        segments.append(segment)
+        # A rebuilt segment (recovered, or with unusable index files) has unsynced changes and
+        # may have had index files created.
+        changed = changed or segment.write_generation > segment.synced_generation
+        if next_base is not None and segment.next_offset != next_base:
+            doomed = bases[i + 1:]
+            log.warning("%s ends at offset %d but the next segment starts at %d; deleting the %d "
+                        "later segment(s) of %s", segment.path.name, segment.next_offset,
+                        next_base, len(doomed), directory)
+            for later in doomed:
+                _delete_segment_files(directory, later)
+            return True
+    return changed
+
+
+def _delete_segment_files(directory: Path, base: int) -> None:
+    for suffix in SUFFIXES:
+        (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)

@@ -1,0 +1,175 @@
+"""MemoryLog: the PartitionLog contract kept in memory, as a model for tests.
+
+It splits batches into segments exactly as FileLog does (the roll and retention decisions come
+from roster.log.policy), so that retention and reads spanning segment boundaries behave the same.
+Nothing here is durable; prepare_flush hands out jobs that do nothing.
+"""
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from roster.log.api import AppendResult, LogConfig, LogStorageError, OffsetOutOfRange, TimestampLookup
+from roster.log.batch import NO_TIMESTAMP, first_record_at_or_after, parse_header, set_base_offset
+from roster.log.policy import check_batch, plan_retention, should_roll
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(slots=True, eq=False)
+class _Segment:
+    base_offset: int
+    next_offset: int
+    bases: list[int] = field(default_factory=list)       # base offset of each batch
+    batches: list[bytes] = field(default_factory=list)
+    size: int = 0
+    max_timestamp: int = NO_TIMESTAMP
+    offset_of_max_timestamp: int = -1
+    last_modified_ms: int = 0  # stands in for a file's mtime in retention decisions
+
+    def retention_timestamp(self) -> int | None:
+        if self.size == 0:
+            return None
+        return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+
+@dataclass(slots=True)
+class NoopFlushJob:
+    end_offset: int
+
+    def run(self) -> None:
+        pass
+
+
+class MemoryLog:
+    def __init__(self, config: LogConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
+        """`clock` gives milliseconds; it dates appends for segments whose records carry no
+        timestamps, the way a file's modification time does for FileLog."""
+        self._config = config
+        self._clock = clock
+        self._segments = [_Segment(0, 0)]
+        self._log_start = 0
+        self._durable_offset = 0
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"MemoryLog(offsets {self.log_start_offset}..{self.log_end_offset})"
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def append(self, batch: bytes) -> AppendResult:
+        self._require_open()
+        header = check_batch(batch, self._config)
+        base = self.log_end_offset
+        stored = set_base_offset(batch, base)
+        last_offset = base + header.last_offset_delta
+        active = self._segments[-1]
+        if should_roll(active.size, active.base_offset, len(stored), last_offset, self._config):
+            active = self._roll()
+        active.bases.append(base)
+        active.batches.append(stored)
+        active.size += len(stored)
+        active.next_offset = last_offset + 1
+        active.last_modified_ms = self._clock()
+        if header.max_timestamp > active.max_timestamp:
+            active.max_timestamp = header.max_timestamp
+            active.offset_of_max_timestamp = base
+        return AppendResult(base, last_offset, header.max_timestamp)
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        self._require_open()
+        end = self.log_end_offset
+        if not self._log_start <= offset <= end:
+            raise OffsetOutOfRange(f"offset {offset} is outside the log [{self._log_start}, {end}]")
+        chunks: list[bytes] = []
+        taken = 0
+        first = bisect.bisect_right(self._segments, offset, key=lambda s: s.base_offset) - 1
+        for segment in self._segments[first:]:
+            if offset >= segment.next_offset:
+                continue
+            start = max(bisect.bisect_right(segment.bases, offset) - 1, 0)
+            for batch in segment.batches[start:]:
+                if chunks and taken + len(batch) > max_bytes:
+                    return b"".join(chunks)
+                chunks.append(batch)
+                taken += len(batch)
+                if taken >= max_bytes:
+                    return b"".join(chunks)
+        return b"".join(chunks)
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
+        self._require_open()
+        for segment in self._segments:
+            if segment.max_timestamp < timestamp:
+                continue
+            for batch in segment.batches:
+                if parse_header(batch).max_timestamp >= timestamp:
+                    found = first_record_at_or_after(batch, timestamp)
+                    if found is not None:
+                        return TimestampLookup(*found)
+        return None
+
+    def max_timestamp(self) -> TimestampLookup | None:
+        self._require_open()
+        best = None
+        for segment in self._segments:
+            if segment.offset_of_max_timestamp >= 0 and \
+                    (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        batch = best.batches[bisect.bisect_left(best.bases, best.offset_of_max_timestamp)]
+        found = first_record_at_or_after(batch, best.max_timestamp)
+        if found is None:  # no record carries the batch's maxTimestamp; FileLog does the same
+            found = (parse_header(batch).last_offset, best.max_timestamp)
+        return TimestampLookup(*found)
+
+    def prepare_flush(self) -> NoopFlushJob | None:
+        self._require_open()
+        end = self.log_end_offset
+        return NoopFlushJob(end) if end > self._durable_offset else None
+
+    def flushed(self, job: NoopFlushJob) -> None:
+        self._durable_offset = max(self._durable_offset, job.end_offset)
+
+    def enforce_retention(self, now_ms: int) -> int:
+        self._require_open()
+        plan = plan_retention([(s.size, s.retention_timestamp()) for s in self._segments],
+                              now_ms, self._config)
+        if plan.delete == 0:
+            return 0
+        if plan.roll_first:
+            self._roll()
+        del self._segments[:plan.delete]
+        self._log_start = max(self._log_start, self._segments[0].base_offset)
+        return plan.delete
+
+    def close(self) -> None:
+        self._closed = True
+
+    def delete(self) -> None:
+        self._closed = True
+        self._segments = [_Segment(self.log_end_offset, self.log_end_offset)]
+
+    def _roll(self) -> _Segment:
+        segment = _Segment(self.log_end_offset, self.log_end_offset)
+        self._segments.append(segment)
+        return segment
+
+    def _require_open(self) -> None:
+        if self._closed:
+            raise LogStorageError("the log is closed")
