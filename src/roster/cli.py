@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from roster.admin import groups as group_commands
+from roster.admin import offsets as offset_commands
 from roster.admin import topics as topic_commands
 from roster.admin.client import AdminClient, AdminError
 from roster.config import BrokerConfig, ConfigError, parse_assignments
@@ -67,6 +68,18 @@ def _groups(args) -> int:
     return 0
 
 
+def _offsets(args) -> int:
+    with AdminClient(args.bootstrap_server) as client:
+        if args.action == "describe":
+            print("\n".join(offset_commands.describe_lines(client, args.group)))
+        elif args.action == "reset":
+            to = "earliest" if args.to_earliest else "latest" if args.to_latest else "offset"
+            targets = offset_commands.reset(client, args.group, args.topic, to, args.to_offset)
+            for partition, offset in sorted(targets.items()):
+                print(f"{args.topic}\t{partition}\t{offset}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roster", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
@@ -109,6 +122,20 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("group")
     remove.add_argument("--instance-ids", required=True, metavar="ID[,ID...]")
     groups.set_defaults(run=_groups)
+
+    offsets = commands.add_parser("offsets", help="a group's committed offsets and lag; reset")
+    offsets.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    offset_actions = offsets.add_subparsers(dest="action", required=True)
+    describe_offsets = offset_actions.add_parser("describe")
+    describe_offsets.add_argument("group")
+    reset = offset_actions.add_parser("reset", help="only while the group has no members")
+    reset.add_argument("group")
+    reset.add_argument("--topic", required=True)
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true")
+    target.add_argument("--to-latest", action="store_true")
+    target.add_argument("--to-offset", type=int, metavar="N")
+    offsets.set_defaults(run=_offsets)
     return parser
 
 

@@ -14,6 +14,8 @@ from roster.protocol.codec import decode_response, encode_request, request_schem
 
 API_VERSIONS = 18
 CLIENT_ID = "roster-admin"
+# The commands address topics by name; these APIs switch to topic ids above these versions.
+HIGHEST_BY_NAME = {8: 9, 9: 9}
 
 
 class AdminError(Exception):
@@ -45,7 +47,8 @@ class AdminClient:
         self._versions: dict[int, int] = {}
         answer = self._exchange(API_VERSIONS, 0, make(request_schema(API_VERSIONS, 0)))
         for entry in answer.api_keys:
-            version = _highest_known(entry.api_key, entry.min_version, entry.max_version)
+            highest = min(entry.max_version, HIGHEST_BY_NAME.get(entry.api_key, entry.max_version))
+            version = _highest_known(entry.api_key, entry.min_version, highest)
             if version is not None:
                 self._versions[entry.api_key] = version
 

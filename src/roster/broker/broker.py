@@ -82,6 +82,7 @@ class Broker:
         self._tasks.append(asyncio.ensure_future(
             self.durability.run_periodic(self._all_partitions)))
         self._tasks.append(asyncio.ensure_future(self._enforce_retention_forever()))
+        self._tasks.append(asyncio.ensure_future(self._expire_offsets_forever()))
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -115,6 +116,13 @@ class Broker:
         while True:
             await asyncio.sleep(interval_s)
             self.enforce_retention()
+
+    async def _expire_offsets_forever(self) -> None:
+        interval_s = self.config["offsets.retention.check.interval.ms"] / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            if self.groups.loaded:
+                self.groups.apply(self.groups.coordinator.expire_offsets(self.groups.now_ms()))
 
     def enforce_retention(self) -> None:
         now = self.now_ms()

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from roster.coordinator import admin, heartbeat, join, leave, offsets, rebalance, sync
+from roster.coordinator import (
+    admin,
+    expiry,
+    heartbeat,
+    join,
+    leave,
+    offsets,
+    rebalance,
+    sync,
+)
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.group import Group
 from roster.coordinator.messages import (
@@ -85,6 +94,9 @@ class Coordinator:
     def delete_groups(self, group_ids: list[str], now: int, token=None) -> Result:
         return admin.delete(self, group_ids, now, token)
 
+    def expire_offsets(self, now: int) -> Result:
+        return expiry.expire_offsets(self, now)
+
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:
         """After replay: every member's session starts now (one that never returns expires
         after one session timeout), and a group over group.max.size must rebalance."""
@@ -118,6 +130,10 @@ class Coordinator:
             offsets.commit_written(self, step.data, error, result)
         elif step.kind == "groups-deleted":
             admin.deletion_written(self, step.data, error, result)
+        elif step.kind == "replay":
+            if error is None:  # tombstones written: now they take effect
+                for record in step.data:
+                    self.replay(record, now)
         else:
             group = self.groups.get(step.group_id)
             if group is None or group.state is GroupState.DEAD:

@@ -9,12 +9,19 @@ Directory layout (Kafka's names where Kafka has one):
 Recovery rules on open():
   * clean-shutdown present: every segment is trusted; indexes are loaded from their files and
     rebuilt (without CRC checks) only when a file is missing or malformed.
-  * otherwise: segments wholly below the recovery point were fsynced and are trusted the same way;
-    the segment holding the recovery point and every later one are scanned batch by batch with
-    CRC32C checks. The first bad or partial batch is cut off with a WARNING, every later segment
-    is deleted (offsets must stay dense), and the scanned segments' indexes are rebuilt.
+  * otherwise: segments wholly below the recovery point were fsynced and are trusted the same way
+    (the active segment never is); the segment holding the recovery point and every later one are
+    scanned batch by batch with CRC32C checks. The first bad or partial batch is cut off with a
+    WARNING, every later segment is deleted (offsets must stay dense), and the scanned segments'
+    indexes are rebuilt. Scanned segments count as unflushed, so the next flush job syncs them.
+  * either way, segments wholly below the log start (retention interrupted by a crash) are deleted.
   The clean-shutdown marker is removed (durably) before open() returns, so a crash from then on
   is recognised as unclean.
+
+Durability: appends only reach the page cache. Each segment counts its changes (write generation);
+prepare_flush() duplicates the fds of every segment with unsynced changes (a rolled segment
+included) and of the directory if files were created or deleted, and flushed() records which
+generations the job covered. A failed job therefore leaves its segments unsynced for the next one.
 """
 from __future__ import annotations
 

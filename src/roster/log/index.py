@@ -12,7 +12,14 @@ Time index `<base>.timeindex`, 12-byte entries: timestamp int64, relative offset
 entry is the largest batch maxTimestamp seen in the segment so far and the first batch that
 reached it, written when that running maximum has grown since the previous entry. Timestamps
 therefore strictly increase, and every batch before an entry's indexing point has
-maxTimestamp <= the entry's timestamp, which is what lets a lookup skip ahead safely.
+maxTimestamp <= the entry's timestamp, which is what lets a lookup skip ahead safely. When a
+segment is sealed (rolled, or the log closed) a last entry records the segment's maximum, so a
+clean load knows it without reading the segment.
+
+Why a time index file rather than a per-segment maximum rebuilt on load: rebuilding means reading
+every segment's headers at every start-up (a full pass over the data), and a maximum alone still
+leaves offset_for_timestamp walking a whole segment (up to segment.bytes) per lookup. The file
+costs one 12-byte write per index interval at most, and lookups start near the answer.
 """
 from __future__ import annotations
 

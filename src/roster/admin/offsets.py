@@ -1,0 +1,92 @@
+"""`roster offsets ...`: a group's committed offsets and lag, and resetting them (refused while
+the group has members, as Kafka's kafka-consumer-groups tool refuses)."""
+from __future__ import annotations
+
+import datetime
+
+from roster.admin.client import AdminClient, AdminError
+from roster.admin.groups import describe
+from roster.admin.topics import metadata
+from roster.protocol.build import make
+
+OFFSET_COMMIT, OFFSET_FETCH, LIST_OFFSETS = 8, 9, 2
+EARLIEST, LATEST = -2, -1
+
+
+def committed(client: AdminClient, group_id: str) -> dict[tuple[str, int], int]:
+    """Every committed offset of the group (OffsetFetch with all topics)."""
+    if client.version(OFFSET_FETCH) >= 8:
+        group = client.entry(OFFSET_FETCH, "groups")
+        answer = client.call(OFFSET_FETCH, groups=(make(group, group_id=group_id, topics=None),),
+                             require_stable=False)
+        entry = answer.groups[0]
+        error, topics = entry.error_code, entry.topics
+    else:
+        answer = client.call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
+        error, topics = answer.error_code, answer.topics
+    if error.value:
+        raise AdminError(f"cannot fetch offsets of {group_id}: {error.name.upper()}")
+    return {(t.name, p.partition_index): p.committed_offset for t in topics for p in t.partitions
+            if p.committed_offset >= 0}
+
+
+def log_offsets(client: AdminClient, wanted: dict[str, list[int]], which: int):
+    """(topic, partition) -> the earliest or latest offset."""
+    entry = client.entry(LIST_OFFSETS, "topics")
+    partition = client.entry(LIST_OFFSETS, "topics", "partitions")
+    answer = client.call(LIST_OFFSETS, replica_id=-1, isolation_level=0,
+                         timeout=datetime.timedelta(seconds=30), topics=tuple(
+                             entry(name=topic, partitions=tuple(
+                                 partition(partition_index=p, timestamp=which,
+                                           current_leader_epoch=-1) for p in parts))
+                             for topic, parts in sorted(wanted.items())))
+    return {(t.name, p.partition_index): p.offset for t in answer.topics for p in t.partitions}
+
+
+def describe_lines(client: AdminClient, group_id: str) -> list[str]:
+    offsets = committed(client, group_id)
+    if not offsets:
+        return [f"Group {group_id} has no committed offsets."]
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in offsets:
+        by_topic.setdefault(topic, []).append(partition)
+    ends = log_offsets(client, by_topic, LATEST)
+    rows = [("TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG")]
+    for (topic, partition), offset in sorted(offsets.items()):
+        end = ends.get((topic, partition), -1)
+        lag = str(max(end - offset, 0)) if end >= 0 else "-"
+        rows.append((topic, str(partition), str(offset), str(end), lag))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    return [f"Group: {group_id}"] + ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                                     for r in rows]
+
+
+def reset(client: AdminClient, group_id: str, topic: str, to: str, offset: int | None):
+    """Commit new offsets for every partition of `topic`; returns {partition: offset}."""
+    group = describe(client, group_id)
+    if group.group_state not in ("Empty", "Dead"):
+        raise AdminError(f"group {group_id} is {group.group_state} with {len(group.members)} "
+                         "members; stop its consumers before resetting offsets")
+    found = metadata(client, [topic]).topics[0]
+    if found.error_code.value:
+        raise AdminError(f"cannot reset offsets for {topic}: {found.error_code.name.upper()}")
+    partitions = sorted(p.partition_index for p in found.partitions)
+    if to == "offset":
+        targets = {p: offset for p in partitions}
+    else:
+        ends = log_offsets(client, {topic: partitions}, EARLIEST if to == "earliest" else LATEST)
+        targets = {p: ends[(topic, p)] for p in partitions}
+    topic_entry = client.entry(OFFSET_COMMIT, "topics")
+    partition_entry = client.entry(OFFSET_COMMIT, "topics", "partitions")
+    answer = client.call(OFFSET_COMMIT, group_id=group_id, generation_id_or_member_epoch=-1,
+                         member_id="", group_instance_id=None,
+                         retention_time=datetime.timedelta(milliseconds=-1),
+                         topics=(make(topic_entry, name=topic, partitions=tuple(
+                             make(partition_entry, partition_index=p, committed_offset=o,
+                                  committed_leader_epoch=-1, committed_metadata="")
+                             for p, o in targets.items())),))
+    failures = [f"{p.partition_index}: {p.error_code.name.upper()}"
+                for t in answer.topics for p in t.partitions if p.error_code.value]
+    if failures:
+        raise AdminError(f"cannot reset {group_id} on {topic}: " + "; ".join(failures))
+    return targets
