@@ -164,3 +164,14 @@ def test_unknown_tagged_field_closes_with_a_log_line_not_an_internal_error(broke
         assert wire.closed_by_peer()
     still_serves(broker)
     assert not any("internal error" in line for line in broker.output)
+
+
+def test_an_empty_batch_is_refused(broker):
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                        batch_size=1 << 20)
+    empty = bytes(builder.build())
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "e", 1).error_code == ErrorCode.none
+        assert _produce(wire, "e", 0, empty).error_code == ErrorCode.invalid_record

@@ -9,12 +9,17 @@ import threading
 from pathlib import Path
 
 
+# A fresh broker creates and (on stop) flushes every __consumer_offsets partition; 50 of them
+# cost seconds per test. Tests get 5 unless they ask for more (the mapping is the same code).
+TEST_DEFAULTS = {"offsets.topic.num.partitions": "5"}
+
+
 class BrokerProcess:
     """`python -m roster serve` on a free loopback port; restartable on the same data dir."""
 
     def __init__(self, data_dir: Path, settings: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
-        self.settings = dict(settings or {})
+        self.settings = {**TEST_DEFAULTS, **(settings or {})}
         self.proc: subprocess.Popen | None = None
         self.port: int | None = None
         self.output: list[str] = []

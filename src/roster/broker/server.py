@@ -49,7 +49,19 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
         log.info("stopped")
 
 
+def raise_open_file_limit() -> None:
+    """Every segment keeps files open and every client a socket: take what the system allows."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft < hard:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    except (ImportError, ValueError, OSError) as exc:
+        log.warning("cannot raise the open-file limit: %s", exc)
+
+
 def run(config: BrokerConfig, data_dir: Path, host: str, port: int) -> None:
+    raise_open_file_limit()
     try:
         import uvloop
         runner = uvloop.run

@@ -6,17 +6,7 @@ Directory layout (Kafka's names where Kafka has one):
     log-start-offset   first offset still readable (advanced by retention)
     clean-shutdown     present only between a clean close() and the next open()
 
-Recovery rules on open():
-  * clean-shutdown present: every segment is trusted; indexes are loaded from their files and
-    rebuilt (without CRC checks) only when a file is missing or malformed.
-  * otherwise: segments wholly below the recovery point were fsynced and are trusted the same way
-    (the active segment never is); the segment holding the recovery point and every later one are
-    scanned batch by batch with CRC32C checks. The first bad or partial batch is cut off with a
-    WARNING, every later segment is deleted (offsets must stay dense), and the scanned segments'
-    indexes are rebuilt. Scanned segments count as unflushed, so the next flush job syncs them.
-  * either way, segments wholly below the log start (retention interrupted by a crash) are deleted.
-  The clean-shutdown marker is removed (durably) before open() returns, so a crash from then on
-  is recognised as unclean.
+Recovery on open() follows the rules in roster.log.loading.
 
 Durability: appends only reach the page cache. Each segment counts its changes (write generation);
 prepare_flush() duplicates the fds of every segment with unsynced changes (a rolled segment
@@ -28,22 +18,21 @@ from __future__ import annotations
 import bisect
 import logging
 import os
-import re
 import shutil
 from pathlib import Path
 
 from roster.log.api import AppendResult, LogConfig, LogStorageError, OffsetOutOfRange, TimestampLookup
 from roster.log.batch import set_base_offset
 from roster.log.files import open_directory, read_offset_file, write_offset_file
+from roster.log.loading import load_segments
 from roster.log.policy import check_batch, plan_retention, should_roll
-from roster.log.segment import LOG_SUFFIX, SUFFIXES, Segment
+from roster.log.segment import Segment
 
 log = logging.getLogger("roster.log")
 
 RECOVERY_POINT = "recovery-point"
 LOG_START_OFFSET = "log-start-offset"
 CLEAN_SHUTDOWN = "clean-shutdown"
-_SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex)")
 
 
 class FileFlushJob:
@@ -119,7 +108,7 @@ class FileLog:
         log_start = read_offset_file(directory / LOG_START_OFFSET) or 0
         segments: list[Segment] = []
         try:
-            changed = _load_segments(directory, config, clean, recovery_point, log_start, segments)
+            changed = load_segments(directory, config, clean, recovery_point, log_start, segments)
             if not segments:
                 segments.append(Segment.create(directory, log_start, config.index_interval_bytes))
                 changed = True
@@ -354,51 +343,3 @@ class FileLog:
 
 def _base_offset(segment: Segment) -> int:
     return segment.base_offset
-
-
-def _load_segments(directory: Path, config: LogConfig, clean: bool, recovery_point: int,
-                   log_start: int, segments: list[Segment]) -> bool:
-    """Open the segments in `directory` into `segments` per the recovery rules (module docstring).
-
-    Returns whether files were deleted or truncated, so the directory needs an fsync.
-    """
-    names: dict[int, set[str]] = {}
-    for path in directory.iterdir():
-        match = _SEGMENT_FILE.fullmatch(path.name)
-        if match:
-            names.setdefault(int(match[1]), set()).add(match[2])
-    changed = False
-    for base, suffixes in names.items():
-        if LOG_SUFFIX not in suffixes:  # indexes whose segment is gone
-            _delete_segment_files(directory, base)
-            changed = True
-    bases = sorted(base for base, suffixes in names.items() if LOG_SUFFIX in suffixes)
-    # Segments wholly below the log start were doomed by retention just before a crash.
-    while len(bases) > 1 and bases[1] <= log_start:
-        _delete_segment_files(directory, bases.pop(0))
-        changed = True
-    interval = config.index_interval_bytes
-    for i, base in enumerate(bases):
-        next_base = bases[i + 1] if i + 1 < len(bases) else None
-        if clean or (next_base is not None and next_base <= recovery_point):
-            segment = Segment.load(directory, base, interval, next_base)
-        else:
-            segment = Segment.recover(directory, base, interval)
-        segments.append(segment)
-        # A rebuilt segment (recovered, or with unusable index files) has unsynced changes and
-        # may have had index files created.
-        changed = changed or segment.write_generation > segment.synced_generation
-        if next_base is not None and segment.next_offset != next_base:
-            doomed = bases[i + 1:]
-            log.warning("%s ends at offset %d but the next segment starts at %d; deleting the %d "
-                        "later segment(s) of %s", segment.path.name, segment.next_offset,
-                        next_base, len(doomed), directory)
-            for later in doomed:
-                _delete_segment_files(directory, later)
-            return True
-    return changed
-
-
-def _delete_segment_files(directory: Path, base: int) -> None:
-    for suffix in SUFFIXES:
-        (directory / f"{base:020d}{suffix}").unlink(missing_ok=True)

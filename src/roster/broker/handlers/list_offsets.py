@@ -1,6 +1,7 @@
 """ListOffsets (2), v1-11: earliest, latest, max-timestamp, or the first offset at a timestamp."""
 from __future__ import annotations
 
+from roster.log.api import CorruptBatch
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
@@ -42,10 +43,13 @@ async def handle(broker, request, connection):
                                        error_code=ErrorCode.unknown_topic_or_partition,
                                        timestamp=-1, offset=-1, leader_epoch=-1))
                 continue
-            timestamp, offset = _lookup(topic.partitions[index], requested.timestamp)
-            partitions.append(make(partition_entry, partition_index=index,
-                                   error_code=ErrorCode.none, timestamp=timestamp, offset=offset,
-                                   leader_epoch=0))
+            try:
+                timestamp, offset = _lookup(topic.partitions[index], requested.timestamp)
+                error = ErrorCode.none
+            except CorruptBatch:  # a stored batch whose records do not decode
+                timestamp, offset, error = -1, -1, ErrorCode.corrupt_message
+            partitions.append(make(partition_entry, partition_index=index, error_code=error,
+                                   timestamp=timestamp, offset=offset, leader_epoch=0))
         topics.append(make(topic_entry, name=wanted.name, partitions=tuple(partitions)))
     return make(schema, topics=tuple(topics))
 

@@ -65,6 +65,8 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
     if header.size != len(records):
         return _Outcome(ErrorCode.invalid_record,
                         message="a produce request must carry exactly one record batch per partition")
+    if header.records_count == 0:
+        return _Outcome(ErrorCode.invalid_record, message="a record batch must hold records")
     partition_key = (topic.topic_id, index)
     verdict = broker.sequences.check(partition_key, header)
     if verdict.error is not ErrorCode.none:
