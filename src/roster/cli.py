@@ -42,6 +42,9 @@ def _topics(args) -> int:
                 print(name)
         elif args.action == "describe":
             print("\n".join(topic_commands.describe(client, args.names)))
+        elif args.action == "add-partitions":
+            topic_commands.add_partitions(client, args.name, args.partitions)
+            print(f"{args.name} now has {args.partitions} partitions.")
         elif args.action == "delete":
             topic_commands.delete(client, args.names)
             print(f"Deleted {', '.join(args.names)}.")
@@ -105,6 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--internal", action="store_true", help="include internal topics")
     describe = actions.add_parser("describe")
     describe.add_argument("names", nargs="*")
+    grow = actions.add_parser("add-partitions", help="grow a topic to --partitions in total")
+    grow.add_argument("name")
+    grow.add_argument("--partitions", type=int, required=True, help="the new total")
     delete = actions.add_parser("delete")
     delete.add_argument("names", nargs="+")
     topics.set_defaults(run=_topics)

@@ -175,3 +175,19 @@ def test_an_empty_batch_is_refused(broker):
     with Wire(broker.bootstrap) as wire:
         assert _create(wire, "e", 1).error_code == ErrorCode.none
         assert _produce(wire, "e", 0, empty).error_code == ErrorCode.invalid_record
+
+
+def test_add_partitions_grows_and_refuses_shrinking(broker):
+    from roster.admin.client import AdminClient, AdminError
+    from roster.admin.topics import add_partitions, create, metadata
+    with AdminClient(broker.bootstrap) as admin:
+        create(admin, "grow", 2, {})
+        add_partitions(admin, "grow", 5)
+        assert len(metadata(admin, ["grow"]).topics[0].partitions) == 5
+        with pytest.raises(AdminError, match="INVALID_PARTITIONS"):
+            add_partitions(admin, "grow", 3)
+        with pytest.raises(AdminError, match="UNKNOWN_TOPIC_OR_PARTITION"):
+            add_partitions(admin, "absent", 3)
+    broker.restart()  # the catalog kept the new count
+    with AdminClient(broker.bootstrap) as admin:
+        assert len(metadata(admin, ["grow"]).topics[0].partitions) == 5

@@ -5,7 +5,7 @@ import datetime
 
 from roster.admin.client import AdminClient, AdminError
 
-METADATA, CREATE_TOPICS, DELETE_TOPICS, LIST_OFFSETS = 3, 19, 20, 2
+METADATA, CREATE_TOPICS, DELETE_TOPICS, LIST_OFFSETS, CREATE_PARTITIONS = 3, 19, 20, 2, 37
 TIMEOUT = datetime.timedelta(seconds=30)
 
 
@@ -23,6 +23,15 @@ def create(client: AdminClient, name: str, partitions: int, configs: dict[str, s
         timeout=TIMEOUT, validate_only=False)
     result = answer.topics[0]
     _check(result.error_code, result.error_message, f"cannot create {name}")
+
+
+def add_partitions(client: AdminClient, name: str, total: int) -> None:
+    """Grow `name` to `total` partitions."""
+    entry = client.entry(CREATE_PARTITIONS, "topics")
+    answer = client.call(CREATE_PARTITIONS, topics=(entry(name=name, count=total, assignments=None),),
+                         timeout=TIMEOUT, validate_only=False)
+    result = answer.results[0]
+    _check(result.error_code, result.error_message, f"cannot add partitions to {name}")
 
 
 def delete(client: AdminClient, names: list[str]) -> None:

@@ -2,6 +2,7 @@
 the registry, and from it the ApiVersions answer, is built from these declarations."""
 from roster.broker.handlers import (
     api_versions,
+    create_partitions,
     create_topics,
     delete_groups,
     delete_topics,
@@ -25,7 +26,7 @@ from roster.protocol.registry import Registry
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            find_coordinator, join_group, heartbeat, leave_group, sync_group, describe_groups,
            list_groups, api_versions, create_topics, delete_topics, init_producer_id,
-           delete_groups)
+           delete_groups, create_partitions)
 
 
 def build_registry() -> Registry:

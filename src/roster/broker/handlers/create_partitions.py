@@ -1,0 +1,47 @@
+"""CreatePartitions (37), v0-3: grow a topic. Partitions can only be added, never removed, as in
+Kafka; existing data stays where it is (keys may now hash elsewhere)."""
+from __future__ import annotations
+
+from roster.broker.topics import TopicError
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 37
+
+
+def _grow(broker, wanted, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    topic = broker.topics.get(wanted.name)
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, f"topic {wanted.name!r} does not exist"
+    if topic.internal:
+        return ErrorCode.invalid_request, f"{wanted.name} is internal"
+    if wanted.assignments is not None and any(
+            list(a.broker_ids) != [broker.endpoint.node_id] for a in wanted.assignments):
+        return ErrorCode.invalid_replica_assignment, "the only broker is " \
+            f"{broker.endpoint.node_id}"
+    try:
+        if wanted.count <= len(topic.partitions):
+            raise TopicError("invalid_partitions",
+                             f"topic {wanted.name!r} has {len(topic.partitions)} partitions; "
+                             f"the new count must be larger, not {wanted.count}")
+        if not validate_only:
+            broker.topics.add_partitions(wanted.name, wanted.count)
+    except TopicError as exc:
+        return ErrorCode[exc.code], str(exc)
+    return ErrorCode.none, None
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    schema = response_schema(API_KEY, request.api_version)
+    entry = element(schema, "results")
+    results = []
+    for wanted in body.topics:
+        error, message = _grow(broker, wanted, body.validate_only)
+        results.append(make(entry, name=wanted.name, error_code=error, error_message=message))
+    return make(schema, results=tuple(results))
+
+
+SPEC = ApiSpec(API_KEY, "CreatePartitions", 0, 3, handle)

@@ -1,0 +1,289 @@
+"""GroupMember: the asyncio driver around the pure Membership machine.
+
+It owns the sockets (a bootstrap connection for metadata, one to the group coordinator), the
+clock, metadata refreshes and backoff, and calls the application's callbacks. All group
+decisions are the machine's.
+
+    member = GroupMember("localhost:9092", MemberConfig("billing", group_instance_id="w-3"),
+                         on_assigned=print)
+    await member.start(["invoices"])
+    ...
+    await member.commit({("invoices", 0): 42})
+    await member.close()          # a static member stays in the group; leave() leaves
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+import uuid
+from collections.abc import Callable
+
+from roster.client import requests
+from roster.client.connection import BrokerConnection, ConnectionClosed
+from roster.client.membership import (
+    Assigned,
+    Fatal,
+    FencedError,
+    Lost,
+    MemberConfig,
+    Membership,
+    NeedMetadata,
+    Revoked,
+    Send,
+    State,
+)
+from roster.protocol.build import element, make
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.client")
+METADATA = 3
+
+
+class CommitFailed(RuntimeError):
+    def __init__(self, errors: dict) -> None:
+        super().__init__(f"offset commit failed: {errors}")
+        self.errors = errors
+
+
+def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
+    first = bootstrap.split(",")[0].strip()
+    host, _, port = first.rpartition(":")
+    return host.strip("[]") or "localhost", int(port)
+
+
+class GroupMember:
+    def __init__(self, bootstrap: str, config: MemberConfig, *, client_id: str = "roster-client",
+                 on_assigned: Callable | None = None, on_revoked: Callable | None = None,
+                 on_lost: Callable | None = None, metadata_max_age_ms: int = 300_000,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.machine = Membership(config)
+        self._bootstrap = parse_bootstrap(bootstrap)
+        self._client_id = client_id
+        self._callbacks = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
+        self._metadata_age_ms = metadata_max_age_ms
+        self._clock = clock
+        self._metadata_conn: BrokerConnection | None = None
+        self._coordinator: BrokerConnection | None = None
+        self._coordinator_address: tuple[str, int] | None = None
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._tasks: set[asyncio.Task] = set()
+        self._runner: asyncio.Task | None = None
+        self._next_metadata_ms = 0
+
+    # -- public API --------------------------------------------------------------------------
+
+    def now(self) -> int:
+        return int(self._clock() * 1000)
+
+    @property
+    def assignment(self) -> tuple[tuple[str, int], ...]:
+        return self.machine.owned
+
+    @property
+    def fatal(self) -> Fatal | None:
+        return self.machine.fatal
+
+    async def start(self, topics: list[str]) -> None:
+        self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id)
+        await self._handle(self.machine.subscribe(topics, self.now()))
+        self._runner = asyncio.ensure_future(self._run())
+
+    async def wait_for(self, condition: Callable[[], bool], timeout_s: float) -> None:
+        """Wait until condition() holds (checked whenever the membership changes)."""
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(condition), timeout_s)
+
+    async def wait_stable(self, timeout_s: float = 60.0) -> None:
+        await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL), timeout_s)
+        if self.machine.fatal:
+            raise FencedError(self.machine.fatal.message)
+
+    async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Commit offsets as this member. Raises FencedError once fenced, CommitFailed else."""
+        send = self.machine.commit_request(offsets)
+        if self._coordinator is None:
+            raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets})
+        await self._learn_topic_ids({topic for topic, _ in offsets})
+        answer = await self._call(send)
+        names = {v: k for k, v in self.topic_ids.items()}
+        errors = requests.commit_errors(answer, names)
+        await self._handle(self.machine.on_commit(errors, self.now()))
+        failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
+        if failed:
+            if self.machine.fatal:
+                raise FencedError(self.machine.fatal.message)
+            raise CommitFailed(failed)
+
+    async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The group's committed offsets for these partitions (-1: none)."""
+        if self._coordinator is None:
+            await self.wait_for(lambda: self._coordinator is not None, 30)
+        await self._learn_topic_ids({topic for topic, _ in partitions})
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        answer = await self._coordinator.call(9, lambda v: _offset_fetch(
+            v, self.machine.config.group_id, by_topic, self.topic_ids))
+        topics = answer.groups[0].topics if hasattr(answer, "groups") else answer.topics
+        names = {v: k for k, v in self.topic_ids.items()}
+        return {(getattr(t, "name", None) or names.get(t.topic_id), p.partition_index):
+                p.committed_offset for t in topics for p in t.partitions}
+
+    async def _learn_topic_ids(self, topics: set[str]) -> None:
+        """OffsetCommit/OffsetFetch v10 name topics by id: make sure we know them."""
+        missing = [t for t in topics if t not in self.topic_ids]
+        if missing and self._coordinator is not None and self._coordinator.version(8) >= 10:
+            await self.fetch_metadata(tuple(missing))
+
+    async def leave(self) -> None:
+        await self._handle(self.machine.leave(self.now()))
+        await self._shutdown()
+
+    async def close(self) -> None:
+        await self._handle(self.machine.close(self.now()))
+        await self._shutdown()
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while self.machine.state not in (State.CLOSED,):
+            now = self.now()
+            await self._handle(self.machine.tick(now))
+            if now >= self._next_metadata_ms and self.machine.state is State.STABLE:
+                self._next_metadata_ms = now + self._metadata_age_ms
+                self._spawn(self._refresh_metadata(self.machine.watched_topics()))
+            deadline = self.machine.next_deadline()
+            wait_ms = self._next_metadata_ms - now
+            if deadline is not None:
+                wait_ms = min(wait_ms, deadline - now)
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), max(wait_ms, 1) / 1000)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _handle(self, actions: list) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self._spawn(self._send(action))
+            elif isinstance(action, NeedMetadata):
+                self._spawn(self._refresh_metadata(action.topics))
+            elif isinstance(action, Fatal):
+                log.error("group member stopped: %s", action.message)
+            else:
+                callback = self._callbacks.get(type(action))
+                if callback is not None:
+                    outcome = callback(action.partitions)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+        self._wake.set()
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, send: Send) -> None:
+        machine = self.machine
+        try:
+            if send.api == "FindCoordinator":
+                answer = await self._metadata_conn.call(
+                    10, lambda v: requests.build("FindCoordinator", v, send.fields, {}))
+                error, host, port = requests.find_coordinator_answer(answer)
+                if error is ErrorCode.none:
+                    await self._connect_coordinator(host, port)
+                await self._handle(machine.on_find_coordinator(error, self.now()))
+                return
+            answer = await self._call(send)
+        except ConnectionClosed as exc:
+            log.info("lost the connection to the coordinator: %s", exc)
+            self._drop_coordinator()
+            await self._handle(machine.on_connection_lost(self.now()))
+            return
+        now = self.now()
+        if send.api == "JoinGroup":
+            await self._handle(machine.on_join(answer, now))
+        elif send.api == "SyncGroup":
+            await self._handle(machine.on_sync(answer, now))
+        elif send.api == "Heartbeat":
+            await self._handle(machine.on_heartbeat(answer.error_code, now))
+        elif send.api == "LeaveGroup":
+            await self._handle(machine.on_leave(answer.error_code, now))
+
+    async def _call(self, send: Send):
+        if self._coordinator is None:
+            raise ConnectionClosed("no coordinator")
+        api_key = requests.API_KEYS[send.api]
+        return await self._coordinator.call(
+            api_key, lambda v: requests.build(send.api, v, send.fields, self.topic_ids))
+
+    async def _connect_coordinator(self, host: str, port: int) -> None:
+        if self._coordinator is not None and self._coordinator_address == (host, port):
+            return
+        self._drop_coordinator()
+        self._coordinator = await BrokerConnection.open(host, port, self._client_id)
+        self._coordinator_address = (host, port)
+
+    def _drop_coordinator(self) -> None:
+        if self._coordinator is not None:
+            self._coordinator.close()
+        self._coordinator, self._coordinator_address = None, None
+
+    async def _refresh_metadata(self, topics: tuple[str, ...]) -> None:
+        try:
+            counts = await self.fetch_metadata(topics)
+        except ConnectionClosed as exc:
+            log.warning("metadata refresh failed: %s", exc)
+            return
+        await self._handle(self.machine.on_metadata(counts, self.now()))
+
+    async def fetch_metadata(self, topics) -> dict[str, int]:
+        def body(version):
+            schema = requests.request_schema(METADATA, version)
+            entry = element(schema, "topics")
+            return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
+                        allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False)
+        answer = await self._metadata_conn.call(METADATA, body)
+        counts = {}
+        for topic in answer.topics:
+            if topic.error_code is ErrorCode.none:
+                counts[topic.name] = len(topic.partitions)
+                if getattr(topic, "topic_id", None) is not None:
+                    self.topic_ids[topic.name] = topic.topic_id
+        return counts
+
+    async def _shutdown(self) -> None:
+        self._wake.set()
+        pending = [t for t in self._tasks if not t.done()]
+        if pending:  # let a LeaveGroup in flight finish, briefly
+            await asyncio.wait(pending, timeout=5)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        self._drop_coordinator()
+        if self._metadata_conn is not None:
+            self._metadata_conn.close()
+
+
+def _offset_fetch(version: int, group_id: str, by_topic: dict[str, list[int]], topic_ids):
+    schema = requests.request_schema(9, version)
+    if version >= 8:
+        group_entry = element(schema, "groups")
+        topic_entry = element(group_entry, "topics")
+        topics = tuple(make(topic_entry, name=t, topic_id=topic_ids.get(t),
+                            partition_indexes=tuple(ps)) for t, ps in sorted(by_topic.items()))
+        return make(schema, groups=(make(group_entry, group_id=group_id, member_id=None,
+                                         member_epoch=-1, topics=topics),),
+                    require_stable=True)
+    topic_entry = element(schema, "topics")
+    return make(schema, group_id=group_id, require_stable=True, topics=tuple(
+        make(topic_entry, name=t, partition_indexes=tuple(ps)) for t, ps in sorted(by_topic.items())))

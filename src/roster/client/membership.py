@@ -1,0 +1,468 @@
+"""A consumer-group member as a pure state machine (no sockets, no clock, no threads).
+
+The driver feeds it events — responses, the current time, subscription and metadata changes —
+and carries out what it returns: requests to send (`Send`) and news for the application
+(`Assigned`, `Revoked`, `Lost`, `Fatal`). Every decision about the group protocol lives here, so
+it is tested with a manual clock and no network.
+
+What it does beyond a basic member:
+- static membership (KIP-345): a group.instance.id is sent on every request; closing does not
+  leave the group (`leave()` does, explicitly);
+- fencing: FENCED_INSTANCE_ID is fatal — reported once, and no further requests or commits;
+- KIP-814 as leader: with SkipAssignment it sends SyncGroup without assignments, keeps the
+  member list's subscriptions, and asks for a rejoin when a subscribed topic's partitions no
+  longer match what the group has assigned (e.g. partitions were added);
+- KIP-792: subscriptions carry the generation in which the owned partitions were owned;
+- KIP-429 cooperative rebalancing: with a cooperative assignor, partitions are revoked first,
+  then the member rejoins so they can be assigned elsewhere.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from roster.client.assignors import get as get_assignor
+from roster.client.assignors.api import AssignmentError, MemberSubscription, TopicPartition
+from roster.protocol.consumer_protocol import (
+    Assignment,
+    ConsumerProtocolError,
+    Subscription,
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.client")
+E = ErrorCode
+
+COORDINATOR_GONE = {E.not_coordinator, E.coordinator_not_available}
+FATAL_JOIN = {E.fenced_instance_id, E.group_max_size_reached, E.inconsistent_group_protocol,
+              E.invalid_session_timeout, E.group_authorization_failed, E.invalid_group_id,
+              E.unsupported_version}
+
+
+class State(Enum):
+    UNJOINED = "unjoined"        # needs to (re)join
+    FINDING = "finding"          # FindCoordinator sent
+    JOINING = "joining"          # JoinGroup sent
+    AWAITING_METADATA = "awaiting-metadata"  # leader needs partition counts to assign
+    SYNCING = "syncing"          # SyncGroup sent
+    STABLE = "stable"
+    FATAL = "fatal"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """A request for the driver to send; `api` is the Kafka API name, `fields` its body in
+    newest-version field names. The response comes back through the matching on_* method."""
+
+    api: str
+    fields: dict[str, Any]
+    to_coordinator: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class NeedMetadata:
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Assigned:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """Partitions this member no longer owns and could not revoke cleanly (its generation or
+    member id is no longer valid): their offsets must not be committed."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fatal:
+    error: ErrorCode
+    message: str
+
+
+class FencedError(RuntimeError):
+    """This member's group.instance.id was taken over by another process (FENCED_INSTANCE_ID).
+    The member is finished: create a new one (after fixing the duplicate configuration)."""
+
+
+@dataclass(slots=True)
+class MemberConfig:
+    group_id: str
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    heartbeat_interval_ms: int = 3_000
+    retry_backoff_ms: int = 100
+    assignors: tuple[str, ...] = ("range",)   # preference order
+    rack_id: str | None = None
+
+
+@dataclass(slots=True)
+class Membership:
+    config: MemberConfig
+    state: State = State.UNJOINED
+    member_id: str = ""
+    generation: int = -1
+    protocol: str | None = None
+    leader_id: str | None = None
+    subscription: tuple[str, ...] = ()
+    owned: tuple[TopicPartition, ...] = ()        # partitions held right now
+    # What the subscription reports as owned (KIP-792: with the generation it was assigned in).
+    # With eager assignors, partitions are revoked before rejoining, yet the sticky assignor
+    # still needs the last assignment, so this survives a revocation; only losing the
+    # membership (a fenced or unknown member, an illegal generation) clears it.
+    claimed: tuple[TopicPartition, ...] = ()
+    claimed_generation: int = -1
+    metadata: dict[str, int] = field(default_factory=dict)   # topic -> partition count
+    # as leader: everyone's subscriptions and what the group has assigned (KIP-814 watch)
+    group_members: tuple[MemberSubscription, ...] = ()
+    group_assigned: frozenset[TopicPartition] | None = None
+    next_heartbeat_ms: int | None = None
+    retry_at_ms: int | None = None
+    rejoin_reason: str | None = "starting"
+    fatal: Fatal | None = None
+
+    # -- what the application does ---------------------------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.member_id != "" and self.leader_id == self.member_id
+
+    def subscribe(self, topics: list[str] | tuple[str, ...], now: int) -> list:
+        topics = tuple(sorted(set(topics)))
+        if topics == self.subscription:
+            return []
+        self.subscription = topics
+        return self._request_rejoin(f"subscription changed to {', '.join(topics)}", now)
+
+    def close(self, now: int) -> list:
+        """Stop. A dynamic member leaves the group; a static one stays silent so a restart
+        within the session timeout moves no partitions (KIP-345)."""
+        actions: list = []
+        if self.state not in (State.FATAL, State.CLOSED) and self.config.group_instance_id is None:
+            actions = self._leave_request(now)
+        actions += self._give_up_partitions(Revoked)
+        self.state = State.CLOSED
+        return actions
+
+    def leave(self, now: int) -> list:
+        """Leave the group explicitly, static member or not: its partitions move at once."""
+        actions = self._leave_request(now) if self.state not in (State.FATAL, State.CLOSED) else []
+        actions += self._give_up_partitions(Revoked)
+        self.state = State.CLOSED
+        return actions
+
+    def commit_request(self, offsets: dict[TopicPartition, int]) -> Send:
+        """The OffsetCommit to send for these offsets, as this member of this generation."""
+        if self.fatal is not None:
+            raise FencedError(self.fatal.message)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append((partition, offset))
+        return Send("OffsetCommit", {
+            "group_id": self.config.group_id, "generation_id_or_member_epoch": self.generation,
+            "member_id": self.member_id, "group_instance_id": self.config.group_instance_id,
+            "topics": by_topic})
+
+    def on_commit(self, errors: dict[TopicPartition, ErrorCode], now: int) -> list:
+        """React to a commit's per-partition errors (the caller reports them to the user)."""
+        worst = next((e for e in errors.values() if e is not E.none), E.none)
+        if worst is E.fenced_instance_id:
+            return self._fail(worst, "fenced while committing offsets")
+        if worst in (E.illegal_generation, E.unknown_member_id):
+            return self._lose_membership(worst, now)
+        if worst is E.rebalance_in_progress:
+            return self._request_rejoin("a rebalance is in progress", now)
+        if worst in COORDINATOR_GONE:
+            return self._coordinator_gone(now)
+        return []
+
+    def on_metadata(self, partitions_per_topic: dict[str, int], now: int) -> list:
+        """Partition counts for topics (the driver refreshes them periodically and on demand)."""
+        self.metadata.update(partitions_per_topic)
+        if self.state is State.AWAITING_METADATA:
+            return self._assign_and_sync(now)
+        if self.state is State.STABLE and self.is_leader and self._assignment_outdated():
+            return self._request_rejoin("subscribed topics' partitions changed", now)
+        return []
+
+    def watched_topics(self) -> tuple[str, ...]:
+        """Topics whose metadata the driver should keep fresh: as leader, every topic anyone in
+        the group subscribes to (KIP-814); otherwise this member's own."""
+        topics = set(self.subscription)
+        if self.is_leader:
+            for member in self.group_members:
+                topics.update(member.topics)
+        return tuple(sorted(topics))
+
+    # -- time -------------------------------------------------------------------------------
+
+    def tick(self, now: int) -> list:
+        if self.state in (State.FATAL, State.CLOSED):
+            return []
+        if self.retry_at_ms is not None and now < self.retry_at_ms:
+            return []
+        if self.state is State.UNJOINED and self.subscription:
+            self.retry_at_ms = None
+            self.state = State.FINDING
+            return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
+                         to_coordinator=False)]
+        if self.state is State.STABLE and self.next_heartbeat_ms is not None \
+                and now >= self.next_heartbeat_ms:
+            self.next_heartbeat_ms = None  # re-armed when the answer arrives
+            return [Send("Heartbeat", {
+                "group_id": self.config.group_id, "generation_id": self.generation,
+                "member_id": self.member_id,
+                "group_instance_id": self.config.group_instance_id})]
+        return []
+
+    def next_deadline(self) -> int | None:
+        """When tick() may next have something to do."""
+        if self.state is State.STABLE:
+            return self.next_heartbeat_ms
+        if self.state is State.UNJOINED:
+            return self.retry_at_ms or 0
+        return None
+
+    # -- responses --------------------------------------------------------------------------
+
+    def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
+        if error is not E.none:
+            return self._retry_later(now)
+        return self._join_request()
+
+    def on_connection_lost(self, now: int) -> list:
+        """The coordinator's connection broke while a request was outstanding."""
+        return self._coordinator_gone(now)
+
+    def on_join(self, response, now: int) -> list:
+        if self.state is not State.JOINING:
+            return []  # answered after we moved on (closed, fenced)
+        error = response.error_code
+        if error is E.member_id_required:
+            self.member_id = response.member_id
+            return self._join_request()
+        if error in (E.unknown_member_id, E.illegal_generation):
+            self.member_id, self.generation = "", -1
+            return self._join_request()
+        if error in FATAL_JOIN:
+            return self._fail(error, f"JoinGroup failed: {error.name}")
+        if error in COORDINATOR_GONE:
+            return self._coordinator_gone(now)
+        if error is not E.none:  # REBALANCE_IN_PROGRESS, COORDINATOR_LOAD_IN_PROGRESS, ...
+            return self._retry_later(now)
+        self.member_id = response.member_id
+        self.generation = response.generation_id
+        self.protocol = response.protocol_name
+        self.leader_id = response.leader
+        self.rejoin_reason = None
+        if not self.is_leader:
+            self.group_members, self.group_assigned = (), None
+            return self._sync_request({})
+        self.group_members = tuple(_member_subscription(m) for m in response.members)
+        if getattr(response, "skip_assignment", False):
+            # KIP-814: the group is Stable and keeps its assignment; this (restarted) leader
+            # only has to watch the subscribed topics from now on.
+            self.group_assigned = frozenset(p for m in self.group_members
+                                            for p in m.owned_partitions)
+            return self._sync_request({}) + [NeedMetadata(self.watched_topics())]
+        missing = [t for t in self.watched_topics() if t not in self.metadata]
+        if missing:
+            self.state = State.AWAITING_METADATA
+            return [NeedMetadata(tuple(missing))]
+        return self._assign_and_sync(now)
+
+    def on_sync(self, response, now: int) -> list:
+        if self.state is not State.SYNCING:
+            return []
+        error = response.error_code
+        if error is E.fenced_instance_id:
+            return self._fail(error, "fenced in SyncGroup")
+        if error in (E.unknown_member_id, E.illegal_generation):
+            return self._lose_membership(error, now)
+        if error in COORDINATOR_GONE:
+            return self._coordinator_gone(now)
+        if error is not E.none:
+            return self._request_rejoin(f"SyncGroup answered {error.name}", now)
+        try:
+            assigned = tuple(sorted((t, p) for t, parts in
+                                    decode_assignment(response.assignment).partitions
+                                    for p in parts))
+        except ConsumerProtocolError as exc:
+            return self._fail(E.inconsistent_group_protocol, f"unreadable assignment: {exc}")
+        self.state = State.STABLE
+        self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
+        revoked = tuple(p for p in self.owned if p not in assigned)
+        added = tuple(p for p in assigned if p not in self.owned)
+        self.owned = assigned
+        self.claimed, self.claimed_generation = assigned, self.generation
+        actions: list = []
+        if revoked:
+            actions.append(Revoked(revoked))
+            if self._cooperative():  # KIP-429: give them up, then rejoin so others get them
+                actions += self._request_rejoin("partitions revoked for a cooperative move", now)
+        if added or not self.owned:
+            actions.append(Assigned(added))
+        return actions
+
+    def on_heartbeat(self, error: ErrorCode, now: int) -> list:
+        if self.state is not State.STABLE:
+            return []
+        if error is E.none:
+            self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
+            return []
+        if error is E.fenced_instance_id:
+            return self._fail(error, "fenced: another consumer uses this group.instance.id")
+        if error in (E.unknown_member_id, E.illegal_generation):
+            return self._lose_membership(error, now)
+        if error in COORDINATOR_GONE:
+            return self._coordinator_gone(now)
+        return self._request_rejoin(f"heartbeat answered {error.name}", now)
+
+    def on_leave(self, error: ErrorCode, now: int) -> list:
+        return []
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _cooperative(self) -> bool:
+        return self.protocol is not None and \
+            get_assignor(self.protocol).rebalance_protocol == "cooperative"
+
+    def _subscription_bytes(self) -> bytes:
+        owned = {}
+        for topic, partition in self.claimed:
+            owned.setdefault(topic, []).append(partition)
+        return encode_subscription(Subscription(
+            topics=self.subscription, user_data=None,
+            owned_partitions=tuple((t, tuple(ps)) for t, ps in sorted(owned.items())),
+            generation_id=self.claimed_generation, rack_id=self.config.rack_id))
+
+    def _join_request(self) -> list:
+        self.state = State.JOINING
+        metadata = self._subscription_bytes()
+        return [Send("JoinGroup", {
+            "group_id": self.config.group_id,
+            "session_timeout_ms": self.config.session_timeout_ms,
+            "rebalance_timeout_ms": self.config.rebalance_timeout_ms,
+            "member_id": self.member_id, "group_instance_id": self.config.group_instance_id,
+            "protocol_type": "consumer",
+            "protocols": [(name, metadata) for name in self.config.assignors],
+            "reason": self.rejoin_reason})]
+
+    def _sync_request(self, assignments: dict[str, bytes]) -> list:
+        self.state = State.SYNCING
+        return [Send("SyncGroup", {
+            "group_id": self.config.group_id, "generation_id": self.generation,
+            "member_id": self.member_id, "group_instance_id": self.config.group_instance_id,
+            "protocol_type": "consumer", "protocol_name": self.protocol,
+            "assignments": assignments})]
+
+    def _assign_and_sync(self, now: int) -> list:
+        assignor = get_assignor(self.protocol)
+        counts = {t: self.metadata[t] for t in self.watched_topics() if t in self.metadata}
+        try:
+            plan = assignor.assign(counts, self.group_members)
+        except AssignmentError as exc:
+            log.warning("assignment failed, rejoining: %s", exc)
+            return self._request_rejoin(f"assignment failed: {exc}", now)
+        self.group_assigned = frozenset(p for parts in plan.values() for p in parts)
+        if assignor.rebalance_protocol == "cooperative":
+            # withheld partitions are still owned by their previous member this round
+            self.group_assigned |= frozenset(p for m in self.group_members
+                                             for p in m.owned_partitions)
+        return self._sync_request({member_id: _encode(parts) for member_id, parts in plan.items()})
+
+    def _assignment_outdated(self) -> bool:
+        if self.group_assigned is None:
+            return False
+        wanted = set()
+        for member in self.group_members:
+            for topic in member.topics:
+                wanted.update((topic, p) for p in range(self.metadata.get(topic, 0)))
+        return wanted != set(self.group_assigned)
+
+    def _request_rejoin(self, reason: str, now: int) -> list:
+        if self.state in (State.FATAL, State.CLOSED):
+            return []
+        self.rejoin_reason = reason
+        actions: list = []
+        if not self._cooperative():
+            actions += self._give_up_partitions(Revoked)  # eager: revoke all before rejoining
+        if self.state in (State.STABLE, State.SYNCING, State.AWAITING_METADATA):
+            return actions + self._join_request()
+        if self.state is State.UNJOINED:
+            return actions + self.tick(now)
+        return actions  # FINDING / JOINING: the answer in flight moves things on
+
+    def _lose_membership(self, error: ErrorCode, now: int) -> list:
+        actions = self._give_up_partitions(Lost)
+        if error is E.unknown_member_id:
+            self.member_id = ""
+        self.generation = -1
+        self.rejoin_reason = f"{error.name}: rejoining"
+        return actions + self._join_request()
+
+    def _give_up_partitions(self, kind) -> list:
+        if kind is Lost:
+            self.claimed, self.claimed_generation = (), -1
+        if not self.owned:
+            return []
+        given_up, self.owned = self.owned, ()
+        return [kind(given_up)]
+
+    def _coordinator_gone(self, now: int) -> list:
+        self.state = State.UNJOINED
+        return self._retry_later(now)
+
+    def _retry_later(self, now: int) -> list:
+        self.state = State.UNJOINED
+        self.retry_at_ms = now + self.config.retry_backoff_ms
+        return []
+
+    def _leave_request(self, now: int) -> list:
+        if not self.member_id:
+            return []
+        return [Send("LeaveGroup", {"group_id": self.config.group_id, "members": [
+            (self.member_id, self.config.group_instance_id, "the consumer is closing")]})]
+
+    def _fail(self, error: ErrorCode, message: str) -> list:
+        self.state = State.FATAL
+        self.fatal = Fatal(error, message)
+        actions = self._give_up_partitions(Lost)
+        return actions + [self.fatal]
+
+
+def _encode(partitions: list[TopicPartition]) -> bytes:
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in partitions:
+        by_topic.setdefault(topic, []).append(partition)
+    return encode_assignment(Assignment(tuple((t, tuple(sorted(ps)))
+                                              for t, ps in sorted(by_topic.items()))))
+
+
+def _member_subscription(member) -> MemberSubscription:
+    try:
+        subscription = decode_subscription(member.metadata)
+    except ConsumerProtocolError:
+        subscription = Subscription(topics=())
+    return MemberSubscription(
+        member_id=member.member_id, group_instance_id=member.group_instance_id,
+        topics=tuple(subscription.topics),
+        owned_partitions=tuple((t, p) for t, parts in subscription.owned_partitions
+                               for p in parts),
+        generation=subscription.generation_id, rack_id=subscription.rack_id)
