@@ -132,6 +132,7 @@ class Membership:
     # as leader: everyone's subscriptions and what the group has assigned (KIP-814 watch)
     group_members: tuple[MemberSubscription, ...] = ()
     group_assigned: frozenset[TopicPartition] | None = None
+    baseline_pending: bool = False
     next_heartbeat_ms: int | None = None
     retry_at_ms: int | None = None
     rejoin_reason: str | None = "starting"
@@ -197,6 +198,13 @@ class Membership:
         self.metadata.update(partitions_per_topic)
         if self.state is State.AWAITING_METADATA:
             return self._assign_and_sync(now)
+        if self.baseline_pending and self.is_leader:
+            watched = self.watched_topics()
+            if all(t in self.metadata for t in watched):
+                self.baseline_pending = False
+                self.group_assigned = frozenset(
+                    (t, p) for t in watched for p in range(self.metadata[t]))
+            return []
         if self.state is State.STABLE and self.is_leader and self._assignment_outdated():
             return self._request_rejoin("subscribed topics' partitions changed", now)
         return []
@@ -271,15 +279,19 @@ class Membership:
         self.protocol = response.protocol_name
         self.leader_id = response.leader
         self.rejoin_reason = None
+        self.baseline_pending = False
         if not self.is_leader:
             self.group_members, self.group_assigned = (), None
             return self._sync_request({})
         self.group_members = tuple(_member_subscription(m) for m in response.members)
         if getattr(response, "skip_assignment", False):
             # KIP-814: the group is Stable and keeps its assignment; this (restarted) leader
-            # only has to watch the subscribed topics from now on.
-            self.group_assigned = frozenset(p for m in self.group_members
-                                            for p in m.owned_partitions)
+            # only has to watch the subscribed topics from now on. It cannot see the others'
+            # assignments (their claims in the member list date from the previous generation,
+            # and eager clients send none), so the partitions as they are now are the
+            # baseline: any later change makes it rejoin.
+            self.group_assigned = None
+            self.baseline_pending = True
             return self._sync_request({}) + [NeedMetadata(self.watched_topics())]
         missing = [t for t in self.watched_topics() if t not in self.metadata]
         if missing:

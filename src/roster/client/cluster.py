@@ -1,0 +1,84 @@
+"""What the client knows of the cluster: brokers, topic partition leaders, topic ids, and one
+connection per broker, opened when first needed."""
+from __future__ import annotations
+
+import uuid
+
+from roster.client.connection import BrokerConnection, ConnectionClosed
+from roster.client.member import parse_bootstrap
+from roster.protocol.build import element, make
+from roster.protocol.codec import request_schema
+from roster.protocol.errors import ErrorCode
+
+METADATA = 3
+
+
+class Cluster:
+    def __init__(self, bootstrap: str, client_id: str) -> None:
+        self._bootstrap = parse_bootstrap(bootstrap)
+        self._client_id = client_id
+        self._connections: dict[int, BrokerConnection] = {}
+        self._bootstrap_connection: BrokerConnection | None = None
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.leaders: dict[tuple[str, int], int] = {}
+        self.partitions: dict[str, int] = {}
+        self.topic_ids: dict[str, uuid.UUID] = {}
+
+    async def refresh(self, topics, create: bool = False) -> dict[str, int]:
+        """Metadata for these topics; returns partition counts of those that exist."""
+        if self._bootstrap_connection is None:
+            self._bootstrap_connection = await BrokerConnection.open(*self._bootstrap,
+                                                                     self._client_id)
+
+        def body(version):
+            schema = request_schema(METADATA, version)
+            entry = element(schema, "topics")
+            return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
+                        allow_auto_topic_creation=create,
+                        include_topic_authorized_operations=False)
+
+        try:
+            answer = await self._bootstrap_connection.call(METADATA, body)
+        except ConnectionClosed:
+            self._bootstrap_connection = None
+            raise
+        self.brokers = {b.node_id: (b.host, b.port) for b in answer.brokers}
+        counts = {}
+        for topic in answer.topics:
+            if topic.error_code is not ErrorCode.none:
+                continue
+            counts[topic.name] = self.partitions[topic.name] = len(topic.partitions)
+            if getattr(topic, "topic_id", None) is not None:
+                self.topic_ids[topic.name] = topic.topic_id
+            for p in topic.partitions:
+                self.leaders[(topic.name, p.partition_index)] = p.leader_id
+        return counts
+
+    async def connection_for(self, topic: str, partition: int) -> BrokerConnection:
+        node = self.leaders.get((topic, partition))
+        if node is None:
+            await self.refresh([topic])
+            node = self.leaders.get((topic, partition))
+            if node is None:
+                raise ConnectionClosed(f"no leader known for {topic}-{partition}")
+        connection = self._connections.get(node)
+        if connection is None:
+            connection = await BrokerConnection.open(*self.brokers[node], self._client_id)
+            self._connections[node] = connection
+        return connection
+
+    def forget(self, connection: BrokerConnection) -> None:
+        """A connection failed: reconnect (and refresh leaders) next time."""
+        for node, known in list(self._connections.items()):
+            if known is connection:
+                del self._connections[node]
+        connection.close()
+        self.leaders.clear()
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+        if self._bootstrap_connection is not None:
+            self._bootstrap_connection.close()
+            self._bootstrap_connection = None

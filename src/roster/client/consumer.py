@@ -1,0 +1,166 @@
+"""A minimal group consumer on roster.client: subscribe, poll records, commit.
+
+    consumer = Consumer("localhost:9092", "billing", group_instance_id="worker-3")
+    await consumer.subscribe(["invoices"])
+    while True:
+        for record in await consumer.poll(timeout_ms=1000):
+            handle(record)
+        await consumer.commit()
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+
+from roster.client.cluster import Cluster
+from roster.client.connection import ConnectionClosed
+from roster.client.member import GroupMember
+from roster.client.membership import MemberConfig
+from roster.client.records import ConsumerRecord, decode_batches
+from roster.protocol.build import element, make
+from roster.protocol.codec import request_schema
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.client")
+FETCH, LIST_OFFSETS = 1, 2
+EARLIEST, LATEST = -2, -1
+
+
+class Consumer:
+    def __init__(self, bootstrap: str, group_id: str, *, group_instance_id: str | None = None,
+                 assignors: tuple[str, ...] = ("range",), auto_offset_reset: str = "earliest",
+                 session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 3_000,
+                 rebalance_timeout_ms: int = 300_000, metadata_max_age_ms: int = 300_000,
+                 max_partition_fetch_bytes: int = 1 << 20, client_id: str = "roster-consumer",
+                 on_assigned=None, on_revoked=None, on_lost=None) -> None:
+        if auto_offset_reset not in ("earliest", "latest"):
+            raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
+        self._cluster = Cluster(bootstrap, client_id)
+        self._reset = EARLIEST if auto_offset_reset == "earliest" else LATEST
+        self._max_partition_bytes = max_partition_fetch_bytes
+        self._user = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
+        self.positions: dict[tuple[str, int], int] = {}
+        self.member = GroupMember(
+            bootstrap, MemberConfig(group_id, group_instance_id, session_timeout_ms,
+                                    rebalance_timeout_ms, heartbeat_interval_ms,
+                                    assignors=tuple(assignors)),
+            client_id=client_id, metadata_max_age_ms=metadata_max_age_ms,
+            on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost)
+
+    @property
+    def assignment(self) -> tuple[tuple[str, int], ...]:
+        return self.member.assignment
+
+    async def subscribe(self, topics: list[str]) -> None:
+        await self.member.start(topics)
+
+    # -- rebalance callbacks ------------------------------------------------------------------
+
+    async def _call_user(self, which: str, partitions) -> None:
+        callback = self._user[which]
+        if callback is not None:
+            outcome = callback(partitions)
+            if asyncio.iscoroutine(outcome):
+                await outcome
+
+    async def _assigned(self, partitions) -> None:
+        await self._call_user("assigned", partitions)
+
+    async def _revoked(self, partitions) -> None:
+        await self._call_user("revoked", partitions)
+        for tp in partitions:
+            self.positions.pop(tp, None)
+
+    async def _lost(self, partitions) -> None:
+        await self._call_user("lost", partitions)
+        for tp in partitions:
+            self.positions.pop(tp, None)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    async def poll(self, timeout_ms: int = 1000, max_records: int = 500) -> list[ConsumerRecord]:
+        assigned = [tp for tp in self.member.assignment]
+        if not assigned:
+            await asyncio.sleep(min(timeout_ms, 100) / 1000)  # nothing to read yet
+            return []
+        await self._initialise_positions([tp for tp in assigned if tp not in self.positions])
+        records: list[ConsumerRecord] = []
+        for tp in assigned:
+            if tp not in self.positions or len(records) >= max_records:
+                continue
+            records.extend(await self._fetch(tp, timeout_ms if not records else 0))
+        return records[:max_records] if len(records) > max_records else records
+
+    async def _initialise_positions(self, partitions) -> None:
+        if not partitions:
+            return
+        committed = await self.member.committed(partitions)
+        for tp in partitions:
+            offset = committed.get(tp, -1)
+            self.positions[tp] = offset if offset >= 0 else await self._log_offset(tp, self._reset)
+
+    async def _log_offset(self, tp: tuple[str, int], which: int) -> int:
+        topic, partition = tp
+        connection = await self._cluster.connection_for(topic, partition)
+
+        def body(version):
+            schema = request_schema(LIST_OFFSETS, version)
+            entry = element(schema, "topics")
+            part = element(entry, "partitions")
+            return make(schema, replica_id=-1, isolation_level=0,
+                        timeout=datetime.timedelta(seconds=30), topics=(make(
+                            entry, name=topic, partitions=(make(
+                                part, partition_index=partition, timestamp=which,
+                                current_leader_epoch=-1),)),))
+        answer = await connection.call(LIST_OFFSETS, body)
+        return answer.topics[0].partitions[0].offset
+
+    async def _fetch(self, tp: tuple[str, int], wait_ms: int) -> list[ConsumerRecord]:
+        topic, partition = tp
+        position = self.positions[tp]
+        try:
+            connection = await self._cluster.connection_for(topic, partition)
+            answer = await connection.call(FETCH, lambda v: self._fetch_request(
+                v, topic, partition, position, wait_ms))
+        except ConnectionClosed as exc:
+            log.info("fetch from %s-%d failed: %s", topic, partition, exc)
+            return []
+        data = answer.responses[0].partitions[0]
+        if data.error_code is ErrorCode.offset_out_of_range:
+            self.positions[tp] = await self._log_offset(tp, self._reset)
+            return []
+        if data.error_code is not ErrorCode.none or not data.records:
+            return []
+        records = list(decode_batches(topic, partition, data.records, position))
+        if records and tp in self.positions:  # still ours after the await
+            self.positions[tp] = records[-1].offset + 1
+        return records
+
+    def _fetch_request(self, version: int, topic: str, partition: int, offset: int, wait_ms: int):
+        schema = request_schema(FETCH, version)
+        entry = element(schema, "topics")
+        part = element(entry, "partitions")
+        return make(schema, replica_id=-1, max_wait=datetime.timedelta(milliseconds=wait_ms),
+                    min_bytes=1, max_bytes=self._max_partition_bytes, isolation_level=0,
+                    session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
+                    topics=(make(entry, topic=topic, topic_id=self._cluster.topic_ids.get(topic),
+                                 partitions=(make(part, partition=partition, fetch_offset=offset,
+                                                  partition_max_bytes=self._max_partition_bytes),)),))
+
+    # -- committing ---------------------------------------------------------------------------
+
+    async def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
+        """Commit the given offsets, or the current position of every owned partition."""
+        if offsets is None:
+            offsets = {tp: p for tp, p in self.positions.items() if tp in self.member.assignment}
+        if offsets:
+            await self.member.commit(offsets)
+
+    async def close(self) -> None:
+        await self.member.close()
+        self._cluster.close()
+
+    async def leave(self) -> None:
+        await self.member.leave()
+        self._cluster.close()
