@@ -37,3 +37,7 @@ class Assignor(Protocol):
                members: Sequence[MemberSubscription]) -> Assignment:
         """Every member id appears in the result (possibly with no partitions); each partition
         of a subscribed topic goes to at most one member subscribed to its topic."""
+
+
+class UnknownAssignorError(LookupError):
+    """No assignor of that name is known (the group selected a protocol this client lacks)."""
