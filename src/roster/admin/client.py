@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import socket
 import struct
+import time
 
 from roster.protocol.build import element, make
 from roster.protocol.codec import decode_response, encode_request, request_schema
@@ -20,6 +21,23 @@ HIGHEST_BY_NAME = {8: 9, 9: 9}
 
 class AdminError(Exception):
     """The broker could not be reached, or answered with an error the command cannot get past."""
+
+
+class Loading(Exception):
+    """The coordinator is still loading its state after a restart; asking again will work."""
+
+
+def retry_while_loading(step, timeout_s: float = 30.0):
+    """Run step() again while it raises Loading, as Kafka's admin client retries
+    COORDINATOR_LOAD_IN_PROGRESS."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return step()
+        except Loading as exc:
+            if time.monotonic() >= deadline:
+                raise AdminError(f"the coordinator is still loading: {exc}") from None
+            time.sleep(0.1)
 
 
 def parse_address(address: str) -> tuple[str, int]:

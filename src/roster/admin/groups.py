@@ -2,7 +2,7 @@
 (the command-line tool KIP-345 proposes). Everything goes over the wire protocol."""
 from __future__ import annotations
 
-from roster.admin.client import AdminClient, AdminError
+from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 
 LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP = 16, 15, 42, 13
@@ -10,7 +10,13 @@ LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP = 16, 15, 42, 13
 
 def list_groups(client: AdminClient) -> list[tuple[str, str, str]]:
     """(group id, protocol type, state) for every group."""
+    return retry_while_loading(lambda: _list_once(client))
+
+
+def _list_once(client: AdminClient) -> list[tuple[str, str, str]]:
     answer = client.call(LIST_GROUPS, states_filter=(), types_filter=())
+    if answer.error_code.name == "coordinator_load_in_progress":
+        raise Loading("ListGroups")
     if answer.error_code.value:
         raise AdminError(f"ListGroups failed: {answer.error_code.name.upper()}")
     return sorted((g.group_id, g.protocol_type, getattr(g, "group_state", "?"))
@@ -18,8 +24,14 @@ def list_groups(client: AdminClient) -> list[tuple[str, str, str]]:
 
 
 def describe(client: AdminClient, group_id: str):
+    return retry_while_loading(lambda: _describe_once(client, group_id))
+
+
+def _describe_once(client: AdminClient, group_id: str):
     answer = client.call(DESCRIBE_GROUPS, groups=(group_id,), include_authorized_operations=False)
     group = answer.groups[0]
+    if group.error_code.name == "coordinator_load_in_progress":
+        raise Loading(group_id)
     if group.error_code.value:
         raise AdminError(f"cannot describe {group_id}: {group.error_code.name.upper()}")
     return group

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from roster.admin.client import AdminClient, AdminError
+from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
 from roster.admin.groups import describe
 from roster.admin.topics import metadata
 from roster.protocol.build import make
@@ -15,6 +15,10 @@ EARLIEST, LATEST = -2, -1
 
 def committed(client: AdminClient, group_id: str) -> dict[tuple[str, int], int]:
     """Every committed offset of the group (OffsetFetch with all topics)."""
+    return retry_while_loading(lambda: _committed_once(client, group_id))
+
+
+def _committed_once(client: AdminClient, group_id: str) -> dict[tuple[str, int], int]:
     if client.version(OFFSET_FETCH) >= 8:
         group = client.entry(OFFSET_FETCH, "groups")
         answer = client.call(OFFSET_FETCH, groups=(make(group, group_id=group_id, topics=None),),
@@ -24,6 +28,8 @@ def committed(client: AdminClient, group_id: str) -> dict[tuple[str, int], int]:
     else:
         answer = client.call(OFFSET_FETCH, group_id=group_id, topics=None, require_stable=False)
         error, topics = answer.error_code, answer.topics
+    if error.name == "coordinator_load_in_progress":
+        raise Loading(group_id)
     if error.value:
         raise AdminError(f"cannot fetch offsets of {group_id}: {error.name.upper()}")
     return {(t.name, p.partition_index): p.committed_offset for t in topics for p in t.partitions
