@@ -1,15 +1,18 @@
 """Drive the pure coordinator like the broker edge does, with a manual clock.
 
-Timers only fire when the test advances time; writes complete at once (or fail, when asked to);
-every reply is kept by its token. Tests assert the three things a coordinator does: records
-written, replies released, timers scheduled (with exact deadlines).
+Timers only fire when the test advances time; writes complete at once (or fail, when asked to, or
+wait until released, when held); every reply is kept by its token. Tests assert the three things
+a coordinator does: records written, replies released, timers scheduled (with exact deadlines).
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
+from roster.coordinator import rebalance
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.group import Member
 from roster.coordinator.messages import (
     CommitRequest,
     HeartbeatRequest,
@@ -29,13 +32,15 @@ class Harness:
     def __init__(self, **config) -> None:
         config.setdefault("initial_rebalance_delay_ms", 0)
         self.config = GroupConfig(**config)
-        counter = itertools.count(1)
-        self.coordinator = Coordinator(self.config, lambda prefix: f"{prefix}-{next(counter)}")
+        self.ids = itertools.count(1)
+        self.coordinator = Coordinator(self.config, lambda prefix: f"{prefix}-{next(self.ids)}")
         self.now = 0
         self.timers: dict[str, tuple[int, object]] = {}
         self.records: list = []
         self.replies: dict[object, object] = {}
         self.fail_next_write: ErrorCode | None = None
+        self.hold_next_write = False      # keep the next write in flight until release_writes()
+        self.held: list[Result] = []
         self._tokens = itertools.count(1)
 
     # -- the edge's job ------------------------------------------------------------------
@@ -46,11 +51,24 @@ class Harness:
                 self.timers[op.key] = (op.deadline_ms, op.event)
             elif isinstance(op, Cancel):
                 self.timers.pop(op.key, None)
+        if result.records and self.hold_next_write:
+            self.hold_next_write = False
+            self.held.append(result)  # its replies wait for the write, as at the edge
+            return
         error = None
         if result.records:
             error, self.fail_next_write = self.fail_next_write, None
-            if error is None:
-                self.records.extend(result.records)
+        self._written(result, error)
+
+    def release_writes(self, error: ErrorCode | None = None) -> None:
+        """Complete the held writes, in order, with `error` (None: they succeeded)."""
+        held, self.held = self.held, []
+        for result in held:
+            self._written(result, error)
+
+    def _written(self, result: Result, error: ErrorCode | None) -> None:
+        if result.records and error is None:
+            self.records.extend(result.records)
         for reply in result.replies:
             assert reply.token not in self.replies, f"token {reply.token} answered twice"
             self.replies[reply.token] = reply.body
@@ -82,6 +100,39 @@ class Harness:
 
     def reply(self, token):
         return self.replies.get(token)
+
+    def answered(self, *tokens) -> bool:
+        return all(t in self.replies for t in tokens)
+
+    def restarted(self, **config) -> Harness:
+        """A new harness whose coordinator replayed every record written so far, as after a
+        coordinator failover. Nothing else carries over: no timers (coordinator.groups_loaded
+        arms what Kafka's onLoaded does), no parked requests. Member ids keep counting."""
+        fresh = Harness(**{**dataclasses.asdict(self.config), **config})
+        fresh.ids = self.ids
+        fresh.now = self.now
+        fresh.records = list(self.records)
+        for record in self.records:
+            fresh.coordinator.replay(record, self.now)
+        return fresh
+
+    # -- white-box steps, as Kafka's own tests take them ---------------------------------------
+
+    def add_member(self, member_id: str, instance: str | None = None, group: str = "g",
+                   protocols=PROTOCOLS, session_ms: int = 10_000,
+                   rebalance_ms: int = 30_000) -> Member:
+        """Put a member straight into a group (Kafka's tests call group.add), creating it."""
+        target = self.group(group) or self.coordinator.create_group(group, self.now)
+        member = Member(member_id, instance, "client", "/127.0.0.1", rebalance_ms, session_ms,
+                        "consumer", protocols)
+        target.add(member)
+        return member
+
+    def force_rebalance(self, group: str = "g") -> None:
+        """Start a rebalance the way Kafka's tests do, by calling prepareRebalance directly."""
+        result = Result()
+        rebalance.prepare_rebalance(self.coordinator, self.group(group), self.now, result, "test")
+        self.apply(result)
 
     # -- requests (return the token; the reply, if released, is in self.replies) ------------
 
@@ -119,14 +170,21 @@ class Harness:
 
     def commit(self, offsets: dict[tuple[str, int], int], member_id: str = "",
                generation: int = -1, instance=None, group: str = "g", version: int = 9,
-               metadata: str = ""):
+               metadata: str = "", retention_ms: int = -1):
         token = self.token()
         self.apply(self.coordinator.commit_offsets(CommitRequest(
             group_id=group, generation=generation, member_id=member_id,
             group_instance_id=instance, api_version=version, token=token,
+            retention_ms=retention_ms,
             offsets=tuple(OffsetToCommit(t, p, o, metadata=metadata)
                           for (t, p), o in offsets.items())), self.now))
-        return self.replies[token]
+        return self.replies.get(token)
+
+    def delete(self, *group_ids: str):
+        """DeleteGroups: {group id: error}, or None while the tombstones' write is held."""
+        token = self.token()
+        self.apply(self.coordinator.delete_groups(list(group_ids), self.now, token))
+        return self.replies.get(token)
 
     # -- compound steps ------------------------------------------------------------------
 
@@ -137,15 +195,30 @@ class Harness:
         assert reply.error is ErrorCode.member_id_required, reply
         return self.join(member_id=reply.member_id, group=group, **kwargs)
 
-    def stable_group(self, *instances: str | None, group: str = "g", version: int = 9):
+    def group_with_pending_member(self):
+        """Kafka's setupGroupWithPendingMember: two dynamic members (session 10 s, rebalance
+        10 s) in a Stable group, both rejoined (PreparingRebalance), plus a third that holds only
+        a pending id (session 6 s). Returns (leader, follower, pending id, leader's join token,
+        follower's join token)."""
+        leader, follower = self.stable_group(None, None, rebalance_ms=10_000)
+        leader_join = self.join(member_id=leader, rebalance_ms=10_000)
+        pending = self.replies[self.join(session_ms=6000, rebalance_ms=10_000)]
+        assert pending.error is ErrorCode.member_id_required, pending
+        follower_join = self.join(member_id=follower, rebalance_ms=10_000)
+        return leader, follower, pending.member_id, leader_join, follower_join
+
+    def stable_group(self, *instances: str | None, group: str = "g", version: int = 9,
+                     **join_kwargs):
         """Members (static where an instance id is given) joined and synced: returns their
-        member ids in join order; the first is the leader."""
+        member ids in join order; the first is the leader. Each member's assignment is
+        b"assignment-of-<member id>"."""
         tokens = []
         for instance in instances:
             if instance is None:
-                tokens.append(self.join_dynamic(group=group, version=version))
+                tokens.append(self.join_dynamic(group=group, version=version, **join_kwargs))
             else:
-                tokens.append(self.join(instance=instance, group=group, version=version))
+                tokens.append(self.join(instance=instance, group=group, version=version,
+                                        **join_kwargs))
         self.advance(0)
         replies = [self.replies[t] for t in tokens]
         for reply in replies:
@@ -156,6 +229,6 @@ class Harness:
         assignments = [(m, f"assignment-of-{m}".encode()) for m in ids]
         for member_id in ids:
             token = self.sync(member_id, generation,
-                              assignments if member_id == leader else ())
+                              assignments if member_id == leader else (), group=group)
             assert self.replies[token].error is ErrorCode.none
         return ids
