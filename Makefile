@@ -10,7 +10,7 @@ PORT ?= 9092
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: run test bench system-deps clean
+.PHONY: run serve test bench system-deps clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,7 +21,13 @@ $(STAMP): pyproject.toml
 system-deps:
 	@scripts/ensure-system-deps.sh
 
-run: $(STAMP)
+# The main job: broker + synthetic clicks + a PySpark pipeline that reads them as a static
+# group member (bounded; `make run ARGS=--forever` runs until Ctrl-C).
+run: $(STAMP) system-deps
+	$(PY) -m roster.pipeline --port $(PORT) --data-dir $(DATA) $(ARGS)
+
+# Just the broker, in the foreground.
+serve: $(STAMP)
 	$(PY) -m roster serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
 
 test: $(STAMP) system-deps
@@ -29,6 +35,9 @@ test: $(STAMP) system-deps
 
 bench: $(STAMP)
 	$(PY) bench/produce_fetch.py
+	$(PY) bench/coordinator.py
+	$(PY) bench/offsets.py
+	$(PY) bench/assignors.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info
