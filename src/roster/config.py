@@ -80,6 +80,16 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     # acks=-1 replies wait for fsync regardless (docs/durability.md).
     Setting("log.flush.interval.ms", 1000, _optional_int, 0),
     Setting("offsets.topic.num.partitions", 50, int, 1),
+    Setting("offsets.topic.segment.bytes", 104857600, int, 1,
+            "segment.bytes of __consumer_offsets, applied when the topic is created"),
+    # Compaction of topics with cleanup.policy=compact (only __consumer_offsets in roster).
+    Setting("log.cleaner.enable", True, _parse_bool),
+    Setting("log.cleaner.backoff.ms", 15000, int, 0, "how often the cleaner looks for work"),
+    Setting("log.cleaner.min.cleanable.ratio", 0.5, float, 0,
+            "clean a partition once this share of its closed bytes was written since its last "
+            "cleaning"),
+    Setting("log.cleaner.delete.retention.ms", 86400000, int, 0,
+            "how long a tombstone outlives the records it deletes (by its timestamp)"),
     Setting("group.min.session.timeout.ms", 6000, int, 0),
     Setting("group.max.session.timeout.ms", 1800000, int, 0),
     Setting("group.initial.rebalance.delay.ms", 3000, int, 0),
@@ -165,6 +175,8 @@ class BrokerConfig(Mapping[str, Any]):
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms is larger than "
                               "group.max.session.timeout.ms")
+        if values["log.cleaner.min.cleanable.ratio"] > 1:
+            raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
         if values["default.replication.factor"] != 1:
             raise ConfigError("default.replication.factor: roster is a single broker; use 1")
         return cls(values)

@@ -8,6 +8,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from roster.broker.cleaner import LogCleaner
 from roster.broker.durability import Durability
 from roster.broker.group_log import GroupLog
 from roster.broker.groups import GroupRuntime
@@ -59,6 +60,8 @@ class Broker:
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
         self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log)
+        self.cleaner = LogCleaner(self.topics, config, self.now_ms,
+                                  ready=lambda: self.groups.loaded)
         self._tasks: list[asyncio.Task] = []
 
     def now_ms(self) -> int:
@@ -83,11 +86,13 @@ class Broker:
             self.durability.run_periodic(self._all_partitions)))
         self._tasks.append(asyncio.ensure_future(self._enforce_retention_forever()))
         self._tasks.append(asyncio.ensure_future(self._expire_offsets_forever()))
+        self._tasks.append(asyncio.ensure_future(self.cleaner.run_forever()))
 
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.cleaner.stop()
         self.groups.close()
         self.topics.close()
 

@@ -27,8 +27,8 @@ log = logging.getLogger("roster.groups")
 OFFSETS_TOPIC = "__consumer_offsets"
 BATCH_TARGET_BYTES = 1 << 20      # start a new batch past this, like a producer's batch.size
 INTERNAL_MAX_BATCH = 64 << 20     # a group record of a very large group still fits
-INTERNAL_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 << 20),
-                    "max.message.bytes": str(INTERNAL_MAX_BATCH)}
+# segment.bytes comes from offsets.topic.segment.bytes when the topic is created (ensure_topic)
+INTERNAL_CONFIGS = {"cleanup.policy": "compact", "max.message.bytes": str(INTERNAL_MAX_BATCH)}
 LOAD_CHUNK_BYTES = 4 << 20
 Done = Callable[[ErrorCode | None], None]
 
@@ -72,7 +72,9 @@ class GroupLog:
         topics = self._broker.topics
         topic = topics.get(OFFSETS_TOPIC)
         if topic is None:
-            topics.create(OFFSETS_TOPIC, self.partitions, INTERNAL_CONFIGS, internal=True)
+            configs = {**INTERNAL_CONFIGS, "segment.bytes":
+                       str(self._broker.config["offsets.topic.segment.bytes"])}
+            topics.create(OFFSETS_TOPIC, self.partitions, configs, internal=True)
         elif len(topic.partitions) != self.partitions:
             # Kafka refuses to run with a changed count too: every group would move partition.
             raise SystemExit(

@@ -7,9 +7,13 @@ producer's CRC and fetchers can verify it end to end.
 
 Offsets are dense: a batch whose lastOffsetDelta is d occupies offsets base .. base+d, and the
 next batch starts at base+d+1. There are no replicas, so the high watermark is the log end offset.
+The one exception is compaction (compacted topics only, roster.log.compaction): it removes records
+but never renumbers the rest, so closed segments of a compacted log may have gaps, and a read at
+an offset inside a gap returns the batches after it.
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -56,6 +60,54 @@ class AppendResult:
 class TimestampLookup:
     offset: int
     timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningStatus:
+    """How much of a log compaction could clean. Only closed segments that are already flushed
+    count; those starting at or after `first_dirty_offset` were written since the last cleaning."""
+
+    first_dirty_offset: int
+    clean_bytes: int
+    dirty_bytes: int
+
+    @property
+    def dirty_ratio(self) -> float:
+        total = self.clean_bytes + self.dirty_bytes
+        return self.dirty_bytes / total if total else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class CleaningStats:
+    """What one compaction pass did to the range [start_offset, end_offset)."""
+
+    start_offset: int
+    end_offset: int
+    records_before: int
+    records_after: int
+    bytes_before: int
+    bytes_after: int
+    segments_before: int
+    segments_after: int
+
+
+class CleaningJob(Protocol):
+    """The heavy part of one compaction pass, captured on the log's thread and run on another.
+
+    `run()` reads the snapshot, decides what survives and writes the replacement segments where
+    no reader looks; it may block. `cancel()` may be called from any thread and makes a running
+    `run()` stop early, leaving nothing behind. The log is changed only by `swap_cleaned`.
+    """
+
+    checkpoint: int              # the end of the range this pass cleans
+    stats: CleaningStats | None  # set once run() has finished
+
+    def run(self) -> None: ...
+
+    def cancel(self) -> None: ...
+
+    def discard(self) -> None:
+        """Remove what run() wrote for a swap that will not happen (never while run() runs)."""
 
 
 class FlushJob(Protocol):
@@ -114,6 +166,27 @@ class PartitionLog(Protocol):
 
         The log start offset advances to the first remaining offset. The active segment is rolled
         first when it too has expired, so an idle expired log empties out like Kafka's does.
+        """
+
+    # -- compaction (used for topics with cleanup.policy=compact) ------------------------------
+
+    def cleaning_status(self) -> CleaningStatus:
+        """Clean and dirty bytes of the segments a compaction pass could cover now."""
+
+    def prepare_cleaning(self, now_ms: int, delete_retention_ms: int) -> CleaningJob | None:
+        """Snapshot the cleanable segments (closed, flushed), or None when none is dirty.
+
+        One job at a time per log: the caller runs it, then hands it to swap_cleaned().
+        """
+
+    def swap_cleaned(self, job: CleaningJob) -> Iterator[Callable[[], None] | None]:
+        """Install what `job.run()` wrote, on the log's own thread, step by step.
+
+        Iterate it to the end. It yields None after each change to the files (a point where a
+        crash leaves a log that opens correctly) and yields a blocking callable (an fsync) where
+        the next change must wait until the previous ones are durable; run that callable on
+        another thread before resuming. A job whose run() failed or was cancelled, or a log
+        closed meanwhile, yields nothing and the job's leftovers are removed.
         """
 
     def close(self) -> None:

@@ -5,8 +5,13 @@ Directory layout (Kafka's names where Kafka has one):
     recovery-point     offset below which everything is known to be fsynced
     log-start-offset   first offset still readable (advanced by retention)
     clean-shutdown     present only between a clean close() and the next open()
+    cleaner-offset-checkpoint  how far compaction has cleaned (compacted topics; roster.log.cleaning)
+    *.cleaned          replacement segments a compaction pass is writing; removed on open()
 
 Recovery on open() follows the rules in roster.log.loading.
+
+Compaction: prepare_cleaning() snapshots, the job runs elsewhere (roster.log.cleaning) and
+swap_cleaned() installs its files; the swap protocol and its crash analysis are in that method.
 
 Durability: appends only reach the page cache. Each segment counts its changes (write generation);
 prepare_flush() duplicates the fds of every segment with unsynced changes (a rolled segment
@@ -19,14 +24,39 @@ import bisect
 import logging
 import os
 import shutil
+import threading
 from pathlib import Path
 
-from roster.log.api import AppendResult, LogConfig, LogStorageError, OffsetOutOfRange, TimestampLookup
+from collections.abc import Callable, Iterator
+
+from roster.log.api import (
+    AppendResult,
+    CleaningStatus,
+    LogConfig,
+    LogStorageError,
+    OffsetOutOfRange,
+    TimestampLookup,
+)
 from roster.log.batch import set_base_offset
+from roster.log.cleaning import (
+    CLEANED_TAG,
+    CLEANER_CHECKPOINT,
+    FileCleaningJob,
+    Snapshot,
+    fsync_directory,
+    staged_path,
+)
+from roster.log.compaction import REMOVE, REPLACE, Source
 from roster.log.files import open_directory, read_offset_file, write_offset_file
 from roster.log.loading import load_segments
 from roster.log.policy import check_batch, plan_retention, should_roll
-from roster.log.segment import Segment
+from roster.log.segment import (
+    LOG_SUFFIX,
+    OFFSET_INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    Segment,
+    file_name,
+)
 
 log = logging.getLogger("roster.log")
 
@@ -65,8 +95,9 @@ class FileFlushJob:
 class FileLog:
     def __init__(self, directory: Path, config: LogConfig, directory_fd: int,
                  segments: list[Segment], log_start: int, recovery_point: int,
-                 persisted_recovery_point: int) -> None:
+                 persisted_recovery_point: int, cleaned_to: int = 0) -> None:
         self._dir = directory
+        self._cleaned_to = cleaned_to  # the cleaner checkpoint (roster.log.cleaning)
         self._config = config
         self._dir_fd = directory_fd
         self._segments = segments
@@ -91,6 +122,12 @@ class FileLog:
             directory.mkdir(parents=True, exist_ok=True)
             for leftover in directory.glob("*.tmp"):  # an interrupted write_offset_file
                 leftover.unlink()
+            leftovers = sorted(directory.glob("*" + CLEANED_TAG))  # an interrupted compaction
+            for leftover in leftovers:
+                leftover.unlink()
+            if leftovers:
+                log.info("removed %d file(s) of an interrupted compaction from %s: %s",
+                         len(leftovers), directory, " ".join(p.name for p in leftovers))
             directory_fd = open_directory(directory)
         except OSError as exc:
             raise LogStorageError(f"cannot open log directory {directory}: {exc}") from exc
@@ -106,11 +143,19 @@ class FileLog:
         clean = marker.exists()
         recovery_point = read_offset_file(directory / RECOVERY_POINT) or 0
         log_start = read_offset_file(directory / LOG_START_OFFSET) or 0
+        cleaned_to = read_offset_file(directory / CLEANER_CHECKPOINT) or 0
         segments: list[Segment] = []
         try:
-            changed = load_segments(directory, config, clean, recovery_point, log_start, segments)
+            changed = load_segments(directory, config, clean, recovery_point, log_start,
+                                    cleaned_to, segments)
             if not segments:
                 segments.append(Segment.create(directory, log_start, config.index_interval_bytes))
+                changed = True
+            if cleaned_to > segments[-1].next_offset:
+                # Recovery cut the log below the checkpoint: segments written from here on must
+                # not inherit the permission to have gaps.
+                cleaned_to = segments[-1].next_offset
+                write_offset_file(directory / CLEANER_CHECKPOINT, cleaned_to)
                 changed = True
             if clean:
                 marker.unlink()
@@ -126,7 +171,7 @@ class FileLog:
         if clean:
             recovery_point = log_end
         return cls(directory, config, directory_fd, segments, log_start,
-                   min(recovery_point, log_end), recovery_point)
+                   min(recovery_point, log_end), recovery_point, cleaned_to)
 
     # -- the PartitionLog protocol -----------------------------------------------------------
 
@@ -273,6 +318,156 @@ class FileLog:
         log.info("retention deleted %d segment(s) of %s; the log now starts at %d",
                  plan.delete, self._dir, self._log_start)
         return plan.delete
+
+    # -- compaction ----------------------------------------------------------------------------
+
+    def _cleanable(self) -> list[Segment]:
+        """Closed segments from the log start up to the first one with data not yet on disk."""
+        cleanable = []
+        for segment in self._segments[:-1]:
+            if segment.next_offset > self._recovery_point or \
+                    segment.write_generation > segment.synced_generation:
+                break
+            cleanable.append(segment)
+        return cleanable
+
+    def cleaning_status(self) -> CleaningStatus:
+        self._require_open()
+        clean = dirty = 0
+        for segment in self._cleanable():
+            if segment.base_offset < self._cleaned_to:
+                clean += segment.size
+            else:
+                dirty += segment.size
+        return CleaningStatus(self._cleaned_to, clean, dirty)
+
+    def prepare_cleaning(self, now_ms: int, delete_retention_ms: int) -> FileCleaningJob | None:
+        self._require_open()
+        segments = self._cleanable()
+        if not segments or segments[-1].base_offset < self._cleaned_to:
+            return None
+        snapshots: list[Snapshot] = []
+        try:
+            for segment in segments:
+                snapshots.append(Snapshot(segment, os.dup(segment.fd), Source(
+                    segment.base_offset, segment.next_offset, segment.size)))
+        except OSError as exc:
+            for snapshot in snapshots:
+                os.close(snapshot.fd)
+            raise LogStorageError(f"cannot prepare a compaction of {self._dir}: {exc}") from exc
+        # Never lowered: segments cleaned by an earlier pass keep their permission to have gaps.
+        checkpoint = max(self._cleaned_to, segments[-1].next_offset)
+        return FileCleaningJob(self._dir, snapshots, checkpoint, now_ms - delete_retention_ms,
+                               self._config.segment_bytes, self._config.index_interval_bytes)
+
+    def swap_cleaned(self, job: FileCleaningJob) -> Iterator[Callable[[], None] | None]:
+        """Install the job's cleaned segments. Groups go oldest first; for each:
+
+          REPLACE   1. unlink the first segment's .index and .timeindex       (crash: rebuilt)
+                    2. fsync the directory (yielded)
+                    3. rename <base>.log.cleaned -> <base>.log (atomic), then its two indexes
+                    4. adopt the new segment in memory in place of the group's segments
+                    5. fsync the directory (yielded)
+                    6. unlink the group's other segments, oldest first
+                    7. close the replaced segments' files and fsync the directory (yielded:
+                       the last close of a big file frees it, which is slow)
+          REMOVE    drop the group's segments from memory, unlink them oldest first, then
+                    step 7.
+
+        Crash analysis (kill -9 anywhere; power loss too, given the fsyncs between steps): the
+        directory always holds, for some offset x, the cleaned records below x and the original
+        records from x on, plus at most the leftover segments of one interrupted group.
+          * Before step 3 the group's files are the originals (missing indexes are rebuilt on
+            open; `*.cleaned` leftovers are deleted on open).
+          * After step 3 the new segment is whole (fsynced before the rename). Leftover
+            segments of its group either overlap it (their base is below the end of its last
+            batch) and are deleted on open as leftovers, or lie wholly after its last batch and
+            hold only records that were superseded by newer ones still in the log, or tombstones
+            whose keys' older values are gone: harmless, a later pass removes them.
+          * Groups are swapped in offset order and unlinked oldest first, so a tombstone is never
+            removed while an older value of its key is still on disk: a key never comes back.
+        For every key, its newest record (a value, or a tombstone still within delete retention)
+        is in the range both before and after, so reads see it at every step. A key whose newest
+        record is an expired tombstone either still shows that tombstone or is gone entirely.
+        Gaps are accepted on open because the job raised the cleaner checkpoint, durably, before
+        this swap began.
+        """
+        sources = [snapshot.segment for snapshot in job.snapshots]
+        if not job.finished or self._closed or not self._holds(sources):
+            if job.finished:
+                log.info("abandoning the compaction of %s: the log changed meanwhile", self._dir)
+            job.remove_staged_files()
+            return
+        self._cleaned_to = max(self._cleaned_to, job.checkpoint)
+        self._dir_generation += 1  # a flush also syncs the directory, whatever happens below
+        directory = self._dir
+        retired: list[Segment] = []  # out of the log, files still open (see below)
+        retired_lock = threading.Lock()
+
+        def take_retired() -> list[Segment]:  # each segment is closed by exactly one taker
+            with retired_lock:
+                taken = retired[:]
+                retired.clear()
+            return taken
+
+        def fsync() -> None:  # runs on another thread
+            fsync_directory(directory)
+
+        def close_retired_and_fsync() -> None:  # runs on another thread
+            # The last close of a replaced or unlinked segment frees its blocks and page cache,
+            # which takes a while for a large segment: not on the event loop.
+            for segment in take_retired():
+                segment.close()
+            fsync_directory(directory)
+
+        try:
+            for group in job.groups:
+                if group.action not in (REPLACE, REMOVE):
+                    continue
+                if self._closed:
+                    return
+                members = sources[group.first:group.stop]
+                position = self._segments.index(members[0])
+                if group.action == REPLACE:
+                    first = members[0]
+                    for path in (first.offset_index.path, first.time_index.path):
+                        path.unlink(missing_ok=True)
+                        yield None
+                    yield fsync
+                    if self._closed:
+                        return
+                    for suffix in (LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+                        os.replace(staged_path(self._dir, group.base, suffix),
+                                   self._dir / file_name(group.base, suffix))
+                        yield None
+                    new = Segment.load(self._dir, group.base, self._config.index_interval_bytes,
+                                       group.end, gaps_allowed=True)
+                    self._segments[position:position + len(members)] = [new]
+                    with retired_lock:
+                        retired.extend(members)
+                    yield fsync
+                    doomed = members[1:]
+                else:
+                    del self._segments[position:position + len(members)]
+                    with retired_lock:
+                        retired.extend(members)
+                    doomed = members
+                for old in doomed:  # still open, so unlinking is quick
+                    for path in old.file_paths():
+                        path.unlink(missing_ok=True)
+                        yield None
+                yield close_retired_and_fsync
+        except OSError as exc:
+            raise LogStorageError(f"compaction of {self._dir} failed while swapping: {exc}") \
+                from exc
+        finally:
+            for segment in take_retired():  # the swap was abandoned half-way
+                segment.close()
+            job.remove_staged_files()
+
+    def _holds(self, segments: list[Segment]) -> bool:
+        """Whether `segments` are still, consecutively, the first segments of this log."""
+        return self._segments[:len(segments)] == segments and len(self._segments) > len(segments)
 
     def close(self) -> None:
         """Flush, record the recovery point and log start, mark a clean shutdown, release files."""

@@ -9,6 +9,16 @@ Recovery rules on open():
     WARNING, every later segment is deleted (offsets must stay dense), and the scanned segments'
     indexes are rebuilt. Scanned segments count as unflushed, so the next flush job syncs them.
   * either way, segments wholly below the log start (retention interrupted by a crash) are deleted.
+  * compacted segments: a segment that ends at or below the cleaner checkpoint
+    (roster.log.cleaning) may have gaps between its batches and after its last one, so for it
+    the checks above only require each batch to start after the previous one ends (CRC checks
+    stay as they are), and its real end is found by walking its tail even when it is trusted.
+    Every segment from the checkpoint on, the active one included, is held to dense offsets as
+    before. Such a segment was fsynced before the checkpoint covered it, so a crash cannot have
+    torn it: damage there is corruption, and the later segments are kept, since they hold the
+    newest records of their keys. A later segment whose base lies below the end of a compacted
+    segment's last batch is the leftover of a compaction pass interrupted mid-swap (the merged
+    segment replaced it) and is deleted.
   The clean-shutdown marker is removed (durably) before open() returns, so a crash from then on
   is recognised as unclean.
 """
@@ -27,7 +37,7 @@ _SEGMENT_FILE = re.compile(r"(\d{20})(\.log|\.index|\.timeindex)")
 
 
 def load_segments(directory: Path, config: LogConfig, clean: bool, recovery_point: int,
-                   log_start: int, segments: list[Segment]) -> bool:
+                  log_start: int, cleaned_to: int, segments: list[Segment]) -> bool:
     """Open the segments in `directory` per the rules above, appending each to `segments` as it
     opens, so the caller can close them if a later one fails.
 
@@ -49,8 +59,15 @@ def load_segments(directory: Path, config: LogConfig, clean: bool, recovery_poin
         _delete_segment_files(directory, bases.pop(0))
         changed = True
     interval = config.index_interval_bytes
-    for i, base in enumerate(bases):
+    i = 0
+    while i < len(bases):
+        base = bases[i]
         next_base = bases[i + 1] if i + 1 < len(bases) else None
+        if next_base is not None and next_base <= cleaned_to:
+            changed = _load_compacted(directory, bases, i, interval, clean, recovery_point,
+                                      segments) or changed
+            i += 1
+            continue
         if clean or (next_base is not None and next_base <= recovery_point):
             segment = Segment.load(directory, base, interval, next_base)
         else:
@@ -67,6 +84,33 @@ def load_segments(directory: Path, config: LogConfig, clean: bool, recovery_poin
             for later in doomed:
                 _delete_segment_files(directory, later)
             return True
+        i += 1
+    return changed
+
+
+def _load_compacted(directory: Path, bases: list[int], i: int, interval: int, clean: bool,
+                    recovery_point: int, segments: list[Segment]) -> bool:
+    """Open the compacted segment bases[i] (not the last one), deleting the leftovers it overlaps
+    from `bases` and the directory. Returns whether files changed."""
+    base = bases[i]
+    if clean or bases[i + 1] <= recovery_point:
+        segment = Segment.load(directory, base, interval, None, gaps_allowed=True)
+    else:
+        segment = Segment.recover(directory, base, interval, gaps_allowed=True)
+    segments.append(segment)
+    changed = segment.write_generation > segment.synced_generation
+    if segment.truncated:
+        log.warning("%s was damaged after it was compacted; keeping the later segments of %s, "
+                    "which hold the newest records of their keys", segment.path.name, directory)
+    while i + 1 < len(bases) and bases[i + 1] < segment.next_offset:
+        leftover = bases.pop(i + 1)
+        log.warning("deleting segment %d of %s: %s holds offsets up to %d, so it is the leftover "
+                    "of an interrupted compaction", leftover, directory, segment.path.name,
+                    segment.next_offset - 1)
+        _delete_segment_files(directory, leftover)
+        changed = True
+    if i + 1 < len(bases):
+        segment.next_offset = bases[i + 1]  # the gap after its last batch belongs to it
     return changed
 
 

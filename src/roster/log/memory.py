@@ -1,18 +1,34 @@
 """MemoryLog: the PartitionLog contract kept in memory, as a model for tests.
 
 It splits batches into segments exactly as FileLog does (the roll and retention decisions come
-from roster.log.policy), so that retention and reads spanning segment boundaries behave the same.
-Nothing here is durable; prepare_flush hands out jobs that do nothing.
+from roster.log.policy, compaction's from roster.log.compaction), so that retention, compaction
+and reads spanning segment boundaries behave the same. Nothing here is durable; prepare_flush hands
+out jobs that do nothing, and every closed segment counts as flushed for compaction.
 """
 from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from roster.log.api import AppendResult, LogConfig, LogStorageError, OffsetOutOfRange, TimestampLookup
-from roster.log.batch import NO_TIMESTAMP, first_record_at_or_after, parse_header, set_base_offset
+from roster.log.api import (
+    AppendResult,
+    CleaningStats,
+    CleaningStatus,
+    LogConfig,
+    LogStorageError,
+    OffsetOutOfRange,
+    TimestampLookup,
+)
+from roster.log.batch import (
+    NO_TIMESTAMP,
+    batch_extent,
+    first_record_at_or_after,
+    parse_header,
+    set_base_offset,
+)
+from roster.log.compaction import KEEP, REMOVE, Pass, Source
 from roster.log.policy import check_batch, plan_retention, should_roll
 
 
@@ -31,10 +47,64 @@ class _Segment:
     offset_of_max_timestamp: int = -1
     last_modified_ms: int = 0  # stands in for a file's mtime in retention decisions
 
+    def add(self, batch: bytes) -> None:
+        """Append a batch whose base offset is set, keeping the segment's end where it is."""
+        header = parse_header(batch)
+        self.bases.append(header.base_offset)
+        self.batches.append(batch)
+        self.size += len(batch)
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp = header.max_timestamp
+            self.offset_of_max_timestamp = header.base_offset
+
     def retention_timestamp(self) -> int | None:
         if self.size == 0:
             return None
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
+
+
+@dataclass(slots=True, eq=False)
+class MemoryCleaningJob:
+    """Computes the replacement segments; swap_cleaned puts them in place."""
+
+    segments: list[_Segment]           # the snapshot (the log's own objects)
+    checkpoint: int
+    plan: Pass
+    replacement: list[_Segment] | None = None
+    stats: CleaningStats | None = None
+    _cancelled: bool = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+
+    def discard(self) -> None:
+        self.replacement = None
+
+    def run(self) -> None:
+        for number, segment in enumerate(self.segments):
+            for batch in segment.batches:
+                self.plan.map_batch(number, parse_header(batch), batch)
+        groups = self.plan.plan()
+        replacement = []
+        for group in groups:
+            members = self.segments[group.first:group.stop]
+            if group.action == KEEP:
+                replacement.append(members[0])
+                continue
+            if group.action == REMOVE:
+                continue
+            new = _Segment(group.base, group.end,
+                           last_modified_ms=max(m.last_modified_ms for m in members))
+            for member in members:
+                for batch in member.batches:
+                    cleaned = self.plan.clean_batch(parse_header(batch), batch)
+                    if cleaned is not None:
+                        new.add(bytes(cleaned))
+            replacement.append(new)
+        if self._cancelled:
+            return
+        self.replacement = replacement
+        self.stats = self.plan.stats(groups, sum(s.size for s in replacement))
 
 
 @dataclass(slots=True)
@@ -54,6 +124,7 @@ class MemoryLog:
         self._segments = [_Segment(0, 0)]
         self._log_start = 0
         self._durable_offset = 0
+        self._cleaned_to = 0
         self._closed = False
 
     def __repr__(self) -> str:
@@ -103,6 +174,8 @@ class MemoryLog:
                 continue
             start = max(bisect.bisect_right(segment.bases, offset) - 1, 0)
             for batch in segment.batches[start:]:
+                if batch_extent(batch)[1] <= offset:
+                    continue  # a batch before a gap left by compaction
                 if chunks and taken + len(batch) > max_bytes:
                     return b"".join(chunks)
                 chunks.append(batch)
@@ -157,6 +230,31 @@ class MemoryLog:
         del self._segments[:plan.delete]
         self._log_start = max(self._log_start, self._segments[0].base_offset)
         return plan.delete
+
+    def cleaning_status(self) -> CleaningStatus:
+        self._require_open()
+        clean = sum(s.size for s in self._segments[:-1] if s.base_offset < self._cleaned_to)
+        dirty = sum(s.size for s in self._segments[:-1] if s.base_offset >= self._cleaned_to)
+        return CleaningStatus(self._cleaned_to, clean, dirty)
+
+    def prepare_cleaning(self, now_ms: int, delete_retention_ms: int) -> MemoryCleaningJob | None:
+        self._require_open()
+        closed = self._segments[:-1]
+        if not closed or closed[-1].base_offset < self._cleaned_to:
+            return None
+        sources = [Source(s.base_offset, s.next_offset, s.size) for s in closed]
+        return MemoryCleaningJob(list(closed), max(self._cleaned_to, closed[-1].next_offset),
+                                 Pass(sources, now_ms - delete_retention_ms,
+                                      self._config.segment_bytes))
+
+    def swap_cleaned(self, job: MemoryCleaningJob) -> Iterator[None]:
+        """A generator like FileLog's, with no steps to yield: the swap happens at once."""
+        count = len(job.segments)
+        if job.replacement is not None and not self._closed and \
+                self._segments[:count] == job.segments and len(self._segments) > count:
+            self._segments[:count] = job.replacement
+            self._cleaned_to = max(self._cleaned_to, job.checkpoint)
+        yield from ()
 
     def close(self) -> None:
         self._closed = True

@@ -4,6 +4,10 @@ A segment owns three file descriptors for its whole life (log, offset index, tim
 with os.pread (through a ReadWindow) so reads never move the write position, and appends with
 os.write at the end it keeps track of. Everything else the log needs from a segment (where a batch lives, what
 its timestamps are, whether its bytes are intact) is answered here.
+
+Offsets inside a segment run on without gaps, except in a segment that log compaction rewrote
+(`gaps_allowed`): there batches keep their offsets while records around them are gone, so each
+batch only has to start after the previous one ends.
 """
 from __future__ import annotations
 
@@ -35,8 +39,10 @@ TIME_INDEX_SUFFIX = ".timeindex"
 SUFFIXES = (LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX)
 
 
-def file_name(base_offset: int, suffix: str) -> str:
-    return f"{base_offset:020d}{suffix}"
+def file_name(base_offset: int, suffix: str, tag: str = "") -> str:
+    """`<base>.log` and so on; `tag` is appended for files that are not (yet) part of the log,
+    such as `<base>.log.cleaned` written by compaction."""
+    return f"{base_offset:020d}{suffix}{tag}"
 
 
 def _check_stored(size: int, path: Path, position: int) -> None:
@@ -48,19 +54,24 @@ def _check_stored(size: int, path: Path, position: int) -> None:
 
 class Segment:
     def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int,
-                 create: bool) -> None:
+                 create: bool, tag: str = "", gaps_allowed: bool = False) -> None:
         self.base_offset = base_offset
-        self.path = directory / file_name(base_offset, LOG_SUFFIX)
+        self.path = directory / file_name(base_offset, LOG_SUFFIX, tag)
         self._index_interval = index_interval_bytes
+        # Compacted segments may skip offsets between batches; any other segment that does is
+        # damaged (a base offset is not covered by the CRC, so this is its only check).
+        self.gaps_allowed = gaps_allowed
+        self.truncated = False  # rebuild() cut bytes off the end of the file
         # A new segment starts at the log end, so a leftover file of that name holds nothing the
         # log still owns; O_TRUNC clears it.
         flags = os.O_RDWR | os.O_CREAT | (os.O_TRUNC if create else 0)
         self.fd = os.open(self.path, flags, 0o644)
         opened: list[int] = [self.fd]
         try:
-            self.offset_index = OffsetIndex(directory / file_name(base_offset, OFFSET_INDEX_SUFFIX))
+            self.offset_index = OffsetIndex(
+                directory / file_name(base_offset, OFFSET_INDEX_SUFFIX, tag))
             opened.append(self.offset_index.fd)
-            self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX))
+            self.time_index = TimeIndex(directory / file_name(base_offset, TIME_INDEX_SUFFIX, tag))
             opened.append(self.time_index.fd)
             if create:
                 self.offset_index.rewrite()
@@ -83,18 +94,24 @@ class Segment:
     # -- opening -----------------------------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
-        return cls(directory, base_offset, index_interval_bytes, create=True)
+    def create(cls, directory: Path, base_offset: int, index_interval_bytes: int,
+               tag: str = "") -> Segment:
+        """A new, empty segment. With a `tag` its files are named `<base>.log<tag>` etc.: compaction
+        writes a replacement segment that way before renaming it into the log."""
+        return cls(directory, base_offset, index_interval_bytes, create=True, tag=tag,
+                   gaps_allowed=bool(tag))
 
     @classmethod
     def load(cls, directory: Path, base_offset: int, index_interval_bytes: int,
-             next_offset: int | None) -> Segment:
+             next_offset: int | None, gaps_allowed: bool = False) -> Segment:
         """Open a segment trusted to be intact, adopting its index files when they are usable.
 
-        `next_offset` is the next segment's base; None for the last segment, whose end is found by
-        walking the batches after its last offset-index entry.
+        `next_offset` is the next segment's base; None when the end must be found by walking the
+        batches after the last offset-index entry (the last segment, and compacted segments,
+        whose last batch may end before the next segment starts).
         """
-        segment = cls(directory, base_offset, index_interval_bytes, create=False)
+        segment = cls(directory, base_offset, index_interval_bytes, create=False,
+                      gaps_allowed=gaps_allowed)
         try:
             problem = segment._adopt_indexes(next_offset)
             if problem is not None:
@@ -106,10 +123,12 @@ class Segment:
         return segment
 
     @classmethod
-    def recover(cls, directory: Path, base_offset: int, index_interval_bytes: int) -> Segment:
+    def recover(cls, directory: Path, base_offset: int, index_interval_bytes: int,
+                gaps_allowed: bool = False) -> Segment:
         """Open a segment that may hold a torn or corrupt tail: check every batch, cut at the first
         bad one, and rebuild the indexes."""
-        segment = cls(directory, base_offset, index_interval_bytes, create=False)
+        segment = cls(directory, base_offset, index_interval_bytes, create=False,
+                      gaps_allowed=gaps_allowed)
         try:
             segment.rebuild(verify_crc=True)
         except BaseException:
@@ -161,7 +180,8 @@ class Segment:
             problem = header_problem(header)
             if problem is not None:
                 return f"batch at position {position}: {problem}"
-            if header.base_offset != expected or position + header.size > file_size:
+            if self._out_of_sequence(header.base_offset, expected) or \
+                    position + header.size > file_size:
                 return f"the batch at position {position} is cut short or out of sequence"
             self._track(position, header)
             expected = header.next_offset
@@ -201,8 +221,10 @@ class Segment:
             if position + header.size > file_size:
                 problem = f"the batch needs {header.size} bytes, only {file_size - position} remain"
                 break
-            if header.base_offset != self.next_offset:
-                problem = f"baseOffset is {header.base_offset}, {self.next_offset} was expected"
+            if self._out_of_sequence(header.base_offset, self.next_offset):
+                expected = "at least " if self.gaps_allowed else ""
+                problem = (f"baseOffset is {header.base_offset}, "
+                           f"{expected}{self.next_offset} was expected")
                 break
             if verify_crc:
                 data = window.view(position, header.size)
@@ -211,7 +233,8 @@ class Segment:
                     break
             self._track(position, header)
             position += header.size
-        if position < file_size:
+        self.truncated = position < file_size
+        if self.truncated:
             log.warning("truncating %s at position %d, cutting %d bytes: %s",
                         self.path, position, file_size - position, problem)
             os.ftruncate(self.fd, position)
@@ -220,6 +243,10 @@ class Segment:
         self.offset_index.rewrite()
         self.time_index.rewrite()
         self.write_generation = self.synced_generation + 1
+
+    def _out_of_sequence(self, base_offset: int, expected: int) -> bool:
+        """Whether a batch starting at `base_offset` cannot follow one that ended at `expected`."""
+        return base_offset < expected if self.gaps_allowed else base_offset != expected
 
     # -- writing -----------------------------------------------------------------------------
 
@@ -405,8 +432,16 @@ class Segment:
             except OSError as exc:
                 log.error("closing %s: %s", self.path, exc)
 
+    def file_paths(self) -> tuple[Path, Path, Path]:
+        """The log file and its two index files."""
+        return self.path, self.offset_index.path, self.time_index.path
+
+    def fsync(self) -> None:
+        for fd in (self.fd, self.offset_index.fd, self.time_index.fd):
+            os.fsync(fd)
+
     def delete(self) -> None:
         """Close the files, then unlink them."""
         self.close()
-        for suffix in SUFFIXES:
-            self.path.with_suffix(suffix).unlink(missing_ok=True)
+        for path in self.file_paths():
+            path.unlink(missing_ok=True)
