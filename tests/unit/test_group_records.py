@@ -71,3 +71,27 @@ def test_unknown_record_types_are_recognised_not_rejected():
 def test_broken_values_raise(data):
     with pytest.raises(RecordFormatError):
         decode_value(OffsetKey("g", "t", 0), data)
+
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from roster.protocol.group_records import Record
+
+
+def general_decode(key, value):
+    decoded_key = decode_key(key)
+    return Record(decoded_key, decode_value(decoded_key, value))
+
+
+@given(group=st.text(max_size=30), topic=st.text(max_size=30), partition=st.integers(-1, 2**31 - 1),
+       offset=st.integers(-1, 2**63 - 1), epoch=st.integers(-1, 2**31 - 1),
+       metadata=st.text(max_size=40), timestamp=st.integers(0, 2**62),
+       expire=st.sampled_from([-1, 5]), tombstone=st.booleans())
+def test_the_fast_path_decodes_exactly_like_the_general_reader(group, topic, partition, offset,
+                                                               epoch, metadata, timestamp, expire,
+                                                               tombstone):
+    key = encode_key(OffsetKey(group, topic, partition))
+    value = None if tombstone else encode_value(OffsetValue(offset, epoch, metadata, timestamp,
+                                                            expire))
+    assert decode(key, value) == general_decode(key, value)

@@ -15,7 +15,10 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
-from kafka.record.memory_records import MemoryRecords
+try:  # aiokafka's compiled record reader: ~20x faster than the pure-Python one when loading
+    from aiokafka.record.memory_records import MemoryRecords
+except ImportError:  # pragma: no cover - aiokafka ships wheels for the platforms we run on
+    from kafka.record.memory_records import MemoryRecords
 
 from roster.coordinator.partitioning import partition_for
 from roster.log.api import LogError, LogStorageError, RecordTooLarge
@@ -29,7 +32,8 @@ BATCH_TARGET_BYTES = 1 << 20      # start a new batch past this, like a producer
 INTERNAL_MAX_BATCH = 64 << 20     # a group record of a very large group still fits
 # segment.bytes comes from offsets.topic.segment.bytes when the topic is created (ensure_topic)
 INTERNAL_CONFIGS = {"cleanup.policy": "compact", "max.message.bytes": str(INTERNAL_MAX_BATCH)}
-LOAD_CHUNK_BYTES = 4 << 20
+LOAD_CHUNK_BYTES = 1 << 20
+LOAD_YIELD_RECORDS = 20_000   # let requests in (they get LOAD_IN_PROGRESS) this often
 Done = Callable[[ErrorCode | None], None]
 
 
@@ -155,6 +159,7 @@ class GroupLog:
         """Replay one partition from its log start; returns how many records were applied."""
         target = self._log(partition)
         offset, end, applied = target.log_start_offset, target.log_end_offset, 0
+        since_yield = 0
         while offset < end:
             chunk = target.read(offset, LOAD_CHUNK_BYTES)
             if not chunk:
@@ -162,7 +167,6 @@ class GroupLog:
             batches = MemoryRecords(chunk)
             while (batch := batches.next_batch()) is not None:
                 for entry in batch:
-                    offset = entry.offset + 1
                     if entry.key is None:
                         continue
                     try:
@@ -173,6 +177,9 @@ class GroupLog:
                         continue
                     apply(record)
                     applied += 1
-                offset = max(offset, batch.base_offset + batch.last_offset_delta + 1)
-            await asyncio.sleep(0)  # let requests in between chunks (they get LOAD_IN_PROGRESS)
+                    since_yield += 1
+                offset = batch.base_offset + batch.last_offset_delta + 1
+                if since_yield >= LOAD_YIELD_RECORDS:
+                    since_yield = 0
+                    await asyncio.sleep(0)  # let requests in; they get LOAD_IN_PROGRESS
         return applied

@@ -242,6 +242,41 @@ def _group_value(r: _Reader, version: int) -> GroupValue:
     return GroupValue(protocol_type, generation, protocol, leader, timestamp, tuple(members))
 
 
+_KEY_PREFIX = struct.Struct(">hh")
+_OFFSET_V3 = struct.Struct(">hqih")
+_TIMESTAMP = struct.Struct(">q")
+
+
+def _fast_offset_commit(key: bytes, value: bytes | None) -> Record | None:
+    """Offset-commit key v0/v1 with value v3 (or a tombstone): nearly every record a restart
+    replays. Straight-line unpacking; anything unusual returns None for the general reader."""
+    version, group_length = _KEY_PREFIX.unpack_from(key, 0)
+    if version not in (0, 1) or group_length < 0:
+        return None
+    topic_at = 4 + group_length
+    (topic_length,) = struct.unpack_from(">h", key, topic_at)
+    partition_at = topic_at + 2 + topic_length
+    if topic_length < 0 or partition_at + 4 != len(key):
+        return None
+    decoded_key = OffsetKey(key[4:topic_at].decode(), key[topic_at + 2:partition_at].decode(),
+                            int.from_bytes(key[partition_at:], "big", signed=True))
+    if value is None:
+        return Record(decoded_key, None)
+    value_version, offset, leader_epoch, metadata_length = _OFFSET_V3.unpack_from(value, 0)
+    end = 16 + metadata_length
+    if value_version != 3 or metadata_length < 0 or end + 8 != len(value):
+        return None
+    (commit_timestamp,) = _TIMESTAMP.unpack_from(value, end)
+    return Record(decoded_key, OffsetValue(offset, leader_epoch, value[16:end].decode(),
+                                           commit_timestamp))
+
+
 def decode(key: bytes, value: bytes | None) -> Record:
+    try:
+        fast = _fast_offset_commit(key, value)
+    except (struct.error, UnicodeDecodeError):
+        fast = None
+    if fast is not None:
+        return fast
     decoded_key = decode_key(key)
     return Record(decoded_key, decode_value(decoded_key, value))
