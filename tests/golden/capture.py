@@ -243,7 +243,6 @@ def run_confluent(bootstrap: str, step, tolerate) -> None:
         # CreateTopics failed: make the topic by auto-creation, so DeleteTopics deletes a real one
         Producer({"bootstrap.servers": bootstrap}).list_topics(SCRATCH_TOPIC, timeout=10)
     tolerate("AdminClient.delete_topics", delete)
-    del admin
 
     step("producer (lz4)")
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": "lz4",

@@ -135,11 +135,10 @@ def test_restarted_static_leader_skips_assignment_then_rebalances_on_new_partiti
             "same_partitions": restarted.assignment == before,
             "follower_untouched": follower.callbacks == callbacks_before,
         }
-        with Wire(broker.bootstrap) as wire:  # grow the subscribed topic
-            from roster.admin.client import AdminClient
-            from roster.admin.topics import add_partitions
-            with AdminClient(broker.bootstrap) as admin:
-                add_partitions(admin, "watched", 6)
+        from roster.admin.client import AdminClient
+        from roster.admin.topics import add_partitions
+        with AdminClient(broker.bootstrap) as admin:  # grow the subscribed topic
+            add_partitions(admin, "watched", 6)
         await restarted.wait_for(lambda: restarted.machine.generation > generation
                                  and restarted.machine.state is State.STABLE, 30)
         await asyncio.to_thread(wait_until, lambda: len(follower.assigned) == 3, 60,

@@ -2,7 +2,6 @@
 Real broker processes, real clients, no sleeps: every wait is on an event or a condition."""
 from __future__ import annotations
 
-import json
 import subprocess
 import threading
 import time

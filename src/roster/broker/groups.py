@@ -9,7 +9,6 @@ a result with records is released only after those records are written.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import itertools
 import logging
 import time
@@ -49,6 +48,18 @@ class MemoryRecordSink:
         return 0
 
 
+class _Timer:
+    """A coordinator timer: its current deadline, and the loop handle armed for it."""
+
+    __slots__ = ("deadline_ms", "event", "armed_for", "handle")
+
+    def __init__(self, deadline_ms: int, event) -> None:
+        self.deadline_ms = deadline_ms
+        self.event = event
+        self.armed_for = deadline_ms
+        self.handle: asyncio.TimerHandle | None = None
+
+
 class GroupRuntime:
     def __init__(self, config: GroupConfig, sink=None,
                  clock: Callable[[], float] = time.time,
@@ -56,7 +67,7 @@ class GroupRuntime:
         self.coordinator = Coordinator(config, new_member_id)
         self.sink = sink or MemoryRecordSink()
         self._clock = clock
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers: dict[str, _Timer] = {}
         self._waiting: dict[int, asyncio.Future] = {}
         self._tokens = itertools.count(1)
         self._loading: set[int] = set()
@@ -64,11 +75,10 @@ class GroupRuntime:
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    async def call(self, operation: Callable, request) -> object:
-        """Run one coordinator operation for a request and wait for its reply (which may be
-        parked: JoinGroup and SyncGroup are long polls)."""
-        return await self.run(
-            lambda token, now: operation(dataclasses.replace(request, token=token), now))
+    async def call(self, operation: Callable, make_request: Callable[[int], object]) -> object:
+        """Run one coordinator operation and wait for its reply (which may be parked: JoinGroup
+        and SyncGroup are long polls). make_request(token) builds the request it answers."""
+        return await self.run(lambda token, now: operation(make_request(token), now))
 
     async def run(self, step: Callable[[int, int], Result]) -> object:
         """step(token, now) -> Result; wait for the reply addressed to that token."""
@@ -124,26 +134,46 @@ class GroupRuntime:
                          len(groups), partition, time.monotonic() - started)
 
     def _apply_timers(self, result: Result) -> None:
-        loop = asyncio.get_running_loop()
         now = self.now_ms()
         for op in result.timers:
-            handle = self._timers.pop(op.key, None)
-            if handle is not None:
-                handle.cancel()
-            if isinstance(op, Schedule):
-                delay_s = max(op.deadline_ms - now, 0) / 1000
-                self._timers[op.key] = loop.call_later(delay_s, self._fire, op.key, op.event)
-            elif not isinstance(op, Cancel):
+            timer = self._timers.get(op.key)
+            if isinstance(op, Cancel):
+                if timer is not None:
+                    timer.handle.cancel()
+                    del self._timers[op.key]
+            elif timer is not None and timer.armed_for <= op.deadline_ms:
+                # Pushed later (every heartbeat does this): keep the armed handle; when it
+                # fires early it re-arms for the new deadline. Saves a cancel and a new handle
+                # per heartbeat.
+                timer.deadline_ms, timer.event = op.deadline_ms, op.event
+            elif isinstance(op, Schedule):
+                if timer is not None:
+                    timer.handle.cancel()
+                self._timers[op.key] = self._arm(op.key, _Timer(op.deadline_ms, op.event), now)
+            else:
                 raise TypeError(f"unknown timer operation {op!r}")
 
-    def _fire(self, key: str, event) -> None:
-        self._timers.pop(key, None)
+    def _arm(self, key: str, timer: _Timer, now: int) -> _Timer:
+        timer.armed_for = timer.deadline_ms
+        timer.handle = asyncio.get_running_loop().call_later(
+            max(timer.deadline_ms - now, 0) / 1000, self._fire, key, timer)
+        return timer
+
+    def _fire(self, key: str, timer: _Timer) -> None:
+        if self._timers.get(key) is not timer:
+            return  # replaced or cancelled meanwhile
+        now = self.now_ms()
+        if now < timer.deadline_ms:
+            self._arm(key, timer, now)
+            return
+        del self._timers[key]
+        event = timer.event
         try:
-            self.apply(self.coordinator.expire(event, self.now_ms()))
+            self.apply(self.coordinator.expire(event, now))
         except Exception:  # a bug must not stop the timer service for every other group
             log.exception("timer %s failed", key)
 
     def close(self) -> None:
-        for handle in self._timers.values():
-            handle.cancel()
+        for timer in self._timers.values():
+            timer.handle.cancel()
         self._timers.clear()

@@ -15,9 +15,10 @@ async def handle(broker, request, connection):
     if broker.groups.loading(body.group_id):
         # Kafka answers heartbeats blindly while loading: the member must not rejoin for this
         return make(response_schema(API_KEY, request.api_version), error_code=ErrorCode.none)
-    error = await broker.groups.call(broker.groups.coordinator.heartbeat, HeartbeatRequest(
+    error = await broker.groups.call(
+        broker.groups.coordinator.heartbeat, lambda token: HeartbeatRequest(
         group_id=body.group_id, generation=body.generation_id, member_id=body.member_id,
-        group_instance_id=getattr(body, "group_instance_id", None)))
+        group_instance_id=getattr(body, "group_instance_id", None), token=token))
     return make(response_schema(API_KEY, request.api_version), error_code=error)
 
 

@@ -19,7 +19,8 @@ async def handle(broker, request, connection):
     if broker.groups.loading(body.group_id):
         reply = JoinReply(error=ErrorCode.coordinator_load_in_progress, member_id=body.member_id)
     else:
-        reply = await broker.groups.call(broker.groups.coordinator.join, JoinRequest(
+        reply = await broker.groups.call(
+        broker.groups.coordinator.join, lambda token: JoinRequest(
             group_id=body.group_id, member_id=body.member_id,
             group_instance_id=getattr(body, "group_instance_id", None),
             protocol_type=body.protocol_type,
@@ -28,7 +29,7 @@ async def handle(broker, request, connection):
             rebalance_timeout_ms=round(rebalance.total_seconds() * 1000) if rebalance
             else session_ms,
             client_id=request.client_id or "", client_host=connection.client_host,
-            reason=getattr(body, "reason", None), api_version=version))
+            reason=getattr(body, "reason", None), api_version=version, token=token))
     schema = response_schema(API_KEY, version)
     member_entry = element(schema, "members")
     protocol_name = reply.protocol_name

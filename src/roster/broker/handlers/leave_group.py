@@ -22,8 +22,9 @@ async def handle(broker, request, connection):
     if broker.groups.loading(body.group_id):
         reply = LeaveReply(error=ErrorCode.coordinator_load_in_progress)
     else:
-        reply = await broker.groups.call(broker.groups.coordinator.leave,
-                                         LeaveRequest(body.group_id, identities))
+        reply = await broker.groups.call(
+            broker.groups.coordinator.leave,
+            lambda token: LeaveRequest(body.group_id, identities, token))
     schema = response_schema(API_KEY, version)
     if version < BATCH_FROM:
         error = reply.error

@@ -41,12 +41,13 @@ async def handle(broker, request, connection):
         for t, o in to_commit:
             errors[(t, o.partition)] = ErrorCode.coordinator_load_in_progress
     elif to_commit:
-        reply = await broker.groups.call(broker.groups.coordinator.commit_offsets, CommitRequest(
+        reply = await broker.groups.call(
+        broker.groups.coordinator.commit_offsets, lambda token: CommitRequest(
             group_id=body.group_id, generation=body.generation_id_or_member_epoch,
             member_id=body.member_id, group_instance_id=getattr(body, "group_instance_id", None),
             offsets=tuple(o for _, o in to_commit),
             retention_ms=round(retention.total_seconds() * 1000) if retention is not None else -1,
-            api_version=version))
+            api_version=version, token=token))
         for (t, _), (_, partition, error) in zip(to_commit, reply.errors):
             errors[(t, partition)] = error
     schema = response_schema(API_KEY, version)

@@ -21,12 +21,13 @@ async def handle(broker, request, connection):
     elif broker.groups.loading(body.group_id):
         reply = SyncReply(error=ErrorCode.coordinator_load_in_progress)
     else:
-        reply = await broker.groups.call(broker.groups.coordinator.sync, SyncRequest(
+        reply = await broker.groups.call(
+        broker.groups.coordinator.sync, lambda token: SyncRequest(
             group_id=body.group_id, generation=body.generation_id, member_id=body.member_id,
             group_instance_id=getattr(body, "group_instance_id", None),
             protocol_type=protocol_type, protocol_name=protocol_name,
             assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
-            api_version=version))
+            api_version=version, token=token))
     return make(response_schema(API_KEY, version), error_code=reply.error,
                 protocol_type=reply.protocol_type, protocol_name=reply.protocol_name,
                 assignment=reply.assignment)
