@@ -5,7 +5,7 @@ from roster.coordinator.messages import HeartbeatRequest
 from roster.coordinator.rebalance import reschedule_heartbeat
 from roster.coordinator.results import Result
 from roster.coordinator.states import HEARTBEAT, GroupState
-from roster.coordinator.validation import member_error
+from roster.coordinator.validation import generation_member_error
 from roster.protocol.errors import ErrorCode
 
 
@@ -19,15 +19,10 @@ def _answer(ctx, request: HeartbeatRequest, now: int, result: Result) -> ErrorCo
     if not request.group_id:
         return ErrorCode.invalid_group_id
     group = ctx.groups.get(request.group_id)
-    if group is None:
-        return ErrorCode.unknown_member_id
-    if group.state is GroupState.DEAD:
-        return ErrorCode.coordinator_not_available
-    error = member_error(group, request.member_id, request.group_instance_id)
+    error = generation_member_error(group, request.member_id, request.group_instance_id,
+                                    request.generation)
     if error is not None:
         return error
-    if request.generation != group.generation:
-        return ErrorCode.illegal_generation
     answer = ErrorCode[HEARTBEAT[group.state]]
     if group.state is not GroupState.EMPTY:
         reschedule_heartbeat(result, group, group.members[request.member_id], now)

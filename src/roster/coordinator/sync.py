@@ -16,7 +16,7 @@ from roster.coordinator.rebalance import (
 from roster.coordinator.results import AfterWrite, Parked, Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import sync_key
-from roster.coordinator.validation import member_error
+from roster.coordinator.validation import generation_member_error
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -55,15 +55,12 @@ def _synced(group: Group, member_id: str, result: Result) -> None:
 def _check(group: Group | None, request: SyncRequest) -> ErrorCode | None:
     if not request.group_id:
         return ErrorCode.invalid_group_id
-    if group is None or group.state is S.EMPTY:  # Kafka answers an Empty group before all else
+    if group is not None and group.state is S.EMPTY:  # Kafka answers this before all else
         return ErrorCode.unknown_member_id
-    if group.state is S.DEAD:
-        return ErrorCode.coordinator_not_available
-    error = member_error(group, request.member_id, request.group_instance_id)
+    error = generation_member_error(group, request.member_id, request.group_instance_id,
+                                    request.generation)
     if error is not None:
         return error
-    if request.generation != group.generation:
-        return ErrorCode.illegal_generation
     if not _consistent(request.protocol_type, group.protocol_type) or \
             not _consistent(request.protocol_name, group.protocol_name):
         return ErrorCode.inconsistent_group_protocol

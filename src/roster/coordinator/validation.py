@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from roster.coordinator.group import Group
+from roster.coordinator.states import GroupState
 from roster.protocol.errors import ErrorCode
 
 
@@ -17,4 +18,20 @@ def member_error(group: Group, member_id: str, group_instance_id: str | None) ->
         return None
     if member_id not in group.members:
         return ErrorCode.unknown_member_id
+    return None
+
+
+def generation_member_error(group: Group | None, member_id: str, group_instance_id: str | None,
+                            generation: int) -> ErrorCode | None:
+    """The checks SyncGroup and Heartbeat share: the group exists and is alive, the caller is
+    its member (see member_error), and speaks of the current generation."""
+    if group is None:
+        return ErrorCode.unknown_member_id
+    if group.state is GroupState.DEAD:
+        return ErrorCode.coordinator_not_available
+    error = member_error(group, member_id, group_instance_id)
+    if error is not None:
+        return error
+    if generation != group.generation:
+        return ErrorCode.illegal_generation
     return None
