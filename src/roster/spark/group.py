@@ -1,0 +1,274 @@
+"""The streaming reader's group membership, in the driver-side runner process.
+
+Spark keeps one Python process and one reader object per query run for the driver-side calls
+(initialOffset, latestOffset, partitions, commit); its main thread is blocked on a socket between
+calls. `GroupSession` runs a roster.client `GroupMember` on a background thread with its own
+asyncio event loop, so heartbeats go on between micro-batches and during long ones; the reader's
+methods call into that loop and wait for the answer.
+
+Handing partitions over. With an eager assignor, a rebalance revokes everything before the member
+rejoins, and roster.client awaits the on_revoked callback before sending JoinGroup. The callback
+waits for the micro-batch in flight to complete (heartbeating meanwhile, for at most 90% of the
+rebalance timeout, max.poll.interval.ms), then commits the offsets of the last completed batch
+for the revoked partitions, so the next owner starts where this reader stopped. A batch counts
+as completed when Spark next calls latestOffset() with its end offset as `start`, or commit()
+with it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+
+from roster.client.connection import ConnectionClosed
+from roster.client.member import CommitFailed, GroupMember
+from roster.client.membership import FencedError, MemberConfig, State
+from roster.spark.options import Settings
+from roster.spark.wire import Broker, retrying
+
+log = logging.getLogger("roster.spark")
+TopicPartition = tuple[str, int]
+
+
+def _configure_logging() -> None:
+    """The runner process has no logging set up; ROSTER_SPARK_LOG=INFO (or DEBUG) makes the
+    reader's group events visible on the driver's stderr."""
+    level = os.environ.get("ROSTER_SPARK_LOG")
+    if level and not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(
+            "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(level.upper())
+        logging.getLogger("roster.client").addHandler(handler)
+        logging.getLogger("roster.client").setLevel(level.upper())
+
+
+class GroupSession:
+    def __init__(self, settings: Settings) -> None:
+        _configure_logging()
+        self.settings = settings
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run_loop, name="roster-spark-group",
+                                        daemon=True)
+        self._thread.start()
+        self.broker = Broker(settings.bootstrap, settings.client_id)  # used on the loop only
+        self.member: GroupMember | None = None
+        self._lock = threading.Lock()
+        self.done: dict[TopicPartition, int] = {}      # end of the last completed batch
+        self.planned: dict[TopicPartition, int] = {}   # end of the last planned batch
+        self.starts: dict[TopicPartition, int] = {}    # start positions (not yet processed)
+        self.last_committed: dict[TopicPartition, int] = {}
+        self.history: list[tuple[int, tuple[TopicPartition, ...]]] = []
+        self.closing = False
+        self.closed = False
+
+    def _run_loop(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coroutine, timeout_s: float | None = 120.0):
+        """Run a coroutine on the session's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
+
+    # -- membership ----------------------------------------------------------------------------
+
+    def join(self, topics: list[str]) -> None:
+        self.run(self._join(topics))
+
+    async def _join(self, topics: list[str]) -> None:
+        s = self.settings
+        config = MemberConfig(s.group_id, s.group_instance_id,
+                              session_timeout_ms=s.session_timeout_ms,
+                              rebalance_timeout_ms=s.rebalance_timeout_ms,
+                              heartbeat_interval_ms=s.heartbeat_interval_ms,
+                              assignors=s.assignors)
+        self.member = GroupMember(s.bootstrap, config, client_id=s.client_id,
+                                  metadata_max_age_ms=s.metadata_max_age_ms,
+                                  on_assigned=self._on_assigned, on_revoked=self._on_revoked,
+                                  on_lost=self._on_lost)
+        await self.member.start(topics)
+
+    def resubscribe(self, topics: list[str]) -> None:
+        """Change the subscription (subscribePattern matched new topics): the member rejoins.
+        Not waited for: the revocation it starts may wait for a batch to complete."""
+        async def change():
+            # GroupMember has no public way to change a running subscription: feed the
+            # machine's answer to its driver, as GroupMember.start does.
+            await self.member._handle(self.member.machine.subscribe(topics, self.member.now()))
+        asyncio.run_coroutine_threadsafe(change(), self.loop)
+
+    def stable_snapshot(self, timeout_s: float) -> tuple[int, tuple[TopicPartition, ...]] | None:
+        """(generation, owned partitions) once stable, read atomically; None if the member is
+        not stable within the timeout; raises FencedError when fenced."""
+        async def read():
+            await self.member.wait_stable(timeout_s)
+            machine = self.member.machine
+            return machine.generation, tuple(machine.owned)
+        try:
+            return self.run(read(), timeout_s + 5)
+        except TimeoutError:
+            return None
+
+    @property
+    def fatal(self) -> str | None:
+        fatal = self.member.fatal if self.member is not None else None
+        return fatal.message if fatal is not None else None
+
+    def committed(self, partitions) -> dict[TopicPartition, int]:
+        """The group's committed offsets (-1: none)."""
+        if not partitions:
+            return {}
+        return self.run(retrying(lambda: self.member.committed(sorted(partitions)),
+                                 "OffsetFetch for the group"))
+
+    # -- what Spark has done ---------------------------------------------------------------
+
+    def completed(self, offsets: dict[TopicPartition, int]) -> None:
+        with self._lock:
+            self.done.update(offsets)
+
+    def planning(self, offsets: dict[TopicPartition, int]) -> None:
+        with self._lock:
+            self.planned.update(offsets)
+
+    def started_at(self, offsets: dict[TopicPartition, int]) -> None:
+        """Positions a partition starts from, which are not progress worth committing."""
+        with self._lock:
+            self.starts.update(offsets)
+
+    def _in_flight(self, partitions) -> list[TopicPartition]:
+        with self._lock:
+            return [tp for tp in partitions
+                    if tp in self.planned and self.planned[tp] != self.done.get(tp)]
+
+    def _progress(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        with self._lock:
+            return {tp: o for tp, o in offsets.items() if self.starts.get(tp) != o}
+
+    # -- committing ----------------------------------------------------------------------------
+
+    def commit(self, offsets: dict[TopicPartition, int]) -> None:
+        """Commit offsets of completed batches for the partitions still owned. A commit that
+        fails because of a rebalance is logged and forgotten (Spark's checkpoint is the source
+        of truth; the group catches up with the next commit); FencedError propagates."""
+        if not self.settings.commit_offsets or self.member is None:
+            return
+        self.run(self._commit_owned(self._progress(offsets)))
+
+    async def _commit_owned(self, offsets: dict[TopicPartition, int]) -> None:
+        machine = self.member.machine
+        if machine.fatal is not None:
+            raise FencedError(machine.fatal.message)
+        if machine.state is not State.STABLE:
+            return  # mid-rebalance: the revocation hands over what must be committed
+        owned = set(machine.owned)
+        wanted = {tp: o for tp, o in offsets.items()
+                  if tp in owned and self.last_committed.get(tp) != o}
+        if wanted:
+            await self._send_commit(wanted, "batch completed")
+
+    async def _send_commit(self, offsets: dict[TopicPartition, int], why: str) -> None:
+        try:
+            await self.member.commit(offsets)
+        except CommitFailed as exc:
+            log.warning("group %s: commit (%s) not accepted, carrying on: %s",
+                        self.settings.group_id, why, exc)
+            return
+        except ConnectionClosed as exc:
+            log.warning("group %s: commit (%s) lost with the connection, carrying on: %s",
+                        self.settings.group_id, why, exc)
+            return
+        self.last_committed.update(offsets)
+        log.debug("group %s: committed %s (%s)", self.settings.group_id, offsets, why)
+
+    # -- callbacks (on the loop) -----------------------------------------------------------------
+
+    async def _on_assigned(self, partitions) -> None:
+        generation = self.member.machine.generation
+        owned = tuple(self.member.machine.owned)
+        self.history.append((generation, owned))
+        log.info("group %s generation %d: this reader owns %s", self.settings.group_id,
+                 generation, ", ".join(f"{t}-{p}" for t, p in owned) or "nothing")
+
+    async def _on_revoked(self, partitions) -> None:
+        if not partitions or self.closing:
+            return
+        machine = self.member.machine
+        generation, member_id = machine.generation, machine.member_id
+        wait_s = self.settings.rebalance_timeout_ms * 0.9 / 1000
+        beat_s = self.settings.heartbeat_interval_ms / 1000
+        started = time.monotonic()
+        next_beat = started + beat_s
+        while self._in_flight(partitions) and not self.closing \
+                and time.monotonic() - started < wait_s:
+            if time.monotonic() >= next_beat:
+                # JoinGroup is not sent until this returns; keep the session alive meanwhile
+                next_beat = time.monotonic() + beat_s
+                try:
+                    await self.broker.heartbeat(self.settings.group_id, generation, member_id,
+                                                self.settings.group_instance_id)
+                except Exception as exc:  # noqa: BLE001 - the rejoin will tell
+                    log.info("heartbeat while finishing a batch failed: %s", exc)
+            await asyncio.sleep(0.05)
+        late = self._in_flight(partitions)
+        if time.monotonic() - started > 0.05 and not late:
+            log.info("group %s: waited %.2fs for the micro-batch in flight before handing "
+                     "over %s", self.settings.group_id, time.monotonic() - started,
+                     list(partitions))
+        if late:
+            log.warning("group %s: handing over %s before the micro-batch reading them "
+                        "completed (waited %.1fs); the next owner re-reads that batch",
+                        self.settings.group_id, late, time.monotonic() - started)
+        if not self.settings.commit_offsets:
+            return
+        with self._lock:
+            offsets = {tp: self.done[tp] for tp in partitions
+                       if tp in self.done and self.starts.get(tp) != self.done[tp]
+                       and self.last_committed.get(tp) != self.done[tp]}
+        if offsets:
+            try:
+                await self._send_commit(offsets, "partitions revoked")
+            except FencedError as exc:
+                log.error("group %s: fenced while handing over partitions: %s",
+                          self.settings.group_id, exc)
+
+    async def _on_lost(self, partitions) -> None:
+        log.warning("group %s: lost %s without a clean revocation (the membership expired or "
+                    "was fenced); their offsets are not committed", self.settings.group_id,
+                    list(partitions))
+
+    # -- closing -------------------------------------------------------------------------------
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Stop: commit completed offsets of owned partitions, then close the member — a
+        static member stays in the group (no rebalance if it is back within the session
+        timeout), a dynamic one leaves."""
+        if self.closed:
+            return
+        self.closed = True
+        self.closing = True       # a revocation waiting for a batch gives up now
+
+        async def shutdown():
+            if self.member is not None:
+                if self.settings.commit_offsets and self.member.fatal is None:
+                    with self._lock:
+                        offsets = dict(self.done)
+                    try:
+                        await asyncio.wait_for(self._commit_owned(self._progress(offsets)), 3)
+                    except (Exception, asyncio.TimeoutError) as exc:  # best effort on the way out
+                        log.info("final commit skipped: %s", exc)
+                await self.member.close()
+                log.info("group %s: member closed (%s)", self.settings.group_id,
+                         "static: stays in the group" if self.settings.group_instance_id
+                         else "left the group")
+            self.broker.close()
+        try:
+            self.run(shutdown(), timeout_s)
+        except Exception as exc:  # noqa: BLE001 - closing must not fail the caller
+            log.warning("closing the group member failed: %s", exc)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(2)

@@ -1,0 +1,257 @@
+"""The connector's options, read once into a picklable `Settings`.
+
+Spark hands a data source its options as a case-insensitive dict whose keys are lower-cased
+(`dict(options)` would turn `subscribePattern` into `subscribepattern`), so every key here is
+looked up in lower case. Names follow Spark's Kafka source where the two overlap; consumer
+settings are accepted with or without Spark's `kafka.` prefix.
+"""
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from roster.client.assignors import ASSIGNORS
+
+EARLIEST, LATEST = -2, -1
+TopicPartition = tuple[str, int]
+
+# Java class names of Kafka's assignors, so a setting copied from a Java job works as is.
+JAVA_ASSIGNORS = {
+    "org.apache.kafka.clients.consumer.rangeassignor": "range",
+    "org.apache.kafka.clients.consumer.roundrobinassignor": "roundrobin",
+    "org.apache.kafka.clients.consumer.stickyassignor": "sticky",
+    "org.apache.kafka.clients.consumer.cooperativestickyassignor": "cooperative-sticky",
+}
+
+
+class OptionError(ValueError):
+    """An option is missing, malformed or not allowed here."""
+
+
+@dataclass(frozen=True)
+class StartingOffsets:
+    """Where a partition starts when neither the checkpoint nor (for gained partitions) the
+    group says: `earliest`, `latest`, `group` (committed, else earliest) or `json`
+    (per partition; -2 earliest, -1 latest; partitions not named start at earliest)."""
+
+    kind: str
+    specific: dict[TopicPartition, int] = field(default_factory=dict)
+
+    def fallback(self, tp: TopicPartition) -> int:
+        """EARLIEST, LATEST or an offset, for a partition without a committed offset."""
+        if self.kind == "latest":
+            return LATEST
+        if self.kind == "json":
+            return self.specific.get(tp, EARLIEST)
+        return EARLIEST
+
+
+@dataclass(frozen=True)
+class Settings:
+    bootstrap: str
+    client_id: str = "roster-spark"
+    # reading
+    subscribe: tuple[str, ...] = ()
+    subscribe_pattern: str | None = None
+    starting: StartingOffsets = StartingOffsets("latest")
+    ending: dict[TopicPartition, int] | None = None   # batch only; None: latest
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    max_partition_fetch_bytes: int = 1 << 20
+    fetch_max_wait_ms: int = 500
+    # the group (streaming reads)
+    group_id: str | None = None
+    group_id_generated: bool = False
+    group_instance_id: str | None = None
+    commit_offsets: bool = True
+    session_timeout_ms: int = 45_000
+    heartbeat_interval_ms: int = 3_000
+    rebalance_timeout_ms: int = 300_000
+    assignors: tuple[str, ...] = ("range",)
+    join_timeout_ms: int = 60_000
+    metadata_max_age_ms: int = 30_000
+    # writing
+    topic: str | None = None
+    sink_id: str | None = None
+    marker_topic: str = "roster-sink-markers"
+    checkpoint_location: str | None = None
+    compression: str = "none"
+    produce_chunk_records: int = 5_000
+
+    def matches(self, topic: str) -> bool:
+        if self.subscribe_pattern is not None:
+            return re.fullmatch(self.subscribe_pattern, topic) is not None
+        return topic in self.subscribe
+
+
+def _get(options: Mapping[str, str], *names: str) -> str | None:
+    for name in names:
+        for key in (name.lower(), "kafka." + name.lower()):
+            value = options.get(key)
+            if value is not None:
+                return str(value)
+    return None
+
+
+def _int(options, *names: str, default: int | None, minimum: int = 0) -> int | None:
+    raw = _get(options, *names)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"option {names[0]} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise OptionError(f"option {names[0]} must be at least {minimum}, got {value}")
+    return value
+
+
+def _bool(options, name: str, default: bool) -> bool:
+    raw = _get(options, name)
+    if raw is None:
+        return default
+    if raw.strip().lower() in ("true", "1", "yes"):
+        return True
+    if raw.strip().lower() in ("false", "0", "no"):
+        return False
+    raise OptionError(f"option {name} must be true or false, got {raw!r}")
+
+
+def parse_offsets_json(text: str, option: str) -> dict[TopicPartition, int]:
+    """Spark's per-partition form: {"topic": {"0": 23, "1": -2}}."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise OptionError(f"option {option} is neither a keyword nor JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise OptionError(f'option {option} must look like {{"topic": {{"0": 23}}}}')
+    offsets = {}
+    for topic, partitions in data.items():
+        if not isinstance(partitions, dict):
+            raise OptionError(f'option {option}: {topic!r} must map partitions to offsets')
+        for partition, offset in partitions.items():
+            try:
+                offsets[(str(topic), int(partition))] = int(offset)
+            except (TypeError, ValueError):
+                raise OptionError(f"option {option}: bad entry {topic}/{partition}: "
+                                  f"{offset!r}") from None
+    return offsets
+
+
+def _starting(options, streaming: bool) -> StartingOffsets:
+    raw = _get(options, "startingOffsets")
+    if raw is None:
+        return StartingOffsets("latest" if streaming else "earliest")
+    keyword = raw.strip().lower()
+    if keyword in ("earliest", "latest", "group"):
+        if keyword == "latest" and not streaming:
+            raise OptionError("startingOffsets=latest is not allowed in a batch read "
+                              "(it would always read nothing)")
+        return StartingOffsets(keyword)
+    specific = parse_offsets_json(raw, "startingOffsets")
+    if not streaming and LATEST in specific.values():
+        raise OptionError("startingOffsets: -1 (latest) is not allowed in a batch read")
+    return StartingOffsets("json", specific)
+
+
+def _ending(options) -> dict[TopicPartition, int] | None:
+    raw = _get(options, "endingOffsets")
+    if raw is None or raw.strip().lower() == "latest":
+        return None
+    if raw.strip().lower() == "earliest":
+        raise OptionError("endingOffsets=earliest is not allowed (it would read nothing)")
+    ending = parse_offsets_json(raw, "endingOffsets")
+    if EARLIEST in ending.values():
+        raise OptionError("endingOffsets: -2 (earliest) is not allowed")
+    return ending
+
+
+def _assignors(options) -> tuple[str, ...]:
+    raw = _get(options, "partition.assignment.strategy")
+    if raw is None:
+        return ("range",)
+    names = []
+    for item in raw.split(","):
+        name = item.strip()
+        if not name:
+            continue
+        name = JAVA_ASSIGNORS.get(name.lower(), name.lower())
+        if name not in ASSIGNORS:
+            raise OptionError(f"partition.assignment.strategy: unknown assignor {item.strip()!r};"
+                              f" known: {', '.join(sorted(ASSIGNORS))}")
+        names.append(name)
+    return tuple(names) or ("range",)
+
+
+def read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
+    common = _common(options)
+    subscribe = tuple(t.strip() for t in (_get(options, "subscribe") or "").split(",")
+                      if t.strip())
+    pattern = _get(options, "subscribePattern")
+    if bool(subscribe) == (pattern is not None):
+        raise OptionError("set exactly one of the options subscribe (a comma list of topics) "
+                          "and subscribePattern (a regular expression)")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise OptionError(f"subscribePattern is not a valid regular expression: {exc}") \
+                from None
+    starting = _starting(options, streaming)
+    group_id = _get(options, "group.id")
+    generated = group_id is None
+    if starting.kind == "group" and group_id is None:
+        raise OptionError("startingOffsets=group needs the option group.id")
+    if generated:
+        # like Spark's Kafka source: a group of its own per run (offsets stay in the checkpoint)
+        group_id = f"roster-spark-{uuid.uuid4()}"
+    session_timeout = _int(options, "session.timeout.ms", default=45_000, minimum=1)
+    heartbeat = _int(options, "heartbeat.interval.ms", default=min(3_000, session_timeout // 3),
+                     minimum=1)
+    max_offsets = _int(options, "maxOffsetsPerTrigger", default=None, minimum=1)
+    return Settings(
+        **common,
+        subscribe=subscribe, subscribe_pattern=pattern, starting=starting,
+        ending=None if streaming else _ending(options),
+        max_offsets_per_trigger=max_offsets,
+        fail_on_data_loss=_bool(options, "failOnDataLoss", True),
+        max_partition_fetch_bytes=_int(options, "max.partition.fetch.bytes", default=1 << 20,
+                                       minimum=1),
+        fetch_max_wait_ms=_int(options, "fetch.max.wait.ms", default=500),
+        group_id=group_id, group_id_generated=generated,
+        group_instance_id=_get(options, "group.instance.id"),
+        commit_offsets=_bool(options, "commitOffsets", True),
+        session_timeout_ms=session_timeout, heartbeat_interval_ms=heartbeat,
+        rebalance_timeout_ms=_int(options, "max.poll.interval.ms", default=300_000, minimum=1),
+        assignors=_assignors(options),
+        join_timeout_ms=_int(options, "joinTimeoutMs", default=60_000, minimum=1),
+        metadata_max_age_ms=_int(options, "metadata.max.age.ms", default=30_000, minimum=1),
+    )
+
+
+def write_settings(options: Mapping[str, str]) -> Settings:
+    compression = (_get(options, "compression.type") or "none").strip().lower()
+    return Settings(
+        **_common(options),
+        topic=_get(options, "topic"),
+        sink_id=_get(options, "sink.id"),
+        marker_topic=_get(options, "sink.markerTopic") or "roster-sink-markers",
+        checkpoint_location=_get(options, "checkpointLocation"),
+        compression=compression,
+        produce_chunk_records=_int(options, "sink.chunkRecords", default=5_000, minimum=1),
+    )
+
+
+def _common(options) -> dict:
+    protocol = (_get(options, "security.protocol") or "PLAINTEXT").strip().upper()
+    if protocol != "PLAINTEXT":
+        raise OptionError(f"security.protocol={protocol} is not supported: roster.client speaks "
+                          "PLAINTEXT only (no TLS, no SASL)")
+    bootstrap = _get(options, "bootstrap.servers")
+    if not bootstrap:
+        raise OptionError("set the option kafka.bootstrap.servers (or bootstrap.servers), "
+                          "e.g. localhost:9092")
+    return {"bootstrap": bootstrap, "client_id": _get(options, "client.id") or "roster-spark"}

@@ -1,0 +1,107 @@
+"""One SparkSession for every Spark test (local[2], the fast-test configs), and one roster
+broker per test module. Spark's Python workers must run this venv's interpreter, which has
+roster installed."""
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+import pytest
+
+from roster.admin.client import AdminClient, AdminError
+from roster.admin.groups import describe
+from roster.admin.topics import create
+from roster.client.producer import Producer
+from roster.spark.wire import run_sync
+from tests.support.process import BrokerProcess
+
+try:
+    import pyarrow  # noqa: F401
+    import pyspark  # noqa: F401
+except ImportError:  # the spark extra is not installed: nothing here can run
+    collect_ignore_glob = ["test_*.py"]
+
+os.environ["PYSPARK_PYTHON"] = sys.executable
+os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "spark: runs Spark (pyspark) against a real roster broker")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    pyspark = pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    from pyspark.sql import SparkSession
+
+    import roster.spark
+    session = (SparkSession.builder.master("local[2]").appName("roster-spark-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.driver.host", "127.0.0.1")
+               .config("spark.driver.bindAddress", "127.0.0.1")
+               .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
+               .config("spark.sql.adaptive.enabled", "false")
+               .config("spark.sql.streaming.stopTimeout", "10s")
+               .config("spark.pyspark.python", sys.executable)
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    roster.spark.register(session)
+    assert pyspark.__version__ >= "4.2"
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def roster_broker(tmp_path_factory):
+    broker = BrokerProcess(tmp_path_factory.mktemp("spark-broker"),
+                           {"group.initial.rebalance.delay.ms": "0"})
+    broker.start()
+    yield broker
+    broker.stop()
+
+
+class Kafka:
+    """Small blocking helpers over roster.client and roster.admin for the tests."""
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+
+    def create(self, topic: str, partitions: int) -> None:
+        with AdminClient(self.bootstrap) as admin:
+            create(admin, topic, partitions, {})
+
+    def produce(self, topic: str, records, partition: int | None = None):
+        """records: (key, value[, headers]) tuples; returns [(partition, offset)]."""
+        async def go():
+            producer = Producer(self.bootstrap)
+            try:
+                return [await producer.send(topic, r[1], key=r[0],
+                                            headers=r[2] if len(r) > 2 else (),
+                                            partition=partition) for r in records]
+            finally:
+                await producer.close()
+        return asyncio.run(go())
+
+    def committed(self, group: str, topic: str, partitions: int) -> dict[int, int]:
+        async def fetch(broker):
+            return await broker.committed(group, [(topic, p) for p in range(partitions)])
+        answer = run_sync(fetch, bootstrap=self.bootstrap)
+        return {p: o for (t, p), (o, _) in answer.items()}
+
+    def describe(self, group: str):
+        """DescribeGroups' entry for the group, or None while it does not exist."""
+        with AdminClient(self.bootstrap) as admin:
+            try:
+                return describe(admin, group)
+            except AdminError:
+                return None
+
+
+@pytest.fixture(scope="module")
+def kafka(roster_broker):
+    return Kafka(roster_broker.bootstrap)
