@@ -68,6 +68,12 @@ class Group:
     static_members: dict[str, str] = field(default_factory=dict)   # instance id -> member id
     pending_members: set[str] = field(default_factory=set)        # KIP-394: ids handed out
     pending_sync: set[str] = field(default_factory=set)           # joined, no SyncGroup yet
+    # members parked in JoinGroup: "has everyone rejoined?" is asked on every join, so it must
+    # not scan the members (a 10,000-member rebalance would be quadratic)
+    joining: set[str] = field(default_factory=set)
+    # how many members support each protocol name: candidates are those all members support,
+    # asked on every join, so kept up to date rather than recomputed (Kafka does the same)
+    protocol_counts: Counter = field(default_factory=Counter)
     new_member_added: bool = False        # during an initial rebalance's delay
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
 
@@ -100,6 +106,9 @@ class Group:
         if not self.members:  # the first member fixes the group's protocol type
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        self.protocol_counts.update(name for name, _ in member.protocols)
+        if member.awaiting_join is not None:
+            self.joining.add(member.member_id)
         if member.is_static:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -108,8 +117,10 @@ class Group:
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
         self.pending_sync.discard(member_id)
+        self.joining.discard(member_id)
         if member is None:
             return None
+        self._uncount(member.protocols)
         if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
             del self.static_members[member.group_instance_id]
         if self.leader_id == member_id:
@@ -130,10 +141,34 @@ class Group:
         if old_id in self.pending_sync:
             self.pending_sync.discard(old_id)
             self.pending_sync.add(new_id)
+        if old_id in self.joining:
+            self.joining.discard(old_id)
+            self.joining.add(new_id)
         return member
 
+    def set_protocols(self, member: Member, protocols: Protocols) -> None:
+        self._uncount(member.protocols)
+        member.protocols = protocols
+        self.protocol_counts.update(name for name, _ in protocols)
+
+    def _uncount(self, protocols: Protocols) -> None:
+        for name, _ in protocols:
+            self.protocol_counts[name] -= 1
+            if self.protocol_counts[name] <= 0:
+                del self.protocol_counts[name]
+
+    def park_join(self, member: Member, parked: Parked) -> None:
+        member.awaiting_join = parked
+        self.joining.add(member.member_id)
+
+    def take_join(self, member: Member) -> Parked | None:
+        """The member's parked JoinGroup, now no longer parked (None if there was none)."""
+        parked, member.awaiting_join = member.awaiting_join, None
+        self.joining.discard(member.member_id)
+        return parked
+
     def awaiting_join_count(self) -> int:
-        return sum(1 for m in self.members.values() if m.awaiting_join is not None)
+        return len(self.joining)
 
     def all_joined(self) -> bool:
         """Everyone (known and pending) has rejoined: the join phase may complete early."""
@@ -145,13 +180,9 @@ class Group:
     # -- protocols -----------------------------------------------------------------------
 
     def candidate_protocols(self) -> set[str]:
-        members = list(self.members.values())
-        if not members:
-            return set()
-        common = {name for name, _ in members[0].protocols}
-        for member in members[1:]:
-            common &= {name for name, _ in member.protocols}
-        return common
+        everyone = len(self.members)
+        return {name for name, count in self.protocol_counts.items() if count == everyone} \
+            if everyone else set()
 
     def supports(self, protocol_type: str, protocols: Protocols) -> bool:
         """Could a member with these protocols join (Kafka's supportsProtocols)?"""

@@ -190,13 +190,13 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
 
 def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now: int,
                    result: Result, reason: str) -> None:
-    _update_metadata(member, request)
-    member.awaiting_join = Parked(request.token, request.api_version)
+    _update_metadata(group, member, request)
+    group.park_join(member, Parked(request.token, request.api_version))
     maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason)
 
 
-def _update_metadata(member: Member, request: JoinRequest) -> None:
-    member.protocols = request.protocols
+def _update_metadata(group: Group, member: Member, request: JoinRequest) -> None:
+    group.set_protocols(member, request.protocols)
     member.rebalance_timeout_ms = request.rebalance_timeout_ms
     member.session_timeout_ms = request.session_timeout_ms
 
@@ -213,7 +213,7 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
                                 f"{request.group_instance_id} to {old_id}")
     old_member = group.members[old_id]
     # Whoever still waits under the old id is a duplicate of this instance: fence it.
-    answer_join(result, old_member, JoinReply(error=ErrorCode.fenced_instance_id,
+    answer_join(result, group, old_member, JoinReply(error=ErrorCode.fenced_instance_id,
                                               member_id=old_id))
     answer_sync(result, old_member, SyncReply(error=ErrorCode.fenced_instance_id))
     leader_before = group.leader_id
@@ -221,8 +221,8 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
                 old_member.session_timeout_ms)
     member = group.replace_static(old_id, new_id)
     reschedule_heartbeat(result, group, member, now)  # the old id's timer will find nobody
-    _update_metadata(member, request)
-    member.awaiting_join = Parked(request.token, request.api_version)
+    _update_metadata(group, member, request)
+    group.park_join(member, Parked(request.token, request.api_version))
 
     if group.state is S.STABLE:
         if group.select_protocol() == group.protocol_name:
@@ -251,11 +251,10 @@ def static_replacement_written(ctx, group: Group, data: dict, error: ErrorCode |
     if error is not None:
         # Undo: the old id comes back, and the joiner must try again.
         protocols, rebalance_timeout, session_timeout = data["previous"]
-        member.protocols = protocols
+        group.set_protocols(member, protocols)
         member.rebalance_timeout_ms = rebalance_timeout
         member.session_timeout_ms = session_timeout
-        parked = member.awaiting_join
-        member.awaiting_join = None
+        parked = group.take_join(member)
         restored = group.replace_static(new_id, data["old_id"])
         reschedule_heartbeat(result, group, restored, now)
         if parked is not None:
@@ -265,10 +264,10 @@ def static_replacement_written(ctx, group: Group, data: dict, error: ErrorCode |
         return
     if data["api_version"] >= SKIP_ASSIGNMENT_FROM:
         leader = group.is_leader(new_id)
-        answer_join(result, member, current_generation_reply(
+        answer_join(result, group, member, current_generation_reply(
             group, new_id, member_list(group) if leader else (), skip_assignment=leader))
     else:
         # Older clients would run a throw-away assignment if told they lead: name the old
         # leader id so this member acts as a follower and just fetches its assignment.
-        answer_join(result, member, current_generation_reply(
+        answer_join(result, group, member, current_generation_reply(
             group, new_id, leader=data["leader_before"]))

@@ -72,6 +72,6 @@ def _remove(group: Group, identity, result: Result) -> ErrorCode:
 def _remove_member(group: Group, member_id: str, result: Result, reason: str) -> None:
     member = group.members[member_id]
     cancel_heartbeat(result, group, member_id)
-    answer_join(result, member, JoinReply(error=ErrorCode.unknown_member_id))
+    answer_join(result, group, member, JoinReply(error=ErrorCode.unknown_member_id))
     group.remove(member_id)
     log.info("member %s left group %s: %s", member_id, group.group_id, reason)

@@ -28,10 +28,10 @@ S = GroupState
 
 # -- replies to parked requests -----------------------------------------------------------
 
-def answer_join(result: Result, member: Member, reply: JoinReply) -> None:
-    if member.awaiting_join is not None:
-        result.reply(member.awaiting_join.token, reply)
-        member.awaiting_join = None
+def answer_join(result: Result, group: Group, member: Member, reply: JoinReply) -> None:
+    parked = group.take_join(member)
+    if parked is not None:
+        result.reply(parked.token, reply)
 
 
 def answer_sync(result: Result, member: Member, reply: SyncReply) -> bool:
@@ -142,7 +142,7 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
              group.generation, len(group.members), group.protocol_name)
     everyone = member_list(group)
     for member in group.members.values():
-        answer_join(result, member, current_generation_reply(
+        answer_join(result, group, member, current_generation_reply(
             group, member.member_id, everyone if group.is_leader(member.member_id) else ()))
         reschedule_heartbeat(result, group, member, now)
         member.is_new = False
@@ -195,7 +195,7 @@ def propagate_assignment(group: Group, now: int, result: Result, error: ErrorCod
 def remove_member_and_update_group(ctx, group: Group, member: Member, now: int, result: Result,
                                    reason: str) -> None:
     # A member removed while parked in JoinGroup is told to rejoin from scratch.
-    answer_join(result, member, JoinReply(error=ErrorCode.unknown_member_id))
+    answer_join(result, group, member, JoinReply(error=ErrorCode.unknown_member_id))
     group.remove(member.member_id)
     log.info("removed member %s from group %s: %s", member.member_id, group.group_id, reason)
     if group.state in (S.STABLE, S.COMPLETING_REBALANCE):

@@ -53,9 +53,8 @@ def _group_from_record(group_id: str, value: GroupValue, existing: Group | None)
             else m.session_timeout,
             session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
             protocols=((value.protocol or "", m.subscription),), assignment=m.assignment)
-        group.members[member.member_id] = member
-        if member.is_static:
-            group.static_members[member.group_instance_id] = member.member_id
+        group.add(member)
+    group.protocol_type = value.protocol_type or None  # add() took the first member's
     group.leader_id = value.leader if value.leader in group.members else \
         next(iter(group.members), None)
     # A loaded group is Stable if it has members, Empty otherwise (set directly: loading is
