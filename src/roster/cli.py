@@ -60,7 +60,8 @@ def _groups(args) -> int:
         elif args.action == "describe":
             for group_id in args.groups:
                 print("\n".join(group_commands.describe_lines(
-                    group_commands.describe(client, group_id))))
+                    group_commands.describe(client, group_id),
+                    group_commands.last_written(client, group_id))))
         elif args.action == "delete":
             group_commands.delete(client, args.groups)
             print(f"Deleted {', '.join(args.groups)}.")

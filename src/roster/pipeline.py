@@ -145,11 +145,11 @@ def show_results(spark, bootstrap: str) -> None:
 
 def look_around(bootstrap: str) -> None:
     from roster.admin.client import AdminClient
-    from roster.admin.groups import describe, describe_lines
+    from roster.admin.groups import describe, describe_lines, last_written
     from roster.admin.offsets import describe_lines as offset_lines
     with AdminClient(bootstrap) as admin:
         print()
-        print("\n".join(describe_lines(describe(admin, GROUP))))
+        print("\n".join(describe_lines(describe(admin, GROUP), last_written(admin, GROUP))))
         print()
         print("\n".join(offset_lines(admin, GROUP)))
 

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
-from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
+import datetime
 
-LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP = 16, 15, 42, 13
+from roster.coordinator.partitioning import partition_for
+from roster.protocol.build import element, make
+from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
+from roster.protocol.group_records import GroupKey, RecordFormatError, decode
+
+LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP, METADATA, FETCH = 16, 15, 42, 13, 3, 1
+OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def list_groups(client: AdminClient) -> list[tuple[str, str, str]]:
@@ -37,6 +43,47 @@ def _describe_once(client: AdminClient, group_id: str):
     return group
 
 
+def last_written(client: AdminClient, group_id: str):
+    """The group's newest metadata record in __consumer_offsets (generation, leader, protocol
+    as of the last write), or None. DescribeGroups carries neither generation nor leader; the
+    record does, and reading it over Fetch works against Kafka too."""
+    from kafka.record.memory_records import MemoryRecords
+    wanted = client.entry(METADATA, "topics")
+    meta = client.call(METADATA, topics=(make(wanted, name=OFFSETS_TOPIC, topic_id=None),),
+                       allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    topic = meta.topics[0]
+    if topic.error_code.value or not topic.partitions:
+        return None
+    partition = partition_for(group_id, len(topic.partitions))
+    schema = client.schema(FETCH)
+    entry = element(schema, "topics")
+    part = element(entry, "partitions")
+    latest, offset = None, 0
+    while True:
+        answer = client.call(FETCH, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0,
+                             max_bytes=8 << 20, isolation_level=0, session_id=0,
+                             session_epoch=-1, rack_id="", forgotten_topics_data=(),
+                             topics=(make(entry, topic=OFFSETS_TOPIC, topic_id=topic.topic_id,
+                                          partitions=(make(part, partition=partition,
+                                                           fetch_offset=offset,
+                                                           partition_max_bytes=8 << 20),)),))
+        data = answer.responses[0].partitions[0]
+        if data.error_code.value or not data.records:
+            return latest
+        batches = MemoryRecords(data.records)
+        while (batch := batches.next_batch()) is not None:
+            for record in batch:
+                offset = record.offset + 1
+                try:
+                    decoded = decode(record.key, record.value)
+                except (RecordFormatError, UnicodeDecodeError):
+                    continue
+                if decoded.key == GroupKey(group_id):
+                    latest = decoded.value
+        if offset >= data.high_watermark:
+            return latest
+
+
 def format_assignment(protocol_type: str, assignment: bytes) -> str:
     if protocol_type != "consumer":
         return f"{len(assignment)} bytes"
@@ -48,12 +95,16 @@ def format_assignment(protocol_type: str, assignment: bytes) -> str:
                      for topic, parts in sorted(decoded.partitions)) or "-"
 
 
-def describe_lines(group) -> list[str]:
+def describe_lines(group, record=None) -> list[str]:
+    """`record`: the group's last written metadata record (for generation and leader)."""
     if group.group_state == "Dead":
         return [f"Group {group.group_id} does not exist."]
     lines = [f"Group: {group.group_id}\tState: {group.group_state}\t"
              f"ProtocolType: {group.protocol_type or '-'}\t"
              f"Protocol: {group.protocol_data or '-'}\tMembers: {len(group.members)}"]
+    if record is not None:
+        lines.append(f"Generation: {record.generation}\tLeader: {record.leader or '-'}"
+                     "\t(as last written to __consumer_offsets)")
     rows = [("MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT")]
     for m in sorted(group.members, key=lambda m: (m.group_instance_id or "", m.member_id)):
         rows.append((m.member_id, getattr(m, "group_instance_id", None) or "-", m.client_id,
