@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(PY) bench/coordinator.py
 	$(PY) bench/offsets.py
 	$(PY) bench/assignors.py
+	$(PY) bench/spark_pipeline.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info
