@@ -64,12 +64,21 @@ def run_available_now(spark, bootstrap: str, checkpoint, timeout_s: float = 120,
     return sink
 
 
-def wait_until(condition, timeout_s: float, what: str, poll_s: float = 0.1):
+def wait_until(condition, timeout_s: float, what: str, poll_s: float = 0.1, queries=()):
+    """Wait for condition() to be truthy. A query that died fails the wait at once, with its
+    exception; at the deadline the message carries every query's status."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = condition()
         if value:
             return value
+        for query in queries:
+            if query is not None and not query.isActive and query.exception() is not None:
+                raise AssertionError(f"query {query.name or query.id} failed while waiting for "
+                                     f"{what}: {query.exception()}")
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+            states = [(q.name or str(q.id)[:8], q.isActive, q.status.get("message"))
+                      for q in queries if q is not None]
+            raise AssertionError(f"timed out after {timeout_s}s waiting for {what}; "
+                                 f"queries: {states}")
         time.sleep(poll_s)

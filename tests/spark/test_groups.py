@@ -48,10 +48,12 @@ def test_two_queries_in_one_group_split_partitions_and_read_every_record_once(
     try:
         qa = start(spark, kafka.bootstrap, a, tmp_path / "a", **options)
         qb = start(spark, kafka.bootstrap, b, tmp_path / "b", **options)
-        wait_until(lambda: split_evenly(kafka, "split", 2, 4), 90, "two members, 2+2 partitions")
+        wait_until(lambda: split_evenly(kafka, "split", 2, 4), 90, "two members, 2+2 partitions",
+                   queries=(qa, qb))
         produced = kafka.produce("g-split", [(f"k{i}".encode(), f"v{i}".encode())
                                              for i in range(40)])
-        wait_until(lambda: len(a.rows) + len(b.rows) >= 40, 90, "all 40 records read")
+        wait_until(lambda: len(a.rows) + len(b.rows) >= 40, 90, "all 40 records read",
+                   queries=(qa, qb))
         assert a.partitions() and b.partitions()
         assert not a.partitions() & b.partitions()            # split, not shared
         assert sorted(a.places() + b.places()) == sorted(produced)   # every record once
@@ -61,11 +63,13 @@ def test_two_queries_in_one_group_split_partitions_and_read_every_record_once(
         # last batch before a stop is otherwise re-read by the partitions' next owner.
         ends = {p: max([o + 1 for q, o in produced if q == p] or [0]) for p in range(4)}
         wait_until(lambda: kafka.committed("split", "g-split", 4) == ends, 30,
-                   "both queries to commit what they read")
+                   "both queries to commit what they read", queries=(qa, qb))
         qb.stop()
-        wait_until(lambda: split_evenly(kafka, "split", 1, 4), 60, "A owning all 4 partitions")
+        wait_until(lambda: split_evenly(kafka, "split", 1, 4), 60, "A owning all 4 partitions",
+                   queries=(qa,))
         more = kafka.produce("g-split", [(f"k{i}".encode(), b"late") for i in range(40, 60)])
-        wait_until(lambda: len(a.rows) + len(b.rows) >= 60, 90, "the 20 later records")
+        wait_until(lambda: len(a.rows) + len(b.rows) >= 60, 90, "the 20 later records",
+                   queries=(qa,))
         time.sleep(1.0)  # a duplicate would arrive in the next micro-batches
         assert sorted(a.places() + b.places()) == sorted(produced + more)
     finally:
@@ -96,9 +100,11 @@ def test_restarting_a_static_query_causes_no_rebalance_for_the_other(spark, kafk
     try:
         qa = start(spark, kafka.bootstrap, a, tmp_path / "a", **options("a"))
         qb = start(spark, kafka.bootstrap, b, tmp_path / "b", **options("b"))
-        before = wait_until(lambda: split_evenly(kafka, "static", 2, 4), 90, "a 2+2 split")
+        before = wait_until(lambda: split_evenly(kafka, "static", 2, 4), 90, "a 2+2 split",
+                            queries=(qa, qb))
         first = kafka.produce("g-static", [(f"k{i}".encode(), b"x") for i in range(20)])
-        wait_until(lambda: len(a.rows) + len(b.rows) >= 20, 60, "the first 20 records")
+        wait_until(lambda: len(a.rows) + len(b.rows) >= 20, 60, "the first 20 records",
+                   queries=(qa, qb))
         b_member = [m for m in kafka.describe("static").members if m.group_instance_id == "b"]
 
         watcher = threading.Thread(target=watch, daemon=True)
@@ -108,7 +114,7 @@ def test_restarting_a_static_query_causes_no_rebalance_for_the_other(spark, kafk
         qa = start(spark, kafka.bootstrap, a, tmp_path / "a", **options("a"))
         second = kafka.produce("g-static", [(f"k{i}".encode(), b"y") for i in range(20, 40)])
         wait_until(lambda: len(a.rows) + len(b.rows) >= 40, 60,
-                   "the second 20 records, A restarted")
+                   "the second 20 records, A restarted", queries=(qa, qb))
         watching.set()
         watcher.join(5)
 
@@ -152,14 +158,16 @@ def test_a_query_joining_mid_stream_takes_over_partitions_without_gaps_or_duplic
     try:
         qa = start(spark, kafka.bootstrap, a, tmp_path / "a", **options)
         producer.start()
-        wait_until(lambda: len(a.rows) >= 20, 60, "A reading")
+        wait_until(lambda: len(a.rows) >= 20, 60, "A reading", queries=(qa,))
         qb = start(spark, kafka.bootstrap, b, tmp_path / "b", **options)
-        wait_until(lambda: split_evenly(kafka, "handover", 2, 4), 60, "the 2+2 split")
-        wait_until(lambda: len(b.rows) >= 20, 60, "B reading")
+        wait_until(lambda: split_evenly(kafka, "handover", 2, 4), 60, "the 2+2 split",
+                   queries=(qa, qb))
+        wait_until(lambda: len(b.rows) >= 20, 60, "B reading", queries=(qa, qb))
         stop.set()
         producer.join(10)
         total = len(produced)
-        wait_until(lambda: len(a.rows) + len(b.rows) >= total, 60, "everything produced")
+        wait_until(lambda: len(a.rows) + len(b.rows) >= total, 60, "everything produced",
+                   queries=(qa, qb))
         time.sleep(1.0)  # a duplicate would arrive in the next micro-batches
         assert sorted(a.places() + b.places()) == sorted(produced)     # no gap, no duplicate
         assert b.partitions()

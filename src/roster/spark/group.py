@@ -10,9 +10,9 @@ Handing partitions over. With an eager assignor, a rebalance revokes everything 
 rejoins, and roster.client awaits the on_revoked callback before sending JoinGroup. The callback
 waits for the micro-batch in flight to complete (heartbeating meanwhile, for at most 90% of the
 rebalance timeout, max.poll.interval.ms), then commits the offsets of the last completed batch
-for the revoked partitions, so the next owner starts where this reader stopped. A batch counts
-as completed when Spark next calls latestOffset() with its end offset as `start`, or commit()
-with it.
+for the revoked partitions, so the next owner starts where this reader stopped. Spark calls
+latestOffset() only once the previous batch is over (and checkpointed), so that call ends the
+batch in flight, and its `start` is what has been processed.
 """
 from __future__ import annotations
 
@@ -34,10 +34,12 @@ TopicPartition = tuple[str, int]
 
 def _configure_logging() -> None:
     """The runner process has no logging set up; ROSTER_SPARK_LOG=INFO (or DEBUG) makes the
-    reader's group events visible on the driver's stderr."""
+    reader's group events visible on the driver's stderr, or in the file named by
+    ROSTER_SPARK_LOG_FILE (Spark stops relaying a runner's stderr once it stops the runner)."""
     level = os.environ.get("ROSTER_SPARK_LOG")
     if level and not log.handlers:
-        handler = logging.StreamHandler()
+        path = os.environ.get("ROSTER_SPARK_LOG_FILE")
+        handler = logging.FileHandler(path) if path else logging.StreamHandler()
         handler.setFormatter(logging.Formatter(
             "%(asctime)s %(process)d %(name)s %(levelname)s %(message)s"))
         log.addHandler(handler)
@@ -56,9 +58,9 @@ class GroupSession:
         self._thread.start()
         self.broker = Broker(settings.bootstrap, settings.client_id)  # used on the loop only
         self.member: GroupMember | None = None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()   # a SIGTERM handler may run inside a holder
         self.done: dict[TopicPartition, int] = {}      # end of the last completed batch
-        self.planned: dict[TopicPartition, int] = {}   # end of the last planned batch
+        self.in_flight: set[TopicPartition] = set()    # read by the batch Spark is running
         self.starts: dict[TopicPartition, int] = {}    # start positions (not yet processed)
         self.last_committed: dict[TopicPartition, int] = {}
         self.history: list[tuple[int, tuple[TopicPartition, ...]]] = []
@@ -126,13 +128,19 @@ class GroupSession:
 
     # -- what Spark has done ---------------------------------------------------------------
 
-    def completed(self, offsets: dict[TopicPartition, int]) -> None:
+    def completed(self, offsets: dict[TopicPartition, int], batch_over: bool = True) -> None:
+        """Spark completed the batch that ended at `offsets`. latestOffset() is only called
+        once the previous batch is over (batch_over); commit() comes later, lagging a batch."""
         with self._lock:
             self.done.update(offsets)
+            if batch_over:
+                self.in_flight = set()
 
-    def planning(self, offsets: dict[TopicPartition, int]) -> None:
+    def planning(self, start: dict[TopicPartition, int], end: dict[TopicPartition, int]) -> None:
+        """Spark is about to run the batch start..end."""
         with self._lock:
-            self.planned.update(offsets)
+            self.in_flight = {tp for tp, offset in end.items()
+                              if offset != start.get(tp, offset)}
 
     def started_at(self, offsets: dict[TopicPartition, int]) -> None:
         """Positions a partition starts from, which are not progress worth committing."""
@@ -141,8 +149,7 @@ class GroupSession:
 
     def _in_flight(self, partitions) -> list[TopicPartition]:
         with self._lock:
-            return [tp for tp in partitions
-                    if tp in self.planned and self.planned[tp] != self.done.get(tp)]
+            return [tp for tp in partitions if tp in self.in_flight]
 
     def _progress(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         with self._lock:
@@ -202,7 +209,7 @@ class GroupSession:
         beat_s = self.settings.heartbeat_interval_ms / 1000
         started = time.monotonic()
         next_beat = started + beat_s
-        while self._in_flight(partitions) and not self.closing \
+        while not self.closing and self._in_flight(partitions) \
                 and time.monotonic() - started < wait_s:
             if time.monotonic() >= next_beat:
                 # JoinGroup is not sent until this returns; keep the session alive meanwhile
@@ -251,13 +258,14 @@ class GroupSession:
         self.closed = True
         self.closing = True       # a revocation waiting for a batch gives up now
 
+        with self._lock:     # taken here, in the caller's thread, not on the loop
+            final = self._progress(dict(self.done))
+
         async def shutdown():
             if self.member is not None:
                 if self.settings.commit_offsets and self.member.fatal is None:
-                    with self._lock:
-                        offsets = dict(self.done)
                     try:
-                        await asyncio.wait_for(self._commit_owned(self._progress(offsets)), 3)
+                        await asyncio.wait_for(self._commit_owned(final), 3)
                     except (Exception, asyncio.TimeoutError) as exc:  # best effort on the way out
                         log.info("final commit skipped: %s", exc)
                 await self.member.close()

@@ -261,6 +261,7 @@ class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._topics: dict[str, int] = {}
         self._topics_checked = 0.0
         self._previous_sigterm = None
+        self._stopping = False
         self._log_ends: dict = {}
 
     # Executors get a pickled copy of the planner's instance: no threads or sockets in it.
@@ -330,6 +331,9 @@ class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             pass
 
     def _on_sigterm(self, signum, frame) -> None:
+        if self._stopping:
+            return      # Spark may signal twice; the first call is closing the member
+        self._stopping = True
         log.info("SIGTERM: closing the group member of %s", self.settings.group_id)
         previous = self._previous_sigterm
         try:
@@ -361,7 +365,6 @@ class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             positions = self._start_positions(list(owned), consult_group=(
                 self.settings.starting.kind == "group"))
             session.started_at(positions)
-            session.planning(positions)
             session.completed(positions)
             self._plan_generation = generation
             self._initial = O.to_json(positions)
@@ -405,7 +408,7 @@ class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
         end = O.plan_end(begin, kept, gained, latest, max_rows, self._target)
         session.started_at(gained)
-        session.planning(end)
+        session.planning(begin, end)
         self._plan_generation = generation
         return O.to_json(end)
 
@@ -424,7 +427,7 @@ class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def partitions(self, start: dict, end: dict) -> list[RangePartition]:
         begin, until = O.from_json(start), O.from_json(end)
         if self._session is not None:
-            self._session.planning(until)
+            self._session.planning(begin, until)
         return [_partition(self.settings, tp, a, b) for tp, a, b in O.ranges(begin, until)]
 
     def read(self, partition: RangePartition):
@@ -434,7 +437,7 @@ class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._session is None:
             return  # nothing joined in this run yet: the next latestOffset commits
         offsets = O.from_json(end)
-        self._session.completed(offsets)
+        self._session.completed(offsets, batch_over=False)
         self._session.commit(offsets)
 
     def stop(self) -> None:
