@@ -13,6 +13,10 @@ peer, in one run, with ratios.
   memory     100,000 idle static members in 10,000 groups of 10 (session timeout 120 s, no
              heartbeats): growth of the broker's RSS divided by the number of members. The
              baseline is taken after the connection pool is open and 200 warm-up groups formed.
+             The mock finds a group by a linear scan, so forming 10,000 groups takes it ~6 min:
+             it is measured with 20,000 members in 2,000 groups of 10 unless told otherwise.
+  breakdown  roster's GroupRuntime driven in this process under tracemalloc (no sockets, no
+             log): which lines of roster hold a member's bytes.
 
 Peers:
   rdmock     /work/shared/tools/rdmock.py (librdkafka's mock, C), pinned like roster. It holds
@@ -29,9 +33,15 @@ phase inherits another's groups or garbage. roster runs with
 --set group.initial.rebalance.delay.ms=0; its SyncGroup answers wait for the group record's
 fsync in __consumer_offsets (group-committed).
 
-    .venv/bin/python bench/coordinator.py                       # everything, ~4 min
-    .venv/bin/python bench/coordinator.py --only roster --phases heartbeat --profile /tmp/hb
-    .venv/bin/python bench/coordinator.py --json results.json
+    .venv/bin/python bench/coordinator.py                       # everything, ~6 min
+    .venv/bin/python bench/coordinator.py --sizes 100,1000      # without the 10,000 group
+    .venv/bin/python bench/coordinator.py --only roster --phases heartbeat,rebalance \
+        --sizes 1000 --profile /tmp/prof --profile-phases heartbeat,rebalance
+    .venv/bin/python bench/coordinator.py --json results.json --markdown report.md
+
+The machine is shared: before each measurement the run waits (briefly) for other processes to
+go quiet, and every table shows how many CPUs the rest of the machine used meanwhile. Rates per
+broker-CPU-second are the figures to compare when that column is not ~0.
 
 Everything stays on 127.0.0.1. Subprocesses and temporary directories are removed even when a
 step fails; a watchdog ends the run after --max-seconds. Progress goes to stderr.
@@ -93,7 +103,10 @@ CLIENT_CPUS: set[int] | None = None
 
 
 def _child_setup() -> None:
+    import ctypes
     import resource
+    # die with this process, however it ends (even SIGKILL): no broker is ever left behind
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     if BROKER_CPUS:
@@ -399,6 +412,7 @@ async def phase_rebalance(targets: Targets, target: str, size: int, args) -> dic
         await wait_quiet(args, [service], f"{target} rebalance {size}")
         formation_at = Snapshot.take(service)
         formation = await driver.run_round(0, timeout)
+        formation_cpu = service.cpu_s() - formation_at.broker_cpu
         progress(f"{target}: group of {size} formed in {formation.total_s:.3f} s "
                  f"({formation.generations} generation(s), {formation.joins} JoinGroups)")
         runs = []
@@ -431,7 +445,7 @@ async def phase_rebalance(targets: Targets, target: str, size: int, args) -> dic
                 "members": size, "session_ms": args.rb_session_ms,
                 "formation_s": formation.total_s, "formation_generations": formation.generations,
                 "formation_errors": dict(formation.errors),
-                "formation_broker_cpu_s": before_cpu(formation_at, service),
+                "formation_broker_cpu_s": formation_cpu,
                 "rounds": runs,
                 "median_s": statistics.median(r["rebalance_s"] for r in runs) if runs else None}
     finally:
@@ -446,10 +460,6 @@ async def settle_close(conns: list) -> None:
     close_all(conns)
     if conns:
         await asyncio.sleep(0.5)
-
-
-def before_cpu(snapshot: Snapshot, service: Service) -> float:
-    return service.cpu_s() - snapshot.broker_cpu
 
 
 async def phase_memory(targets: Targets, target: str, args) -> dict:
@@ -851,14 +861,15 @@ def render(results: Results, args) -> str:
 async def run(args, results: Results, targets: Targets) -> None:
     phases = args.phases
     for target in args.only:
+        if STOPPING:
+            break
         if "heartbeat" in phases:
             try:
                 results.heartbeat[target] = await phase_heartbeat(targets, target, args)
                 if "profile" in results.heartbeat[target]:
                     results.profile["heartbeat"] = results.heartbeat[target].pop("profile")
             except Exception as exc:  # keep going: the other targets still tell us something
-                results.failures.append(f"{target} heartbeat: {type(exc).__name__}: {exc}")
-                progress(f"FAILED {target} heartbeat: {exc}")
+                _failed(results, f"{target} heartbeat", exc)
         if "rebalance" in phases:
             for size in args.sizes:
                 if target == "rdmock" and size > args.mock_max_size:
@@ -870,21 +881,33 @@ async def run(args, results: Results, targets: Targets) -> None:
                         results.profile[f"rebalance {size}"] = profile
                     results.rebalance.setdefault(target, {})[size] = result
                 except Exception as exc:
-                    results.failures.append(f"{target} rebalance {size}: "
-                                            f"{type(exc).__name__}: {exc}")
-                    progress(f"FAILED {target} rebalance {size}: {exc}")
+                    _failed(results, f"{target} rebalance {size}", exc)
         if "memory" in phases and target != "echo":
             try:
                 results.memory[target] = await phase_memory(targets, target, args)
             except Exception as exc:
-                results.failures.append(f"{target} memory: {type(exc).__name__}: {exc}")
-                progress(f"FAILED {target} memory: {exc}")
+                _failed(results, f"{target} memory", exc)
     if "breakdown" in phases and "roster" in args.only:  # last: it leaves garbage in this process
         try:
             progress("breakdown: roster's GroupRuntime in-process under tracemalloc")
             results.memory["breakdown"] = await memory_breakdown(args)
         except Exception as exc:
-            results.failures.append(f"memory breakdown: {type(exc).__name__}: {exc}")
+            _failed(results, "memory breakdown", exc)
+
+
+STOPPING = False
+
+
+def _on_sigterm(*_) -> None:
+    global STOPPING
+    STOPPING = True
+    raise KeyboardInterrupt
+
+
+def _failed(results: Results, what: str, exc: BaseException) -> None:
+    reason = "interrupted (SIGTERM)" if STOPPING else f"{type(exc).__name__}: {exc}"
+    results.failures.append(f"{what}: {reason}")
+    progress(f"FAILED {what}: {reason}")
 
 
 def parse_args(argv=None):
@@ -934,7 +957,7 @@ def parse_args(argv=None):
     p.add_argument("--quiet-cpus", type=float, default=0.25,
                    help="before each measurement, wait until other processes use less than "
                         "this many CPUs ...")
-    p.add_argument("--quiet-wait", type=float, default=10.0, help="... for at most this long")
+    p.add_argument("--quiet-wait", type=float, default=5.0, help="... for at most this long")
     p.add_argument("--set", action="append", default=[], help="extra roster --set key=value")
     p.add_argument("--profile", help="py-spy raw output prefix (PREFIX-<phase>.txt); profiles "
                    "roster only")
@@ -973,10 +996,16 @@ def main(argv=None) -> int:
         targets.stop_all(), os._exit(3)))
     deadline.daemon = True
     deadline.start()
+    # SIGTERM (timeout, make) ends the run like Ctrl-C: brokers stopped, work directory removed
+    signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.perf_counter()
     try:
         import uvloop
         uvloop.run(run(args, results, targets))
+    except KeyboardInterrupt:
+        results.failures.append("interrupted" + (" (SIGTERM)" if STOPPING else "")
+                                + "; the tables hold what finished before")
+        progress("interrupted: stopping the brokers")
     finally:
         targets.stop_all()
         deadline.cancel()

@@ -427,7 +427,7 @@ class GroupSpec:
     session_ms: int
     rebalance_ms: int
     static: bool = True
-    poll_s: float = 0.3             # heartbeat period while the group is not settled
+    poll_s: float = 1.0             # heartbeat period while the group is not settled
     leader_syncs_last: bool = False  # librdkafka's mock answers a follower's late SyncGroup
     #                                  with INVALID_REQUEST: the leader waits for the followers
     heartbeats: bool = True         # False against the echo peer (its answers mean nothing)
@@ -458,8 +458,8 @@ class RoundStats:
 
     @property
     def generations(self) -> int:
-        return self.final_generation - self.start_generation if self.start_generation >= 0 \
-            else 1
+        """Generations the round went through (a new group starts from generation 0)."""
+        return self.final_generation - max(self.start_generation, 0)
 
 
 class GroupDriver:

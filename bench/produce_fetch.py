@@ -322,6 +322,8 @@ def fetch_all(broker: Service, end: int, args, record_size: int) -> Result:
     """Catch-up read: the whole partition from offset 0 to `end`, one consumer."""
     consumer = consumer_for(broker.address)
     try:
+        # Warm-up, as for producing: connection and metadata are in place before the clock starts.
+        consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=args.timeout)
         start = time.perf_counter()
         consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
         received, errors, first_error = read_until(consumer, broker, end - 1, end, start + args.timeout)
@@ -636,6 +638,12 @@ def print_table(results: list[Result], table_ratios: dict, roster_info: dict, me
         print(f"| {r.target} | {r.operation}{errors} | {r.mb_per_s:.1f} | {rate} | {vs_raw} | "
               f"{vs_mock} | {cpu_text} |{rounds}")
     print()
+    disturbed = [f"{r.target} {r.operation}" for r in results
+                 if r.extra.get("cpu", {}).get("other", 0) >= meta["quiet_below"]]
+    if disturbed:
+        print(f"warning: other processes used >= {meta['quiet_below']} CPUs during: "
+              f"{', '.join(disturbed)}; those rows are not representative (try --repeat 5 "
+              f"--quiet-wait 900)\n")
     for name, value in table_ratios.items():
         print(f"{name}: {value:.2f}")
     met = table_ratios.get("roster/raw disk produce acks=1")
