@@ -83,6 +83,7 @@ def main(argv=None) -> int:
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers need roster installed
     from pyspark.sql import SparkSession
+
     import roster.spark
     spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false") \
         .getOrCreate()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import Row
-from pyspark.sql.types import (ArrayType, BinaryType, StringType, StructField, StructType)
+from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 from pyspark.sql.utils import StreamingQueryException
 
 from roster.spark.options import write_settings

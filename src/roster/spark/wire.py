@@ -13,10 +13,10 @@ import datetime
 import logging
 from dataclasses import dataclass
 
+from roster.client import requests
 from roster.client.cluster import Cluster
 from roster.client.connection import BrokerConnection, ConnectionClosed
 from roster.client.member import parse_bootstrap
-from roster.client import requests
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
