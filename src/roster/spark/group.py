@@ -63,7 +63,6 @@ class GroupSession:
         self.in_flight: set[TopicPartition] = set()    # read by the batch Spark is running
         self.starts: dict[TopicPartition, int] = {}    # start positions (not yet processed)
         self.last_committed: dict[TopicPartition, int] = {}
-        self.history: list[tuple[int, tuple[TopicPartition, ...]]] = []
         self.closing = False
         self.closed = False
 
@@ -196,7 +195,6 @@ class GroupSession:
     async def _on_assigned(self, partitions) -> None:
         generation = self.member.machine.generation
         owned = tuple(self.member.machine.owned)
-        self.history.append((generation, owned))
         log.info("group %s generation %d: this reader owns %s", self.settings.group_id,
                  generation, ", ".join(f"{t}-{p}" for t, p in owned) or "nothing")
 
