@@ -191,3 +191,27 @@ def test_add_partitions_grows_and_refuses_shrinking(broker):
     broker.restart()  # the catalog kept the new count
     with AdminClient(broker.bootstrap) as admin:
         assert len(metadata(admin, ["grow"]).topics[0].partitions) == 5
+
+
+def test_clean_shutdown_with_a_parked_fetch_logs_no_error(broker):
+    """SIGTERM while a Fetch long poll is parked: exit 0 and no traceback."""
+    from roster.protocol.build import element, make
+    from roster.protocol.codec import encode_request, request_schema
+    schema = request_schema(1, 12)
+    entry = element(schema, "topics")
+    part = element(entry, "partitions")
+    body = make(schema, replica_id=-1, max_wait=datetime.timedelta(seconds=30), min_bytes=1,
+                max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+                rack_id="", forgotten_topics_data=(), topics=(make(
+                    entry, topic="idle", partitions=(make(
+                        part, partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),))
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "idle", 1).error_code == ErrorCode.none
+        wire.send_raw(encode_request(1, 12, 9, "t", body))  # parks for up to 30 s
+        import time
+        deadline = time.monotonic() + 10
+        while not any("created topic idle" in line for line in broker.output):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)  # re-checking the broker's log, not waiting for time to pass
+        assert broker.stop() == 0
+    assert not [line for line in broker.output if "Traceback" in line or " ERROR " in line]

@@ -24,6 +24,10 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
         connections.add(task)
         try:
             await Connection(broker, reader, writer).serve()
+        except asyncio.CancelledError:
+            # Shutdown cancels connections on purpose (e.g. one parked in a Fetch long poll);
+            # ending quietly keeps asyncio from logging the cancellation as an error.
+            writer.close()
         finally:
             connections.discard(task)
 
