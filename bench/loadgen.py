@@ -47,13 +47,13 @@ from roster.protocol.codec import (  # noqa: E402
     request_schema,
     response_schema,
 )
-from roster.protocol.errors import ErrorCode  # noqa: E402
 from roster.protocol.consumer_protocol import (  # noqa: E402
     Assignment,
     Subscription,
     encode_assignment,
     encode_subscription,
 )
+from roster.protocol.errors import ErrorCode  # noqa: E402
 
 JOIN, SYNC, HEARTBEAT, API_VERSIONS = 11, 14, 12, 18
 JOIN_V, SYNC_V, HEARTBEAT_V = 5, 3, 3   # what librdkafka sends
@@ -724,7 +724,8 @@ def build_canned(sizes: list[int]) -> dict:
 async def serve_echo(host: str, port: int, sizes: list[int]) -> None:
     Echo.canned = build_canned(sizes)
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(Echo, host, port, backlog=int(os.environ.get("ECHO_BACKLOG", "4096")))
+    backlog = int(os.environ.get("ECHO_BACKLOG", "4096"))
+    server = await loop.create_server(Echo, host, port, backlog=backlog)
     print(f"echo listening on {host}:{server.sockets[0].getsockname()[1]}", flush=True)
     stop = asyncio.Event()
     import signal
