@@ -2,9 +2,9 @@
 (the command-line tool KIP-345 proposes). Everything goes over the wire protocol."""
 from __future__ import annotations
 
-from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
 import datetime
 
+from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
 from roster.coordinator.partitioning import partition_for
 from roster.protocol.build import element, make
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment

@@ -15,6 +15,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
+
 try:  # aiokafka's compiled record reader: ~20x faster than the pure-Python one when loading
     from aiokafka.record.memory_records import MemoryRecords
 except ImportError:  # pragma: no cover - aiokafka ships wheels for the platforms we run on

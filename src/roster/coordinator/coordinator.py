@@ -31,7 +31,6 @@ from roster.coordinator.timers import HeartbeatExpired, JoinDeadline, SyncDeadli
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
-
 # A failed append is answered with the error a group client knows how to handle (Kafka's
 # appendGroupMetadataErrorToResponseError / CoordinatorOperationExceptionHelper): retry elsewhere
 # or later, rather than a log-level error the client has no handling for.

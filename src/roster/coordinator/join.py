@@ -7,7 +7,7 @@ import logging
 
 from roster.coordinator import records
 from roster.coordinator.group import Group, Member
-from roster.coordinator.messages import JoinReply, JoinRequest
+from roster.coordinator.messages import JoinReply, JoinRequest, SyncReply
 from roster.coordinator.rebalance import (
     answer_join,
     answer_sync,
@@ -21,7 +21,6 @@ from roster.coordinator.rebalance import (
 from roster.coordinator.results import AfterWrite, Parked, Result
 from roster.coordinator.states import GroupState, IllegalTransition
 from roster.coordinator.timers import HeartbeatExpired, heartbeat_key
-from roster.coordinator.messages import SyncReply
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
 

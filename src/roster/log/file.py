@@ -25,9 +25,8 @@ import logging
 import os
 import shutil
 import threading
-from pathlib import Path
-
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from roster.log.api import (
     AppendResult,

@@ -4,8 +4,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from .api import (Assignment, AssignmentError, Assignor, MemberSubscription, TopicPartition,
-                  UnknownAssignorError)
+from .api import (
+    Assignment,
+    AssignmentError,
+    Assignor,
+    MemberSubscription,
+    TopicPartition,
+    UnknownAssignorError,
+)
 from .cooperative_sticky import CooperativeStickyAssignor
 from .range import RangeAssignor
 from .roundrobin import RoundRobinAssignor
