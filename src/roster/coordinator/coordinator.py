@@ -27,7 +27,7 @@ from roster.coordinator.messages import (
 from roster.coordinator.replay import replay
 from roster.coordinator.results import AfterWrite, Result
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import HeartbeatExpired, JoinDeadline, SyncDeadline
+from roster.coordinator.timers import JoinDeadline, SessionDeadline, SyncDeadline
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
@@ -113,8 +113,8 @@ class Coordinator:
         group = self.groups.get(event.group_id)
         if group is None:
             return result
-        if isinstance(event, HeartbeatExpired):
-            rebalance.heartbeat_expired(self, group, event.member_id, now, result)
+        if isinstance(event, SessionDeadline):
+            rebalance.sessions_lapsed(self, group, now, result)
         elif isinstance(event, JoinDeadline):
             rebalance.join_deadline(self, group, event, now, result)
         elif isinstance(event, SyncDeadline):

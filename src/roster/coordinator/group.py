@@ -29,6 +29,8 @@ class Member:
     is_new: bool = False
     awaiting_join: Parked | None = None
     awaiting_sync: Parked | None = None
+    # when the member's session ends unless it is heard from (sessions.py); None: not watched
+    session_deadline_ms: int | None = None
 
     @property
     def is_static(self) -> bool:
@@ -43,6 +45,15 @@ class Member:
     def vote(self, candidates: set[str]) -> str:
         """The first of this member's protocols, in its own order, that everyone supports."""
         return next(name for name, _ in self.protocols if name in candidates)
+
+
+def discard(members: set[str], member_id: str) -> None:
+    """set.discard, but an emptied set gives back its table: `joining` and `pending_sync` fill
+    up during every rebalance and are empty in between, and a set never shrinks by itself (a
+    group of 10 would keep ~0.5 KB of empty slots per set for as long as it is idle)."""
+    members.discard(member_id)
+    if not members:
+        members.clear()
 
 
 @dataclass(slots=True)
@@ -66,7 +77,8 @@ class Group:
     leader_id: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)   # instance id -> member id
-    pending_members: set[str] = field(default_factory=set)        # KIP-394: ids handed out
+    # KIP-394: ids handed out, each with the deadline by which it must rejoin (sessions.py)
+    pending_members: dict[str, int | None] = field(default_factory=dict)
     pending_sync: set[str] = field(default_factory=set)           # joined, no SyncGroup yet
     # members parked in JoinGroup: "has everyone rejoined?" is asked on every join, so it must
     # not scan the members (a 10,000-member rebalance would be quadratic)
@@ -75,6 +87,7 @@ class Group:
     # asked on every join, so kept up to date rather than recomputed (Kafka does the same)
     protocol_counts: Counter = field(default_factory=Counter)
     new_member_added: bool = False        # during an initial rebalance's delay
+    session_timer_ms: int | None = None   # the deadline the group's session timer is armed for
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
 
     # -- state ---------------------------------------------------------------------------
@@ -116,8 +129,8 @@ class Group:
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
-        self.pending_sync.discard(member_id)
-        self.joining.discard(member_id)
+        discard(self.pending_sync, member_id)
+        discard(self.joining, member_id)
         if member is None:
             return None
         self._uncount(member.protocols)
@@ -164,7 +177,7 @@ class Group:
     def take_join(self, member: Member) -> Parked | None:
         """The member's parked JoinGroup, now no longer parked (None if there was none)."""
         parked, member.awaiting_join = member.awaiting_join, None
-        self.joining.discard(member.member_id)
+        discard(self.joining, member.member_id)
         return parked
 
     def awaiting_join_count(self) -> int:

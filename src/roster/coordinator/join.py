@@ -19,8 +19,8 @@ from roster.coordinator.rebalance import (
     reschedule_heartbeat,
 )
 from roster.coordinator.results import AfterWrite, Parked, Result
+from roster.coordinator.sessions import add_pending
 from roster.coordinator.states import GroupState, IllegalTransition
-from roster.coordinator.timers import HeartbeatExpired, heartbeat_key
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
 
@@ -49,7 +49,7 @@ def join(ctx, request: JoinRequest, now: int) -> Result:
 
     if not _accepts_joining_member(ctx, group, request.member_id):
         group.remove(request.member_id)
-        group.pending_members.discard(request.member_id)
+        group.pending_members.pop(request.member_id, None)
         result.reply(request.token, JoinReply(error=ErrorCode.group_max_size_reached))
     elif new_member:
         _join_new_member(ctx, group, request, now, result)
@@ -105,9 +105,7 @@ def _join_new_member(ctx, group: Group, request: JoinRequest, now: int, result: 
         return
     if request.api_version >= KNOWN_MEMBER_ID_REQUIRED_FROM:
         # KIP-394: hand out an id and expect the member to come back with it
-        group.pending_members.add(new_id)
-        result.schedule(heartbeat_key(group.group_id, new_id), now + request.session_timeout_ms,
-                        HeartbeatExpired(group.group_id, new_id))
+        add_pending(result, group, new_id, now + request.session_timeout_ms)
         result.reply(request.token, JoinReply(error=ErrorCode.member_id_required, member_id=new_id))
         return
     _add_member(ctx, group, request, new_id, now, result)
@@ -124,7 +122,7 @@ def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: in
         awaiting_join=Parked(request.token, request.api_version))
     if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
         group.new_member_added = True  # extends the initial rebalance delay
-    group.pending_members.discard(member_id)
+    group.pending_members.pop(member_id, None)
     group.add(member)
     # A new member cannot heartbeat while its JoinGroup is parked, so it gets the (long)
     # new-member join timeout instead of its session timeout.

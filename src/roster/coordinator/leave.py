@@ -8,7 +8,6 @@ from roster.coordinator.group import Group
 from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply, LeaveRequest
 from roster.coordinator.rebalance import (
     answer_join,
-    cancel_heartbeat,
     maybe_complete_join,
     maybe_prepare_rebalance_or_complete_join,
 )
@@ -59,8 +58,7 @@ def _remove(group: Group, identity, result: Result) -> ErrorCode:
         _remove_member(group, member_id, result, "removed by group instance id")
         return ErrorCode.none
     if identity.member_id in group.pending_members:
-        group.pending_members.discard(identity.member_id)
-        cancel_heartbeat(result, group, identity.member_id)
+        del group.pending_members[identity.member_id]  # and with it, its deadline
         return ErrorCode.none
     error = member_error(group, identity.member_id, identity.group_instance_id)
     if error is not None:
@@ -71,7 +69,6 @@ def _remove(group: Group, identity, result: Result) -> ErrorCode:
 
 def _remove_member(group: Group, member_id: str, result: Result, reason: str) -> None:
     member = group.members[member_id]
-    cancel_heartbeat(result, group, member_id)
     answer_join(result, group, member, JoinReply(error=ErrorCode.unknown_member_id))
     group.remove(member_id)
     log.info("member %s left group %s: %s", member_id, group.group_id, reason)

@@ -7,19 +7,13 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator import records
+from roster.coordinator import records, sessions
 from roster.coordinator.group import Group, Member
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
 from roster.coordinator.results import Result
+from roster.coordinator.sessions import reschedule_heartbeat
 from roster.coordinator.states import CAN_REBALANCE, GroupState
-from roster.coordinator.timers import (
-    HeartbeatExpired,
-    JoinDeadline,
-    SyncDeadline,
-    heartbeat_key,
-    join_key,
-    sync_key,
-)
+from roster.coordinator.timers import JoinDeadline, SyncDeadline, join_key, sync_key
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -54,19 +48,6 @@ def current_generation_reply(group: Group, member_id: str, members=(), leader=No
                      protocol_name=group.protocol_name,
                      leader=(group.leader_id if leader is None else leader) or "",
                      skip_assignment=skip_assignment, member_id=member_id, members=members)
-
-
-# -- heartbeats ---------------------------------------------------------------------------
-
-def reschedule_heartbeat(result: Result, group: Group, member: Member, now: int,
-                         timeout_ms: int | None = None) -> None:
-    timeout = member.session_timeout_ms if timeout_ms is None else timeout_ms
-    result.schedule(heartbeat_key(group.group_id, member.member_id), now + timeout,
-                    HeartbeatExpired(group.group_id, member.member_id))
-
-
-def cancel_heartbeat(result: Result, group: Group, member_id: str) -> None:
-    result.cancel(heartbeat_key(group.group_id, member_id))
 
 
 # -- starting a rebalance -----------------------------------------------------------------
@@ -119,8 +100,7 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
         if not member.is_static:  # static members keep their place while they are away
             log.info("removing member %s of group %s: it did not rejoin in time",
                      member.member_id, group.group_id)
-            group.remove(member.member_id)
-            cancel_heartbeat(result, group, member.member_id)
+            group.remove(member.member_id)  # and with it, its session deadline
 
     if not _elect_joined_leader(group) and group.members:
         # Nobody has rejoined: wait another rebalance timeout; session expiry clears the rest.
@@ -207,22 +187,36 @@ def remove_member_and_update_group(ctx, group: Group, member: Member, now: int, 
 
 # -- timer expiries ------------------------------------------------------------------------
 
-def heartbeat_expired(ctx, group: Group, member_id: str, now: int, result: Result) -> None:
-    if group.state is S.DEAD:
-        return
-    if member_id in group.pending_members:
-        group.pending_members.discard(member_id)
-        log.info("pending member %s of group %s did not rejoin in time", member_id, group.group_id)
-        # Like a member's expiry below (Kafka's removePendingMemberAndUpdateClassicGroup), this
-        # completes the join phase once everyone left has joined, even during an initial
-        # rebalance's delay: only JoinGroup and LeaveGroup wait for the delay timer.
-        if group.state is S.PREPARING_REBALANCE and group.all_joined():
-            result.cancel(join_key(group.group_id))
-            complete_join(ctx, group, now, result)
-        return
-    member = group.members.get(member_id)
-    if member is None:
-        return  # an old id of a replaced static member, or a member already gone
+def sessions_lapsed(ctx, group: Group, now: int, result: Result) -> None:
+    """The group's session timer fired: expire, earliest first, every member and pending id
+    whose session has ended, then watch the next earliest deadline."""
+    for _, member_id, pending in sessions.lapsed(group, now):
+        if group.state is S.DEAD:
+            continue  # the deadline is cleared; nothing else changes (Kafka ignores it too)
+        if pending:
+            # still pending, and not given a new deadline by an earlier expiry
+            if member_id in group.pending_members and group.pending_members[member_id] is None:
+                _pending_member_expired(ctx, group, member_id, now, result)
+            continue
+        member = group.members.get(member_id)
+        # gone already, or heard from since (an earlier expiry's rebalance answered it)
+        if member is not None and member.session_deadline_ms is None:
+            _member_expired(ctx, group, member, now, result)
+    sessions.rearm(result, group)
+
+
+def _pending_member_expired(ctx, group: Group, member_id: str, now: int, result: Result) -> None:
+    del group.pending_members[member_id]
+    log.info("pending member %s of group %s did not rejoin in time", member_id, group.group_id)
+    # Like a member's expiry below (Kafka's removePendingMemberAndUpdateClassicGroup), this
+    # completes the join phase once everyone left has joined, even during an initial
+    # rebalance's delay: only JoinGroup and LeaveGroup wait for the delay timer.
+    if group.state is S.PREPARING_REBALANCE and group.all_joined():
+        result.cancel(join_key(group.group_id))
+        complete_join(ctx, group, now, result)
+
+
+def _member_expired(ctx, group: Group, member: Member, now: int, result: Result) -> None:
     alive = not member.is_new and (member.awaiting_join is not None
                                    or member.awaiting_sync is not None)
     if not alive:
@@ -252,7 +246,6 @@ def sync_deadline(ctx, group: Group, event: SyncDeadline, now: int, result: Resu
     laggards = sorted(group.pending_sync)
     for member_id in laggards:
         group.remove(member_id)
-        cancel_heartbeat(result, group, member_id)
     prepare_rebalance(ctx, group, now, result,
                       f"removing {', '.join(laggards)}: no SyncGroup within the rebalance timeout")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 
 from roster.coordinator import records
-from roster.coordinator.group import Group
+from roster.coordinator.group import Group, discard
 from roster.coordinator.messages import SyncReply, SyncRequest
 from roster.coordinator.rebalance import (
     maybe_prepare_rebalance_or_complete_join,
@@ -47,7 +47,7 @@ def sync(ctx, request: SyncRequest, now: int) -> Result:
 
 
 def _synced(group: Group, member_id: str, result: Result) -> None:
-    group.pending_sync.discard(member_id)
+    discard(group.pending_sync, member_id)
     if not group.pending_sync:  # everyone has synced: nobody is left for the deadline to evict
         result.cancel(sync_key(group.group_id))
 

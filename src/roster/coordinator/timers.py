@@ -1,12 +1,18 @@
-"""Timer keys and the events they carry. Scheduling a key again replaces its timer, so a
-heartbeat simply re-arms its member's key; an event for a member that is gone does nothing."""
+"""Timer keys and the events they carry. Scheduling a key again replaces its timer; an event that
+finds nothing to do (its member or generation is gone) does nothing.
+
+Member sessions use one timer per group, not one per member: each member keeps its own session
+deadline (see sessions.py), and the group's timer is armed for the earliest of them.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 
-def heartbeat_key(group_id: str, member_id: str) -> str:
-    return f"heartbeat:{group_id}:{member_id}"
+def heartbeat_key(group_id: str) -> str:
+    """The group's session timer. Named "heartbeat" so that, at equal deadlines, it sorts before
+    the group's join and sync timers, as every member's own heartbeat timer used to."""
+    return f"heartbeat:{group_id}"
 
 
 def join_key(group_id: str) -> str:
@@ -18,9 +24,10 @@ def sync_key(group_id: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatExpired:
+class SessionDeadline:
+    """The earliest session deadline of the group's members (and pending member ids) has come."""
+
     group_id: str
-    member_id: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,6 +3,11 @@
 Timers only fire when the test advances time; writes complete at once (or fail, when asked to, or
 wait until released, when held); every reply is kept by its token. Tests assert the three things
 a coordinator does: records written, replies released, timers scheduled (with exact deadlines).
+
+Member sessions are watched by one timer per group, armed for the earliest member deadline
+(coordinator/sessions.py). Tests read a member's own deadline with session_deadline(), and after
+every operation the harness checks that each such deadline is covered: the group's timer is armed
+at or before it, so when the clock reaches a deadline the member's expiry runs at that very time.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from roster.coordinator.messages import (
     SyncRequest,
 )
 from roster.coordinator.results import Cancel, Result, Schedule
+from roster.coordinator.timers import heartbeat_key
 from roster.protocol.errors import ErrorCode
 
 PROTOCOLS = (("range", b"range-meta"), ("roundrobin", b"rr-meta"))
@@ -51,6 +57,7 @@ class Harness:
                 self.timers[op.key] = (op.deadline_ms, op.event)
             elif isinstance(op, Cancel):
                 self.timers.pop(op.key, None)
+        self.check_sessions_watched()
         if result.records and self.hold_next_write:
             self.hold_next_write = False
             self.held.append(result)  # its replies wait for the write, as at the edge
@@ -91,6 +98,31 @@ class Harness:
     def deadline(self, key: str) -> int | None:
         entry = self.timers.get(key)
         return entry[0] if entry else None
+
+    def session_deadline(self, member_id: str, group: str = "g") -> int | None:
+        """When this member's (or pending member id's) session ends unless it is heard from;
+        None when it is not watched (gone, or kept alive while parked)."""
+        target = self.group(group)
+        if target is None:
+            return None
+        if member_id in target.pending_members:
+            return target.pending_members[member_id]
+        member = target.members.get(member_id)
+        return member.session_deadline_ms if member is not None else None
+
+    def check_sessions_watched(self) -> None:
+        """Every session deadline has the group's timer armed at or before it, and the group's
+        record of its armed timer is the timer actually armed."""
+        for group_id, group in self.coordinator.groups.items():
+            armed = self.timers.get(heartbeat_key(group_id))
+            if group.session_timer_ms is not None:
+                assert armed is not None and armed[0] == group.session_timer_ms, \
+                    (group_id, group.session_timer_ms, armed)
+            deadlines = [m.session_deadline_ms for m in group.members.values()]
+            deadlines += list(group.pending_members.values())
+            for deadline in deadlines:
+                if deadline is not None:
+                    assert armed is not None and armed[0] <= deadline, (group_id, deadline, armed)
 
     def group(self, group_id: str = "g"):
         return self.coordinator.groups.get(group_id)

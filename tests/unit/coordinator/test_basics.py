@@ -1,6 +1,6 @@
 """First scenarios: a group forms, heartbeats keep it, a leave rebalances it."""
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import heartbeat_key, join_key, sync_key
+from roster.coordinator.timers import join_key, sync_key
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import Harness
 
@@ -10,7 +10,7 @@ def test_dynamic_member_needs_a_member_id_first():
     first = h.join()
     reply = h.reply(first)
     assert reply.error is ErrorCode.member_id_required and reply.member_id.startswith("client-")
-    assert h.deadline(heartbeat_key("g", reply.member_id)) == 10_000  # pending-member expiry
+    assert h.session_deadline(reply.member_id) == 10_000  # pending-member expiry
     assert h.group().state is GroupState.EMPTY
 
 
@@ -23,7 +23,7 @@ def test_two_members_form_a_stable_group():
     assert group.members[b].assignment == f"assignment-of-{b}".encode()
     assert h.records[-1].value.generation == 1
     assert {m.member_id for m in h.records[-1].value.members} == {a, b}
-    assert h.deadline(heartbeat_key("g", a)) == 10_000
+    assert h.session_deadline(a) == 10_000
     assert h.deadline(sync_key("g")) is None  # everyone synced: the pending-sync timer is gone
 
 
@@ -32,7 +32,7 @@ def test_heartbeats_keep_a_member_and_silence_evicts_it():
     a, b = h.stable_group(None, None)
     h.advance(9_000)
     assert h.heartbeat(a, 1) is ErrorCode.none
-    assert h.deadline(heartbeat_key("g", a)) == 19_000  # re-armed by the heartbeat
+    assert h.session_deadline(a) == 19_000  # re-armed by the heartbeat
     h.advance(1_000)  # b's session (10 s since the sync) lapses now
     group = h.group()
     assert b not in group.members and group.state is GroupState.PREPARING_REBALANCE

@@ -4,7 +4,7 @@ import pytest
 
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import heartbeat_key, join_key, sync_key
+from roster.coordinator.timers import join_key, sync_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey
 from tests.unit.coordinator.harness import PROTOCOLS, Harness
@@ -107,7 +107,7 @@ def test_dynamic_members_join_group_with_max_size_and_required_known_member():
     assert group.state is S.EMPTY and len(group.pending_members) == 11 and group.members == {}
     second = [h.join(member_id=m) for m in ids]
     assert h.reply(second[10]) == JoinReply(error=E.group_max_size_reached)
-    assert len(group.members) == 10 and group.pending_members == set()
+    assert len(group.members) == 10 and group.pending_members.keys() == set()
     h.advance(50)  # members arrived during the delay: it is extended once
     assert not h.answered(second[0]) and h.deadline(join_key("g")) == 100
     h.advance(50)
@@ -241,7 +241,7 @@ def test_join_group_completion_when_pending_member_joins():
     reply = h.reply(token)
     assert (reply.error, reply.generation, reply.leader) == (E.none, 2, leader)
     group = h.group()
-    assert group.state is S.COMPLETING_REBALANCE and group.pending_members == set()
+    assert group.state is S.COMPLETING_REBALANCE and group.pending_members.keys() == set()
     assert list(group.members) == [leader, follower, pending]
     assert [m.member_id for m in h.reply(leader_join).members] == [leader, follower, pending]
 
@@ -384,7 +384,7 @@ def test_leader_failure_in_sync_group():
     assert h.reply(follower_sync) == SyncReply(error=E.rebalance_in_progress)
     group = h.group()
     assert list(group.members) == [follower] and group.state is S.PREPARING_REBALANCE
-    assert h.deadline(heartbeat_key("g", follower)) == 12_000  # re-armed when answered
+    assert h.session_deadline(follower) == 12_000  # re-armed when answered
     assert h.deadline(sync_key("g")) is None
 
 
@@ -475,7 +475,7 @@ def test_heartbeat_empty_group():
     h = Harness()
     h.add_member("member-id")
     assert h.heartbeat("member-id", 0) is E.unknown_member_id
-    assert h.deadline(heartbeat_key("g", "member-id")) is None
+    assert h.session_deadline("member-id") is None
 
 
 def test_heartbeat_unknown_member_existing_group():
@@ -492,7 +492,7 @@ def test_heartbeat_during_preparing_rebalance():
     h.join(member_id=leader)
     h.advance(4000)
     assert h.heartbeat(follower, 1) is E.rebalance_in_progress
-    assert h.deadline(heartbeat_key("g", follower)) == 14_000
+    assert h.session_deadline(follower) == 14_000
 
 
 def test_heartbeat_during_completing_rebalance():
@@ -503,7 +503,7 @@ def test_heartbeat_during_completing_rebalance():
     member = h.reply(token).member_id
     h.advance(3000)
     assert h.heartbeat(member, 1) is E.none
-    assert h.deadline(heartbeat_key("g", member)) == 13_000
+    assert h.session_deadline(member) == 13_000
 
 
 def test_heartbeat_illegal_generation():

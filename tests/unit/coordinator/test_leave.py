@@ -2,7 +2,7 @@
 v3+ batch semantics of KIP-345), pending ids (§9 items 19 and 26)."""
 from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import heartbeat_key, join_key
+from roster.coordinator.timers import join_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, GroupValue, Record
 from tests.unit.coordinator.harness import Harness
@@ -55,7 +55,7 @@ def test_leave_group_dynamic_member_rebalances_and_cancels_its_session():
     group = h.group()
     assert list(group.members) == [follower] and group.leader_id == follower
     assert group.state is S.PREPARING_REBALANCE
-    assert h.deadline(heartbeat_key("g", leader)) is None
+    assert h.session_deadline(leader) is None
 
 
 def test_leave_group_static_member_with_unknown_member_id():
@@ -68,7 +68,7 @@ def test_leave_group_static_member_with_unknown_member_id():
     group = h.group()
     # the last member left during CompletingRebalance: the group empties at once
     assert group.members == {} and group.static_members == {} and group.state is S.EMPTY
-    assert group.generation == 2 and h.deadline(heartbeat_key("g", member)) is None
+    assert group.generation == 2 and h.session_deadline(member) is None
     assert h.records[-1] == Record(GroupKey("g"), GroupValue("consumer", 2, None, None, 0, ()))
 
 
@@ -119,8 +119,8 @@ def test_pending_members_leave_group():
     assert h.leave((pending, None)) == LeaveReply(members=(outcome(pending, None),))
     group = h.group()
     assert group.state is S.COMPLETING_REBALANCE and list(group.members) == [leader, follower]
-    assert group.pending_members == set() and len(h.records) == records_before
-    assert h.deadline(heartbeat_key("g", pending)) is None
+    assert group.pending_members.keys() == set() and len(h.records) == records_before
+    assert h.session_deadline(pending) is None
     assert h.reply(leader_join).generation == 2
 
 

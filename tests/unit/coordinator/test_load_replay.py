@@ -5,7 +5,7 @@ import pytest
 
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import heartbeat_key, join_key
+from roster.coordinator.timers import join_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import (
     GroupKey,
@@ -134,8 +134,8 @@ def test_on_loaded_schedules_classic_group_member_heartbeats():
     h.now = 500
     assert h.timers == {}
     h.apply(h.coordinator.groups_loaded(["g", "not-loaded"], h.now))
-    assert h.deadline(heartbeat_key("g", "member-0")) == \
-        h.deadline(heartbeat_key("g", "member-1")) == 6500
+    assert h.session_deadline("member-0") == \
+        h.session_deadline("member-1") == 6500
     assert h.group().state is S.STABLE
     h.advance(3000)
     assert h.heartbeat("member-1", 1, instance="instance-1") is E.none

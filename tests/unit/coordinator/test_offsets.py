@@ -4,7 +4,6 @@ import pytest
 
 from roster.coordinator.messages import CommitReply, FetchedOffset
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import heartbeat_key
 from roster.protocol.consumer_protocol import Subscription, encode_subscription
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, OffsetKey, OffsetValue, Record
@@ -112,16 +111,16 @@ def test_offset_commit_in_stable_and_preparing_rebalance_keeps_the_session():
     leader, follower = h.stable_group(None, None)
     h.advance(4000)
     assert h.commit({("t", 0): 1}, member_id=follower, generation=1).errors[0][2] is E.none
-    assert h.deadline(heartbeat_key("g", follower)) == 14_000
+    assert h.session_deadline(follower) == 14_000
     h.join(member_id=leader)  # PreparingRebalance, generation still 1
     h.advance(1000)
     assert h.commit({("t", 0): 2}, member_id=follower, generation=1).errors[0][2] is E.none
-    assert h.deadline(heartbeat_key("g", follower)) == 15_000
+    assert h.session_deadline(follower) == 15_000
     h.join(member_id=follower)  # everyone rejoined: CompletingRebalance, generation 2
     h.advance(1000)
     assert h.commit({("t", 0): 3}, member_id=follower, generation=2).errors[0][2] is \
         E.rebalance_in_progress
-    assert h.deadline(heartbeat_key("g", follower)) == 15_000
+    assert h.session_deadline(follower) == 15_000
     assert [f.offset for f in h.coordinator.fetch_offsets("g", [("t", 0)])] == [2]
 
 

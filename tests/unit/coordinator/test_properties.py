@@ -260,7 +260,7 @@ class GroupMachine(RuleBasedStateMachine):
                 assert m.awaiting_sync is None
         if group.state in (S.EMPTY, S.DEAD):
             assert not members and group.protocol_name is None
-        assert not group.pending_members & set(members)
+        assert not group.pending_members.keys() & set(members)
         assert group.pending_sync <= set(members)
         if group.state not in (S.COMPLETING_REBALANCE, S.STABLE):
             assert not group.pending_sync
@@ -310,7 +310,7 @@ class GroupMachine(RuleBasedStateMachine):
         group = self.h.group()
         if group is not None:
             assert group.members == {} and group.state is S.EMPTY
-            assert group.pending_members == set()
+            assert group.pending_members.keys() == set()
 
 
 GroupMachine.TestCase.settings = settings(
