@@ -7,6 +7,7 @@ which header version each uses (flexible versions carry tagged fields). Looking 
 from __future__ import annotations
 
 import io
+import struct
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -17,6 +18,8 @@ from kio.serial.errors import SerialError
 
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
+
+_SIZE_AND_CORRELATION = struct.Struct(">ii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +72,26 @@ def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request
                    header.client_id, body)
 
 
+class EncodedBody(bytes):
+    """A response body a handler encoded itself (for a hot path kio's generic writer is too slow
+    for); encode_response only puts the header and size in front of it."""
+
+
+@cache
+def _header_after_correlation_id(api_key: int, api_version: int) -> bytes:
+    """What the response header holds after the correlation id: nothing (header v0) or an empty
+    tagged-field section (v1), taken from kio's own encoding of the header."""
+    header_schema = response_schema(api_key, api_version).__header_schema__
+    out = io.BytesIO()
+    _writer(header_schema)(out, header_schema(correlation_id=0))
+    return out.getvalue()[4:]
+
+
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: Any) -> bytes:
-    """A complete response frame, size prefix included."""
+    """A complete response frame, size prefix included. `body` is a kio entity or EncodedBody."""
+    if type(body) is EncodedBody:
+        rest = _header_after_correlation_id(api_key, api_version)
+        return _SIZE_AND_CORRELATION.pack(4 + len(rest) + len(body), correlation_id) + rest + body
     schema = response_schema(api_key, api_version)
     header_schema = schema.__header_schema__
     out = io.BytesIO()

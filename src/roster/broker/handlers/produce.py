@@ -14,10 +14,9 @@ import struct
 from roster.broker.topics import TopicError, check_topic_name
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogStorageError, RecordTooLarge
-from roster.protocol.build import element, make
-from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix
+from roster.protocol.produce_response import FIRST_TOPIC_ID, PartitionAnswer, encode_produce_response
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 0
@@ -130,19 +129,11 @@ async def handle(broker, request, connection):
 
 
 def _response(version: int, results):
-    schema = response_schema(API_KEY, version)
-    topic_entry = element(schema, "responses")
-    partition_entry = element(topic_entry, "partition_responses")
-    responses = tuple(
-        make(topic_entry, name=getattr(topic_data, "name", None),
-             topic_id=getattr(topic_data, "topic_id", None),
-             partition_responses=tuple(
-                 make(partition_entry, index=index, error_code=o.error, base_offset=o.base_offset,
-                      log_append_time=None, log_start_offset=o.log_start_offset,
-                      record_errors=(), error_message=o.message)
-                 for index, o in outcomes))
-        for topic_data, outcomes in results)
-    return make(schema, responses=responses)
+    return encode_produce_response(version, [
+        (topic_data.name if version < FIRST_TOPIC_ID else topic_data.topic_id,
+         [PartitionAnswer(index, o.error, o.base_offset, o.log_start_offset, o.message)
+          for index, o in outcomes])
+        for topic_data, outcomes in results])
 
 
 # -- v0-2: advertised, never served ---------------------------------------------------------

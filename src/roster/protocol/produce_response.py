@@ -1,0 +1,94 @@
+"""Produce responses (v3-13) encoded by hand, because every produced batch gets one.
+
+Building the answer as kio entities (a dataclass per partition, per topic and for the response,
+each checked field by field) and walking them with kio's generic writer cost ~16% of the broker's
+CPU under a produce load, for a response of ~60 bytes. This writes the same bytes directly; a unit
+test compares them with kio's encoding for every version and for error answers.
+
+The fields by version (Kafka's ProduceResponse.json):
+    topic:      name (v3-12, string) or topic_id (v13, uuid), then its partitions
+    partition:  index int32, error_code int16, base_offset int64, log_append_time int64 (v2+),
+                log_start_offset int64 (v5+), record_errors array + error_message string (v8+)
+    response:   throttle_time_ms int32
+Versions 9+ are flexible: compact lengths, and an empty tagged-field section after each partition,
+each topic and the response (current_leader and node_endpoints are tagged and only sent with
+NOT_LEADER_OR_FOLLOWER, which a one-broker cluster never answers).
+"""
+from __future__ import annotations
+
+import struct
+import uuid
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from roster.protocol.codec import EncodedBody
+
+FIRST_FLEXIBLE = 9
+FIRST_TOPIC_ID = 13
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_CORE = struct.Struct(">ihq")      # index, error_code, base_offset
+_INT64 = struct.Struct(">q")
+NO_TIMESTAMP = _INT64.pack(-1)     # log_append_time: roster keeps producer timestamps (CreateTime)
+NO_TAGS = b"\0"
+NO_THROTTLE = _INT32.pack(0)
+NIL_UUID = uuid.UUID(int=0)
+
+
+class PartitionAnswer(NamedTuple):
+    index: int
+    error_code: int
+    base_offset: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+def _uvarint(value: int) -> bytes:
+    out = bytearray()
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _array_length(count: int, flexible: bool) -> bytes:
+    return _uvarint(count + 1) if flexible else _INT32.pack(count)
+
+
+def _string(text: str | None, flexible: bool) -> bytes:
+    if text is None:
+        return b"\0" if flexible else _INT16.pack(-1)
+    data = text.encode()
+    return (_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
+
+
+def encode_produce_response(version: int,
+                            topics: Sequence[tuple[str | uuid.UUID | None,
+                                                   Sequence[PartitionAnswer]]]) -> EncodedBody:
+    """The response body for `topics`: (topic name, or topic id from v13, [answers]) each."""
+    flexible = version >= FIRST_FLEXIBLE
+    parts = [_array_length(len(topics), flexible)]
+    for topic, answers in topics:
+        if version >= FIRST_TOPIC_ID:
+            parts.append((topic or NIL_UUID).bytes)
+        else:
+            parts.append(_string(topic, flexible))
+        parts.append(_array_length(len(answers), flexible))
+        for answer in answers:
+            parts.append(_CORE.pack(answer.index, answer.error_code, answer.base_offset))
+            parts.append(NO_TIMESTAMP)
+            if version >= 5:
+                parts.append(_INT64.pack(answer.log_start_offset))
+            if version >= 8:
+                parts.append(_array_length(0, flexible))  # record_errors: none
+                parts.append(_string(answer.error_message, flexible))
+            if flexible:
+                parts.append(NO_TAGS)
+        if flexible:
+            parts.append(NO_TAGS)
+    parts.append(NO_THROTTLE)
+    if flexible:
+        parts.append(NO_TAGS)
+    return EncodedBody(b"".join(parts))
