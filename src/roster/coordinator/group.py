@@ -88,6 +88,7 @@ class Group:
     protocol_counts: Counter = field(default_factory=Counter)
     new_member_added: bool = False        # during an initial rebalance's delay
     session_timer_ms: int | None = None   # the deadline the group's session timer is armed for
+    recent_protocols: Protocols = ()      # see share_protocols
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
 
     # -- state ---------------------------------------------------------------------------
@@ -119,6 +120,7 @@ class Group:
         if not self.members:  # the first member fixes the group's protocol type
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
+        member.protocols = self.share_protocols(member.protocols)
         self.protocol_counts.update(name for name, _ in member.protocols)
         if member.awaiting_join is not None:
             self.joining.add(member.member_id)
@@ -161,8 +163,17 @@ class Group:
 
     def set_protocols(self, member: Member, protocols: Protocols) -> None:
         self._uncount(member.protocols)
-        member.protocols = protocols
+        member.protocols = self.share_protocols(protocols)
         self.protocol_counts.update(name for name, _ in protocols)
+
+    def share_protocols(self, protocols: Protocols) -> Protocols:
+        """The object already held for equal protocols, if the member before sent the same.
+        Members of a group usually subscribe alike, and each copy of a subscription (tuples,
+        names and metadata bytes) costs a few hundred bytes per member."""
+        if protocols == self.recent_protocols:
+            return self.recent_protocols
+        self.recent_protocols = protocols
+        return protocols
 
     def _uncount(self, protocols: Protocols) -> None:
         for name, _ in protocols:

@@ -20,6 +20,7 @@ from roster.coordinator.rebalance import (
 )
 from roster.coordinator.results import AfterWrite, Parked, Result
 from roster.coordinator.sessions import add_pending
+from roster.coordinator.sharing import shared_int, shared_str
 from roster.coordinator.states import GroupState, IllegalTransition
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
@@ -115,10 +116,10 @@ def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: in
                 result: Result) -> None:
     member = Member(
         member_id=member_id, group_instance_id=request.group_instance_id,
-        client_id=request.client_id, client_host=request.client_host,
-        rebalance_timeout_ms=request.rebalance_timeout_ms,
-        session_timeout_ms=request.session_timeout_ms, protocol_type=request.protocol_type,
-        protocols=request.protocols, is_new=True,
+        client_id=shared_str(request.client_id), client_host=shared_str(request.client_host),
+        rebalance_timeout_ms=shared_int(request.rebalance_timeout_ms),
+        session_timeout_ms=shared_int(request.session_timeout_ms),
+        protocol_type=shared_str(request.protocol_type), protocols=request.protocols, is_new=True,
         awaiting_join=Parked(request.token, request.api_version))
     if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
         group.new_member_added = True  # extends the initial rebalance delay
@@ -194,8 +195,8 @@ def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now:
 
 def _update_metadata(group: Group, member: Member, request: JoinRequest) -> None:
     group.set_protocols(member, request.protocols)
-    member.rebalance_timeout_ms = request.rebalance_timeout_ms
-    member.session_timeout_ms = request.session_timeout_ms
+    member.rebalance_timeout_ms = shared_int(request.rebalance_timeout_ms)
+    member.session_timeout_ms = shared_int(request.session_timeout_ms)
 
 
 # -- static member replacement (KIP-345) --------------------------------------------------

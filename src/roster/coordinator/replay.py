@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from roster.coordinator.group import CommittedOffset, Group, Member
+from roster.coordinator.sharing import shared_int, shared_str
 from roster.coordinator.states import GroupState
 from roster.protocol.group_records import GroupKey, GroupValue, OffsetKey, Record, UnknownRecord
 
@@ -47,11 +48,11 @@ def _group_from_record(group_id: str, value: GroupValue, existing: Group | None)
     group.state_timestamp = value.current_state_timestamp
     for m in value.members:
         member = Member(
-            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-            client_host=m.client_host,
-            rebalance_timeout_ms=m.rebalance_timeout if m.rebalance_timeout >= 0
-            else m.session_timeout,
-            session_timeout_ms=m.session_timeout, protocol_type=value.protocol_type,
+            member_id=m.member_id, group_instance_id=m.group_instance_id,
+            client_id=shared_str(m.client_id), client_host=shared_str(m.client_host),
+            rebalance_timeout_ms=shared_int(m.rebalance_timeout if m.rebalance_timeout >= 0
+                                            else m.session_timeout),
+            session_timeout_ms=shared_int(m.session_timeout), protocol_type=value.protocol_type,
             protocols=((value.protocol or "", m.subscription),), assignment=m.assignment)
         group.add(member)
     group.protocol_type = value.protocol_type or None  # add() took the first member's
