@@ -66,6 +66,9 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("num.partitions", 1, int, 1, "partitions of an auto-created topic"),
     Setting("default.replication.factor", 1, int, 1, "roster is one broker: only 1 is valid"),
     Setting("socket.request.max.bytes", 104857600, int, 1024),
+    # Kafka's default of 50 suits its dedicated acceptor thread; roster accepts on the event
+    # loop between requests, so a fleet of clients connecting at once needs a deeper queue.
+    Setting("socket.listen.backlog.size", 1024, int, 1, "pending connections the kernel queues"),
     Setting("message.max.bytes", 1048588, int, 0, "largest record batch accepted"),
     Setting("log.segment.bytes", 1073741824, int, 14),
     Setting("log.retention.ms", None, _optional_int, -1, "wins over log.retention.hours"),

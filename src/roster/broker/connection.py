@@ -1,8 +1,15 @@
-"""One client connection: read a request, answer it, then read the next.
+"""One client connection: frames in, answers out, strictly one request at a time.
 
-Like Kafka, a connection is served one request at a time: nothing more is read from it until the
-current request's response is written. Replies therefore leave in request order even when one is
-a long poll, and a request sent behind a parked one is only looked at once that one is answered.
+Like Kafka, a connection is served one request at a time: the next request is not looked at
+until the current one is answered. Replies therefore leave in request order even when one is a
+long poll (JoinGroup, SyncGroup, Fetch, a produce waiting for its fsync).
+
+Most requests are answered without waiting for anything, so a request's handler is first run
+directly, inside the read callback; only a handler that has to wait gets an asyncio task. All
+answers produced from one read of the socket leave in one write, so a client that pipelines
+requests (or many members multiplexed over one connection) costs one read and one write per
+burst instead of one per request.
+
 A frame that cannot be served closes this connection with a log line; other connections never
 notice.
 """
@@ -10,46 +17,199 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+from collections.abc import Callable, Coroutine
 
 from roster.broker.handlers.api_versions import answer_unsupported_version
+from roster.broker.resume import resume
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import MalformedRequest
-from roster.protocol.framing import read_prefix, read_size
+from roster.protocol.framing import SIZE, read_prefix, read_size
 
 log = logging.getLogger("roster.connection")
 
 API_VERSIONS = 18
+RECEIVE_BUFFER = 256 * 1024  # grown on demand for a larger frame, shrunk back after it
+# While a request waits, more requests may arrive behind it; past this many unserved bytes the
+# socket is no longer read (Kafka mutes a busy connection outright; this saves two syscalls
+# per waiting request for clients that do not pipeline).
+MAX_UNSERVED = RECEIVE_BUFFER
 
 
-class Connection:
-    def __init__(self, broker, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+class Connection(asyncio.BufferedProtocol):
+    def __init__(self, broker, on_close: Callable[[Connection], None]) -> None:
         self.broker = broker
-        self._reader = reader
-        self._writer = writer
-        peer = writer.get_extra_info("peername") or ("?", 0)
+        self._on_close = on_close
+        self._max_size = broker.config["socket.request.max.bytes"]
+        self._transport: asyncio.Transport | None = None
+        self._buffer = bytearray(RECEIVE_BUFFER)
+        self._start = 0  # first unserved byte in _buffer
+        self._end = 0  # end of the bytes received so far
+        self._needed = 0  # size of the frame being received, once its size prefix is in
+        self._in_flight: asyncio.Task | None = None  # the request that had to wait
+        self._write_paused = False  # the client is not reading its answers
+        self._read_paused = False
+        self._closed = False
+        self.peer = "?"
+        self.client_host = "/?"
+
+    # -- asyncio protocol callbacks ------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        peer = transport.get_extra_info("peername") or ("?", 0)
         self.peer = f"{peer[0]}:{peer[1]}"
         self.client_host = f"/{peer[0]}"  # Java's InetAddress.toString(), as Kafka reports it
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-    async def serve(self) -> None:
-        max_size = self.broker.config["socket.request.max.bytes"]
+    def get_buffer(self, sizehint: int) -> memoryview:
+        free = len(self._buffer) - self._end
+        if free < 4096 or (self._needed and len(self._buffer) - self._start < self._needed):
+            self._make_room()
+        return memoryview(self._buffer)[self._end:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._end += nbytes
+        if self._in_flight is None and not self._write_paused:
+            self._serve_buffered()
+        self._update_reading()
+
+    def eof_received(self) -> bool:
+        return False  # close our side too: Kafka clients never half-close
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        if self._in_flight is not None:
+            self._in_flight.cancel()  # a parked reply for a client that is gone is dropped
+        self._on_close(self)
+
+    def pause_writing(self) -> None:
+        # The client is not reading its answers: stop serving (and so reading) until it does.
+        self._write_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        if self._in_flight is None and not self._closed:
+            self._serve_buffered()
+        self._update_reading()
+
+    def close(self) -> asyncio.Task | None:
+        """Shutdown: close the socket and cancel a parked request; returns that request's
+        task, to wait for it to unwind."""
+        parked = self._in_flight
+        if self._transport is not None:
+            self._transport.close()
+        if parked is not None:
+            parked.cancel()
+        return parked
+
+    # -- serving ---------------------------------------------------------------------------------
+
+    def _serve_buffered(self) -> None:
+        """Answer every complete frame received, in order, until one has to wait."""
+        answers: list[bytes] = []
         try:
-            while True:
-                size = read_size(await self._reader.readexactly(4), max_size)
-                frame = await self._reader.readexactly(size)
-                response = await self.answer(frame)
-                if response is not None:
-                    self._writer.write(response)
-                    await self._writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass  # the client went away
+            while (frame := self._next_frame()) is not None:
+                pending = self._start_request(frame)
+                if pending is None:
+                    continue
+                if isinstance(pending, bytes):
+                    answers.append(pending)
+                    continue
+                self._park(pending)
+                break
         except MalformedRequest as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
+            self._fail()
         except Exception:
             log.exception("closing connection from %s after an internal error", self.peer)
+            self._fail()
         finally:
-            self._writer.close()
+            if answers and not self._closed:
+                self._transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
 
-    async def answer(self, frame: bytes) -> bytes | None:
+    def _next_frame(self) -> bytes | None:
+        available = self._end - self._start
+        if not self._needed:
+            if available < SIZE.size:
+                return None
+            self._needed = read_size(self._buffer[self._start:self._start + SIZE.size],
+                                     self._max_size)
+            self._start += SIZE.size
+            available -= SIZE.size
+        if available < self._needed:
+            return None
+        end = self._start + self._needed
+        frame = bytes(self._buffer[self._start:end])
+        self._start, self._needed = end, 0
+        if self._start == self._end:
+            self._start = self._end = 0
+        return frame
+
+    def _make_room(self) -> None:
+        """Move the unserved bytes to the front, growing the buffer when a frame needs it."""
+        unserved = self._buffer[self._start:self._end]
+        size = max(RECEIVE_BUFFER, self._needed, len(unserved)) + 4096
+        if size != len(self._buffer) or self._start:
+            buffer = bytearray(size)
+            buffer[:len(unserved)] = unserved
+            self._buffer = buffer
+        self._start, self._end = 0, len(unserved)
+
+    def _start_request(self, frame: bytes) -> bytes | Coroutine | None:
+        """Run the request's handler as far as it goes without waiting. Returns the encoded
+        answer, None when there is none (acks=0), or the suspended handler to finish later."""
+        coroutine = self._answer(frame)
+        try:
+            waiting_on = coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        return resume(coroutine, waiting_on)
+
+    def _update_reading(self) -> None:
+        if self._closed:
+            return
+        busy = self._write_paused or (
+            self._in_flight is not None and self._end - self._start > MAX_UNSERVED)
+        if busy != self._read_paused:
+            self._read_paused = busy
+            if busy:
+                self._transport.pause_reading()
+            else:
+                self._transport.resume_reading()
+
+    def _park(self, pending) -> None:
+        self._in_flight = asyncio.ensure_future(pending)
+        self._in_flight.add_done_callback(self._parked_done)
+
+    def _parked_done(self, task: asyncio.Task) -> None:
+        self._in_flight = None
+        if self._closed or task.cancelled():
+            return
+        error = task.exception()
+        if isinstance(error, MalformedRequest):
+            log.warning("closing connection from %s: %s", self.peer, error)
+            self._fail()
+            return
+        if error is not None:
+            log.error("closing connection from %s after an internal error", self.peer,
+                      exc_info=error)
+            self._fail()
+            return
+        if task.result() is not None:
+            self._transport.write(task.result())
+        if not self._write_paused:
+            self._serve_buffered()
+        self._update_reading()
+
+    def _fail(self) -> None:
+        self._closed = True
+        self._transport.close()
+
+    async def _answer(self, frame: bytes) -> bytes | None:
         prefix = read_prefix(frame)
         spec = self.broker.registry.get(prefix.api_key)
         if spec is None:
@@ -62,8 +222,11 @@ class Connection:
                 f"(versions {spec.min_version}-{spec.max_version})")
         if spec.is_legacy(prefix.api_version):
             return spec.legacy(frame, prefix)
+        if spec.raw is not None:
+            return await spec.raw(self.broker, frame, prefix, self)
         request = decode_request(frame, prefix)
         body = await spec.handler(self.broker, request, self)
         if body is None:
             return None
         return encode_response(prefix.api_key, prefix.api_version, prefix.correlation_id, body)
+
