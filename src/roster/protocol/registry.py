@@ -10,6 +10,8 @@ from typing import Any
 Handler = Callable[..., Awaitable[Any]]
 # legacy(frame, prefix) -> encoded response frame, for advertised versions kio has no schema for
 LegacyAnswer = Callable[..., bytes]
+# raw(broker, frame, prefix, connection) -> encoded response frame: a handler with its own codec
+RawHandler = Callable[..., Awaitable[bytes]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,11 +20,14 @@ class ApiSpec:
     name: str
     min_version: int   # advertised minimum
     max_version: int   # advertised maximum
-    handler: Handler
+    handler: Handler | None
     # Versions in [min_version, decoded_from) are advertised only so that clients' feature checks
     # pass (librdkafka's, see DESIGN.md); they are answered by `legacy` without a kio decode.
     decoded_from: int | None = None
     legacy: LegacyAnswer | None = None
+    # Set instead of `handler` for the hottest APIs, which decode and encode by hand (kio's
+    # generic path would cost them more than their own work).
+    raw: RawHandler | None = None
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
