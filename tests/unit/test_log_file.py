@@ -168,7 +168,7 @@ def test_segments_below_the_recovery_point_are_trusted(open_log, partition):
     for _ in range(4):
         log.append(make_batch(2))
     crash(log, partition)
-    assert read_offset_file(partition / RECOVERY_POINT) == 8
+    assert read_offset_file(partition / RECOVERY_POINT) == 8  # close() synced everything
     with open(segment(partition, 0), "r+b") as f:  # flushed long ago: not checked again
         f.seek(-1, os.SEEK_END)
         f.write(b"!")
@@ -256,8 +256,9 @@ def test_segments_a_crash_left_below_the_log_start_are_deleted(open_log, partiti
 
 
 class FlakyOs:
-    """The os module, except that write() fails with ENOSPC on one call (after an optional short
-    write on the first call), as a full disk would. Patched into roster.log.files only."""
+    """The os module, except that write() or writev() fails with ENOSPC on one call (after an
+    optional short write on the first call), as a full disk would. Patched into roster.log.files
+    only."""
 
     def __init__(self, fail_on_call: int, short_first_write: bool) -> None:
         self.calls = 0
@@ -275,13 +276,21 @@ class FlakyOs:
             return os.write(fd, bytes(data[:len(data) // 2]))
         return os.write(fd, data)
 
+    def writev(self, fd, buffers):
+        self.calls += 1
+        if self.calls == self.fail_on_call:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        if self.calls == 1 and self.short_first_write:
+            data = b"".join(buffers)
+            return os.write(fd, data[:len(data) // 2])
+        return os.writev(fd, buffers)
 
-@pytest.mark.parametrize("fail_on_call, short_first_write", [(1, False), (2, True), (2, False)],
-                         ids=["batch write fails", "short write then failure",
-                              "index write fails"])
+
+@pytest.mark.parametrize("fail_on_call, short_first_write", [(1, False), (2, True)],
+                         ids=["batch write fails", "short write then failure"])
 def test_a_failed_write_changes_nothing(open_log, partition, monkeypatch, fail_on_call,
                                         short_first_write):
-    settings = {"index_interval_bytes": 0}  # so the second append also writes index entries
+    settings = {"index_interval_bytes": 0}  # so the second append also adds index entries
     log = open_log(**settings)
     log.append(make_batch(2, timestamp=1_000))
     files = [segment(partition, 0, suffix) for suffix in (".log", ".index", ".timeindex")]
@@ -299,6 +308,25 @@ def test_a_failed_write_changes_nothing(open_log, partition, monkeypatch, fail_o
     assert snapshot(open_log(**settings)) == after
 
 
+def test_a_failed_index_write_at_a_roll_changes_nothing(open_log, partition, monkeypatch):
+    # Appends keep index entries in memory; a roll seals the old segment, which writes them.
+    settings = {"index_interval_bytes": 0, **ONE_BATCH_PER_SEGMENT}
+    log = open_log(**settings)
+    log.append(make_batch(2, timestamp=1_000))
+    before = snapshot(log)
+
+    monkeypatch.setattr(roster.log.files, "os", FlakyOs(1, False))
+    with pytest.raises(LogStorageError, match="No space left"):
+        log.append(make_batch(3, timestamp=2_000))
+    monkeypatch.undo()
+
+    assert snapshot(log) == before
+    assert log.append(make_batch(3, timestamp=2_000)).base_offset == 2
+    after = snapshot(log)
+    log.close()
+    assert snapshot(open_log(**settings)) == after
+
+
 def test_a_flush_job_survives_the_segments_it_covers_being_deleted(open_log, partition):
     log = open_log(retention_ms=0, **ONE_BATCH_PER_SEGMENT)
     for _ in range(3):
@@ -307,7 +335,9 @@ def test_a_flush_job_survives_the_segments_it_covers_being_deleted(open_log, par
     assert log.enforce_retention(now_ms=1_000) == 3
     job.run()
     log.flushed(job)
-    assert read_offset_file(partition / RECOVERY_POINT) == 3
+    # The base of the segment that was active when the job was prepared: the job synced only
+    # its .log, and recovery never trusts an active segment's index files.
+    assert read_offset_file(partition / RECOVERY_POINT) == 2
 
 
 def test_the_recovery_point_is_written_once_a_flush_reaches_a_newer_segment(open_log, partition):
@@ -323,7 +353,9 @@ def test_the_recovery_point_is_written_once_a_flush_reaches_a_newer_segment(open
     assert read_offset_file(partition / RECOVERY_POINT) is None  # still inside segment 0
     log.append(make_batch())  # rolls
     flush()
-    assert read_offset_file(partition / RECOVERY_POINT) == 2
+    # Segment 0 is synced whole now (indexes included); segment 1 is active, which recovery
+    # never trusts, so the recovery point stops at its base.
+    assert read_offset_file(partition / RECOVERY_POINT) == 1
 
 
 def test_delete_removes_the_partition_directory(partition):
@@ -341,3 +373,33 @@ def test_a_closed_log_refuses_work(partition):
     log.close()  # idempotent
     with pytest.raises(LogStorageError, match="closed"):
         log.append(make_batch())
+
+
+def test_a_flush_syncs_the_active_segment_log_alone_and_rolled_segments_whole(open_log, partition):
+    batch_size = len(make_batch(2))
+    settings = {"index_interval_bytes": 0, "segment_bytes": 2 * batch_size}
+    log = open_log(**settings)
+    log.append(make_batch(2, timestamp=1_000))
+    log.append(make_batch(2, timestamp=2_000))
+    job = log.prepare_flush()
+    assert [(s.base_offset, whole) for s, _, whole in job.segments] == [(0, False)]
+    assert (job.end_offset, job.recovery_point) == (4, 0)
+    job.run()
+    log.flushed(job)
+    # Index entries of the active segment live in memory until it is sealed.
+    assert segment(partition, 0, ".index").stat().st_size == 0
+    assert log.offset_for_timestamp(1_500).offset == 2
+
+    log.append(make_batch(2, timestamp=3_000))  # rolls: segment 0 is sealed, its indexes written
+    assert segment(partition, 0, ".index").stat().st_size > 0
+    job = log.prepare_flush()
+    assert [(s.base_offset, whole) for s, _, whole in job.segments] == [(0, True), (4, False)]
+    assert (job.end_offset, job.recovery_point) == (6, 4)
+    job.run()
+    log.flushed(job)
+    assert read_offset_file(partition / RECOVERY_POINT) == 4
+    assert log.prepare_flush() is None
+
+    before = snapshot(log)
+    crash(log, partition)
+    assert snapshot(open_log(**settings)) == before

@@ -162,10 +162,16 @@ def iter_batches(buf) -> Iterator[tuple[int, BatchHeader]]:
         pos += size
 
 
+def restamped(batch, base: int, leader_epoch: int = 0) -> tuple:
+    """`batch` with baseOffset and partitionLeaderEpoch replaced, as four buffers to write back to
+    back (the records are not copied); the CRC stays valid."""
+    view = memoryview(batch)
+    return _INT64.pack(base), view[8:12], _INT32.pack(leader_epoch), view[16:]
+
+
 def set_base_offset(batch, base: int, leader_epoch: int = 0) -> bytes:
     """A copy of `batch` with baseOffset and partitionLeaderEpoch replaced; the CRC stays valid."""
-    view = memoryview(batch)
-    return b"".join((_INT64.pack(base), view[8:12], _INT32.pack(leader_epoch), view[16:]))
+    return b"".join(restamped(batch, base, leader_epoch))
 
 
 def first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:

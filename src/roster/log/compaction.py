@@ -70,7 +70,8 @@ class Pass:
     tombstone_cutoff_ms: int       # tombstones with an older timestamp are dropped
     segment_bytes: int
     newest: dict[bytes, int] = field(default_factory=dict)
-    _expired: dict[bytes, None] = field(default_factory=dict)  # keys whose newest is an expired tombstone
+    # keys whose newest record is an expired tombstone
+    _expired: dict[bytes, None] = field(default_factory=dict)
     _records: list[int] = field(default_factory=list)
     _dropped: list[int] = field(default_factory=list)
     _bases: list[int] = field(default_factory=list)

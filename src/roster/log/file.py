@@ -17,6 +17,11 @@ Durability: appends only reach the page cache. Each segment counts its changes (
 prepare_flush() duplicates the fds of every segment with unsynced changes (a rolled segment
 included) and of the directory if files were created or deleted, and flushed() records which
 generations the job covered. A failed job therefore leaves its segments unsynced for the next one.
+Of the active segment a flush syncs only the `.log`: that is all an acknowledged write needs,
+because recovery never trusts the active segment's index files (it rebuilds them from the log,
+roster.log.loading). The recovery point therefore stops at the active segment's base offset, and
+moves past a segment only once a flush has synced all three of its files, after its roll. close()
+syncs everything, the active segment's indexes included, before marking a clean shutdown.
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ from roster.log.api import (
     OffsetOutOfRange,
     TimestampLookup,
 )
-from roster.log.batch import set_base_offset
+from roster.log.batch import restamped
 from roster.log.cleaning import (
     CLEANED_TAG,
     CLEANER_CHECKPOINT,
@@ -67,13 +72,16 @@ CLEAN_SHUTDOWN = "clean-shutdown"
 class FileFlushJob:
     """fsyncs of duplicated fds, so the log may roll or delete segments while it runs."""
 
-    __slots__ = ("end_offset", "_fds", "segments", "directory_generation")
+    __slots__ = ("end_offset", "recovery_point", "_fds", "segments", "directory_generation")
 
-    def __init__(self, end_offset: int, fds: list[int], segments: list[tuple[Segment, int]],
+    def __init__(self, end_offset: int, recovery_point: int, fds: list[int],
+                 segments: list[tuple[Segment, int, bool]],
                  directory_generation: int | None) -> None:
-        self.end_offset = end_offset
+        self.end_offset = end_offset          # every offset below it is on disk once the job ran
+        self.recovery_point = recovery_point  # every segment below it is, indexes included
         self._fds = fds
-        self.segments = segments                          # (segment, write generation captured)
+        # (segment, write generation captured, whether its index files are synced too)
+        self.segments = segments
         self.directory_generation = directory_generation  # None: the directory was not dirty
 
     def run(self) -> None:
@@ -190,12 +198,12 @@ class FileLog:
         self._require_open()
         header = check_batch(batch, self._config)
         base = self.log_end_offset
-        stored = set_base_offset(batch, base)
+        stored = restamped(batch, base)  # pieces written with one writev: no copy of the records
         header.base_offset = base
         header.partition_leader_epoch = 0
         active = self._segments[-1]
         try:
-            if should_roll(active.size, active.base_offset, len(stored), header.last_offset,
+            if should_roll(active.size, active.base_offset, len(batch), header.last_offset,
                            self._config):
                 active = self._roll()
             active.append(stored, header)
@@ -253,34 +261,46 @@ class FileLog:
             raise LogStorageError(f"cannot read {best.path}: {exc}") from exc
         return TimestampLookup(*found) if found is not None else None
 
-    def prepare_flush(self) -> FileFlushJob | None:
+    def prepare_flush(self, with_active_indexes: bool = False) -> FileFlushJob | None:
+        """A job that makes everything appended so far durable; None if it already is. Of the
+        active segment only the `.log` is synced unless `with_active_indexes` (see the module
+        docstring for why that is enough)."""
         self._require_open()
         end = self.log_end_offset
-        dirty = [s for s in self._segments if s.write_generation > s.synced_generation]
+        active = self._segments[-1]
+        work: list[tuple[Segment, int, bool]] = []
+        for segment in self._segments:
+            whole = with_active_indexes or segment is not active
+            if segment.write_generation > (segment.synced_generation if whole
+                                           else segment.log_synced_generation):
+                work.append((segment, segment.write_generation, whole))
         directory_dirty = self._dir_generation > self._dir_synced_generation
-        if not dirty and not directory_dirty and self._recovery_point >= end:
+        recovery_point = end if with_active_indexes else active.base_offset
+        if not work and not directory_dirty and self._recovery_point >= recovery_point:
             return None
         fds: list[int] = []
         try:
-            for segment in dirty:
-                fds.extend(segment.duplicate_fds())
+            for segment, _, whole in work:
+                fds.extend(segment.duplicate_fds(with_indexes=whole))
             if directory_dirty:
                 fds.append(os.dup(self._dir_fd))
         except OSError as exc:
             for fd in fds:
                 os.close(fd)
             raise LogStorageError(f"cannot prepare a flush of {self._dir}: {exc}") from exc
-        return FileFlushJob(end, fds, [(s, s.write_generation) for s in dirty],
+        return FileFlushJob(end, recovery_point, fds, work,
                             self._dir_generation if directory_dirty else None)
 
     def flushed(self, job: FileFlushJob) -> None:
-        for segment, generation in job.segments:
-            segment.synced_generation = max(segment.synced_generation, generation)
+        for segment, generation, whole in job.segments:
+            segment.log_synced_generation = max(segment.log_synced_generation, generation)
+            if whole:
+                segment.synced_generation = max(segment.synced_generation, generation)
         if job.directory_generation is not None:
             self._dir_synced_generation = max(self._dir_synced_generation, job.directory_generation)
-        if self._closed or job.end_offset <= self._recovery_point:
+        if self._closed or job.recovery_point <= self._recovery_point:
             return
-        self._recovery_point = job.end_offset
+        self._recovery_point = job.recovery_point
         # Recovery scans whole segments, so a recovery point inside the active segment saves
         # nothing over that segment's base. Rewriting the file only when the point has moved
         # into a newer segment keeps it off the hot path: once per roll, as in "roll-after-flush".
@@ -474,7 +494,7 @@ class FileLog:
             return
         try:
             self._segments[-1].seal()
-            job = self.prepare_flush()
+            job = self.prepare_flush(with_active_indexes=True)
             if job is not None:
                 job.run()
                 self.flushed(job)

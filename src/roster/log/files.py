@@ -16,6 +16,14 @@ def write_all(fd: int, data) -> None:
         view = view[written:]
 
 
+def write_all_parts(fd: int, parts: tuple) -> None:
+    """Write the buffers in `parts` back to back with one os.writev, so a batch re-stamped in
+    pieces reaches the file without first being joined into a copy."""
+    written = os.writev(fd, parts)
+    if written < sum(len(part) for part in parts):  # rare: finish a short write the slow way
+        write_all(fd, memoryview(b"".join(parts))[written:])
+
+
 def open_directory(path: Path) -> int:
     """An fd whose fsync makes file creations, renames and deletions in `path` durable."""
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY)

@@ -72,6 +72,11 @@ class SparseIndex:
         self.keys.append(key)
         self.values.append(value)
 
+    @property
+    def unwritten(self) -> bool:
+        """Whether the file lacks entries memory has (or may hold entries memory dropped)."""
+        return self._file_stale or self._persisted < len(self.keys)
+
     def write_new_entries(self) -> None:
         """Append the entries the file does not have yet, in one write."""
         if self._file_stale:

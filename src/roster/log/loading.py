@@ -3,11 +3,13 @@
 Recovery rules on open():
   * clean-shutdown present: every segment is trusted; indexes are loaded from their files and
     rebuilt (without CRC checks) only when a file is missing or malformed.
-  * otherwise: segments wholly below the recovery point were fsynced and are trusted the same way
-    (the active segment never is); the segment holding the recovery point and every later one are
-    scanned batch by batch with CRC32C checks. The first bad or partial batch is cut off with a
-    WARNING, every later segment is deleted (offsets must stay dense), and the scanned segments'
-    indexes are rebuilt. Scanned segments count as unflushed, so the next flush job syncs them.
+  * otherwise: segments wholly below the recovery point were fsynced, index files included, and
+    are trusted the same way (the active segment never is, which is why a flush syncs only its
+    .log and why its index entries reach their files only when it is sealed; roster.log.file);
+    the segment holding the recovery point and every later one are scanned batch by batch with
+    CRC32C checks. The first bad or partial batch is cut off with a WARNING, every later segment
+    is deleted (offsets must stay dense), and the scanned segments' indexes are rebuilt. Scanned
+    segments count as unflushed, so the next flush job syncs them.
   * either way, segments wholly below the log start (retention interrupted by a crash) are deleted.
   * compacted segments: a segment that ends at or below the cleaner checkpoint
     (roster.log.cleaning) may have gaps between its batches and after its last one, so for it

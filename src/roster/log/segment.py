@@ -2,8 +2,8 @@
 
 A segment owns three file descriptors for its whole life (log, offset index, time index), reads
 with os.pread (through a ReadWindow) so reads never move the write position, and appends with
-os.write at the end it keeps track of. Everything else the log needs from a segment (where a batch lives, what
-its timestamps are, whether its bytes are intact) is answered here.
+os.write (os.writev) at the end it keeps track of. Everything else the log needs from a segment
+(where a batch lives, what its timestamps are, whether its bytes are intact) is answered here.
 
 Offsets inside a segment run on without gaps, except in a segment that log compaction rewrote
 (`gaps_allowed`): there batches keep their offsets while records around them are gone, so each
@@ -27,7 +27,7 @@ from roster.log.batch import (
     header_problem,
     parse_header,
 )
-from roster.log.files import write_all
+from roster.log.files import write_all, write_all_parts
 from roster.log.index import OffsetIndex, TimeIndex
 from roster.log.window import MAX_WINDOW, MIN_WINDOW, ReadWindow
 
@@ -90,6 +90,9 @@ class Segment:
         # empty segment has nothing to lose; its directory entry is the log's to fsync.
         self.write_generation = 0
         self.synced_generation = 0
+        # The generation up to which the .log file alone is synced: what a flush of the active
+        # segment does (see FileLog.prepare_flush); never below synced_generation.
+        self.log_synced_generation = 0
 
     # -- opening -----------------------------------------------------------------------------
 
@@ -268,17 +271,24 @@ class Segment:
         self.size = position + header.size
         self.next_offset = header.next_offset
 
-    def append(self, data: bytes, header: BatchHeader) -> None:
-        """Write one batch (its base offset already assigned) at the end. On OSError the segment
-        is rolled back to exactly its previous state before the error propagates."""
+    def append(self, data, header: BatchHeader) -> None:
+        """Write one batch (its base offset already assigned) at the end: `data` is one buffer,
+        or a tuple of buffers that are written back to back. On OSError the segment is rolled
+        back to exactly its previous state before the error propagates.
+
+        New index entries stay in memory until seal(): while a segment is active the in-memory
+        indexes serve every lookup, and after a crash recovery rebuilds the active segment's
+        indexes from the log anyway (roster.log.loading), so writing them per batch bought
+        nothing but two small writes per append."""
         saved = (self.size, self.next_offset, self.max_timestamp, self.offset_of_max_timestamp,
                  self._bytes_since_index_entry, len(self.offset_index), len(self.time_index))
         position = self.size
         try:
-            write_all(self.fd, data)
+            if type(data) is tuple:
+                write_all_parts(self.fd, data)
+            else:
+                write_all(self.fd, data)
             self._track(position, header)
-            self.offset_index.write_new_entries()
-            self.time_index.write_new_entries()
         except OSError:
             self._roll_back(saved)
             raise
@@ -299,12 +309,16 @@ class Segment:
 
     def seal(self) -> None:
         """Make the files complete for a restart: record the segment's largest timestamp in the time
-        index (so a clean load knows it) and cut any debris a failed write left past the end."""
-        if self._index_running_max():
+        index (so a clean load knows it), write the index entries appends kept in memory, and cut
+        any debris a failed write left past the end."""
+        added = self._index_running_max()
+        if added or self.offset_index.unwritten or self.time_index.unwritten:
             try:
+                self.offset_index.write_new_entries()
                 self.time_index.write_new_entries()
             except OSError:
-                self.time_index.truncate(len(self.time_index) - 1)
+                if added:
+                    self.time_index.truncate(len(self.time_index) - 1)
                 raise
             self.write_generation += 1
         if os.fstat(self.fd).st_size != self.size:
@@ -413,11 +427,13 @@ class Segment:
 
     # -- lifetime ----------------------------------------------------------------------------
 
-    def duplicate_fds(self) -> list[int]:
-        """Duplicates of the three fds, for a flush job that must outlive a roll or a deletion."""
+    def duplicate_fds(self, with_indexes: bool = True) -> list[int]:
+        """Duplicates of the three fds (or of the log's alone), for a flush job that must outlive
+        a roll or a deletion."""
         duplicates: list[int] = []
         try:
-            for fd in (self.fd, self.offset_index.fd, self.time_index.fd):
+            fds = (self.fd, self.offset_index.fd, self.time_index.fd) if with_indexes else (self.fd,)
+            for fd in fds:
                 duplicates.append(os.dup(fd))
         except OSError:
             for fd in duplicates:
