@@ -3,16 +3,25 @@
 
 Each round measures, in this order:
 
-  1. roster (a subprocess): produce N records with acks=1, N more with acks=all, read the whole
-     partition back from offset 0, then re-read its last 4000 records 50 times ("tail fetch");
+  1. roster (a subprocess): produce with acks=1 and with acks=all, each with both load generators
+     (below); read the whole partition back from offset 0, then re-read its last 4000 records 50
+     times ("tail fetch");
   2. raw disk: sequential 64 KiB writes of as many bytes as the acks=1 run produced, to a file in
      the same data directory, one fsync at the end; and variants that fsync every N KiB;
   3. rdmock (librdkafka's mock broker, C, in memory): the same produce runs and the tail fetch.
      It keeps only the last 5 MiB of a partition, so it has no read-from-offset-0 row.
 
 and prints roster's throughput as a ratio of the raw disk bandwidth and of the mock's. Records are
-1 KiB values in one partition, sent in ~64 KiB batches by confluent-kafka (librdkafka, C). MB means
-10^6 bytes of record values (on disk each record costs ~1% more).
+1 KiB values in one partition, in ~64 KiB batches, from two load generators:
+
+  * "pipelined": bench/pipelined_producer.py, one connection re-sending one pre-encoded Produce
+    request (a valid batch of 63 records) with --pipeline-depth requests in flight. It costs the
+    client almost nothing per request, so it measures the broker; --pipelined-records records.
+  * "confluent-kafka": a real client (librdkafka, C) producing --records records one by one, with
+    batch.size=64 KiB. It saturates its own core below this disk's bandwidth, so these rows
+    measure client and broker together.
+
+MB means 10^6 bytes of record values (on disk each record costs ~1% more).
 
     .venv/bin/python bench/produce_fetch.py                 # one round, Markdown table on stdout
     .venv/bin/python bench/produce_fetch.py --repeat 5      # median of 5 rounds
@@ -44,6 +53,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+from pipelined_producer import PipelinedProducer
 
 REPO = Path(__file__).resolve().parent.parent
 RDMOCK = Path("/work/shared/tools/rdmock.py")
@@ -280,8 +290,29 @@ def produce(broker: Service, acks: str, args, value: bytes) -> Result:
         producer.flush(0)
     if errors:
         progress(f"  {len(errors)} delivery errors, first: {errors[0]}")
-    return Result("", f"produce acks={acks}", sent, sent * len(value), elapsed, len(errors),
-                  {"first_error": errors[0]} if errors else {})
+    return Result("", f"produce acks={acks}, {CONFLUENT}", sent, sent * len(value), elapsed,
+                  len(errors), {"first_error": errors[0]} if errors else {})
+
+
+CONFLUENT = "confluent-kafka"
+PIPELINED = "pipelined"
+
+
+def produce_pipelined(broker: Service, acks: str, args, value: bytes) -> Result:
+    """Produce --pipelined-records values (rounded up to whole batches) with the raw-socket load
+    generator, --pipeline-depth requests in flight; timed from the first request sent to the last
+    response read. A response that is not a success, or whose base offset does not follow the
+    previous one by exactly one batch, ends the run with an error."""
+    with PipelinedProducer(broker.address, TOPIC, 0, -1 if acks == "all" else int(acks), value,
+                           args.batch_bytes, args.timeout) as producer:
+        producer.run(2, 1, args.timeout)  # warm-up: connection, topic, first segment
+        requests = -(-args.pipelined_records // producer.records_per_batch)
+        stats = producer.run(requests, args.pipeline_depth, args.timeout)
+    return Result("", f"produce acks={acks}, {PIPELINED}", stats.records, stats.value_bytes,
+                  stats.seconds, extra={"produce_version": producer.version,
+                                        "records_per_batch": producer.records_per_batch,
+                                        "batch_bytes": len(producer.batch),
+                                        "pipeline_depth": args.pipeline_depth})
 
 
 def consumer_for(bootstrap: str, **extra) -> Consumer:
@@ -318,12 +349,12 @@ def read_until(consumer: Consumer, broker: Service, last_offset: int, count: int
                 return received, errors, first_error
 
 
-def fetch_all(broker: Service, end: int, args, record_size: int) -> Result:
-    """Catch-up read: the whole partition from offset 0 to `end`, one consumer."""
+def fetch_all(broker: Service, args, record_size: int) -> Result:
+    """Catch-up read: the whole partition from offset 0 to its end, one consumer."""
     consumer = consumer_for(broker.address)
     try:
         # Warm-up, as for producing: connection and metadata are in place before the clock starts.
-        consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=args.timeout)
+        _, end = consumer.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=args.timeout)
         start = time.perf_counter()
         consumer.assign([TopicPartition(TOPIC, 0, OFFSET_BEGINNING)])
         received, errors, first_error = read_until(consumer, broker, end - 1, end, start + args.timeout)
@@ -379,13 +410,14 @@ def run_workload(target: str, broker: Service, args, value: bytes, full_fetch: b
                  f"CPUs busy: {meter.usage}")
         results.append(result)
 
+    generators = {PIPELINED: produce_pipelined, CONFLUENT: produce}
     for acks in ("1", "all"):
-        progress(f"{target}: produce acks={acks}")
-        step(f"produce-acks-{acks}", produce, acks, args, value)
-    end = sum(r.records + 1 for r in results)  # +1: each produce run's warm-up record
+        for name in args.loadgen:
+            progress(f"{target}: produce acks={acks}, {name}")
+            step(f"produce-acks-{acks}-{name}", generators[name], acks, args, value)
     if full_fetch:
-        progress(f"{target}: fetch {end} records from offset 0")
-        step("fetch-all", fetch_all, end, args, len(value))
+        progress(f"{target}: fetch every record from offset 0")
+        step("fetch-all", fetch_all, args, len(value))
     progress(f"{target}: fetch the last {args.tail_records} records {args.tail_passes} times")
     step("fetch-tail", fetch_tail, args, len(value))
     return results
@@ -646,9 +678,10 @@ def print_table(results: list[Result], table_ratios: dict, roster_info: dict, me
               f"--quiet-wait 900)\n")
     for name, value in table_ratios.items():
         print(f"{name}: {value:.2f}")
-    met = table_ratios.get("roster/raw disk produce acks=1")
+    met = table_ratios.get(f"roster/raw disk produce acks=1, {PIPELINED}")
     if met is not None:
-        print(f"target (produce acks=1 >= 0.50 of raw disk): {'met' if met >= 0.5 else 'NOT met'}")
+        print(f"target (produce acks=1 >= 0.50 of raw disk, {PIPELINED} load generator): "
+              f"{'met' if met >= 0.5 else 'NOT met'}")
     if roster_info.get("batches"):
         print(f"roster log: {roster_info['batches']} batches, median "
               f"{roster_info['median_batch_bytes']} bytes / {roster_info['median_records_per_batch']}"
@@ -663,7 +696,16 @@ def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=300_000,
-                    help="records per produce run (default 300000, i.e. ~300 MB)")
+                    help="records per confluent-kafka produce run (default 300000, i.e. ~300 MB)")
+    ap.add_argument("--pipelined-records", type=int, default=600_000,
+                    help="records per pipelined produce run, rounded up to whole batches "
+                         "(default 600000, i.e. ~600 MB)")
+    ap.add_argument("--pipeline-depth", type=int, default=16,
+                    help="Produce requests in flight on the pipelined connection (default 16)")
+    ap.add_argument("--loadgen", type=lambda s: [x for x in s.split(",") if x],
+                    default=[PIPELINED, CONFLUENT], metavar="NAME,...",
+                    help=f"produce load generators to run, in order (default "
+                         f"{PIPELINED},{CONFLUENT})")
     ap.add_argument("--seconds", type=float,
                     help="produce for this long per run instead of a fixed --records")
     ap.add_argument("--record-size", type=int, default=KiB, help="value bytes (default 1024)")
@@ -750,8 +792,8 @@ def main(argv=None) -> int:
                 log_records += roster_info["log_warnings_and_errors"]
                 results += roster_results
             if "raw" in targets:
-                produced = [r.bytes for r in results if r.operation == "produce acks=1"]
-                total = produced[0] if produced else (args.records * args.record_size)
+                produced = [r.bytes for r in results if r.operation.startswith("produce acks=1,")]
+                total = max(produced) if produced else (args.records * args.record_size)
                 results += run_raw_disk(args, round_dir, total)
             if "rdmock" in targets:
                 results += run_rdmock(args, round_dir, value, broker_cpus)
@@ -774,8 +816,10 @@ def main(argv=None) -> int:
         f"[{counts[key]}x] {record}" if counts[key] > 1 else record for key, record in first.items()]
     results = medians(rounds, args.quiet_below)
     table_ratios = ratios(results)
-    meta = {"records_label": (f"{args.seconds:g} s per produce run" if args.seconds
-                              else f"{args.records} records") + f" of {args.record_size} B",
+    meta = {"records_label": (f"{args.seconds:g} s per {CONFLUENT} produce run" if args.seconds
+                              else f"{args.records} records per {CONFLUENT} produce run")
+            + f", {args.pipelined_records} per {PIPELINED} run (depth {args.pipeline_depth}),"
+              f" values of {args.record_size} B",
             "batch_bytes": args.batch_bytes, "linger_ms": args.linger_ms, "pinning": pinning,
             "rounds": args.repeat, "quiet_below": args.quiet_below}
     if args.json:
