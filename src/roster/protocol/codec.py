@@ -72,6 +72,17 @@ def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request
                    header.client_id, body)
 
 
+def _framed(out: io.BytesIO) -> bytes:
+    """The frame written into `out` after 4 placeholder bytes, with its size filled in.
+
+    getvalue() hands over BytesIO's own buffer when nothing else holds it, where bytes() of
+    getbuffer() copied the whole frame (for a 1 MiB Fetch response, ~0.9 ms on this machine)."""
+    size = out.tell() - SIZE.size
+    out.seek(0)
+    out.write(SIZE.pack(size))
+    return out.getvalue()
+
+
 class EncodedBody(bytes):
     """A response body a handler encoded itself (for a hot path kio's generic writer is too slow
     for); encode_response only puts the header and size in front of it."""
@@ -98,9 +109,7 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: A
     out.write(b"\0\0\0\0")
     _writer(header_schema)(out, header_schema(correlation_id=correlation_id))
     _writer(schema)(out, body)
-    frame = out.getbuffer()
-    SIZE.pack_into(frame, 0, len(frame) - 4)
-    return bytes(frame)
+    return _framed(out)
 
 
 def encode_request(api_key: int, api_version: int, correlation_id: int,
@@ -116,9 +125,7 @@ def encode_request(api_key: int, api_version: int, correlation_id: int,
         request_api_key=api_key, request_api_version=api_version,
         correlation_id=correlation_id, client_id=client_id))
     _writer(schema)(out, body)
-    frame = out.getbuffer()
-    SIZE.pack_into(frame, 0, len(frame) - 4)
-    return bytes(frame)
+    return _framed(out)
 
 
 def decode_response(api_key: int, api_version: int, frame: bytes) -> tuple[int, Any]:
