@@ -160,9 +160,23 @@ class Connection(asyncio.BufferedProtocol):
         self._start, self._end = 0, len(unserved)
 
     def _start_request(self, frame: bytes) -> bytes | Coroutine | None:
-        """Run the request's handler as far as it goes without waiting. Returns the encoded
-        answer, None when there is none (acks=0), or the suspended handler to finish later."""
-        coroutine = self._answer(frame)
+        """Serve the request as far as it goes without waiting. Returns the encoded answer,
+        None when there is none (acks=0), or a coroutine that finishes it later."""
+        prefix = read_prefix(frame)
+        spec = self.broker.registry.get(prefix.api_key)
+        if spec is None:
+            raise MalformedRequest(f"unknown api key {prefix.api_key}")
+        if not spec.supports(prefix.api_version):
+            if prefix.api_key == API_VERSIONS:
+                return answer_unsupported_version(self.broker.registry, prefix)
+            raise MalformedRequest(
+                f"{spec.name} v{prefix.api_version} is not supported "
+                f"(versions {spec.min_version}-{spec.max_version})")
+        if spec.is_legacy(prefix.api_version):
+            return spec.legacy(frame, prefix)
+        if spec.raw is not None:
+            return spec.raw(self.broker, frame, prefix, self)
+        coroutine = self._handle(spec, decode_request(frame, prefix))
         try:
             waiting_on = coroutine.send(None)
         except StopIteration as done:
@@ -209,24 +223,9 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = True
         self._transport.close()
 
-    async def _answer(self, frame: bytes) -> bytes | None:
-        prefix = read_prefix(frame)
-        spec = self.broker.registry.get(prefix.api_key)
-        if spec is None:
-            raise MalformedRequest(f"unknown api key {prefix.api_key}")
-        if not spec.supports(prefix.api_version):
-            if prefix.api_key == API_VERSIONS:
-                return answer_unsupported_version(self.broker.registry, prefix)
-            raise MalformedRequest(
-                f"{spec.name} v{prefix.api_version} is not supported "
-                f"(versions {spec.min_version}-{spec.max_version})")
-        if spec.is_legacy(prefix.api_version):
-            return spec.legacy(frame, prefix)
-        if spec.raw is not None:
-            return await spec.raw(self.broker, frame, prefix, self)
-        request = decode_request(frame, prefix)
+    async def _handle(self, spec, request) -> bytes | None:
         body = await spec.handler(self.broker, request, self)
         if body is None:
             return None
-        return encode_response(prefix.api_key, prefix.api_version, prefix.correlation_id, body)
-
+        return encode_response(request.api_key, request.api_version, request.correlation_id,
+                               body)

@@ -10,8 +10,9 @@ from typing import Any
 Handler = Callable[..., Awaitable[Any]]
 # legacy(frame, prefix) -> encoded response frame, for advertised versions kio has no schema for
 LegacyAnswer = Callable[..., bytes]
-# raw(broker, frame, prefix, connection) -> encoded response frame: a handler with its own codec
-RawHandler = Callable[..., Awaitable[bytes]]
+# raw(broker, frame, prefix, connection) -> the encoded response frame, or a coroutine for it
+# when the answer has to wait: a handler with its own codec, run without a coroutine of its own
+RawHandler = Callable[..., bytes | Awaitable[bytes]]
 
 
 @dataclass(frozen=True, slots=True)
