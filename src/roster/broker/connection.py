@@ -143,7 +143,8 @@ class Connection(asyncio.BufferedProtocol):
         if available < self._needed:
             return None
         end = self._start + self._needed
-        frame = bytes(self._buffer[self._start:end])
+        with memoryview(self._buffer) as view:
+            frame = bytes(view[self._start:end])  # one copy: slicing the bytearray would add one
         self._start, self._needed = end, 0
         if self._start == self._end:
             self._start = self._end = 0
