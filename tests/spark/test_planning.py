@@ -9,7 +9,7 @@ import pytest
 from roster.client.records import OutgoingRecord, encode_batch
 from roster.protocol.errors import ErrorCode
 from roster.spark import offsets as O
-from roster.spark import source
+from roster.spark import reading
 from roster.spark.options import OptionError, read_settings, write_settings
 from roster.spark.sink import marker_done, sink_id
 from roster.spark.wire import FetchResult
@@ -115,24 +115,28 @@ class FakeBroker:
 
 def _read(monkeypatch, start, end, fail, log_start=0):
     broker = type("B", (FakeBroker,), {"log_start": log_start})
-    monkeypatch.setattr(source, "Broker", broker)
-    part = source.RangePartition("h:1", "c", "t", 0, start, end, 1 << 20, 0, fail)
-    return list(source.read_range(part))
+    monkeypatch.setattr(reading, "Broker", broker)
+    part = reading.RangePartition("h:1", "c", "t", 0, start, end, 1 << 20, 0, fail)
+    return [row for batch in reading.read_range(part) for row in batch.to_pylist()]
 
 
 def test_read_range_yields_exactly_the_range_in_schema_order(monkeypatch):
     rows = _read(monkeypatch, 3, 13, fail=True)
-    assert [r[4] for r in rows] == list(range(3, 13))      # stops at 13 mid-batch
-    key, value, topic, partition, offset, stamp, kind, headers = rows[0]
-    assert (key, value, topic, partition, kind, headers) == (b"k", b"v3", "t", 0, 0, [("h", b"1")])
-    assert stamp.timestamp() == 1_700_000_000
+    assert [r["offset"] for r in rows] == list(range(3, 13))      # stops at 13 mid-batch
+    assert list(rows[0]) == ["key", "value", "topic", "partition", "offset", "timestamp",
+                             "timestampType", "headers"]
+    first = rows[0]
+    assert (first["key"], first["value"], first["topic"], first["partition"],
+            first["timestampType"], first["headers"]) == \
+        (b"k", b"v3", "t", 0, 0, [{"key": "h", "value": b"1"}])
+    assert first["timestamp"].timestamp() == 1_700_000_000
 
 
 def test_read_range_below_the_log_start_fails_or_skips(monkeypatch):
-    with pytest.raises(source.DataLossError, match="failOnDataLoss=false"):
+    with pytest.raises(reading.DataLossError, match="failOnDataLoss=false"):
         _read(monkeypatch, 2, 12, fail=True, log_start=5)
     rows = _read(monkeypatch, 2, 12, fail=False, log_start=5)
-    assert [r[4] for r in rows] == list(range(5, 12))
+    assert [r["offset"] for r in rows] == list(range(5, 12))
 
 
 def test_markers_count_only_for_the_same_query():

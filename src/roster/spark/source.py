@@ -10,25 +10,21 @@ What runs where (Spark's Python Data Source API, pyspark >= 4.2):
   also runs in a planner process whose instance is pickled to the executors, so it opens nothing.
 - `read(partition)` runs on executors, on a pickled copy of the planner's reader: everything it
   needs travels in the `RangePartition`. It opens its own connection and fetches exactly
-  [start, end) of one partition; executors never join the group.
+  [start, end) of one partition, as Arrow record batches (`roster.spark.reading`); executors
+  never join the group.
 """
 from __future__ import annotations
 
-import asyncio
-import datetime
 import logging
 import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
 
-from kafka.record.memory_records import MemoryRecords
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
-    InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -38,8 +34,6 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from roster.client.connection import ConnectionClosed
-from roster.protocol.errors import ErrorCode
 from roster.spark import offsets as O
 from roster.spark.options import (
     EARLIEST,
@@ -48,35 +42,14 @@ from roster.spark.options import (
     read_settings,
     write_settings,
 )
-from roster.spark.wire import Broker, BrokerError, run_sync
+from roster.spark.reading import DataLossError, RangePartition, lost_message, read_range
+from roster.spark.wire import Broker, run_sync
 
 log = logging.getLogger("roster.spark")
 
 SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
           "timestamp timestamp, timestampType int, "
           "headers array<struct<key:string,value:binary>>")
-UTC = datetime.timezone.utc
-EPOCH = datetime.datetime(1970, 1, 1, tzinfo=UTC)
-
-
-class DataLossError(RuntimeError):
-    """Records the query should read are gone (retention, truncation); with the option
-    failOnDataLoss=false the source skips ahead instead."""
-
-
-@dataclass(frozen=True)
-class RangePartition(InputPartition):
-    """One executor task: fetch [start, end) of topic-partition."""
-
-    bootstrap: str
-    client_id: str
-    topic: str
-    partition: int
-    start: int
-    end: int
-    max_bytes: int
-    wait_ms: int
-    fail_on_data_loss: bool
 
 
 class RosterDataSource(DataSource):
@@ -144,7 +117,7 @@ async def _plan_batch(broker: Broker, s: Settings):
         end = latest[tp] if end == LATEST else end
         if start < earliest[tp]:
             if s.fail_on_data_loss:
-                raise DataLossError(_lost_message(tp, start, earliest[tp]))
+                raise DataLossError(lost_message(tp, start, earliest[tp]))
             start = earliest[tp]
         if end > latest[tp]:
             raise DataLossError(f"endingOffsets for {tp[0]}-{tp[1]} is {end}, beyond the log end "
@@ -152,96 +125,6 @@ async def _plan_batch(broker: Broker, s: Settings):
         if end > start:
             planned.append((tp, start, end))
     return planned
-
-
-def _lost_message(tp, offset: int, log_start: int) -> str:
-    return (f"{tp[0]}-{tp[1]}: offset {offset} is no longer in the log, which starts at "
-            f"{log_start} (retention removed {log_start - offset} records the query has not "
-            f"read). Set failOnDataLoss=false to skip them.")
-
-
-# -- executors: fetch one range -----------------------------------------------------------------
-
-def read_range(p: RangePartition):
-    """Yield the records of [p.start, p.end) in schema order, then stop (even if the last
-    batch fetched goes further)."""
-    loop = asyncio.new_event_loop()
-    broker = Broker(p.bootstrap, p.client_id)
-    position, failures, empty = p.start, 0, 0
-    try:
-        while position < p.end:
-            try:
-                got = loop.run_until_complete(broker.fetch(p.topic, p.partition, position,
-                                                           p.max_bytes, p.wait_ms))
-            except (ConnectionClosed, BrokerError, OSError) as exc:
-                failures += 1
-                if failures > 5:
-                    raise
-                log.info("fetch %s-%d at %d failed (%s); retrying", p.topic, p.partition,
-                         position, exc)
-                time.sleep(0.2 * failures)
-                continue
-            if got.error is ErrorCode.offset_out_of_range:
-                log_start = got.log_start_offset
-                if log_start < 0:
-                    log_start = loop.run_until_complete(
-                        broker.list_offsets([(p.topic, p.partition)], EARLIEST)
-                    )[(p.topic, p.partition)]
-                if position < log_start:
-                    if p.fail_on_data_loss:
-                        raise DataLossError(_lost_message((p.topic, p.partition), position,
-                                                          log_start))
-                    log.warning("%s-%d: skipping %d records lost to retention", p.topic,
-                                p.partition, log_start - position)
-                    position = log_start
-                    continue
-                raise DataLossError(f"{p.topic}-{p.partition}: offset {position} is beyond the "
-                                    f"log end (was the topic truncated or recreated?)")
-            if got.error is not ErrorCode.none:
-                failures += 1
-                if failures > 5:
-                    raise BrokerError(f"fetch {p.topic}-{p.partition}: {got.error.name}",
-                                      got.error)
-                time.sleep(0.2 * failures)
-                continue
-            failures = 0
-            before = position
-            batches = MemoryRecords(got.records)
-            while (batch := batches.next_batch()) is not None:
-                next_offset = _next_offset(batch)
-                if not batch.is_control_batch:
-                    kind = batch.timestamp_type or 0
-                    for record in batch:
-                        if record.offset < position:
-                            continue
-                        if record.offset >= p.end:
-                            return
-                        yield (record.key, record.value, p.topic, p.partition, record.offset,
-                               EPOCH + datetime.timedelta(milliseconds=record.timestamp),
-                               kind, [(k, v) for k, v in record.headers])
-                if next_offset is not None:
-                    position = max(position, next_offset)
-            if position == before:
-                empty += 1
-                if got.high_watermark <= position or empty > 20:
-                    message = (f"{p.topic}-{p.partition}: offsets {position}..{p.end} were "
-                               f"planned but the log ends at {got.high_watermark}")
-                    if p.fail_on_data_loss:
-                        raise DataLossError(message)
-                    log.warning("%s; skipping them", message)
-                    return
-            else:
-                empty = 0
-    finally:
-        broker.close()
-        loop.close()
-
-
-def _next_offset(batch) -> int | None:
-    try:
-        return batch.next_offset
-    except AttributeError:  # a legacy (v0/v1) batch
-        return None
 
 
 # -- streaming ----------------------------------------------------------------------------------
