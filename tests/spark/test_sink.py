@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
-from pyspark.sql import Row
 from pyspark.sql.types import ArrayType, BinaryType, StringType, StructField, StructType
 from pyspark.sql.utils import StreamingQueryException
 
@@ -23,6 +23,8 @@ HEADERS = ArrayType(StructType([StructField("key", StringType()),
                                 StructField("value", BinaryType())]))
 SCHEMA = StructType([StructField("key", StringType()), StructField("value", BinaryType()),
                      StructField("headers", HEADERS)])
+ARROW_INPUT = pa.schema([("key", pa.string()), ("value", pa.binary()), ("headers", pa.list_(
+    pa.struct([("key", pa.string()), ("value", pa.binary())])))])
 
 
 def read_all(spark, bootstrap, topic):
@@ -63,13 +65,14 @@ def test_partition_and_topic_columns(spark, kafka):
 def test_the_same_batch_id_through_the_writer_twice_writes_once(spark, kafka):
     settings = write_settings({"kafka.bootstrap.servers": kafka.bootstrap, "topic": "sink-twice"})
     writer = RosterStreamWriter(settings, SCHEMA)
-    rows = [Row(key=f"k{i}", value=f"v{i}".encode(), headers=[Row(key="h", value=b"1")])
-            for i in range(25)]
+    rows = pa.RecordBatch.from_pylist(
+        [{"key": f"k{i}", "value": f"v{i}".encode(), "headers": [{"key": "h", "value": b"1"}]}
+         for i in range(25)], schema=ARROW_INPUT)
     outcomes = []
     for attempt in range(2):
         loop = asyncio.new_event_loop()
         try:
-            outcomes.append(writer._write_once(iter(rows), loop, "twice", task=3, batch_id=7,
+            outcomes.append(writer._write_once(iter([rows]), loop, "twice", task=3, batch_id=7,
                                                query_id="q-twice"))
         finally:
             loop.close()
@@ -79,7 +82,7 @@ def test_the_same_batch_id_through_the_writer_twice_writes_once(spark, kafka):
     # the next batch id is written again
     loop = asyncio.new_event_loop()
     try:
-        later = writer._write_once(iter(rows[:5]), loop, "twice", task=3, batch_id=8,
+        later = writer._write_once(iter([rows.slice(0, 5)]), loop, "twice", task=3, batch_id=8,
                                    query_id="q-twice")
     finally:
         loop.close()

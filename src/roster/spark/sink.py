@@ -4,7 +4,8 @@ Input columns (by name): `value` (binary or string, required), `key` (binary or 
 `headers` (array<struct<key:string,value:binary>>), `topic` (string), `partition` (int). The
 option `topic`, when set, wins over the column (as in Spark's Kafka sink). Without a partition,
 records are placed by Kafka's default partitioner (murmur2 of the key; round robin without one).
-Records are produced with acks=all.
+Records are produced with acks=all. The writers are Arrow writers: Spark hands `write()` Arrow
+record batches, which `roster.spark.producing` turns into Kafka record batches column by column.
 
 Streaming writes are idempotent per micro-batch through markers. Each write task, identified by
 (sink id, task partition id), keeps a marker: an offset committed with OffsetCommit into the
@@ -23,7 +24,11 @@ import json
 import logging
 from dataclasses import dataclass
 
-from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -34,9 +39,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from roster.client.producer import Producer
-from roster.client.records import OutgoingRecord
 from roster.spark.options import OptionError, Settings
+from roster.spark.producing import ArrowProducer
 from roster.spark.wire import Broker
 
 log = logging.getLogger("roster.spark")
@@ -75,57 +79,17 @@ def check_schema(schema: StructType, settings: Settings) -> None:
         raise OptionError("say where to write: the option topic or a column named topic")
 
 
-def _bytes(value) -> bytes | None:
-    if value is None:
-        return None
-    if isinstance(value, str):
-        return value.encode()
-    return bytes(value)
-
-
-def _record(row, settings: Settings, names: set[str]) -> tuple[str, int | None, OutgoingRecord]:
-    topic = settings.topic or (row["topic"] if "topic" in names else None)
-    if not topic:
-        raise ValueError("a row has no topic (null topic column and no topic option)")
-    partition = row["partition"] if "partition" in names else None
-    headers = ()
-    if "headers" in names and row["headers"]:
-        headers = tuple((h[0], _bytes(h[1])) for h in row["headers"])
-    key = _bytes(row["key"]) if "key" in names else None
-    return topic, partition, OutgoingRecord(_bytes(row["value"]), key, headers)
-
-
-async def _produce(producer: Producer, chunk: list) -> None:
-    groups: dict[tuple[str, int | None], list[OutgoingRecord]] = {}
-    for topic, partition, record in chunk:
-        groups.setdefault((topic, partition), []).append(record)
-    for (topic, partition), records in groups.items():
-        await producer.send_many(topic, records, partition)
-
-
-def produce_rows(settings: Settings, rows, loop: asyncio.AbstractEventLoop) -> int:
-    """Produce every row (acks=all), a chunk at a time; returns the number of records."""
-    producer = Producer(settings.bootstrap, acks=-1, compression=settings.compression,
-                        client_id=settings.client_id)
-    count, chunk, names = 0, [], None
+def produce_batches(settings: Settings, batches, loop: asyncio.AbstractEventLoop) -> int:
+    """Produce the rows of every Arrow record batch (acks=all), `sink.chunkRecords` records per
+    round; returns the number of records once all of them are acknowledged."""
+    producer = ArrowProducer(settings, loop)
     try:
-        for row in rows:
-            if names is None:
-                names = set(row.asDict().keys())
-            chunk.append(_record(row, settings, names))
-            if len(chunk) >= settings.produce_chunk_records:
-                loop.run_until_complete(_produce(producer, chunk))
-                count += len(chunk)
-                chunk = []
-        if chunk:
-            loop.run_until_complete(_produce(producer, chunk))
-            count += len(chunk)
+        return producer.produce(batches)
     finally:
-        loop.run_until_complete(producer.close())
-    return count
+        producer.close()
 
 
-class RosterBatchWriter(DataSourceWriter):
+class RosterBatchWriter(DataSourceArrowWriter):
     """A batch write just produces (no markers: Spark does not replay batch jobs)."""
 
     def __init__(self, settings: Settings, schema: StructType) -> None:
@@ -137,7 +101,7 @@ class RosterBatchWriter(DataSourceWriter):
         context = TaskContext.get()
         loop = asyncio.new_event_loop()
         try:
-            count = produce_rows(self.settings, iterator, loop)
+            count = produce_batches(self.settings, iterator, loop)
         finally:
             loop.close()
         return SinkCommitMessage(context.partitionId() if context else -1, None, count)
@@ -167,7 +131,7 @@ def marker_done(offset: int, metadata: str, batch_id: int, query_id: str | None)
     return written_by is None or query_id is None or written_by == query_id
 
 
-class RosterStreamWriter(DataSourceStreamWriter):
+class RosterStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, settings: Settings, schema: StructType) -> None:
         check_schema(schema, settings)
         self.settings = settings
@@ -184,8 +148,8 @@ class RosterStreamWriter(DataSourceStreamWriter):
         try:
             if batch_id is None or ident is None or task < 0:
                 log.warning("no batch id or sink id: writing without a replay marker")
-                return SinkCommitMessage(task, batch_id, produce_rows(self.settings, iterator,
-                                                                      loop))
+                count = produce_batches(self.settings, iterator, loop)
+                return SinkCommitMessage(task, batch_id, count)
             return self._write_once(iterator, loop, ident, task, batch_id, query_id)
         finally:
             loop.close()
@@ -201,7 +165,7 @@ class RosterStreamWriter(DataSourceStreamWriter):
                 log.info("sink %s task %d: batch %d already written (%s); skipping", ident,
                          task, batch_id, metadata)
                 return SinkCommitMessage(task, batch_id, 0, skipped=True)
-            count = produce_rows(s, iterator, loop)
+            count = produce_batches(s, iterator, loop)
             note = json.dumps({"batch": batch_id, "records": count, "query": query_id},
                               separators=(",", ":"))
             loop.run_until_complete(broker.commit(group, {marker: (batch_id + 1, note)}))
