@@ -47,11 +47,12 @@ class Member:
         return next(name for name, _ in self.protocols if name in candidates)
 
 
-def discard(members: set[str], member_id: str) -> None:
-    """set.discard, but an emptied set gives back its table: `joining` and `pending_sync` fill
-    up during every rebalance and are empty in between, and a set never shrinks by itself (a
-    group of 10 would keep ~0.5 KB of empty slots per set for as long as it is idle)."""
-    members.discard(member_id)
+def discard(members: dict[str, None], member_id: str) -> None:
+    """Remove from a set of member ids, giving back its table once it is empty: `joining` and
+    `pending_sync` fill up during every rebalance and are empty in between, and neither a set
+    nor a dict shrinks by itself (a group of 10 would keep ~0.5 KB of empty slots per set for as
+    long as it is idle)."""
+    members.pop(member_id, None)
     if not members:
         members.clear()
 
@@ -79,10 +80,12 @@ class Group:
     static_members: dict[str, str] = field(default_factory=dict)   # instance id -> member id
     # KIP-394: ids handed out, each with the deadline by which it must rejoin (sessions.py)
     pending_members: dict[str, int | None] = field(default_factory=dict)
-    pending_sync: set[str] = field(default_factory=set)           # joined, no SyncGroup yet
+    # Sets of member ids are dicts (keys only): an empty dict is 64 bytes, an empty set 216,
+    # and an idle group holds both empty.
+    pending_sync: dict[str, None] = field(default_factory=dict)   # joined, no SyncGroup yet
     # members parked in JoinGroup: "has everyone rejoined?" is asked on every join, so it must
     # not scan the members (a 10,000-member rebalance would be quadratic)
-    joining: set[str] = field(default_factory=set)
+    joining: dict[str, None] = field(default_factory=dict)
     # how many members support each protocol name: candidates are those all members support,
     # asked on every join, so kept up to date rather than recomputed (Kafka does the same)
     protocol_counts: Counter = field(default_factory=Counter)
@@ -123,7 +126,7 @@ class Group:
         member.protocols = self.share_protocols(member.protocols)
         self.protocol_counts.update(name for name, _ in member.protocols)
         if member.awaiting_join is not None:
-            self.joining.add(member.member_id)
+            self.joining[member.member_id] = None
         if member.is_static:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -154,11 +157,11 @@ class Group:
         if self.leader_id == old_id:
             self.leader_id = new_id
         if old_id in self.pending_sync:
-            self.pending_sync.discard(old_id)
-            self.pending_sync.add(new_id)
+            del self.pending_sync[old_id]
+            self.pending_sync[new_id] = None
         if old_id in self.joining:
-            self.joining.discard(old_id)
-            self.joining.add(new_id)
+            del self.joining[old_id]
+            self.joining[new_id] = None
         return member
 
     def set_protocols(self, member: Member, protocols: Protocols) -> None:
@@ -183,7 +186,7 @@ class Group:
 
     def park_join(self, member: Member, parked: Parked) -> None:
         member.awaiting_join = parked
-        self.joining.add(member.member_id)
+        self.joining[member.member_id] = None
 
     def take_join(self, member: Member) -> Parked | None:
         """The member's parked JoinGroup, now no longer parked (None if there was none)."""

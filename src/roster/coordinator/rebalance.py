@@ -126,7 +126,7 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
             group, member.member_id, everyone if group.is_leader(member.member_id) else ()))
         reschedule_heartbeat(result, group, member, now)
         member.is_new = False
-        group.pending_sync.add(member.member_id)
+        group.pending_sync[member.member_id] = None
     result.schedule(sync_key(group.group_id), now + group.rebalance_timeout_ms(),
                     SyncDeadline(group.group_id, group.generation))
 

@@ -25,10 +25,14 @@ def reschedule_heartbeat(result: Result, group: Group, member: Member, now: int,
     """The member was heard from: its session ends one session timeout (or `timeout_ms`) from
     now."""
     deadline = now + (member.session_timeout_ms if timeout_ms is None else timeout_ms)
-    member.session_deadline_ms = deadline
     armed = group.session_timer_ms
     if armed is None or deadline < armed:  # a heartbeat moves a deadline later: no timer work
         _arm(result, group, deadline)
+    elif deadline == armed:
+        # Members rescheduled at the same instant (all of them, when a join phase completes or
+        # an assignment is handed out) hold one int rather than one each.
+        deadline = armed
+    member.session_deadline_ms = deadline
 
 
 def add_pending(result: Result, group: Group, member_id: str, deadline: int) -> None:

@@ -261,7 +261,7 @@ class GroupMachine(RuleBasedStateMachine):
         if group.state in (S.EMPTY, S.DEAD):
             assert not members and group.protocol_name is None
         assert not group.pending_members.keys() & set(members)
-        assert group.pending_sync <= set(members)
+        assert group.pending_sync.keys() <= set(members)
         if group.state not in (S.COMPLETING_REBALANCE, S.STABLE):
             assert not group.pending_sync
         if group.state in (S.COMPLETING_REBALANCE, S.STABLE):

@@ -162,7 +162,7 @@ def test_replace_static_member_in_completing_rebalance_fences_parked_sync():
     rejoin = h.join(instance="i-b")
     assert h.reply(parked) == SyncReply(error=ErrorCode.fenced_instance_id)
     group = h.group()
-    assert group.state is S.PREPARING_REBALANCE and group.pending_sync == set()
+    assert group.state is S.PREPARING_REBALANCE and group.pending_sync.keys() == set()
     assert h.deadline(sync_key("g")) is None and h.deadline(join_key("g")) == 30_000
     h.join(member_id=a, instance="i-a")
     assert h.reply(rejoin).generation == 2 and h.reply(rejoin).leader == a
@@ -347,7 +347,7 @@ def test_static_member_follower_fail_to_rejoin_before_rebalance_timeout():
         JoinMember(new, "i-new", b"range-meta")))
     assert h.reply(newcomer) == stable_reply(new, leader, generation=2)
     group = h.group()
-    assert group.state is S.COMPLETING_REBALANCE and group.pending_sync == {leader, follower, new}
+    assert group.state is S.COMPLETING_REBALANCE and group.pending_sync.keys() == {leader, follower, new}
     # every member, the absent one too, is watched with its session timeout from now on
     assert h.session_deadline(follower) == 10_000 + 15_000
 
@@ -437,12 +437,12 @@ def test_static_replacement_moves_pending_sync_to_the_new_member_id():
     a, b = h.reply(ta).member_id, h.reply(tb).member_id
     h.sync(a, 1, assignments=[(a, b"A"), (b, b"B")])
     group = h.group()
-    assert group.state is S.STABLE and group.pending_sync == {b}
+    assert group.state is S.STABLE and group.pending_sync.keys() == {b}
     assert h.deadline(sync_key("g")) == 30_000
     new = h.reply(h.join(instance="i-b", session_ms=60_000)).member_id
-    assert group.pending_sync == {new}
+    assert group.pending_sync.keys() == {new}
     assert h.reply(h.sync(new, 1, instance="i-b")).assignment == b"B"
-    assert group.pending_sync == set() and h.deadline(sync_key("g")) is None
+    assert group.pending_sync.keys() == set() and h.deadline(sync_key("g")) is None
     h.advance(30_000)
     assert group.state is S.STABLE and group.generation == 1 and list(group.members) == [a, new]
 
