@@ -17,9 +17,8 @@ NOT_LEADER_OR_FOLLOWER, which a one-broker cluster never answers).
 from __future__ import annotations
 
 import struct
-import uuid
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from roster.protocol.codec import EncodedBody
 
@@ -33,7 +32,7 @@ _INT64 = struct.Struct(">q")
 NO_TIMESTAMP = _INT64.pack(-1)     # log_append_time: roster keeps producer timestamps (CreateTime)
 NO_TAGS = b"\0"
 NO_THROTTLE = _INT32.pack(0)
-NIL_UUID = uuid.UUID(int=0)
+NIL_UUID = bytes(16)  # a topic id kio would write for None
 
 
 class PartitionAnswer(NamedTuple):
@@ -65,14 +64,14 @@ def _string(text: str | None, flexible: bool) -> bytes:
 
 
 def encode_produce_response(version: int,
-                            topics: Sequence[tuple[str | uuid.UUID | None,
-                                                   Sequence[PartitionAnswer]]]) -> EncodedBody:
-    """The response body for `topics`: (topic name, or topic id from v13, [answers]) each."""
+                            topics: Sequence[tuple[Any, Sequence[PartitionAnswer]]]) -> EncodedBody:
+    """The response body for `topics`: (topic name, or from v13 the topic id as a uuid.UUID or
+    None, [answers]) each."""
     flexible = version >= FIRST_FLEXIBLE
     parts = [_array_length(len(topics), flexible)]
     for topic, answers in topics:
         if version >= FIRST_TOPIC_ID:
-            parts.append((topic or NIL_UUID).bytes)
+            parts.append(topic.bytes if topic is not None else NIL_UUID)
         else:
             parts.append(_string(topic, flexible))
         parts.append(_array_length(len(answers), flexible))

@@ -5,6 +5,12 @@ Each partition's records must be exactly one magic-v2 batch (Kafka's rule for v3
 answers once the batch is in the log; acks=-1 also waits for fsync (roster has no replicas, so
 "all in-sync replicas" means "on this disk"); acks=0 sends no answer, and on an error the
 connection is closed, which is how Kafka tells an acks=0 producer something went wrong.
+
+Every produced batch arrives in a Produce request, so this is a raw handler (ApiSpec.raw): it
+runs without a coroutine unless the answer waits for fsync, and encodes the answer by hand
+(roster.protocol.produce_response). The request is still decoded by kio, whose native reader
+(~2.4 us for a 64 KiB request, the records copy included) beat a hand-written Python decoder
+that left the records in place (~3.5 us).
 """
 from __future__ import annotations
 
@@ -14,9 +20,10 @@ import struct
 from roster.broker.topics import TopicError, check_topic_name
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogStorageError, RecordTooLarge
+from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix
-from roster.protocol.produce_response import FIRST_TOPIC_ID, PartitionAnswer, encode_produce_response
+from roster.protocol.produce_response import PartitionAnswer, encode_produce_response
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 0
@@ -97,10 +104,12 @@ async def _make_durable(broker, outcome: _Outcome) -> None:
         outcome.error, outcome.message = ErrorCode.kafka_storage_error, str(exc)
 
 
-async def handle(broker, request, connection):
-    body = request.body
+def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
+    """Serve a Produce v3+ frame: the encoded response; None for acks=0; a coroutine for acks=-1,
+    which has to wait for fsync."""
+    body = decode_request(frame, prefix).body
     acks = body.acks
-    results = []  # (topic entry, [(partition index, outcome)])
+    results = []  # (topic key for the response: name, or id from v13; [(partition, outcome)])
     for topic_data in body.topic_data:
         name = getattr(topic_data, "name", None)
         topic_id = getattr(topic_data, "topic_id", None)
@@ -114,26 +123,31 @@ async def handle(broker, request, connection):
             else:
                 outcome = _append(broker, topic, partition_data.index, partition_data.records)
             outcomes.append((partition_data.index, outcome))
-        results.append((topic_data, outcomes))
+        results.append((name if name is not None else topic_id, outcomes))
 
     if acks == -1:
-        await asyncio.gather(*(_make_durable(broker, o) for _, outs in results for _, o in outs
-                               if o.partition is not None))
+        return _answer_when_durable(broker, prefix, results)
     if acks == 0:
         failed = [o for _, outs in results for _, o in outs if o.error is not ErrorCode.none]
         if failed:
             raise MalformedRequest(f"acks=0 produce failed ({failed[0].error.name}); "
                                    "closing the connection is the only way to tell the producer")
         return None
-    return _response(request.api_version, results)
+    return _response(prefix, results)
 
 
-def _response(version: int, results):
-    return encode_produce_response(version, [
-        (topic_data.name if version < FIRST_TOPIC_ID else topic_data.topic_id,
-         [PartitionAnswer(index, o.error, o.base_offset, o.log_start_offset, o.message)
-          for index, o in outcomes])
-        for topic_data, outcomes in results])
+async def _answer_when_durable(broker, prefix: RequestPrefix, results) -> bytes:
+    await asyncio.gather(*(_make_durable(broker, o) for _, outs in results for _, o in outs
+                           if o.partition is not None))
+    return _response(prefix, results)
+
+
+def _response(prefix: RequestPrefix, results) -> bytes:
+    body = encode_produce_response(prefix.api_version, [
+        (key, [PartitionAnswer(index, o.error, o.base_offset, o.log_start_offset, o.message)
+               for index, o in outcomes])
+        for key, outcomes in results])
+    return encode_response(API_KEY, prefix.api_version, prefix.correlation_id, body)
 
 
 # -- v0-2: advertised, never served ---------------------------------------------------------
@@ -207,4 +221,5 @@ class _Reader:
             self._pos += length
 
 
-SPEC = ApiSpec(API_KEY, "Produce", 0, 13, handle, decoded_from=3, legacy=_legacy_unsupported)
+SPEC = ApiSpec(API_KEY, "Produce", 0, 13, handler=None, decoded_from=3,
+               legacy=_legacy_unsupported, raw=answer)
