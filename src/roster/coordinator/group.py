@@ -23,8 +23,7 @@ class Member:
     client_host: str
     rebalance_timeout_ms: int
     session_timeout_ms: int
-    protocol_type: str
-    protocols: Protocols
+    protocols: Protocols   # (the protocol type is the group's: every member must share it)
     assignment: bytes = b""
     is_new: bool = False
     awaiting_join: Parked | None = None
@@ -119,9 +118,10 @@ class Group:
     def is_leader(self, member_id: str) -> bool:
         return self.leader_id == member_id
 
-    def add(self, member: Member) -> None:
-        if not self.members:  # the first member fixes the group's protocol type
-            self.protocol_type = member.protocol_type
+    def add(self, member: Member, protocol_type: str | None = None) -> None:
+        """Add a member that joined with `protocol_type` (None: keep the group's)."""
+        if not self.members and protocol_type is not None:
+            self.protocol_type = protocol_type  # the first member fixes the group's type
         self.members[member.member_id] = member
         member.protocols = self.share_protocols(member.protocols)
         self.protocol_counts.update(name for name, _ in member.protocols)

@@ -119,12 +119,12 @@ def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: in
         client_id=shared_str(request.client_id), client_host=shared_str(request.client_host),
         rebalance_timeout_ms=shared_int(request.rebalance_timeout_ms),
         session_timeout_ms=shared_int(request.session_timeout_ms),
-        protocol_type=shared_str(request.protocol_type), protocols=request.protocols, is_new=True,
+        protocols=request.protocols, is_new=True,
         awaiting_join=Parked(request.token, request.api_version))
     if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
         group.new_member_added = True  # extends the initial rebalance delay
     group.pending_members.pop(member_id, None)
-    group.add(member)
+    group.add(member, shared_str(request.protocol_type))
     # A new member cannot heartbeat while its JoinGroup is parked, so it gets the (long)
     # new-member join timeout instead of its session timeout.
     reschedule_heartbeat(result, group, member, now, ctx.config.new_member_join_timeout_ms)

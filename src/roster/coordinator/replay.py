@@ -52,10 +52,9 @@ def _group_from_record(group_id: str, value: GroupValue, existing: Group | None)
             client_id=shared_str(m.client_id), client_host=shared_str(m.client_host),
             rebalance_timeout_ms=shared_int(m.rebalance_timeout if m.rebalance_timeout >= 0
                                             else m.session_timeout),
-            session_timeout_ms=shared_int(m.session_timeout), protocol_type=value.protocol_type,
+            session_timeout_ms=shared_int(m.session_timeout),
             protocols=((value.protocol or "", m.subscription),), assignment=m.assignment)
         group.add(member)
-    group.protocol_type = value.protocol_type or None  # add() took the first member's
     group.leader_id = value.leader if value.leader in group.members else \
         next(iter(group.members), None)
     # A loaded group is Stable if it has members, Empty otherwise (set directly: loading is

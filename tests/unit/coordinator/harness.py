@@ -156,8 +156,8 @@ class Harness:
         """Put a member straight into a group (Kafka's tests call group.add), creating it."""
         target = self.group(group) or self.coordinator.create_group(group, self.now)
         member = Member(member_id, instance, "client", "/127.0.0.1", rebalance_ms, session_ms,
-                        "consumer", protocols)
-        target.add(member)
+                        protocols)
+        target.add(member, "consumer")
         return member
 
     def force_rebalance(self, group: str = "g") -> None:

@@ -32,7 +32,7 @@ LEGAL = {
 
 
 def member(member_id, protocols=(("roundrobin", b""),), instance=None, joined=False):
-    return Member(member_id, instance, "client", "/127.0.0.1", 30_000, 10_000, "consumer",
+    return Member(member_id, instance, "client", "/127.0.0.1", 30_000, 10_000,
                   tuple(protocols), awaiting_join=Parked(member_id, 9) if joined else None)
 
 
@@ -65,10 +65,10 @@ def test_select_protocol():
     """Each member votes for its first protocol that everyone supports; most votes wins, and a
     tie goes to the name that sorts first (deliberate: Kafka breaks ties arbitrarily)."""
     group = Group("g")
-    group.add(member("m1", [("range", b""), ("roundrobin", b"")]))
-    group.add(member("m2", [("roundrobin", b""), ("range", b"")]))
+    group.add(member("m1", [("range", b""), ("roundrobin", b"")]), "consumer")
+    group.add(member("m2", [("roundrobin", b""), ("range", b"")]), "consumer")
     assert group.select_protocol() == "range"
-    group.add(member("m3", [("roundrobin", b""), ("range", b"")]))
+    group.add(member("m3", [("roundrobin", b""), ("range", b"")]), "consumer")
     assert group.select_protocol() == "roundrobin"
 
 
@@ -78,7 +78,7 @@ def test_select_protocol_tie_goes_to_the_name_that_sorts_first(order):
     preferences = {"z": [("zeta", b""), ("alpha", b"")], "a": [("alpha", b""), ("zeta", b"")]}
     group = Group("g")
     for member_id in order:
-        group.add(member(member_id, preferences[member_id]))
+        group.add(member(member_id, preferences[member_id]), "consumer")
     assert group.select_protocol() == "alpha"
 
 
@@ -91,8 +91,8 @@ def test_select_protocol_raises_if_no_members():
 def test_select_protocol_chooses_compatible_protocol():
     """Only protocols every member supports are candidates, whatever the preferences."""
     group = Group("g")
-    group.add(member("m1", [("range", b""), ("roundrobin", b"")]))
-    group.add(member("m2", [("roundrobin", b""), ("foo", b"")]))
+    group.add(member("m1", [("range", b""), ("roundrobin", b"")]), "consumer")
+    group.add(member("m2", [("roundrobin", b""), ("foo", b"")]), "consumer")
     assert group.select_protocol() == "roundrobin"
 
 
@@ -105,7 +105,7 @@ def test_supports_protocols():
     assert group.supports("consumer", (("range", b""), ("roundrobin", b"")))
     assert not group.supports("", (("range", b""),))
     assert not group.supports("consumer", ())
-    group.add(member("m1", [("range", b""), ("roundrobin", b"")]))
+    group.add(member("m1", [("range", b""), ("roundrobin", b"")]), "consumer")
     group.transition_to(PREPARING, 0)
     assert group.supports("consumer", (("roundrobin", b""), ("foo", b"")))
     assert group.supports("consumer", (("range", b""), ("bar", b"")))
@@ -134,7 +134,7 @@ def test_init_next_generation():
     h = Harness()
     group = h.coordinator.create_group("g", 0)
     group.transition_to(PREPARING, 0)
-    group.add(member("m1", joined=True))
+    group.add(member("m1", joined=True), "consumer")
     assert (group.generation, group.protocol_name) == (0, None)
     rebalance.complete_join(h.coordinator, group, 0, Result())
     assert (group.generation, group.protocol_name, group.state) == (1, "roundrobin", COMPLETING)
@@ -154,7 +154,7 @@ def test_init_next_generation_empty_group():
 def test_replace_group_instance():
     """Replacing a static member moves the leader and the instance mapping to the new id."""
     group = Group("g")
-    group.add(member("old", instance="i-a", joined=True))
+    group.add(member("old", instance="i-a", joined=True), "consumer")
     assert group.is_leader("old") and group.static_member_id("i-a") == "old"
     replaced = group.replace_static("old", "new")
     assert group.is_leader("new") and group.static_member_id("i-a") == "new"
@@ -179,8 +179,8 @@ def test_maybe_elect_new_joined_leader_choose_existing():
     h = Harness()
     group = h.coordinator.create_group("g", 0)
     group.transition_to(PREPARING, 0)
-    group.add(member("leader", joined=True))
-    group.add(member("new-member", joined=True))
+    group.add(member("leader", joined=True), "consumer")
+    group.add(member("new-member", joined=True), "consumer")
     rebalance.complete_join(h.coordinator, group, 0, Result())
     assert group.leader_id == "leader"
 
@@ -188,8 +188,8 @@ def test_maybe_elect_new_joined_leader_choose_existing():
 def test_leader_is_handed_to_a_remaining_member_on_removal():
     """Removing the leader hands leadership to a remaining member, or to nobody."""
     group = Group("g")
-    group.add(member("a", instance="i-a"))
-    group.add(member("b"))
+    group.add(member("a", instance="i-a"), "consumer")
+    group.add(member("b"), "consumer")
     group.remove("a")
     assert group.leader_id == "b" and group.static_members == {}
     group.remove("b")
