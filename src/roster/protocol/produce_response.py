@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 from roster.protocol.codec import EncodedBody
@@ -27,9 +28,7 @@ FIRST_TOPIC_ID = 13
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-_CORE = struct.Struct(">ihq")      # index, error_code, base_offset
-_INT64 = struct.Struct(">q")
-NO_TIMESTAMP = _INT64.pack(-1)     # log_append_time: roster keeps producer timestamps (CreateTime)
+NO_TIMESTAMP = -1  # log_append_time: roster keeps producer timestamps (CreateTime)
 NO_TAGS = b"\0"
 NO_THROTTLE = _INT32.pack(0)
 NIL_UUID = bytes(16)  # a topic id kio would write for None
@@ -63,28 +62,48 @@ def _string(text: str | None, flexible: bool) -> bytes:
     return (_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
 
 
+@cache
+def _partition_layout(version: int) -> tuple[struct.Struct, bytes, bytes]:
+    """(fixed fields, what follows them up to the error message, what follows the message) of a
+    partition answer at `version`; the fixed fields are index, error_code, base_offset,
+    log_append_time and, from v5, log_start_offset."""
+    flexible = version >= FIRST_FLEXIBLE
+    fixed = struct.Struct(">ihqqq" if version >= 5 else ">ihqq")
+    before_message = _array_length(0, flexible) if version >= 8 else b""  # record_errors: none
+    return fixed, before_message, NO_TAGS if flexible else b""
+
+
+@lru_cache(maxsize=4096)
+def _topic_name(name: str, flexible: bool) -> bytes:
+    return _string(name, flexible)
+
+
 def encode_produce_response(version: int,
                             topics: Sequence[tuple[Any, Sequence[PartitionAnswer]]]) -> EncodedBody:
     """The response body for `topics`: (topic name, or from v13 the topic id as a uuid.UUID or
     None, [answers]) each."""
     flexible = version >= FIRST_FLEXIBLE
+    fixed, before_message, after_message = _partition_layout(version)
+    with_start = version >= 5
+    with_message = version >= 8
     parts = [_array_length(len(topics), flexible)]
     for topic, answers in topics:
         if version >= FIRST_TOPIC_ID:
             parts.append(topic.bytes if topic is not None else NIL_UUID)
         else:
-            parts.append(_string(topic, flexible))
+            parts.append(_topic_name(topic, flexible))
         parts.append(_array_length(len(answers), flexible))
         for answer in answers:
-            parts.append(_CORE.pack(answer.index, answer.error_code, answer.base_offset))
-            parts.append(NO_TIMESTAMP)
-            if version >= 5:
-                parts.append(_INT64.pack(answer.log_start_offset))
-            if version >= 8:
-                parts.append(_array_length(0, flexible))  # record_errors: none
+            if with_start:
+                parts.append(fixed.pack(answer.index, answer.error_code, answer.base_offset,
+                                        NO_TIMESTAMP, answer.log_start_offset))
+            else:
+                parts.append(fixed.pack(answer.index, answer.error_code, answer.base_offset,
+                                        NO_TIMESTAMP))
+            if with_message:
+                parts.append(before_message)
                 parts.append(_string(answer.error_message, flexible))
-            if flexible:
-                parts.append(NO_TAGS)
+            parts.append(after_message)
         if flexible:
             parts.append(NO_TAGS)
     parts.append(NO_THROTTLE)
