@@ -1,5 +1,6 @@
-"""The edge's coordinator timers on a real event loop: pushing a deadline later keeps the armed
-handle (it re-arms when it fires early), pulling it earlier re-arms at once, cancel cancels."""
+"""The edge's coordinator timers on a real event loop: one loop timer over a heap of deadlines.
+Pushing a deadline later keeps its heap entry (it is queued again when it comes up early),
+pulling it earlier queues it at once, cancel cancels, and due timers fire in deadline order."""
 import asyncio
 import time
 
@@ -40,10 +41,9 @@ def test_a_deadline_pushed_later_fires_at_the_new_deadline_only():
     async def scenario(runtime, recorder):
         start = time.monotonic()
         schedule(runtime, "k", 60, "first")
-        handle = runtime._timers["k"].handle
         await asyncio.sleep(0.03)
         schedule(runtime, "k", 100, "pushed")       # like a heartbeat
-        assert runtime._timers["k"].handle is handle  # no new handle
+        assert len(runtime._timers._heap) == 1      # no new entry
         await asyncio.wait_for(recorder.event.wait(), 2)
         return recorder.fired, start
     fired, start = run(scenario)
@@ -60,7 +60,36 @@ def test_a_deadline_pulled_earlier_fires_early_and_cancel_cancels():
         runtime.apply(Result(timers=[Cancel("gone")]))
         await asyncio.wait_for(recorder.event.wait(), 2)
         await asyncio.sleep(0.05)  # give a wrongly-kept "gone" timer the chance to fire
-        return recorder.fired, start
-    fired, start = run(scenario)
+        return recorder.fired, start, len(runtime._timers)
+    fired, start, left = run(scenario)
     assert [e for e, _ in fired] == ["pulled-in"]
     assert fired[0][1] - start < 1.0
+    assert left == 0
+
+
+def test_many_timers_fire_in_deadline_order_each_once():
+    async def scenario(runtime, recorder):
+        now = runtime.now_ms()
+        runtime.apply(Result(timers=[Schedule(f"k{i}", now + 40 - i * 10, f"e{i}")
+                                     for i in range(4)]))
+        runtime.apply(Result(timers=[Schedule("k1", now + 45, "e1-later")]))
+        while len(recorder.fired) < 4:
+            recorder.event.clear()
+            await asyncio.wait_for(recorder.event.wait(), 2)
+        await asyncio.sleep(0.03)
+        return [e for e, _ in recorder.fired]
+    assert run(scenario) == ["e3", "e2", "e0", "e1-later"]
+
+
+def test_a_cancelled_key_scheduled_again_fires_once_at_its_new_deadline():
+    async def scenario(runtime, recorder):
+        start = time.monotonic()
+        schedule(runtime, "k", 20, "old")
+        runtime.apply(Result(timers=[Cancel("k")]))
+        schedule(runtime, "k", 50, "new")
+        await asyncio.wait_for(recorder.event.wait(), 2)
+        await asyncio.sleep(0.05)
+        return recorder.fired, start
+    fired, start = run(scenario)
+    assert [e for e, _ in fired] == ["new"]
+    assert fired[0][1] - start >= 0.045

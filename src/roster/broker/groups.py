@@ -15,9 +15,10 @@ import time
 import uuid
 from collections.abc import Callable
 
+from roster.broker.timer_queue import TimerQueue
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.coordinator import Coordinator
-from roster.coordinator.results import Cancel, Result, Schedule
+from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
@@ -27,6 +28,9 @@ log = logging.getLogger("roster.groups")
 def java_member_id(prefix: str) -> str:
     """`<client id or instance id>-<uuid4>`, the shape Java brokers hand out."""
     return f"{prefix}-{uuid.uuid4()}"
+
+
+_NO_REPLY = object()
 
 
 class MemoryRecordSink:
@@ -48,18 +52,6 @@ class MemoryRecordSink:
         return 0
 
 
-class _Timer:
-    """A coordinator timer: its current deadline, and the loop handle armed for it."""
-
-    __slots__ = ("deadline_ms", "event", "armed_for", "handle")
-
-    def __init__(self, deadline_ms: int, event) -> None:
-        self.deadline_ms = deadline_ms
-        self.event = event
-        self.armed_for = deadline_ms
-        self.handle: asyncio.TimerHandle | None = None
-
-
 class GroupRuntime:
     def __init__(self, config: GroupConfig, sink=None,
                  clock: Callable[[], float] = time.time,
@@ -67,8 +59,10 @@ class GroupRuntime:
         self.coordinator = Coordinator(config, new_member_id)
         self.sink = sink or MemoryRecordSink()
         self._clock = clock
-        self._timers: dict[str, _Timer] = {}
+        self._timers = TimerQueue(self.now_ms, self._fire)
         self._waiting: dict[int, asyncio.Future] = {}
+        self._running: int | None = None  # the token of the operation being applied right now
+        self._ready: dict[int, object] = {}  # its reply, when released before run() returns
         self._tokens = itertools.count(1)
         self._loading: set[int] = set()
 
@@ -82,14 +76,26 @@ class GroupRuntime:
 
     async def run(self, step: Callable[[int, int], Result]) -> object:
         """step(token, now) -> Result; wait for the reply addressed to that token."""
+        reply = self.start(step)
+        return await reply if isinstance(reply, asyncio.Future) else reply
+
+    def start(self, step: Callable[[int, int], Result]) -> object:
+        """Apply step(token, now) -> Result. Returns the reply addressed to that token when the
+        result already holds it (a heartbeat, any rejection: no future, no wait), otherwise a
+        future for it (a parked long poll, or a reply waiting for its records' fsync)."""
         token = next(self._tokens)
-        future = asyncio.get_running_loop().create_future()
-        self._waiting[token] = future
+        self._running = token
         try:
             self.apply(step(token, self.now_ms()))
-            return await future
         finally:
-            self._waiting.pop(token, None)
+            self._running = None
+        reply = self._ready.pop(token, _NO_REPLY)
+        if reply is not _NO_REPLY:
+            return reply
+        future = asyncio.get_running_loop().create_future()
+        self._waiting[token] = future
+        future.add_done_callback(lambda _: self._waiting.pop(token, None))
+        return future
 
     def apply(self, result: Result) -> None:
         self._apply_timers(result)
@@ -101,6 +107,9 @@ class GroupRuntime:
     def _release(self, result: Result, error: ErrorCode | None) -> None:
         """The result's records are written (or failed to be): answer, then continue."""
         for reply in result.replies:
+            if reply.token == self._running:
+                self._ready[reply.token] = reply.body
+                continue
             future = self._waiting.get(reply.token)
             if future is not None and not future.done():
                 future.set_result(reply.body)
@@ -134,46 +143,14 @@ class GroupRuntime:
                          len(groups), partition, time.monotonic() - started)
 
     def _apply_timers(self, result: Result) -> None:
-        now = self.now_ms()
-        for op in result.timers:
-            timer = self._timers.get(op.key)
-            if isinstance(op, Cancel):
-                if timer is not None:
-                    timer.handle.cancel()
-                    del self._timers[op.key]
-            elif timer is not None and timer.armed_for <= op.deadline_ms:
-                # Pushed later (every heartbeat does this): keep the armed handle; when it
-                # fires early it re-arms for the new deadline. Saves a cancel and a new handle
-                # per heartbeat.
-                timer.deadline_ms, timer.event = op.deadline_ms, op.event
-            elif isinstance(op, Schedule):
-                if timer is not None:
-                    timer.handle.cancel()
-                self._timers[op.key] = self._arm(op.key, _Timer(op.deadline_ms, op.event), now)
-            else:
-                raise TypeError(f"unknown timer operation {op!r}")
+        if result.timers:  # most results (every heartbeat) set none
+            self._timers.apply(result.timers)
 
-    def _arm(self, key: str, timer: _Timer, now: int) -> _Timer:
-        timer.armed_for = timer.deadline_ms
-        timer.handle = asyncio.get_running_loop().call_later(
-            max(timer.deadline_ms - now, 0) / 1000, self._fire, key, timer)
-        return timer
-
-    def _fire(self, key: str, timer: _Timer) -> None:
-        if self._timers.get(key) is not timer:
-            return  # replaced or cancelled meanwhile
-        now = self.now_ms()
-        if now < timer.deadline_ms:
-            self._arm(key, timer, now)
-            return
-        del self._timers[key]
-        event = timer.event
+    def _fire(self, key: str, event, now: int) -> None:
         try:
             self.apply(self.coordinator.expire(event, now))
         except Exception:  # a bug must not stop the timer service for every other group
             log.exception("timer %s failed", key)
 
     def close(self) -> None:
-        for timer in self._timers.values():
-            timer.handle.cancel()
-        self._timers.clear()
+        self._timers.close()
