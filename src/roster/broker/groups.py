@@ -97,6 +97,17 @@ class GroupRuntime:
         future.add_done_callback(lambda _: self._waiting.pop(token, None))
         return future
 
+    def heartbeat(self, group_id: str, generation: int, member_id: str,
+                  group_instance_id: str | None) -> ErrorCode:
+        """The busiest operation, without the reply-token round trip: a heartbeat's answer is
+        final at once (it writes nothing); only its timer changes, if any, are carried out."""
+        result = Result()
+        error = self.coordinator.check_in(group_id, generation, member_id, group_instance_id,
+                                          self.now_ms(), result)
+        if result.timers:
+            self._timers.apply(result.timers)
+        return error
+
     def apply(self, result: Result) -> None:
         self._apply_timers(result)
         if result.records:

@@ -75,6 +75,12 @@ class Coordinator:
     def heartbeat(self, request: HeartbeatRequest, now: int) -> Result:
         return heartbeat.heartbeat(self, request, now)
 
+    def check_in(self, group_id: str, generation: int, member_id: str,
+                 group_instance_id: str | None, now: int, result: Result) -> ErrorCode:
+        """Heartbeat without a reply token: returns the answer (see heartbeat.check_in)."""
+        return heartbeat.check_in(self, group_id, generation, member_id, group_instance_id, now,
+                                  result)
+
     def leave(self, request: LeaveRequest, now: int) -> Result:
         return leave.leave(self, request, now)
 

@@ -8,22 +8,29 @@ from roster.coordinator.states import HEARTBEAT, GroupState
 from roster.coordinator.validation import generation_member_error
 from roster.protocol.errors import ErrorCode
 
+# The answer to a valid heartbeat in each state, as error codes (looked up per heartbeat).
+ANSWER_IN_STATE = {state: ErrorCode[name] for state, name in HEARTBEAT.items()}
+
 
 def heartbeat(ctx, request: HeartbeatRequest, now: int) -> Result:
     result = Result()
-    result.reply(request.token, _answer(ctx, request, now, result))
+    result.reply(request.token, check_in(ctx, request.group_id, request.generation,
+                                         request.member_id, request.group_instance_id, now,
+                                         result))
     return result
 
 
-def _answer(ctx, request: HeartbeatRequest, now: int, result: Result) -> ErrorCode:
-    if not request.group_id:
+def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance_id: str | None,
+             now: int, result: Result) -> ErrorCode:
+    """The heartbeat's answer; a valid heartbeat also moves the member's session deadline, and
+    any timer that needs adds to `result`. Writes no records, so the answer is final at once:
+    the edge may call this directly instead of going through a reply token."""
+    if not group_id:
         return ErrorCode.invalid_group_id
-    group = ctx.groups.get(request.group_id)
-    error = generation_member_error(group, request.member_id, request.group_instance_id,
-                                    request.generation)
+    group = ctx.groups.get(group_id)
+    error = generation_member_error(group, member_id, group_instance_id, generation)
     if error is not None:
         return error
-    answer = ErrorCode[HEARTBEAT[group.state]]
     if group.state is not GroupState.EMPTY:
-        reschedule_heartbeat(result, group, group.members[request.member_id], now)
-    return answer
+        reschedule_heartbeat(result, group, group.members[member_id], now)
+    return ANSWER_IN_STATE[group.state]

@@ -6,7 +6,7 @@ version, so those can be read before knowing which header version applies.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from roster.protocol.errors import MalformedRequest
 
@@ -14,8 +14,7 @@ SIZE = struct.Struct(">i")
 REQUEST_PREFIX = struct.Struct(">hhi")
 
 
-@dataclass(frozen=True, slots=True)
-class RequestPrefix:
+class RequestPrefix(NamedTuple):  # a tuple: built for every request, at a third of the cost
     api_key: int
     api_version: int
     correlation_id: int
@@ -35,7 +34,7 @@ def read_size(four_bytes: bytes, max_size: int) -> int:
 def read_prefix(frame: bytes) -> RequestPrefix:
     if len(frame) < REQUEST_PREFIX.size:
         raise MalformedRequest("frame shorter than a request header")
-    return RequestPrefix(*REQUEST_PREFIX.unpack_from(frame, 0))
+    return RequestPrefix._make(REQUEST_PREFIX.unpack_from(frame, 0))
 
 
 def with_size(payload: bytes) -> bytes:

@@ -16,21 +16,18 @@ from __future__ import annotations
 
 import struct
 from functools import cache
-from typing import NamedTuple
 
 from roster.protocol.errors import MalformedRequest
 
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
+GENERATION_AND_LENGTH = struct.Struct(">ih")  # generation_id, then member_id's length
 HEADER_PREFIX_SIZE = 8  # api_key, api_version, correlation_id
 FLEXIBLE_FROM = 4
 
 
-class HeartbeatFields(NamedTuple):
-    group_id: str
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
+# (group_id, generation_id, member_id, group_instance_id): a plain tuple, built per heartbeat
+HeartbeatFields = tuple[str, int, str, str | None]
 
 
 def decode_heartbeat(frame: bytes, version: int) -> HeartbeatFields:
@@ -44,15 +41,25 @@ def decode_heartbeat(frame: bytes, version: int) -> HeartbeatFields:
 
 
 def _decode_classic(frame: bytes, version: int) -> HeartbeatFields:
-    _, at = _string(frame, HEADER_PREFIX_SIZE)  # client id
-    group_id, at = _string(frame, at)
-    (generation,) = INT32.unpack_from(frame, at)
-    member_id, at = _string(frame, at + 4)
+    # Inline rather than through _string(): this runs for every heartbeat of every member. A
+    # string that claims to run past the end leaves `at` beyond it, which _expect_end rejects.
+    (client_id_length,) = INT16.unpack_from(frame, HEADER_PREFIX_SIZE)
+    at = HEADER_PREFIX_SIZE + 2 + max(client_id_length, 0)
+    (group_length,) = INT16.unpack_from(frame, at)
+    at += 2
+    group_id = frame[at:at + group_length].decode()
+    at += group_length
+    generation, member_length = GENERATION_AND_LENGTH.unpack_from(frame, at)
+    at += 6
+    member_id = frame[at:at + member_length].decode()
+    at += member_length
+    if group_length < 0 or member_length < 0:
+        raise IndexError("null where a string is required")
     instance_id = None
     if version >= 3:
         instance_id, at = _string(frame, at)
     _expect_end(frame, at, version)
-    return HeartbeatFields(_required(group_id), generation, _required(member_id), instance_id)
+    return group_id, generation, member_id, instance_id
 
 
 def _decode_flexible(frame: bytes) -> HeartbeatFields:
@@ -64,7 +71,7 @@ def _decode_flexible(frame: bytes) -> HeartbeatFields:
     instance_id, at = _compact_string(frame, at)
     at = _skip_tagged_fields(frame, at)
     _expect_end(frame, at, FLEXIBLE_FROM)
-    return HeartbeatFields(_required(group_id), generation, _required(member_id), instance_id)
+    return _required(group_id), generation, _required(member_id), instance_id
 
 
 def _string(frame: bytes, at: int) -> tuple[str | None, int]:
