@@ -120,3 +120,14 @@ def test_the_sink_writes_every_row_once_over_many_rounds(spark, kafka, compressi
         if r.key is not None:
             assert r.partition == default_partition(r.key, 3, None)
     assert {r.partition for r in got if r.key is None} == {0, 1, 2}    # round robin
+
+
+def test_a_read_that_spark_stops_early_ends_cleanly(spark, kafka):
+    # limit(): Spark stops taking batches while the next Fetch is already in flight
+    kafka.create("arrow-limit", 1)
+    _produce(kafka.bootstrap, "arrow-limit", [(None, b"x" * 100, [])] * 50, compression="lz4")
+    _produce(kafka.bootstrap, "arrow-limit", [(None, b"y" * 100, [])] * 50, compression="lz4")
+    df = spark.read.format("roster").option("kafka.bootstrap.servers", kafka.bootstrap) \
+        .option("subscribe", "arrow-limit").option("max.partition.fetch.bytes", "100").load()
+    assert [r.offset for r in df.limit(3).collect()] == [0, 1, 2]
+    assert df.count() == 100

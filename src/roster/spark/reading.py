@@ -18,7 +18,6 @@ from pyspark.sql.datasource import InputPartition
 
 from roster.client.connection import ConnectionClosed
 from roster.protocol.errors import ErrorCode
-from roster.spark.arrow_records import FetchedRecords
 from roster.spark.options import EARLIEST
 from roster.spark.wire import Broker, BrokerError
 
@@ -55,6 +54,9 @@ def lost_message(tp, offset: int, log_start: int) -> str:
 def read_range(p: RangePartition):
     """Yield the records of [p.start, p.end) as pyarrow.RecordBatches in the source's schema,
     then stop (even if the last batch fetched goes further)."""
+    # imported here: the driver-side processes import this module for RangePartition and
+    # need neither pyarrow.compute nor aiokafka (each Spark query starts a new runner process)
+    from roster.spark.arrow_records import FetchedRecords
     loop = asyncio.new_event_loop()
     broker = Broker(p.bootstrap, p.client_id)
     ahead: asyncio.Task | None = None         # the next Fetch, sent before yielding

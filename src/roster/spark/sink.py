@@ -40,7 +40,6 @@ from pyspark.sql.types import (
 )
 
 from roster.spark.options import OptionError, Settings
-from roster.spark.producing import ArrowProducer
 from roster.spark.wire import Broker
 
 log = logging.getLogger("roster.spark")
@@ -82,6 +81,9 @@ def check_schema(schema: StructType, settings: Settings) -> None:
 def produce_batches(settings: Settings, batches, loop: asyncio.AbstractEventLoop) -> int:
     """Produce the rows of every Arrow record batch (acks=all), `sink.chunkRecords` records per
     round; returns the number of records once all of them are acknowledged."""
+    # imported here: only executors produce; the driver-side processes that plan and commit
+    # the write (a fresh runner per query) do not need the record codecs
+    from roster.spark.producing import ArrowProducer
     producer = ArrowProducer(settings, loop)
     try:
         return producer.produce(batches)
