@@ -120,3 +120,11 @@ def test_a_parked_long_poll_holds_back_the_requests_behind_it(broker):
     assert (correlation_id(first), correlation_id(second)) == (1, 2)
     _, answer = decode_response(FETCH, 12, first)
     assert answer.responses[0].partitions[0].high_watermark == 1
+
+
+def test_answers_before_a_bad_frame_are_sent_before_the_connection_closes(broker):
+    unknown_api = struct.pack(">ihhi", 8, 999, 0, 3)
+    with Wire(broker.bootstrap) as wire:
+        wire.send_raw(api_versions(1) + heartbeat(2) + unknown_api + api_versions(4))
+        assert [correlation_id(wire.read_frame()) for _ in range(2)] == [1, 2]
+        assert wire.closed_by_peer()

@@ -109,8 +109,10 @@ class Connection(asyncio.BufferedProtocol):
     # -- serving ---------------------------------------------------------------------------------
 
     def _serve_buffered(self) -> None:
-        """Answer every complete frame received, in order, until one has to wait."""
+        """Answer every complete frame received, in order, until one has to wait. A frame that
+        cannot be served closes the connection after the answers to the frames before it."""
         answers: list[bytes] = []
+        failed = False
         try:
             while (frame := self._next_frame()) is not None:
                 pending = self._start_request(frame)
@@ -123,13 +125,14 @@ class Connection(asyncio.BufferedProtocol):
                 break
         except MalformedRequest as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
-            self._fail()
+            failed = True
         except Exception:
             log.exception("closing connection from %s after an internal error", self.peer)
+            failed = True
+        if answers and not self._closed:
+            self._transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
+        if failed:
             self._fail()
-        finally:
-            if answers and not self._closed:
-                self._transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
 
     def _next_frame(self) -> bytes | None:
         available = self._end - self._start
