@@ -6,6 +6,7 @@ import os
 import pytest
 
 import roster.log.files
+import roster.log.segment
 from roster.log.api import LogConfig, LogStorageError, OffsetOutOfRange
 from roster.log.file import CLEAN_SHUTDOWN, LOG_START_OFFSET, RECOVERY_POINT, FileLog
 from roster.log.files import read_offset_file
@@ -402,4 +403,23 @@ def test_a_flush_syncs_the_active_segment_log_alone_and_rolled_segments_whole(op
 
     before = snapshot(log)
     crash(log, partition)
+    assert snapshot(open_log(**settings)) == before
+
+
+def test_a_large_segment_reserves_blocks_ahead_and_gives_them_back_when_sealed(
+        open_log, partition, monkeypatch):
+    monkeypatch.setattr(roster.log.segment, "PREALLOCATE_AFTER", 0)
+    monkeypatch.setattr(roster.log.segment, "PREALLOCATE_STEP", 4 << 20)
+    settings = {"segment_bytes": 1 << 20}
+    log = open_log(**settings)
+    batch = make_batch(10, value_size=1000)
+    for _ in range(5):
+        log.append(batch)
+    active = segment(partition, 0)
+    if active.stat().st_blocks * 512 < 4 << 20:
+        pytest.skip("this file system does not preallocate (fallocate KEEP_SIZE)")
+    assert active.stat().st_size == log.size_bytes  # reserved blocks lie beyond the file's end
+    before = snapshot(log)
+    log.close()
+    assert active.stat().st_blocks * 512 < 1 << 20
     assert snapshot(open_log(**settings)) == before

@@ -1,11 +1,41 @@
 """Small file-system helpers the file log is built on: whole writes, directory fsync, offset files."""
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import os
 from pathlib import Path
 
 log = logging.getLogger("roster.log")
+
+FALLOC_FL_KEEP_SIZE = 1  # linux/falloc.h
+
+
+def _libc_fallocate():
+    """libc's fallocate(2), which takes the flags os.posix_fallocate does not; None elsewhere."""
+    try:
+        function = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).fallocate
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    function.restype = ctypes.c_int
+    return function
+
+
+_fallocate = _libc_fallocate()
+
+
+def preallocate(fd: int, offset: int, length: int) -> bool:
+    """Reserve disk blocks for [offset, offset + length) without changing the file's size.
+
+    Appends into reserved blocks skip the file system's per-write block reservation (on ext4 a
+    64 KiB append costs about a third less CPU); ftruncate to the file's size gives the unused
+    blocks back. Returns False where the system or file system cannot do it, or has no room:
+    the caller then writes without."""
+    if _fallocate is None:
+        return False
+    return _fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length) == 0
 
 
 def write_all(fd: int, data) -> None:
@@ -16,11 +46,11 @@ def write_all(fd: int, data) -> None:
         view = view[written:]
 
 
-def write_all_parts(fd: int, parts: tuple) -> None:
-    """Write the buffers in `parts` back to back with one os.writev, so a batch re-stamped in
-    pieces reaches the file without first being joined into a copy."""
+def write_all_parts(fd: int, parts: tuple, total: int) -> None:
+    """Write the buffers in `parts` (`total` bytes together) back to back with one os.writev, so a
+    batch re-stamped in pieces reaches the file without first being joined into a copy."""
     written = os.writev(fd, parts)
-    if written < sum(len(part) for part in parts):  # rare: finish a short write the slow way
+    if written < total:  # rare: finish a short write the slow way
         write_all(fd, memoryview(b"".join(parts))[written:])
 
 

@@ -27,7 +27,7 @@ from roster.log.batch import (
     header_problem,
     parse_header,
 )
-from roster.log.files import write_all, write_all_parts
+from roster.log.files import preallocate, write_all, write_all_parts
 from roster.log.index import OffsetIndex, TimeIndex
 from roster.log.window import MAX_WINDOW, MIN_WINDOW, ReadWindow
 
@@ -37,6 +37,12 @@ LOG_SUFFIX = ".log"
 OFFSET_INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 SUFFIXES = (LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+
+# A segment that has taken PREALLOCATE_AFTER bytes reserves disk blocks PREALLOCATE_STEP at a time
+# ahead of its appends (roster.log.files.preallocate); seal() releases what was not used. Small
+# segments (most __consumer_offsets partitions) never reserve anything.
+PREALLOCATE_AFTER = 8 * 1024 * 1024
+PREALLOCATE_STEP = 64 * 1024 * 1024
 
 
 def file_name(base_offset: int, suffix: str, tag: str = "") -> str:
@@ -81,6 +87,8 @@ class Segment:
                 os.close(fd)
             raise
         self.size = 0                      # bytes of whole batches; the file may be longer
+        self._reserved_to = 0              # file position up to which blocks are preallocated
+        self._preallocating = True         # False once preallocation failed
         self.next_offset = base_offset     # offset after the last batch
         self.max_timestamp = NO_TIMESTAMP  # largest batch maxTimestamp
         self.offset_of_max_timestamp = -1  # base offset of the first batch that has it
@@ -283,9 +291,12 @@ class Segment:
         saved = (self.size, self.next_offset, self.max_timestamp, self.offset_of_max_timestamp,
                  self._bytes_since_index_entry, len(self.offset_index), len(self.time_index))
         position = self.size
+        if position + header.size > self._reserved_to and position >= PREALLOCATE_AFTER \
+                and self._preallocating:
+            self._reserve(position)
         try:
             if type(data) is tuple:
-                write_all_parts(self.fd, data)
+                write_all_parts(self.fd, data, header.size)
             else:
                 write_all(self.fd, data)
             self._track(position, header)
@@ -293,6 +304,12 @@ class Segment:
             self._roll_back(saved)
             raise
         self.write_generation += 1
+
+    def _reserve(self, position: int) -> None:
+        if preallocate(self.fd, position, PREALLOCATE_STEP):
+            self._reserved_to = position + PREALLOCATE_STEP
+        else:
+            self._preallocating = False  # unsupported, or no room: plain appends from here on
 
     def _roll_back(self, saved: tuple) -> None:
         (self.size, self.next_offset, self.max_timestamp, self.offset_of_max_timestamp,
@@ -324,6 +341,9 @@ class Segment:
         if os.fstat(self.fd).st_size != self.size:
             os.ftruncate(self.fd, self.size)
             self.write_generation += 1
+        elif self._reserved_to > self.size:
+            os.ftruncate(self.fd, self.size)  # same size: only gives unused reserved blocks back
+        self._reserved_to = 0
 
     def _index_running_max(self) -> bool:
         """Add (in memory) a time-index entry for the largest timestamp so far unless the index
