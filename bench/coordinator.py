@@ -635,18 +635,29 @@ async def memory_breakdown(args) -> dict:
         def call(operation, build):  # older: call(operation, request) and the token replaced
             return runtime.call(operation, build(None))
 
+    # A broker decodes every request into new objects: give each request its own copies, as
+    # the wire would, so that what members keep (or share) is counted as in a real broker.
+    def fresh(value):
+        if isinstance(value, bytes):
+            return bytes(bytearray(value))
+        if isinstance(value, str):
+            return value.encode().decode()
+        return int(str(value))
+
     async def form(group_id: str) -> None:
         joins = [call(coordinator.join, lambda token, i=i: JoinRequest(
             group_id=group_id, member_id="", group_instance_id=f"{group_id}-i{i:05d}",
-            protocol_type="consumer", protocols=(("range", metadata),),
-            session_timeout_ms=120_000, rebalance_timeout_ms=120_000, client_id="bench-member",
-            client_host="/127.0.0.1", api_version=5, token=token)) for i in range(size)]
+            protocol_type=fresh("consumer"), protocols=((fresh("range"), fresh(metadata)),),
+            session_timeout_ms=fresh(120_000), rebalance_timeout_ms=fresh(120_000),
+            client_id=fresh("bench-member"), client_host=fresh("/127.0.0.1"), api_version=5,
+            token=token)) for i in range(size)]
         replies = await asyncio.gather(*joins)
         while True:
             generation = max(r.generation for r in replies)
             syncs = []
             for i, reply in enumerate(replies):
-                assignments = tuple((m.member_id, loadgen.ASSIGNMENT) for m in reply.members) \
+                assignments = tuple((m.member_id, fresh(loadgen.ASSIGNMENT))
+                                    for m in reply.members) \
                     if reply.leader == reply.member_id else ()
                 syncs.append(call(coordinator.sync, lambda token, i=i, reply=reply,
                                   assignments=assignments: SyncRequest(
