@@ -3,7 +3,7 @@ deadline, new-member and session expiry, pending ids, and pending-sync expiry (Â
 25, 26, 28, 30)."""
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import JoinDeadline, SyncDeadline, join_key, sync_key
+from roster.coordinator.timers import JoinDeadline, SyncDeadline, heartbeat_key, join_key, sync_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, GroupValue, Record
 from tests.unit.coordinator.harness import Harness
@@ -333,3 +333,40 @@ def test_members_parked_in_join_or_sync_are_not_expired():
     g2 = h.group("g2")
     assert list(g2.members) == [a, b] and g2.state is S.COMPLETING_REBALANCE
     assert not h.answered(parked)
+
+
+# -- one session timer per group ------------------------------------------------------------------
+
+def test_each_member_expires_at_its_own_deadline_under_the_groups_one_timer():
+    """The group's timer is armed for the earliest member deadline and re-armed for the next,
+    so members heard from at different times expire each exactly one session after."""
+    h = Harness()
+    a, b, c = h.stable_group("i-a", "i-b", "i-c", session_ms=6000, rebalance_ms=60_000)
+    h.advance(2000)
+    h.heartbeat(b, 1, instance="i-b")
+    h.advance(2000)
+    h.heartbeat(c, 1, instance="i-c")
+    assert [h.session_deadline(m) for m in (a, b, c)] == [6000, 8000, 10_000]
+    assert h.deadline(heartbeat_key("g")) == 6000  # one timer, for the earliest
+    group = h.group()
+    for member, deadline, left in ((a, 6000, [b, c]), (b, 8000, [c]), (c, 10_000, [])):
+        h.advance(deadline - 1 - h.now)
+        assert member in group.members
+        h.advance(1)
+        assert list(group.members) == left
+    assert h.deadline(heartbeat_key("g")) is None
+
+
+def test_a_member_answered_by_an_earlier_expiry_is_not_expired_in_the_same_round():
+    """Two sessions end at once. The first member's removal completes the join phase, which
+    answers the second (parked) member and restarts its session: it must stay."""
+    h = Harness()
+    leader, follower = h.stable_group(None, None, session_ms=6000, rebalance_ms=60_000)
+    assert leader < follower  # the leader's lapse is handled first
+    join = h.join(member_id=follower, session_ms=6000, rebalance_ms=60_000,
+                  protocols=(("range", b"changed"),))  # parks it: the group rebalances
+    assert not h.answered(join) and h.group().state is S.PREPARING_REBALANCE
+    h.advance(6000)
+    assert list(h.group().members) == [follower]
+    assert h.reply(join).generation == 2 and h.group().state is S.COMPLETING_REBALANCE
+    assert h.session_deadline(follower) == 12_000
