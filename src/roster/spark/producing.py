@@ -119,11 +119,15 @@ class ArrowProducer:
         return total
 
     def close(self) -> None:
-        if self._in_flight is not None and not self._in_flight.done():
-            self._in_flight.cancel()
+        """Release the connections. A round still in flight here is abandoned: the write
+        failed elsewhere (Spark's input, or another round) and the task fails with that."""
+        task, self._in_flight = self._in_flight, None
+        if task is not None:
+            if not task.done():
+                task.cancel()
             try:
-                self.loop.run_until_complete(self._in_flight)
-            except (asyncio.CancelledError, Exception):   # abandoned: the task failed anyway
+                self.loop.run_until_complete(task)
+            except (asyncio.CancelledError, Exception):
                 pass
         self.cluster.close()
 
