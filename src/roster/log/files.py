@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import logging
 import os
 from pathlib import Path
@@ -13,9 +12,11 @@ FALLOC_FL_KEEP_SIZE = 1  # linux/falloc.h
 
 
 def _libc_fallocate():
-    """libc's fallocate(2), which takes the flags os.posix_fallocate does not; None elsewhere."""
+    """libc's fallocate(2), which takes the flags os.posix_fallocate does not; None elsewhere.
+    CDLL(None) is the running program's own symbol table, libc included: no library search
+    (ctypes.util.find_library would run ldconfig in a subprocess at import)."""
     try:
-        function = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).fallocate
+        function = ctypes.CDLL(None, use_errno=True).fallocate
     except (OSError, AttributeError):
         return None
     function.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
