@@ -20,32 +20,28 @@ import logging
 import socket
 from collections.abc import Callable, Coroutine
 
+from roster.broker.frames import FrameBuffer
 from roster.broker.handlers.api_versions import answer_unsupported_version
 from roster.broker.resume import resume
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import MalformedRequest
-from roster.protocol.framing import SIZE, read_prefix, read_size
+from roster.protocol.framing import read_prefix
 
 log = logging.getLogger("roster.connection")
 
 API_VERSIONS = 18
-RECEIVE_BUFFER = 256 * 1024  # grown on demand for a larger frame, shrunk back after it
 # While a request waits, more requests may arrive behind it; past this many unserved bytes the
 # socket is no longer read (Kafka mutes a busy connection outright; this saves two syscalls
 # per waiting request for clients that do not pipeline).
-MAX_UNSERVED = RECEIVE_BUFFER
+MAX_UNSERVED = 256 * 1024
 
 
 class Connection(asyncio.BufferedProtocol):
     def __init__(self, broker, on_close: Callable[[Connection], None]) -> None:
         self.broker = broker
         self._on_close = on_close
-        self._max_size = broker.config["socket.request.max.bytes"]
         self._transport: asyncio.Transport | None = None
-        self._buffer = bytearray(RECEIVE_BUFFER)
-        self._start = 0  # first unserved byte in _buffer
-        self._end = 0  # end of the bytes received so far
-        self._needed = 0  # size of the frame being received, once its size prefix is in
+        self._frames = FrameBuffer(broker.config["socket.request.max.bytes"])
         self._in_flight: asyncio.Task | None = None  # the request that had to wait
         self._write_paused = False  # the client is not reading its answers
         self._read_paused = False
@@ -65,15 +61,15 @@ class Connection(asyncio.BufferedProtocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        free = len(self._buffer) - self._end
-        if free < 4096 or (self._needed and len(self._buffer) - self._start < self._needed):
-            self._make_room()
-        return memoryview(self._buffer)[self._end:]
+        return self._frames.writable()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self._end += nbytes
-        if self._in_flight is None and not self._write_paused:
-            self._serve_buffered()
+        self._frames.received(nbytes)
+        try:
+            if self._in_flight is None and not self._write_paused:
+                self._serve_buffered()
+        finally:
+            self._frames.settle()  # before any other connection reads (see frames.py)
         self._update_reading()
 
     def eof_received(self) -> bool:
@@ -94,6 +90,7 @@ class Connection(asyncio.BufferedProtocol):
         self._write_paused = False
         if self._in_flight is None and not self._closed:
             self._serve_buffered()
+            self._frames.settle()
         self._update_reading()
 
     def close(self) -> asyncio.Task | None:
@@ -114,7 +111,7 @@ class Connection(asyncio.BufferedProtocol):
         answers: list[bytes] = []
         failed = False
         try:
-            while (frame := self._next_frame()) is not None:
+            while (frame := self._frames.next_frame()) is not None:
                 pending = self._start_request(frame)
                 if pending is None:
                     continue
@@ -133,35 +130,6 @@ class Connection(asyncio.BufferedProtocol):
             self._transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
         if failed:
             self._fail()
-
-    def _next_frame(self) -> bytes | None:
-        available = self._end - self._start
-        if not self._needed:
-            if available < SIZE.size:
-                return None
-            self._needed = read_size(self._buffer[self._start:self._start + SIZE.size],
-                                     self._max_size)
-            self._start += SIZE.size
-            available -= SIZE.size
-        if available < self._needed:
-            return None
-        end = self._start + self._needed
-        with memoryview(self._buffer) as view:
-            frame = bytes(view[self._start:end])  # one copy: slicing the bytearray would add one
-        self._start, self._needed = end, 0
-        if self._start == self._end:
-            self._start = self._end = 0
-        return frame
-
-    def _make_room(self) -> None:
-        """Move the unserved bytes to the front, growing the buffer when a frame needs it."""
-        unserved = self._buffer[self._start:self._end]
-        size = max(RECEIVE_BUFFER, self._needed, len(unserved)) + 4096
-        if size != len(self._buffer) or self._start:
-            buffer = bytearray(size)
-            buffer[:len(unserved)] = unserved
-            self._buffer = buffer
-        self._start, self._end = 0, len(unserved)
 
     def _start_request(self, frame: bytes) -> bytes | Coroutine | None:
         """Serve the request as far as it goes without waiting. Returns the encoded answer,
@@ -191,7 +159,7 @@ class Connection(asyncio.BufferedProtocol):
         if self._closed:
             return
         busy = self._write_paused or (
-            self._in_flight is not None and self._end - self._start > MAX_UNSERVED)
+            self._in_flight is not None and self._frames.unserved > MAX_UNSERVED)
         if busy != self._read_paused:
             self._read_paused = busy
             if busy:
@@ -221,6 +189,7 @@ class Connection(asyncio.BufferedProtocol):
             self._transport.write(task.result())
         if not self._write_paused:
             self._serve_buffered()
+            self._frames.settle()
         self._update_reading()
 
     def _fail(self) -> None:

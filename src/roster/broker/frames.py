@@ -1,0 +1,105 @@
+"""Where a connection's incoming bytes wait until they form whole frames.
+
+An idle connection holds no buffer: a read lands in one scratch buffer shared by every
+connection, the frames completed by it are served straight away, and only what is left over
+(the start of a frame, or frames queued behind a request that waits) is copied to a buffer of
+the connection's own, which is given back once emptied (to a few spares kept for reuse). With
+thousands of connected members that is the difference between a few hundred bytes and a
+quarter of a megabyte per connection.
+
+The sharing is safe because the event loop runs one callback at a time: a read into the
+scratch buffer is followed at once by `buffer_updated`, which serves and then `settle()`s
+before any other connection reads.
+"""
+from __future__ import annotations
+
+from roster.protocol.framing import SIZE, read_size
+
+SCRATCH_SIZE = 256 * 1024
+MIN_READ = 16 * 1024  # never offer the kernel less room than this
+_scratch = bytearray(SCRATCH_SIZE)
+# Emptied private buffers, reused rather than allocating (and zeroing) new ones: a client that
+# pipelines large requests leaves a partial frame after most reads.
+_spares: list[bytearray] = []
+MAX_SPARES = 8
+MAX_SPARE_SIZE = 4 * 1024 * 1024
+
+
+class FrameBuffer:
+    __slots__ = ("_max_size", "_buffer", "_start", "_end", "_needed")
+
+    def __init__(self, max_frame_size: int) -> None:
+        self._max_size = max_frame_size
+        self._buffer = _scratch
+        self._start = 0  # first byte not yet served
+        self._end = 0  # end of the bytes received
+        self._needed = 0  # bytes the frame at _start needs in all (size prefix included)
+
+    @property
+    def unserved(self) -> int:
+        return self._end - self._start
+
+    def writable(self) -> memoryview:
+        """Room for the next read."""
+        if self._buffer is not _scratch:
+            room = len(self._buffer) - self._end
+            if room < MIN_READ or len(self._buffer) - self._start < self._needed:
+                self._make_room()
+        return memoryview(self._buffer)[self._end:]
+
+    def received(self, nbytes: int) -> None:
+        self._end += nbytes
+
+    def next_frame(self) -> bytes | None:
+        """The next whole frame without its size prefix, or None until one is complete.
+        MalformedRequest for a size that is negative or above the limit."""
+        available = self._end - self._start
+        if available < SIZE.size:
+            return None
+        size = read_size(self._buffer[self._start:self._start + SIZE.size], self._max_size)
+        self._needed = SIZE.size + size
+        if available < self._needed:
+            return None
+        begin = self._start + SIZE.size
+        with memoryview(self._buffer) as view:
+            frame = bytes(view[begin:begin + size])  # one copy (a bytearray slice would add one)
+        self._start += self._needed
+        self._needed = 0
+        return frame
+
+    def settle(self) -> None:
+        """After serving: move leftovers off the shared buffer; give back an emptied one."""
+        if self._start == self._end:
+            if self._buffer is not _scratch:
+                _give_back(self._buffer)
+                self._buffer = _scratch
+            self._start = self._end = self._needed = 0
+        elif self._buffer is _scratch:
+            self._make_room()
+
+    def _make_room(self) -> None:
+        """Move the unserved bytes to the front of a private buffer with room for the frame
+        being received and a read beyond it. A large frame gets room for a large read: its
+        sender is likely to pipeline more of them."""
+        unserved = self._buffer[self._start:self._end]
+        size = max(self._needed, len(unserved)) + MIN_READ
+        if self._needed > MIN_READ:
+            size = max(size, SCRATCH_SIZE)
+        if self._buffer is _scratch or len(self._buffer) < size:
+            if self._buffer is not _scratch:
+                _give_back(self._buffer)
+            self._buffer = _take(size)
+        self._buffer[:len(unserved)] = unserved
+        self._start, self._end = 0, len(unserved)
+
+
+def _take(size: int) -> bytearray:
+    for i, spare in enumerate(_spares):
+        if len(spare) >= size:
+            return _spares.pop(i)
+    return bytearray(size)
+
+
+def _give_back(buffer: bytearray) -> None:
+    if len(_spares) < MAX_SPARES and len(buffer) <= MAX_SPARE_SIZE:
+        _spares.append(buffer)
