@@ -39,8 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from roster.client.assignors import (  # noqa: E402
-    ASSIGNORS, Assignment, Assignor, MemberSubscription)
+from roster.client.assignors import ASSIGNORS, Assignment, Assignor, MemberSubscription  # noqa: E402
 
 GENERATION = 7
 

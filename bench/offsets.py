@@ -127,11 +127,11 @@ class Broker:
                         return stamp, line
                 if self._eof:
                     raise RuntimeError(f"roster exited ({self.proc.returncode}):\n" +
-                                       "\n".join(l for _, l in self.lines[-30:]))
+                                       "\n".join(text for _, text in self.lines[-30:]))
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutError(f"no line matching {pattern!r} in {timeout_s} s:\n" +
-                                       "\n".join(l for _, l in self.lines[-30:]))
+                                       "\n".join(text for _, text in self.lines[-30:]))
                 self._cond.wait(min(remaining, 0.5))
 
     @property

@@ -11,9 +11,9 @@ from roster.client.consumer import Consumer
 from roster.client.member import GroupMember
 from roster.client.membership import MemberConfig, State
 from roster.client.producer import Producer
+from tests.interop.test_bad_input import _create
 from tests.interop.test_group_durability import StaticConsumer, wait_until
 from tests.support.wire import Wire
-from tests.interop.test_bad_input import _create
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("client")]
 FAST = {"group.initial.rebalance.delay.ms": "0"}

@@ -5,9 +5,9 @@ import threading
 
 import pytest
 
+from tests.interop.test_bad_input import _create
 from tests.support import clients
 from tests.support.wire import Wire
-from tests.interop.test_bad_input import _create
 
 pytestmark = pytest.mark.interop
 

@@ -6,9 +6,9 @@ import time
 import pytest
 
 from roster.protocol.errors import ErrorCode
+from tests.interop.test_bad_input import _create
 from tests.support import clients
 from tests.support.wire import Wire
-from tests.interop.test_bad_input import _create
 
 pytestmark = pytest.mark.interop
 DAY_MS = 86_400_000
@@ -67,6 +67,7 @@ def test_retention_removes_old_segments(broker_factory, config, age_days, expect
 
 def _fetch_error(wire, topic: str, offset: int):
     import datetime
+
     from roster.protocol.build import element
     from roster.protocol.codec import request_schema
     entry = element(request_schema(1, 12), "topics")

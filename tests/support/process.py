@@ -8,7 +8,6 @@ import sys
 import threading
 from pathlib import Path
 
-
 # A fresh broker creates and (on stop) flushes every __consumer_offsets partition; 50 of them
 # cost seconds per test. Tests get 5 unless they ask for more (the mapping is the same code).
 TEST_DEFAULTS = {"offsets.topic.num.partitions": "5"}

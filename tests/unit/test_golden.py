@@ -23,15 +23,27 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from kafka.protocol.admin import (CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest,
-                                  DeleteTopicsResponse)
-from kafka.protocol.consumer import (FetchRequest, FetchResponse, ListOffsetsRequest,
-                                     ListOffsetsResponse)
-from kafka.protocol.metadata import (ApiVersionsRequest, ApiVersionsResponse,
-                                     FindCoordinatorRequest, FindCoordinatorResponse,
-                                     MetadataRequest, MetadataResponse)
-from kafka.protocol.producer import (InitProducerIdRequest, InitProducerIdResponse,
-                                     ProduceRequest, ProduceResponse)
+from kafka.protocol.admin import (
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
+from kafka.protocol.metadata import (
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+)
+from kafka.protocol.producer import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 from roster.broker.handlers import build_registry
 from roster.protocol.codec import decode_request, decode_response, encode_request, encode_response

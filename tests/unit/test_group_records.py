@@ -3,6 +3,8 @@ every classic version read back."""
 import struct
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from roster.protocol.group_records import (
     GroupKey,
@@ -10,6 +12,7 @@ from roster.protocol.group_records import (
     MemberValue,
     OffsetKey,
     OffsetValue,
+    Record,
     RecordFormatError,
     UnknownRecord,
     decode,
@@ -72,11 +75,6 @@ def test_broken_values_raise(data):
     with pytest.raises(RecordFormatError):
         decode_value(OffsetKey("g", "t", 0), data)
 
-
-from hypothesis import given
-from hypothesis import strategies as st
-
-from roster.protocol.group_records import Record
 
 
 def general_decode(key, value):

@@ -5,8 +5,14 @@ import pytest
 
 from roster.broker.handlers import build_registry
 from roster.protocol.build import element, make
-from roster.protocol.codec import decode_request, decode_response, encode_request, encode_response, \
-    request_schema, response_schema
+from roster.protocol.codec import (
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+    request_schema,
+    response_schema,
+)
 from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.framing import read_size
 from roster.protocol.registry import ApiSpec, Registry

@@ -15,9 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roster.client import assignors
-from roster.client.assignors import (AssignmentError, CooperativeStickyAssignor,
-                                     MemberSubscription, RangeAssignor, RoundRobinAssignor,
-                                     StickyAssignor, UnknownAssignorError)
+from roster.client.assignors import (
+    AssignmentError,
+    CooperativeStickyAssignor,
+    MemberSubscription,
+    RangeAssignor,
+    RoundRobinAssignor,
+    StickyAssignor,
+    UnknownAssignorError,
+)
 
 TOPICS = ("a", "b", "c", "d")  # "d" often does not exist: subscriptions may name missing topics
 ALL = [RangeAssignor(), RoundRobinAssignor(), StickyAssignor(), CooperativeStickyAssignor()]

@@ -8,13 +8,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from roster.client.assignors import (AssignmentError, CooperativeStickyAssignor,
-                                     MemberSubscription, StickyAssignor)
+from roster.client.assignors import (
+    AssignmentError,
+    CooperativeStickyAssignor,
+    MemberSubscription,
+    StickyAssignor,
+)
 from roster.client.assignors.ownership import resolve_owners
 from roster.client.assignors.sticky import plan_sticky
-from tests.unit.client.test_assignors import (check_as_balanced_as_subscriptions_allow,
-                                              check_well_formed, existing_subscription, groups,
-                                              quick, subscribed_partitions, tp)
+from tests.unit.client.test_assignors import (
+    check_as_balanced_as_subscriptions_allow,
+    check_well_formed,
+    existing_subscription,
+    groups,
+    quick,
+    subscribed_partitions,
+    tp,
+)
 
 sticky, cooperative = StickyAssignor(), CooperativeStickyAssignor()
 both = pytest.mark.parametrize("assignor", [sticky, cooperative], ids=lambda a: a.name)

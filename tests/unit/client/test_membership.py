@@ -114,7 +114,10 @@ def test_kip_814_leader_with_skip_assignment_keeps_assignment_and_watches_partit
     m = member(group_instance_id="i-0")
     m.subscribe(["t"], 0)
     m.on_find_coordinator(E.none, 0)
-    owned = lambda parts: encode_subscription(Subscription(("t",), None, (("t", parts),), 4))
+
+    def owned(parts):
+        return encode_subscription(Subscription(("t",), None, (("t", parts),), 4))
+
     actions = m.on_join(join_answer(member_id="m-0", leader="m-0", skip=True, generation=4,
                                     members=[("m-0", "i-0", owned((0,))),
                                              ("m-1", "i-1", owned((1,)))]), 0)
