@@ -47,7 +47,7 @@ def last_written(client: AdminClient, group_id: str):
     """The group's newest metadata record in __consumer_offsets (generation, leader, protocol
     as of the last write), or None. DescribeGroups carries neither generation nor leader; the
     record does, and reading it over Fetch works against Kafka too."""
-    from kafka.record.memory_records import MemoryRecords
+    from roster.record_codec import MemoryRecords
     wanted = client.entry(METADATA, "topics")
     meta = client.call(METADATA, topics=(make(wanted, name=OFFSETS_TOPIC, topic_id=None),),
                        allow_auto_topic_creation=False, include_topic_authorized_operations=False)

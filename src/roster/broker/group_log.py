@@ -14,17 +14,11 @@ import logging
 from collections import defaultdict
 from collections.abc import Callable
 
-from kafka.record.default_records import DefaultRecordBatchBuilder
-
-try:  # aiokafka's compiled record reader: ~20x faster than the pure-Python one when loading
-    from aiokafka.record.memory_records import MemoryRecords
-except ImportError:  # pragma: no cover - aiokafka ships wheels for the platforms we run on
-    from kafka.record.memory_records import MemoryRecords
-
 from roster.coordinator.partitioning import partition_for
 from roster.log.api import LogError, LogStorageError, RecordTooLarge
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record, RecordFormatError, decode
+from roster.record_codec import DefaultRecordBatchBuilder, MemoryRecords
 
 log = logging.getLogger("roster.groups")
 

@@ -16,10 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-try:  # aiokafka's compiled reader: several times faster than kafka-python's pure-Python one
-    from aiokafka.record.memory_records import MemoryRecords
-except ImportError:  # pragma: no cover - aiokafka ships wheels for the platforms we run on
-    from kafka.record.memory_records import MemoryRecords
+from roster.record_codec import MemoryRecords
 
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
 HEADERS = pa.list_(pa.field("element", HEADER))

@@ -31,12 +31,8 @@ from roster.client.records import CODECS
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
+from roster.record_codec import DefaultRecordBatchBuilder
 from roster.spark.options import Settings
-
-try:  # aiokafka's compiled builder: the pure-Python one costs ~6 µs per record
-    from aiokafka.record.default_records import DefaultRecordBatchBuilder
-except ImportError:  # pragma: no cover - aiokafka ships wheels for the platforms we run on
-    from kafka.record.default_records import DefaultRecordBatchBuilder
 
 PRODUCE = 0
 RETRIES = 5
