@@ -1,5 +1,5 @@
-"""Record batches for the client side, through kafka-python's maintained record codec (with its
-gzip, snappy, lz4 and zstd support) rather than hand-written varint loops."""
+"""Record batches for the client side, through a maintained record codec (roster.record_codec:
+aiokafka's compiled one, with gzip, snappy, lz4 and zstd) rather than hand-written varint loops."""
 from __future__ import annotations
 
 from dataclasses import dataclass
