@@ -38,7 +38,6 @@ from roster.log.api import (
     CleaningStatus,
     LogConfig,
     LogStorageError,
-    OffsetOutOfRange,
     TimestampLookup,
 )
 from roster.log.batch import restamped
@@ -61,6 +60,7 @@ from roster.log.segment import (
     Segment,
     file_name,
 )
+from roster.log.segmented import SegmentedLog
 
 log = logging.getLogger("roster.log")
 
@@ -99,7 +99,7 @@ class FileFlushJob:
             os.close(fd)
 
 
-class FileLog:
+class FileLog(SegmentedLog):
     def __init__(self, directory: Path, config: LogConfig, directory_fd: int,
                  segments: list[Segment], log_start: int, recovery_point: int,
                  persisted_recovery_point: int, cleaned_to: int = 0) -> None:
@@ -180,19 +180,7 @@ class FileLog:
         return cls(directory, config, directory_fd, segments, log_start,
                    min(recovery_point, log_end), recovery_point, cleaned_to)
 
-    # -- the PartitionLog protocol -----------------------------------------------------------
-
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(segment.size for segment in self._segments)
+    # -- the PartitionLog protocol (offsets and sizes: SegmentedLog) ---------------------------
 
     def append(self, batch: bytes) -> AppendResult:
         self._require_open()
@@ -213,14 +201,11 @@ class FileLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         self._require_open()
-        end = self.log_end_offset
-        if not self._log_start <= offset <= end:
-            raise OffsetOutOfRange(f"offset {offset} is outside the log [{self._log_start}, {end}]")
+        segments = self._segments_from(offset)
         chunks: list[bytes] = []
         budget = max_bytes
-        first = bisect.bisect_right(self._segments, offset, key=_base_offset) - 1
         try:
-            for segment in self._segments[first:]:
+            for segment in segments:
                 if offset >= segment.next_offset:
                     continue
                 data, full = segment.read(offset, budget, at_least_one=not chunks)
@@ -248,11 +233,7 @@ class FileLog:
 
     def max_timestamp(self) -> TimestampLookup | None:
         self._require_open()
-        best = None
-        for segment in self._segments:  # the first segment wins a tie, as the first record does
-            if segment.offset_of_max_timestamp >= 0 and \
-                    (best is None or segment.max_timestamp > best.max_timestamp):
-                best = segment
+        best = self._segment_with_max_timestamp()
         if best is None:
             return None
         try:

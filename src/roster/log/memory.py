@@ -18,7 +18,6 @@ from roster.log.api import (
     CleaningStatus,
     LogConfig,
     LogStorageError,
-    OffsetOutOfRange,
     TimestampLookup,
 )
 from roster.log.batch import (
@@ -30,6 +29,7 @@ from roster.log.batch import (
 )
 from roster.log.compaction import KEEP, REMOVE, Pass, Source
 from roster.log.policy import check_batch, plan_retention, should_roll
+from roster.log.segmented import SegmentedLog
 
 
 def wall_clock_ms() -> int:
@@ -115,7 +115,7 @@ class NoopFlushJob:
         pass
 
 
-class MemoryLog:
+class MemoryLog(SegmentedLog):
     def __init__(self, config: LogConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
         """`clock` gives milliseconds; it dates appends for segments whose records carry no
         timestamps, the way a file's modification time does for FileLog."""
@@ -129,18 +129,6 @@ class MemoryLog:
 
     def __repr__(self) -> str:
         return f"MemoryLog(offsets {self.log_start_offset}..{self.log_end_offset})"
-
-    @property
-    def log_start_offset(self) -> int:
-        return self._log_start
-
-    @property
-    def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
-
-    @property
-    def size_bytes(self) -> int:
-        return sum(segment.size for segment in self._segments)
 
     def append(self, batch: bytes) -> AppendResult:
         self._require_open()
@@ -163,13 +151,10 @@ class MemoryLog:
 
     def read(self, offset: int, max_bytes: int) -> bytes:
         self._require_open()
-        end = self.log_end_offset
-        if not self._log_start <= offset <= end:
-            raise OffsetOutOfRange(f"offset {offset} is outside the log [{self._log_start}, {end}]")
+        segments = self._segments_from(offset)
         chunks: list[bytes] = []
         taken = 0
-        first = bisect.bisect_right(self._segments, offset, key=lambda s: s.base_offset) - 1
-        for segment in self._segments[first:]:
+        for segment in segments:
             if offset >= segment.next_offset:
                 continue
             start = max(bisect.bisect_right(segment.bases, offset) - 1, 0)
@@ -198,11 +183,7 @@ class MemoryLog:
 
     def max_timestamp(self) -> TimestampLookup | None:
         self._require_open()
-        best = None
-        for segment in self._segments:
-            if segment.offset_of_max_timestamp >= 0 and \
-                    (best is None or segment.max_timestamp > best.max_timestamp):
-                best = segment
+        best = self._segment_with_max_timestamp()
         if best is None:
             return None
         batch = best.batches[bisect.bisect_left(best.bases, best.offset_of_max_timestamp)]

@@ -1,0 +1,48 @@
+"""What FileLog and MemoryLog share: a log kept as a list of segments ordered by base offset
+(each with base_offset, next_offset, size, max_timestamp and offset_of_max_timestamp) above a
+log start offset. The two differ in where a segment's bytes live, not in how the list is read."""
+from __future__ import annotations
+
+import bisect
+
+from roster.log.api import OffsetOutOfRange
+
+
+class SegmentedLog:
+    _segments: list
+    _log_start: int
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(segment.size for segment in self._segments)
+
+    def _segments_from(self, offset: int) -> list:
+        """The segments from the one holding `offset` on (a read skips any that end at or
+        before where it has got to). OffsetOutOfRange outside [log start, log end]."""
+        end = self.log_end_offset
+        if not self._log_start <= offset <= end:
+            raise OffsetOutOfRange(f"offset {offset} is outside the log [{self._log_start}, {end}]")
+        first = bisect.bisect_right(self._segments, offset, key=_base_offset) - 1
+        return self._segments[first:]
+
+    def _segment_with_max_timestamp(self):
+        """The segment holding the log's largest timestamp (the first one on a tie, as the
+        first record wins), or None when no batch carries a timestamp."""
+        best = None
+        for segment in self._segments:
+            if segment.offset_of_max_timestamp >= 0 and \
+                    (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        return best
+
+
+def _base_offset(segment) -> int:
+    return segment.base_offset
