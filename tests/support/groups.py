@@ -105,6 +105,26 @@ class Member:
         self.finished = threading.Event()
 
     # -- bookkeeping called from the client's callbacks ------------------------------------
+    def _python_client_config(self) -> dict:
+        """kafka-python's and aiokafka's consumer settings (they share the names)."""
+        return {"bootstrap_servers": self.bootstrap, "group_id": self.group,
+                "auto_offset_reset": "earliest", "enable_auto_commit": False,
+                "heartbeat_interval_ms": 500, "session_timeout_ms": 10000,
+                "client_id": self.name, "group_instance_id": self.instance_id, **self.config}
+
+    def _listener(self, base: type):
+        """A rebalance listener of the client's own class `base` reporting to this member."""
+        member = self
+
+        class Listener(base):
+            def on_partitions_revoked(self, revoked):
+                member._on_revoke(tp.partition for tp in revoked)
+
+            def on_partitions_assigned(self, assigned):
+                member._on_assign(tp.partition for tp in assigned)
+
+        return Listener()
+
     def _on_assign(self, partitions: Iterable[int]) -> None:
         parts = frozenset(partitions)
         with self.watch.cond:
@@ -247,27 +267,13 @@ class KafkaPythonMember(Member):
 
     def _run(self) -> None:
         from kafka import ConsumerRebalanceListener, KafkaConsumer
-        member = self
-
-        class Listener(ConsumerRebalanceListener):
-            def on_partitions_revoked(self, revoked):
-                member._on_revoke(tp.partition for tp in revoked)
-
-            def on_partitions_assigned(self, assigned):
-                member._on_assign(tp.partition for tp in assigned)
-
-        config = {"bootstrap_servers": self.bootstrap, "group_id": self.group,
-                  "auto_offset_reset": "earliest", "enable_auto_commit": False,
-                  "heartbeat_interval_ms": 500, "session_timeout_ms": 10000,
-                  "client_id": self.name, "group_instance_id": self.instance_id}
-        config.update(self.config)
-        consumer = KafkaConsumer(**config)
+        consumer = KafkaConsumer(**self._python_client_config())
         # kafka-python 3.0.12 bug: a leader that assigns before it has the topic's metadata
         # rejoins on the next metadata update; if poll() returns (timeout) while that rejoin is
         # in flight, the snapshot check then says "no rejoin needed", the finished join is never
         # completed, heartbeats stay disabled and the member is dropped at its session timeout.
         # A metadata update after subscribe() and before the first JoinGroup avoids that rejoin.
-        consumer.subscribe([self.topic], listener=Listener())
+        consumer.subscribe([self.topic], listener=self._listener(ConsumerRebalanceListener))
         consumer.topics()
         try:
             while not self._stop.is_set():
@@ -291,24 +297,10 @@ class AioKafkaMember(Member):
 
     async def _arun(self) -> None:
         from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
-        member = self
-
-        class Listener(ConsumerRebalanceListener):
-            def on_partitions_revoked(self, revoked):
-                member._on_revoke(tp.partition for tp in revoked)
-
-            def on_partitions_assigned(self, assigned):
-                member._on_assign(tp.partition for tp in assigned)
-
-        config = {"bootstrap_servers": self.bootstrap, "group_id": self.group,
-                  "auto_offset_reset": "earliest", "enable_auto_commit": False,
-                  "heartbeat_interval_ms": 500, "session_timeout_ms": 10000,
-                  "client_id": self.name, "group_instance_id": self.instance_id}
-        config.update(self.config)
-        consumer = AIOKafkaConsumer(**config)
+        consumer = AIOKafkaConsumer(**self._python_client_config())
         await consumer.start()
         try:
-            consumer.subscribe([self.topic], listener=Listener())
+            consumer.subscribe([self.topic], listener=self._listener(ConsumerRebalanceListener))
             while not self._stop.is_set():
                 await self._serve_calls_async(consumer)
                 batches = await consumer.getmany(timeout_ms=int(POLL_S * 1000))
