@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 
 from roster.broker.frames import FrameBuffer
 from roster.broker.handlers.api_versions import answer_unsupported_version
@@ -131,9 +131,9 @@ class Connection(asyncio.BufferedProtocol):
         if failed:
             self._fail()
 
-    def _start_request(self, frame: bytes) -> bytes | Coroutine | None:
+    def _start_request(self, frame: bytes) -> bytes | Awaitable | None:
         """Serve the request as far as it goes without waiting. Returns the encoded answer,
-        None when there is none (acks=0), or a coroutine that finishes it later."""
+        None when there is none (acks=0), or an awaitable that finishes it later."""
         prefix = read_prefix(frame)
         spec = self.broker.registry.get(prefix.api_key)
         if spec is None:

@@ -62,7 +62,7 @@ class GroupRuntime:
         self._timers = TimerQueue(self.now_ms, self._fire)
         self._waiting: dict[int, asyncio.Future] = {}
         self._running: int | None = None  # the token of the operation being applied right now
-        self._ready: dict[int, object] = {}  # its reply, when released before run() returns
+        self._running_reply: object = _NO_REPLY  # its reply, when released while it is applied
         self._tokens = itertools.count(1)
         self._loading: set[int] = set()
 
@@ -84,12 +84,12 @@ class GroupRuntime:
         result already holds it (a heartbeat, any rejection: no future, no wait), otherwise a
         future for it (a parked long poll, or a reply waiting for its records' fsync)."""
         token = next(self._tokens)
-        self._running = token
+        self._running, self._running_reply = token, _NO_REPLY
         try:
             self.apply(step(token, self.now_ms()))
         finally:
             self._running = None
-        reply = self._ready.pop(token, _NO_REPLY)
+        reply, self._running_reply = self._running_reply, _NO_REPLY
         if reply is not _NO_REPLY:
             return reply
         future = asyncio.get_running_loop().create_future()
@@ -119,7 +119,7 @@ class GroupRuntime:
         """The result's records are written (or failed to be): answer, then continue."""
         for reply in result.replies:
             if reply.token == self._running:
-                self._ready[reply.token] = reply.body
+                self._running_reply = reply.body
                 continue
             future = self._waiting.get(reply.token)
             if future is not None and not future.done():

@@ -7,7 +7,7 @@ values and exceptions (cancellation included) are passed through unchanged.
 """
 from __future__ import annotations
 
-from collections.abc import Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import Any
 
 
@@ -35,10 +35,7 @@ class _Resumed:
                 return done.value
 
 
-async def _finish(resumed: _Resumed) -> Any:
-    return await resumed
-
-
-def resume(coroutine: Coroutine, waiting_on: Any) -> Coroutine:
-    """A coroutine that continues `coroutine`, which is suspended on `waiting_on`."""
-    return _finish(_Resumed(coroutine, waiting_on))
+def resume(coroutine: Coroutine, waiting_on: Any) -> Awaitable:
+    """An awaitable (for asyncio.ensure_future) that continues `coroutine`, which is suspended
+    on `waiting_on`."""
+    return _Resumed(coroutine, waiting_on)
