@@ -81,6 +81,12 @@ def _offsets(args) -> int:
             targets = offset_commands.reset(client, args.group, args.topic, to, args.to_offset)
             for partition, offset in sorted(targets.items()):
                 print(f"{args.topic}\t{partition}\t{offset}")
+        elif args.action == "delete":
+            partitions = [int(p) for p in args.partitions.split(",")] if args.partitions else None
+            outcome = offset_commands.delete(client, args.group, args.topic, partitions)
+            for partition, status in sorted(outcome.items()):
+                print(f"{args.topic}\t{partition}\t{status}")
+            return 0 if all(status == "ok" for status in outcome.values()) else 1
     return 0
 
 
@@ -130,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     remove.add_argument("--instance-ids", required=True, metavar="ID[,ID...]")
     groups.set_defaults(run=_groups)
 
-    offsets = commands.add_parser("offsets", help="a group's committed offsets and lag; reset")
+    offsets = commands.add_parser("offsets",
+                                  help="a group's committed offsets and lag; reset; delete")
     offsets.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
     offset_actions = offsets.add_subparsers(dest="action", required=True)
     describe_offsets = offset_actions.add_parser("describe")
@@ -142,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     target.add_argument("--to-earliest", action="store_true")
     target.add_argument("--to-latest", action="store_true")
     target.add_argument("--to-offset", type=int, metavar="N")
+    forget = offset_actions.add_parser(
+        "delete", help="delete committed offsets (refused for topics the members consume)")
+    forget.add_argument("group")
+    forget.add_argument("--topic", required=True)
+    forget.add_argument("--partitions", metavar="P[,P...]", help="default: every partition")
     offsets.set_defaults(run=_offsets)
     return parser
 

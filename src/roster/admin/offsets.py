@@ -1,5 +1,5 @@
-"""`roster offsets ...`: a group's committed offsets and lag, and resetting them (refused while
-the group has members, as Kafka's kafka-consumer-groups tool refuses)."""
+"""`roster offsets ...`: a group's committed offsets and lag, resetting them (refused while
+the group has members, as Kafka's kafka-consumer-groups tool refuses), and deleting them."""
 from __future__ import annotations
 
 import datetime
@@ -9,7 +9,7 @@ from roster.admin.groups import describe
 from roster.admin.topics import metadata
 from roster.protocol.build import make
 
-OFFSET_COMMIT, OFFSET_FETCH, LIST_OFFSETS = 8, 9, 2
+OFFSET_COMMIT, OFFSET_FETCH, LIST_OFFSETS, OFFSET_DELETE = 8, 9, 2, 47
 EARLIEST, LATEST = -2, -1
 
 
@@ -96,3 +96,31 @@ def reset(client: AdminClient, group_id: str, topic: str, to: str, offset: int |
     if failures:
         raise AdminError(f"cannot reset {group_id} on {topic}: " + "; ".join(failures))
     return targets
+
+
+def delete(client: AdminClient, group_id: str, topic: str,
+           partitions: list[int] | None = None) -> dict[int, str]:
+    """OffsetDelete for `partitions` of `topic` (all of them when None): {partition: outcome},
+    "ok" or the broker's error (GROUP_SUBSCRIBED_TO_TOPIC while members consume the topic)."""
+    if partitions is None:
+        found = metadata(client, [topic]).topics[0]
+        if found.error_code.value:
+            raise AdminError(f"cannot delete offsets of {topic}: {found.error_code.name.upper()}")
+        partitions = sorted(p.partition_index for p in found.partitions)
+    topic_entry = client.entry(OFFSET_DELETE, "topics")
+    partition_entry = client.entry(OFFSET_DELETE, "topics", "partitions")
+    answer = retry_while_loading(lambda: _deleted_once(client, group_id, make(
+        topic_entry, name=topic, partitions=tuple(
+            make(partition_entry, partition_index=p) for p in partitions))))
+    return {p.partition_index: p.error_code.name.upper() if p.error_code.value else "ok"
+            for t in answer.topics for p in t.partitions}
+
+
+def _deleted_once(client: AdminClient, group_id: str, topic):
+    answer = client.call(OFFSET_DELETE, group_id=group_id, topics=(topic,))
+    if answer.error_code.name == "coordinator_load_in_progress":
+        raise Loading(group_id)
+    if answer.error_code.value:
+        raise AdminError(f"cannot delete offsets of {group_id}: "
+                         f"{answer.error_code.name.upper()}")
+    return answer

@@ -87,6 +87,10 @@ class Coordinator:
     def commit_offsets(self, request: CommitRequest, now: int) -> Result:
         return offsets.commit(self, request, now)
 
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], now: int,
+                       token=None) -> Result:
+        return offsets.delete(self, group_id, partitions, token)
+
     def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
         return offsets.fetch(self, group_id, wanted)
 
@@ -133,6 +137,8 @@ class Coordinator:
         error = _WRITE_ERRORS_AS_SEEN_BY_CLIENTS.get(error, error)
         if step.kind == "offset-commit":
             offsets.commit_written(self, step.data, error, result)
+        elif step.kind == "offsets-deleted":
+            offsets.deletion_written(self, step.data, error, result)
         elif step.kind == "groups-deleted":
             admin.deletion_written(self, step.data, error, result)
         elif step.kind == "replay":

@@ -19,22 +19,9 @@ from roster.coordinator import records
 from roster.coordinator.group import CommittedOffset, Group
 from roster.coordinator.results import AfterWrite, Result
 from roster.coordinator.states import GroupState
-from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 log = logging.getLogger("roster.coordinator")
 S = GroupState
-
-
-def _subscribed_topics(group: Group) -> set[str] | None:
-    """Topics the members subscribe to, or None if a subscription cannot be read (then, like
-    Kafka, nothing is expired for the group)."""
-    topics: set[str] = set()
-    for member in group.members.values():
-        try:
-            topics.update(decode_subscription(member.metadata(group.protocol_name)).topics)
-        except (ConsumerProtocolError, KeyError):
-            return None
-    return topics
 
 
 def _expired(group: Group, key: tuple[str, int], offset: CommittedOffset, retention_ms: int,
@@ -60,7 +47,7 @@ def expire_offsets(ctx, now: int) -> Result:
     for group in list(ctx.groups.values()):
         if group.state is S.DEAD:
             continue
-        subscribed = _subscribed_topics(group) if group.state is S.STABLE and \
+        subscribed = group.subscribed_topics() if group.state is S.STABLE and \
             group.protocol_type == "consumer" else set()
         expired = [key for key, offset in sorted(group.offsets.items())
                    if _expired(group, key, offset, retention, now, subscribed)]

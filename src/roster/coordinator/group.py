@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from roster.coordinator.results import Parked
 from roster.coordinator.states import GroupState, check_transition
+from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 Protocols = tuple[tuple[str, bytes], ...]
 
@@ -224,6 +225,18 @@ class Group:
             return bool(protocols)
         candidates = self.candidate_protocols()
         return any(name in candidates for name, _ in protocols)
+
+    def subscribed_topics(self) -> set[str] | None:
+        """The topics the members subscribe to in the selected protocol (a "consumer" group's
+        subscriptions), or None if one cannot be read: then callers must assume any topic may
+        be consumed, as Kafka does."""
+        topics: set[str] = set()
+        for member in self.members.values():
+            try:
+                topics.update(decode_subscription(member.metadata(self.protocol_name)).topics)
+            except (ConsumerProtocolError, KeyError):
+                return None
+        return topics
 
     def select_protocol(self) -> str:
         """The protocol most members vote for (each votes its first common preference)."""

@@ -134,6 +134,13 @@ class CommitReply:
 
 
 @dataclass(frozen=True, slots=True)
+class OffsetDeleteReply:
+    error: ErrorCode = ErrorCode.none   # for the whole group: then no partition is answered
+    # (topic, partition, error) for each partition asked about, in request order
+    partitions: tuple[tuple[str, int, ErrorCode], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class FetchedOffset:
     topic: str
     partition: int

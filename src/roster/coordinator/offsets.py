@@ -1,4 +1,4 @@
-"""OffsetCommit and OffsetFetch for classic and simple groups (reference §5).
+"""OffsetCommit, OffsetFetch and OffsetDelete for classic and simple groups (reference §5).
 
 A commit becomes one record per partition; it is applied to the group (through replay, the same
 path a restart takes) only once those records are written, and answered then.
@@ -7,7 +7,12 @@ from __future__ import annotations
 
 from roster.coordinator import records
 from roster.coordinator.group import Group
-from roster.coordinator.messages import CommitReply, CommitRequest, FetchedOffset
+from roster.coordinator.messages import (
+    CommitReply,
+    CommitRequest,
+    FetchedOffset,
+    OffsetDeleteReply,
+)
 from roster.coordinator.rebalance import reschedule_heartbeat
 from roster.coordinator.results import AfterWrite, Result
 from roster.coordinator.states import GroupState
@@ -99,3 +104,51 @@ def fetch(ctx, group_id: str, wanted: list[tuple[str, int]] | None) -> list[Fetc
             answers.append(FetchedOffset(topic, partition, committed.offset,
                                          committed.leader_epoch, committed.metadata))
     return answers
+
+
+def delete(ctx, group_id: str, partitions: list[tuple[str, int]], token) -> Result:
+    """OffsetDelete, as Kafka decides it: an Empty group loses any offset asked for; a
+    "consumer" group with members keeps those of topics its members subscribe to (answered
+    GROUP_SUBSCRIBED_TO_TOPIC); any other group with members is refused (NON_EMPTY_GROUP).
+    An Empty group left without offsets is deleted too. Answered once the tombstones are
+    written; the offsets go (through replay) only then."""
+    result = Result()
+    group = ctx.groups.get(group_id)
+    if group is None or group.state is S.DEAD:
+        result.reply(token, OffsetDeleteReply(ErrorCode.group_id_not_found))
+        return result
+    if group.state is S.EMPTY:
+        subscribed: set[str] | None = set()
+    elif group.protocol_type == "consumer":
+        subscribed = group.subscribed_topics()
+    else:
+        result.reply(token, OffsetDeleteReply(ErrorCode.non_empty_group))
+        return result
+    answers = []
+    removed: dict[tuple[str, int], None] = {}  # in request order, each once
+    for topic, partition in partitions:
+        if subscribed is None or topic in subscribed:
+            answers.append((topic, partition, ErrorCode.group_subscribed_to_topic))
+            continue
+        answers.append((topic, partition, ErrorCode.none))
+        if (topic, partition) in group.offsets:
+            removed[(topic, partition)] = None
+    tombstones = [records.offset_tombstone(group_id, t, p) for t, p in removed]
+    if group.state is S.EMPTY and partitions and len(removed) == len(group.offsets):
+        tombstones.append(records.group_tombstone(group_id))
+    if not tombstones:
+        result.reply(token, OffsetDeleteReply(partitions=tuple(answers)))
+        return result
+    result.records.extend(tombstones)
+    result.after_write.append(AfterWrite("offsets-deleted", group_id, {
+        "token": token, "answers": tuple(answers), "records": tombstones}))
+    return result
+
+
+def deletion_written(ctx, data: dict, error: ErrorCode | None, result: Result) -> None:
+    if error is not None:  # nothing was deleted: say why, for the whole group
+        result.reply(data["token"], OffsetDeleteReply(error))
+        return
+    for record in data["records"]:
+        ctx.replay(record)
+    result.reply(data["token"], OffsetDeleteReply(partitions=data["answers"]))

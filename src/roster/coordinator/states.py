@@ -87,10 +87,21 @@ DELETE_GROUP = {
     S.DEAD: "group_id_not_found",
 }
 
+_WITH_MEMBERS = ("consumer group: group_subscribed_to_topic for topics its members subscribe to, "
+                 "the rest deleted; other protocol types: non_empty_group")
+OFFSET_DELETE = {
+    S.EMPTY: "none (the offsets asked for are deleted)",
+    S.PREPARING_REBALANCE: _WITH_MEMBERS,
+    S.COMPLETING_REBALANCE: _WITH_MEMBERS,
+    S.STABLE: _WITH_MEMBERS,
+    S.DEAD: "group_id_not_found",
+}
+
 ANSWER_TABLES = {
     "Heartbeat": HEARTBEAT,
     "SyncGroup": SYNC_GROUP,
     "OffsetCommit": OFFSET_COMMIT,
     "JoinGroup (known member id)": JOIN_GROUP_KNOWN_MEMBER,
     "DeleteGroups": DELETE_GROUP,
+    "OffsetDelete": OFFSET_DELETE,
 }

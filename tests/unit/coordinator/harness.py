@@ -218,6 +218,12 @@ class Harness:
         self.apply(self.coordinator.delete_groups(list(group_ids), self.now, token))
         return self.replies.get(token)
 
+    def delete_offsets(self, partitions: list[tuple[str, int]], group: str = "g"):
+        """OffsetDelete: its OffsetDeleteReply, or None while the tombstones' write is held."""
+        token = self.token()
+        self.apply(self.coordinator.delete_offsets(group, partitions, self.now, token))
+        return self.replies.get(token)
+
     # -- compound steps ------------------------------------------------------------------
 
     def join_dynamic(self, group: str = "g", **kwargs) -> str:

@@ -17,6 +17,7 @@ from roster.broker.handlers import (
     list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     produce,
     sync_group,
@@ -26,7 +27,7 @@ from roster.protocol.registry import Registry
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            find_coordinator, join_group, heartbeat, leave_group, sync_group, describe_groups,
            list_groups, api_versions, create_topics, delete_topics, init_producer_id,
-           delete_groups, create_partitions)
+           delete_groups, create_partitions, offset_delete)
 
 
 def build_registry() -> Registry:
