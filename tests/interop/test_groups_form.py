@@ -119,3 +119,34 @@ def test_mixed_group_with_the_range_assignor(group_broker):
     finally:
         for member in members:
             member.stop()
+
+
+def test_cooperative_sticky_members_join_without_stopping_the_others(group_broker):
+    """librdkafka's cooperative-sticky assignor (KIP-429, over the classic protocol): as members
+    join one by one, the members already there give up only the partitions that move and keep
+    consuming the rest; the group ends split evenly and reads every record once."""
+    topic = group = "form-cooperative"
+    groups.create_topic(group_broker.bootstrap, topic, PARTITIONS)
+    watch = Watch()
+    members = [groups.ConfluentMember(watch, group_broker.bootstrap, group, topic, f"coop-{i}",
+                                      config={"partition.assignment.strategy":
+                                              "cooperative-sticky"})
+               for i in range(3)]
+    try:
+        for joined in range(1, 4):
+            members[joined - 1].start()
+            groups.wait_split(watch, members[:joined], PARTITIONS)
+        first = members[0]
+        revoked = [e.partitions for e in first.events if e.kind == "revoke"]
+        # 6 -> 3 -> 2 partitions: two revocations naming only what moved, never everything
+        assert [len(r) for r in revoked] == [3, 1], groups.describe_assignment(members)
+        assert not any(e.kind == "lost" for m in members for e in m.events)
+        produced = groups.produce_known(group_broker.bootstrap, topic, PARTITIONS, COUNT,
+                                        "coop")
+        watch.wait_for(lambda: sum(len(m.records) for m in members) >= COUNT,
+                       groups.DEADLINE_S, lambda: groups.describe_assignment(members))
+        consumed = Counter(r.value for m in members for r in m.records)
+        assert sorted(consumed) == sorted(produced.values) and max(consumed.values()) == 1
+    finally:
+        for member in members:
+            member.stop()

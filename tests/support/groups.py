@@ -125,18 +125,23 @@ class Member:
 
         return Listener()
 
+    @property
+    def incremental(self) -> bool:
+        """Cooperative rebalancing (KIP-429): callbacks name only the partitions that move."""
+        return False
+
     def _on_assign(self, partitions: Iterable[int]) -> None:
         parts = frozenset(partitions)
         with self.watch.cond:
             self.events.append(Event("assign", parts, time.monotonic()))
-            self.assigned = parts
+            self.assigned = self.assigned | parts if self.incremental else parts
             self.watch.cond.notify_all()
 
     def _on_revoke(self, partitions: Iterable[int], kind: str = "revoke") -> None:
         parts = frozenset(partitions)
         with self.watch.cond:
             self.events.append(Event(kind, parts, time.monotonic()))
-            self.assigned = frozenset()
+            self.assigned = self.assigned - parts if self.incremental else frozenset()
             self.watch.cond.notify_all()
 
     def _on_records(self, batch: list[Consumed]) -> None:
@@ -225,6 +230,10 @@ class Member:
 
 class ConfluentMember(Member):
     client = "confluent-kafka"
+
+    @property
+    def incremental(self) -> bool:
+        return self.config.get("partition.assignment.strategy") == "cooperative-sticky"
 
     def conf(self) -> dict:
         conf = {"bootstrap.servers": self.bootstrap, "group.id": self.group,
