@@ -131,3 +131,40 @@ def test_a_read_that_spark_stops_early_ends_cleanly(spark, kafka):
         .option("subscribe", "arrow-limit").option("max.partition.fetch.bytes", "100").load()
     assert [r.offset for r in df.limit(3).collect()] == [0, 1, 2]
     assert df.count() == 100
+
+
+def test_rows_without_keys_go_where_the_per_row_partitioner_puts_them():
+    """Batches without key/partition/headers take the stride path; with an all-empty headers
+    column the same rows take the per-row path. Placement and order must be the same, and the
+    round-robin counter must carry over between batches (sizes not multiples of the count)."""
+    import pyarrow as pa
+
+    from roster.record_codec import MemoryRecords
+    from roster.spark.options import write_settings
+    from roster.spark.producing import ArrowProducer, Round
+
+    def placed(with_headers: bool) -> dict:
+        loop = asyncio.new_event_loop()
+        producer = ArrowProducer(write_settings({"kafka.bootstrap.servers": "127.0.0.1:9",
+                                                 "topic": "t"}), loop)
+        producer.cluster.partitions["t"] = 3        # no metadata request: nothing to connect to
+        current, start = Round(0), 0
+        for size in (7, 2, 1, 11):
+            columns = {"key": pa.nulls(size, pa.binary()),
+                       "value": pa.array([b"%d" % i for i in range(start, start + size)])}
+            if with_headers:
+                columns["headers"] = pa.array([[]] * size, ARROW_SCHEMA.field("headers").type)
+            producer._add(current, pa.RecordBatch.from_pydict(columns))
+            start += size
+        producer.cluster.close()
+        loop.close()
+        out = {}
+        for tp, data in current.batches().items():
+            batch = MemoryRecords(data).next_batch()
+            out[tp] = [(r.offset, r.key, r.value, list(r.headers)) for r in batch]
+        return out
+
+    fast, per_row = placed(False), placed(True)
+    assert fast == per_row
+    assert sorted(fast) == [("t", 0), ("t", 1), ("t", 2)]
+    assert sum(len(v) for v in fast.values()) == 21

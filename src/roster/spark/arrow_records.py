@@ -27,6 +27,7 @@ ARROW_SCHEMA = pa.schema([
     ("timestampType", pa.int32()), ("headers", HEADERS),
 ])
 _NO_HEADERS = pa.array([], HEADER)
+NO_HEADERS = ()   # shared by every record without headers
 
 
 class FetchedRecords:
@@ -75,9 +76,14 @@ class FetchedRecords:
                 offsets.append(offset)
                 timestamps.append(record.timestamp)
                 record_headers = record.headers
-                headers.append(record_headers)
                 if record_headers:
                     self.has_headers = True
+                    headers.append(record_headers)
+                else:
+                    # not the record's own empty list: that one would live until to_arrow,
+                    # and thousands of surviving containers per fetch make the garbage
+                    # collector's generation passes the largest cost of decoding
+                    headers.append(NO_HEADERS)
                 position = offset + 1
             if len(offsets) > taken:
                 kind = getattr(batch, "timestamp_type", 0) or 0    # None in a v0 batch

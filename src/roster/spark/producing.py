@@ -133,9 +133,13 @@ class ArrowProducer:
         names = batch.schema.names
         rows = batch.num_rows
         values = _as_bytes(batch.column("value"))
+        fixed = self.settings.topic
+        if fixed and "partition" not in names and "headers" not in names and \
+                ("key" not in names or batch.column("key").null_count == rows):
+            self._add_round_robin(current, fixed, values)
+            return
         keys = _as_bytes(batch.column("key")) if "key" in names else [None] * rows
         headers = _headers(batch.column("headers")) if "headers" in names else None
-        fixed = self.settings.topic
         topics = None if fixed else batch.column("topic").to_pylist()
         partitions = batch.column("partition").to_pylist() if "partition" in names else None
         counts, now = current.counts, current.now_ms
@@ -155,6 +159,25 @@ class ArrowProducer:
                            headers[i] if headers is not None else NO_HEADERS)
             counts[tp] += 1
         current.records += rows
+
+    def _add_round_robin(self, current: Round, topic: str, values: list) -> None:
+        """The rows of one batch without keys, headers or partitions, to one topic: the same
+        placement as the per-row path (record j of the batch goes to partition (c + j) mod n,
+        c being the topic's round-robin counter), but each partition's records are a stride
+        of the batch, so the per-row work is only the builder's append."""
+        count = self._partition_count(topic)
+        first = next(self._counter(topic))
+        self._counters[topic] = itertools.count(first + len(values))
+        counts, now = current.counts, current.now_ms
+        for i in range(min(count, len(values))):
+            tp = (topic, (first + i) % count)
+            append = (current.builders.get(tp) or current.builder(tp)).append
+            n = counts[tp]
+            for value in values[i::count]:
+                append(n, now, None, value, NO_HEADERS)
+                n += 1
+            counts[tp] = n
+        current.records += len(values)
 
     def _counter(self, topic: str) -> itertools.count:
         counter = self._counters.get(topic)
