@@ -26,11 +26,11 @@ class Member:
     session_timeout_ms: int
     protocols: Protocols   # (the protocol type is the group's: every member must share it)
     assignment: bytes = b""
-    is_new: bool = False
-    awaiting_join: Parked | None = None
-    awaiting_sync: Parked | None = None
     # when the member's session ends unless it is heard from (sessions.py); None: not watched
     session_deadline_ms: int | None = None
+    # What a member is doing right now (a parked JoinGroup or SyncGroup, its first join) is
+    # kept by its group (Group.joining, .syncing, .new_members): most members, most of the
+    # time, are doing none of it, and a field each would cost every idle member 8 bytes.
 
     @property
     def is_static(self) -> bool:
@@ -47,14 +47,20 @@ class Member:
         return next(name for name, _ in self.protocols if name in candidates)
 
 
-def discard(members: dict[str, None], member_id: str) -> None:
-    """Remove from a set of member ids, giving back its table once it is empty: `joining` and
-    `pending_sync` fill up during every rebalance and are empty in between, and neither a set
-    nor a dict shrinks by itself (a group of 10 would keep ~0.5 KB of empty slots per set for as
-    long as it is idle)."""
-    members.pop(member_id, None)
+def discard(members: dict[str, object], member_id: str) -> object:
+    """Remove a member id from a table of them, giving back the table's memory once it is
+    empty: `joining`, `syncing` and `pending_sync` fill up during every rebalance and are empty
+    in between, and a dict does not shrink by itself (a group of 10 would keep ~0.5 KB of empty
+    slots per table for as long as it is idle). Returns what the id mapped to, or None."""
+    value = members.pop(member_id, None)
     if not members:
         members.clear()
+    return value
+
+
+def rename(members: dict[str, object], old_id: str, new_id: str) -> None:
+    if old_id in members:
+        members[new_id] = members.pop(old_id)
 
 
 @dataclass(slots=True)
@@ -81,11 +87,16 @@ class Group:
     # KIP-394: ids handed out, each with the deadline by which it must rejoin (sessions.py)
     pending_members: dict[str, int | None] = field(default_factory=dict)
     # Sets of member ids are dicts (keys only): an empty dict is 64 bytes, an empty set 216,
-    # and an idle group holds both empty.
+    # and an idle group holds them all empty.
     pending_sync: dict[str, None] = field(default_factory=dict)   # joined, no SyncGroup yet
-    # members parked in JoinGroup: "has everyone rejoined?" is asked on every join, so it must
-    # not scan the members (a 10,000-member rebalance would be quadratic)
-    joining: dict[str, None] = field(default_factory=dict)
+    # members parked in JoinGroup, with the request to answer: "has everyone rejoined?" is
+    # asked on every join, so it must not scan the members (a 10,000-member rebalance would be
+    # quadratic)
+    joining: dict[str, Parked] = field(default_factory=dict)
+    syncing: dict[str, Parked] = field(default_factory=dict)   # members parked in SyncGroup
+    # members added by this join phase, not yet through it: while their JoinGroup is parked
+    # they are not kept alive by it when their (new-member) session timer fires
+    new_members: dict[str, None] = field(default_factory=dict)
     # how many members support each protocol name: candidates are those all members support,
     # asked on every join, so kept up to date rather than recomputed (Kafka does the same)
     protocol_counts: Counter = field(default_factory=Counter)
@@ -126,8 +137,6 @@ class Group:
         self.members[member.member_id] = member
         member.protocols = self.share_protocols(member.protocols)
         self.protocol_counts.update(name for name, _ in member.protocols)
-        if member.awaiting_join is not None:
-            self.joining[member.member_id] = None
         if member.is_static:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -135,8 +144,8 @@ class Group:
 
     def remove(self, member_id: str) -> Member | None:
         member = self.members.pop(member_id, None)
-        discard(self.pending_sync, member_id)
-        discard(self.joining, member_id)
+        for table in (self.pending_sync, self.joining, self.syncing, self.new_members):
+            discard(table, member_id)
         if member is None:
             return None
         self._uncount(member.protocols)
@@ -152,17 +161,13 @@ class Group:
         member.member_id = new_id
         # Kafka builds a fresh member object here, which is not "new": while its JoinGroup is
         # parked, the replacement counts as alive when its session timer fires.
-        member.is_new = False
+        discard(self.new_members, old_id)
         self.members[new_id] = member
         self.static_members[member.group_instance_id] = new_id
         if self.leader_id == old_id:
             self.leader_id = new_id
-        if old_id in self.pending_sync:
-            del self.pending_sync[old_id]
-            self.pending_sync[new_id] = None
-        if old_id in self.joining:
-            del self.joining[old_id]
-            self.joining[new_id] = None
+        for table in (self.pending_sync, self.joining, self.syncing):
+            rename(table, old_id, new_id)
         return member
 
     def set_protocols(self, member: Member, protocols: Protocols) -> None:
@@ -186,14 +191,27 @@ class Group:
                 del self.protocol_counts[name]
 
     def park_join(self, member: Member, parked: Parked) -> None:
-        member.awaiting_join = parked
-        self.joining[member.member_id] = None
+        self.joining[member.member_id] = parked
 
     def take_join(self, member: Member) -> Parked | None:
         """The member's parked JoinGroup, now no longer parked (None if there was none)."""
-        parked, member.awaiting_join = member.awaiting_join, None
-        discard(self.joining, member.member_id)
-        return parked
+        return discard(self.joining, member.member_id)
+
+    def park_sync(self, member: Member, parked: Parked) -> None:
+        self.syncing[member.member_id] = parked
+
+    def take_sync(self, member: Member) -> Parked | None:
+        """The member's parked SyncGroup, now no longer parked (None if there was none)."""
+        return discard(self.syncing, member.member_id)
+
+    def is_joining(self, member: Member) -> bool:
+        return member.member_id in self.joining
+
+    def is_syncing(self, member: Member) -> bool:
+        return member.member_id in self.syncing
+
+    def is_new(self, member: Member) -> bool:
+        return member.member_id in self.new_members
 
     def awaiting_join_count(self) -> int:
         return len(self.joining)

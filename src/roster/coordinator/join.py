@@ -79,7 +79,7 @@ def _accepts_joining_member(ctx, group: Group, member_id: str) -> bool:
     if group.state in (S.EMPTY, S.DEAD):
         return True
     if group.state is S.PREPARING_REBALANCE:
-        return (member is not None and member.awaiting_join is not None) or \
+        return (member is not None and group.is_joining(member)) or \
             group.awaiting_join_count() < limit
     return member is not None or len(group.members) < limit
 
@@ -119,12 +119,13 @@ def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: in
         client_id=shared_str(request.client_id), client_host=shared_str(request.client_host),
         rebalance_timeout_ms=shared_int(request.rebalance_timeout_ms),
         session_timeout_ms=shared_int(request.session_timeout_ms),
-        protocols=request.protocols, is_new=True,
-        awaiting_join=Parked(request.token, request.api_version))
+        protocols=request.protocols)
     if group.state is S.PREPARING_REBALANCE and group.previous_state is S.EMPTY:
         group.new_member_added = True  # extends the initial rebalance delay
     group.pending_members.pop(member_id, None)
     group.add(member, shared_str(request.protocol_type))
+    group.new_members[member_id] = None
+    group.park_join(member, Parked(request.token, request.api_version))
     # A new member cannot heartbeat while its JoinGroup is parked, so it gets the (long)
     # new-member join timeout instead of its session timeout.
     reschedule_heartbeat(result, group, member, now, ctx.config.new_member_join_timeout_ms)
@@ -213,7 +214,7 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
     # Whoever still waits under the old id is a duplicate of this instance: fence it.
     answer_join(result, group, old_member, JoinReply(error=ErrorCode.fenced_instance_id,
                                               member_id=old_id))
-    answer_sync(result, old_member, SyncReply(error=ErrorCode.fenced_instance_id))
+    answer_sync(result, group, old_member, SyncReply(error=ErrorCode.fenced_instance_id))
     leader_before = group.leader_id
     previous = (old_member.protocols, old_member.rebalance_timeout_ms,
                 old_member.session_timeout_ms)

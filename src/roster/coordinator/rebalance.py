@@ -28,11 +28,11 @@ def answer_join(result: Result, group: Group, member: Member, reply: JoinReply) 
         result.reply(parked.token, reply)
 
 
-def answer_sync(result: Result, member: Member, reply: SyncReply) -> bool:
-    if member.awaiting_sync is None:
+def answer_sync(result: Result, group: Group, member: Member, reply: SyncReply) -> bool:
+    parked = group.take_sync(member)
+    if parked is None:
         return False
-    result.reply(member.awaiting_sync.token, reply)
-    member.awaiting_sync = None
+    result.reply(parked.token, reply)
     return True
 
 
@@ -96,7 +96,7 @@ def maybe_complete_join(ctx, group: Group, now: int, result: Result) -> None:
 def complete_join(ctx, group: Group, now: int, result: Result) -> None:
     if group.state is not S.PREPARING_REBALANCE:
         return
-    for member in [m for m in group.members.values() if m.awaiting_join is None]:
+    for member in [m for m in group.members.values() if not group.is_joining(m)]:
         if not member.is_static:  # static members keep their place while they are away
             log.info("removing member %s of group %s: it did not rejoin in time",
                      member.member_id, group.group_id)
@@ -125,8 +125,8 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
         answer_join(result, group, member, current_generation_reply(
             group, member.member_id, everyone if group.is_leader(member.member_id) else ()))
         reschedule_heartbeat(result, group, member, now)
-        member.is_new = False
         group.pending_sync[member.member_id] = None
+    group.new_members.clear()  # through the join phase: nobody is new any more
     result.schedule(sync_key(group.group_id), now + group.rebalance_timeout_ms(),
                     SyncDeadline(group.group_id, group.generation))
 
@@ -135,11 +135,11 @@ def _elect_joined_leader(group: Group) -> bool:
     """Keep a leader that rejoined, else promote any member that did; False if nobody did."""
     if group.leader_id is None:
         return False
-    if group.members[group.leader_id].awaiting_join is not None:
+    if group.leader_id in group.joining:
         return True
-    for member in group.members.values():
-        if member.awaiting_join is not None:
-            group.leader_id = member.member_id
+    for member_id in group.members:
+        if member_id in group.joining:
+            group.leader_id = member_id
             return True
     return False
 
@@ -165,7 +165,7 @@ def propagate_assignment(group: Group, now: int, result: Result, error: ErrorCod
         reply = SyncReply(error=error, protocol_type=group.protocol_type if ok else None,
                           protocol_name=group.protocol_name if ok else None,
                           assignment=member.assignment)
-        if answer_sync(result, member, reply):
+        if answer_sync(result, group, member, reply):
             # A session that lapsed while the member waited was ignored; expect heartbeats again.
             reschedule_heartbeat(result, group, member, now)
 
@@ -217,8 +217,7 @@ def _pending_member_expired(ctx, group: Group, member_id: str, now: int, result:
 
 
 def _member_expired(ctx, group: Group, member: Member, now: int, result: Result) -> None:
-    alive = not member.is_new and (member.awaiting_join is not None
-                                   or member.awaiting_sync is not None)
+    alive = not group.is_new(member) and (group.is_joining(member) or group.is_syncing(member))
     if not alive:
         remove_member_and_update_group(ctx, group, member, now, result,
                                        "its session timed out")

@@ -34,7 +34,7 @@ def sync(ctx, request: SyncRequest, now: int) -> Result:
     if group.state is S.PREPARING_REBALANCE:
         result.reply(request.token, SyncReply(error=ErrorCode.rebalance_in_progress))
     elif group.state is S.COMPLETING_REBALANCE:
-        member.awaiting_sync = Parked(request.token, request.api_version)
+        group.park_sync(member, Parked(request.token, request.api_version))
         _synced(group, member.member_id, result)
         if group.is_leader(member.member_id):
             _write_leader_assignment(group, request, result)

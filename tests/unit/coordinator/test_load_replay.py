@@ -54,7 +54,7 @@ def test_replay_group_metadata_records(rebalance_timeout, expected):
                                         f"/host-{i}")
         assert (member.rebalance_timeout_ms, member.session_timeout_ms) == (expected, 6000)
         assert member.protocols == (("range", b"subscription"),)
-        assert member.assignment == b"\x02" and member.awaiting_join is None
+        assert member.assignment == b"\x02" and not h.group().joining
     assert h.timers == {}
 
 

@@ -222,7 +222,7 @@ class GroupMachine(RuleBasedStateMachine):
         # so the admin only removes instances that are not waiting in SyncGroup.
         group = self.h.group()
         member_id = group.static_members.get(instance) if group else None
-        if member_id is None or group.members[member_id].awaiting_sync is None:
+        if member_id is None or not group.is_syncing(group.members[member_id]):
             self.h.leave(("", instance))
         self._collect()
 
@@ -252,12 +252,14 @@ class GroupMachine(RuleBasedStateMachine):
         assert group.static_members == {m.group_instance_id: m.member_id
                                         for m in members.values() if m.is_static}
         # each member in one state, and one that fits the group's
-        for m in members.values():
-            assert m.awaiting_join is None or m.awaiting_sync is None
-            if group.state is not S.PREPARING_REBALANCE:
-                assert m.awaiting_join is None
-            if group.state is not S.COMPLETING_REBALANCE:
-                assert m.awaiting_sync is None
+        assert not set(group.joining) & set(group.syncing)
+        # and the tables of what members are doing name members only
+        for table in (group.joining, group.syncing, group.pending_sync, group.new_members):
+            assert set(table) <= set(members)
+        if group.state is not S.PREPARING_REBALANCE:
+            assert not group.joining
+        if group.state is not S.COMPLETING_REBALANCE:
+            assert not group.syncing
         if group.state in (S.EMPTY, S.DEAD):
             assert not members and group.protocol_name is None
         assert not group.pending_members.keys() & set(members)

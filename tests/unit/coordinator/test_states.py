@@ -31,9 +31,17 @@ LEGAL = {
 }
 
 
-def member(member_id, protocols=(("roundrobin", b""),), instance=None, joined=False):
-    return Member(member_id, instance, "client", "/127.0.0.1", 30_000, 10_000,
-                  tuple(protocols), awaiting_join=Parked(member_id, 9) if joined else None)
+def member(member_id, protocols=(("roundrobin", b""),), instance=None):
+    return Member(member_id, instance, "client", "/127.0.0.1", 30_000, 10_000, tuple(protocols))
+
+
+def add(group, member_id, protocols=(("roundrobin", b""),), instance=None, joined=False):
+    """Add a member to `group`, with a parked JoinGroup when `joined`; returns the member."""
+    added = member(member_id, protocols, instance)
+    group.add(added, "consumer")
+    if joined:
+        group.park_join(added, Parked(member_id, 9))
+    return added
 
 
 def test_legal_previous_states_are_the_released_table():
@@ -134,7 +142,7 @@ def test_init_next_generation():
     h = Harness()
     group = h.coordinator.create_group("g", 0)
     group.transition_to(PREPARING, 0)
-    group.add(member("m1", joined=True), "consumer")
+    add(group, "m1", joined=True)
     assert (group.generation, group.protocol_name) == (0, None)
     rebalance.complete_join(h.coordinator, group, 0, Result())
     assert (group.generation, group.protocol_name, group.state) == (1, "roundrobin", COMPLETING)
@@ -154,12 +162,14 @@ def test_init_next_generation_empty_group():
 def test_replace_group_instance():
     """Replacing a static member moves the leader and the instance mapping to the new id."""
     group = Group("g")
-    group.add(member("old", instance="i-a", joined=True), "consumer")
+    add(group, "old", instance="i-a", joined=True)
+    group.new_members["old"] = None
     assert group.is_leader("old") and group.static_member_id("i-a") == "old"
     replaced = group.replace_static("old", "new")
     assert group.is_leader("new") and group.static_member_id("i-a") == "new"
     assert list(group.members) == ["new"] and replaced.member_id == "new"
-    assert not replaced.is_new
+    assert not group.is_new(replaced) and group.is_joining(replaced)
+    assert list(group.joining) == ["new"]
 
 
 def test_elect_new_joined_leader():
@@ -167,9 +177,9 @@ def test_elect_new_joined_leader():
     h = Harness()
     group = h.coordinator.create_group("g", 0)
     group.transition_to(PREPARING, 0)
-    for m in (member("leader"), member("new-leader", joined=True),
-              member("new-member", joined=False)):
-        group.add(m)
+    add(group, "leader")
+    add(group, "new-leader", joined=True)
+    add(group, "new-member")
     rebalance.complete_join(h.coordinator, group, 0, Result())
     assert group.leader_id == "new-leader" and list(group.members) == ["new-leader"]
 
@@ -179,8 +189,8 @@ def test_maybe_elect_new_joined_leader_choose_existing():
     h = Harness()
     group = h.coordinator.create_group("g", 0)
     group.transition_to(PREPARING, 0)
-    group.add(member("leader", joined=True), "consumer")
-    group.add(member("new-member", joined=True), "consumer")
+    add(group, "leader", joined=True)
+    add(group, "new-member", joined=True)
     rebalance.complete_join(h.coordinator, group, 0, Result())
     assert group.leader_id == "leader"
 

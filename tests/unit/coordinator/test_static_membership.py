@@ -410,7 +410,7 @@ def test_static_member_rejoin_with_illegal_state_as_unknown_member():
         h.join(instance="i-follower")
     assert list(group.members) == [leader, follower]
     assert group.static_members == {"i-leader": leader, "i-follower": follower}
-    assert group.state is S.EMPTY and group.members[follower].awaiting_join is None
+    assert group.state is S.EMPTY and not group.is_joining(group.members[follower])
 
 
 def test_get_different_static_member_id_after_each_rejoin():

@@ -74,10 +74,10 @@ def test_new_member_join_expiration():
     first = h.join_dynamic(session_ms=305_000, rebalance_ms=600_000)
     h.advance(0)
     leader = h.reply(first).member_id
-    assert not h.group().members[leader].is_new
+    assert not h.group().new_members
     second = h.join_dynamic(session_ms=6000, rebalance_ms=6000)
     group = h.group()
-    [newcomer] = [m for m in group.members.values() if m.is_new]
+    [newcomer] = [m for m in group.members.values() if group.is_new(m)]
     assert h.session_deadline(newcomer.member_id) == 300_000
     assert h.deadline(join_key("g")) == 600_000
     h.advance(299_999)
@@ -85,7 +85,7 @@ def test_new_member_join_expiration():
     h.advance(1)
     assert h.reply(second) == JoinReply(error=E.unknown_member_id)
     assert list(group.members) == [leader] and group.state is S.PREPARING_REBALANCE
-    assert not any(m.is_new for m in group.members.values())
+    assert not group.new_members
 
 
 # -- §9.25 completing the join phase --------------------------------------------------------------
