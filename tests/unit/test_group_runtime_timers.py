@@ -93,3 +93,26 @@ def test_a_cancelled_key_scheduled_again_fires_once_at_its_new_deadline():
     fired, start = run(scenario)
     assert [e for e, _ in fired] == ["new"]
     assert fired[0][1] - start >= 0.045
+
+
+def test_stale_heap_entries_are_dropped_once_they_are_a_third_of_the_heap():
+    """Every key pulled earlier leaves a stale entry behind; they do not pile up, and the live
+    timers still fire, in order, once each."""
+    async def scenario(runtime, recorder):
+        now = runtime.now_ms()
+        keys = 300
+        runtime.apply(Result(timers=[Schedule(f"k{i}", now + 300_000, "late") for i in
+                                     range(keys)]))
+        for i in range(keys):  # like each group's session once its first join completes
+            runtime.apply(Result(timers=[Schedule(f"k{i}", now + 200_000 + i, f"e{i}")]))
+            assert len(runtime._timers._heap) <= 1.5 * keys
+        runtime.apply(Result(timers=[Schedule(f"k{i}", now + 40 + i // 100, f"soon{i}")
+                                     for i in range(keys)]))
+        while len(recorder.fired) < keys:
+            recorder.event.clear()
+            await asyncio.wait_for(recorder.event.wait(), 2)
+        await asyncio.sleep(0.03)
+        return [e for e, _ in recorder.fired], len(runtime._timers._heap)
+    fired, left = run(scenario)
+    assert sorted(fired) == sorted(f"soon{i}" for i in range(300)) and len(fired) == 300
+    assert left <= 450  # what remains is stale entries of the late deadlines, bounded

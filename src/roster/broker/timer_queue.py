@@ -8,7 +8,10 @@ Heap entries are never removed in place. A key's record remembers the deadline o
 that stands for it (`queued_ms`); any other entry for the key is stale and skipped when it comes
 up. A deadline pushed later (what a re-armed session does) keeps its entry: when that entry
 comes up early, the key is queued again for its new deadline. A deadline pulled earlier gets a
-new entry at once.
+new entry at once. Stale entries would otherwise stay until their deadline passes (every group
+leaves one from its first member's 5-minute join timer), so once they make up a third of the
+heap it is rebuilt from the live timers: each rebuild costs what the entries it drops cost to
+push, so timers stay O(log n) amortised.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import heapq
 from collections.abc import Callable, Iterable
 
 from roster.coordinator.results import Cancel, Schedule
+
+_COMPACT_FROM = 64  # heap entries; below this, stale entries cost too little to bother
 
 
 class _Timer:
@@ -64,7 +69,15 @@ class TimerQueue:
                         heapq.heappush(self._heap, (op.deadline_ms, op.key))
             else:
                 raise TypeError(f"unknown timer operation {op!r}")
+        if not self._running and len(self._heap) >= _COMPACT_FROM and \
+                2 * len(self._heap) > 3 * len(self._timers):
+            self._compact()
         self._arm()
+
+    def _compact(self) -> None:
+        """Drop the stale entries: one entry per live timer, at the deadline it is queued for."""
+        self._heap = [(timer.queued_ms, key) for key, timer in self._timers.items()]
+        heapq.heapify(self._heap)
 
     def close(self) -> None:
         if self._wakeup is not None:
