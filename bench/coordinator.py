@@ -476,9 +476,9 @@ async def phase_memory(targets: Targets, target: str, args) -> dict:
         spec = GroupSpec(session_ms=120_000, rebalance_ms=120_000,
                          leader_syncs_last=target == "rdmock")
         conns = await open_conns(service.host, service.port, args.mem_pool)
-        progress(f"{target}: {len(conns)} connections open; forming {args.mem_warmup} warm-up "
-                 f"groups")
-        await form_groups(conns, [f"warm-{g:05d}" for g in range(args.mem_warmup)], size, spec,
+        warmup = args.mem_warmup if args.mem_warmup is not None else len(conns) // size
+        progress(f"{target}: {len(conns)} connections open; forming {warmup} warm-up groups")
+        await form_groups(conns, [f"warm-{g:05d}" for g in range(warmup)], size, spec,
                           timeout_s=120)
         await asyncio.sleep(1.0)
         rss_before = service.rss()
@@ -492,7 +492,7 @@ async def phase_memory(targets: Targets, target: str, args) -> dict:
         service.check()
         rss_after = service.rss()
         members = groups * size
-        result = {"members": members, "groups": groups, "pool": len(conns),
+        result = {"members": members, "groups": groups, "pool": len(conns), "warmup": warmup,
                   "rss_before": rss_before, "rss_after": rss_after,
                   "bytes_per_member": (rss_after - rss_before) / members,
                   "formation_s": after.wall - before.wall,
@@ -971,7 +971,10 @@ def parse_args(argv=None):
                    help="phase 'breakdown': members driven through roster's GroupRuntime "
                         "in-process under tracemalloc")
     p.add_argument("--breakdown-groups", type=int, default=2_000)
-    p.add_argument("--mem-warmup", type=int, default=200, help="groups formed before the baseline")
+    p.add_argument("--mem-warmup", type=int, default=None,
+                   help="groups formed before the baseline (default: as many as the pool forms "
+                        "at once, so the baseline already holds the broker's peak of "
+                        "in-flight joins and syncs, which is not a per-member cost)")
     p.add_argument("--mem-idle", type=float, default=2.0, help="idle seconds before measuring RSS")
     p.add_argument("--quiet-cpus", type=float, default=0.25,
                    help="before each measurement, wait until other processes use less than "
