@@ -68,3 +68,44 @@ def test_torn_tail_is_truncated_not_served(broker):
     assert [r.content() for r in seen] == [r.content() for r in records]
     offsets = clients.produce_confluent(broker.bootstrap, "torn", records[:1], "none")
     assert offsets == [20]
+
+
+def _idempotent_batch(producer_id: int, epoch: int, sequence: int, values: list[bytes]) -> bytes:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=producer_id, producer_epoch=epoch,
+                                        base_sequence=sequence, batch_size=1 << 20)
+    for i, value in enumerate(values):
+        builder.append(i, timestamp=1_000 + i, key=None, value=value, headers=[])
+    return bytes(builder.build())
+
+
+def test_an_idempotent_retry_after_kill_9_is_not_written_twice(broker):
+    """A producer whose acknowledgement was lost in the crash retries the same batch after the
+    restart: it is answered with the offset it already has, not appended again, and the next
+    sequence after it is still checked."""
+    import datetime
+
+    from roster.protocol.errors import ErrorCode
+    from tests.interop.test_bad_input import _produce
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "idem", 1).error_code == 0
+        ids = wire.call(22, 4, transactional_id=None,
+                        transaction_timeout=datetime.timedelta(seconds=60),
+                        producer_id=-1, producer_epoch=-1)
+        producer, epoch = ids.producer_id, ids.producer_epoch
+        first = _idempotent_batch(producer, epoch, 0, [b"a", b"b"])
+        second = _idempotent_batch(producer, epoch, 2, [b"c"])
+        assert _produce(wire, "idem", 0, first).base_offset == 0
+        assert _produce(wire, "idem", 0, second).base_offset == 2
+    broker.kill9()
+    broker.start()
+    with Wire(broker.bootstrap) as wire:
+        retried = _produce(wire, "idem", 0, second)
+        assert (retried.error_code, retried.base_offset) == (ErrorCode.none, 2)
+        gap = _produce(wire, "idem", 0, _idempotent_batch(producer, epoch, 9, [b"x"]))
+        assert gap.error_code == ErrorCode.out_of_order_sequence_number
+        following = _produce(wire, "idem", 0, _idempotent_batch(producer, epoch, 3, [b"d"]))
+        assert (following.error_code, following.base_offset) == (ErrorCode.none, 3)
+    values = [r.value for r in clients.consume_kafka_python(broker.bootstrap, "idem", 1, 4)]
+    assert values == [b"a", b"b", b"c", b"d"]

@@ -92,6 +92,18 @@ def test_reads_continue_across_segments(open_log):
     assert batches_in(log.read(2, 1 << 20)) == [(1, 2), (3, 5)]
 
 
+@pytest.mark.parametrize("settings, expected", [
+    ({}, [(0, 0), (1, 2), (3, 5)]),
+    (ONE_BATCH_PER_SEGMENT, [(3, 5)]),  # the others went into earlier segments
+], ids=["one-segment", "rolled"])
+def test_active_batch_headers_are_the_active_segments_batches_as_stored(open_log, settings,
+                                                                        expected):
+    log = open_log(**settings)
+    for n in (1, 2, 3):
+        log.append(make_batch(n))
+    assert [(h.base_offset, h.last_offset) for h in log.active_batch_headers()] == expected
+
+
 @pytest.mark.parametrize("settings", [{}, {"segment_bytes": 300, "index_interval_bytes": 0}],
                          ids=["one-segment", "small-segments"])
 def test_offset_for_timestamp_finds_the_first_record_at_or_after(open_log, settings):

@@ -18,6 +18,7 @@ from roster.broker.topics import Topic, TopicError, TopicManager
 from roster.broker.waiters import AppendWaiters
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
+from roster.log.api import LogError
 from roster.log.file import FileLog
 
 log = logging.getLogger("roster.broker")
@@ -80,6 +81,7 @@ class Broker:
 
     def start(self) -> None:
         self.topics.load()
+        self._restore_producer_state()
         self.group_log.ensure_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
         self._tasks.append(asyncio.ensure_future(
@@ -95,6 +97,23 @@ class Broker:
         await self.cleaner.stop()
         self.groups.close()
         self.topics.close()
+
+    def _restore_producer_state(self) -> None:
+        """Idempotent producers' recent batches, from each partition's active segment: a retry
+        of a batch written before a restart (kill -9 included) is still recognised."""
+        started = time.monotonic()
+        restored = 0
+        for topic in self.topics:
+            for index, partition in enumerate(topic.partitions):
+                try:
+                    restored += self.sequences.restore((topic.topic_id, index),
+                                                       partition.active_batch_headers())
+                except (LogError, OSError) as exc:  # its producers: accepted at any sequence
+                    log.warning("cannot restore producer state of %s-%d: %s", topic.name, index,
+                                exc)
+        if restored:
+            log.info("restored idempotent producer state from %d batches in %.2f s", restored,
+                     time.monotonic() - started)
 
     def auto_create(self, name: str) -> Topic | None:
         """Create a topic a client asked for by name, if auto.create.topics.enable allows it."""

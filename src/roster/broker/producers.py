@@ -5,14 +5,17 @@ written is answered with its original offset instead of being written twice; a b
 sequence numbers is refused with OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is fenced.
 
 Producer ids are handed out from blocks whose end is persisted before use, so an id is never
-reused after a restart. Sequence state is kept in memory: after a restart a producer is accepted
-at whatever sequence it sends next (as Kafka does for producers it has no state for), so a retry
-of the batch written just before a crash can be duplicated. docs/durability.md says so.
+reused after a restart. Sequence state is kept in memory and rebuilt at start from the batches
+of each partition's active segment (restore), so a retry of a batch written just before a
+restart or a crash is still answered with its offset. A producer whose last batch is in an
+older segment has no state after a restart and is accepted at whatever sequence it sends next,
+as Kafka accepts producers it has no state for. docs/durability.md says so.
 """
 from __future__ import annotations
 
 import os
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,6 +86,16 @@ class SequenceTable:
         if header.base_sequence != _next_sequence(state.last_sequence):
             return Verdict(ErrorCode.out_of_order_sequence_number)
         return Verdict()
+
+    def restore(self, partition_key: tuple, stored_headers: Iterable) -> int:
+        """Rebuild a partition's producers from batches already in its log, oldest first (the
+        headers carry their base offsets). Returns how many idempotent batches there were."""
+        restored = 0
+        for header in stored_headers:
+            if header.producer_id != NO_PRODUCER:
+                self.record(partition_key, header, header.base_offset)
+                restored += 1
+        return restored
 
     def record(self, partition_key: tuple, header, base_offset: int) -> None:
         if header.producer_id == NO_PRODUCER:

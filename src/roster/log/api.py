@@ -15,7 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:  # batch.py imports this module's errors
+    from roster.log.batch import BatchHeader
 
 
 class LogError(Exception):
@@ -151,6 +154,11 @@ class PartitionLog(Protocol):
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
         """The first record whose timestamp >= `timestamp`, or None if there is none."""
+
+    def active_batch_headers(self) -> Iterator[BatchHeader]:
+        """The headers of the active segment's batches, oldest first, as stored (base offsets
+        set): what a restarted broker needs to recognise an idempotent producer's retry of a
+        batch written just before it stopped."""
 
     def max_timestamp(self) -> TimestampLookup | None:
         """The record with the largest timestamp (ListOffsets -3), or None if the log is empty."""

@@ -40,7 +40,7 @@ from roster.log.api import (
     LogStorageError,
     TimestampLookup,
 )
-from roster.log.batch import restamped
+from roster.log.batch import BatchHeader, restamped
 from roster.log.cleaning import (
     CLEANED_TAG,
     CLEANER_CHECKPOINT,
@@ -218,6 +218,11 @@ class FileLog(SegmentedLog):
         except OSError as exc:
             raise LogStorageError(f"cannot read {self._dir} at offset {offset}: {exc}") from exc
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def active_batch_headers(self) -> Iterator[BatchHeader]:
+        self._require_open()
+        for _, header in self._segments[-1].walk(0):
+            yield header
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
         self._require_open()

@@ -22,6 +22,7 @@ from roster.log.api import (
 )
 from roster.log.batch import (
     NO_TIMESTAMP,
+    BatchHeader,
     batch_extent,
     first_record_at_or_after,
     parse_header,
@@ -168,6 +169,11 @@ class MemoryLog(SegmentedLog):
                 if taken >= max_bytes:
                     return b"".join(chunks)
         return b"".join(chunks)
+
+    def active_batch_headers(self) -> Iterator[BatchHeader]:
+        self._require_open()
+        for batch in self._segments[-1].batches:
+            yield parse_header(batch)
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
         self._require_open()
