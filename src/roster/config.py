@@ -153,8 +153,11 @@ def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
 class BrokerConfig(Mapping[str, Any]):
     """Validated settings; read them as config["log.segment.bytes"]."""
 
-    def __init__(self, values: Mapping[str, Any]) -> None:
+    def __init__(self, values: Mapping[str, Any], explicit: Iterable[str] = ()) -> None:
         self._values = dict(values)
+        # the settings given by a file, the environment or --set (DescribeConfigs reports
+        # them as STATIC_BROKER_CONFIG, the rest as DEFAULT_CONFIG)
+        self.explicit = frozenset(explicit)
 
     @classmethod
     def load(cls, config_file: Path | None = None, assignments: Iterable[str] = (),
@@ -169,12 +172,14 @@ class BrokerConfig(Mapping[str, Any]):
     @classmethod
     def from_overrides(cls, overrides: Mapping[str, Any]) -> BrokerConfig:
         values = {name: setting.default for name, setting in SETTINGS.items()}
+        explicit = set()
         for key, raw in overrides.items():
             setting = SETTINGS.get(key)
             if setting is None:
                 log.warning("ignoring unknown configuration %r", key)
                 continue
             values[key] = setting.coerce(raw)
+            explicit.add(key)
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms is larger than "
                               "group.max.session.timeout.ms")
@@ -182,7 +187,7 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
         if values["default.replication.factor"] != 1:
             raise ConfigError("default.replication.factor: roster is a single broker; use 1")
-        return cls(values)
+        return cls(values, explicit)
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

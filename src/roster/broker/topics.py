@@ -269,6 +269,7 @@ def effective_configs(manager: TopicManager, topic: Topic) -> list[tuple[str, st
         "segment.bytes": str(log_config.segment_bytes),
         "max.message.bytes": str(log_config.max_message_bytes),
         "message.timestamp.type": "CreateTime",
+        "min.insync.replicas": "1",
     }
     return [(name, topic.configs.get(name, value), name not in topic.configs)
             for name, value in sorted({**defaults, **topic.configs}.items())]

@@ -6,6 +6,7 @@ from roster.broker.handlers import (
     create_topics,
     delete_groups,
     delete_topics,
+    describe_configs,
     describe_groups,
     fetch,
     find_coordinator,
@@ -27,7 +28,7 @@ from roster.protocol.registry import Registry
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            find_coordinator, join_group, heartbeat, leave_group, sync_group, describe_groups,
            list_groups, api_versions, create_topics, delete_topics, init_producer_id,
-           delete_groups, create_partitions, offset_delete)
+           delete_groups, create_partitions, offset_delete, describe_configs)
 
 
 def build_registry() -> Registry:

@@ -1,0 +1,126 @@
+"""DescribeConfigs (32), v1-4: a topic's settings, or this broker's, and where each value
+comes from (what admin clients' describe_configs and tools such as kafka-configs show).
+
+A topic lists the settings roster honours for it (docs/configuration.md): those set on the topic
+are DYNAMIC_TOPIC_CONFIG, the rest come from the broker setting they default to. roster changes
+no setting while it runs (there is no AlterConfigs), so broker settings are read-only: each is
+STATIC_BROKER_CONFIG when the file, the environment or --set gave it, DEFAULT_CONFIG otherwise.
+"""
+from __future__ import annotations
+
+from roster.broker.topics import effective_configs
+from roster.config import SETTINGS
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 32
+TOPIC, BROKER = 2, 4                                             # ConfigResource.Type
+DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
+BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7     # ConfigType (v3+)
+
+# each topic setting: the broker setting it defaults to, and its type
+TOPIC_SETTINGS = {
+    "cleanup.policy": ("log.cleanup.policy", LIST),
+    "max.message.bytes": ("message.max.bytes", INT),
+    "message.timestamp.type": ("log.message.timestamp.type", STRING),
+    "min.insync.replicas": ("min.insync.replicas", INT),
+    "retention.bytes": ("log.retention.bytes", LONG),
+    "retention.ms": ("log.retention.ms", LONG),
+    "segment.bytes": ("log.segment.bytes", INT),
+}
+
+
+def _text(value) -> str | None:
+    """A setting's value as Kafka writes it: booleans in lower case, unset as null."""
+    if value is None:
+        return None
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _broker_type(name: str, value) -> int:
+    if isinstance(value, bool):
+        return BOOLEAN
+    if isinstance(value, float):
+        return DOUBLE
+    if isinstance(value, str):
+        return LIST if name.endswith("listeners") else STRING
+    return LONG if name.endswith((".ms", ".bytes", ".messages")) else INT
+
+
+def _topic_entries(broker, name: str):
+    """(name, value, source, read_only, synonyms, type, doc) per setting, or an error. The one
+    synonym named is where the value comes from: the topic, or the broker setting behind it."""
+    topic = broker.topics.get(name)
+    if topic is None:
+        return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", ()
+    entries = []
+    for key, value, is_default in effective_configs(broker.topics, topic):
+        broker_key, kind = TOPIC_SETTINGS.get(key, (key, STRING))
+        if is_default:
+            source = STATIC_BROKER_CONFIG if broker_key in broker.config.explicit \
+                else DEFAULT_CONFIG
+            origin = broker_key
+        else:
+            source, origin = DYNAMIC_TOPIC_CONFIG, key
+        entries.append((key, value, source, False, ((origin, value, source),), kind, None))
+    return ErrorCode.none, None, entries
+
+
+def _broker_entries(broker, name: str):
+    if name not in ("", str(broker.config["node.id"])):
+        return ErrorCode.invalid_request, (f"unexpected broker id {name!r}: this is broker "
+                                           f"{broker.config['node.id']}"), ()
+    if name == "":  # cluster-wide dynamic defaults: roster has none
+        return ErrorCode.none, None, ()
+    entries = []
+    for key in sorted(SETTINGS):
+        value = broker.config[key]
+        source = STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
+        text = _text(value)
+        entries.append((key, text, source, True, ((key, text, source),),
+                        _broker_type(key, value), SETTINGS[key].doc or None))
+    return ErrorCode.none, None, entries
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    schema = response_schema(API_KEY, version)
+    result_entry = element(schema, "results")
+    config_entry = element(result_entry, "configs")
+    synonym_entry = element(config_entry, "synonyms")
+    with_synonyms = bool(getattr(body, "include_synonyms", False))
+    with_docs = bool(getattr(body, "include_documentation", False))
+    extra = {} if version < 3 else None  # v3+ fields: config_type and documentation
+    results = []
+    for resource in body.resources:
+        if resource.resource_type == TOPIC:
+            error, message, entries = _topic_entries(broker, resource.resource_name)
+        elif resource.resource_type == BROKER:
+            error, message, entries = _broker_entries(broker, resource.resource_name)
+        else:
+            error, message, entries = ErrorCode.invalid_request, (
+                f"roster describes topics (2) and brokers (4), not resource type "
+                f"{resource.resource_type}"), ()
+        wanted = resource.configuration_keys
+        configs = []
+        for key, value, source, read_only, synonyms, kind, doc in entries:
+            if wanted is not None and key not in wanted:
+                continue
+            fields = extra if extra is not None else {
+                "config_type": kind, "documentation": doc if with_docs else None}
+            configs.append(make(
+                config_entry, name=key, value=value, read_only=read_only,
+                config_source=source, is_sensitive=False,
+                synonyms=tuple(make(synonym_entry, name=n, value=v, source=s)
+                               for n, v, s in synonyms) if with_synonyms else (),
+                **fields))
+        results.append(make(result_entry, error_code=error, error_message=message,
+                            resource_type=resource.resource_type,
+                            resource_name=resource.resource_name, configs=tuple(configs)))
+    return make(schema, results=tuple(results))
+
+
+SPEC = ApiSpec(API_KEY, "DescribeConfigs", 1, 4, handle)
