@@ -130,8 +130,14 @@ def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: in
     # new-member join timeout instead of its session timeout.
     reschedule_heartbeat(result, group, member, now, ctx.config.new_member_join_timeout_ms)
     maybe_prepare_rebalance_or_complete_join(
-        ctx, group, now, result, f"adding new member {member_id}"
-        + (f" with group instance id {member.group_instance_id}" if member.is_static else ""))
+        ctx, group, now, result, _with_client_reason(request, f"adding new member {member_id}"
+        + (f" with group instance id {member.group_instance_id}" if member.is_static else "")))
+
+
+def _with_client_reason(request: JoinRequest, reason: str) -> str:
+    """Ours, and the client's own when it gave one (JoinGroup v8+, KIP-800), as Kafka logs
+    both: why the client rejoined is often the real cause of the rebalance."""
+    return f"{reason} (client reason: {request.reason})" if request.reason else reason
 
 
 # -- known members ------------------------------------------------------------------------
@@ -191,7 +197,8 @@ def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now:
                    result: Result, reason: str) -> None:
     _update_metadata(group, member, request)
     group.park_join(member, Parked(request.token, request.api_version))
-    maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason)
+    maybe_prepare_rebalance_or_complete_join(ctx, group, now, result,
+                                             _with_client_reason(request, reason))
 
 
 def _update_metadata(group: Group, member: Member, request: JoinRequest) -> None:

@@ -1,8 +1,10 @@
 """JoinGroup, SyncGroup and Heartbeat decision tables (reference §4.1-§4.3, §5) and Kafka's
 scenarios for them (§9 items 20, 21, 24, 26 and 27, 29)."""
+import logging
+
 import pytest
 
-from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
+from roster.coordinator.messages import JoinMember, JoinReply, JoinRequest, SyncReply
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import join_key, sync_key
 from roster.protocol.errors import ErrorCode
@@ -512,3 +514,18 @@ def test_heartbeat_illegal_generation():
     [member] = h.stable_group(None)
     assert h.heartbeat(member, 2) is E.illegal_generation
     assert h.heartbeat(member, 0) is E.illegal_generation
+
+
+def test_a_rebalance_is_logged_with_the_clients_own_reason(caplog):
+    """KIP-800: JoinGroup v8+ carries why the client rejoined; the rebalance log line says it
+    next to the coordinator's reason, as Kafka's does."""
+    h = Harness()
+    leader, = h.stable_group(None)
+    with caplog.at_level(logging.INFO, logger="roster.coordinator"):
+        h.apply(h.coordinator.join(JoinRequest(
+            group_id="g", member_id=leader, group_instance_id=None, protocol_type="consumer",
+            protocols=PROTOCOLS, session_timeout_ms=10_000, rebalance_timeout_ms=30_000,
+            reason="cached metadata has changed", api_version=9, token=h.token()), h.now))
+    assert any("preparing to rebalance group g" in r.getMessage() and
+               f"leader {leader} rejoins a Stable group (client reason: cached metadata has "
+               "changed)" in r.getMessage() for r in caplog.records), caplog.text
