@@ -42,6 +42,12 @@ def _topics(args) -> int:
                 print(name)
         elif args.action == "describe":
             print("\n".join(topic_commands.describe(client, args.names)))
+        elif args.action == "alter":
+            if not args.config and not args.delete_config:
+                raise AdminError("nothing to alter: give --config KEY=VALUE or --delete-config KEY")
+            topic_commands.alter(client, args.name, parse_assignments(args.config),
+                                 args.delete_config)
+            print(f"Altered topic {args.name}.")
         elif args.action == "add-partitions":
             topic_commands.add_partitions(client, args.name, args.partitions)
             print(f"{args.name} now has {args.partitions} partitions.")
@@ -115,6 +121,11 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--internal", action="store_true", help="include internal topics")
     describe = actions.add_parser("describe")
     describe.add_argument("names", nargs="*")
+    change = actions.add_parser("alter", help="set or delete a topic's own settings")
+    change.add_argument("name")
+    change.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
+    change.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                        help="back to the broker's value")
     grow = actions.add_parser("add-partitions", help="grow a topic to --partitions in total")
     grow.add_argument("name")
     grow.add_argument("--partitions", type=int, required=True, help="the new total")

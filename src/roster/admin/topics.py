@@ -1,4 +1,4 @@
-"""`roster topics ...`: create, list, describe, delete, over the wire protocol."""
+"""`roster topics ...`: create, list, describe, alter, delete, over the wire protocol."""
 from __future__ import annotations
 
 import datetime
@@ -6,6 +6,9 @@ import datetime
 from roster.admin.client import AdminClient, AdminError
 
 METADATA, CREATE_TOPICS, DELETE_TOPICS, LIST_OFFSETS, CREATE_PARTITIONS = 3, 19, 20, 2, 37
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+TOPIC_RESOURCE, SET, DELETE = 2, 0, 1
+DYNAMIC_TOPIC_CONFIG = 1
 TIMEOUT = datetime.timedelta(seconds=30)
 
 
@@ -32,6 +35,29 @@ def add_partitions(client: AdminClient, name: str, total: int) -> None:
                          timeout=TIMEOUT, validate_only=False)
     result = answer.results[0]
     _check(result.error_code, result.error_message, f"cannot add partitions to {name}")
+
+
+def alter(client: AdminClient, name: str, sets: dict[str, str], deletes: list[str]) -> None:
+    """Set and delete (back to the broker's value) single settings of a topic."""
+    resource = client.entry(INCREMENTAL_ALTER_CONFIGS, "resources")
+    config = client.entry(INCREMENTAL_ALTER_CONFIGS, "resources", "configs")
+    steps = [config(name=k, config_operation=SET, value=v) for k, v in sets.items()]
+    steps += [config(name=k, config_operation=DELETE, value=None) for k in deletes]
+    answer = client.call(INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=(resource(
+        resource_type=TOPIC_RESOURCE, resource_name=name, configs=tuple(steps)),))
+    result = answer.responses[0]
+    _check(result.error_code, result.error_message, f"cannot alter {name}")
+
+
+def own_configs(client: AdminClient, name: str) -> dict[str, str]:
+    """The settings set on the topic itself (the rest come from the broker)."""
+    resource = client.entry(DESCRIBE_CONFIGS, "resources")
+    answer = client.call(DESCRIBE_CONFIGS, include_synonyms=False, include_documentation=False,
+                         resources=(resource(resource_type=TOPIC_RESOURCE, resource_name=name,
+                                             configuration_keys=None),))
+    result = answer.results[0]
+    _check(result.error_code, result.error_message, f"cannot describe {name}'s configs")
+    return {c.name: c.value for c in result.configs if c.config_source == DYNAMIC_TOPIC_CONFIG}
 
 
 def delete(client: AdminClient, names: list[str]) -> None:
@@ -79,8 +105,10 @@ def describe(client: AdminClient, names: list[str]) -> list[str]:
     for topic in sorted(metadata(client, names or None).topics, key=lambda t: t.name):
         _check(topic.error_code, None, f"cannot describe {topic.name}")
         offsets = end_offsets(client, topic)
+        configs = ",".join(f"{k}={v}" for k, v in sorted(own_configs(client, topic.name).items()))
         lines.append(f"Topic: {topic.name}\tTopicId: {topic.topic_id}\t"
-                     f"PartitionCount: {len(topic.partitions)}\tInternal: {topic.is_internal}")
+                     f"PartitionCount: {len(topic.partitions)}\tInternal: {topic.is_internal}\t"
+                     f"Configs: {configs}")
         for p in sorted(topic.partitions, key=lambda p: p.partition_index):
             start, end = offsets.get(p.partition_index, (-1, -1))
             lines.append(f"\tPartition: {p.partition_index}\tLeader: {p.leader_id}\t"

@@ -12,7 +12,7 @@ import os
 import re
 import shutil
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,6 +82,41 @@ TOPIC_SETTINGS: dict[str, Callable[[str], Any]] = {
     "message.timestamp.type": _create_time_only,
     "min.insync.replicas": _int_at_least(1),
 }
+
+
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3   # IncrementalAlterConfigs' operations
+LIST_SETTINGS = {"cleanup.policy": "delete"}   # settings whose value is a list, and its default
+
+
+def changed_configs(current: Mapping[str, str],
+                    operations: Iterable[tuple[str, int, str | None]]) -> dict[str, str]:
+    """A topic's own settings after IncrementalAlterConfigs' (name, operation, value) steps:
+    SET and DELETE any setting; APPEND and SUBTRACT items of a list setting. The result still
+    has to pass check_topic_configs."""
+    configs = dict(current)
+    seen = set()
+    for name, operation, value in operations:
+        if name in seen:
+            raise TopicError("invalid_request", f"config {name!r} is named twice")
+        seen.add(name)
+        if operation == SET:
+            if value is None:
+                raise TopicError("invalid_config", f"cannot SET {name!r} to null")
+            configs[name] = value
+        elif operation == DELETE:
+            configs.pop(name, None)
+        elif operation in (APPEND, SUBTRACT):
+            if name not in LIST_SETTINGS:
+                raise TopicError("invalid_config", f"{name!r} is not a list: it can only be "
+                                                   "SET or DELETEd")
+            items = [i for i in configs.get(name, LIST_SETTINGS[name]).split(",") if i]
+            given = [i.strip() for i in (value or "").split(",") if i.strip()]
+            items = items + [i for i in given if i not in items] if operation == APPEND \
+                else [i for i in items if i not in given]
+            configs[name] = ",".join(items)
+        else:
+            raise TopicError("invalid_request", f"unknown config operation {operation}")
+    return configs
 
 
 def check_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
@@ -191,6 +226,32 @@ class TopicManager:
                              f"the new count must be larger, not {total}")
         self._open_partitions(topic, total)
         self._save_catalog()
+        return topic
+
+    def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False
+                      ) -> Topic:
+        """Replace a topic's own settings with `configs` (what it does not name comes from the
+        broker again). The catalog is fsynced before the partitions use them, so what was
+        answered survives a crash."""
+        topic = self._by_name.get(name)
+        if topic is None:
+            raise TopicError("unknown_topic_or_partition", f"topic {name!r} does not exist")
+        if topic.internal:
+            raise TopicError("invalid_request", f"roster sets the configs of {name} itself")
+        checked = check_topic_configs(configs)
+        if validate_only:
+            return topic
+        previous, topic.configs = topic.configs, checked
+        try:
+            self._save_catalog()
+        except OSError as exc:
+            topic.configs = previous
+            raise TopicError("kafka_storage_error", f"cannot save the topic catalog: {exc}") \
+                from None
+        config = self.log_config(checked)
+        for partition in topic.partitions:
+            partition.reconfigure(config)
+        log.info("topic %s configs are now %s", name, checked or "the broker's")
         return topic
 
     def delete(self, name: str) -> Topic:

@@ -155,6 +155,10 @@ class PartitionLog(Protocol):
     def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
         """The first record whose timestamp >= `timestamp`, or None if there is none."""
 
+    def reconfigure(self, config: LogConfig) -> None:
+        """Apply new settings (a topic's configs were altered) from the next append, roll or
+        retention pass on; what is already written stays as it is."""
+
     def active_batch_headers(self) -> Iterator[BatchHeader]:
         """The headers of the active segment's batches, oldest first, as stored (base offsets
         set): what a restarted broker needs to recognise an idempotent producer's retry of a

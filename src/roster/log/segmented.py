@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import bisect
 
-from roster.log.api import OffsetOutOfRange
+from roster.log.api import LogConfig, OffsetOutOfRange
 
 
 class SegmentedLog:
     _segments: list
     _log_start: int
+    _config: LogConfig
+
+    def reconfigure(self, config: LogConfig) -> None:
+        """Use new settings from now on: appends, rolls and retention passes read them, and
+        the segments already written stay as they are."""
+        self._config = config
 
     @property
     def log_start_offset(self) -> int:

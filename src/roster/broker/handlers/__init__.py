@@ -1,6 +1,7 @@
 """One module per Kafka API. Each declares SPEC (its key, advertised versions and handler);
 the registry, and from it the ApiVersions answer, is built from these declarations."""
 from roster.broker.handlers import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -11,6 +12,7 @@ from roster.broker.handlers import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -28,7 +30,8 @@ from roster.protocol.registry import Registry
 MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            find_coordinator, join_group, heartbeat, leave_group, sync_group, describe_groups,
            list_groups, api_versions, create_topics, delete_topics, init_producer_id,
-           delete_groups, create_partitions, offset_delete, describe_configs)
+           delete_groups, create_partitions, offset_delete, describe_configs, alter_configs,
+           incremental_alter_configs)
 
 
 def build_registry() -> Registry:

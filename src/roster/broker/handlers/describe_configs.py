@@ -2,9 +2,10 @@
 comes from (what admin clients' describe_configs and tools such as kafka-configs show).
 
 A topic lists the settings roster honours for it (docs/configuration.md): those set on the topic
-are DYNAMIC_TOPIC_CONFIG, the rest come from the broker setting they default to. roster changes
-no setting while it runs (there is no AlterConfigs), so broker settings are read-only: each is
-STATIC_BROKER_CONFIG when the file, the environment or --set gave it, DEFAULT_CONFIG otherwise.
+are DYNAMIC_TOPIC_CONFIG, the rest come from the broker setting they default to. Broker
+settings do not change while roster runs (alter_configs.py refuses them), so they are read-only:
+each is STATIC_BROKER_CONFIG when the file, the environment or --set gave it, DEFAULT_CONFIG
+otherwise.
 """
 from __future__ import annotations
 
