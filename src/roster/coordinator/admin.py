@@ -93,7 +93,6 @@ def deletion_written(ctx, data: dict, error: ErrorCode | None, result: Result) -
         if error is None:
             ctx.groups.pop(group_id, None)
         elif group is not None:
-            # The tombstones did not make it: the group is still there, as it was.
-            group.state, group.previous_state = S.EMPTY, S.DEAD
+            group.deletion_failed()
             outcome[group_id] = error
     result.reply(data["token"], outcome)

@@ -89,7 +89,7 @@ class Coordinator:
 
     def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], now: int,
                        token=None) -> Result:
-        return offsets.delete(self, group_id, partitions, token)
+        return offsets.delete(self, group_id, partitions, now, token)
 
     def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
         return offsets.fetch(self, group_id, wanted)
@@ -145,6 +145,10 @@ class Coordinator:
             if error is None:  # tombstones written: now they take effect
                 for record in step.data:
                     self.replay(record, now)
+            else:
+                group = self.groups.get(step.group_id)
+                if group is not None and group.state is GroupState.DEAD:
+                    group.deletion_failed()
         else:
             group = self.groups.get(step.group_id)
             if group is None or group.state is GroupState.DEAD:

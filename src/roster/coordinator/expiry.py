@@ -8,8 +8,9 @@
 - any other group: nothing expires;
 - an offset committed with an explicit expire timestamp (OffsetCommit v2-4) expires then.
 
-An Empty group left without offsets is deleted too. Tombstones are written first; the state
-changes (through replay) once they are durable.
+An Empty group left without offsets is deleted too: it is Dead while its tombstone is written
+(nothing joins it meanwhile), and Empty again if the write fails. Tombstones are written first;
+the offsets go (through replay) once they are durable.
 """
 from __future__ import annotations
 
@@ -54,6 +55,9 @@ def expire_offsets(ctx, now: int) -> Result:
         tombstones = [records.offset_tombstone(group.group_id, t, p) for t, p in expired]
         if group.state is S.EMPTY and not group.members and len(expired) == len(group.offsets):
             tombstones.append(records.group_tombstone(group.group_id))
+            # Nothing may join while the tombstone is written: replaying it would take the
+            # group, and whoever joined, away.
+            group.transition_to(S.DEAD, now)
         if not tombstones:
             continue
         log.info("expiring %d offsets of group %s%s", len(expired), group.group_id,

@@ -112,6 +112,11 @@ class Group:
         self.previous_state, self.state = self.state, target
         self.state_timestamp = now_ms
 
+    def deletion_failed(self) -> None:
+        """The tombstones that were to delete this (Empty, now Dead) group were not written: it
+        is back as it was. Set directly: this undoes a transition, and Dead has no successor."""
+        self.state, self.previous_state = GroupState.EMPTY, GroupState.DEAD
+
     def is_in(self, *states: GroupState) -> bool:
         return self.state in states
 

@@ -106,7 +106,7 @@ def fetch(ctx, group_id: str, wanted: list[tuple[str, int]] | None) -> list[Fetc
     return answers
 
 
-def delete(ctx, group_id: str, partitions: list[tuple[str, int]], token) -> Result:
+def delete(ctx, group_id: str, partitions: list[tuple[str, int]], now: int, token) -> Result:
     """OffsetDelete, as Kafka decides it: an Empty group loses any offset asked for; a
     "consumer" group with members keeps those of topics its members subscribe to (answered
     GROUP_SUBSCRIBED_TO_TOPIC); any other group with members is refused (NON_EMPTY_GROUP).
@@ -136,17 +136,22 @@ def delete(ctx, group_id: str, partitions: list[tuple[str, int]], token) -> Resu
     tombstones = [records.offset_tombstone(group_id, t, p) for t, p in removed]
     if group.state is S.EMPTY and partitions and len(removed) == len(group.offsets):
         tombstones.append(records.group_tombstone(group_id))
+        group.transition_to(S.DEAD, now)  # as Kafka does; nothing joins while it is written
     if not tombstones:
         result.reply(token, OffsetDeleteReply(partitions=tuple(answers)))
         return result
     result.records.extend(tombstones)
     result.after_write.append(AfterWrite("offsets-deleted", group_id, {
-        "token": token, "answers": tuple(answers), "records": tombstones}))
+        "token": token, "group_id": group_id, "answers": tuple(answers),
+        "records": tombstones}))
     return result
 
 
 def deletion_written(ctx, data: dict, error: ErrorCode | None, result: Result) -> None:
     if error is not None:  # nothing was deleted: say why, for the whole group
+        group = ctx.groups.get(data["group_id"])
+        if group is not None and group.state is S.DEAD:
+            group.deletion_failed()
         result.reply(data["token"], OffsetDeleteReply(error))
         return
     for record in data["records"]:

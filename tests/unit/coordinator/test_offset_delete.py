@@ -106,3 +106,17 @@ def test_deleted_offsets_stay_deleted_after_a_restart():
     h.commit({("t", 0): 1, ("t", 1): 2})
     h.delete_offsets([("t", 0)])
     assert _offsets(h.restarted()) == {("t", 1): 2}
+
+
+def test_a_group_losing_its_last_offsets_is_dead_while_that_is_written_and_back_if_it_fails():
+    """Kafka marks the group Dead before writing: a member joining in between would otherwise
+    lose its group when the tombstone is applied. If the write fails, nothing changed."""
+    h = Harness()
+    h.commit({("t", 0): 1})
+    h.hold_next_write = True
+    assert h.delete_offsets([("t", 0)]) is None
+    assert h.group().state is S.DEAD
+    assert h.reply(h.join()).error is E.coordinator_not_available
+    h.release_writes(E.kafka_storage_error)
+    assert h.group().state is S.EMPTY and _offsets(h) == {("t", 0): 1}
+    assert h.reply(h.join()).error is E.member_id_required

@@ -181,6 +181,24 @@ def test_offset_expiration_condition():
     assert list(h.group("rebalancing").offsets) == [("u", 0)]
 
 
+def test_an_expiring_empty_group_is_dead_while_its_tombstone_is_written():
+    """Nothing may join a group whose tombstone is being written (applying it would delete the
+    joiner's group); if the write fails the group is back, Empty, with its offsets."""
+    h = Harness(offsets_retention_ms=1000)
+    h.commit({("t", 0): 1})
+    h.advance(1000)
+    h.hold_next_write = True
+    _expire(h)
+    assert h.group().state is S.DEAD
+    assert h.reply(h.join()).error is E.coordinator_not_available
+    h.release_writes(E.kafka_storage_error)
+    assert h.group().state is S.EMPTY and list(h.group().offsets) == [("t", 0)]
+    h.hold_next_write = True
+    _expire(h)
+    h.release_writes()
+    assert h.group() is None
+
+
 def test_offset_with_an_explicit_expire_timestamp_expires_then():
     """An offset committed with a retention time (v2-4) expires at its own timestamp, even in
     a Stable group subscribed to its topic."""
