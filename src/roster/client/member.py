@@ -89,8 +89,12 @@ class GroupMember:
 
     async def start(self, topics: list[str]) -> None:
         self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id)
-        await self._handle(self.machine.subscribe(topics, self.now()))
+        await self.subscribe(topics)
         self._runner = asyncio.ensure_future(self._run())
+
+    async def subscribe(self, topics: list[str]) -> None:
+        """Set the subscription (at start, or later: a changed one makes the member rejoin)."""
+        await self._handle(self.machine.subscribe(topics, self.now()))
 
     async def wait_for(self, condition: Callable[[], bool], timeout_s: float) -> None:
         """Wait until condition() holds (checked whenever the membership changes)."""

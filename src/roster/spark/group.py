@@ -95,11 +95,7 @@ class GroupSession:
     def resubscribe(self, topics: list[str]) -> None:
         """Change the subscription (subscribePattern matched new topics): the member rejoins.
         Not waited for: the revocation it starts may wait for a batch to complete."""
-        async def change():
-            # GroupMember has no public way to change a running subscription: feed the
-            # machine's answer to its driver, as GroupMember.start does.
-            await self.member._handle(self.member.machine.subscribe(topics, self.member.now()))
-        asyncio.run_coroutine_threadsafe(change(), self.loop)
+        asyncio.run_coroutine_threadsafe(self.member.subscribe(topics), self.loop)
 
     def stable_snapshot(self, timeout_s: float) -> tuple[int, tuple[TopicPartition, ...]] | None:
         """(generation, owned partitions) once stable, read atomically; None if the member is
