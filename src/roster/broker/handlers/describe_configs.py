@@ -87,14 +87,12 @@ def _broker_entries(broker, name: str):
 
 async def handle(broker, request, connection):
     body = request.body
-    version = request.api_version
-    schema = response_schema(API_KEY, version)
+    schema = response_schema(API_KEY, request.api_version)
     result_entry = element(schema, "results")
     config_entry = element(result_entry, "configs")
     synonym_entry = element(config_entry, "synonyms")
     with_synonyms = bool(getattr(body, "include_synonyms", False))
     with_docs = bool(getattr(body, "include_documentation", False))
-    extra = {} if version < 3 else None  # v3+ fields: config_type and documentation
     results = []
     for resource in body.resources:
         if resource.resource_type == TOPIC:
@@ -110,14 +108,12 @@ async def handle(broker, request, connection):
         for key, value, source, read_only, synonyms, kind, doc in entries:
             if wanted is not None and key not in wanted:
                 continue
-            fields = extra if extra is not None else {
-                "config_type": kind, "documentation": doc if with_docs else None}
-            configs.append(make(
+            configs.append(make(  # (make drops config_type and documentation below v3)
                 config_entry, name=key, value=value, read_only=read_only,
                 config_source=source, is_sensitive=False,
                 synonyms=tuple(make(synonym_entry, name=n, value=v, source=s)
                                for n, v, s in synonyms) if with_synonyms else (),
-                **fields))
+                config_type=kind, documentation=doc if with_docs else None))
         results.append(make(result_entry, error_code=error, error_message=message,
                             resource_type=resource.resource_type,
                             resource_name=resource.resource_name, configs=tuple(configs)))
