@@ -127,6 +127,23 @@ def test_max_timestamp_names_the_first_record_that_has_it(open_log):
     assert log.max_timestamp() == TimestampLookup(4, 70)
 
 
+def test_advancing_the_log_start_hides_records_and_drops_whole_segments_below_it(open_log):
+    log = open_log(**ONE_BATCH_PER_SEGMENT)
+    for n in (1, 2, 3):
+        log.append(make_batch(n))  # offsets 0 | 1-2 | 3-5 (the active segment)
+    size = log.size_bytes
+    assert log.advance_log_start(2) == 2
+    assert log.log_start_offset == 2 and log.size_bytes < size  # the segment of offset 0 went
+    with pytest.raises(OffsetOutOfRange):
+        log.read(1, 1 << 20)
+    assert batches_in(log.read(2, 1 << 20)) == [(1, 2), (3, 5)]  # the batch holding 2, whole
+    assert log.advance_log_start(1) == 2  # never back
+    with pytest.raises(OffsetOutOfRange):
+        log.advance_log_start(7)
+    assert log.advance_log_start(6) == 6 and log.read(6, 1 << 20) == b""
+    assert log.append(make_batch(1)).base_offset == 6
+
+
 def test_retention_by_time_deletes_the_oldest_expired_segments(open_log):
     log = open_log(retention_ms=1_000, **ONE_BATCH_PER_SEGMENT)
     for timestamp in (1_000, 2_000, 3_000, 4_000):

@@ -245,6 +245,19 @@ def test_retention_deletes_files_and_the_new_log_start_survives_restarts(open_lo
     assert log.append(make_batch()).base_offset == 4
 
 
+def test_a_log_start_moved_by_delete_records_survives_a_crash(open_log, partition):
+    log = open_log(**ONE_BATCH_PER_SEGMENT)
+    for n in (2, 2, 2):
+        log.append(make_batch(n))  # offsets 0-1 | 2-3 | 4-5
+    assert log.advance_log_start(3) == 3
+    assert names(partition) == [f"{base:020d}.log" for base in (2, 4)]
+    crash(log, partition)
+    log = open_log(**ONE_BATCH_PER_SEGMENT)
+    assert (log.log_start_offset, log.log_end_offset) == (3, 6)
+    with pytest.raises(OffsetOutOfRange):
+        log.read(2, 100)
+
+
 def test_segments_a_crash_left_below_the_log_start_are_deleted(open_log, partition):
     log = open_log(**ONE_BATCH_PER_SEGMENT)
     for _ in range(3):

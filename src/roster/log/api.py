@@ -155,6 +155,11 @@ class PartitionLog(Protocol):
     def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
         """The first record whose timestamp >= `timestamp`, or None if there is none."""
 
+    def advance_log_start(self, offset: int) -> int:
+        """DeleteRecords: make `offset` the log start if it is above it (durably, before this
+        returns) and delete the segments wholly below it. Returns the log start offset; raises
+        OffsetOutOfRange past the log end."""
+
     def reconfigure(self, config: LogConfig) -> None:
         """Apply new settings (a topic's configs were altered) from the next append, roll or
         retention pass on; what is already written stays as it is."""

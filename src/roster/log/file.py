@@ -304,7 +304,6 @@ class FileLog(SegmentedLog):
         try:
             if plan.roll_first:
                 self._roll()
-            doomed = self._segments[:plan.delete]
             new_start = self._segments[plan.delete].base_offset
             if new_start > self._log_start:
                 # Persisted before the files go: a crash in between leaves segments below the
@@ -313,16 +312,30 @@ class FileLog(SegmentedLog):
                 self._log_start = new_start
         except OSError as exc:
             raise LogStorageError(f"retention of {self._dir} failed: {exc}") from exc
-        del self._segments[:plan.delete]
+        self._drop_oldest(plan.delete)
+        log.info("retention deleted %d segment(s) of %s; the log now starts at %d",
+                 plan.delete, self._dir, self._log_start)
+        return plan.delete
+
+    def _persist_log_start(self, offset: int) -> None:
+        try:
+            write_offset_file(self._dir / LOG_START_OFFSET, offset)
+            os.fsync(self._dir_fd)  # the rename too: an answered DeleteRecords must hold
+        except OSError as exc:
+            raise LogStorageError(f"cannot move the log start of {self._dir}: {exc}") from exc
+
+    def _drop_oldest(self, count: int) -> None:
+        """Delete the oldest `count` segments (all below the log start)."""
+        if count <= 0:
+            return
+        doomed = self._segments[:count]
+        del self._segments[:count]
         for segment in doomed:
             try:
                 segment.delete()
             except OSError as exc:
                 log.error("cannot delete segment %s: %s", segment.path, exc)
         self._dir_generation += 1
-        log.info("retention deleted %d segment(s) of %s; the log now starts at %d",
-                 plan.delete, self._dir, self._log_start)
-        return plan.delete
 
     # -- compaction ----------------------------------------------------------------------------
 

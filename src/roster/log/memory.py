@@ -218,6 +218,12 @@ class MemoryLog(SegmentedLog):
         self._log_start = max(self._log_start, self._segments[0].base_offset)
         return plan.delete
 
+    def _persist_log_start(self, offset: int) -> None:
+        pass  # nothing outlives the process
+
+    def _drop_oldest(self, count: int) -> None:
+        del self._segments[:max(count, 0)]
+
     def cleaning_status(self) -> CleaningStatus:
         self._require_open()
         clean = sum(s.size for s in self._segments[:-1] if s.base_offset < self._cleaned_to)

@@ -13,6 +13,30 @@ class SegmentedLog:
     _log_start: int
     _config: LogConfig
 
+    def advance_log_start(self, offset: int) -> int:
+        """DeleteRecords: readers lose every record below `offset` (the log start never moves
+        back, so a lower offset changes nothing). The new start is durable before this returns;
+        the segments wholly below it are deleted at once, the one holding it stays. Returns the
+        log start offset. OffsetOutOfRange past the log end."""
+        self._require_open()
+        end = self.log_end_offset
+        if offset > end:
+            raise OffsetOutOfRange(f"offset {offset} is past the log end {end}")
+        if offset > self._log_start:
+            self._persist_log_start(offset)
+            self._log_start = offset
+            self._drop_oldest(bisect.bisect_right(self._segments, offset, key=_base_offset) - 1)
+        return self._log_start
+
+    def _persist_log_start(self, offset: int) -> None:
+        raise NotImplementedError
+
+    def _drop_oldest(self, count: int) -> None:
+        raise NotImplementedError
+
+    def _require_open(self) -> None:
+        raise NotImplementedError
+
     def reconfigure(self, config: LogConfig) -> None:
         """Use new settings from now on: appends, rolls and retention passes read them, and
         the segments already written stay as they are."""

@@ -6,6 +6,7 @@ from roster.broker.handlers import (
     create_partitions,
     create_topics,
     delete_groups,
+    delete_records,
     delete_topics,
     describe_configs,
     describe_groups,
@@ -31,7 +32,7 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            find_coordinator, join_group, heartbeat, leave_group, sync_group, describe_groups,
            list_groups, api_versions, create_topics, delete_topics, init_producer_id,
            delete_groups, create_partitions, offset_delete, describe_configs, alter_configs,
-           incremental_alter_configs)
+           incremental_alter_configs, delete_records)
 
 
 def build_registry() -> Registry:

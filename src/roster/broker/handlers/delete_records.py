@@ -1,0 +1,54 @@
+"""DeleteRecords (21), v0-2: move partitions' log start offsets forward, what
+`kafka-delete-records` and the admin clients' delete_records send (Kafka Streams purges its
+repartition topics this way). Readers lose the records below the new start at once; whole
+segments below it are deleted at once too. The new start is fsynced before the answer, which
+carries it as the low watermark. Offset -1 means the log end (delete everything). Compacted
+topics refuse it, as in Kafka: a compacted log's start is the cleaner's business."""
+from __future__ import annotations
+
+from roster.log.api import LogStorageError, OffsetOutOfRange
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 21
+HIGH_WATERMARK = -1
+
+
+def _delete(topic, index: int, offset: int) -> tuple[ErrorCode, int]:
+    """(error, low watermark) for one partition."""
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return ErrorCode.unknown_topic_or_partition, -1
+    if "compact" in topic.configs.get("cleanup.policy", "delete"):
+        return ErrorCode.policy_violation, -1
+    log = topic.partitions[index]
+    if offset == HIGH_WATERMARK:
+        offset = log.log_end_offset
+    if offset < 0:
+        return ErrorCode.offset_out_of_range, -1
+    try:
+        return ErrorCode.none, log.advance_log_start(offset)
+    except OffsetOutOfRange:
+        return ErrorCode.offset_out_of_range, -1
+    except LogStorageError:
+        return ErrorCode.kafka_storage_error, -1
+
+
+async def handle(broker, request, connection):
+    schema = response_schema(API_KEY, request.api_version)
+    topic_entry = element(schema, "topics")
+    partition_entry = element(topic_entry, "partitions")
+    topics = []
+    for wanted in request.body.topics:
+        topic = broker.topics.get(wanted.name)
+        partitions = []
+        for requested in wanted.partitions:
+            error, low_watermark = _delete(topic, requested.partition_index, requested.offset)
+            partitions.append(make(partition_entry, partition_index=requested.partition_index,
+                                   low_watermark=low_watermark, error_code=error))
+        topics.append(make(topic_entry, name=wanted.name, partitions=tuple(partitions)))
+    return make(schema, topics=tuple(topics))
+
+
+SPEC = ApiSpec(API_KEY, "DeleteRecords", 0, 2, handle)
