@@ -40,3 +40,13 @@ def make(schema: type, **values: Any) -> Any:
     if "throttle_time" in names and "throttle_time" not in kept:
         kept["throttle_time"] = NO_THROTTLE
     return schema(**kept)
+
+
+def per_partition(schema: type, wanted_topics, answer) -> tuple:
+    """The `topics` of a response that answers each requested partition on its own (ListOffsets,
+    DeleteRecords): answer(topic name, requested partition) -> that partition's fields."""
+    topic_entry = element(schema, "topics")
+    partition_entry = element(topic_entry, "partitions")
+    return tuple(make(topic_entry, name=wanted.name, partitions=tuple(
+        make(partition_entry, **answer(wanted.name, requested))
+        for requested in wanted.partitions)) for wanted in wanted_topics)

@@ -7,7 +7,7 @@ topics refuse it, as in Kafka: a compacted log's start is the cleaner's business
 from __future__ import annotations
 
 from roster.log.api import LogStorageError, OffsetOutOfRange
-from roster.protocol.build import element, make
+from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
@@ -17,7 +17,7 @@ HIGH_WATERMARK = -1
 
 
 def _delete(topic, index: int, offset: int) -> tuple[ErrorCode, int]:
-    """(error, low watermark) for one partition."""
+    """(error, low watermark) for one partition of `topic` (None: unknown)."""
     if topic is None or not 0 <= index < len(topic.partitions):
         return ErrorCode.unknown_topic_or_partition, -1
     if "compact" in topic.configs.get("cleanup.policy", "delete"):
@@ -36,19 +36,14 @@ def _delete(topic, index: int, offset: int) -> tuple[ErrorCode, int]:
 
 
 async def handle(broker, request, connection):
+    def answer(name: str, requested) -> dict:
+        error, low_watermark = _delete(broker.topics.get(name), requested.partition_index,
+                                       requested.offset)
+        return {"partition_index": requested.partition_index, "low_watermark": low_watermark,
+                "error_code": error}
+
     schema = response_schema(API_KEY, request.api_version)
-    topic_entry = element(schema, "topics")
-    partition_entry = element(topic_entry, "partitions")
-    topics = []
-    for wanted in request.body.topics:
-        topic = broker.topics.get(wanted.name)
-        partitions = []
-        for requested in wanted.partitions:
-            error, low_watermark = _delete(topic, requested.partition_index, requested.offset)
-            partitions.append(make(partition_entry, partition_index=requested.partition_index,
-                                   low_watermark=low_watermark, error_code=error))
-        topics.append(make(topic_entry, name=wanted.name, partitions=tuple(partitions)))
-    return make(schema, topics=tuple(topics))
+    return make(schema, topics=per_partition(schema, request.body.topics, answer))
 
 
 SPEC = ApiSpec(API_KEY, "DeleteRecords", 0, 2, handle)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from roster.log.api import CorruptBatch
-from roster.protocol.build import element, make
+from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
@@ -14,6 +14,20 @@ MAX_TIMESTAMP = -3        # v7+
 EARLIEST_LOCAL = -4       # v8+: same as earliest, there is no remote tier
 LATEST_TIERED = -5        # v9+: nothing is tiered, so there is no such offset
 EARLIEST_PENDING_UPLOAD = -6  # v11+: likewise
+
+
+def _answer(topic, index: int, timestamp: int) -> dict:
+    """One partition's answer; `topic` None when unknown."""
+    if topic is None or not 0 <= index < len(topic.partitions):
+        return {"partition_index": index, "error_code": ErrorCode.unknown_topic_or_partition,
+                "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    try:
+        found, offset = _lookup(topic.partitions[index], timestamp)
+        error = ErrorCode.none
+    except CorruptBatch:  # a stored batch whose records do not decode
+        found, offset, error = -1, -1, ErrorCode.corrupt_message
+    return {"partition_index": index, "error_code": error, "timestamp": found, "offset": offset,
+            "leader_epoch": 0}
 
 
 def _lookup(log, timestamp: int) -> tuple[int, int]:
@@ -29,29 +43,11 @@ def _lookup(log, timestamp: int) -> tuple[int, int]:
 
 
 async def handle(broker, request, connection):
+    def answer(name: str, wanted) -> dict:
+        return _answer(broker.topics.get(name), wanted.partition_index, wanted.timestamp)
+
     schema = response_schema(API_KEY, request.api_version)
-    topic_entry = element(schema, "topics")
-    partition_entry = element(topic_entry, "partitions")
-    topics = []
-    for wanted in request.body.topics:
-        topic = broker.topics.get(wanted.name)
-        partitions = []
-        for requested in wanted.partitions:
-            index = requested.partition_index
-            if topic is None or not 0 <= index < len(topic.partitions):
-                partitions.append(make(partition_entry, partition_index=index,
-                                       error_code=ErrorCode.unknown_topic_or_partition,
-                                       timestamp=-1, offset=-1, leader_epoch=-1))
-                continue
-            try:
-                timestamp, offset = _lookup(topic.partitions[index], requested.timestamp)
-                error = ErrorCode.none
-            except CorruptBatch:  # a stored batch whose records do not decode
-                timestamp, offset, error = -1, -1, ErrorCode.corrupt_message
-            partitions.append(make(partition_entry, partition_index=index, error_code=error,
-                                   timestamp=timestamp, offset=offset, leader_epoch=0))
-        topics.append(make(topic_entry, name=wanted.name, partitions=tuple(partitions)))
-    return make(schema, topics=tuple(topics))
+    return make(schema, topics=per_partition(schema, request.body.topics, answer))
 
 
 SPEC = ApiSpec(API_KEY, "ListOffsets", 1, 11, handle)
