@@ -84,6 +84,12 @@ TOPIC_SETTINGS: dict[str, Callable[[str], Any]] = {
 }
 
 
+def compacted(configs: Mapping[str, str]) -> bool:
+    """Kafka's test: a topic whose cleanup.policy lacks "delete" keeps every key's newest record
+    however old, so nothing deletes records by age, size or offset (DeleteRecords)."""
+    return "delete" not in configs.get("cleanup.policy", "delete")
+
+
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3   # IncrementalAlterConfigs' operations
 LIST_SETTINGS = {"cleanup.policy": "delete"}   # settings whose value is a list, and its default
 
@@ -272,14 +278,13 @@ class TopicManager:
         def pick(topic_key: str, default: int) -> int:
             return int(topic_configs[topic_key]) if topic_key in topic_configs else default
 
-        # A compacted topic keeps the newest value of every key however old: time and size
-        # retention would delete live group state.
-        compacted = "delete" not in topic_configs.get("cleanup.policy", "delete")
+        # time and size retention would delete a compacted topic's live keys (group state)
+        keep_all = compacted(topic_configs)
         return LogConfig(
             segment_bytes=pick("segment.bytes", broker["log.segment.bytes"]),
-            retention_ms=-1 if compacted else pick("retention.ms", retention_ms(broker)),
-            retention_bytes=-1 if compacted else pick("retention.bytes",
-                                                      broker["log.retention.bytes"]),
+            retention_ms=-1 if keep_all else pick("retention.ms", retention_ms(broker)),
+            retention_bytes=-1 if keep_all else pick("retention.bytes",
+                                                     broker["log.retention.bytes"]),
             index_interval_bytes=broker["log.index.interval.bytes"],
             max_message_bytes=pick("max.message.bytes", broker["message.max.bytes"]),
         )

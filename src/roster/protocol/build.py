@@ -44,7 +44,8 @@ def make(schema: type, **values: Any) -> Any:
 
 def per_partition(schema: type, wanted_topics, answer) -> tuple:
     """The `topics` of a response that answers each requested partition on its own (ListOffsets,
-    DeleteRecords): answer(topic name, requested partition) -> that partition's fields."""
+    DeleteRecords, OffsetDelete): answer(topic name, requested partition) -> that partition's
+    fields."""
     topic_entry = element(schema, "topics")
     partition_entry = element(topic_entry, "partitions")
     return tuple(make(topic_entry, name=wanted.name, partitions=tuple(

@@ -138,6 +138,16 @@ class Broker:
 
     # -- a group's committed offsets, without membership -----------------------------------
 
+    async def _call_coordinator(self, group: str, api_key: int, build):
+        """One request to the group's coordinator; a closed connection is forgotten, so the
+        caller's retry looks the coordinator up again."""
+        connection = await self._coordinator(group)
+        try:
+            return await connection.call(api_key, build)
+        except ConnectionClosed:
+            self._drop_coordinator(group)
+            raise
+
     async def _coordinator(self, group: str) -> BrokerConnection:
         connection = self._coordinators.get(group)
         if connection is not None:
@@ -164,13 +174,8 @@ class Broker:
 
     async def _committed(self, group: str, partitions):
         partitions = sorted(set(partitions))
-        connection = await self._coordinator(group)
-        try:
-            answer = await connection.call(OFFSET_FETCH, lambda v: _offset_fetch(
-                v, group, partitions))
-        except ConnectionClosed:
-            self._drop_coordinator(group)
-            raise
+        answer = await self._call_coordinator(group, OFFSET_FETCH, lambda v: _offset_fetch(
+            v, group, partitions))
         if hasattr(answer, "groups"):
             entry = answer.groups[0]
             error, topics = entry.error_code, entry.topics
@@ -195,13 +200,8 @@ class Broker:
         await retrying(lambda: self._commit(group, offsets), "OffsetCommit")
 
     async def _commit(self, group: str, offsets) -> None:
-        connection = await self._coordinator(group)
-        try:
-            answer = await connection.call(OFFSET_COMMIT, lambda v: _offset_commit(
-                v, group, offsets))
-        except ConnectionClosed:
-            self._drop_coordinator(group)
-            raise
+        answer = await self._call_coordinator(group, OFFSET_COMMIT, lambda v: _offset_commit(
+            v, group, offsets))
         for topic in answer.topics:
             for p in topic.partitions:
                 if p.error_code is not ErrorCode.none:
@@ -214,14 +214,9 @@ class Broker:
                         instance_id: str | None) -> ErrorCode:
         """A Heartbeat on behalf of a member (any connection may carry it): keeps its session
         alive while it finishes work before rejoining."""
-        connection = await self._coordinator(group)
-        try:
-            answer = await connection.call(12, lambda v: requests.build("Heartbeat", v, {
-                "group_id": group, "generation_id": generation, "member_id": member_id,
-                "group_instance_id": instance_id}, {}))
-        except ConnectionClosed:
-            self._drop_coordinator(group)
-            raise
+        answer = await self._call_coordinator(group, 12, lambda v: requests.build(
+            "Heartbeat", v, {"group_id": group, "generation_id": generation,
+                             "member_id": member_id, "group_instance_id": instance_id}, {}))
         return answer.error_code
 
     # -- topics --------------------------------------------------------------------------------

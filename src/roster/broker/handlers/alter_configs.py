@@ -4,6 +4,7 @@ means restarting with the new value, so a BROKER resource is refused. Incrementa
 (incremental_alter_configs.py) changes single settings instead."""
 from __future__ import annotations
 
+from roster.broker.handlers.describe_configs import BROKER, TOPIC
 from roster.broker.topics import TopicError
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -11,7 +12,6 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 33
-TOPIC, BROKER = 2, 4
 
 
 def alter_each(broker, api_key: int, request, new_configs) -> object:

@@ -3,9 +3,11 @@
 repartition topics this way). Readers lose the records below the new start at once; whole
 segments below it are deleted at once too. The new start is fsynced before the answer, which
 carries it as the low watermark. Offset -1 means the log end (delete everything). Compacted
-topics refuse it, as in Kafka: a compacted log's start is the cleaner's business."""
+topics (cleanup.policy without "delete") refuse it, as in Kafka: a compacted log's start is the
+cleaner's business."""
 from __future__ import annotations
 
+from roster.broker.topics import compacted
 from roster.log.api import LogStorageError, OffsetOutOfRange
 from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
@@ -20,7 +22,7 @@ def _delete(topic, index: int, offset: int) -> tuple[ErrorCode, int]:
     """(error, low watermark) for one partition of `topic` (None: unknown)."""
     if topic is None or not 0 <= index < len(topic.partitions):
         return ErrorCode.unknown_topic_or_partition, -1
-    if "compact" in topic.configs.get("cleanup.policy", "delete"):
+    if compacted(topic.configs):
         return ErrorCode.policy_violation, -1
     log = topic.partitions[index]
     if offset == HIGH_WATERMARK:

@@ -22,7 +22,7 @@ DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSo
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7     # ConfigType (v3+)
 
 # each topic setting: the broker setting it defaults to, and its type
-TOPIC_SETTINGS = {
+_TOPIC_DEFAULTS = {
     "cleanup.policy": ("log.cleanup.policy", LIST),
     "max.message.bytes": ("message.max.bytes", INT),
     "message.timestamp.type": ("log.message.timestamp.type", STRING),
@@ -58,7 +58,7 @@ def _topic_entries(broker, name: str):
         return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", ()
     entries = []
     for key, value, is_default in effective_configs(broker.topics, topic):
-        broker_key, kind = TOPIC_SETTINGS.get(key, (key, STRING))
+        broker_key, kind = _TOPIC_DEFAULTS.get(key, (key, STRING))
         if is_default:
             source = STATIC_BROKER_CONFIG if broker_key in broker.config.explicit \
                 else DEFAULT_CONFIG

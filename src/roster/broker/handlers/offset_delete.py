@@ -4,7 +4,7 @@ send). Partitions of unknown topics are refused here, as Kafka's request layer d
 coordinator decides the rest (offsets.delete) and answers once the tombstones are written."""
 from __future__ import annotations
 
-from roster.protocol.build import element, make
+from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
@@ -22,9 +22,8 @@ async def handle(broker, request, connection):
     errors: dict[tuple[str, int], ErrorCode] = {}
     known = []
     for wanted in body.topics:
-        topic = broker.topics.get(wanted.name)
         for p in wanted.partitions:
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+            if broker.topics.partition(wanted.name, p.partition_index) is None:
                 errors[(wanted.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
             else:
                 known.append((wanted.name, p.partition_index))
@@ -34,14 +33,9 @@ async def handle(broker, request, connection):
     if reply.error is not ErrorCode.none:  # for the whole group: no partition is answered
         return make(schema, error_code=reply.error, topics=())
     errors.update(((topic, partition), error) for topic, partition, error in reply.partitions)
-    topic_entry = element(schema, "topics")
-    partition_entry = element(topic_entry, "partitions")
-    return make(schema, error_code=ErrorCode.none, topics=tuple(
-        make(topic_entry, name=wanted.name, partitions=tuple(
-            make(partition_entry, partition_index=p.partition_index,
-                 error_code=errors[(wanted.name, p.partition_index)])
-            for p in wanted.partitions))
-        for wanted in body.topics))
+    return make(schema, error_code=ErrorCode.none, topics=per_partition(
+        schema, body.topics, lambda name, p: {"partition_index": p.partition_index,
+                                              "error_code": errors[(name, p.partition_index)]}))
 
 
 SPEC = ApiSpec(API_KEY, "OffsetDelete", 0, 0, handle)
