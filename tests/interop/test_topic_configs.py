@@ -64,7 +64,13 @@ def test_kafka_python_lists_every_topic_setting_with_synonyms(configured):
 
 def test_incremental_alter_configs_changes_a_topic_durably_and_at_once(configured):
     from confluent_kafka import KafkaException, Producer
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+    from confluent_kafka.admin import (
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ConfigSource,
+        ResourceType,
+    )
     broker, admin = configured
 
     def alter(*entries):
@@ -79,8 +85,9 @@ def test_incremental_alter_configs_changes_a_topic_durably_and_at_once(configure
           ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE))
     settings = topic_settings()
     assert settings["max.message.bytes"].value == "200"
-    assert settings["retention.ms"].source != 1  # back to the broker's: 24 h
+    # back to the broker's: log.retention.hours=24, which the operator set
     assert settings["retention.ms"].value == str(24 * 3600 * 1000)
+    assert settings["retention.ms"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     producer = Producer({"bootstrap.servers": broker.bootstrap, "message.max.bytes": 100_000,
                          "compression.type": "none"})
     failures = []

@@ -21,15 +21,15 @@ TOPIC, BROKER = 2, 4                                             # ConfigResourc
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7     # ConfigType (v3+)
 
-# each topic setting: the broker setting it defaults to, and its type
+# each topic setting: the broker settings it defaults to (the first one set wins), and its type
 _TOPIC_DEFAULTS = {
-    "cleanup.policy": ("log.cleanup.policy", LIST),
-    "max.message.bytes": ("message.max.bytes", INT),
-    "message.timestamp.type": ("log.message.timestamp.type", STRING),
-    "min.insync.replicas": ("min.insync.replicas", INT),
-    "retention.bytes": ("log.retention.bytes", LONG),
-    "retention.ms": ("log.retention.ms", LONG),
-    "segment.bytes": ("log.segment.bytes", INT),
+    "cleanup.policy": (("log.cleanup.policy",), LIST),
+    "max.message.bytes": (("message.max.bytes",), INT),
+    "message.timestamp.type": (("log.message.timestamp.type",), STRING),
+    "min.insync.replicas": (("min.insync.replicas",), INT),
+    "retention.bytes": (("log.retention.bytes",), LONG),
+    "retention.ms": (("log.retention.ms", "log.retention.minutes", "log.retention.hours"), LONG),
+    "segment.bytes": (("log.segment.bytes",), INT),
 }
 
 
@@ -58,11 +58,11 @@ def _topic_entries(broker, name: str):
         return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", ()
     entries = []
     for key, value, is_default in effective_configs(broker.topics, topic):
-        broker_key, kind = _TOPIC_DEFAULTS.get(key, (key, STRING))
+        broker_keys, kind = _TOPIC_DEFAULTS.get(key, ((key,), STRING))
         if is_default:
-            source = STATIC_BROKER_CONFIG if broker_key in broker.config.explicit \
-                else DEFAULT_CONFIG
-            origin = broker_key
+            given = [k for k in broker_keys if k in broker.config.explicit]
+            source = STATIC_BROKER_CONFIG if given else DEFAULT_CONFIG
+            origin = given[0] if given else broker_keys[0]
         else:
             source, origin = DYNAMIC_TOPIC_CONFIG, key
         entries.append((key, value, source, False, ((origin, value, source),), kind, None))
