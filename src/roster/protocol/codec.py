@@ -18,6 +18,7 @@ from kio.serial.errors import SerialError
 
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
+from roster.protocol.request_shape import checked_frame
 
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 
@@ -61,10 +62,10 @@ def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request
     if schema is None:
         raise MalformedRequest(
             f"no schema for api key {prefix.api_key} version {prefix.api_version}")
+    frame = checked_frame(frame, schema)  # kio trusts claimed counts: check them first
     try:
         header, used = _reader(schema.__header_schema__)(frame, 0)
         body, _ = _reader(schema)(frame, used)
-    # KeyError: kio 0.6 rejects tagged fields it does not know (Kafka would skip them)
     except (SerialError, ValueError, TypeError, OverflowError, KeyError) as exc:
         raise MalformedRequest(
             f"cannot decode api key {prefix.api_key} v{prefix.api_version}: {exc}") from exc
