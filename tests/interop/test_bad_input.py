@@ -155,17 +155,6 @@ def test_create_topics_every_version(broker, version):
     assert answer.topics[0].error_code == ErrorCode.none
 
 
-def test_unknown_tagged_field_closes_with_a_log_line_not_an_internal_error(broker):
-    with Wire(broker.bootstrap) as wire:
-        # Metadata v12, header v2 with one tagged field of an unknown tag 99
-        header = struct.pack(">hhih", METADATA, 12, 1, -1) + bytes([1, 99, 1, 0])
-        body = bytes([1]) + bytes([0]) + bytes([0]) + bytes([0])  # topics=[], flags, no tags
-        wire.send_raw(struct.pack(">i", len(header + body)) + header + body)
-        assert wire.closed_by_peer()
-    still_serves(broker)
-    assert not any("internal error" in line for line in broker.output)
-
-
 def test_an_empty_batch_is_refused(broker):
     from kafka.record.default_records import DefaultRecordBatchBuilder
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,

@@ -24,10 +24,9 @@ READ_COMMITTED = 1
 
 
 def _topic_of(broker, wanted):
-    topic_id = getattr(wanted, "topic_id", None)
-    if topic_id is not None and getattr(wanted, "topic", None) is None:
-        return broker.topics.by_id(topic_id), ErrorCode.unknown_topic_id
-    return broker.topics.get(wanted.topic), ErrorCode.unknown_topic_or_partition
+    if hasattr(wanted, "topic"):  # v4-12 name topics; v13+ only by id (kio: the zero id is None)
+        return broker.topics.get(wanted.topic), ErrorCode.unknown_topic_or_partition
+    return broker.topics.by_id(wanted.topic_id), ErrorCode.unknown_topic_id
 
 
 class _PartitionRead:
