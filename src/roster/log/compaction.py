@@ -35,6 +35,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from roster.log.api import CleaningStats
 from roster.log.batch import BATCH_HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, set_base_offset
 from roster.log.policy import INT32_MAX
+from roster.protocol.varint import read_zigzag
 
 log = logging.getLogger("roster.log")
 
@@ -206,17 +207,17 @@ def _scan_uncompressed(header: BatchHeader, data: bytes) -> list[tuple]:
     out = []
     pos = BATCH_HEADER_SIZE
     for _ in range(header.records_count):
-        length, pos = _varint(data, pos)
+        length, pos = read_zigzag(data, pos)
         end = pos + length
-        timestamp_delta, pos = _varint(data, pos + 1)
-        offset_delta, pos = _varint(data, pos)
-        key_length, pos = _varint(data, pos)
+        timestamp_delta, pos = read_zigzag(data, pos + 1)
+        offset_delta, pos = read_zigzag(data, pos)
+        key_length, pos = read_zigzag(data, pos)
         if key_length >= 0:
             key = data[pos:pos + key_length]
             pos += key_length
         else:
             key = None
-        value_length, pos = _varint(data, pos)
+        value_length, pos = read_zigzag(data, pos)
         if length < 0 or pos + max(value_length, 0) > end:
             raise ValueError("a record runs past its length")
         timestamp = header.max_timestamp if log_append_time else base_timestamp + timestamp_delta
@@ -227,20 +228,6 @@ def _scan_uncompressed(header: BatchHeader, data: bytes) -> list[tuple]:
     return out
 
 
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    byte = data[pos]
-    if byte < 0x80:
-        return (byte >> 1) ^ -(byte & 1), pos + 1
-    result, shift = byte & 0x7F, 7
-    while True:
-        pos += 1
-        byte = data[pos]
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (result >> 1) ^ -(result & 1), pos + 1
-        shift += 7
-        if shift > 63:
-            raise ValueError("varint longer than 10 bytes")
 
 
 def _decoded(batch) -> list | None:

@@ -18,6 +18,7 @@ import struct
 from functools import cache
 
 from roster.protocol.errors import MalformedRequest
+from roster.protocol.varint import read_unsigned
 
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
@@ -83,7 +84,7 @@ def _string(frame: bytes, at: int) -> tuple[str | None, int]:
 
 
 def _compact_string(frame: bytes, at: int) -> tuple[str | None, int]:
-    length_plus_one, at = _unsigned_varint(frame, at)
+    length_plus_one, at = read_unsigned(frame, at)
     if length_plus_one == 0:
         return None, at
     length = length_plus_one - 1
@@ -96,25 +97,12 @@ def _text(frame: bytes, at: int, length: int) -> str:
     return str(frame[at:at + length], "utf-8")
 
 
-def _unsigned_varint(frame: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = frame[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, at
-        shift += 7
-        if shift > 28:
-            raise IndexError("varint longer than 5 bytes")
-
-
 def _skip_tagged_fields(frame: bytes, at: int) -> int:
     """Kafka skips tagged fields it does not know; Heartbeat defines none."""
-    count, at = _unsigned_varint(frame, at)
+    count, at = read_unsigned(frame, at)
     for _ in range(count):
-        _, at = _unsigned_varint(frame, at)  # tag
-        size, at = _unsigned_varint(frame, at)
+        _, at = read_unsigned(frame, at)  # tag
+        size, at = read_unsigned(frame, at)
         at += size
     if at > len(frame):
         raise IndexError("tagged field runs past the end of the frame")

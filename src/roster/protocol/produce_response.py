@@ -22,6 +22,7 @@ from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 from roster.protocol.codec import EncodedBody
+from roster.protocol.varint import encode_unsigned
 
 FIRST_FLEXIBLE = 9
 FIRST_TOPIC_ID = 13
@@ -42,24 +43,15 @@ class PartitionAnswer(NamedTuple):
     error_message: str | None = None
 
 
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _array_length(count: int, flexible: bool) -> bytes:
-    return _uvarint(count + 1) if flexible else _INT32.pack(count)
+    return encode_unsigned(count + 1) if flexible else _INT32.pack(count)
 
 
 def _string(text: str | None, flexible: bool) -> bytes:
     if text is None:
         return b"\0" if flexible else _INT16.pack(-1)
     data = text.encode()
-    return (_uvarint(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
+    return (encode_unsigned(len(data) + 1) if flexible else _INT16.pack(len(data))) + data
 
 
 @cache

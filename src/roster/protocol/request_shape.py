@@ -26,6 +26,7 @@ from types import NoneType, UnionType
 from typing import Union, get_args, get_origin
 
 from roster.protocol.errors import MalformedRequest
+from roster.protocol.varint import encode_unsigned, read_unsigned
 
 # walk(frame, position, end, edits) -> position after the value. `edits` is None on the first,
 # checking walk; on the rewriting walk it collects (start, stop, replacement) splices.
@@ -38,7 +39,6 @@ _FIXED_SIZES = {
 }
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-_MAX_VARINT_BYTES = 5  # an unsigned varint holding an int32, as Kafka's ByteUtils reads it
 
 
 class _UnknownTag(Exception):
@@ -73,23 +73,10 @@ def _request_walk(schema: type) -> Walk:
 # -- primitives ---------------------------------------------------------------------------------
 
 def _uvarint(frame: bytes, position: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    for i in range(position, min(end, position + _MAX_VARINT_BYTES)):
-        byte = frame[i]
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, i + 1
-        shift += 7
-    raise MalformedRequest(f"unterminated or overlong varint at byte {position}")
-
-
-def _encode_uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value > 0x7F:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    try:
+        return read_unsigned(frame, position, end)
+    except IndexError as exc:
+        raise MalformedRequest(str(exc)) from None
 
 
 def _length(frame: bytes, position: int, end: int, compact: bool, wide: bool) -> tuple[int, int]:
@@ -262,12 +249,12 @@ def _tagged_section(name: str, known: dict[int, Walk]) -> Walk:
                 if inner:
                     changed = True
                     payload = _spliced(frame, position, field_end, inner)
-                    kept.append(_encode_uvarint(tag) + _encode_uvarint(len(payload)) + payload)
+                    kept.append(encode_unsigned(tag) + encode_unsigned(len(payload)) + payload)
                 else:
                     kept.append(frame[field_start:field_end])
             position = field_end
         if changed:
-            edits.append((start, position, _encode_uvarint(len(kept)) + b"".join(kept)))
+            edits.append((start, position, encode_unsigned(len(kept)) + b"".join(kept)))
         return position
     return walk
 

@@ -1,0 +1,38 @@
+"""roster.protocol.varint against kafka-python's independent varint codec."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from kafka.record.util import encode_varint
+
+from roster.protocol.varint import encode_unsigned, read_unsigned, read_zigzag
+
+
+@given(st.integers(0, 2**32 - 1))
+def test_unsigned_round_trip(value):
+    encoded = encode_unsigned(value)
+    assert read_unsigned(b"x" + encoded + b"y", 1) == (value, 1 + len(encoded))
+
+
+@given(st.integers(-2**63, 2**63 - 1))
+def test_zigzag_reads_what_kafka_python_writes(value):
+    encoded = bytearray()
+    encode_varint(value, encoded.append)
+    assert read_zigzag(bytes(encoded) + b"\0", 0) == (value, len(encoded))
+
+
+@pytest.mark.parametrize("data", [b"\x80\x80", b"\xff" * 5 + b"\x01"])
+def test_unsigned_refuses_truncated_or_overlong(data):
+    with pytest.raises(IndexError):
+        read_unsigned(data, 0)
+
+
+def test_unsigned_stops_at_the_given_end():
+    with pytest.raises(IndexError):
+        read_unsigned(b"\x80\x01", 0, end=1)
+
+
+def test_zigzag_refuses_overlong():
+    with pytest.raises(IndexError):
+        read_zigzag(b"\xff" * 11, 0)
