@@ -6,6 +6,11 @@
         for record in await consumer.poll(timeout_ms=1000):
             handle(record)
         await consumer.commit()
+
+A partition's position is the offset of the next record poll() returns; commit() commits the
+positions, so it never covers a record poll() has not returned. What a Fetch brings beyond
+`max_records` is kept for the next poll() (roster.client.fetch_buffer), and dropped when the
+partition is revoked or lost.
 """
 from __future__ import annotations
 
@@ -15,9 +20,10 @@ import logging
 
 from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
+from roster.client.fetch_buffer import FetchBuffer
 from roster.client.member import GroupMember
 from roster.client.membership import MemberConfig
-from roster.client.records import ConsumerRecord, decode_batches
+from roster.client.records import ConsumerRecord, decode_fetched
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
@@ -40,13 +46,18 @@ class Consumer:
         self._reset = EARLIEST if auto_offset_reset == "earliest" else LATEST
         self._max_partition_bytes = max_partition_fetch_bytes
         self._user = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
-        self.positions: dict[tuple[str, int], int] = {}
+        self._buffer = FetchBuffer()
         self.member = GroupMember(
             bootstrap, MemberConfig(group_id, group_instance_id, session_timeout_ms,
                                     rebalance_timeout_ms, heartbeat_interval_ms,
                                     assignors=tuple(assignors)),
             client_id=client_id, metadata_max_age_ms=metadata_max_age_ms,
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost)
+
+    @property
+    def positions(self) -> dict[tuple[str, int], int]:
+        """The next offset poll() returns, per owned partition that has started."""
+        return self._buffer.positions(self.member.assignment)
 
     @property
     def assignment(self) -> tuple[tuple[str, int], ...]:
@@ -68,37 +79,47 @@ class Consumer:
         await self._call_user("assigned", partitions)
 
     async def _revoked(self, partitions) -> None:
-        await self._call_user("revoked", partitions)
+        await self._call_user("revoked", partitions)   # it may still commit self.positions
         for tp in partitions:
-            self.positions.pop(tp, None)
+            self._buffer.drop(tp)
 
     async def _lost(self, partitions) -> None:
         await self._call_user("lost", partitions)
         for tp in partitions:
-            self.positions.pop(tp, None)
+            self._buffer.drop(tp)
 
     # -- reading ------------------------------------------------------------------------------
 
     async def poll(self, timeout_ms: int = 1000, max_records: int = 500) -> list[ConsumerRecord]:
-        assigned = [tp for tp in self.member.assignment]
+        """Up to `max_records` records, each partition's in log order, starting at its
+        position. Records fetched beyond that wait for the next call."""
+        assigned = list(self.member.assignment)
         if not assigned:
             await asyncio.sleep(min(timeout_ms, 100) / 1000)  # nothing to read yet
             return []
-        await self._initialise_positions([tp for tp in assigned if tp not in self.positions])
-        records: list[ConsumerRecord] = []
+        await self._initialise_positions([tp for tp in assigned if tp not in self._buffer])
+        buffer = self._buffer
         for tp in assigned:
-            if tp not in self.positions or len(records) >= max_records:
-                continue
-            records.extend(await self._fetch(tp, timeout_ms if not records else 0))
-        return records[:max_records] if len(records) > max_records else records
+            if buffer.buffered() >= max_records:
+                break
+            if tp in buffer and not buffer.buffered(tp):
+                # wait for data only while there is nothing to return yet
+                await self._fetch(tp, 0 if buffer.buffered() else timeout_ms)
+        return buffer.take(max_records, list(self.member.assignment))
 
     async def _initialise_positions(self, partitions) -> None:
         if not partitions:
             return
+        generation = self.member.machine.generation
         committed = await self.member.committed(partitions)
         for tp in partitions:
             offset = committed.get(tp, -1)
-            self.positions[tp] = offset if offset >= 0 else await self._log_offset(tp, self._reset)
+            if offset < 0:
+                offset = await self._log_offset(tp, self._reset)
+            # a rebalance during the awaits: the answer may predate the new owner's commits
+            if self.member.machine.generation == generation and tp in self.member.assignment \
+                    and tp not in self._buffer:
+                self._buffer.seek(tp, offset)
 
     async def _log_offset(self, tp: tuple[str, int], which: int) -> int:
         topic, partition = tp
@@ -116,26 +137,31 @@ class Consumer:
         answer = await connection.call(LIST_OFFSETS, body)
         return answer.topics[0].partitions[0].offset
 
-    async def _fetch(self, tp: tuple[str, int], wait_ms: int) -> list[ConsumerRecord]:
+    async def _fetch(self, tp: tuple[str, int], wait_ms: int) -> None:
+        """One Fetch at the partition's fetch offset; its records go to the buffer (unless
+        the partition was revoked, re-assigned or reset while the Fetch was in flight)."""
         topic, partition = tp
-        position = self.positions[tp]
+        state = self._buffer.state(tp)
+        offset = state.fetch_offset
         try:
             connection = await self._cluster.connection_for(topic, partition)
             answer = await connection.call(FETCH, lambda v: self._fetch_request(
-                v, topic, partition, position, wait_ms))
+                v, topic, partition, offset, wait_ms))
         except ConnectionClosed as exc:
             log.info("fetch from %s-%d failed: %s", topic, partition, exc)
-            return []
+            return
         data = answer.responses[0].partitions[0]
         if data.error_code is ErrorCode.offset_out_of_range:
-            self.positions[tp] = await self._log_offset(tp, self._reset)
-            return []
+            reset = await self._log_offset(tp, self._reset)
+            if self._buffer.state(tp) is state and state.fetch_offset == offset:
+                log.warning("%s-%d: offset %d is out of range; resetting to %d", topic,
+                            partition, offset, reset)
+                self._buffer.seek(tp, reset)
+            return
         if data.error_code is not ErrorCode.none or not data.records:
-            return []
-        records = list(decode_batches(topic, partition, data.records, position))
-        if records and tp in self.positions:  # still ours after the await
-            self.positions[tp] = records[-1].offset + 1
-        return records
+            return
+        records, following = decode_fetched(topic, partition, data.records)
+        self._buffer.add(tp, state, offset, records, following)
 
     def _fetch_request(self, version: int, topic: str, partition: int, offset: int, wait_ms: int):
         schema = request_schema(FETCH, version)
@@ -151,9 +177,11 @@ class Consumer:
     # -- committing ---------------------------------------------------------------------------
 
     async def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
-        """Commit the given offsets, or the current position of every owned partition."""
+        """Commit the given offsets, or the position of every owned partition: the offset after
+        the last record poll() returned (records fetched but not yet returned are not
+        covered)."""
         if offsets is None:
-            offsets = {tp: p for tp, p in self.positions.items() if tp in self.member.assignment}
+            offsets = self.positions
         if offsets:
             await self.member.commit(offsets)
 

@@ -41,14 +41,20 @@ def encode_batch(records: list[OutgoingRecord], compression: str, now_ms: int) -
     return bytes(builder.build())
 
 
-def decode_batches(topic: str, partition: int, data: bytes, from_offset: int):
-    """Data records at or after `from_offset` (a fetch returns whole batches, and control
-    batches of transactions carry no data)."""
+def decode_fetched(topic: str, partition: int, data: bytes) -> tuple[list[ConsumerRecord], int]:
+    """Every data record of a Fetch response's whole batches, and the offset after the last
+    batch (-1 when there is none): control batches and compacted gaps hold no record to
+    return, yet the next Fetch must start past them."""
+    records: list[ConsumerRecord] = []
+    following = -1
     batches = MemoryRecords(data)
     while (batch := batches.next_batch()) is not None:
-        if batch.is_control_batch:
-            continue
-        for record in batch:
-            if record.offset >= from_offset:
-                yield ConsumerRecord(topic, partition, record.offset, record.timestamp,
-                                     record.key, record.value, tuple(record.headers))
+        after = getattr(batch, "next_offset", None)
+        if not batch.is_control_batch:
+            for record in batch:
+                records.append(ConsumerRecord(topic, partition, record.offset, record.timestamp,
+                                              record.key, record.value, tuple(record.headers)))
+                following = max(following, record.offset + 1)
+        if after is not None:
+            following = max(following, after)
+    return records, following

@@ -1,0 +1,177 @@
+"""roster.client.Consumer delivers every record once and commits only what poll() returned.
+
+Against one real broker process (loopback) shared by the module: the topics are filled once,
+every test reads them with its own group.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from roster.admin.client import AdminClient
+from roster.admin.offsets import describe_lines
+from roster.client.consumer import Consumer
+from roster.client.producer import Producer
+from roster.client.records import OutgoingRecord
+from tests.support.process import BrokerProcess
+
+pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("consumer-delivery")]
+
+DOCS_TOPIC, DOCS_PARTITIONS, DOCS_PER_PARTITION = "docs-loop", 3, 2_000
+PROP_PER_PARTITION = 120
+PROP_TOPICS = {n: f"prop-{n}" for n in (1, 2, 3)}    # partition count -> topic
+
+
+async def _fill(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
+    """Records `p:i` in batches of uneven sizes, so fetches end mid-batch and between."""
+    producer = Producer(bootstrap)
+    sizes = [1, 7, 50, 3, 100, 13]
+    for p in range(partitions):
+        i, turn = 0, p
+        while i < per_partition:
+            n = min(sizes[turn % len(sizes)], per_partition - i)
+            await producer.send_many(topic, [OutgoingRecord(f"{p}:{i + k}".encode())
+                                             for k in range(n)], partition=p)
+            i, turn = i + n, turn + 1
+    await producer.close()
+
+
+@pytest.fixture(scope="module")
+def filled(tmp_path_factory):
+    broker = BrokerProcess(tmp_path_factory.mktemp("consumer-delivery"),
+                           {"group.initial.rebalance.delay.ms": "0",
+                            "auto.create.topics.enable": "false"}).start()
+    from roster.admin.topics import create
+    with AdminClient(broker.bootstrap) as admin:
+        create(admin, DOCS_TOPIC, DOCS_PARTITIONS, {})
+        for n, topic in PROP_TOPICS.items():
+            create(admin, topic, n, {})
+
+    async def fill_all():
+        await _fill(broker.bootstrap, DOCS_TOPIC, DOCS_PARTITIONS, DOCS_PER_PARTITION)
+        for n, topic in PROP_TOPICS.items():
+            await _fill(broker.bootstrap, topic, n, PROP_PER_PARTITION)
+    asyncio.run(fill_all())
+    yield broker
+    broker.stop()
+
+
+def described_lag(bootstrap: str, group: str) -> dict[int, int] | None:
+    """LAG per partition as `roster offsets describe` prints it (None: no offsets yet)."""
+    with AdminClient(bootstrap) as admin:
+        lines = describe_lines(admin, group)
+    if len(lines) == 1:
+        return None
+    return {int(row.split()[1]): int(row.split()[4]) for row in lines[2:]}
+
+
+def test_the_docs_loop_delivers_every_record_once_and_lag_reaches_zero_only_at_the_end(filled):
+    """The loop of docs/client.md over 3 x 2,000 records: poll() returns at most 500, so each
+    Fetch brings more than one poll() may return."""
+    total = DOCS_PARTITIONS * DOCS_PER_PARTITION
+
+    async def scenario():
+        consumer = Consumer(filled.bootstrap, "docs-loop-group",
+                            group_instance_id="docs-worker-1", session_timeout_ms=10_000)
+        await consumer.subscribe([DOCS_TOPIC])
+        seen, lags = [], []
+        deadline = time.monotonic() + 120
+        try:
+            while len(seen) < total and time.monotonic() < deadline:
+                records = await consumer.poll(timeout_ms=1000)
+                seen.extend(records)
+                await consumer.commit()             # the positions of what poll() returned
+                if records:
+                    lag = await asyncio.to_thread(described_lag, filled.bootstrap,
+                                                  "docs-loop-group")
+                    lags.append((len(seen), sum(lag.values())))
+            extra = await consumer.poll(timeout_ms=300)   # nothing is left behind
+            committed = await consumer.member.committed(
+                [(DOCS_TOPIC, p) for p in range(DOCS_PARTITIONS)])
+        finally:
+            await consumer.close()
+        return seen, extra, lags, committed
+
+    seen, extra, lags, committed = asyncio.run(scenario())
+    assert extra == []
+    assert len(seen) == total
+    assert max(Counter((r.partition, r.offset) for r in seen).values()) == 1
+    for p in range(DOCS_PARTITIONS):
+        mine = [r for r in seen if r.partition == p]
+        assert [r.offset for r in mine] == list(range(DOCS_PER_PARTITION))
+        assert [r.value for r in mine] == [f"{p}:{i}".encode() for i in range(DOCS_PER_PARTITION)]
+    assert committed == {(DOCS_TOPIC, p): DOCS_PER_PARTITION for p in range(DOCS_PARTITIONS)}
+    # after each commit the lag is exactly what has not been returned yet: 0 only at the end
+    assert lags and all(lag == total - returned for returned, lag in lags)
+    assert [lag for _, lag in lags].count(0) == 1
+    assert described_lag(filled.bootstrap, "docs-loop-group") == \
+        {p: 0 for p in range(DOCS_PARTITIONS)}
+
+
+GROUPS = iter(range(1_000_000))
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(partitions=st.sampled_from(sorted(PROP_TOPICS)),
+       max_records=st.integers(1, 400),
+       fetch_bytes=st.sampled_from([64, 300, 1_000, 5_000, 1 << 20]),
+       commit_every=st.integers(1, 5),
+       restart_after=st.none() | st.integers(1, 30))
+def test_property_returned_records_are_the_log_and_commits_never_run_ahead(
+        filled, partitions, max_records, fetch_bytes, commit_every, restart_after):
+    """Random Fetch sizes (max_partition_fetch_bytes; the broker still returns one whole batch),
+    max_records, partition counts and commit points, and optionally a restart of the (static)
+    member right after a commit: per partition, the records returned are exactly the log, and
+    every commit equals the position after the last record returned."""
+    topic = PROP_TOPICS[partitions]
+    group = f"prop-group-{next(GROUPS)}"
+    owned = [(topic, p) for p in range(partitions)]
+    total = partitions * PROP_PER_PARTITION
+
+    def make():
+        return Consumer(filled.bootstrap, group, group_instance_id=f"{group}-member",
+                        session_timeout_ms=10_000, max_partition_fetch_bytes=fetch_bytes)
+
+    async def scenario():
+        consumer = make()
+        await consumer.subscribe([topic])
+        returned = {tp: [] for tp in owned}
+        last_commit = {tp: -1 for tp in owned}
+        polls, restarted = 0, False
+        deadline = time.monotonic() + 60
+        try:
+            while sum(map(len, returned.values())) < total and time.monotonic() < deadline:
+                records = await consumer.poll(timeout_ms=200, max_records=max_records)
+                assert len(records) <= max_records
+                for r in records:
+                    returned[(r.topic, r.partition)].append(r.offset)
+                polls += 1
+                if polls % commit_every:
+                    continue
+                await consumer.commit()
+                committed = await consumer.member.committed(owned)
+                for tp in owned:
+                    if tp in consumer.positions:   # started: its commit is what was returned
+                        done = returned[tp]
+                        assert committed[tp] == (done[-1] + 1 if done else 0), (tp, done[-3:])
+                    else:                          # not started since the restart: untouched
+                        assert committed[tp] == last_commit[tp]
+                    last_commit[tp] = committed[tp]
+                if restart_after is not None and polls >= restart_after and not restarted:
+                    restarted = True
+                    await consumer.close()          # static: no rebalance; resumes at commits
+                    consumer = make()
+                    await consumer.subscribe([topic])
+        finally:
+            await consumer.close()
+        return returned
+
+    returned = asyncio.run(scenario())
+    for tp in owned:
+        assert returned[tp] == list(range(PROP_PER_PARTITION)), tp
