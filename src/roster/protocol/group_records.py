@@ -20,6 +20,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
+
 
 class RecordFormatError(ValueError):
     """Bytes that are not a record of the type and version they claim to be."""
@@ -88,55 +90,24 @@ class Record:
 
 # -- writing ---------------------------------------------------------------------------------
 
-class _Writer:
-    def __init__(self) -> None:
-        self.out = bytearray()
-
-    def int16(self, v: int) -> _Writer:
-        self.out += struct.pack(">h", v)
-        return self
-
-    def int32(self, v: int) -> _Writer:
-        self.out += struct.pack(">i", v)
-        return self
-
-    def int64(self, v: int) -> _Writer:
-        self.out += struct.pack(">q", v)
-        return self
-
-    def string(self, v: str | None) -> _Writer:
-        if v is None:
-            return self.int16(-1)
-        data = v.encode()
-        self.int16(len(data))
-        self.out += data
-        return self
-
-    def bytes_(self, v: bytes | None) -> _Writer:
-        if v is None:
-            return self.int32(-1)
-        self.int32(len(v))
-        self.out += v
-        return self
-
-
 def encode_key(key: OffsetKey | GroupKey) -> bytes:
     if isinstance(key, OffsetKey):
-        return bytes(_Writer().int16(1).string(key.group).string(key.topic).int32(key.partition).out)
+        writer = ClassicWriter().int16(1).string(key.group).string(key.topic)
+        return bytes(writer.int32(key.partition).out)
     if isinstance(key, GroupKey):
-        return bytes(_Writer().int16(2).string(key.group).out)
+        return bytes(ClassicWriter().int16(2).string(key.group).out)
     raise TypeError(f"cannot encode {key!r}")
 
 
 def encode_value(value: OffsetValue | GroupValue) -> bytes:
     if isinstance(value, OffsetValue):
         if value.expire_timestamp >= 0:
-            w = _Writer().int16(1).int64(value.offset).string(value.metadata)
+            w = ClassicWriter().int16(1).int64(value.offset).string(value.metadata)
             return bytes(w.int64(value.commit_timestamp).int64(value.expire_timestamp).out)
-        w = _Writer().int16(3).int64(value.offset).int32(value.leader_epoch)
+        w = ClassicWriter().int16(3).int64(value.offset).int32(value.leader_epoch)
         return bytes(w.string(value.metadata).int64(value.commit_timestamp).out)
     if isinstance(value, GroupValue):
-        w = _Writer().int16(3).string(value.protocol_type).int32(value.generation)
+        w = ClassicWriter().int16(3).string(value.protocol_type).int32(value.generation)
         w.string(value.protocol).string(value.leader).int64(value.current_state_timestamp)
         w.int32(len(value.members))
         for m in value.members:
@@ -149,46 +120,12 @@ def encode_value(value: OffsetValue | GroupValue) -> bytes:
 
 # -- reading ---------------------------------------------------------------------------------
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self._data = data
-        self._pos = 0
-
-    def _unpack(self, fmt: str) -> int:
-        try:
-            (v,) = struct.unpack_from(fmt, self._data, self._pos)
-        except struct.error:
-            raise RecordFormatError("record ends early") from None
-        self._pos += struct.calcsize(fmt)
-        return v
-
-    def int16(self) -> int:
-        return self._unpack(">h")
-
-    def int32(self) -> int:
-        return self._unpack(">i")
-
-    def int64(self) -> int:
-        return self._unpack(">q")
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self._pos + n > len(self._data):
-            raise RecordFormatError("record ends early")
-        chunk = self._data[self._pos:self._pos + n]
-        self._pos += n
-        return bytes(chunk)
-
-    def string(self) -> str | None:
-        n = self.int16()
-        return None if n < 0 else self._take(n).decode()
-
-    def bytes_(self) -> bytes | None:
-        n = self.int32()
-        return None if n < 0 else self._take(n)
+def _reader(data: bytes) -> ClassicReader:
+    return ClassicReader(data, RecordFormatError)
 
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey | UnknownRecord:
-    r = _Reader(data)
+    r = _reader(data)
     version = r.int16()
     if version in (0, 1):
         return OffsetKey(r.string() or "", r.string() or "", r.int32())
@@ -200,14 +137,14 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | UnknownRecord:
 def decode_value(key, data: bytes | None):
     if data is None or isinstance(key, UnknownRecord):
         return None
-    r = _Reader(data)
+    r = _reader(data)
     version = r.int16()
     if isinstance(key, OffsetKey):
         return _offset_value(r, version)
     return _group_value(r, version)
 
 
-def _offset_value(r: _Reader, version: int) -> OffsetValue:
+def _offset_value(r: ClassicReader, version: int) -> OffsetValue:
     if version not in (0, 1, 2, 3):
         raise RecordFormatError(f"offset commit value v{version} is not a classic version")
     offset = r.int64()
@@ -218,7 +155,7 @@ def _offset_value(r: _Reader, version: int) -> OffsetValue:
     return OffsetValue(offset, leader_epoch, metadata, commit_timestamp, expire_timestamp)
 
 
-def _group_value(r: _Reader, version: int) -> GroupValue:
+def _group_value(r: ClassicReader, version: int) -> GroupValue:
     if version not in (0, 1, 2, 3):
         raise RecordFormatError(f"group metadata value v{version} is not a classic version")
     protocol_type = r.string() or ""
@@ -227,7 +164,7 @@ def _group_value(r: _Reader, version: int) -> GroupValue:
     leader = r.string()
     timestamp = r.int64() if version >= 2 else -1
     members = []
-    for _ in range(r.int32()):
+    for _ in range(r.count()):
         member_id = r.string() or ""
         instance_id = r.string() if version >= 3 else None
         client_id = r.string() or ""
