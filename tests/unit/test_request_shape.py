@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from roster.broker.handlers import build_registry
+from roster.protocol import classic
 from roster.protocol.build import element, make
 from roster.protocol.codec import decode_request, encode_request, request_schema
 from roster.protocol.errors import MalformedRequest
@@ -38,6 +39,8 @@ def test_every_served_version_has_a_shape():
     for spec in build_registry():
         first = spec.decoded_from if spec.decoded_from is not None else spec.min_version
         for version in range(first, spec.max_version + 1):
+            if classic.has_layout(spec.key, version):
+                continue  # decoded by roster.protocol.classic, which checks counts itself
             schema = request_schema(spec.key, version)
             assert schema is not None, (spec.name, version)
             frame = encode_request(spec.key, version, 1, "shape", _empty(schema))[4:]

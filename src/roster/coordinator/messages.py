@@ -113,6 +113,7 @@ class OffsetToCommit:
     offset: int
     leader_epoch: int = -1
     metadata: str | None = ""
+    commit_timestamp: int = -1  # OffsetCommit v1 only; -1: the time of the commit
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,7 +54,9 @@ def commit(ctx, request: CommitRequest, now: int) -> Result:
             continue
         errors.append((o.topic, o.partition, ErrorCode.none))
         written.append(records.offset_commit(group.group_id, o.topic, o.partition, o.offset,
-                                             o.leader_epoch, metadata, now, expire))
+                                             o.leader_epoch, metadata,
+                                             now if o.commit_timestamp == -1 else o.commit_timestamp,
+                                             expire))
     result.records.extend(written)
     result.after_write.append(AfterWrite("offset-commit", group.group_id, {
         "token": request.token, "errors": tuple(errors), "records": written}))

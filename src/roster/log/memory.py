@@ -58,6 +58,9 @@ class _Segment:
             self.max_timestamp = header.max_timestamp
             self.offset_of_max_timestamp = header.base_offset
 
+    def modified_ms(self) -> int:
+        return self.last_modified_ms
+
     def retention_timestamp(self) -> int | None:
         if self.size == 0:
             return None

@@ -445,6 +445,10 @@ class Segment:
             return self.max_timestamp
         return os.fstat(self.fd).st_mtime_ns // 1_000_000
 
+    def modified_ms(self) -> int:
+        """The file's modification time (ListOffsets v0 answers by it, as Kafka did)."""
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
     # -- lifetime ----------------------------------------------------------------------------
 
     def duplicate_fds(self, with_indexes: bool = True) -> list[int]:

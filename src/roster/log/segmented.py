@@ -54,6 +54,11 @@ class SegmentedLog:
     def size_bytes(self) -> int:
         return sum(segment.size for segment in self._segments)
 
+    def segment_times(self) -> list[tuple[int, int, int]]:
+        """(base offset, last modified ms, size in bytes) of each segment, oldest first: what
+        ListOffsets v0 answers from (Kafka's legacyFetchOffsetsBefore)."""
+        return [(s.base_offset, s.modified_ms(), s.size) for s in self._segments]
+
     def _segments_from(self, offset: int) -> list:
         """The segments from the one holding `offset` on (a read skips any that end at or
         before where it has got to). OffsetOutOfRange outside [log start, log end]."""

@@ -1,9 +1,11 @@
-"""CreateTopics (19), v2-7. roster is one broker: a replication factor above 1 is refused, as a
-one-broker Kafka cluster refuses it."""
+"""CreateTopics (19), v0-7. roster is one broker: a replication factor above 1 is refused, as a
+one-broker Kafka cluster refuses it. v0 (no validate_only, no error messages) and v1 (no throttle
+time) were dropped by Kafka 4.0; they answer through v2's description."""
 from __future__ import annotations
 
 from collections import Counter
 
+from roster.broker.classic_versions import serving
 from roster.broker.topics import TopicError, effective_configs
 from roster.protocol.build import element, field_names, make
 from roster.protocol.codec import response_schema
@@ -11,6 +13,7 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 19
+KIO_FROM = 2
 DEFAULT = -1
 
 
@@ -45,7 +48,7 @@ def _check_replication(factor: int) -> None:
 
 async def handle(broker, request, connection):
     body = request.body
-    schema = response_schema(API_KEY, request.api_version)
+    schema = response_schema(API_KEY, max(request.api_version, KIO_FROM))
     entry = element(schema, "topics")
     # topics describe their configs in the answer from v5 on
     config_entry = element(entry, "configs") if "configs" in field_names(entry) else None
@@ -75,4 +78,4 @@ async def handle(broker, request, connection):
     return make(schema, topics=tuple(answers))
 
 
-SPEC = ApiSpec(API_KEY, "CreateTopics", 2, 7, handle)
+SPEC = ApiSpec(API_KEY, "CreateTopics", 0, 7, handle, raw=serving(API_KEY, KIO_FROM, handle))

@@ -1,6 +1,8 @@
-"""DeleteTopics (20), v1-6: by name, or by topic id from v6."""
+"""DeleteTopics (20), v0-6: by name, or by topic id from v6. v0 (no throttle time; dropped by
+Kafka 4.0) answers through v1's description."""
 from __future__ import annotations
 
+from roster.broker.classic_versions import serving
 from roster.broker.topics import TopicError
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -8,6 +10,7 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 20
+KIO_FROM = 1
 
 
 def _delete(broker, name, topic_id):
@@ -29,7 +32,7 @@ def _delete(broker, name, topic_id):
 
 async def handle(broker, request, connection):
     body = request.body
-    schema = response_schema(API_KEY, request.api_version)
+    schema = response_schema(API_KEY, max(request.api_version, KIO_FROM))
     entry = element(schema, "responses")
     if request.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in body.topics]
@@ -43,4 +46,4 @@ async def handle(broker, request, connection):
     return make(schema, responses=tuple(answers))
 
 
-SPEC = ApiSpec(API_KEY, "DeleteTopics", 1, 6, handle)
+SPEC = ApiSpec(API_KEY, "DeleteTopics", 0, 6, handle, raw=serving(API_KEY, KIO_FROM, handle))

@@ -1,6 +1,17 @@
-"""ListOffsets (2), v1-11: earliest, latest, max-timestamp, or the first offset at a timestamp."""
+"""ListOffsets (2), v0-11: earliest, latest, max-timestamp, or the first offset at a timestamp.
+
+v0 (dropped by Kafka 4.0, still sent by Burrow 1.2 and sarama clients configured below 0.10.1)
+answers as Kafka 3.9 did (UnifiedLog.legacyFetchOffsetsBefore): not the offset of a record but
+segment boundaries. Each segment stands for (max(base offset, log start), its file's modification
+time), and a non-empty active segment adds (log end, now). Latest starts from the last entry,
+earliest from the first, a timestamp from the last entry modified at or before it; the answer is
+up to max_num_offsets offsets from there back towards the log start, newest first.
+"""
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+from roster.broker.classic_versions import serving
 from roster.log.api import CorruptBatch
 from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
@@ -42,7 +53,49 @@ def _lookup(log, timestamp: int) -> tuple[int, int]:
     return (found.timestamp, found.offset) if found else (-1, -1)
 
 
+def _old_style_offsets(log, timestamp: int, max_num_offsets: int, now_ms: int) -> list[int]:
+    """v0's answer for one partition (see the module docstring)."""
+    start = log.log_start_offset
+    segments = log.segment_times()
+    entries = [(max(base, start), modified) for base, modified, _ in segments]
+    if segments[-1][2] > 0:
+        entries.append((log.log_end_offset, now_ms))
+    if timestamp == LATEST:
+        index = len(entries) - 1
+    elif timestamp == EARLIEST:
+        index = 0
+    else:
+        index = len(entries) - 1
+        while index >= 0 and entries[index][1] > timestamp:
+            index -= 1
+    count = max(0, min(max_num_offsets, index + 1))
+    offsets = [entries[index - j][0] for j in range(count)]
+    return sorted(offsets, reverse=True)
+
+
+def _v0(broker, body) -> SimpleNamespace:
+    now_ms = broker.now_ms()
+    topics = []
+    for wanted in body.topics:
+        topic = broker.topics.get(wanted.name)
+        partitions = []
+        for p in wanted.partitions:
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                error, offsets = ErrorCode.unknown_topic_or_partition, ()
+            else:
+                error = ErrorCode.none
+                offsets = _old_style_offsets(topic.partitions[p.partition_index], p.timestamp,
+                                             p.max_num_offsets, now_ms)
+            partitions.append(SimpleNamespace(partition_index=p.partition_index,
+                                              error_code=error, old_style_offsets=offsets))
+        topics.append(SimpleNamespace(name=wanted.name, partitions=partitions))
+    return SimpleNamespace(topics=topics)
+
+
 async def handle(broker, request, connection):
+    if request.api_version == 0:
+        return _v0(broker, request.body)
+
     def answer(name: str, wanted) -> dict:
         return _answer(broker.topics.get(name), wanted.partition_index, wanted.timestamp)
 
@@ -50,4 +103,4 @@ async def handle(broker, request, connection):
     return make(schema, topics=per_partition(schema, request.body.topics, answer))
 
 
-SPEC = ApiSpec(API_KEY, "ListOffsets", 1, 11, handle)
+SPEC = ApiSpec(API_KEY, "ListOffsets", 0, 11, handle, raw=serving(API_KEY, 1, handle))

@@ -1,7 +1,16 @@
-"""OffsetCommit (8), v2-10. Partitions of unknown topics are refused here, as Kafka's request
-layer does; the rest go to the coordinator, which answers once the commit records are written."""
+"""OffsetCommit (8), v0-10. Partitions of unknown topics are refused here, as Kafka's request
+layer does; the rest go to the coordinator, which answers once the commit records are written.
+
+v0 and v1 (dropped by Kafka 4.0; sarama sends v1 unless Consumer.Offsets.Retention is set):
+- v0 carries no generation or member: it commits as a simple (admin) commit does. Kafka 3.9 wrote
+  v0 commits to ZooKeeper (and refused them in KRaft mode); roster has no ZooKeeper and keeps them
+  in __consumer_offsets with every other commit, so any version reads them back.
+- v1 carries a commit timestamp per partition. As in Kafka 3.9, -1 means "now" and any other
+  value is stored as the commit timestamp, which offset expiry then counts retention from.
+"""
 from __future__ import annotations
 
+from roster.broker.classic_versions import serving
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -9,6 +18,7 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 8
+KIO_FROM = 2
 
 
 def _topic_name(broker, wanted) -> tuple[str | None, ErrorCode]:
@@ -35,7 +45,8 @@ async def handle(broker, request, connection):
                 continue
             to_commit.append((t, OffsetToCommit(
                 name, p.partition_index, p.committed_offset,
-                getattr(p, "committed_leader_epoch", -1), p.committed_metadata)))
+                getattr(p, "committed_leader_epoch", -1), p.committed_metadata,
+                getattr(p, "commit_timestamp", -1))))
     retention = getattr(body, "retention_time", None)
     if to_commit and broker.groups.loading(body.group_id):
         for t, o in to_commit:
@@ -50,7 +61,7 @@ async def handle(broker, request, connection):
             api_version=version, token=token))
         for (t, _), (_, partition, error) in zip(to_commit, reply.errors):
             errors[(t, partition)] = error
-    schema = response_schema(API_KEY, version)
+    schema = response_schema(API_KEY, max(version, KIO_FROM))  # v0-1 answer as v2 does
     topic_entry = element(schema, "topics")
     partition_entry = element(topic_entry, "partitions")
     return make(schema, topics=tuple(
@@ -62,4 +73,4 @@ async def handle(broker, request, connection):
         for t, wanted in enumerate(body.topics)))
 
 
-SPEC = ApiSpec(API_KEY, "OffsetCommit", 2, 10, handle)
+SPEC = ApiSpec(API_KEY, "OffsetCommit", 0, 10, handle, raw=serving(API_KEY, KIO_FROM, handle))

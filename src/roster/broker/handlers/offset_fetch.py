@@ -1,15 +1,21 @@
-"""OffsetFetch (9), v1-10: one group (v1-7) or several (v8+); a null topic list means all.
+"""OffsetFetch (9), v0-10: one group (v0-7) or several (v8+); a null topic list means all.
 
 roster has no transactions, so RequireStable (v7+) never finds an unstable offset.
+
+v0 (dropped by Kafka 4.0) has v1's layout. Kafka 3.9 read v0 from ZooKeeper, where OffsetCommit
+v0 wrote (and refused both in KRaft mode); roster keeps every commit in __consumer_offsets, so v0
+reads the same offsets as v1.
 """
 from __future__ import annotations
 
+from roster.broker.classic_versions import serving
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 9
+KIO_FROM = 1
 MULTI_GROUP_FROM = 8
 
 
@@ -71,7 +77,7 @@ def _group_topics(broker, schema_topic, group_id: str, topics, by_id: bool):
 
 
 def _loading_answer(broker, schema_topic, topics, per_partition: bool):
-    """While a group loads: v1 repeats the error in every partition; later versions carry it
+    """While a group loads: v0-1 repeat the error in every partition; later versions carry it
     at the group (or top) level and list no topics."""
     if not per_partition or topics is None:
         return ()
@@ -85,12 +91,12 @@ def _loading_answer(broker, schema_topic, topics, per_partition: bool):
 async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
-    schema = response_schema(API_KEY, version)
+    schema = response_schema(API_KEY, max(version, KIO_FROM))  # v0 answers as v1 does
     if version < MULTI_GROUP_FROM:
         topic_entry = element(schema, "topics")
         if broker.groups.loading(body.group_id):
             return make(schema, error_code=ErrorCode.coordinator_load_in_progress,
-                        topics=_loading_answer(broker, topic_entry, body.topics, version == 1))
+                        topics=_loading_answer(broker, topic_entry, body.topics, version <= 1))
         topics = _group_topics(broker, topic_entry, body.group_id, body.topics, by_id=False)
         return make(schema, topics=topics, error_code=ErrorCode.none)
     group_entry = element(schema, "groups")
@@ -107,4 +113,4 @@ async def handle(broker, request, connection):
     return make(schema, groups=tuple(groups))
 
 
-SPEC = ApiSpec(API_KEY, "OffsetFetch", 1, 10, handle)
+SPEC = ApiSpec(API_KEY, "OffsetFetch", 0, 10, handle, raw=serving(API_KEY, KIO_FROM, handle))

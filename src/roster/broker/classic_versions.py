@@ -1,0 +1,40 @@
+"""Serving a handler's versions kio has no schema for (roster.protocol.classic) through the same
+handler as the rest.
+
+`serving(api_key, kio_from, handle)` is an ApiSpec `raw` answer: a request below `kio_from` is
+decoded and its answer encoded by roster.protocol.classic, any other by kio, exactly as the
+connection does for a plain handler (run without a task until it has to wait).
+"""
+from __future__ import annotations
+
+from roster.broker.resume import resume
+from roster.protocol import classic
+from roster.protocol.codec import decode_request, encode_response
+
+
+async def _answered(handle, encode, broker, request, connection) -> bytes | None:
+    body = await handle(broker, request, connection)
+    if body is None:
+        return None
+    return encode(request.api_key, request.api_version, request.correlation_id, body)
+
+
+def serving(api_key: int, kio_from: int, handle):
+    for version in range(kio_from):
+        assert classic.has_layout(api_key, version), (api_key, version)
+
+    def raw(broker, frame, prefix, connection):
+        if prefix.api_version < kio_from:
+            request = classic.decode_request(frame, prefix)
+            encode = classic.encode_response
+        else:
+            request = decode_request(frame, prefix)
+            encode = encode_response
+        coroutine = _answered(handle, encode, broker, request, connection)
+        try:
+            waiting_on = coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+        return resume(coroutine, waiting_on)
+
+    return raw

@@ -1,0 +1,259 @@
+"""The request and response versions Kafka 4.0 dropped (KIP-896) and kio therefore has no schema
+for, but which tools in the field still send: ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0,
+CreateTopics v0-1, DeleteTopics v0.
+
+All of them are "classic" (non-flexible) versions: request header v1, response header v0, int16
+string lengths, int32 array lengths, no tagged fields. Each layout below is written from Kafka
+3.9's message JSON (clients/src/main/resources/common/message/*.json), field names in kio's
+snake_case so a handler reads a decoded request exactly as it reads kio's entity of the next
+version up, and builds its answer the same way: the encoder takes each field by name from
+whatever the handler made (a kio entity of the next version up, or a namespace).
+
+The codec is symmetric (requests and responses both ways) so tests can speak these versions too.
+"""
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+from typing import Any
+
+from roster.protocol.codec import Request
+from roster.protocol.errors import MalformedRequest
+from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
+
+INT8, INT16, INT32, INT64, STRING, BOOL = "int8", "int16", "int32", "int64", "string", "bool"
+_FIXED = {INT8: struct.Struct(">b"), INT16: struct.Struct(">h"), INT32: struct.Struct(">i"),
+          INT64: struct.Struct(">q"), BOOL: struct.Struct(">?")}
+
+
+class Array(tuple):
+    """An array of `item`: a primitive type name, or a tuple of (field name, type) pairs."""
+
+    def __new__(cls, item):
+        return super().__new__(cls, (item,))
+
+    @property
+    def item(self):
+        return self[0]
+
+
+def _struct(*fields) -> tuple:
+    return tuple(fields)
+
+
+# -- layouts, from Kafka 3.9's JSON -----------------------------------------------------------
+
+_LIST_OFFSETS_V0_REQUEST = _struct(
+    ("replica_id", INT32),
+    ("topics", Array(_struct(
+        ("name", STRING),
+        ("partitions", Array(_struct(
+            ("partition_index", INT32),
+            ("timestamp", INT64),
+            ("max_num_offsets", INT32))))))))
+_LIST_OFFSETS_V0_RESPONSE = _struct(
+    ("topics", Array(_struct(
+        ("name", STRING),
+        ("partitions", Array(_struct(
+            ("partition_index", INT32),
+            ("error_code", INT16),
+            ("old_style_offsets", Array(INT64)))))))))
+
+
+def _offset_commit_request(version: int) -> tuple:
+    partition = [("partition_index", INT32), ("committed_offset", INT64)]
+    if version == 1:
+        partition.append(("commit_timestamp", INT64))
+    partition.append(("committed_metadata", STRING))
+    group = [("group_id", STRING)]
+    if version == 1:
+        group += [("generation_id_or_member_epoch", INT32), ("member_id", STRING)]
+    return _struct(*group, ("topics", Array(_struct(
+        ("name", STRING), ("partitions", Array(_struct(*partition)))))))
+
+
+_OFFSET_COMMIT_RESPONSE = _struct(  # v0-2 are the same; kio has v2
+    ("topics", Array(_struct(
+        ("name", STRING),
+        ("partitions", Array(_struct(("partition_index", INT32), ("error_code", INT16))))))))
+_OFFSET_FETCH_V0_REQUEST = _struct(  # the same as v1
+    ("group_id", STRING),
+    ("topics", Array(_struct(("name", STRING), ("partition_indexes", Array(INT32))))))
+_OFFSET_FETCH_V0_RESPONSE = _struct(  # the same as v1
+    ("topics", Array(_struct(
+        ("name", STRING),
+        ("partitions", Array(_struct(
+            ("partition_index", INT32),
+            ("committed_offset", INT64),
+            ("metadata", STRING),
+            ("error_code", INT16))))))))
+
+
+def _create_topics_request(version: int) -> tuple:
+    topic = _struct(
+        ("name", STRING),
+        ("num_partitions", INT32),
+        ("replication_factor", INT16),
+        ("assignments", Array(_struct(("partition_index", INT32), ("broker_ids", Array(INT32))))),
+        ("configs", Array(_struct(("name", STRING), ("value", STRING)))))
+    fields = [("topics", Array(topic)), ("timeout_ms", INT32)]
+    if version == 1:
+        fields.append(("validate_only", BOOL))
+    return _struct(*fields)
+
+
+def _create_topics_response(version: int) -> tuple:
+    topic = [("name", STRING), ("error_code", INT16)]
+    if version == 1:
+        topic.append(("error_message", STRING))
+    return _struct(("topics", Array(_struct(*topic))))
+
+
+_DELETE_TOPICS_V0_REQUEST = _struct(("topic_names", Array(STRING)), ("timeout_ms", INT32))
+_DELETE_TOPICS_V0_RESPONSE = _struct(
+    ("responses", Array(_struct(("name", STRING), ("error_code", INT16)))))
+
+# (api key, version) -> (request layout, response layout)
+_LAYOUTS: dict[tuple[int, int], tuple[tuple, tuple]] = {
+    (2, 0): (_LIST_OFFSETS_V0_REQUEST, _LIST_OFFSETS_V0_RESPONSE),
+    (8, 0): (_offset_commit_request(0), _OFFSET_COMMIT_RESPONSE),
+    (8, 1): (_offset_commit_request(1), _OFFSET_COMMIT_RESPONSE),
+    (9, 0): (_OFFSET_FETCH_V0_REQUEST, _OFFSET_FETCH_V0_RESPONSE),
+    (19, 0): (_create_topics_request(0), _create_topics_response(0)),
+    (19, 1): (_create_topics_request(1), _create_topics_response(1)),
+    (20, 0): (_DELETE_TOPICS_V0_REQUEST, _DELETE_TOPICS_V0_RESPONSE),
+}
+# Top-level request fields a version lacks that handlers read, at Kafka's defaults.
+_REQUEST_DEFAULTS: dict[tuple[int, int], dict[str, Any]] = {
+    (8, 0): {"generation_id_or_member_epoch": -1, "member_id": ""},
+    (19, 0): {"validate_only": False},
+}
+
+
+def has_layout(api_key: int, version: int) -> bool:
+    return (api_key, version) in _LAYOUTS
+
+
+# -- reading ----------------------------------------------------------------------------------
+
+class _Reader:
+    __slots__ = ("data", "pos")
+
+    def __init__(self, data: bytes, pos: int) -> None:
+        self.data = data
+        self.pos = pos
+
+    def value(self, kind):
+        if isinstance(kind, Array):
+            count = self.fixed(INT32)
+            if count < 0:
+                return None
+            # every element takes at least one byte: a count past the frame is a lie
+            if count > len(self.data) - self.pos:
+                raise ValueError(f"array of {count} runs past the end of the frame")
+            return tuple(self.value(kind.item) for _ in range(count))
+        if isinstance(kind, tuple):
+            return SimpleNamespace(**{name: self.value(sub) for name, sub in kind})
+        if kind == STRING:
+            length = self.fixed(INT16)
+            if length < 0:
+                return None
+            end = self.pos + length
+            if end > len(self.data):
+                raise ValueError("string runs past the end of the frame")
+            text = bytes(self.data[self.pos:end]).decode("utf-8")
+            self.pos = end
+            return text
+        return self.fixed(kind)
+
+    def fixed(self, kind: str):
+        layout = _FIXED[kind]
+        (value,) = layout.unpack_from(self.data, self.pos)
+        self.pos += layout.size
+        return value
+
+
+def _read(layout: tuple, data: bytes, pos: int) -> SimpleNamespace:
+    reader = _Reader(data, pos)
+    try:
+        body = reader.value(layout)
+    except (struct.error, ValueError, UnicodeDecodeError) as exc:
+        raise MalformedRequest(str(exc)) from exc
+    if reader.pos != len(data):
+        raise MalformedRequest(f"{len(data) - reader.pos} bytes left after the body")
+    return body
+
+
+def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request:
+    """A whole request frame (without its size) at one of the versions above."""
+    prefix = prefix or read_prefix(frame)
+    key = (prefix.api_key, prefix.api_version)
+    if key not in _LAYOUTS:
+        raise MalformedRequest(f"no layout for api key {prefix.api_key} v{prefix.api_version}")
+    try:
+        client_id = _Reader(frame, 8).value(STRING)
+    except (struct.error, ValueError, UnicodeDecodeError) as exc:
+        raise MalformedRequest(f"bad request header: {exc}") from exc
+    position = 8 + 2 + (len(client_id.encode()) if client_id is not None else 0)
+    try:
+        body = _read(_LAYOUTS[key][0], frame, position)
+    except MalformedRequest as exc:
+        raise MalformedRequest(
+            f"cannot decode api key {prefix.api_key} v{prefix.api_version}: {exc}") from exc
+    for name, value in _REQUEST_DEFAULTS.get(key, {}).items():
+        setattr(body, name, value)
+    return Request(prefix.api_key, prefix.api_version, prefix.correlation_id, client_id, body)
+
+
+def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, SimpleNamespace]:
+    """(correlation id, body) of a response frame without its size prefix."""
+    (correlation_id,) = struct.unpack_from(">i", frame, 0)
+    return correlation_id, _read(_LAYOUTS[(api_key, version)][1], frame, 4)
+
+
+# -- writing ----------------------------------------------------------------------------------
+
+def _field(source, name: str):
+    return source[name] if isinstance(source, dict) else getattr(source, name)
+
+
+def _write(out: bytearray, kind, value) -> None:
+    if isinstance(kind, Array):
+        if value is None:
+            out += _FIXED[INT32].pack(-1)
+            return
+        out += _FIXED[INT32].pack(len(value))
+        for element in value:
+            _write(out, kind.item, element)
+    elif isinstance(kind, tuple):
+        for name, sub in kind:
+            _write(out, sub, _field(value, name))
+    elif kind == STRING:
+        if value is None:
+            out += _FIXED[INT16].pack(-1)
+        else:
+            encoded = value.encode()
+            out += _FIXED[INT16].pack(len(encoded)) + encoded
+    else:
+        out += _FIXED[kind].pack(int(value))
+
+
+def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
+    """A complete response frame, size prefix included (response header v0)."""
+    out = bytearray(SIZE.size)
+    out += _FIXED[INT32].pack(correlation_id)
+    _write(out, _LAYOUTS[(api_key, version)][1], body)
+    SIZE.pack_into(out, 0, len(out) - SIZE.size)
+    return bytes(out)
+
+
+def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
+                   body: Any) -> bytes:
+    """A complete request frame, size prefix included (request header v1); `body` is a dict or
+    an object with the layout's field names."""
+    out = bytearray(SIZE.size)
+    out += struct.pack(">hhi", api_key, version, correlation_id)
+    _write(out, STRING, client_id)
+    _write(out, _LAYOUTS[(api_key, version)][0], body)
+    SIZE.pack_into(out, 0, len(out) - SIZE.size)
+    return bytes(out)
