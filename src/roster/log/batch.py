@@ -3,7 +3,7 @@
 The broker never needs the records themselves to store or serve a batch, so everything here works
 on the fixed 61-byte header with `struct` and does no per-record work. The one exception,
 `first_record_at_or_after`, decodes records because timestamp lookups must name an exact record;
-it leans on kafka-python's maintained codec for decompression and varint decoding.
+it leans on a maintained codec (roster.record_codec) for decompression and varint decoding.
 
 Header layout (big-endian), offsets in bytes:
     0 baseOffset int64        8 batchLength int32 (bytes after this field)
@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import crc32c
-from kafka.record.default_records import DefaultRecordBatch
 
 from roster.log.api import CorruptBatch
+from roster.record_codec import DefaultRecordBatch
 
 BATCH_HEADER_SIZE = 61
 MAGIC = 2

@@ -30,12 +30,11 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-
 from roster.log.api import CleaningStats
 from roster.log.batch import BATCH_HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, set_base_offset
 from roster.log.policy import INT32_MAX
 from roster.protocol.varint import read_zigzag
+from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 log = logging.getLogger("roster.log")
 
@@ -187,7 +186,7 @@ def rebuild_batch(header: BatchHeader, records) -> bytes:
 def scan_records(header: BatchHeader, batch) -> list[tuple] | None:
     """(offset, timestamp, key, is tombstone) of each record, or None if the records cannot be
     decoded. Uncompressed batches (what the coordinator writes) are walked here, reading only
-    what compaction needs; compressed ones go through kafka-python's codec."""
+    what compaction needs; compressed ones go through roster.record_codec."""
     if header.compression:
         decoded = _decoded(batch)
         return None if decoded is None else \
@@ -228,10 +227,8 @@ def _scan_uncompressed(header: BatchHeader, data: bytes) -> list[tuple]:
     return out
 
 
-
-
 def _decoded(batch) -> list | None:
-    """The batch's records as kafka-python DefaultRecord objects, or None if undecodable."""
+    """The batch's records as the record codec's record objects, or None if undecodable."""
     try:
         return list(DefaultRecordBatch(batch))
     # the codecs raise their own exception types on damaged input (see batch.py)
