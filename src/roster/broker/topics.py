@@ -1,8 +1,21 @@
 """Topics: the catalog of names, ids, partition counts and configs, and their partition logs.
 
 The catalog is one JSON file in the data directory, replaced atomically (write, fsync, rename,
-fsync the directory) on every change, so a crash leaves either the old or the new catalog.
-Partition data lives in `<topic>-<partition>/` directories, as in Kafka.
+fsync the directory), so a crash leaves either the old or the new catalog. Partition data lives
+in `<topic>-<partition>/` directories, as in Kafka.
+
+Every change is durable first and applied after: the new catalog is written before memory
+changes, and a write that fails leaves memory and disk as they were and raises
+TopicError("kafka_storage_error"). A directory no catalog entry names is garbage (removed at
+start, or when a new partition needs its name), so new partitions are created before the catalog
+names them and a failed or interrupted create leaves nothing behind.
+
+Deleting a topic must work on a full disk, where no new catalog fits. So its commit point is an
+empty marker file, `deleting-<topic id>` (an empty file needs no data blocks): the catalog in
+force is topics.json minus every topic that has a marker. Then the topic leaves memory, its
+partition directories are removed (freeing their space), the catalog is rewritten without it and
+the marker removed. A crash after the marker is durable leaves a deletion that the next start
+completes; a crash before it leaves the topic as it was. See docs/durability.md.
 """
 from __future__ import annotations
 
@@ -18,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from roster.config import BrokerConfig, retention_ms
-from roster.log.api import LogConfig, PartitionLog
+from roster.log.api import LogConfig, LogError, PartitionLog
 
 log = logging.getLogger("roster.topics")
 
 CATALOG = "topics.json"
+DELETION_MARKER = "deleting-"   # + a topic id: that topic's deletion is committed
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -163,6 +177,7 @@ class TopicManager:
         self._open_log = open_log
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        self._deleting: set[uuid.UUID] = set()  # ids whose deletion marker is on disk
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -187,16 +202,27 @@ class TopicManager:
     # -- lifecycle -------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Open every topic in the catalog; remove partition directories of deleted topics."""
+        """Open every topic in the catalog that no deletion marker names; finish the deletions
+        that were cut short (their directories go, the catalog is rewritten without them) and
+        remove partition directories no topic owns."""
         self._dir.mkdir(parents=True, exist_ok=True)
         catalog_path = self._dir / CATALOG
         entries = json.loads(catalog_path.read_text()) if catalog_path.exists() else {}
+        self._deleting = self._read_markers()
         for name, entry in entries.items():
             topic = Topic(name, uuid.UUID(entry["id"]), dict(entry.get("configs", {})))
-            self._open_partitions(topic, entry["partitions"])
+            if topic.topic_id in self._deleting:
+                log.warning("completing the deletion of topic %s (id %s)", name, topic.topic_id)
+                continue
+            topic.partitions = self._open_logs(topic, 0, entry["partitions"], fresh=False)
             self._register(topic)
         if catalog_path.exists():  # without a catalog, never guess which data is stale
             self._remove_orphans()
+        if self._deleting:
+            try:
+                self._commit(self._entries())
+            except TopicError as exc:  # the markers still keep those topics deleted
+                log.warning("%s; retried at the next catalog change", exc)
 
     def close(self) -> None:
         for topic in self._by_name.values():
@@ -206,7 +232,11 @@ class TopicManager:
     def create(self, name: str, num_partitions: int, configs: Mapping[str, str | None] | None = None,
                validate_only: bool = False, internal: bool = False) -> Topic:
         """Create a topic. `internal` is for the broker's own topics: their configs (such as
-        cleanup.policy=compact) are set by roster, not validated as a user's would be."""
+        cleanup.policy=compact) are set by roster, not validated as a user's would be.
+
+        Order: the partition directories (which nothing names yet), then the catalog naming
+        them, then memory. If the catalog cannot be written the directories are removed again,
+        and a crash before it leaves only directories that the next start removes."""
         check_topic_name(name)
         if name in self._by_name:
             raise TopicError("topic_already_exists", f"topic {name!r} already exists")
@@ -216,13 +246,21 @@ class TopicManager:
         topic = Topic(name, uuid.uuid4(), checked)
         if validate_only:
             return topic
-        self._open_partitions(topic, num_partitions)
+        partitions = self._open_logs(topic, 0, num_partitions, fresh=True)
+        entries = self._entries()
+        entries[name] = _entry(topic.topic_id, num_partitions, checked)
+        try:
+            self._commit(entries)
+        except TopicError:
+            self._discard(partitions)
+            raise
+        topic.partitions = partitions
         self._register(topic)
-        self._save_catalog()
         log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 
     def add_partitions(self, name: str, total: int) -> Topic:
+        """Grow a topic: the new partitions' directories, then the catalog, then memory."""
         topic = self._by_name.get(name)
         if topic is None:
             raise TopicError("unknown_topic_or_partition", f"topic {name!r} does not exist")
@@ -230,15 +268,23 @@ class TopicManager:
             raise TopicError("invalid_partitions",
                              f"topic {name!r} has {len(topic.partitions)} partitions; "
                              f"the new count must be larger, not {total}")
-        self._open_partitions(topic, total)
-        self._save_catalog()
+        added = self._open_logs(topic, len(topic.partitions), total, fresh=True)
+        entries = self._entries()
+        entries[name]["partitions"] = total
+        try:
+            self._commit(entries)
+        except TopicError:
+            self._discard(added)
+            raise
+        topic.partitions.extend(added)
+        log.info("topic %s has %d partitions now", name, total)
         return topic
 
     def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False
                       ) -> Topic:
         """Replace a topic's own settings with `configs` (what it does not name comes from the
-        broker again). The catalog is fsynced before the partitions use them, so what was
-        answered survives a crash."""
+        broker again). The catalog is fsynced before the topic and its partitions use them, so
+        what was answered survives a crash, and a failed write changes nothing."""
         topic = self._by_name.get(name)
         if topic is None:
             raise TopicError("unknown_topic_or_partition", f"topic {name!r} does not exist")
@@ -247,13 +293,10 @@ class TopicManager:
         checked = check_topic_configs(configs)
         if validate_only:
             return topic
-        previous, topic.configs = topic.configs, checked
-        try:
-            self._save_catalog()
-        except OSError as exc:
-            topic.configs = previous
-            raise TopicError("kafka_storage_error", f"cannot save the topic catalog: {exc}") \
-                from None
+        entries = self._entries()
+        entries[name]["configs"] = checked
+        self._commit(entries)
+        topic.configs = checked
         config = self.log_config(checked)
         for partition in topic.partitions:
             partition.reconfigure(config)
@@ -261,16 +304,51 @@ class TopicManager:
         return topic
 
     def delete(self, name: str) -> Topic:
+        """Delete a topic, on a full disk too: see the module docstring for the order.
+
+        Returns once the deletion is durable (the marker is). If the marker cannot be written,
+        nothing has changed and TopicError("kafka_storage_error") is raised. Failures after it
+        (removing files, rewriting the catalog) are logged, not raised: the topic is deleted,
+        and the marker makes the next catalog change or start finish the job."""
         topic = self._by_name.get(name)
         if topic is None:
             raise TopicError("unknown_topic_or_partition", f"topic {name!r} does not exist")
-        del self._by_name[name]
-        del self._by_id[topic.topic_id]
-        self._save_catalog()  # from here on the topic is gone, even if removing files fails
-        for partition in topic.partitions:
-            partition.delete()
+        for _ in self.deletion_steps(topic):
+            pass
         log.info("deleted topic %s", name)
         return topic
+
+    def deletion_steps(self, topic: Topic) -> Iterator[str]:
+        """The steps of deleting `topic`; each yield (naming the step just done) is a point a
+        crash may hit. Raises TopicError, with nothing changed, if the first step fails."""
+        marker = self._marker(topic.topic_id)
+        try:
+            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
+            _fsync_directory(self._dir)
+        except OSError as exc:
+            try:
+                marker.unlink(missing_ok=True)
+            except OSError:
+                log.error("cannot remove %s after a failed deletion: a restart will delete "
+                          "topic %s", marker, topic.name)
+            raise TopicError("kafka_storage_error",
+                             f"cannot record the deletion of {topic.name!r}: {exc}") from None
+        self._deleting.add(topic.topic_id)
+        yield "marked"
+        del self._by_name[topic.name]
+        del self._by_id[topic.topic_id]
+        for partition in topic.partitions:
+            try:
+                partition.delete()
+            except (LogError, OSError) as exc:  # the next start removes what is left
+                log.error("deleting topic %s: %s", topic.name, exc)
+            yield "partition removed"
+        try:
+            self._commit(self._entries())
+        except TopicError as exc:
+            log.warning("topic %s is deleted but %s; its deletion marker stands in until the "
+                        "next catalog change or start", topic.name, exc)
+        yield "catalog rewritten"
 
     def log_config(self, topic_configs: Mapping[str, str]) -> LogConfig:
         broker = self._config
@@ -295,34 +373,109 @@ class TopicManager:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
 
-    def _open_partitions(self, topic: Topic, total: int) -> None:
+    def _open_logs(self, topic: Topic, start: int, end: int, fresh: bool) -> list[PartitionLog]:
+        """Open partitions start..end-1 of `topic`. `fresh`: they are new, so a directory already
+        holding one of their names is a leftover no catalog names (of a change that failed, or
+        of a deletion whose files could not all be removed) and is removed first. Raises
+        TopicError("kafka_storage_error"), with whatever it opened removed again, if the files
+        cannot be created."""
         config = self.log_config(topic.configs)
-        for index in range(len(topic.partitions), total):
-            topic.partitions.append(self._open_log(self._dir / f"{topic.name}-{index}", config))
+        opened: list[PartitionLog] = []
+        try:
+            for index in range(start, end):
+                path = self._dir / f"{topic.name}-{index}"
+                if fresh and path.exists():
+                    log.warning("removing %s: no topic in the catalog owns it", path)
+                    shutil.rmtree(path)
+                opened.append(self._open_log(path, config))
+        except (LogError, OSError) as exc:
+            if not fresh:
+                raise
+            self._discard(opened)
+            raise TopicError("kafka_storage_error",
+                             f"cannot create the partitions of {topic.name!r}: {exc}") from None
+        return opened
 
-    def _save_catalog(self) -> None:
-        entries = {t.name: {"id": str(t.topic_id), "partitions": len(t.partitions),
-                            "configs": t.configs} for t in self}
+    def _discard(self, partitions: Iterable[PartitionLog]) -> None:
+        """Remove partitions the catalog never named (the next start would remove them too)."""
+        for partition in partitions:
+            try:
+                partition.delete()
+            except (LogError, OSError) as exc:
+                log.warning("cannot remove a partition the catalog does not name: %s", exc)
+
+    def _entries(self) -> dict[str, dict[str, Any]]:
+        """The catalog as memory has it."""
+        return {t.name: _entry(t.topic_id, len(t.partitions), t.configs) for t in self}
+
+    def _commit(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
+        """Make `entries` the catalog, durably, then drop the deletion markers it has made
+        redundant. TopicError("kafka_storage_error") if it cannot be written; the old catalog
+        stays, whole."""
+        try:
+            self._write_catalog(entries)
+        except OSError as exc:
+            raise TopicError("kafka_storage_error",
+                             f"cannot save the topic catalog: {exc}") from None
+        named = {entry["id"] for entry in entries.values()}
+        for topic_id in list(self._deleting):
+            if str(topic_id) in named:
+                continue  # not reached: a topic being deleted has left memory first
+            try:  # a marker left behind is harmless: it names an id the catalog lacks
+                self._marker(topic_id).unlink(missing_ok=True)
+            except OSError as exc:
+                log.warning("cannot remove a deletion marker: %s", exc)
+                continue
+            self._deleting.discard(topic_id)
+
+    def _write_catalog(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
         path = self._dir / CATALOG
         tmp = path.with_suffix(".tmp")
-        with open(tmp, "w") as out:
-            json.dump(entries, out, indent=1, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        directory = os.open(self._dir, os.O_RDONLY)
         try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+            with open(tmp, "w") as out:
+                json.dump(entries, out, indent=1, sort_keys=True)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError:
+            tmp.unlink(missing_ok=True)  # give back what the partial copy took
+            raise
+        os.replace(tmp, path)
+        _fsync_directory(self._dir)
+
+    def _marker(self, topic_id: uuid.UUID) -> Path:
+        return self._dir / f"{DELETION_MARKER}{topic_id}"
+
+    def _read_markers(self) -> set[uuid.UUID]:
+        ids = set()
+        for path in self._dir.glob(DELETION_MARKER + "*"):
+            if not path.is_file():
+                continue  # a partition directory of a topic whose name starts the same way
+            try:
+                ids.add(uuid.UUID(path.name[len(DELETION_MARKER):]))
+            except ValueError:
+                log.warning("ignoring %s: not a deletion marker", path)
+        return ids
 
     def _remove_orphans(self) -> None:
-        """Partition directories whose topic is not in the catalog: a deletion cut short by a crash."""
+        """Partition directories no topic owns: a deletion, or a create or partition increase
+        whose catalog write failed or never came, cut short by a crash."""
         expected = {f"{t.name}-{i}" for t in self._by_name.values() for i in range(len(t.partitions))}
         for child in self._dir.iterdir():
             if child.is_dir() and re.fullmatch(r".+-\d+", child.name) and child.name not in expected:
                 log.warning("removing %s: its topic is not in the catalog", child)
                 shutil.rmtree(child, ignore_errors=True)
+
+
+def _entry(topic_id: uuid.UUID, partitions: int, configs: Mapping[str, str]) -> dict[str, Any]:
+    return {"id": str(topic_id), "partitions": partitions, "configs": dict(configs)}
+
+
+def _fsync_directory(path: Path) -> None:
+    directory = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def effective_configs(manager: TopicManager, topic: Topic) -> list[tuple[str, str, bool]]:
