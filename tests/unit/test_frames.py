@@ -28,6 +28,16 @@ def feed(buffer: FrameBuffer, data: bytes) -> list[bytes]:
     return out
 
 
+def deliver(buffer: FrameBuffer, data: bytes, most: int = 1 << 30) -> list[bytes]:
+    """`data` in as many reads as the buffer's room (and `most` bytes a read) take."""
+    out = []
+    while data:
+        take = min(len(buffer.writable()), most, len(data))
+        out += feed(buffer, data[:take])
+        data = data[take:]
+    return out
+
+
 def test_partial_frames_survive_other_connections_reading_into_the_shared_buffer():
     first, second = FrameBuffer(1 << 20), FrameBuffer(1 << 20)
     a, b, c = b"a" * 100, b"b" * 5000, b"c" * 300
@@ -73,3 +83,58 @@ def test_bad_sizes_are_malformed(size):
     buffer.received(4)
     with pytest.raises(MalformedRequest):
         buffer.next_frame()
+
+
+@pytest.fixture
+def no_spares(monkeypatch):
+    """Buffers given back by earlier tests would be reused; start from none."""
+    monkeypatch.setattr(frames, "_spares", [])
+
+
+def test_a_declared_size_reserves_nothing_until_the_bytes_arrive(no_spares):
+    buffer = FrameBuffer(200 << 20)
+    assert feed(buffer, struct.pack(">i", 100 << 20) + b"x" * 60) == []  # 64 bytes of 100 MiB
+    assert buffer.committed == 4 + (100 << 20)  # what queued.max.request.bytes counts
+    assert 64 < buffer.capacity <= 64 + frames.MIN_READ  # what memory it really takes
+
+
+def test_a_large_frame_grows_its_buffer_with_what_arrived(no_spares):
+    payload = bytes(range(256)) * (8 << 12)  # 8 MiB
+    stream = framed(payload) + framed(b"after it")
+    buffer = FrameBuffer(16 << 20)
+    got, capacities, arrived = [], [], 0
+    while arrived < len(stream):
+        take = min(len(buffer.writable()), 64 * 1024, len(stream) - arrived)
+        got += feed(buffer, stream[arrived:arrived + take])
+        arrived += take
+        if buffer.capacity:
+            capacities.append(buffer.capacity)
+            assert buffer.capacity <= 2 * arrived + 2 * frames.MIN_READ
+    assert got == [payload, b"after it"]
+    assert len(set(capacities)) <= 12  # doubling: a handful of copies, not one per read
+
+
+def test_a_stalled_partial_frame_keeps_only_its_bytes(no_spares):
+    """Fifty connections that each announce 100 MiB and send a few bytes hold under a MiB."""
+    buffers = [FrameBuffer(200 << 20) for _ in range(50)]
+    for buffer in buffers:
+        assert feed(buffer, struct.pack(">i", 100 << 20) + b"y" * 8) == []
+    assert sum(b.capacity for b in buffers) < 50 * (frames.MIN_READ + 64)
+
+
+def test_a_spare_is_reused_for_the_next_partial_frame(no_spares):
+    buffer = FrameBuffer(1 << 20)
+    feed(buffer, framed(b"z" * 100_000)[:50_000])
+    assert deliver(buffer, framed(b"z" * 100_000)[50_000:]) == [b"z" * 100_000]
+    assert buffer.capacity == 0 and frames._spares
+    spares = [id(spare) for spare in frames._spares]
+    feed(buffer, framed(b"w" * 1000)[:10])
+    assert id(buffer._buffer) in spares  # no new allocation
+
+
+def test_discard_gives_the_buffer_back(no_spares):
+    buffer = FrameBuffer(1 << 20)
+    feed(buffer, framed(b"q" * 1000)[:10])
+    held = buffer._buffer
+    buffer.discard()
+    assert buffer.capacity == 0 and buffer.committed == 0 and frames._spares == [held]

@@ -7,6 +7,11 @@ the connection's own, which is given back once emptied (to a few spares kept for
 thousands of connected members that is the difference between a few hundred bytes and a
 quarter of a megabyte per connection.
 
+A connection's own buffer grows with the bytes that have actually arrived, never with the size
+a frame declares: room for the next read (as large as the last one) and, for a frame on its
+way, at most twice what has arrived of it. A few bytes that announce a 100 MiB frame cost
+about 16 KiB until the rest comes; a frame that does come in full is copied O(log n) times.
+
 The sharing is safe because the event loop runs one callback at a time: a read into the
 scratch buffer is followed at once by `buffer_updated`, which serves and then `settle()`s
 before any other connection reads.
@@ -26,7 +31,7 @@ MAX_SPARE_SIZE = 4 * 1024 * 1024
 
 
 class FrameBuffer:
-    __slots__ = ("_max_size", "_buffer", "_start", "_end", "_needed")
+    __slots__ = ("_max_size", "_buffer", "_start", "_end", "_needed", "_last_read")
 
     def __init__(self, max_frame_size: int) -> None:
         self._max_size = max_frame_size
@@ -34,21 +39,34 @@ class FrameBuffer:
         self._start = 0  # first byte not yet served
         self._end = 0  # end of the bytes received
         self._needed = 0  # bytes the frame at _start needs in all (size prefix included)
+        self._last_read = 0
 
     @property
     def unserved(self) -> int:
         return self._end - self._start
 
+    @property
+    def committed(self) -> int:
+        """Bytes this connection holds or has begun to receive: its unserved bytes, or the
+        whole of the frame on its way when that is more (what queued.max.request.bytes counts).
+        0 when it holds nothing."""
+        held = self._end - self._start
+        return self._needed if self._needed > held else held
+
+    @property
+    def capacity(self) -> int:
+        """Bytes of memory this connection's own buffer takes (0 while it has none)."""
+        return 0 if self._buffer is _scratch else len(self._buffer)
+
     def writable(self) -> memoryview:
         """Room for the next read."""
-        if self._buffer is not _scratch:
-            room = len(self._buffer) - self._end
-            if room < MIN_READ or len(self._buffer) - self._start < self._needed:
-                self._make_room()
+        if self._buffer is not _scratch and len(self._buffer) - self._end < MIN_READ:
+            self._make_room()
         return memoryview(self._buffer)[self._end:]
 
     def received(self, nbytes: int) -> None:
         self._end += nbytes
+        self._last_read = nbytes
 
     def next_frame(self) -> bytes | None:
         """The next whole frame without its size prefix, or None until one is complete.
@@ -77,27 +95,42 @@ class FrameBuffer:
         elif self._buffer is _scratch:
             self._make_room()
 
+    def discard(self) -> None:
+        """The connection is gone: give its buffer back."""
+        if self._buffer is not _scratch:
+            _give_back(self._buffer)
+        self._buffer = _scratch
+        self._start = self._end = self._needed = 0
+
     def _make_room(self) -> None:
-        """Move the unserved bytes to the front of a private buffer with room for the frame
-        being received and a read beyond it. A large frame gets room for a large read: its
-        sender is likely to pipeline more of them."""
-        unserved = self._buffer[self._start:self._end]
-        size = max(self._needed, len(unserved)) + MIN_READ
-        if self._needed > MIN_READ:
-            size = max(size, SCRATCH_SIZE)
-        if self._buffer is _scratch or len(self._buffer) < size:
-            if self._buffer is not _scratch:
-                _give_back(self._buffer)
-            self._buffer = _take(size)
-        self._buffer[:len(unserved)] = unserved
-        self._start, self._end = 0, len(unserved)
+        """Move the unserved bytes to the front of a private buffer with room for a read as
+        large as the last one (a sender that filled the last read likely has more). A frame on
+        its way gets more room as more of it arrives, doubling, but never more than it needs:
+        the size it declares is only a promise."""
+        held = self._end - self._start
+        want = held + max(MIN_READ, self._last_read)
+        if self._needed > held:
+            want = max(want, min(self._needed + MIN_READ, 2 * held))
+        current = self._buffer
+        if current is _scratch or len(current) < want:
+            fresh = _take(want)
+            with memoryview(current) as view:
+                fresh[:held] = view[self._start:self._end]
+            if current is not _scratch:
+                _give_back(current)
+            self._buffer = fresh
+        else:
+            current[:held] = current[self._start:self._end]  # a copy first: the ranges overlap
+        self._start, self._end = 0, held
 
 
 def _take(size: int) -> bytearray:
+    """The smallest spare that holds `size` bytes, else a new buffer of exactly that size."""
+    best = -1
     for i, spare in enumerate(_spares):
-        if len(spare) >= size:
-            return _spares.pop(i)
-    return bytearray(size)
+        if len(spare) >= size and (best < 0 or len(spare) < len(_spares[best])):
+            best = i
+    return _spares.pop(best) if best >= 0 else bytearray(size)
 
 
 def _give_back(buffer: bytearray) -> None:
