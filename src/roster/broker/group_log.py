@@ -47,6 +47,10 @@ class _Completion:
             self._done(self._error)
 
 
+# Every error a failed write reports to the coordinator: already the one its clients are told.
+CLIENT_WRITE_ERRORS = frozenset({ErrorCode.not_coordinator, ErrorCode.unknown_server_error})
+
+
 def _storage_error(exc: LogError) -> ErrorCode:
     """How Kafka's coordinator maps a failed append for the client (NOT_COORDINATOR makes it
     rediscover and retry; a too-large write cannot succeed by retrying)."""

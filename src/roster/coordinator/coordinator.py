@@ -19,7 +19,6 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.group import Group
 from roster.coordinator.messages import (
     CommitRequest,
-    HeartbeatRequest,
     JoinRequest,
     LeaveRequest,
     SyncRequest,
@@ -30,20 +29,6 @@ from roster.coordinator.states import GroupState
 from roster.coordinator.timers import JoinDeadline, SessionDeadline, SyncDeadline
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
-
-# A failed append is answered with the error a group client knows how to handle (Kafka's
-# appendGroupMetadataErrorToResponseError / CoordinatorOperationExceptionHelper): retry elsewhere
-# or later, rather than a log-level error the client has no handling for.
-_WRITE_ERRORS_AS_SEEN_BY_CLIENTS = {
-    ErrorCode.unknown_topic_or_partition: ErrorCode.coordinator_not_available,
-    ErrorCode.not_enough_replicas: ErrorCode.coordinator_not_available,
-    ErrorCode.request_timed_out: ErrorCode.coordinator_not_available,
-    ErrorCode.not_leader_or_follower: ErrorCode.not_coordinator,
-    ErrorCode.kafka_storage_error: ErrorCode.not_coordinator,
-    ErrorCode.message_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.record_list_too_large: ErrorCode.unknown_server_error,
-    ErrorCode.invalid_fetch_size: ErrorCode.unknown_server_error,
-}
 
 
 class Coordinator:
@@ -72,12 +57,10 @@ class Coordinator:
     def sync(self, request: SyncRequest, now: int) -> Result:
         return sync.sync(self, request, now)
 
-    def heartbeat(self, request: HeartbeatRequest, now: int) -> Result:
-        return heartbeat.heartbeat(self, request, now)
-
     def check_in(self, group_id: str, generation: int, member_id: str,
                  group_instance_id: str | None, now: int, result: Result) -> ErrorCode:
-        """Heartbeat without a reply token: returns the answer (see heartbeat.check_in)."""
+        """Heartbeat: returns the answer at once (it writes nothing, so it never waits; no
+        reply token); timer changes go into `result` (see heartbeat.check_in)."""
         return heartbeat.check_in(self, group_id, generation, member_id, group_instance_id, now,
                                   result)
 
@@ -132,9 +115,9 @@ class Coordinator:
         return result
 
     def write_completed(self, step: AfterWrite, error: ErrorCode | None, now: int) -> Result:
-        """Continue an operation whose records were written (error None) or failed to be."""
+        """Continue an operation whose records were written (error None) or failed to be. The
+        error is already the one clients are told (the edge maps storage errors)."""
         result = Result()
-        error = _WRITE_ERRORS_AS_SEEN_BY_CLIENTS.get(error, error)
         if step.kind == "offset-commit":
             offsets.commit_written(self, step.data, error, result)
         elif step.kind == "offsets-deleted":

@@ -117,17 +117,7 @@ class Group:
         is back as it was. Set directly: this undoes a transition, and Dead has no successor."""
         self.state, self.previous_state = GroupState.EMPTY, GroupState.DEAD
 
-    def is_in(self, *states: GroupState) -> bool:
-        return self.state in states
-
-    @property
-    def is_empty(self) -> bool:
-        return not self.members
-
     # -- membership ----------------------------------------------------------------------
-
-    def has_member(self, member_id: str) -> bool:
-        return member_id in self.members
 
     def static_member_id(self, instance_id: str | None) -> str | None:
         return self.static_members.get(instance_id) if instance_id is not None else None

@@ -1,7 +1,6 @@
 """Heartbeat (reference §5): keeps a member's session alive and tells it when to rejoin."""
 from __future__ import annotations
 
-from roster.coordinator.messages import HeartbeatRequest
 from roster.coordinator.rebalance import reschedule_heartbeat
 from roster.coordinator.results import Result
 from roster.coordinator.states import HEARTBEAT, GroupState
@@ -12,19 +11,11 @@ from roster.protocol.errors import ErrorCode
 ANSWER_IN_STATE = {state: ErrorCode[name] for state, name in HEARTBEAT.items()}
 
 
-def heartbeat(ctx, request: HeartbeatRequest, now: int) -> Result:
-    result = Result()
-    result.reply(request.token, check_in(ctx, request.group_id, request.generation,
-                                         request.member_id, request.group_instance_id, now,
-                                         result))
-    return result
-
-
 def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance_id: str | None,
              now: int, result: Result) -> ErrorCode:
     """The heartbeat's answer; a valid heartbeat also moves the member's session deadline, and
     any timer that needs adds to `result`. Writes no records, so the answer is final at once:
-    the edge may call this directly instead of going through a reply token."""
+    the edge calls this directly, without a reply token."""
     if not group_id:
         return ErrorCode.invalid_group_id
     group = ctx.groups.get(group_id)

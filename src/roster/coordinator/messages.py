@@ -71,15 +71,6 @@ class SyncReply:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatRequest:
-    group_id: str
-    generation: int
-    member_id: str
-    group_instance_id: str | None = None
-    token: Hashable = None
-
-
-@dataclass(frozen=True, slots=True)
 class LeaveIdentity:
     member_id: str
     group_instance_id: str | None = None

