@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install the Debian packages roster's tests and pipeline need — kcat, and Java 17+ for Spark —
-# or say exactly what to install.
+# and those the old-client interop tests use — Go with sarama's sources (built offline), Burrow
+# and ZooKeeper — or say exactly what to install.
 set -euo pipefail
 missing=()
 command -v kcat >/dev/null 2>&1 || missing+=(kcat)
@@ -12,13 +13,27 @@ if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; 
   missing+=(openjdk-17-jre-headless)
 fi
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+# Optional: tests/interop/test_sarama.py and test_burrow.py skip, saying why, without these.
+optional=()
+command -v go >/dev/null 2>&1 || optional+=(golang-go)
+command -v gcc >/dev/null 2>&1 || optional+=(gcc)  # sarama's zstd binding is cgo
+[ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || optional+=(golang-github-shopify-sarama-dev)
+command -v Burrow >/dev/null 2>&1 || optional+=(burrow)
+[ -f /usr/share/java/zookeeper.jar ] || optional+=(zookeeper)
+
+wanted=("${missing[@]}" "${optional[@]}")
+[ ${#wanted[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing ${missing[*]} (Debian packages)"
+  echo "installing ${wanted[*]} (Debian packages)"
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}" >/dev/null
   exit 0
 fi
+if [ ${#optional[@]} -gt 0 ]; then
+  echo "the sarama and Burrow interop tests will be skipped; to run them:" \
+       "sudo apt-get install ${optional[*]}" >&2
+fi
+[ ${#missing[@]} -eq 0 ] && exit 0
 echo "roster needs: ${missing[*]}. Install with: sudo apt-get install ${missing[*]}" >&2
 echo "(Java 17 or newer runs Spark; kcat is used by the tests.)" >&2
 exit 1
