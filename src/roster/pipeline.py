@@ -82,6 +82,11 @@ def produce_clicks(bootstrap: str, stop: threading.Event, per_second: int = 200)
 
 def spark_session():
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # executors use this venv
+    # The driver's address settings below do not cover Spark's own idea of the local host,
+    # which is the external interface unless SPARK_LOCAL_IP names another: everything here
+    # (broker, driver, executors) runs on this machine, so keep it all on loopback. The JVM
+    # reads it when it starts, i.e. in getOrCreate() below.
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     from pyspark.sql import SparkSession
     spark = (SparkSession.builder.master("local[2]").appName("roster-clicks")
              .config("spark.ui.enabled", "false")

@@ -24,6 +24,9 @@ except ImportError:  # the spark extra is not installed: nothing here can run
 
 os.environ["PYSPARK_PYTHON"] = sys.executable
 os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+# Spark's local host is the external interface unless SPARK_LOCAL_IP says otherwise (the driver
+# settings in the session below do not cover it); the tests run on loopback only.
+os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
 
 
 def pytest_configure(config):
