@@ -45,9 +45,10 @@ OFFSETS_TOPIC = "__consumer_offsets"
 class TopicError(Exception):
     """A topic operation that cannot be done; `code` is the Kafka error name to answer with."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, applied: bool = False) -> None:
         super().__init__(message)
         self.code = code
+        self.applied = applied  # the change was made all the same (see TopicManager._commit)
 
 
 def check_topic_name(name: str | None) -> None:
@@ -249,14 +250,18 @@ class TopicManager:
         partitions = self._open_logs(topic, 0, num_partitions, fresh=True)
         entries = self._entries()
         entries[name] = _entry(topic.topic_id, num_partitions, checked)
+
+        def apply() -> None:
+            topic.partitions = partitions
+            self._register(topic)
+            log.info("created topic %s with %d partitions", name, num_partitions)
+
         try:
-            self._commit(entries)
-        except TopicError:
-            self._discard(partitions)
+            self._commit(entries, apply)
+        except TopicError as exc:
+            if not exc.applied:
+                self._discard(partitions)
             raise
-        topic.partitions = partitions
-        self._register(topic)
-        log.info("created topic %s with %d partitions", name, num_partitions)
         return topic
 
     def add_partitions(self, name: str, total: int) -> Topic:
@@ -271,13 +276,17 @@ class TopicManager:
         added = self._open_logs(topic, len(topic.partitions), total, fresh=True)
         entries = self._entries()
         entries[name]["partitions"] = total
+
+        def apply() -> None:
+            topic.partitions.extend(added)
+            log.info("topic %s has %d partitions now", name, total)
+
         try:
-            self._commit(entries)
-        except TopicError:
-            self._discard(added)
+            self._commit(entries, apply)
+        except TopicError as exc:
+            if not exc.applied:
+                self._discard(added)
             raise
-        topic.partitions.extend(added)
-        log.info("topic %s has %d partitions now", name, total)
         return topic
 
     def alter_configs(self, name: str, configs: Mapping[str, str], validate_only: bool = False
@@ -295,12 +304,15 @@ class TopicManager:
             return topic
         entries = self._entries()
         entries[name]["configs"] = checked
-        self._commit(entries)
-        topic.configs = checked
-        config = self.log_config(checked)
-        for partition in topic.partitions:
-            partition.reconfigure(config)
-        log.info("topic %s configs are now %s", name, checked or "the broker's")
+
+        def apply() -> None:
+            topic.configs = checked
+            config = self.log_config(checked)
+            for partition in topic.partitions:
+                partition.reconfigure(config)
+            log.info("topic %s configs are now %s", name, checked or "the broker's")
+
+        self._commit(entries, apply)
         return topic
 
     def delete(self, name: str) -> Topic:
@@ -324,15 +336,20 @@ class TopicManager:
         marker = self._marker(topic.topic_id)
         try:
             os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError as exc:
+            raise TopicError("kafka_storage_error",
+                             f"cannot record the deletion of {topic.name!r}: {exc}") from None
+        try:
             _fsync_directory(self._dir)
         except OSError as exc:
             try:
-                marker.unlink(missing_ok=True)
-            except OSError:
-                log.error("cannot remove %s after a failed deletion: a restart will delete "
-                          "topic %s", marker, topic.name)
-            raise TopicError("kafka_storage_error",
-                             f"cannot record the deletion of {topic.name!r}: {exc}") from None
+                marker.unlink()
+            except OSError:  # the marker stays, so the topic is deleted: memory follows the disk
+                log.error("cannot sync or remove %s (%s): deleting topic %s all the same",
+                          marker, exc, topic.name)
+            else:
+                raise TopicError("kafka_storage_error", f"cannot record the deletion of "
+                                                        f"{topic.name!r}: {exc}") from None
         self._deleting.add(topic.topic_id)
         yield "marked"
         del self._by_name[topic.name]
@@ -408,15 +425,40 @@ class TopicManager:
         """The catalog as memory has it."""
         return {t.name: _entry(t.topic_id, len(t.partitions), t.configs) for t in self}
 
-    def _commit(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
-        """Make `entries` the catalog, durably, then drop the deletion markers it has made
-        redundant. TopicError("kafka_storage_error") if it cannot be written; the old catalog
-        stays, whole."""
+    def _commit(self, entries: Mapping[str, Mapping[str, Any]],
+                apply: Callable[[], None] = lambda: None) -> None:
+        """Make `entries` the catalog, then `apply()` the change to memory, then sync.
+
+        If the new catalog cannot be written or put in place, the old one stays, whole, nothing
+        is applied, and TopicError("kafka_storage_error") is raised. Once it is in place (a
+        kill -9 from here on leaves the change made) memory follows it, whatever comes next: a
+        failing directory fsync (an I/O error; then a power loss could still undo the change)
+        raises TopicError("kafka_storage_error", applied=True). Deletion markers the new catalog
+        has made redundant are dropped once it is synced."""
+        path = self._dir / CATALOG
+        tmp = path.with_suffix(".tmp")
         try:
-            self._write_catalog(entries)
+            try:
+                with open(tmp, "w") as out:
+                    json.dump(entries, out, indent=1, sort_keys=True)
+                    out.flush()
+                    os.fsync(out.fileno())
+                os.replace(tmp, path)
+            except OSError:
+                tmp.unlink(missing_ok=True)  # give back what the partial copy took
+                raise
         except OSError as exc:
             raise TopicError("kafka_storage_error",
                              f"cannot save the topic catalog: {exc}") from None
+        apply()
+        try:
+            _fsync_directory(self._dir)
+        except OSError as exc:
+            log.error("the topic catalog was replaced but its directory cannot be synced: %s",
+                      exc)
+            raise TopicError("kafka_storage_error", f"the change is made but may not survive a "
+                             f"power loss: cannot sync the data directory: {exc}",
+                             applied=True) from None
         named = {entry["id"] for entry in entries.values()}
         for topic_id in list(self._deleting):
             if str(topic_id) in named:
@@ -427,20 +469,6 @@ class TopicManager:
                 log.warning("cannot remove a deletion marker: %s", exc)
                 continue
             self._deleting.discard(topic_id)
-
-    def _write_catalog(self, entries: Mapping[str, Mapping[str, Any]]) -> None:
-        path = self._dir / CATALOG
-        tmp = path.with_suffix(".tmp")
-        try:
-            with open(tmp, "w") as out:
-                json.dump(entries, out, indent=1, sort_keys=True)
-                out.flush()
-                os.fsync(out.fileno())
-        except OSError:
-            tmp.unlink(missing_ok=True)  # give back what the partial copy took
-            raise
-        os.replace(tmp, path)
-        _fsync_directory(self._dir)
 
     def _marker(self, topic_id: uuid.UUID) -> Path:
         return self._dir / f"{DELETION_MARKER}{topic_id}"
