@@ -69,6 +69,16 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     # Kafka's default of 50 suits its dedicated acceptor thread; roster accepts on the event
     # loop between requests, so a fleet of clients connecting at once needs a deeper queue.
     Setting("socket.listen.backlog.size", 1024, int, 1, "pending connections the kernel queues"),
+    # Bounds on what clients can make the broker hold (docs/protocol.md, "Connections").
+    Setting("queued.max.request.bytes", -1, int, -1,
+            "bytes of requests received and not yet served, across connections, before no "
+            "more are read; -1: no limit"),
+    Setting("connections.max.idle.ms", 600000, int, -1,
+            "close a connection that moved no bytes for this long; -1: never"),
+    Setting("max.connections.per.ip", INT_MAX, int, 0,
+            "connections accepted from one address; more are closed at once"),
+    Setting("max.connections.per.ip.overrides", "", str,
+            doc="per-address limits, e.g. hostName:100,127.0.0.1:200"),
     Setting("message.max.bytes", 1048588, int, 0, "largest record batch accepted"),
     Setting("log.segment.bytes", 1073741824, int, 14),
     Setting("log.retention.ms", None, _optional_int, -1, "wins over log.retention.hours"),
@@ -114,6 +124,32 @@ def retention_ms(values: Mapping[str, Any]) -> int:
         return -1 if minutes < 0 else minutes * 60_000
     hours = values["log.retention.hours"]
     return -1 if hours < 0 else hours * 3_600_000
+
+
+def parse_connection_overrides(text: str) -> dict[str, int]:
+    """max.connections.per.ip.overrides in Kafka's format: `host:count` pairs separated by
+    commas (`hostName:100,127.0.0.1:200`); the count follows the last colon, so IPv6 addresses
+    work as written."""
+    overrides: dict[str, int] = {}
+    for item in text.split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, count = item.rpartition(":")
+        host = host.strip().strip("[]")
+        try:
+            limit = int(count)
+        except ValueError:
+            limit = -1
+        if not sep or not host or limit < 0:
+            raise ConfigError(f"max.connections.per.ip.overrides: expected host:count, "
+                              f"got {item!r}")
+        overrides[host] = limit
+    return overrides
+
+
+def connection_overrides(values: Mapping[str, Any]) -> dict[str, int]:
+    return parse_connection_overrides(values["max.connections.per.ip.overrides"])
 
 
 def read_properties(path: Path) -> dict[str, str]:
@@ -187,6 +223,16 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
         if values["default.replication.factor"] != 1:
             raise ConfigError("default.replication.factor: roster is a single broker; use 1")
+        queued = values["queued.max.request.bytes"]
+        if 0 < queued < values["socket.request.max.bytes"]:
+            raise ConfigError("queued.max.request.bytes must be at least socket.request.max.bytes "
+                              "(or -1 for no limit)")
+        if values["connections.max.idle.ms"] == 0:
+            raise ConfigError("connections.max.idle.ms=0: use -1 to keep idle connections")
+        overrides = parse_connection_overrides(values["max.connections.per.ip.overrides"])
+        if values["max.connections.per.ip"] == 0 and not overrides:
+            raise ConfigError("max.connections.per.ip=0 refuses every connection: it needs "
+                              "max.connections.per.ip.overrides")
         return cls(values, explicit)
 
     def __getitem__(self, key: str) -> Any:

@@ -5,10 +5,23 @@ until the current one is answered. Replies therefore leave in request order even
 long poll (JoinGroup, SyncGroup, Fetch, a produce waiting for its fsync).
 
 Most requests are answered without waiting for anything, so a request's handler is first run
-directly, inside the read callback; only a handler that has to wait gets an asyncio task. All
-answers produced from one read of the socket leave in one write, so a client that pipelines
+directly, inside the read callback; only a handler that has to wait gets an asyncio task.
+Answers produced from one read of the socket leave together, so a client that pipelines
 requests (or many members multiplexed over one connection) costs one read and one write per
 burst instead of one per request.
+
+What a connection may cost is bounded (docs/protocol.md, "Connections"):
+
+- answers wait to be written only up to BURST_BYTES; then they are written, and a connection
+  whose unsent answers are above the transport's high-water mark (a client that does not read
+  them) is neither served nor read until they drain. That is checked after every answer, so
+  a burst of requests with large answers stops after the first one that fills the buffer;
+- while a request waits, at most MAX_UNSERVED bytes of the requests behind it are read;
+- a frame's buffer grows with the bytes that arrive, not with the size it declares (frames.py);
+- queued.max.request.bytes bounds, across connections, the bytes of requests received and not
+  yet served (QueuedBytes);
+- connections.max.idle.ms and max.connections.per.ip are kept by the server (server.py), which
+  reads `active` and `idle_since` here.
 
 A frame that cannot be served closes this connection with a log line; other connections never
 notice.
@@ -18,9 +31,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable
 
-from roster.broker.frames import FrameBuffer
+from roster.broker.frames import MIN_READ, FrameBuffer
 from roster.broker.handlers.api_versions import answer_unsupported_version
 from roster.broker.resume import resume
 from roster.protocol.codec import decode_request, encode_response
@@ -34,19 +48,61 @@ API_VERSIONS = 18
 # socket is no longer read (Kafka mutes a busy connection outright; this saves two syscalls
 # per waiting request for clients that do not pipeline).
 MAX_UNSERVED = 256 * 1024
+# Answers to a burst of pipelined requests are joined into one write until they reach this
+# many bytes; then they are written and the transport's buffer is checked before serving on.
+BURST_BYTES = 256 * 1024
+
+
+class QueuedBytes:
+    """queued.max.request.bytes: bytes of requests received but not yet served, across all
+    connections. As in Kafka, room for a frame is taken when its size is known and given back
+    when it has been served; the memory itself is used only as its bytes arrive. Room is
+    granted while any is left (so one frame may take the total past the limit by up to
+    socket.request.max.bytes); a connection that needs more once none is left stops reading
+    until served frames give some back, first come first served.
+
+    Frames that arrive whole in one read and are served at once never take room: they cost
+    nothing beyond the shared read buffer."""
+
+    __slots__ = ("limit", "used", "_waiting")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self._waiting: deque[Connection] = deque()
+
+    @property
+    def exhausted(self) -> bool:
+        return self.used >= self.limit
+
+    def wait(self, connection: Connection) -> None:
+        self._waiting.append(connection)
+
+    def wake(self) -> None:
+        """Room was given back: let waiting connections take it, in the order they came."""
+        while self._waiting and self.used < self.limit:
+            self._waiting.popleft()._room_granted()
 
 
 class Connection(asyncio.BufferedProtocol):
-    def __init__(self, broker, on_close: Callable[[Connection], None]) -> None:
+    def __init__(self, broker, table) -> None:
         self.broker = broker
-        self._on_close = on_close
-        self._transport: asyncio.Transport | None = None
+        self._table = table  # server.py's ConnectionTable: admission, idle sweep, queued bytes
+        self._queued: QueuedBytes | None = table.queued
         self._frames = FrameBuffer(broker.config["socket.request.max.bytes"])
+        self._transport: asyncio.Transport | None = None
         self._in_flight: asyncio.Task | None = None  # the request that had to wait
         self._write_paused = False  # the client is not reading its answers
         self._read_paused = False
+        self._waiting_for_room = False  # queued.max.request.bytes is used up
+        self._reserved = 0  # what this connection counts in queued.max.request.bytes
         self._closed = False
+        self._admitted = False
+        self.active = True  # bytes moved since the last idle sweep (server.py clears it)
+        self.idle_since = 0.0  # the sweep's time when it last saw this connection active
+        self.unsent = 0  # the write buffer's size at the last sweep (progress of a slow reader)
         self.peer = "?"
+        self.ip = "?"
         self.client_host = "/?"
 
     # -- asyncio protocol callbacks ------------------------------------------------------------
@@ -54,22 +110,37 @@ class Connection(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:
         self._transport = transport
         peer = transport.get_extra_info("peername") or ("?", 0)
+        self.ip = peer[0]
         self.peer = f"{peer[0]}:{peer[1]}"
         self.client_host = f"/{peer[0]}"  # Java's InetAddress.toString(), as Kafka reports it
+        if not self._table.admit(self):
+            self._closed = True
+            transport.abort()
+            return
+        self._admitted = True
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return self._frames.writable()
+        room = self._frames.writable()
+        queued = self._queued
+        if queued is not None and queued.used >= queued.limit and not self._reserved:
+            # no room left for requests: a read may still bring small requests that are served
+            # at once, but must not leave much behind
+            return room[:MIN_READ]
+        return room
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.active = True
         self._frames.received(nbytes)
         try:
             if self._in_flight is None and not self._write_paused:
                 self._serve_buffered()
         finally:
             self._frames.settle()  # before any other connection reads (see frames.py)
+        if self._queued is not None:
+            self._count_queued()
         self._update_reading()
 
     def eof_received(self) -> bool:
@@ -79,7 +150,13 @@ class Connection(asyncio.BufferedProtocol):
         self._closed = True
         if self._in_flight is not None:
             self._in_flight.cancel()  # a parked reply for a client that is gone is dropped
-        self._on_close(self)
+        self._frames.discard()
+        if self._reserved:
+            self._queued.used -= self._reserved
+            self._reserved = 0
+            self._queued.wake()
+        if self._admitted:
+            self._table.discard(self)
 
     def pause_writing(self) -> None:
         # The client is not reading its answers: stop serving (and so reading) until it does.
@@ -88,9 +165,10 @@ class Connection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
+        self.active = True
         if self._in_flight is None and not self._closed:
             self._serve_buffered()
-            self._frames.settle()
+            self._settle()
         self._update_reading()
 
     def close(self) -> asyncio.Task | None:
@@ -103,22 +181,49 @@ class Connection(asyncio.BufferedProtocol):
             parked.cancel()
         return parked
 
+    def expire(self) -> None:
+        """connections.max.idle.ms passed without a byte either way: drop the connection, and
+        whatever answers it has not taken."""
+        if not self._closed:
+            self._closed = True
+            self._transport.abort()
+
+    @property
+    def busy(self) -> bool:
+        """A request is being worked on: the wait is the broker's, not the client's."""
+        return self._in_flight is not None
+
+    @property
+    def unsent_bytes(self) -> int:
+        if self._write_paused and not self._closed:
+            return self._transport.get_write_buffer_size()
+        return 0
+
     # -- serving ---------------------------------------------------------------------------------
 
     def _serve_buffered(self) -> None:
-        """Answer every complete frame received, in order, until one has to wait. A frame that
-        cannot be served closes the connection after the answers to the frames before it."""
+        """Answer complete frames received, in order, until one has to wait or the client
+        stops taking answers. A frame that cannot be served closes the connection after the
+        answers to the frames before it."""
         answers: list[bytes] = []
+        pending = 0
         failed = False
         try:
             while (frame := self._frames.next_frame()) is not None:
-                pending = self._start_request(frame)
-                if pending is None:
+                answer = self._start_request(frame)
+                if answer is None:
                     continue
-                if isinstance(pending, bytes):
-                    answers.append(pending)
+                if isinstance(answer, bytes):
+                    answers.append(answer)
+                    pending += len(answer)
+                    if pending >= BURST_BYTES:
+                        self._write(answers)  # may pause writing (a client not reading)
+                        answers = []
+                        pending = 0
+                        if self._write_paused or self._closed:
+                            break
                     continue
-                self._park(pending)
+                self._park(answer)
                 break
         except MalformedRequest as exc:
             log.warning("closing connection from %s: %s", self.peer, exc)
@@ -126,10 +231,14 @@ class Connection(asyncio.BufferedProtocol):
         except Exception:
             log.exception("closing connection from %s after an internal error", self.peer)
             failed = True
-        if answers and not self._closed:
-            self._transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
+        if answers:
+            self._write(answers)
         if failed:
             self._fail()
+
+    def _write(self, answers: list[bytes]) -> None:
+        if not self._closed:
+            self._transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
 
     def _start_request(self, frame: bytes) -> bytes | Awaitable | None:
         """Serve the request as far as it goes without waiting. Returns the encoded answer,
@@ -155,10 +264,50 @@ class Connection(asyncio.BufferedProtocol):
             return done.value
         return resume(coroutine, waiting_on)
 
+    def _settle(self) -> None:
+        self._frames.settle()
+        if self._queued is not None:
+            self._count_queued()
+
+    def _count_queued(self) -> None:
+        """Keep this connection's share of queued.max.request.bytes equal to what it holds or
+        has begun to receive; when more is needed and none is left, stop reading until there
+        is (QueuedBytes.wake calls _room_granted)."""
+        if self._closed:
+            return
+        queued = self._queued
+        need = self._frames.committed
+        if need == self._reserved:
+            return
+        if need < self._reserved or queued.used < queued.limit:
+            shrinking = need < self._reserved
+            queued.used += need - self._reserved
+            self._reserved = need
+            if shrinking:
+                queued.wake()
+        elif not self._waiting_for_room:
+            held = self._frames.unserved  # already here: counted, but nothing more comes
+            gave_back = held < self._reserved
+            queued.used += held - self._reserved
+            self._reserved = held
+            self._waiting_for_room = True
+            queued.wait(self)
+            if gave_back:
+                queued.wake()
+
+    def _room_granted(self) -> None:
+        self._waiting_for_room = False
+        if self._closed:
+            return
+        need = self._frames.committed
+        self._queued.used += need - self._reserved
+        self._reserved = need
+        self._update_reading()
+
     def _update_reading(self) -> None:
         if self._closed:
             return
-        busy = self._write_paused or (
+        busy = self._write_paused or self._waiting_for_room or (
             self._in_flight is not None and self._frames.unserved > MAX_UNSERVED)
         if busy != self._read_paused:
             self._read_paused = busy
@@ -175,6 +324,7 @@ class Connection(asyncio.BufferedProtocol):
         self._in_flight = None
         if self._closed or task.cancelled():
             return
+        self.active = True
         error = task.exception()
         if isinstance(error, MalformedRequest):
             log.warning("closing connection from %s: %s", self.peer, error)
@@ -189,7 +339,7 @@ class Connection(asyncio.BufferedProtocol):
             self._transport.write(task.result())
         if not self._write_paused:
             self._serve_buffered()
-            self._frames.settle()
+            self._settle()
         self._update_reading()
 
     def _fail(self) -> None:

@@ -3,33 +3,169 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import ipaddress
 import logging
 import signal
+import socket
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from roster.broker.broker import Broker
-from roster.broker.connection import Connection
-from roster.config import BrokerConfig
+from roster.broker.connection import Connection, QueuedBytes
+from roster.config import INT_MAX, BrokerConfig, ConfigError, connection_overrides
 
 log = logging.getLogger("roster.server")
+
+REFUSAL_LOG_INTERVAL_S = 10.0  # at most one line per this long about refused connections
+MAX_SWEEP_INTERVAL_S = 10.0
+
+
+class RefusalLog:
+    """Log refused connections without letting a client that reconnects in a loop flood the
+    log: the first refusal is logged, then at most one line per interval, which counts the
+    refusals since the last line."""
+
+    def __init__(self, clock: Callable[[], float], interval_s: float = REFUSAL_LOG_INTERVAL_S):
+        self._clock = clock
+        self._interval = interval_s
+        self._next = float("-inf")
+        self._unlogged = 0
+
+    def refused(self, host: str, limit: int) -> bool:
+        """Count a refusal; True when it was logged."""
+        now = self._clock()
+        if now < self._next:
+            self._unlogged += 1
+            return False
+        more = (f"; {self._unlogged} more refused since the last such line"
+                if self._unlogged else "")
+        log.info("Rejected connection from /%s, address already has the configured maximum of "
+                 "%d connections (max.connections.per.ip)%s", host, limit, more)
+        self._next = now + self._interval
+        self._unlogged = 0
+        return True
+
+
+def resolve_overrides(overrides: dict[str, int]) -> dict[str, int]:
+    """max.connections.per.ip.overrides by address: host names are resolved once, at start (as
+    Kafka does); an address is used as given."""
+    by_address: dict[str, int] = {}
+    names = {}
+    for host, limit in overrides.items():
+        try:
+            by_address[str(ipaddress.ip_address(host))] = limit
+        except ValueError:
+            names[host] = limit
+    for host, limit in names.items():  # an address given as such wins over a name's
+        try:
+            infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            raise ConfigError(f"max.connections.per.ip.overrides: cannot resolve {host!r}: "
+                              f"{exc}") from None
+        for info in infos:
+            by_address.setdefault(info[4][0], limit)
+    return by_address
+
+
+class ConnectionTable:
+    """The open connections: admission (max.connections.per.ip), the idle sweep
+    (connections.max.idle.ms) and the shared queued.max.request.bytes."""
+
+    def __init__(self, config: BrokerConfig, clock: Callable[[], float] = time.monotonic):
+        self.connections: set[Connection] = set()
+        queued = config["queued.max.request.bytes"]
+        self.queued = QueuedBytes(queued) if queued > 0 else None
+        self._default_limit = config["max.connections.per.ip"]
+        self._limits = resolve_overrides(connection_overrides(config))
+        self._counting = self._default_limit < INT_MAX or bool(self._limits)
+        self._per_ip: dict[str, int] = {}
+        self._refusals = RefusalLog(clock)
+        idle_ms = config["connections.max.idle.ms"]
+        self.max_idle_s = idle_ms / 1000 if idle_ms > 0 else None
+        self._clock = clock
+
+    def admit(self, connection: Connection) -> bool:
+        if self._counting:
+            ip = connection.ip
+            count = self._per_ip.get(ip, 0)
+            limit = self._limits.get(ip, self._default_limit)
+            if count >= limit:
+                self._refusals.refused(ip, limit)
+                return False
+            self._per_ip[ip] = count + 1
+        connection.idle_since = self._clock()
+        self.connections.add(connection)
+        return True
+
+    def discard(self, connection: Connection) -> None:
+        self.connections.discard(connection)
+        if self._counting:
+            ip = connection.ip
+            left = self._per_ip.get(ip, 1) - 1
+            if left > 0:
+                self._per_ip[ip] = left
+            else:
+                self._per_ip.pop(ip, None)
+
+    @property
+    def sweep_interval_s(self) -> float | None:
+        if self.max_idle_s is None:
+            return None
+        return min(max(self.max_idle_s / 10, 0.01), MAX_SWEEP_INTERVAL_S)
+
+    def sweep(self) -> int:
+        """Close the connections that moved no bytes, either way, for connections.max.idle.ms
+        and have no request being worked on. Nothing is timed per request: a read or write
+        sets `active`, and this sweep turns that into a time. Returns how many it closed."""
+        now = self._clock()
+        deadline = now - self.max_idle_s
+        expired = []
+        for connection in self.connections:
+            if connection.active or connection.busy:
+                connection.active = False
+                connection.idle_since = now
+                continue
+            unsent = connection.unsent_bytes  # a slow reader taking its answers is not idle
+            if unsent != connection.unsent:
+                connection.unsent = unsent
+                connection.idle_since = now
+                continue
+            if connection.idle_since <= deadline:
+                expired.append(connection)
+        for connection in expired:
+            log.debug("closing connection from %s: idle for connections.max.idle.ms",
+                      connection.peer)
+            connection.expire()
+        if expired:
+            log.info("closed %d connection(s) idle for connections.max.idle.ms (%d ms)",
+                     len(expired), round(self.max_idle_s * 1000))
+        return len(expired)
+
+
+async def sweep_idle(table: ConnectionTable) -> None:
+    interval = table.sweep_interval_s
+    while True:
+        await asyncio.sleep(interval)
+        table.sweep()
 
 
 async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT. Prints `roster listening on HOST:PORT` once accepting."""
+    table = ConnectionTable(config)  # first: a bad override stops the broker before it starts
     broker = Broker(config, data_dir)
     broker.start()
-    connections: set[Connection] = set()
 
     def new_connection() -> Connection:
-        connection = Connection(broker, on_close=connections.discard)
-        connections.add(connection)
-        return connection
+        return Connection(broker, table)
 
     loop = asyncio.get_running_loop()
     server = await loop.create_server(new_connection, host, port, reuse_address=True,
                                       backlog=config["socket.listen.backlog.size"])
     bound_port = server.sockets[0].getsockname()[1]  # port 0 asks the OS for a free one
     broker.advertise(host, bound_port)
+    sweeper = (asyncio.ensure_future(sweep_idle(table))
+               if table.sweep_interval_s is not None else None)
 
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -40,8 +176,10 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
         await stopping.wait()
     finally:
         log.info("shutting down")
+        if sweeper is not None:
+            sweeper.cancel()
         server.close()
-        parked = [connection.close() for connection in list(connections)]
+        parked = [connection.close() for connection in list(table.connections)]
         await asyncio.gather(*filter(None, parked), return_exceptions=True)
         await server.wait_closed()
         await broker.stop()
