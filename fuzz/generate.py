@@ -46,6 +46,7 @@ class Generator:
         self.rng = rng
         self.world = world
         self._batches: list[bytes] = []
+        self.last_body: dict = {}
 
     # -- names ------------------------------------------------------------------------------
 
@@ -228,10 +229,11 @@ class Generator:
         cid = self.rng.randrange(2**31) if correlation_id is None else correlation_id
         client_id = self.rng.choice(("fuzz", "fuzz", None, ""))
         if schema is None:  # e.g. Produce v0-2: a classic header and an arbitrary body
+            self.last_body = {}
             frame = struct.pack(">hhih", api_key, version, cid, 4) + b"fuzz" \
                 + self.rng.randbytes(self.rng.randrange(40))
             return frame, [], None
-        body = self.entity(schema)
+        body = self.last_body = self.entity(schema)
         frame, spans = encode_request(schema, header_value(api_key, version, cid, client_id),
                                       body)
         return frame, spans, schema

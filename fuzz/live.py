@@ -38,6 +38,7 @@ class Case:
     data: bytes
     what: str
     api: str = "?"
+    expect_answer: bool = False  # well formed: closing the connection instead is a finding
 
 
 @dataclass
@@ -187,8 +188,7 @@ def exception_lines(lines: list[str]) -> list[str]:
 
 
 def crash_summary(lines: list[str]) -> str:
-    tail = [line for line in lines[-30:] if line.strip()]
-    fatal = [line for line in tail if "memory allocation" in line or "panicked" in line
+    fatal = [line for line in lines[-300:] if "memory allocation" in line or "panicked" in line
              or "Fatal Python" in line or "Killed" in line]
     return f" ({fatal[-1].strip()[:200]})" if fatal else ""
 
@@ -254,6 +254,7 @@ class Campaign:
         self.mutator = Mutator(self.rng)
         self.stats = {"frames": 0, "batches": 0, "answered": 0, "closed": 0, "other": 0}
         self.findings: list[Finding] = []
+        self.classes: dict[tuple, int] = {}
 
     def generator(self) -> Generator:
         return Generator(self.rng, self.target.world)
@@ -267,22 +268,37 @@ class Campaign:
             body = rng.randbytes(rng.randrange(1, 300))
             data = sized(body) if rng.random() < 0.5 else body
             return Case(data, "random bytes", "raw")
-        frame, spans, _ = gen.request(key, version)
+        frame, spans, schema = gen.request(key, version)
+        # no answer is owed to an acks=0 Produce, nor to a body we could not build (a version
+        # advertised without a kio schema gets an arbitrary body)
+        acks_zero = gen.last_body.get("acks") == 0 or schema is None
         if r < 0.18:  # well-formed requests: what the handlers do with plausible values
-            frames = [frame] + [gen.request(*rng.choice(self.versions)[::2])[0]
-                                for _ in range(rng.randrange(2))]
-            return Case(b"".join(map(sized, frames)), "valid", f"{name} v{version}")
+            frames = [frame]
+            for _ in range(rng.randrange(2)):
+                extra, _, extra_schema = gen.request(*rng.choice(self.versions)[::2])
+                frames.append(extra)
+                acks_zero |= gen.last_body.get("acks") == 0 or extra_schema is None
+            return Case(b"".join(map(sized, frames)), "valid", f"{name} v{version}",
+                        expect_answer=not acks_zero)
         mutated, what = self.mutator.mutate(frame, spans, self.advertised)
+        expect_answer = self.mutator.well_formed and not acks_zero
         data = sized(mutated)
-        if rng.random() < 0.04:  # a size prefix that lies
+        if rng.random() < 0.04:
+            expect_answer = False  # a size prefix that lies
             lie = rng.choice((len(mutated) + rng.randrange(1, 9), max(len(mutated) - 3, 0), -1,
                               0x7FFFFFFF))
             data = struct.pack(">i", lie) + mutated
             what += f" + size prefix {lie}"
+        label = f"{name} v{version}"
+        if len(mutated) >= 4:  # a header mutation may have changed what the frame claims to be
+            claimed_key, claimed_version = struct.unpack_from(">hh", mutated)
+            if (claimed_key, claimed_version) != (key, version):
+                label = f"{self.names.get(claimed_key, claimed_key)} v{claimed_version}"
+                what += f" (generated as {name} v{version})"
         if rng.random() < 0.1:  # a valid request in front on the same connection
             data = sized(gen.request(key, version)[0]) + data
             what = "valid, then " + what
-        return Case(data, what, f"{name} v{version}")
+        return Case(data, what, label, expect_answer)
 
     def run(self, seconds: float | None = None, max_batches: int | None = None) -> list[Finding]:
         deadline = time.monotonic() + seconds if seconds is not None else None
@@ -300,10 +316,18 @@ class Campaign:
             self.stats["frames"] += len(batch)
             for o in outcomes:
                 self.stats[o if o in ("answered", "closed") else "other"] += 1
+            for case, outcome in zip(batch, outcomes):
+                if case.expect_answer and outcome == "closed":
+                    self.record(Finding("closed", "a well-formed request was not answered: "
+                                        "the broker closed the connection", [case],
+                                        self.target.broker.output[-5:]))
             problem = self.target.check(self.rss_bound_mib)
             if problem is not None:
                 self.isolate(batch, problem)
-        self.say(f"fuzz: seed {self.seed}: {self.stats}, {len(self.findings)} finding(s)")
+        self.say(f"fuzz: seed {self.seed}: {self.stats}, {len(self.findings)} finding(s) in "
+                 f"{len(self.classes)} class(es)")
+        for (kind, api, detail), n in sorted(self.classes.items()):
+            self.say(f"  {n:4d} x {kind} {api}: {detail}")
         return self.findings
 
     def isolate(self, batch: list[Case], problem: tuple[str, str]) -> None:
@@ -314,7 +338,8 @@ class Campaign:
         self.recover(kind)
         culprits = []
         for case in batch:
-            outcome = replay_case(self.target, [case.data], self.rss_bound_mib)
+            outcome = replay_case(self.target, [case.data], self.rss_bound_mib,
+                                  case.expect_answer)
             if outcome is not None:
                 culprits.append(Finding(outcome[0], outcome[1], [case],
                                         self.target.broker.output[-60:]))
@@ -332,19 +357,30 @@ class Campaign:
             self.target.new_log_problems()
 
     def record(self, finding: Finding) -> None:
+        """Keep the finding; save and print it unless the same class was seen already."""
+        api = finding.cases[0].api.rsplit(" v", 1)[0] if len(finding.cases) == 1 else "batch"
+        key = (finding.kind, api, re.sub(r"\d+", "N", finding.detail))
         self.findings.append(finding)
+        if key in self.classes:
+            self.classes[key] += 1
+            return
+        self.classes[key] = 1
         if self.corpus_dir is not None:
             finding.saved = save_case(self.corpus_dir, finding, self.seed)
         self.say(describe(finding))
 
 
-def replay_case(target: Target, payloads: list[bytes], rss_bound_mib: int = RSS_BOUND_MIB
-                ) -> tuple[str, str] | None:
+def replay_case(target: Target, payloads: list[bytes], rss_bound_mib: int = RSS_BOUND_MIB,
+                expect_answer: bool = False) -> tuple[str, str] | None:
     """Send each payload on its own connection (in turn), then check the broker."""
     target.new_log_problems()
+    closed = False
     for payload in payloads:
-        send_concurrently(target.bootstrap, [payload])
-    return target.check(rss_bound_mib)
+        closed |= send_concurrently(target.bootstrap, [payload])[0] == "closed"
+    problem = target.check(rss_bound_mib)
+    if problem is None and expect_answer and closed:
+        return "closed", "a well-formed request was not answered: the connection was closed"
+    return problem
 
 
 # -- the corpus ---------------------------------------------------------------------------------
@@ -362,6 +398,8 @@ def save_case(directory: Path, finding: Finding, seed: int | None = None) -> Pat
              f"# api: {', '.join(sorted({c.api for c in finding.cases}))}",
              f"# finding: {finding.kind}: {finding.detail}",
              *(f"# mutation: {c.what}" for c in finding.cases[:8])]
+    if finding.kind == "closed":
+        lines.append("# expect: answer")
     if seed is not None:
         lines.append(f"# found by: python -m fuzz live --seed {seed}")
     lines += [c.data.hex() for c in finding.cases]

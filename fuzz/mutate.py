@@ -44,10 +44,14 @@ def _current_length(frame: bytes, span: Span) -> int:
 class Mutator:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
+        # set by the last mutate(): the result is still a request Kafka must answer (an unknown
+        # tagged field, well formed, after the known ones: Kafka skips it)
+        self.well_formed = False
 
     def mutate(self, frame: bytes, spans: list[Span], advertised: dict[int, tuple[int, int]]
                ) -> tuple[bytes, str]:
         rng = self.rng
+        self.well_formed = False
         choices = [
             (self.huge_count, 4), (self.null_where_not_nullable, 3), (self.bad_length, 4),
             (self.unknown_tag, 4), (self.truncate, 3), (self.header, 2), (self.int_extreme, 3),
@@ -63,6 +67,7 @@ class Mutator:
                 if rng.random() < 0.15 and func != self.blind:
                     mutated, extra = self.blind(mutated, spans)
                     what += " + " + extra
+                    self.well_formed = False
                 return mutated, what
         return self.blind(frame, spans)
 
@@ -132,6 +137,8 @@ class Mutator:
             entry = b""
         new_count = uvarint(count + 1)
         at_end = rng.random() < 0.7
+        if at_end and variant == "plain" and tag > highest:
+            self.well_formed = True
         if at_end:
             mutated = (frame[:span.start] + new_count + frame[after_count:span.data_end] + entry
                        + frame[span.data_end:])
