@@ -270,6 +270,10 @@ def test_every_catalog_change_on_a_full_disk_answers_an_error_and_changes_nothin
                     wire, "t", [("retention.bytes", 0, "100000")]),
             }
             records = _delete_records(wire, "t", 0, 5)
+            entry = element(request_schema(3, 12), "topics")
+            auto = wire.call(3, 12, topics=(make(entry, name="auto", topic_id=NO_ID),),
+                             allow_auto_topic_creation=True,
+                             include_topic_authorized_operations=False).topics[0]
             during = _state(wire)
             files_during = sorted(p.name for p in data.iterdir())
         broker.kill9()
@@ -284,17 +288,21 @@ def test_every_catalog_change_on_a_full_disk_answers_an_error_and_changes_nothin
                                            ).error_code,
                       _delete_records(wire, "t", 0, 5).error_code]
             after = _state(wire)
+            worked.append(_delete_topic(wire, "new").error_code)
+            assert "new" not in _state(wire)
     finally:
         broker.stop()
     for api, answer in answers.items():
         assert answer.error_code == ErrorCode.kafka_storage_error, api
         assert "cannot" in answer.error_message, (api, answer.error_message)
     assert (records.error_code, records.low_watermark) == (ErrorCode.kafka_storage_error, -1)
+    assert auto.error_code == ErrorCode.unknown_topic_or_partition  # not auto-created
     assert during == before
     assert restarted == before
-    assert not [f for f in files_during if f.startswith(("new-", "t-2", "t-3"))], files_during
+    assert not [f for f in files_during if f.startswith(("new-", "auto-", "t-2", "t-3"))], \
+        files_during
     assert "topics.tmp" not in files_during
-    assert worked == [ErrorCode.none] * 5
+    assert worked == [ErrorCode.none] * 6
     assert after["new"][1] == 3
     assert after["t"][1:4] == (4, {"retention.ms": "5000", "retention.bytes": "100000"},
                                [5, 0, 0, 0])
