@@ -60,3 +60,17 @@ def test_an_array_count_past_the_frame_is_malformed():
     bomb = frame[:-8] + struct.pack(">i", 2_000_000_000) + frame[-4:]
     with pytest.raises(MalformedRequest):
         classic.decode_request(bomb)
+
+
+def test_null_where_kafka_allows_none_is_malformed():
+    frame = classic.encode_request(20, 0, 1, "c", {"topic_names": [], "timeout_ms": 1})[4:]
+    null_array = frame[:-8] + struct.pack(">i", -1) + frame[-4:]
+    with pytest.raises(MalformedRequest, match="null array"):
+        classic.decode_request(null_array)
+    frame = classic.encode_request(20, 0, 1, "c", {"topic_names": ["a"], "timeout_ms": 1})[4:]
+    null_name = frame[:-7] + struct.pack(">h", -1) + frame[-4:]
+    with pytest.raises(MalformedRequest, match="null string"):
+        classic.decode_request(null_name)
+    # a null client id and null metadata are fine, as in Kafka
+    frame = classic.encode_request(8, 1, 5, None, COMMIT_V1)[4:]
+    assert classic.decode_request(frame).client_id is None

@@ -21,7 +21,8 @@ from roster.protocol.codec import Request
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
 
-INT8, INT16, INT32, INT64, STRING, BOOL = "int8", "int16", "int32", "int64", "string", "bool"
+INT8, INT16, INT32, INT64, BOOL = "int8", "int16", "int32", "int64", "bool"
+STRING, NULLABLE_STRING = "string", "string?"
 _FIXED = {INT8: struct.Struct(">b"), INT16: struct.Struct(">h"), INT32: struct.Struct(">i"),
           INT64: struct.Struct(">q"), BOOL: struct.Struct(">?")}
 
@@ -64,7 +65,7 @@ def _offset_commit_request(version: int) -> tuple:
     partition = [("partition_index", INT32), ("committed_offset", INT64)]
     if version == 1:
         partition.append(("commit_timestamp", INT64))
-    partition.append(("committed_metadata", STRING))
+    partition.append(("committed_metadata", NULLABLE_STRING))
     group = [("group_id", STRING)]
     if version == 1:
         group += [("generation_id_or_member_epoch", INT32), ("member_id", STRING)]
@@ -85,7 +86,7 @@ _OFFSET_FETCH_V0_RESPONSE = _struct(  # the same as v1
         ("partitions", Array(_struct(
             ("partition_index", INT32),
             ("committed_offset", INT64),
-            ("metadata", STRING),
+            ("metadata", NULLABLE_STRING),
             ("error_code", INT16))))))))
 
 
@@ -95,7 +96,7 @@ def _create_topics_request(version: int) -> tuple:
         ("num_partitions", INT32),
         ("replication_factor", INT16),
         ("assignments", Array(_struct(("partition_index", INT32), ("broker_ids", Array(INT32))))),
-        ("configs", Array(_struct(("name", STRING), ("value", STRING)))))
+        ("configs", Array(_struct(("name", STRING), ("value", NULLABLE_STRING)))))
     fields = [("topics", Array(topic)), ("timeout_ms", INT32)]
     if version == 1:
         fields.append(("validate_only", BOOL))
@@ -105,7 +106,7 @@ def _create_topics_request(version: int) -> tuple:
 def _create_topics_response(version: int) -> tuple:
     topic = [("name", STRING), ("error_code", INT16)]
     if version == 1:
-        topic.append(("error_message", STRING))
+        topic.append(("error_message", NULLABLE_STRING))
     return _struct(("topics", Array(_struct(*topic))))
 
 
@@ -146,17 +147,19 @@ class _Reader:
     def value(self, kind):
         if isinstance(kind, Array):
             count = self.fixed(INT32)
-            if count < 0:
-                return None
+            if count < 0:  # no array in these versions is nullable
+                raise ValueError("null array")
             # every element takes at least one byte: a count past the frame is a lie
             if count > len(self.data) - self.pos:
                 raise ValueError(f"array of {count} runs past the end of the frame")
             return tuple(self.value(kind.item) for _ in range(count))
         if isinstance(kind, tuple):
             return SimpleNamespace(**{name: self.value(sub) for name, sub in kind})
-        if kind == STRING:
+        if kind in (STRING, NULLABLE_STRING):
             length = self.fixed(INT16)
             if length < 0:
+                if kind == STRING:
+                    raise ValueError("null string")
                 return None
             end = self.pos + length
             if end > len(self.data):
@@ -190,11 +193,12 @@ def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request
     key = (prefix.api_key, prefix.api_version)
     if key not in _LAYOUTS:
         raise MalformedRequest(f"no layout for api key {prefix.api_key} v{prefix.api_version}")
+    header = _Reader(frame, 8)
     try:
-        client_id = _Reader(frame, 8).value(STRING)
+        client_id = header.value(NULLABLE_STRING)
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise MalformedRequest(f"bad request header: {exc}") from exc
-    position = 8 + 2 + (len(client_id.encode()) if client_id is not None else 0)
+    position = header.pos
     try:
         body = _read(_LAYOUTS[key][0], frame, position)
     except MalformedRequest as exc:
@@ -228,7 +232,7 @@ def _write(out: bytearray, kind, value) -> None:
     elif isinstance(kind, tuple):
         for name, sub in kind:
             _write(out, sub, _field(value, name))
-    elif kind == STRING:
+    elif kind in (STRING, NULLABLE_STRING):
         if value is None:
             out += _FIXED[INT16].pack(-1)
         else:
@@ -253,7 +257,7 @@ def encode_request(api_key: int, version: int, correlation_id: int, client_id: s
     an object with the layout's field names."""
     out = bytearray(SIZE.size)
     out += struct.pack(">hhi", api_key, version, correlation_id)
-    _write(out, STRING, client_id)
+    _write(out, NULLABLE_STRING, client_id)
     _write(out, _LAYOUTS[(api_key, version)][0], body)
     SIZE.pack_into(out, 0, len(out) - SIZE.size)
     return bytes(out)
