@@ -3,8 +3,11 @@ working, and everything works again once there is room. The data directory is a 
 tmpfs (needs root to mount; skipped otherwise)."""
 from __future__ import annotations
 
+import contextlib
 import datetime
+import itertools
 import os
+import shutil
 import subprocess
 import uuid
 
@@ -21,11 +24,10 @@ from tests.support.wire import Wire
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("disk-full")]
 
 
-@pytest.fixture
-def tiny_disk(tmp_path):
-    mount_point = tmp_path / "tiny"
+@contextlib.contextmanager
+def _tmpfs(mount_point, options: str):
     mount_point.mkdir()
-    result = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=6m", "tmpfs", str(mount_point)],
+    result = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount_point)],
                             capture_output=True, text=True)
     if result.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
@@ -33,6 +35,19 @@ def tiny_disk(tmp_path):
         yield mount_point
     finally:
         subprocess.run(["umount", "-l", str(mount_point)], capture_output=True)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path):
+    with _tmpfs(tmp_path / "tiny", "size=6m") as mount_point:
+        yield mount_point
+
+
+@pytest.fixture
+def few_inodes_disk(tmp_path):
+    """Room for data, but only 64 files and directories in all."""
+    with _tmpfs(tmp_path / "few-inodes", "size=6m,nr_inodes=64") as mount_point:
+        yield mount_point
 
 
 def _commit(wire, group: str, offset: int, metadata: str = ""):
@@ -342,3 +357,45 @@ def test_a_deletion_the_catalog_has_no_room_for_survives_kill9_and_the_restart_f
     assert leftovers == []
     assert not [p for p in data.iterdir() if p.name.startswith("empty-")]
     assert "completing the deletion of topic empty" in "\n".join(broker.output)
+
+
+def _use_up_inodes(directory) -> os.PathLike:
+    """Create empty files until the file system has no inode left; returns their directory."""
+    junk = directory / "junk"
+    junk.mkdir()
+    for count in itertools.count():
+        try:
+            os.close(os.open(junk / str(count), os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError:
+            return junk
+
+
+def test_deleting_a_topic_works_with_no_inode_left(few_inodes_disk):
+    """XFS-like: not even an empty file can be created. The deletion renames a spare file into
+    its marker; the other changes answer an error."""
+    data = few_inodes_disk / "data"
+    broker = BrokerProcess(data, SMALL).start()
+    try:
+        with Wire(broker.bootstrap) as wire:
+            assert _create(wire, "t", 3).error_code == ErrorCode.none
+            assert _create(wire, "kept", 1).error_code == ErrorCode.none
+            assert _produce(wire, "kept", 0, build_batch([b"k"] * 3), acks=-1).error_code \
+                == ErrorCode.none
+            junk = _use_up_inodes(few_inodes_disk)
+            created = _create(wire, "new", 1)
+            deleted = _delete_topic(wire, "t")
+            answered = _state(wire)
+        broker.kill9()
+        leftovers = _leftovers(data)
+        shutil.rmtree(junk)
+        broker.start()
+        with Wire(broker.bootstrap) as wire:
+            restarted = _state(wire)
+    finally:
+        broker.stop()
+    assert created.error_code == ErrorCode.kafka_storage_error, created
+    assert deleted.error_code == ErrorCode.none, deleted
+    assert sorted(answered) == ["kept"]
+    assert restarted == answered
+    assert leftovers == []
+    assert not [p for p in data.iterdir() if p.name.startswith(("t-", "new-"))]

@@ -11,8 +11,9 @@ start, or when a new partition needs its name), so new partitions are created be
 names them and a failed or interrupted create leaves nothing behind.
 
 Deleting a topic must work on a full disk, where no new catalog fits. So its commit point is an
-empty marker file, `deleting-<topic id>` (an empty file needs no data blocks): the catalog in
-force is topics.json minus every topic that has a marker. Then the topic leaves memory, its
+empty marker file, `deleting-<topic id>` (an empty file needs no data blocks, and where not
+even an inode is left a spare empty file is renamed into it): the catalog in force is
+topics.json minus every topic that has a marker. Then the topic leaves memory, its
 partition directories are removed (freeing their space), the catalog is rewritten without it and
 the marker removed. A crash after the marker is durable leaves a deletion that the next start
 completes; a crash before it leaves the topic as it was. See docs/durability.md.
@@ -37,6 +38,7 @@ log = logging.getLogger("roster.topics")
 
 CATALOG = "topics.json"
 DELETION_MARKER = "deleting-"   # + a topic id: that topic's deletion is committed
+SPARE_MARKER = ".spare-deletion-marker"  # renamed into a marker where no new file can be made
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -224,6 +226,7 @@ class TopicManager:
                 self._commit(self._entries())
             except TopicError as exc:  # the markers still keep those topics deleted
                 log.warning("%s; retried at the next catalog change", exc)
+        self._keep_spare_marker()
 
     def close(self) -> None:
         for topic in self._by_name.values():
@@ -335,7 +338,10 @@ class TopicManager:
         crash may hit. Raises TopicError, with nothing changed, if the first step fails."""
         marker = self._marker(topic.topic_id)
         try:
-            os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
+            try:  # a rename needs no new inode: it works where nothing can be created
+                os.rename(self._dir / SPARE_MARKER, marker)
+            except FileNotFoundError:
+                os.close(os.open(marker, os.O_WRONLY | os.O_CREAT, 0o644))
         except OSError as exc:
             raise TopicError("kafka_storage_error",
                              f"cannot record the deletion of {topic.name!r}: {exc}") from None
@@ -365,6 +371,7 @@ class TopicManager:
         except TopicError as exc:
             log.warning("topic %s is deleted but %s; its deletion marker stands in until the "
                         "next catalog change or start", topic.name, exc)
+        self._keep_spare_marker()
         yield "catalog rewritten"
 
     def log_config(self, topic_configs: Mapping[str, str]) -> LogConfig:
@@ -469,6 +476,14 @@ class TopicManager:
                 log.warning("cannot remove a deletion marker: %s", exc)
                 continue
             self._deleting.discard(topic_id)
+
+    def _keep_spare_marker(self) -> None:
+        """Have an empty file ready for the next deletion to rename into its marker. Not synced:
+        if a crash loses it, the next start makes it again."""
+        try:
+            os.close(os.open(self._dir / SPARE_MARKER, os.O_WRONLY | os.O_CREAT, 0o644))
+        except OSError as exc:
+            log.debug("no spare deletion marker for now: %s", exc)
 
     def _marker(self, topic_id: uuid.UUID) -> Path:
         return self._dir / f"{DELETION_MARKER}{topic_id}"
