@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.coordinator import records
-from roster.coordinator.results import AfterWrite, Result
-from roster.coordinator.states import GroupState
+from roster.coordinator import tombstones
+from roster.coordinator.continuations import GroupsDeleted
+from roster.coordinator.results import Result
+from roster.coordinator.states import DELETE_GROUP, Action, GroupState
 from roster.protocol.errors import ErrorCode
+from roster.protocol.group_records import Record
 
 S = GroupState
 
@@ -64,35 +66,31 @@ def list_groups(ctx, states: set[str] | None = None, types: set[str] | None = No
 
 
 def delete(ctx, group_ids: list[str], now: int, token) -> Result:
-    """Delete Empty groups: tombstones for their offsets and for the group, answered once written."""
+    """DeleteGroups, as states.DELETE_GROUP says: only Empty groups go, with their offsets;
+    answered once the tombstones are written."""
     result = Result()
     outcome: dict[str, ErrorCode] = {}
-    deleted = []
+    buried: list[Record] = []
     for group_id in group_ids:
         group = ctx.groups.get(group_id)
-        if group is None or group.state is S.DEAD:
-            outcome[group_id] = ErrorCode.group_id_not_found
-        elif group.state is not S.EMPTY:
-            outcome[group_id] = ErrorCode.non_empty_group
-        else:
-            for topic, partition in sorted(group.offsets):
-                result.records.append(records.offset_tombstone(group_id, topic, partition))
-            result.records.append(records.group_tombstone(group_id))
-            group.transition_to(S.DEAD, now)  # nothing may join while the tombstones are written
-            deleted.append(group_id)
-            outcome[group_id] = ErrorCode.none
-    result.after_write.append(AfterWrite("groups-deleted", "", {
-        "token": token, "outcome": outcome, "deleted": deleted}))
+        answer = DELETE_GROUP[group.state] if group is not None else ErrorCode.group_id_not_found
+        match answer:
+            case ErrorCode():
+                outcome[group_id] = answer
+            case Action.DELETE_GROUP:
+                buried += tombstones.bury(group, sorted(group.offsets), True, now, result)
+                outcome[group_id] = ErrorCode.none
+            case _:
+                raise ValueError(f"DeleteGroups has no answer {answer!r}")
+    result.after_write.append(GroupsDeleted(token, outcome, tuple(buried)))
     return result
 
 
-def deletion_written(ctx, data: dict, error: ErrorCode | None, result: Result) -> None:
-    outcome = dict(data["outcome"])
-    for group_id in data["deleted"]:
-        group = ctx.groups.get(group_id)
-        if error is None:
-            ctx.groups.pop(group_id, None)
-        elif group is not None:
-            group.deletion_failed()
+def deletion_written(ctx, step: GroupsDeleted, error: ErrorCode | None, now: int,
+                     result: Result) -> None:
+    tombstones.settle(ctx, step.tombstones, error, now)
+    outcome = dict(step.outcome)
+    if error is not None:   # none of them was deleted: say why
+        for group_id in tombstones.buried_groups(step.tombstones):
             outcome[group_id] = error
-    result.reply(data["token"], outcome)
+    result.reply(step.token, outcome)

@@ -14,17 +14,22 @@ from roster.coordinator import (
     offsets,
     rebalance,
     sync,
+    tombstones,
 )
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.group import Group
-from roster.coordinator.messages import (
-    CommitRequest,
-    JoinRequest,
-    LeaveRequest,
-    SyncRequest,
+from roster.coordinator.continuations import (
+    Continuation,
+    GroupsDeleted,
+    LeaderAssignmentWritten,
+    OffsetsCommitted,
+    OffsetsDeleted,
+    OffsetsExpired,
+    StaticMemberReplaced,
 )
+from roster.coordinator.group import Group
+from roster.coordinator.messages import CommitRequest, JoinRequest, LeaveRequest, SyncRequest
 from roster.coordinator.replay import replay
-from roster.coordinator.results import AfterWrite, Result
+from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import JoinDeadline, SessionDeadline, SyncDeadline
 from roster.protocol.errors import ErrorCode
@@ -114,30 +119,33 @@ class Coordinator:
             rebalance.sync_deadline(self, group, event, now, result)
         return result
 
-    def write_completed(self, step: AfterWrite, error: ErrorCode | None, now: int) -> Result:
+    def write_completed(self, step: Continuation, error: ErrorCode | None, now: int) -> Result:
         """Continue an operation whose records were written (error None) or failed to be. The
         error is already the one clients are told (the edge maps storage errors)."""
         result = Result()
-        if step.kind == "offset-commit":
-            offsets.commit_written(self, step.data, error, result)
-        elif step.kind == "offsets-deleted":
-            offsets.deletion_written(self, step.data, error, result)
-        elif step.kind == "groups-deleted":
-            admin.deletion_written(self, step.data, error, result)
-        elif step.kind == "replay":
-            if error is None:  # tombstones written: now they take effect
-                for record in step.data:
-                    self.replay(record, now)
-            else:
-                group = self.groups.get(step.group_id)
-                if group is not None and group.state is GroupState.DEAD:
-                    group.deletion_failed()
-        else:
-            group = self.groups.get(step.group_id)
-            if group is None or group.state is GroupState.DEAD:
-                return result
-            if step.kind == "leader-assignment":
-                sync.leader_assignment_written(self, group, step.data, error, now, result)
-            elif step.kind == "static-replacement":
-                join.static_replacement_written(self, group, step.data, error, now, result)
+        match step:
+            case OffsetsCommitted():
+                offsets.commit_written(self, step, error, now, result)
+            case OffsetsDeleted():
+                offsets.deletion_written(self, step, error, now, result)
+            case GroupsDeleted():
+                admin.deletion_written(self, step, error, now, result)
+            case OffsetsExpired():
+                tombstones.settle(self, step.tombstones, error, now)
+            case LeaderAssignmentWritten():
+                group = self._live(step.group_id)
+                if group is not None:
+                    sync.leader_assignment_written(self, group, step, error, now, result)
+            case StaticMemberReplaced():
+                group = self._live(step.group_id)
+                if group is not None:
+                    join.static_replacement_written(self, group, step, error, now, result)
+            case _:
+                raise TypeError(f"not a continuation: {step!r}")
         return result
+
+    def _live(self, group_id: str) -> Group | None:
+        """The group, unless it is gone or being deleted (then a continuation has no one left
+        to answer)."""
+        group = self.groups.get(group_id)
+        return None if group is None or group.state is GroupState.DEAD else group

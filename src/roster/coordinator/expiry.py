@@ -8,17 +8,17 @@
 - any other group: nothing expires;
 - an offset committed with an explicit expire timestamp (OffsetCommit v2-4) expires then.
 
-An Empty group left without offsets is deleted too: it is Dead while its tombstone is written
-(nothing joins it meanwhile), and Empty again if the write fails. Tombstones are written first;
-the offsets go (through replay) once they are durable.
+An Empty group left without offsets is deleted too. The deletion itself (Dead while the
+tombstones are written, Empty again if that fails, replay once durable) is tombstones.py's.
 """
 from __future__ import annotations
 
 import logging
 
-from roster.coordinator import records
+from roster.coordinator import tombstones
+from roster.coordinator.continuations import OffsetsExpired
 from roster.coordinator.group import CommittedOffset, Group
-from roster.coordinator.results import AfterWrite, Result
+from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 
 log = logging.getLogger("roster.coordinator")
@@ -52,16 +52,12 @@ def expire_offsets(ctx, now: int) -> Result:
             group.protocol_type == "consumer" else set()
         expired = [key for key, offset in sorted(group.offsets.items())
                    if _expired(group, key, offset, retention, now, subscribed)]
-        tombstones = [records.offset_tombstone(group.group_id, t, p) for t, p in expired]
-        if group.state is S.EMPTY and not group.members and len(expired) == len(group.offsets):
-            tombstones.append(records.group_tombstone(group.group_id))
-            # Nothing may join while the tombstone is written: replaying it would take the
-            # group, and whoever joined, away.
-            group.transition_to(S.DEAD, now)
-        if not tombstones:
+        whole_group = group.state is S.EMPTY and not group.members and \
+            len(expired) == len(group.offsets)
+        if not expired and not whole_group:
             continue
         log.info("expiring %d offsets of group %s%s", len(expired), group.group_id,
-                 " and the group itself" if len(tombstones) > len(expired) else "")
-        result.records.extend(tombstones)
-        result.after_write.append(AfterWrite("replay", group.group_id, tombstones))
+                 " and the group itself" if whole_group else "")
+        buried = tombstones.bury(group, expired, whole_group, now, result)
+        result.after_write.append(OffsetsExpired(buried))
     return result

@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from roster.coordinator.results import Parked
-from roster.coordinator.states import GroupState, check_transition
+from roster.coordinator.states import GroupState, check_transition, check_undo
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 Protocols = tuple[tuple[str, bytes], ...]
@@ -107,15 +107,16 @@ class Group:
 
     # -- state ---------------------------------------------------------------------------
 
-    def transition_to(self, target: GroupState, now_ms: int) -> None:
-        check_transition(self.state, target)
+    def transition_to(self, target: GroupState, now_ms: int, *, undo: bool = False) -> None:
+        """Every change of state comes through here. `undo` goes back on a step whose records
+        failed to be written (states.UNDOABLE: a deletion's Dead): not a transition of Kafka's
+        table, and the state timestamp stays that of the step undone."""
+        if undo:
+            check_undo(self.state, target)
+        else:
+            check_transition(self.state, target)
+            self.state_timestamp = now_ms
         self.previous_state, self.state = self.state, target
-        self.state_timestamp = now_ms
-
-    def deletion_failed(self) -> None:
-        """The tombstones that were to delete this (Empty, now Dead) group were not written: it
-        is back as it was. Set directly: this undoes a transition, and Dead has no successor."""
-        self.state, self.previous_state = GroupState.EMPTY, GroupState.DEAD
 
     # -- membership ----------------------------------------------------------------------
 

@@ -3,25 +3,27 @@ from __future__ import annotations
 
 from roster.coordinator.rebalance import reschedule_heartbeat
 from roster.coordinator.results import Result
-from roster.coordinator.states import HEARTBEAT, GroupState
+from roster.coordinator.states import HEARTBEAT, GroupState, Refuse
 from roster.coordinator.validation import generation_member_error
 from roster.protocol.errors import ErrorCode
-
-# The answer to a valid heartbeat in each state, as error codes (looked up per heartbeat).
-ANSWER_IN_STATE = {state: ErrorCode[name] for state, name in HEARTBEAT.items()}
 
 
 def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance_id: str | None,
              now: int, result: Result) -> ErrorCode:
-    """The heartbeat's answer; a valid heartbeat also moves the member's session deadline, and
-    any timer that needs adds to `result`. Writes no records, so the answer is final at once:
-    the edge calls this directly, without a reply token."""
+    """The heartbeat's answer (states.HEARTBEAT); a valid heartbeat also moves the member's
+    session deadline, and any timer that needs adds to `result`. Writes no records, so the
+    answer is final at once: the edge calls this directly, without a reply token."""
     if not group_id:
         return ErrorCode.invalid_group_id
     group = ctx.groups.get(group_id)
+    if group is None:
+        return ErrorCode.unknown_member_id
+    answer = HEARTBEAT[group.state]
+    if type(answer) is Refuse:
+        return answer.error
     error = generation_member_error(group, member_id, group_instance_id, generation)
     if error is not None:
         return error
-    if group.state is not GroupState.EMPTY:
+    if group.state is not GroupState.EMPTY:   # an Empty group keeps no sessions
         reschedule_heartbeat(result, group, group.members[member_id], now)
-    return ANSWER_IN_STATE[group.state]
+    return answer

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from roster.coordinator import records
+from roster.coordinator.continuations import StaticMemberReplaced
 from roster.coordinator.group import Group, Member
 from roster.coordinator.messages import JoinReply, JoinRequest, SyncReply
 from roster.coordinator.rebalance import (
@@ -18,10 +19,16 @@ from roster.coordinator.rebalance import (
     prepare_rebalance,
     reschedule_heartbeat,
 )
-from roster.coordinator.results import AfterWrite, Parked, Result
+from roster.coordinator.results import Parked, Result
 from roster.coordinator.sessions import add_pending
 from roster.coordinator.sharing import shared_int, shared_str
-from roster.coordinator.states import GroupState, IllegalTransition
+from roster.coordinator.states import (
+    JOIN_GROUP_KNOWN_MEMBER,
+    Action,
+    GroupState,
+    IllegalTransition,
+    Refuse,
+)
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
 
@@ -145,9 +152,9 @@ def _with_client_reason(request: JoinRequest, reason: str) -> str:
 def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
                        result: Result) -> None:
     member_id = request.member_id
-    if group.state is S.DEAD:
-        result.reply(request.token, JoinReply(error=ErrorCode.coordinator_not_available,
-                                              member_id=member_id))
+    answer = JOIN_GROUP_KNOWN_MEMBER[group.state]
+    if type(answer) is Refuse:
+        result.reply(request.token, JoinReply(error=answer.error, member_id=member_id))
         return
     if not group.supports(request.protocol_type, request.protocols):
         result.reply(request.token, JoinReply(error=ErrorCode.inconsistent_group_protocol,
@@ -168,29 +175,32 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
 
     member = group.members[member_id]
     unchanged = member.protocols == request.protocols
-    if group.state is S.PREPARING_REBALANCE:
-        _update_member(ctx, group, member, request, now, result,
-                       f"member {member_id} joins during PreparingRebalance")
-    elif group.state is S.COMPLETING_REBALANCE:
-        if unchanged:  # most likely it missed our JoinGroup answer: send it again
-            members = member_list(group) if group.is_leader(member_id) else ()
-            result.reply(request.token, current_generation_reply(group, member_id, members))
-        else:
+    match answer:
+        case ErrorCode():   # Empty: a member id the group no longer knows
+            result.reply(request.token, JoinReply(error=answer, member_id=member_id))
+        case Action.UPDATE_AND_WAIT:
             _update_member(ctx, group, member, request, now, result,
-                           f"member {member_id} changed its metadata during CompletingRebalance")
-    elif group.state is S.STABLE:
-        if group.is_leader(member_id):
-            # lets the leader force a rebalance, e.g. when topic metadata changed
-            _update_member(ctx, group, member, request, now, result,
-                           f"leader {member_id} rejoins a Stable group")
-        elif not unchanged:
-            _update_member(ctx, group, member, request, now, result,
-                           f"member {member_id} changed its metadata")
-        else:
-            result.reply(request.token, current_generation_reply(group, member_id))
-    else:  # Empty: a member id the group no longer knows
-        result.reply(request.token, JoinReply(error=ErrorCode.unknown_member_id,
-                                              member_id=member_id))
+                           f"member {member_id} joins during PreparingRebalance")
+        case Action.ANSWER_OR_REBALANCE_IF_CHANGED:
+            if unchanged:  # most likely it missed our JoinGroup answer: send it again
+                members = member_list(group) if group.is_leader(member_id) else ()
+                result.reply(request.token, current_generation_reply(group, member_id, members))
+            else:
+                _update_member(ctx, group, member, request, now, result,
+                               f"member {member_id} changed its metadata during "
+                               "CompletingRebalance")
+        case Action.REBALANCE_FOR_LEADER_OR_CHANGE:
+            if group.is_leader(member_id):
+                # lets the leader force a rebalance, e.g. when topic metadata changed
+                _update_member(ctx, group, member, request, now, result,
+                               f"leader {member_id} rejoins a Stable group")
+            elif not unchanged:
+                _update_member(ctx, group, member, request, now, result,
+                               f"member {member_id} changed its metadata")
+            else:
+                result.reply(request.token, current_generation_reply(group, member_id))
+        case _:
+            raise ValueError(f"JoinGroup has no answer {answer!r}")
 
 
 def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now: int,
@@ -234,9 +244,8 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
         if group.select_protocol() == group.protocol_name:
             # Same assignor: no rebalance. Persist the new id, answer once it is written.
             result.records.append(records.group_metadata(group))
-            result.after_write.append(AfterWrite("static-replacement", group.group_id, {
-                "old_id": old_id, "new_id": new_id, "leader_before": leader_before,
-                "previous": previous, "api_version": request.api_version}))
+            result.after_write.append(StaticMemberReplaced(
+                group.group_id, old_id, new_id, leader_before, previous, request.api_version))
         else:
             prepare_rebalance(ctx, group, now, result,
                               f"static member {request.group_instance_id} changed protocols")
@@ -248,27 +257,27 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
         maybe_complete_join(ctx, group, now, result)
 
 
-def static_replacement_written(ctx, group: Group, data: dict, error: ErrorCode | None,
-                               now: int, result: Result) -> None:
-    new_id = data["new_id"]
+def static_replacement_written(ctx, group: Group, step: StaticMemberReplaced,
+                               error: ErrorCode | None, now: int, result: Result) -> None:
+    new_id = step.new_id
     member = group.members.get(new_id)
     if member is None:
         return
     if error is not None:
         # Undo: the old id comes back, and the joiner must try again.
-        protocols, rebalance_timeout, session_timeout = data["previous"]
+        protocols, rebalance_timeout, session_timeout = step.previous
         group.set_protocols(member, protocols)
         member.rebalance_timeout_ms = rebalance_timeout
         member.session_timeout_ms = session_timeout
         parked = group.take_join(member)
-        restored = group.replace_static(new_id, data["old_id"])
+        restored = group.replace_static(new_id, step.old_id)
         reschedule_heartbeat(result, group, restored, now)
         if parked is not None:
             result.reply(parked.token, JoinReply(
                 error=error, generation=group.generation, protocol_type=group.protocol_type,
-                protocol_name=group.protocol_name, leader=data["leader_before"] or ""))
+                protocol_name=group.protocol_name, leader=step.leader_before or ""))
         return
-    if data["api_version"] >= SKIP_ASSIGNMENT_FROM:
+    if step.api_version >= SKIP_ASSIGNMENT_FROM:
         leader = group.is_leader(new_id)
         answer_join(result, group, member, current_generation_reply(
             group, new_id, member_list(group) if leader else (), skip_assignment=leader))
@@ -276,4 +285,4 @@ def static_replacement_written(ctx, group: Group, data: dict, error: ErrorCode |
         # Older clients would run a throw-away assignment if told they lead: name the old
         # leader id so this member acts as a follower and just fetches its assignment.
         answer_join(result, group, member, current_generation_reply(
-            group, new_id, leader=data["leader_before"]))
+            group, new_id, leader=step.leader_before))

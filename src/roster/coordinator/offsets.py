@@ -5,7 +5,8 @@ path a restart takes) only once those records are written, and answered then.
 """
 from __future__ import annotations
 
-from roster.coordinator import records
+from roster.coordinator import records, tombstones
+from roster.coordinator.continuations import OffsetsCommitted, OffsetsDeleted
 from roster.coordinator.group import Group
 from roster.coordinator.messages import (
     CommitReply,
@@ -14,8 +15,8 @@ from roster.coordinator.messages import (
     OffsetDeleteReply,
 )
 from roster.coordinator.rebalance import reschedule_heartbeat
-from roster.coordinator.results import AfterWrite, Result
-from roster.coordinator.states import GroupState
+from roster.coordinator.results import Result
+from roster.coordinator.states import OFFSET_COMMIT, OFFSET_DELETE, Action, GroupState, Refuse
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
 
@@ -58,16 +59,16 @@ def commit(ctx, request: CommitRequest, now: int) -> Result:
                                              now if o.commit_timestamp == -1 else o.commit_timestamp,
                                              expire))
     result.records.extend(written)
-    result.after_write.append(AfterWrite("offset-commit", group.group_id, {
-        "token": request.token, "errors": tuple(errors), "records": written}))
+    result.after_write.append(OffsetsCommitted(request.token, tuple(errors), tuple(written)))
     return result
 
 
 def _validate(group: Group, request: CommitRequest) -> ErrorCode | None:
-    if group.state is S.DEAD:
-        return ErrorCode.coordinator_not_available
+    answer = OFFSET_COMMIT[group.state]
+    if type(answer) is Refuse:
+        return answer.error
     if request.generation < 0 and group.state is S.EMPTY:
-        return None
+        return None   # a simple group's commit (admin tools, assign() users): nobody to check
     if request.generation >= 0 or request.member_id or request.group_instance_id is not None:
         error = member_error(group, request.member_id, request.group_instance_id)
         if error is not None:
@@ -76,19 +77,18 @@ def _validate(group: Group, request: CommitRequest) -> ErrorCode | None:
             return ErrorCode.illegal_generation
     elif group.state is not S.EMPTY:
         return ErrorCode.unknown_member_id
-    if group.state is S.COMPLETING_REBALANCE:
-        return ErrorCode.rebalance_in_progress
-    return None
+    return None if answer is ErrorCode.none else answer
 
 
-def commit_written(ctx, data: dict, error: ErrorCode | None, result: Result) -> None:
+def commit_written(ctx, step: OffsetsCommitted, error: ErrorCode | None, now: int,
+                   result: Result) -> None:
     if error is None:
-        for record in data["records"]:
+        for record in step.records:
             ctx.replay(record)
-        errors = data["errors"]
+        answers = step.answers
     else:
-        errors = tuple((topic, partition, error) for topic, partition, _ in data["errors"])
-    result.reply(data["token"], CommitReply(errors))
+        answers = tuple((topic, partition, error) for topic, partition, _ in step.answers)
+    result.reply(step.token, CommitReply(answers))
 
 
 def fetch(ctx, group_id: str, wanted: list[tuple[str, int]] | None) -> list[FetchedOffset]:
@@ -109,23 +109,27 @@ def fetch(ctx, group_id: str, wanted: list[tuple[str, int]] | None) -> list[Fetc
 
 
 def delete(ctx, group_id: str, partitions: list[tuple[str, int]], now: int, token) -> Result:
-    """OffsetDelete, as Kafka decides it: an Empty group loses any offset asked for; a
-    "consumer" group with members keeps those of topics its members subscribe to (answered
+    """OffsetDelete, as states.OFFSET_DELETE says: an Empty group loses any offset asked for;
+    a "consumer" group with members keeps those of topics its members subscribe to (answered
     GROUP_SUBSCRIBED_TO_TOPIC); any other group with members is refused (NON_EMPTY_GROUP).
     An Empty group left without offsets is deleted too. Answered once the tombstones are
     written; the offsets go (through replay) only then."""
     result = Result()
     group = ctx.groups.get(group_id)
-    if group is None or group.state is S.DEAD:
-        result.reply(token, OffsetDeleteReply(ErrorCode.group_id_not_found))
-        return result
-    if group.state is S.EMPTY:
-        subscribed: set[str] | None = set()
-    elif group.protocol_type == "consumer":
-        subscribed = group.subscribed_topics()
-    else:
-        result.reply(token, OffsetDeleteReply(ErrorCode.non_empty_group))
-        return result
+    answer = OFFSET_DELETE[group.state] if group is not None else ErrorCode.group_id_not_found
+    match answer:
+        case ErrorCode():
+            result.reply(token, OffsetDeleteReply(answer))
+            return result
+        case Action.DELETE_OFFSETS:
+            subscribed: set[str] | None = set()
+        case Action.KEEP_SUBSCRIBED_OFFSETS if group.protocol_type == "consumer":
+            subscribed = group.subscribed_topics()
+        case Action.KEEP_SUBSCRIBED_OFFSETS:
+            result.reply(token, OffsetDeleteReply(ErrorCode.non_empty_group))
+            return result
+        case _:
+            raise ValueError(f"OffsetDelete has no answer {answer!r}")
     answers = []
     removed: dict[tuple[str, int], None] = {}  # in request order, each once
     for topic, partition in partitions:
@@ -135,27 +139,21 @@ def delete(ctx, group_id: str, partitions: list[tuple[str, int]], now: int, toke
         answers.append((topic, partition, ErrorCode.none))
         if (topic, partition) in group.offsets:
             removed[(topic, partition)] = None
-    tombstones = [records.offset_tombstone(group_id, t, p) for t, p in removed]
-    if group.state is S.EMPTY and partitions and len(removed) == len(group.offsets):
-        tombstones.append(records.group_tombstone(group_id))
-        group.transition_to(S.DEAD, now)  # as Kafka does; nothing joins while it is written
-    if not tombstones:
+    whole_group = group.state is S.EMPTY and bool(partitions) and \
+        len(removed) == len(group.offsets)
+    if not removed and not whole_group:
         result.reply(token, OffsetDeleteReply(partitions=tuple(answers)))
         return result
-    result.records.extend(tombstones)
-    result.after_write.append(AfterWrite("offsets-deleted", group_id, {
-        "token": token, "group_id": group_id, "answers": tuple(answers),
-        "records": tombstones}))
+    # as Kafka does, a group losing its last offsets is Dead while that is written
+    buried = tombstones.bury(group, removed, whole_group, now, result)
+    result.after_write.append(OffsetsDeleted(token, tuple(answers), buried))
     return result
 
 
-def deletion_written(ctx, data: dict, error: ErrorCode | None, result: Result) -> None:
+def deletion_written(ctx, step: OffsetsDeleted, error: ErrorCode | None, now: int,
+                     result: Result) -> None:
+    tombstones.settle(ctx, step.tombstones, error, now)
     if error is not None:  # nothing was deleted: say why, for the whole group
-        group = ctx.groups.get(data["group_id"])
-        if group is not None and group.state is S.DEAD:
-            group.deletion_failed()
-        result.reply(data["token"], OffsetDeleteReply(error))
-        return
-    for record in data["records"]:
-        ctx.replay(record)
-    result.reply(data["token"], OffsetDeleteReply(partitions=data["answers"]))
+        result.reply(step.token, OffsetDeleteReply(error))
+    else:
+        result.reply(step.token, OffsetDeleteReply(partitions=step.answers))

@@ -40,7 +40,9 @@ def replay(groups: dict[str, Group], record: Record, now: int = -1) -> None:
 
 
 def _group_from_record(group_id: str, value: GroupValue, existing: Group | None) -> Group:
-    group = Group(group_id)
+    # A loaded group is born Stable if it has members, Empty otherwise: loading creates the
+    # group in its state, it does not move one (so there is no transition to make).
+    group = Group(group_id, state=GroupState.STABLE if value.members else GroupState.EMPTY)
     group.offsets = existing.offsets if existing is not None else {}
     group.generation = value.generation
     group.protocol_type = value.protocol_type or None
@@ -57,7 +59,4 @@ def _group_from_record(group_id: str, value: GroupValue, existing: Group | None)
         group.add(member)
     group.leader_id = value.leader if value.leader in group.members else \
         next(iter(group.members), None)
-    # A loaded group is Stable if it has members, Empty otherwise (set directly: loading is
-    # not a transition).
-    group.state = GroupState.STABLE if group.members else GroupState.EMPTY
     return group

@@ -2,13 +2,16 @@
 timers to set. The core never performs I/O; the edge carries these out in order.
 
 Replies are addressed by an opaque token the edge attached to the request. A reply in a result is
-released only after that result's records are durable (issue 4 makes the write real; until then
-the edge's record sink is memory).
+released only after that result's records are durable; then its continuations (continuations.py)
+go back to Coordinator.write_completed.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import TYPE_CHECKING, Any, Hashable
+
+if TYPE_CHECKING:
+    from roster.coordinator.continuations import Continuation
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,24 +42,13 @@ class Cancel:
     key: str
 
 
-@dataclass(frozen=True, slots=True)
-class AfterWrite:
-    """Continue an operation once its records are durable (or failed to be written).
-
-    The edge calls Coordinator.write_completed(continuation, error) with it.
-    """
-
-    kind: str
-    group_id: str
-    data: Any = None
-
-
 @dataclass(slots=True)
 class Result:
     records: list = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
     timers: list[Schedule | Cancel] = field(default_factory=list)
-    after_write: list[AfterWrite] = field(default_factory=list)
+    # what to do once the records are written (continuations.py), in order
+    after_write: list[Continuation] = field(default_factory=list)
 
     def reply(self, token: Hashable, body: Any) -> None:
         self.replies.append(Reply(token, body))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from roster.coordinator import records
+from roster.coordinator.continuations import LeaderAssignmentWritten
 from roster.coordinator.group import Group, discard
 from roster.coordinator.messages import SyncReply, SyncRequest
 from roster.coordinator.rebalance import (
@@ -13,8 +14,8 @@ from roster.coordinator.rebalance import (
     propagate_assignment,
     reset_assignments_with_error,
 )
-from roster.coordinator.results import AfterWrite, Parked, Result
-from roster.coordinator.states import GroupState
+from roster.coordinator.results import Parked, Result
+from roster.coordinator.states import SYNC_GROUP, Action, GroupState, Refuse
 from roster.coordinator.timers import sync_key
 from roster.coordinator.validation import generation_member_error
 from roster.protocol.errors import ErrorCode
@@ -26,23 +27,24 @@ S = GroupState
 def sync(ctx, request: SyncRequest, now: int) -> Result:
     result = Result()
     group = ctx.groups.get(request.group_id)
-    error = _check(group, request)
-    if error is not None:
-        result.reply(request.token, SyncReply(error=error))
-        return result
-    member = group.members[request.member_id]
-    if group.state is S.PREPARING_REBALANCE:
-        result.reply(request.token, SyncReply(error=ErrorCode.rebalance_in_progress))
-    elif group.state is S.COMPLETING_REBALANCE:
-        group.park_sync(member, Parked(request.token, request.api_version))
-        _synced(group, member.member_id, result)
-        if group.is_leader(member.member_id):
-            _write_leader_assignment(group, request, result)
-    else:  # Stable
-        _synced(group, member.member_id, result)
-        result.reply(request.token, SyncReply(protocol_type=group.protocol_type,
-                                              protocol_name=group.protocol_name,
-                                              assignment=member.assignment))
+    answer = _check(group, request)
+    match answer:
+        case ErrorCode():
+            result.reply(request.token, SyncReply(error=answer))
+        case Action.PARK_SYNC:
+            member = group.members[request.member_id]
+            group.park_sync(member, Parked(request.token, request.api_version))
+            _synced(group, member.member_id, result)
+            if group.is_leader(member.member_id):
+                _write_leader_assignment(group, request, result)
+        case Action.GIVE_STORED_ASSIGNMENT:
+            member = group.members[request.member_id]
+            _synced(group, member.member_id, result)
+            result.reply(request.token, SyncReply(protocol_type=group.protocol_type,
+                                                  protocol_name=group.protocol_name,
+                                                  assignment=member.assignment))
+        case _:
+            raise ValueError(f"SyncGroup has no answer {answer!r}")
     return result
 
 
@@ -52,11 +54,15 @@ def _synced(group: Group, member_id: str, result: Result) -> None:
         result.cancel(sync_key(group.group_id))
 
 
-def _check(group: Group | None, request: SyncRequest) -> ErrorCode | None:
+def _check(group: Group | None, request: SyncRequest) -> ErrorCode | Action:
+    """An error to answer, or what to do (the state's cell of states.SYNC_GROUP)."""
     if not request.group_id:
         return ErrorCode.invalid_group_id
-    if group is not None and group.state is S.EMPTY:  # Kafka answers this before all else
+    if group is None:
         return ErrorCode.unknown_member_id
+    answer = SYNC_GROUP[group.state]
+    if type(answer) is Refuse:
+        return answer.error
     error = generation_member_error(group, request.member_id, request.group_instance_id,
                                     request.generation)
     if error is not None:
@@ -64,7 +70,7 @@ def _check(group: Group | None, request: SyncRequest) -> ErrorCode | None:
     if not _consistent(request.protocol_type, group.protocol_type) or \
             not _consistent(request.protocol_name, group.protocol_name):
         return ErrorCode.inconsistent_group_protocol
-    return None
+    return answer
 
 
 def _consistent(sent: str | None, ours: str | None) -> bool:
@@ -79,22 +85,21 @@ def _write_leader_assignment(group: Group, request: SyncRequest, result: Result)
         log.warning("leader of group %s sent no assignment for %s; they get an empty one",
                     group.group_id, ", ".join(missing))
     result.records.append(records.group_metadata(group, assignments))
-    result.after_write.append(AfterWrite("leader-assignment", group.group_id,
-                                         {"generation": request.generation,
-                                          "assignments": assignments}))
+    result.after_write.append(LeaderAssignmentWritten(group.group_id, request.generation,
+                                                      assignments))
 
 
-def leader_assignment_written(ctx, group: Group, data: dict, error: ErrorCode | None, now: int,
-                              result: Result) -> None:
+def leader_assignment_written(ctx, group: Group, step: LeaderAssignmentWritten,
+                              error: ErrorCode | None, now: int, result: Result) -> None:
     # Someone may have joined while the write was in flight: only act on the same generation.
-    if group.state is not S.COMPLETING_REBALANCE or group.generation != data["generation"]:
+    if group.state is not S.COMPLETING_REBALANCE or group.generation != step.generation:
         return
     if error is not None:
         reset_assignments_with_error(ctx, group, now, result, error)
         maybe_prepare_rebalance_or_complete_join(
             ctx, group, now, result, f"error {error.name} storing the group's assignment")
         return
-    for member_id, assignment in data["assignments"].items():
+    for member_id, assignment in step.assignments.items():
         if member_id in group.members:
             group.members[member_id].assignment = assignment
     propagate_assignment(group, now, result, ErrorCode.none)

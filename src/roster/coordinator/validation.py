@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from roster.coordinator.group import Group
-from roster.coordinator.states import GroupState
 from roster.protocol.errors import ErrorCode
 
 
@@ -21,14 +20,11 @@ def member_error(group: Group, member_id: str, group_instance_id: str | None) ->
     return None
 
 
-def generation_member_error(group: Group | None, member_id: str, group_instance_id: str | None,
+def generation_member_error(group: Group, member_id: str, group_instance_id: str | None,
                             generation: int) -> ErrorCode | None:
-    """The checks SyncGroup and Heartbeat share: the group exists and is alive, the caller is
-    its member (see member_error), and speaks of the current generation."""
-    if group is None:
-        return ErrorCode.unknown_member_id
-    if group.state is GroupState.DEAD:
-        return ErrorCode.coordinator_not_available
+    """The checks SyncGroup and Heartbeat share once their state's table cell lets the caller
+    be asked (a Dead group refuses everyone first): the caller is a member (see member_error),
+    and speaks of the current generation."""
     error = member_error(group, member_id, group_instance_id)
     if error is not None:
         return error
