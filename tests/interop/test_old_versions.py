@@ -225,3 +225,30 @@ def test_a_truncated_old_version_request_closes_only_that_connection(broker):
         bad.send_raw(len(body).to_bytes(4, "big") + body)
         assert bad.closed_by_peer()
         assert good.call(API_VERSIONS, 0).error_code == ErrorCode.none
+
+
+def test_offset_commit_v0_cannot_overwrite_a_live_groups_offsets(broker_factory):
+    """Kafka 3.9 wrote v0 commits to ZooKeeper, beside the group; roster keeps them in the
+    group's own offsets, so a v0 commit is checked like any commit without a generation: refused
+    while the group has members, accepted once it is Empty."""
+    from tests.interop.test_group_durability import StaticConsumer, wait_until
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "0"})
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "live", 1).error_code == 0
+    member = StaticConsumer(broker.bootstrap, "live-group", "live-1", "live")
+    try:
+        wait_until(lambda: member.assigned == [0], 60, "the member's assignment")
+        with Wire(broker.bootstrap) as wire:
+            errors = _commit(wire, 0, "live-group", {
+                ("live", 0): {"committed_offset": 42, "committed_metadata": ""}})
+        assert errors == {("live", 0): ErrorCode.unknown_member_id.value}
+    finally:
+        member.close()
+    with Wire(broker.bootstrap) as wire:
+        answer = wire.call(13, 3, group_id="live-group", members=(element(
+            request_schema(13, 3), "members")(member_id="", group_instance_id="live-1"),))
+        assert answer.error_code == ErrorCode.none
+        errors = _commit(wire, 0, "live-group", {
+            ("live", 0): {"committed_offset": 42, "committed_metadata": ""}})
+        assert errors == {("live", 0): 0}
+        assert _fetch_v0(wire, "live-group", "live", [0]) == {0: (42, "", 0)}
