@@ -16,7 +16,7 @@ from tests.interop.test_bad_input import _create
 from tests.support import clients
 from tests.support.wire import Wire
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("old-versions")]
 
 LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, API_VERSIONS = 2, 8, 9, 18
 CREATE_TOPICS, DELETE_TOPICS = 19, 20
