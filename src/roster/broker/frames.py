@@ -59,9 +59,13 @@ class FrameBuffer:
         return 0 if self._buffer is _scratch else len(self._buffer)
 
     def writable(self) -> memoryview:
-        """Room for the next read."""
-        if self._buffer is not _scratch and len(self._buffer) - self._end < MIN_READ:
-            self._make_room()
+        """Room for the next read: at least MIN_READ, and once frames before it are served,
+        room for the whole frame at the start where it fits (so one read can finish it)."""
+        if self._buffer is not _scratch:
+            size = len(self._buffer)
+            if size - self._end < MIN_READ or (
+                    self._start and size - self._start < self._needed):
+                self._make_room()
         return memoryview(self._buffer)[self._end:]
 
     def received(self, nbytes: int) -> None:
