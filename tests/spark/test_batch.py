@@ -42,3 +42,14 @@ def test_batch_read_honours_starting_and_ending_offsets(spark, kafka):
                  endingOffsets='{"batch-range": {"0": 5, "1": -1}}').collect()
     got = sorted((r.partition, r.offset) for r in rows)
     assert got == [(0, 3), (0, 4)] + [(1, o) for o in range(10)]
+
+
+def test_batch_read_of_nothing_is_no_rows(spark, kafka):
+    """An empty topic, or a range with nothing in it: the reader plans no partition, and pyspark
+    then runs one InputPartition(None) task, which must read nothing (it failed with
+    AttributeError)."""
+    kafka.create("batch-empty", 2)
+    assert _read(spark, kafka.bootstrap, subscribe="batch-empty").collect() == []
+    kafka.produce("batch-empty", [(None, b"x")], 0)
+    assert _read(spark, kafka.bootstrap, subscribe="batch-empty",
+                 startingOffsets='{"batch-empty":{"0":1,"1":0}}').collect() == []

@@ -62,6 +62,28 @@ def test_partition_and_topic_columns(spark, kafka):
                                                                   (2, b"a", b"x")]
 
 
+def test_batch_writes_need_mode_append_and_say_so(spark, kafka):
+    """PySpark refuses its default save mode (ErrorIfExists) for every Python data source, in
+    the JVM before the source is asked; overwrite reaches the source, which refuses it rather
+    than append in silence. Neither writes anything."""
+    from pyspark.errors import AnalysisException
+    kafka.create("sink-modes", 1)
+    df = spark.createDataFrame([("k", "v")], "key string, value string")
+
+    def writer():
+        return df.write.format("roster").option("kafka.bootstrap.servers", kafka.bootstrap) \
+            .option("topic", "sink-modes")
+    with pytest.raises(AnalysisException, match="ErrorIfExists") as default:
+        writer().save()
+    assert "Append" in str(default.value)
+    with pytest.raises(Exception, match=r'mode\("append"\)'):
+        writer().mode("overwrite").save()
+    assert read_all(spark, kafka.bootstrap, "sink-modes") == []
+    writer().mode("append").save()
+    assert [(r.key, r.value) for r in read_all(spark, kafka.bootstrap, "sink-modes")] == \
+        [(b"k", b"v")]
+
+
 def test_the_same_batch_id_through_the_writer_twice_writes_once(spark, kafka):
     settings = write_settings({"kafka.bootstrap.servers": kafka.bootstrap, "topic": "sink-twice"})
     writer = RosterStreamWriter(settings, SCHEMA)

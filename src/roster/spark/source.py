@@ -52,6 +52,11 @@ SCHEMA = ("key binary, value binary, topic string, partition int, offset long, "
           "headers array<struct<key:string,value:binary>>")
 
 
+APPEND_ONLY = ('the roster sink appends records to topics and cannot overwrite them: write with '
+               'df.write.format("roster").mode("append"). (Spark refuses its default mode, '
+               'ErrorIfExists, for Python data sources, so the mode must be given.)')
+
+
 class RosterDataSource(DataSource):
     """Format `roster`: spark.read / readStream / write / writeStream."""
 
@@ -69,6 +74,13 @@ class RosterDataSource(DataSource):
         return RosterStreamReader(read_settings(self.options, streaming=True))
 
     def writer(self, schema: StructType, overwrite: bool):
+        # Only mode("append") gets here meaningfully: Spark itself refuses ErrorIfExists (the
+        # default) and Ignore for every Python data source, before any of this code runs.
+        # Overwrite does reach us; a topic's records cannot be replaced, so refuse it (as Spark's
+        # Kafka sink does) rather than append in silence.
+        if overwrite:
+            from roster.spark.options import OptionError
+            raise OptionError(APPEND_ONLY)
         from roster.spark.sink import RosterBatchWriter
         return RosterBatchWriter(write_settings(self.options), schema)
 
@@ -94,6 +106,9 @@ class RosterBatchReader(DataSourceReader):
         return [_partition(s, tp, start, end) for tp, start, end in planned]
 
     def read(self, partition: RangePartition):
+        if not isinstance(partition, RangePartition):
+            # nothing to read: pyspark turns an empty partitions() into one InputPartition(None)
+            return iter(())
         return read_range(partition)
 
 
