@@ -91,6 +91,7 @@ def produce_round(side: Side, args, workdir: Path, cpus) -> dict:
                         broker.address, "create", produce_fetch.TOPIC, "--partitions", "1"],
                        check=True, cwd=REPO, timeout=args.timeout, capture_output=True)
         value = b"v" * args.record_size
+        produce_fetch.wait_for_quiet(args.quiet_cpus, args.quiet_wait)
         with produce_fetch.CpuMeter(broker.proc.pid) as meter:
             result = produce_fetch.produce_pipelined(broker, "1", args, value)
         broker.check()
@@ -167,6 +168,9 @@ def parse_args(argv=None):
     ap.add_argument("--hb-members", type=int, default=2000)
     ap.add_argument("--hb-groups", type=int, default=20)
     ap.add_argument("--hb-seconds", type=float, default=5.0)
+    ap.add_argument("--quiet-cpus", type=float, default=0.3,
+                    help="before each measurement wait until other processes use fewer CPUs")
+    ap.add_argument("--quiet-wait", type=float, default=30.0, help="... for at most this long")
     ap.add_argument("--timeout", type=float, default=180)
     args = ap.parse_args(argv)
     # the heartbeat phase reads coordinator.py's own options: its defaults, with ours on top
