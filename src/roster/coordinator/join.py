@@ -24,6 +24,7 @@ from roster.coordinator.sessions import add_pending
 from roster.coordinator.sharing import shared_int, shared_str
 from roster.coordinator.states import (
     JOIN_GROUP_KNOWN_MEMBER,
+    JOIN_GROUP_NEW_MEMBER,
     Action,
     GroupState,
     IllegalTransition,
@@ -94,11 +95,15 @@ def _accepts_joining_member(ctx, group: Group, member_id: str) -> bool:
 # -- new members (member id "") -----------------------------------------------------------
 
 def _join_new_member(ctx, group: Group, request: JoinRequest, now: int, result: Result) -> None:
-    if group.state is S.DEAD:
-        result.reply(request.token, JoinReply(error=ErrorCode.coordinator_not_available))
+    answer = JOIN_GROUP_NEW_MEMBER[group.state]
+    if type(answer) is Refuse:
+        result.reply(request.token, JoinReply(error=answer.error))
         return
     if not group.supports(request.protocol_type, request.protocols):
         result.reply(request.token, JoinReply(error=ErrorCode.inconsistent_group_protocol))
+        return
+    if isinstance(answer, ErrorCode):
+        result.reply(request.token, JoinReply(error=answer))
         return
     prefix = request.group_instance_id or request.client_id
     new_id = ctx.new_member_id(prefix)
@@ -107,7 +112,7 @@ def _join_new_member(ctx, group: Group, request: JoinRequest, now: int, result: 
         if existing is not None:
             log.info("static member %s rejoins group %s with a new id %s (was %s)",
                      request.group_instance_id, group.group_id, new_id, existing)
-            _replace_static_member(ctx, group, request, existing, new_id, now, result)
+            _replace_static_member(ctx, group, request, existing, new_id, answer, now, result)
         else:
             _add_member(ctx, group, request, new_id, now, result)
         return
@@ -220,8 +225,8 @@ def _update_metadata(group: Group, member: Member, request: JoinRequest) -> None
 # -- static member replacement (KIP-345) --------------------------------------------------
 
 def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str, new_id: str,
-                           now: int, result: Result) -> None:
-    if group.state is S.EMPTY:
+                           answer: Action, now: int, result: Result) -> None:
+    if answer is Action.ADD_FIRST_MEMBER:
         # An Empty group has no members, so one that still maps this instance id is corrupt.
         # Kafka throws IllegalStateException here; refuse before changing anything, rather than
         # park a JoinGroup that no join phase would ever answer.
@@ -240,21 +245,24 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
     _update_metadata(group, member, request)
     group.park_join(member, Parked(request.token, request.api_version))
 
-    if group.state is S.STABLE:
-        if group.select_protocol() == group.protocol_name:
-            # Same assignor: no rebalance. Persist the new id, answer once it is written.
-            result.records.append(records.group_metadata(group))
-            result.after_write.append(StaticMemberReplaced(
-                group.group_id, old_id, new_id, leader_before, previous, request.api_version))
-        else:
+    match answer:
+        case Action.ADD_OR_REPLACE_KEEPING_GENERATION:
+            if group.select_protocol() == group.protocol_name:
+                # Same assignor: no rebalance. Persist the new id, answer once it is written.
+                result.records.append(records.group_metadata(group))
+                result.after_write.append(StaticMemberReplaced(
+                    group.group_id, old_id, new_id, leader_before, previous,
+                    request.api_version))
+            else:
+                prepare_rebalance(ctx, group, now, result,
+                                  f"static member {request.group_instance_id} changed protocols")
+        case Action.ADD_OR_REPLACE_AND_REBALANCE:
             prepare_rebalance(ctx, group, now, result,
-                              f"static member {request.group_instance_id} changed protocols")
-    elif group.state is S.COMPLETING_REBALANCE:
-        # the leader may be assigning to the old id: start over so nobody ends up unassigned
-        prepare_rebalance(ctx, group, now, result,
-                          f"static member {request.group_instance_id} rejoined during sync")
-    else:  # PreparingRebalance
-        maybe_complete_join(ctx, group, now, result)
+                              f"static member {request.group_instance_id} rejoined during sync")
+        case Action.ADD_OR_REPLACE_AND_WAIT:
+            maybe_complete_join(ctx, group, now, result)
+        case _:
+            raise ValueError(f"JoinGroup has no answer {answer!r}")
 
 
 def static_replacement_written(ctx, group: Group, step: StaticMemberReplaced,

@@ -12,7 +12,7 @@ from roster.coordinator.rebalance import (
     maybe_prepare_rebalance_or_complete_join,
 )
 from roster.coordinator.results import Result
-from roster.coordinator.states import GroupState
+from roster.coordinator.states import LEAVE_GROUP, Action, GroupState, Refuse
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
 
@@ -31,9 +31,11 @@ def leave(ctx, request: LeaveRequest, now: int) -> Result:
             LeaveMemberResult(m.member_id, m.group_instance_id, ErrorCode.unknown_member_id)
             for m in request.members)))
         return result
-    if group.state is S.DEAD:
-        result.reply(request.token, LeaveReply(error=ErrorCode.coordinator_not_available))
-        return result
+    answer = LEAVE_GROUP[group.state]
+    match answer:
+        case Refuse(error=error) | (ErrorCode() as error):
+            result.reply(request.token, LeaveReply(error=error))
+            return result
 
     outcomes = []
     for identity in request.members:
@@ -41,11 +43,16 @@ def leave(ctx, request: LeaveRequest, now: int) -> Result:
         outcomes.append(LeaveMemberResult(identity.member_id, identity.group_instance_id, error))
     removed = [o.member_id or o.group_instance_id for o in outcomes if o.error is ErrorCode.none]
     if removed:
-        reason = f"LeaveGroup for {', '.join(str(r) for r in removed)}"
-        if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-            maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason)
-        elif group.state is S.PREPARING_REBALANCE:
-            maybe_complete_join(ctx, group, now, result)
+        match answer:
+            case Action.REMOVE_AND_REBALANCE:
+                reason = f"LeaveGroup for {', '.join(str(r) for r in removed)}"
+                maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason)
+            case Action.REMOVE_AND_COMPLETE_JOIN:
+                maybe_complete_join(ctx, group, now, result)
+            case Action.REMOVE_MEMBERS:
+                pass
+            case _:
+                raise ValueError(f"LeaveGroup has no answer {answer!r}")
     result.reply(request.token, LeaveReply(members=tuple(outcomes)))
     return result
 

@@ -83,6 +83,18 @@ class Action(Enum):
                                       "changed protocols: rebalance")
     REBALANCE_FOR_LEADER_OR_CHANGE = ("leader: rebalance; follower with changed protocols: "
                                       "rebalance; otherwise answer with the current generation")
+    ADD_FIRST_MEMBER = ("add it and rebalance (an instance id the group still maps: a "
+                        "coordinator bug, refused)")
+    ADD_OR_REPLACE_AND_WAIT = ("add it, or give the static member its new id; wait for the join "
+                               "phase to complete")
+    ADD_OR_REPLACE_AND_REBALANCE = "add it, or give the static member its new id; rebalance"
+    ADD_OR_REPLACE_KEEPING_GENERATION = (
+        "add it and rebalance; a static member gets its new id and, once that is written, the "
+        "current generation without a rebalance (unless its assignor changed)")
+    REMOVE_MEMBERS = "remove them"
+    REMOVE_AND_COMPLETE_JOIN = ("remove them; the join phase completes if everyone left has "
+                                "rejoined")
+    REMOVE_AND_REBALANCE = "remove them and rebalance"
     DELETE_GROUP = "none: the group and its offsets are deleted"
     DELETE_OFFSETS = "none (the offsets asked for are deleted)"
     KEEP_SUBSCRIBED_OFFSETS = ("consumer group: group_subscribed_to_topic for topics its members "
@@ -124,6 +136,23 @@ JOIN_GROUP_KNOWN_MEMBER: dict[GroupState, Cell] = {
     S.DEAD: Refuse(E.coordinator_not_available),
 }
 
+JOIN_GROUP_NEW_MEMBER: dict[GroupState, Cell] = {   # member id "" (KIP-394 ids first, for v4+)
+    S.EMPTY: Action.ADD_FIRST_MEMBER,
+    S.PREPARING_REBALANCE: Action.ADD_OR_REPLACE_AND_WAIT,
+    # the leader may be assigning to the old id: start over so nobody ends up unassigned
+    S.COMPLETING_REBALANCE: Action.ADD_OR_REPLACE_AND_REBALANCE,
+    S.STABLE: Action.ADD_OR_REPLACE_KEEPING_GENERATION,   # KIP-345 / KIP-814
+    S.DEAD: Refuse(E.coordinator_not_available),
+}
+
+LEAVE_GROUP: dict[GroupState, Cell] = {
+    S.EMPTY: Action.REMOVE_MEMBERS,   # only pending member ids can be known here
+    S.PREPARING_REBALANCE: Action.REMOVE_AND_COMPLETE_JOIN,
+    S.COMPLETING_REBALANCE: Action.REMOVE_AND_REBALANCE,
+    S.STABLE: Action.REMOVE_AND_REBALANCE,
+    S.DEAD: Refuse(E.coordinator_not_available),
+}
+
 DELETE_GROUP: dict[GroupState, Cell] = {
     S.EMPTY: Action.DELETE_GROUP,
     S.PREPARING_REBALANCE: E.non_empty_group,
@@ -145,6 +174,8 @@ ANSWER_TABLES: dict[str, dict[GroupState, Cell]] = {
     "SyncGroup": SYNC_GROUP,
     "OffsetCommit": OFFSET_COMMIT,
     "JoinGroup (known member id)": JOIN_GROUP_KNOWN_MEMBER,
+    "JoinGroup (no member id)": JOIN_GROUP_NEW_MEMBER,
+    "LeaveGroup": LEAVE_GROUP,
     "DeleteGroups": DELETE_GROUP,
     "OffsetDelete": OFFSET_DELETE,
 }

@@ -41,23 +41,25 @@ class Setup:
 _CHANGE: list = []
 
 
-def in_state(state: GroupState, protocol_type: str = "consumer") -> Setup:
-    """Group "g" in `state`, with an offset for ("t", 0) where the state allows one."""
+def in_state(state: GroupState, protocol_type: str = "consumer", static: bool = False) -> Setup:
+    """Group "g" in `state`, with an offset for ("t", 0) where the state allows one; its
+    members are static (instance ids "i-leader" and "i-follower") when `static`."""
     for api, changed_state, original, _ in _CHANGE:
         ANSWER_TABLES[api][changed_state] = original
-    setup = _in_state(state, protocol_type)
+    setup = _in_state(state, protocol_type, static)
     for api, changed_state, _, changed in _CHANGE:
         ANSWER_TABLES[api][changed_state] = changed
     return setup
 
 
-def _in_state(state: GroupState, protocol_type: str) -> Setup:
+def _in_state(state: GroupState, protocol_type: str, static: bool) -> Setup:
     h = Harness()
+    instances = ("i-leader", "i-follower") if static else (None, None)
     if state is S.EMPTY:
         h.commit({("t", 0): 1})   # a simple group: Empty, with an offset
         # An Empty group has no members, so to ask how a member is answered there one is put
         # in directly (as Kafka's own tests do): otherwise the member check answers first.
-        h.add_member("m")
+        h.add_member("m", instance=instances[1])
         return Setup(h, "m", "m", 0)
     if state is S.DEAD:
         h.commit({("t", 0): 1})
@@ -65,11 +67,12 @@ def _in_state(state: GroupState, protocol_type: str) -> Setup:
         assert h.delete("g") is None   # Dead while its tombstones are written
         return Setup(h, "m", "m", 0)
     if state is S.COMPLETING_REBALANCE:
-        tokens = [h.join_dynamic(protocol_type=protocol_type) for _ in range(2)]
+        tokens = [h.join(instance=i, protocol_type=protocol_type) if static else
+                  h.join_dynamic(protocol_type=protocol_type) for i in instances]
         h.advance(0)
         leader, follower = (h.reply(t).member_id for t in tokens)
     else:
-        leader, follower = h.stable_group(None, None, protocol_type=protocol_type)
+        leader, follower = h.stable_group(*instances, protocol_type=protocol_type)
         if state is S.PREPARING_REBALANCE:
             h.force_rebalance()
     assert h.group().state is state and h.group().leader_id == leader
@@ -138,6 +141,48 @@ def join_group_known_member(state: GroupState, caller=None):
     }[tuple(outcomes)]
 
 
+def join_group_new_member(state: GroupState, caller=None):
+    """The follower's instance rejoins with no member id (a static member restarting); where
+    that cannot be (an Empty group maps no instance ids), a new static member joins."""
+    s = in_state(state, static=True)
+    group = s.h.group()
+    instance = "i-nobody" if caller is not None else "i-follower"
+    try:
+        token = s.h.join(instance=instance)
+    except IllegalTransition:
+        assert state is S.EMPTY and caller is None
+        s.h.join(instance="i-new")
+        assert group.state is S.PREPARING_REBALANCE and "i-new" in group.static_members
+        return Action.ADD_FIRST_MEMBER
+    if s.h.answered(token) and s.h.reply(token).error is not E.none:
+        return s.h.reply(token).error
+    assert group.static_members["i-follower"] not in (s.follower, None)   # a new id
+    if s.h.answered(token):
+        assert (s.h.reply(token).generation, group.state) == (s.generation, S.STABLE)
+        return Action.ADD_OR_REPLACE_KEEPING_GENERATION
+    assert group.state is S.PREPARING_REBALANCE
+    return {S.PREPARING_REBALANCE: Action.ADD_OR_REPLACE_AND_WAIT,
+            S.COMPLETING_REBALANCE: Action.ADD_OR_REPLACE_AND_REBALANCE}[state]
+
+
+def leave_group(state: GroupState, caller=None):
+    """The follower leaves; in a join phase the leader has rejoined first, so the phase can
+    complete without it."""
+    s = in_state(state)
+    if state is S.PREPARING_REBALANCE:
+        s.h.join(member_id=s.leader)
+    member_id = caller[0] if caller else s.follower
+    reply = s.h.leave((member_id, None))
+    if reply.error is not E.none:
+        return reply.error
+    assert [m.error for m in reply.members] == [E.none]
+    group = s.h.group()
+    assert member_id not in group.members
+    return {S.EMPTY: Action.REMOVE_MEMBERS,
+            S.COMPLETING_REBALANCE: Action.REMOVE_AND_COMPLETE_JOIN,
+            S.PREPARING_REBALANCE: Action.REMOVE_AND_REBALANCE}[group.state]
+
+
 def delete_groups(state: GroupState, caller=None):
     s = in_state(state)
     outcome = s.h.delete("g")
@@ -169,6 +214,8 @@ DRIVERS = {
     "SyncGroup": sync_group,
     "OffsetCommit": offset_commit,
     "JoinGroup (known member id)": join_group_known_member,
+    "JoinGroup (no member id)": join_group_new_member,
+    "LeaveGroup": leave_group,
     "DeleteGroups": delete_groups,
     "OffsetDelete": offset_delete,
 }
