@@ -38,7 +38,8 @@ class Case:
     data: bytes
     what: str
     api: str = "?"
-    expect_answer: bool = False  # well formed: closing the connection instead is a finding
+    # how many answers a well-formed connection is owed: closing it with fewer is a finding
+    expect_answers: int = 0
 
 
 @dataclass
@@ -195,12 +196,14 @@ def crash_summary(lines: list[str]) -> str:
 
 # -- sending ----------------------------------------------------------------------------------
 
-async def _one(host: str, port: int, data: bytes) -> str:
+async def _one(host: str, port: int, data: bytes) -> tuple[str, int]:
+    """(outcome, complete answers received): outcome is "answered" (answers, connection still
+    open), "closed" (the broker closed it), "timeout" (silence) or "reset"/"connect failed"."""
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), 2)
-    except (OSError, asyncio.TimeoutError) as exc:
-        return f"connect failed: {exc}"
-    outcome = "timeout"
+    except (OSError, asyncio.TimeoutError):
+        return "connect failed", 0
+    outcome, received = "timeout", bytearray()
     try:
         writer.write(data)
         await writer.drain()
@@ -210,6 +213,7 @@ async def _one(host: str, port: int, data: bytes) -> str:
             if not chunk:
                 outcome = "closed"
                 break
+            received += chunk
             outcome = "answered"
     except asyncio.TimeoutError:
         pass
@@ -221,10 +225,21 @@ async def _one(host: str, port: int, data: bytes) -> str:
             await asyncio.wait_for(writer.wait_closed(), 1)
         except (OSError, asyncio.TimeoutError):
             pass
-    return outcome
+    return outcome, _count_frames(bytes(received))
 
 
-def send_concurrently(bootstrap: str, payloads: list[bytes]) -> list[str]:
+def _count_frames(data: bytes) -> int:
+    count = at = 0
+    while at + 4 <= len(data):
+        (size,) = struct.unpack_from(">i", data, at)
+        if size < 0 or at + 4 + size > len(data):
+            break
+        at += 4 + size
+        count += 1
+    return count
+
+
+def send_concurrently(bootstrap: str, payloads: list[bytes]) -> list[tuple[str, int]]:
     host, port = bootstrap.rsplit(":", 1)
 
     async def run():
@@ -236,7 +251,7 @@ def send_concurrently(bootstrap: str, payloads: list[bytes]) -> list[str]:
 
 class Campaign:
     def __init__(self, target: Target, seed: int, corpus_dir: Path | None = None,
-                 rss_bound_mib: int = RSS_BOUND_MIB, connections: int = 16,
+                 rss_bound_mib: int = RSS_BOUND_MIB, connections: int = 32,
                  say=print) -> None:
         self.target = target
         self.seed = seed
@@ -273,13 +288,15 @@ class Campaign:
         # advertised without a kio schema gets an arbitrary body)
         acks_zero = gen.last_body.get("acks") == 0 or schema is None
         if r < 0.18:  # well-formed requests: what the handlers do with plausible values
-            frames = [frame]
+            frames, labels = [frame], [f"{name} v{version}"]
             for _ in range(rng.randrange(2)):
-                extra, _, extra_schema = gen.request(*rng.choice(self.versions)[::2])
+                extra_key, extra_name, extra_version = rng.choice(self.versions)
+                extra, _, extra_schema = gen.request(extra_key, extra_version)
                 frames.append(extra)
+                labels.append(f"{extra_name} v{extra_version}")
                 acks_zero |= gen.last_body.get("acks") == 0 or extra_schema is None
-            return Case(b"".join(map(sized, frames)), "valid", f"{name} v{version}",
-                        expect_answer=not acks_zero)
+            return Case(b"".join(map(sized, frames)), "valid: " + ", then ".join(labels),
+                        " + ".join(labels), 0 if acks_zero else len(frames))
         mutated, what = self.mutator.mutate(frame, spans, self.advertised)
         expect_answer = self.mutator.well_formed and not acks_zero
         data = sized(mutated)
@@ -298,7 +315,9 @@ class Campaign:
         if rng.random() < 0.1:  # a valid request in front on the same connection
             data = sized(gen.request(key, version)[0]) + data
             what = "valid, then " + what
-        return Case(data, what, label, expect_answer)
+            expect_answer = expect_answer and gen.last_body.get("acks") != 0
+        owed = 2 if what.startswith("valid, ") else 1
+        return Case(data, what, label, owed if expect_answer else 0)
 
     def run(self, seconds: float | None = None, max_batches: int | None = None) -> list[Finding]:
         deadline = time.monotonic() + seconds if seconds is not None else None
@@ -314,16 +333,20 @@ class Campaign:
             outcomes = send_concurrently(self.target.bootstrap, [c.data for c in batch])
             self.stats["batches"] += 1
             self.stats["frames"] += len(batch)
-            for o in outcomes:
-                self.stats[o if o in ("answered", "closed") else "other"] += 1
-            for case, outcome in zip(batch, outcomes):
-                if case.expect_answer and outcome == "closed":
-                    self.record(Finding("closed", "a well-formed request was not answered: "
-                                        "the broker closed the connection", [case],
-                                        self.target.broker.output[-5:]))
+            for outcome, _ in outcomes:
+                self.stats[outcome if outcome in ("answered", "closed") else "other"] += 1
             problem = self.target.check(self.rss_bound_mib)
             if problem is not None:
                 self.isolate(batch, problem)
+                continue
+            for case, (outcome, answers) in zip(batch, outcomes):
+                if case.expect_answers and outcome == "closed" and answers < case.expect_answers:
+                    confirmed = replay_case(self.target, [case.data], self.rss_bound_mib,
+                                            case.expect_answers)
+                    if confirmed is not None:
+                        self.record(Finding(confirmed[0], confirmed[1], [case],
+                                            self.target.broker.output[-5:]))
+                        self.recover(confirmed[0])
         self.say(f"fuzz: seed {self.seed}: {self.stats}, {len(self.findings)} finding(s) in "
                  f"{len(self.classes)} class(es)")
         for (kind, api, detail), n in sorted(self.classes.items()):
@@ -339,7 +362,7 @@ class Campaign:
         culprits = []
         for case in batch:
             outcome = replay_case(self.target, [case.data], self.rss_bound_mib,
-                                  case.expect_answer)
+                                  case.expect_answers)
             if outcome is not None:
                 culprits.append(Finding(outcome[0], outcome[1], [case],
                                         self.target.broker.output[-60:]))
@@ -358,8 +381,7 @@ class Campaign:
 
     def record(self, finding: Finding) -> None:
         """Keep the finding; save and print it unless the same class was seen already."""
-        api = finding.cases[0].api.rsplit(" v", 1)[0] if len(finding.cases) == 1 else "batch"
-        key = (finding.kind, api, re.sub(r"\d+", "N", finding.detail))
+        key = finding_class(finding)
         self.findings.append(finding)
         if key in self.classes:
             self.classes[key] += 1
@@ -370,16 +392,35 @@ class Campaign:
         self.say(describe(finding))
 
 
+def finding_class(finding: Finding) -> tuple[str, str, str]:
+    """(kind, API name, detail without numbers): findings of one class share it."""
+    api = finding.cases[0].api.rsplit(" v", 1)[0] if len(finding.cases) == 1 else "batch"
+    return finding.kind, api, re.sub(r"\d+", "N", finding.detail)
+
+
+def open_classes(directory: Path = CORPUS) -> set[tuple[str, str, str]]:
+    """The classes of the corpus cases marked `# status: open` (known, not yet fixed)."""
+    classes = set()
+    for path in corpus_files(directory):
+        payloads, meta = load_case(path)
+        if meta.get("status", "").startswith("open"):
+            kind, _, detail = meta.get("finding", "").partition(": ")
+            classes.add(finding_class(Finding(kind, detail, [Case(b"", "", meta.get("api", ""))])))
+    return classes
+
+
 def replay_case(target: Target, payloads: list[bytes], rss_bound_mib: int = RSS_BOUND_MIB,
-                expect_answer: bool = False) -> tuple[str, str] | None:
-    """Send each payload on its own connection (in turn), then check the broker."""
+                expect_answers: int = 0) -> tuple[str, str] | None:
+    """Send each payload on its own connection (in turn), then check the broker. With
+    expect_answers, the (last) connection must not be closed before that many answers."""
     target.new_log_problems()
-    closed = False
+    outcome, answers = "timeout", 0
     for payload in payloads:
-        closed |= send_concurrently(target.bootstrap, [payload])[0] == "closed"
+        outcome, answers = send_concurrently(target.bootstrap, [payload])[0]
     problem = target.check(rss_bound_mib)
-    if problem is None and expect_answer and closed:
-        return "closed", "a well-formed request was not answered: the connection was closed"
+    if problem is None and expect_answers and outcome == "closed" and answers < expect_answers:
+        return "closed", (f"a well-formed request was not answered: the broker closed the "
+                          f"connection after {answers} of {expect_answers} answers")
     return problem
 
 
@@ -399,7 +440,7 @@ def save_case(directory: Path, finding: Finding, seed: int | None = None) -> Pat
              f"# finding: {finding.kind}: {finding.detail}",
              *(f"# mutation: {c.what}" for c in finding.cases[:8])]
     if finding.kind == "closed":
-        lines.append("# expect: answer")
+        lines.append(f"# expect answers: {finding.cases[-1].expect_answers}")
     if seed is not None:
         lines.append(f"# found by: python -m fuzz live --seed {seed}")
     lines += [c.data.hex() for c in finding.cases]
