@@ -10,7 +10,7 @@ PORT ?= 9092
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: run serve test bench system-deps clean
+.PHONY: run serve test bench system-deps clean fuzz
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -32,6 +32,14 @@ serve: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+
+# Longer fuzzing (docs/protocol.md, Fuzzing): the regression corpus, the live-broker campaign
+# for half of FUZZ_SECONDS, then atheris on the pure decoders for the rest. Findings land in
+# fuzz/corpus/new and fuzz/corpus/atheris/; `make test` runs a bounded campaign.
+FUZZ_SECONDS ?= 600
+fuzz: $(STAMP)
+	@$(PY) -c 'import atheris' 2>/dev/null || $(PY) -m pip install --quiet -e '.[fuzz]'
+	$(PY) -m fuzz all --seconds $(FUZZ_SECONDS)
 
 bench: $(STAMP)
 	$(PY) bench/produce_fetch.py
