@@ -39,7 +39,7 @@ def replay(files: list[Path], rss_mib: int) -> int:
         try:
             for path in files:
                 payloads, meta = load_case(path)
-                problem = replay_case(target, payloads, rss_mib, meta.get("expect") == "answer")
+                problem = replay_case(target, payloads, rss_mib, int(meta.get("expect answers", 0)))
                 status = "ok" if problem is None else f"FAIL {problem[0]}: {problem[1]}"
                 print(f"{path}: "
                       f"{meta.get('api', '?')}: {status}")
