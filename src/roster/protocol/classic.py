@@ -13,18 +13,17 @@ The codec is symmetric (requests and responses both ways) so tests can speak the
 """
 from __future__ import annotations
 
-import struct
 from types import SimpleNamespace
 from typing import Any
 
+from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 from roster.protocol.codec import Request
 from roster.protocol.errors import MalformedRequest
-from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
+from roster.protocol.framing import REQUEST_PREFIX, SIZE, RequestPrefix, read_prefix
 
-INT8, INT16, INT32, INT64, BOOL = "int8", "int16", "int32", "int64", "bool"
-STRING, NULLABLE_STRING = "string", "string?"
-_FIXED = {INT8: struct.Struct(">b"), INT16: struct.Struct(">h"), INT32: struct.Struct(">i"),
-          INT64: struct.Struct(">q"), BOOL: struct.Struct(">?")}
+# field types: the names of ClassicReader's and ClassicWriter's methods, and two more
+INT16, INT32, INT64 = "int16", "int32", "int64"
+BOOL, STRING, NULLABLE_STRING = "bool", "string", "string?"
 
 
 class Array(tuple):
@@ -137,54 +136,36 @@ def has_layout(api_key: int, version: int) -> bool:
 
 # -- reading ----------------------------------------------------------------------------------
 
-class _Reader:
-    __slots__ = ("data", "pos")
-
-    def __init__(self, data: bytes, pos: int) -> None:
-        self.data = data
-        self.pos = pos
-
-    def value(self, kind):
-        if isinstance(kind, Array):
-            count = self.fixed(INT32)
-            if count < 0:  # no array in these versions is nullable
-                raise ValueError("null array")
-            # every element takes at least one byte: a count past the frame is a lie
-            if count > len(self.data) - self.pos:
-                raise ValueError(f"array of {count} runs past the end of the frame")
-            return tuple(self.value(kind.item) for _ in range(count))
-        if isinstance(kind, tuple):
-            return SimpleNamespace(**{name: self.value(sub) for name, sub in kind})
-        if kind in (STRING, NULLABLE_STRING):
-            length = self.fixed(INT16)
-            if length < 0:
-                if kind == STRING:
-                    raise ValueError("null string")
-                return None
-            end = self.pos + length
-            if end > len(self.data):
-                raise ValueError("string runs past the end of the frame")
-            text = bytes(self.data[self.pos:end]).decode("utf-8")
-            self.pos = end
-            return text
-        return self.fixed(kind)
-
-    def fixed(self, kind: str):
-        layout = _FIXED[kind]
-        (value,) = layout.unpack_from(self.data, self.pos)
-        self.pos += layout.size
-        return value
+class _Bad(ValueError):
+    """What the shared classic reader raises here; turned into MalformedRequest."""
 
 
-def _read(layout: tuple, data: bytes, pos: int) -> SimpleNamespace:
-    reader = _Reader(data, pos)
+def _value(reader: ClassicReader, kind):
+    if isinstance(kind, Array):
+        count = reader.count()  # no array in these versions is nullable: -1 is refused too
+        return tuple(_value(reader, kind.item) for _ in range(count))
+    if isinstance(kind, tuple):
+        return SimpleNamespace(**{name: _value(reader, sub) for name, sub in kind})
+    if kind in (STRING, NULLABLE_STRING):
+        text = reader.string()
+        if text is None and kind == STRING:
+            raise _Bad("null string")
+        return text
+    if kind == BOOL:
+        return reader.int8() != 0
+    return getattr(reader, kind)()
+
+
+def _decode(data: bytes, pos: int, *kinds) -> list:
+    """The values of `kinds` in turn, from `pos` to the very end of `data`."""
+    reader = ClassicReader(memoryview(data)[pos:], _Bad)
     try:
-        body = reader.value(layout)
-    except (struct.error, ValueError, UnicodeDecodeError) as exc:
-        raise MalformedRequest(str(exc)) from exc
-    if reader.pos != len(data):
-        raise MalformedRequest(f"{len(data) - reader.pos} bytes left after the body")
-    return body
+        values = [_value(reader, kind) for kind in kinds]
+    except _Bad as exc:
+        raise MalformedRequest(str(exc)) from None
+    if not reader.at_end():
+        raise MalformedRequest("bytes left after the body")
+    return values
 
 
 def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request:
@@ -193,26 +174,20 @@ def decode_request(frame: bytes, prefix: RequestPrefix | None = None) -> Request
     key = (prefix.api_key, prefix.api_version)
     if key not in _LAYOUTS:
         raise MalformedRequest(f"no layout for api key {prefix.api_key} v{prefix.api_version}")
-    header = _Reader(frame, 8)
-    try:
-        client_id = header.value(NULLABLE_STRING)
-    except (struct.error, ValueError, UnicodeDecodeError) as exc:
-        raise MalformedRequest(f"bad request header: {exc}") from exc
-    position = header.pos
-    try:
-        body = _read(_LAYOUTS[key][0], frame, position)
+    try:  # request header v1: the prefix, then the client id
+        client_id, body = _decode(frame, REQUEST_PREFIX.size, NULLABLE_STRING, _LAYOUTS[key][0])
     except MalformedRequest as exc:
         raise MalformedRequest(
-            f"cannot decode api key {prefix.api_key} v{prefix.api_version}: {exc}") from exc
+            f"cannot decode api key {prefix.api_key} v{prefix.api_version}: {exc}") from None
     for name, value in _REQUEST_DEFAULTS.get(key, {}).items():
         setattr(body, name, value)
     return Request(prefix.api_key, prefix.api_version, prefix.correlation_id, client_id, body)
 
 
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, SimpleNamespace]:
-    """(correlation id, body) of a response frame without its size prefix."""
-    (correlation_id,) = struct.unpack_from(">i", frame, 0)
-    return correlation_id, _read(_LAYOUTS[(api_key, version)][1], frame, 4)
+    """(correlation id, body) of a response frame without its size prefix (header v0)."""
+    correlation_id, body = _decode(frame, 0, INT32, _LAYOUTS[(api_key, version)][1])
+    return correlation_id, body
 
 
 # -- writing ----------------------------------------------------------------------------------
@@ -221,43 +196,37 @@ def _field(source, name: str):
     return source[name] if isinstance(source, dict) else getattr(source, name)
 
 
-def _write(out: bytearray, kind, value) -> None:
+def _write(out: ClassicWriter, kind, value) -> None:
     if isinstance(kind, Array):
-        if value is None:
-            out += _FIXED[INT32].pack(-1)
-            return
-        out += _FIXED[INT32].pack(len(value))
+        out.int32(len(value))
         for element in value:
             _write(out, kind.item, element)
     elif isinstance(kind, tuple):
         for name, sub in kind:
             _write(out, sub, _field(value, name))
     elif kind in (STRING, NULLABLE_STRING):
-        if value is None:
-            out += _FIXED[INT16].pack(-1)
-        else:
-            encoded = value.encode()
-            out += _FIXED[INT16].pack(len(encoded)) + encoded
+        out.string(value)
+    elif kind == BOOL:
+        out.int8(1 if value else 0)
     else:
-        out += _FIXED[kind].pack(int(value))
+        getattr(out, kind)(int(value))
+
+
+def _framed(out: ClassicWriter) -> bytes:
+    return SIZE.pack(len(out.out)) + bytes(out.out)
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
     """A complete response frame, size prefix included (response header v0)."""
-    out = bytearray(SIZE.size)
-    out += _FIXED[INT32].pack(correlation_id)
+    out = ClassicWriter().int32(correlation_id)
     _write(out, _LAYOUTS[(api_key, version)][1], body)
-    SIZE.pack_into(out, 0, len(out) - SIZE.size)
-    return bytes(out)
+    return _framed(out)
 
 
 def encode_request(api_key: int, version: int, correlation_id: int, client_id: str | None,
                    body: Any) -> bytes:
     """A complete request frame, size prefix included (request header v1); `body` is a dict or
     an object with the layout's field names."""
-    out = bytearray(SIZE.size)
-    out += struct.pack(">hhi", api_key, version, correlation_id)
-    _write(out, NULLABLE_STRING, client_id)
+    out = ClassicWriter().int16(api_key).int16(version).int32(correlation_id).string(client_id)
     _write(out, _LAYOUTS[(api_key, version)][0], body)
-    SIZE.pack_into(out, 0, len(out) - SIZE.size)
-    return bytes(out)
+    return _framed(out)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 
+_INT8 = struct.Struct(">b")
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
@@ -18,6 +19,10 @@ class ClassicWriter:
 
     def __init__(self) -> None:
         self.out = bytearray()
+
+    def int8(self, value: int) -> ClassicWriter:
+        self.out += _INT8.pack(value)
+        return self
 
     def int16(self, value: int) -> ClassicWriter:
         self.out += _INT16.pack(value)
@@ -68,6 +73,9 @@ class ClassicReader:
 
     def at_end(self) -> bool:
         return self._pos >= len(self._data)
+
+    def int8(self) -> int:
+        return self._unpack(_INT8)
 
     def int16(self) -> int:
         return self._unpack(_INT16)
