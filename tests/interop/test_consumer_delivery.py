@@ -175,3 +175,60 @@ def test_property_returned_records_are_the_log_and_commits_never_run_ahead(
     returned = asyncio.run(scenario())
     for tp in owned:
         assert returned[tp] == list(range(PROP_PER_PARTITION)), tp
+
+
+
+def test_a_rebalance_in_the_middle_loses_nothing_and_repeats_only_what_was_not_committed(
+        filled):
+    """The docs loop in two members of one group: the second joins once the first is a third of
+    the way through, so partitions are revoked (what was fetched for them and not returned is
+    dropped) and move. Every record is delivered; a record is delivered twice only if the member
+    that returned it first never committed past it; the group's offsets end at the log end."""
+    group, total = "rebalance-group", DOCS_PARTITIONS * DOCS_PER_PARTITION
+    delivered: list[tuple[str, int, int]] = []       # (member, partition, offset), in order
+    committed_by: dict[str, dict[int, int]] = {"a": {}, "b": {}}
+
+    async def member(name: str, wait_for: asyncio.Event | None, third: asyncio.Event | None,
+                     done: asyncio.Event):
+        if wait_for is not None:
+            await wait_for.wait()
+        consumer = Consumer(filled.bootstrap, group, session_timeout_ms=10_000,
+                            heartbeat_interval_ms=200)
+        await consumer.subscribe([DOCS_TOPIC])
+        try:
+            while not done.is_set():
+                records = await consumer.poll(timeout_ms=200, max_records=100)
+                delivered.extend((name, r.partition, r.offset) for r in records)
+                positions = consumer.positions
+                await consumer.commit()
+                for (_, p), o in positions.items():
+                    committed_by[name][p] = max(o, committed_by[name].get(p, 0))
+                if third is not None and len(delivered) >= total // 3:
+                    third.set()
+                if len({(p, o) for _, p, o in delivered}) >= total:
+                    done.set()
+        finally:
+            await consumer.leave()
+
+    async def scenario():
+        third, done = asyncio.Event(), asyncio.Event()
+        await asyncio.wait_for(asyncio.gather(member("a", None, third, done),
+                                              member("b", third, None, done)), 120)
+
+    asyncio.run(scenario())
+    firsts: dict[tuple[int, int], str] = {}
+    repeats = []
+    for name, p, o in delivered:
+        if (p, o) in firsts:
+            repeats.append((firsts[(p, o)], p, o))
+        else:
+            firsts[(p, o)] = name
+    assert set(firsts) == {(p, o) for p in range(DOCS_PARTITIONS)
+                           for o in range(DOCS_PER_PARTITION)}
+    assert {name for name, _, _ in delivered} == {"a", "b"}, "no rebalance happened"
+    for first, p, o in repeats:
+        assert o >= committed_by[first].get(p, 0), (first, p, o)
+    with AdminClient(filled.bootstrap) as admin:
+        from roster.admin.offsets import committed
+        assert committed(admin, group) == {(DOCS_TOPIC, p): DOCS_PER_PARTITION
+                                           for p in range(DOCS_PARTITIONS)}
