@@ -96,6 +96,41 @@ def _offsets(args) -> int:
     return 0
 
 
+def _users(args) -> int:
+    """SCRAM users: offline with --data-dir (before the broker's first start, or while it is
+    stopped), else over the wire (DescribeUserScramCredentials, AlterUserScramCredentials)."""
+    from roster.security import users
+    try:
+        if args.data_dir:
+            data_dir = Path(args.data_dir)
+            if args.action == "add":
+                users.add_offline(data_dir, args.name, args.mechanism,
+                                  users.read_password(args.password_file), args.iterations)
+            elif args.action == "delete":
+                users.delete_offline(data_dir, args.name, args.mechanism)
+            else:
+                print("\n".join(users.format_users(users.list_offline(data_dir))) or
+                      "(no users)")
+        else:
+            with AdminClient(args.bootstrap_server) as client:
+                if args.action == "add":
+                    users.add_wire(client, args.name, args.mechanism,
+                                   users.read_password(args.password_file), args.iterations)
+                elif args.action == "delete":
+                    users.delete_wire(client, args.name, args.mechanism)
+                else:
+                    print("\n".join(users.format_users(users.list_wire(client))) or
+                          "(no users)")
+    except users.UsersError as exc:
+        print(f"roster: {exc}", file=sys.stderr)
+        return 1
+    if args.action == "add":
+        print(f"Set {args.mechanism} credential of user {args.name}.")
+    elif args.action == "delete":
+        print(f"Deleted the {args.mechanism or 'SCRAM'} credentials of user {args.name}.")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roster", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
@@ -166,6 +201,26 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("--topic", required=True)
     forget.add_argument("--partitions", metavar="P[,P...]", help="default: every partition")
     offsets.set_defaults(run=_offsets)
+
+    users = commands.add_parser("users", help="SCRAM users: add, list, delete (docs/security.md)")
+    users.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    users.add_argument("--data-dir", metavar="DIR",
+                       help="change a stopped broker's data directory instead of going over the "
+                            "wire (as kafka-storage format --add-scram)")
+    user_actions = users.add_subparsers(dest="action", required=True)
+    add_user = user_actions.add_parser("add", help="add a user, or replace its credential")
+    add_user.add_argument("name")
+    add_user.add_argument("--mechanism", default="SCRAM-SHA-256",
+                          choices=["SCRAM-SHA-256", "SCRAM-SHA-512"])
+    add_user.add_argument("--password-file", required=True, metavar="FILE",
+                          help="the password is its first line ('-': stdin)")
+    add_user.add_argument("--iterations", type=int, default=4096)
+    user_actions.add_parser("list")
+    delete_user = user_actions.add_parser("delete")
+    delete_user.add_argument("name")
+    delete_user.add_argument("--mechanism", choices=["SCRAM-SHA-256", "SCRAM-SHA-512"],
+                             help="default: every mechanism")
+    users.set_defaults(run=_users)
     return parser
 
 

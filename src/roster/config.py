@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roster.security.settings import SECURITY_SETTINGS, SecuritySettings, is_security_key
+
 log = logging.getLogger("roster.config")
 
 LONG_MAX = 2**63 - 1
@@ -182,15 +184,19 @@ def parse_assignments(assignments: Iterable[str]) -> dict[str, str]:
 
 
 def from_environment(environ: Mapping[str, str]) -> dict[str, str]:
-    by_env_name = {"ROSTER_" + name.upper().replace(".", "_"): name for name in SETTINGS}
+    by_env_name = {"ROSTER_" + name.upper().replace(".", "_"): name for name in
+                   (*SETTINGS, *SECURITY_SETTINGS)}
     return {by_env_name[k]: v for k, v in environ.items() if k in by_env_name}
 
 
 class BrokerConfig(Mapping[str, Any]):
     """Validated settings; read them as config["log.segment.bytes"]."""
 
-    def __init__(self, values: Mapping[str, Any], explicit: Iterable[str] = ()) -> None:
+    def __init__(self, values: Mapping[str, Any], explicit: Iterable[str] = (),
+                 security: SecuritySettings | None = None) -> None:
         self._values = dict(values)
+        # listeners, TLS and SASL (roster/security/settings.py), incl. listener.name.* keys
+        self.security = security if security is not None else SecuritySettings()
         # the settings given by a file, the environment or --set (DescribeConfigs reports
         # them as STATIC_BROKER_CONFIG, the rest as DEFAULT_CONFIG)
         self.explicit = frozenset(explicit)
@@ -209,8 +215,12 @@ class BrokerConfig(Mapping[str, Any]):
     def from_overrides(cls, overrides: Mapping[str, Any]) -> BrokerConfig:
         values = {name: setting.default for name, setting in SETTINGS.items()}
         explicit = set()
+        security = {}
         for key, raw in overrides.items():
             setting = SETTINGS.get(key)
+            if setting is None and is_security_key(key):
+                security[key] = raw
+                continue
             if setting is None:
                 log.warning("ignoring unknown configuration %r", key)
                 continue
@@ -233,7 +243,13 @@ class BrokerConfig(Mapping[str, Any]):
         if values["max.connections.per.ip"] == 0 and not overrides:
             raise ConfigError("max.connections.per.ip=0 refuses every connection: it needs "
                               "max.connections.per.ip.overrides")
-        return cls(values, explicit)
+        try:
+            security_settings = SecuritySettings(security)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        for key in security_settings.unknown:
+            log.warning("ignoring unknown configuration %r", key)
+        return cls(values, explicit, security_settings)
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

@@ -85,6 +85,15 @@ class QueuedBytes:
 
 
 class Connection(asyncio.BufferedProtocol):
+    # Who is connected, and how (set by security/listen.py for each listener): `auth` is a
+    # SASL listener's gate (security/sasl.py), shown every frame before dispatch until it
+    # detaches; `principal` is what authorization sees; `endpoint` is the advertised address
+    # of the listener the connection came in on (Metadata, FindCoordinator).
+    auth = None
+    principal = "User:ANONYMOUS"
+    endpoint = None
+    listener = None
+
     def __init__(self, broker, table) -> None:
         self.broker = broker
         self._table = table  # server.py's ConnectionTable: admission, idle sweep, queued bytes
@@ -243,6 +252,10 @@ class Connection(asyncio.BufferedProtocol):
     def _start_request(self, frame: bytes) -> bytes | Awaitable | None:
         """Serve the request as far as it goes without waiting. Returns the encoded answer,
         None when there is none (acks=0), or an awaitable that finishes it later."""
+        if self.auth is not None:  # not yet authenticated, or a session that can expire
+            early = self.auth.screen(frame)  # raises MalformedRequest to close
+            if early is not None:
+                return early
         prefix = read_prefix(frame)
         spec = self.broker.registry.get(prefix.api_key)
         if spec is None:
@@ -337,6 +350,9 @@ class Connection(asyncio.BufferedProtocol):
             return
         if task.result() is not None:
             self._transport.write(task.result())
+        if self.auth is not None and self.auth.failed:  # a failed authentication: answered,
+            self._fail()                                # then closed (security/sasl.py)
+            return
         if not self._write_paused:
             self._serve_buffered()
             self._settle()

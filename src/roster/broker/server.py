@@ -14,6 +14,7 @@ from pathlib import Path
 from roster.broker.broker import Broker
 from roster.broker.connection import Connection, QueuedBytes
 from roster.config import INT_MAX, BrokerConfig, ConfigError, connection_overrides
+from roster.security.listen import open_listeners
 
 log = logging.getLogger("roster.server")
 
@@ -156,21 +157,28 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
     broker = Broker(config, data_dir)
     broker.start()
 
-    def new_connection() -> Connection:
-        return Connection(broker, table)
-
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(new_connection, host, port, reuse_address=True,
-                                      backlog=config["socket.listen.backlog.size"])
-    bound_port = server.sockets[0].getsockname()[1]  # port 0 asks the OS for a free one
-    broker.advertise(host, bound_port)
+    # one server per listener (`listeners`; default PLAINTEXT on host:port), with its TLS and
+    # SASL (security/listen.py); port 0 asks the OS for a free one
+    try:
+        listening = await open_listeners(broker, table, config, host, port, Connection)
+    except ValueError as exc:
+        await broker.stop()
+        raise ConfigError(str(exc)) from None
+    servers = [item.server for item in listening]
     sweeper = (asyncio.ensure_future(sweep_idle(table))
                if table.sweep_interval_s is not None else None)
 
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
-    print(f"roster listening on {host}:{bound_port}", flush=True)
+    if config.security["listeners"].strip():
+        for item in listening:
+            print(f"roster listener {item.listener.name} ({item.listener.protocol}) on "
+                  f"{item.host or '0.0.0.0'}:{item.port}, advertised as "
+                  f"{item.advertised[0]}:{item.advertised[1]}", flush=True)
+    first = listening[0]
+    print(f"roster listening on {first.host or host}:{first.port}", flush=True)
     gc.freeze()  # what start-up built lives as long as the broker: keep it out of every GC pass
     try:
         await stopping.wait()
@@ -178,10 +186,12 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
         log.info("shutting down")
         if sweeper is not None:
             sweeper.cancel()
-        server.close()
+        for server in servers:
+            server.close()
         parked = [connection.close() for connection in list(table.connections)]
         await asyncio.gather(*filter(None, parked), return_exceptions=True)
-        await server.wait_closed()
+        for server in servers:
+            await server.wait_closed()
         await broker.stop()
         log.info("stopped")
 

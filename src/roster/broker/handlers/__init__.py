@@ -2,6 +2,7 @@
 the registry, and from it the ApiVersions answer, is built from these declarations."""
 from roster.broker.handlers import (
     alter_configs,
+    alter_user_scram_credentials,
     api_versions,
     create_partitions,
     create_topics,
@@ -10,6 +11,7 @@ from roster.broker.handlers import (
     delete_topics,
     describe_configs,
     describe_groups,
+    describe_user_scram_credentials,
     fetch,
     find_coordinator,
     heartbeat,
@@ -24,6 +26,8 @@ from roster.broker.handlers import (
     offset_delete,
     offset_fetch,
     produce,
+    sasl_authenticate,
+    sasl_handshake,
     sync_group,
 )
 from roster.protocol.registry import Registry
@@ -32,7 +36,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            find_coordinator, join_group, heartbeat, leave_group, sync_group, describe_groups,
            list_groups, api_versions, create_topics, delete_topics, init_producer_id,
            delete_groups, create_partitions, offset_delete, describe_configs, alter_configs,
-           incremental_alter_configs, delete_records)
+           incremental_alter_configs, delete_records, sasl_handshake, sasl_authenticate,
+           describe_user_scram_credentials, alter_user_scram_credentials)
 
 
 def build_registry() -> Registry:

@@ -23,7 +23,7 @@ async def handle(broker, request, connection):
     version = request.api_version
     schema = response_schema(API_KEY, version)
     body = request.body
-    endpoint = broker.endpoint
+    endpoint = getattr(connection, "endpoint", None) or broker.endpoint  # this listener's
     key_type = getattr(body, "key_type", GROUP)
     if version < 4:
         error, message = _answer(broker, key_type, version)

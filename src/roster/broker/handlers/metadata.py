@@ -64,7 +64,8 @@ async def handle(broker, request, connection):
     else:
         may_create = version < 4 or body.allow_auto_topic_creation
         topics = tuple(_lookup(broker, schema, wanted, may_create) for wanted in body.topics)
-    endpoint = broker.endpoint
+    # the advertised address of the listener this request came in on
+    endpoint = getattr(connection, "endpoint", None) or broker.endpoint
     brokers = (make(element(schema, "brokers"), node_id=endpoint.node_id, host=endpoint.host,
                     port=endpoint.port, rack=None),)
     return make(schema, brokers=brokers, cluster_id=broker.cluster_id,

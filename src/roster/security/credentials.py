@@ -1,0 +1,190 @@
+"""SCRAM credentials: salted, iterated, stored keys only, durable before anyone is told.
+
+What is kept per user and mechanism is what RFC 5802 lets a server keep and what Kafka keeps in
+its metadata log (UserScramCredentialRecord): salt, StoredKey, ServerKey and the iteration
+count. The password, and the salted password an admin client sends in
+AlterUserScramCredentials, are never written anywhere.
+
+The file `scram-credentials.json` in the data directory holds them all; a change writes a new
+file beside it, fsyncs it, renames it over the old one and fsyncs the directory, so a kill -9
+or a power loss leaves either the old set or the new one, never a mix. A change is visible
+(to authentications and DescribeUserScramCredentials) only once it is durable.
+
+Kafka keeps these as records in its metadata log; roster's set is small and changes rarely, so
+one snapshot file does the same job (docs/security.md).
+"""
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+FILE_NAME = "scram-credentials.json"
+# Kafka's ScramMechanism: the mechanisms' wire ids (DescribeUserScramCredentials,
+# AlterUserScramCredentials), hash functions and iteration bounds.
+MECHANISM_IDS = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
+MECHANISM_NAMES = {v: k for k, v in MECHANISM_IDS.items()}
+HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+MIN_ITERATIONS = 4096
+MAX_ITERATIONS = 16384
+DEFAULT_ITERATIONS = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def to_json(self) -> dict:
+        enc = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
+        return {"salt": enc(self.salt), "stored_key": enc(self.stored_key),
+                "server_key": enc(self.server_key), "iterations": self.iterations}
+
+    @classmethod
+    def from_json(cls, data: dict) -> ScramCredential:
+        dec = base64.b64decode
+        return cls(dec(data["salt"]), dec(data["stored_key"]), dec(data["server_key"]),
+                   int(data["iterations"]))
+
+
+def from_salted_password(mechanism: str, salt: bytes, salted_password: bytes,
+                         iterations: int) -> ScramCredential:
+    """RFC 5802 section 3: ClientKey = HMAC(SaltedPassword, "Client Key"), StoredKey =
+    H(ClientKey), ServerKey = HMAC(SaltedPassword, "Server Key"). This is what an admin
+    client's AlterUserScramCredentials upsertion (salt and salted password) becomes."""
+    name = HASHES[mechanism]
+    client_key = hmac.new(salted_password, b"Client Key", name).digest()
+    stored_key = hashlib.new(name, client_key).digest()
+    server_key = hmac.new(salted_password, b"Server Key", name).digest()
+    return ScramCredential(salt, stored_key, server_key, iterations)
+
+
+def from_password(mechanism: str, password: str, iterations: int = DEFAULT_ITERATIONS,
+                  salt: bytes | None = None) -> ScramCredential:
+    """A new credential from a password: SaltedPassword = Hi(password, salt, i), PBKDF2 with
+    the mechanism's HMAC (RFC 5802), over the password's UTF-8 bytes as Kafka's
+    ScramFormatter takes them (no SASLprep, so a password typed for Kafka works here)."""
+    salt = salt if salt is not None else os.urandom(32)
+    salted = hashlib.pbkdf2_hmac(HASHES[mechanism], password.encode("utf-8"), salt, iterations)
+    return from_salted_password(mechanism, salt, salted, iterations)
+
+
+def password_matches(credential: ScramCredential, mechanism: str, password: str) -> bool:
+    """For SASL/PLAIN against the SCRAM store: the password is salted and iterated as the
+    credential was, and the StoredKeys compared in constant time."""
+    candidate = from_password(mechanism, password, credential.iterations, credential.salt)
+    return hmac.compare_digest(candidate.stored_key, credential.stored_key)
+
+
+class CredentialError(ValueError):
+    pass
+
+
+class ScramStore:
+    """Users' SCRAM credentials by user and mechanism, loaded at start, durable on change."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = Path(data_dir) / FILE_NAME
+        self._users: dict[str, dict[str, ScramCredential]] = {}
+        self._lock: asyncio.Lock | None = None
+
+    @classmethod
+    def open(cls, data_dir: Path) -> ScramStore:
+        store = cls(data_dir)
+        store.load()
+        return store
+
+    def load(self) -> None:
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            self._users = {}
+            return
+        try:
+            data = json.loads(text)
+            users = {name: {mech: ScramCredential.from_json(c) for mech, c in mechs.items()
+                            if mech in MECHANISM_IDS}
+                     for name, mechs in data.get("users", {}).items()}
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CredentialError(f"{self.path}: not a credential file roster wrote ({exc}); "
+                                  "refusing to start with an unknown set of users") from None
+        self._users = {name: mechs for name, mechs in users.items() if mechs}
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
+        mechs = self._users.get(user)
+        return None if mechs is None else mechs.get(mechanism)
+
+    def users(self) -> list[str]:
+        return sorted(self._users)
+
+    def mechanisms(self, user: str) -> dict[str, ScramCredential]:
+        return dict(self._users.get(user, {}))
+
+    def __contains__(self, user: str) -> bool:
+        return user in self._users
+
+    # -- changing -----------------------------------------------------------------------------
+
+    def _changed(self, upserts: Iterable[tuple[str, str, ScramCredential]],
+                 deletions: Iterable[tuple[str, str]]) -> dict[str, dict[str, ScramCredential]]:
+        users = {name: dict(mechs) for name, mechs in self._users.items()}
+        for name, mechanism in deletions:
+            mechs = users.get(name)
+            if mechs is not None:
+                mechs.pop(mechanism, None)
+                if not mechs:
+                    del users[name]
+        for name, mechanism, credential in upserts:
+            users.setdefault(name, {})[mechanism] = credential
+        return users
+
+    def apply(self, upserts: Iterable[tuple[str, str, ScramCredential]] = (),
+              deletions: Iterable[tuple[str, str]] = ()) -> None:
+        """Write the changed set durably, then make it the live one (blocking)."""
+        users = self._changed(upserts, deletions)
+        self._write(users)
+        self._users = users
+
+    async def apply_async(self, upserts: Iterable[tuple[str, str, ScramCredential]] = (),
+                          deletions: Iterable[tuple[str, str]] = ()) -> None:
+        """apply(), with the file work off the event loop; changes are applied one at a time
+        in the order they came."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        upserts, deletions = list(upserts), list(deletions)
+        async with self._lock:
+            users = self._changed(upserts, deletions)
+            await asyncio.to_thread(self._write, users)
+            self._users = users
+
+    def _write(self, users: dict[str, dict[str, ScramCredential]]) -> None:
+        data = {"version": 1, "users": {
+            name: {mech: cred.to_json() for mech, cred in sorted(mechs.items())}
+            for name, mechs in sorted(users.items())}}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_name(self.path.name + ".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, indent=1, sort_keys=True)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temporary, self.path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
+        directory = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
