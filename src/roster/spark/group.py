@@ -138,9 +138,14 @@ class GroupSession:
                               if offset != start.get(tp, offset)}
 
     def started_at(self, offsets: dict[TopicPartition, int]) -> None:
-        """Positions a partition starts from, which are not progress worth committing."""
+        """Positions a partition starts from, which are not progress worth committing. What
+        this reader did with a partition before it lost it is history: another member may have
+        gone further since, and committing the old end would move the group back."""
         with self._lock:
             self.starts.update(offsets)
+            for tp in offsets:
+                self.done.pop(tp, None)
+                self.last_committed.pop(tp, None)
 
     def _in_flight(self, partitions) -> list[TopicPartition]:
         with self._lock:
