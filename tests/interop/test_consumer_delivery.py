@@ -51,11 +51,19 @@ def filled(tmp_path_factory):
         create(admin, DOCS_TOPIC, DOCS_PARTITIONS, {})
         for n, topic in PROP_TOPICS.items():
             create(admin, topic, n, {})
+        create(admin, "backlog", 2, {})
 
     async def fill_all():
         await _fill(broker.bootstrap, DOCS_TOPIC, DOCS_PARTITIONS, DOCS_PER_PARTITION)
         for n, topic in PROP_TOPICS.items():
             await _fill(broker.bootstrap, topic, n, PROP_PER_PARTITION)
+        producer = Producer(broker.bootstrap)   # backlog: 3,000 records in 0, 5 in 1
+        for i in range(0, 3_000, 500):
+            await producer.send_many("backlog", [OutgoingRecord(b"0") for _ in range(500)],
+                                     partition=0)
+        await producer.send_many("backlog", [OutgoingRecord(b"1") for _ in range(5)],
+                                 partition=1)
+        await producer.close()
     asyncio.run(fill_all())
     yield broker
     broker.stop()
@@ -232,3 +240,27 @@ def test_a_rebalance_in_the_middle_loses_nothing_and_repeats_only_what_was_not_c
         from roster.admin.offsets import committed
         assert committed(admin, group) == {(DOCS_TOPIC, p): DOCS_PER_PARTITION
                                            for p in range(DOCS_PARTITIONS)}
+
+
+def test_a_partition_with_a_long_backlog_does_not_starve_the_others(filled):
+    """One Fetch of partition 0 brings thousands of records, far more than poll() returns; the
+    few records of partition 1 still come within the first polls, not after partition 0's
+    backlog."""
+    async def scenario():
+        consumer = Consumer(filled.bootstrap, "backlog-group", session_timeout_ms=10_000)
+        await consumer.subscribe(["backlog"])
+        polls, seen = [], 0
+        try:
+            while seen < 3_005 and len(polls) < 200:
+                records = await consumer.poll(timeout_ms=500, max_records=100)
+                if records or polls:
+                    polls.append([r.partition for r in records])
+                seen += len(records)
+        finally:
+            await consumer.leave()
+        return polls
+
+    polls = asyncio.run(scenario())
+    assert sum(map(len, polls)) == 3_005
+    first_of_1 = next(i for i, p in enumerate(polls) if 1 in p)
+    assert first_of_1 <= 1, f"partition 1 first came in poll {first_of_1} of {len(polls)}"

@@ -47,6 +47,7 @@ class Consumer:
         self._max_partition_bytes = max_partition_fetch_bytes
         self._user = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
         self._buffer = FetchBuffer()
+        self._turn = 0
         self.member = GroupMember(
             bootstrap, MemberConfig(group_id, group_instance_id, session_timeout_ms,
                                     rebalance_timeout_ms, heartbeat_interval_ms,
@@ -99,12 +100,20 @@ class Consumer:
             return []
         await self._initialise_positions([tp for tp in assigned if tp not in self._buffer])
         buffer = self._buffer
-        for tp in assigned:
-            if buffer.buffered() >= max_records:
-                break
+        # Every partition with nothing buffered is fetched (without waiting), whatever the
+        # others hold, so a partition with a long backlog cannot starve the rest; the order
+        # rotates so no partition is always asked first.
+        self._turn += 1
+        start = self._turn % len(assigned)
+        order = assigned[start:] + assigned[:start]
+        for tp in order:
             if tp in buffer and not buffer.buffered(tp):
-                # wait for data only while there is nothing to return yet
-                await self._fetch(tp, 0 if buffer.buffered() else timeout_ms)
+                await self._fetch(tp, 0)
+        if not buffer.buffered():
+            # nothing anywhere: wait for records on one partition, at most timeout_ms
+            waiting = next((tp for tp in order if tp in buffer), None)
+            if waiting is not None:
+                await self._fetch(waiting, timeout_ms)
         return buffer.take(max_records, list(self.member.assignment))
 
     async def _initialise_positions(self, partitions) -> None:
