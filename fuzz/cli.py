@@ -13,8 +13,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzz.live import (CORPUS, RSS_BOUND_MIB, Campaign, Target, corpus_files, load_case,
-                       replay_case, time_seed)
+from fuzz.live import (CORPUS, RSS_BOUND_MIB, Campaign, Target, corpus_files, finding_class,
+                       load_case, open_classes, replay_case, time_seed)
 
 
 def live(seconds: float, seed: int, save: Path | None, rss_mib: int) -> int:
@@ -25,8 +25,10 @@ def live(seconds: float, seed: int, save: Path | None, rss_mib: int) -> int:
             findings = campaign.run(seconds=seconds)
         finally:
             target.stop()
-    serious = [f for f in findings if f.kind != "slow"]
-    print(f"live: {len(findings)} finding(s), {len(serious)} serious; "
+    known = open_classes()
+    serious = [f for f in findings if f.kind != "slow" and finding_class(f) not in known]
+    print(f"live: {len(findings)} finding(s), {len(serious)} new and serious (not slow, not "
+          f"of a class an open corpus case has); "
           f"repro: python -m fuzz live --seed {seed} --seconds {seconds:g}")
     return 1 if serious else 0
 
@@ -85,8 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     results = [replay([], RSS_BOUND_MIB),
                live(args.seconds / 2, seed, CORPUS / "new", RSS_BOUND_MIB)]
-    left = max(30, int(args.seconds - (time.monotonic() - started)))
-    results.append(run_targets([], left))
+    from fuzz.atheris_targets import TARGETS
+    left = args.seconds - (time.monotonic() - started)
+    results.append(run_targets([], max(10, int(left / len(TARGETS)))))
     print(f"fuzz all: {time.monotonic() - started:.0f} s")
     return max(results)
 

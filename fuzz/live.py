@@ -228,6 +228,18 @@ async def _one(host: str, port: int, data: bytes) -> tuple[str, int]:
     return outcome, _count_frames(bytes(received))
 
 
+def split_frames(data: bytes) -> list[bytes]:
+    """`data` cut into its size-prefixed frames, or [data] when it is not exactly that."""
+    frames, at = [], 0
+    while at + 4 <= len(data):
+        (size,) = struct.unpack_from(">i", data, at)
+        if size < 0 or at + 4 + size > len(data):
+            return [data]
+        frames.append(data[at:at + 4 + size])
+        at += 4 + size
+    return frames if at == len(data) else [data]
+
+
 def _count_frames(data: bytes) -> int:
     count = at = 0
     while at + 4 <= len(data):
@@ -252,8 +264,9 @@ def send_concurrently(bootstrap: str, payloads: list[bytes]) -> list[tuple[str, 
 class Campaign:
     def __init__(self, target: Target, seed: int, corpus_dir: Path | None = None,
                  rss_bound_mib: int = RSS_BOUND_MIB, connections: int = 32,
-                 say=print) -> None:
+                 say=print, known: set | None = None) -> None:
         self.target = target
+        self.known = open_classes() if known is None else known  # not saved again
         self.seed = seed
         self.rng = random.Random(seed)
         self.corpus_dir = corpus_dir
@@ -364,14 +377,32 @@ class Campaign:
             outcome = replay_case(self.target, [case.data], self.rss_bound_mib,
                                   case.expect_answers)
             if outcome is not None:
+                self.recover(outcome[0])
+                case, outcome = self.minimize(case, outcome)
                 culprits.append(Finding(outcome[0], outcome[1], [case],
                                         self.target.broker.output[-60:]))
-                self.recover(outcome[0])
         if not culprits:  # only together (or not at all, if it was the machine being slow)
             culprits = [Finding(kind, detail + " (this batch only, not one connection alone)",
                                 batch, log)]
         for finding in culprits:
             self.record(finding)
+
+    def minimize(self, case: Case, outcome: tuple[str, str]) -> tuple[Case, tuple[str, str]]:
+        """The one frame of a several-frame connection that does it alone, if there is one."""
+        frames = split_frames(case.data)
+        if len(frames) < 2:
+            return case, outcome
+        for frame in frames:
+            alone = replay_case(self.target, [frame], self.rss_bound_mib,
+                                1 if case.expect_answers else 0)
+            if alone is not None and alone[0] == outcome[0]:
+                self.recover(alone[0])
+                key, version = struct.unpack_from(">hh", frame, 4) if len(frame) >= 8 \
+                    else (-1, -1)
+                return Case(frame, case.what + " (this frame of the connection alone)",
+                            f"{self.names.get(key, key)} v{version}",
+                            1 if case.expect_answers else 0), alone
+        return case, outcome
 
     def recover(self, kind: str) -> None:
         if kind in ("died", "unresponsive", "rss"):
@@ -387,7 +418,7 @@ class Campaign:
             self.classes[key] += 1
             return
         self.classes[key] = 1
-        if self.corpus_dir is not None:
+        if self.corpus_dir is not None and key not in self.known:
             finding.saved = save_case(self.corpus_dir, finding, self.seed)
         self.say(describe(finding))
 

@@ -72,7 +72,7 @@ def test_bounded_campaign(target, tmp_path, capsys):
         with capsys.disabled():
             print(f"\nfuzz campaign: seed {seed} for {SECONDS / 2:g} s "
                   f"(repeat: FUZZ_SEED={seed} or python -m fuzz live --seed {seed})")
-        campaign = Campaign(target, seed, tmp_path / "found", say=lambda *_: None)
+        campaign = Campaign(target, seed, tmp_path / "found", say=lambda *_: None, known=known)
         found = campaign.run(seconds=SECONDS / 2)
         findings += [f for f in found if f.kind != "slow" and finding_class(f) not in known]
         with capsys.disabled():

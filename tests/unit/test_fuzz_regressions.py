@@ -15,7 +15,19 @@ from fuzz.live import REPO
 CASES = sorted(p for p in SAVED.glob("*/*") if p.is_file() and p.suffix != ".txt")
 
 
-@pytest.mark.parametrize("path", CASES, ids=[f"{p.parent.name}-{p.name}" for p in CASES])
+def _params():
+    """A case whose note (<case>.txt) has a `status: open` line reports as XFAIL with it."""
+    params = []
+    for path in CASES:
+        note = path.with_suffix(".txt")
+        status = [line for line in (note.read_text().splitlines() if note.exists() else [])
+                  if line.startswith("status: open")]
+        marks = [pytest.mark.xfail(reason=status[0], strict=False)] if status else []
+        params.append(pytest.param(path, marks=marks, id=f"{path.parent.name}-{path.name}"))
+    return params
+
+
+@pytest.mark.parametrize("path", _params())
 def test_atheris_finding_stays_handled(path):
     result = subprocess.run(
         [sys.executable, "-m", "fuzz.atheris_targets", "--check", path.parent.name, str(path)],
