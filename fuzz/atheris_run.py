@@ -83,12 +83,14 @@ def run_target(target: str, seconds: int, say=print) -> list[Path]:
             code = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=env,
                                   timeout=left + 120).returncode
         text = log_path.read_text(errors="replace")
-        runs = re.findall(r"Done (\d+) runs", text) or re.findall(r"stat::number_of_executed_units: (\d+)", text)
+        runs = re.findall(r"Done (\d+) runs", text) \
+            or re.findall(r"stat::number_of_executed_units: (\d+)", text)
         crashes = sorted(p for p in artifacts.iterdir() if p.name.split("-")[0] in
                          ("crash", "timeout", "oom", "leak"))
         if not crashes:
             shutil.rmtree(artifacts, ignore_errors=True)
-            say(f"atheris {target}: no finding in {left} s ({runs[-1] if runs else '?'} runs, exit {code})")
+            say(f"atheris {target}: no finding in {left} s "
+                f"({runs[-1] if runs else '?'} runs, exit {code})")
             break
         signatures = re.findall(r"FUZZ-SIGNATURE (\S+)", text)
         signature = signatures[-1] if signatures else None

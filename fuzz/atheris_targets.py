@@ -50,8 +50,11 @@ def _load(target: str):
                 decode_heartbeat(data[1:], data[0] % 5)
         return run, (MalformedRequest,)
     if target == "consumer_protocol":
-        from roster.protocol.consumer_protocol import (ConsumerProtocolError, decode_assignment,
-                                                       decode_subscription)
+        from roster.protocol.consumer_protocol import (
+            ConsumerProtocolError,
+            decode_assignment,
+            decode_subscription,
+        )
 
         def run(data: bytes) -> None:
             if data:

@@ -13,8 +13,18 @@ import tempfile
 import time
 from pathlib import Path
 
-from fuzz.live import (CORPUS, RSS_BOUND_MIB, Campaign, Target, corpus_files, finding_class,
-                       load_case, open_classes, replay_case, time_seed)
+from fuzz.live import (
+    CORPUS,
+    RSS_BOUND_MIB,
+    Campaign,
+    Target,
+    corpus_files,
+    finding_class,
+    load_case,
+    open_classes,
+    replay_case,
+    time_seed,
+)
 
 
 def live(seconds: float, seed: int, save: Path | None, rss_mib: int) -> int:

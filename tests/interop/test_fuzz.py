@@ -19,8 +19,17 @@ import time
 
 import pytest
 
-from fuzz.live import (CORPUS, Campaign, Target, corpus_files, describe, finding_class,
-                       load_case, open_classes, replay_case)
+from fuzz.live import (
+    CORPUS,
+    Campaign,
+    Target,
+    corpus_files,
+    describe,
+    finding_class,
+    load_case,
+    open_classes,
+    replay_case,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("fuzz")]
 
