@@ -40,7 +40,7 @@ def make_pki(directory: Path) -> Pki:
     server = ca.issue_cert("localhost", "127.0.0.1", common_name="broker")
     server.private_key_and_cert_chain_pem.write_to_path(str(directory / "server.pem"))
     client = ca.issue_cert("client@example.com", common_name="client",
-                           organization_unit_name="apps")
+                           organization_name="roster tests", organization_unit_name="apps")
     client.cert_chain_pems[0].write_to_path(str(directory / "client.pem"))
     client.private_key_pem.write_to_path(str(directory / "client.key"))
     rogue_ca = trustme.CA(organization_name="somebody else")

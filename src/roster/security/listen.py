@@ -69,6 +69,10 @@ def _tls_connection_class(base):
                     transport.abort()
                     return
                 self.principal = principal
+                if principal != ANONYMOUS:
+                    peer = transport.get_extra_info("peername") or ("?", 0)
+                    log.info("%s:%s authenticated as %s with a client certificate on listener "
+                             "%s", peer[0], peer[1], principal, self.listener)
             super().connection_made(transport)
 
     return TlsConnection

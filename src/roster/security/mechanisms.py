@@ -109,6 +109,18 @@ class ScramExchange:
         return credential.salt, credential.stored_key, credential.server_key, \
             credential.iterations
 
+    def _accept_kafka_nonce(self, client_final: str) -> None:
+        """Kafka's ScramSaslServer accepts a client-final nonce that *ends with* the nonce of
+        its server-first message, and librdkafka before 2.1 (kcat 1.7) sends its own nonce in
+        front of it again. scramp wants equality: tell it the nonce the client used. The
+        proof is still checked over exactly the messages the client signed, and the nonce
+        still ends with this server's fresh one."""
+        nonce = _client_final_nonce(client_final)
+        expected = str(self._server.nonce)
+        if nonce and nonce != expected and nonce.endswith(expected):
+            from scramp.core import Nonce
+            self._server.nonce = Nonce(nonce)
+
     def step(self, token: bytes) -> Step:
         from scramp import ScramException
         try:
@@ -124,6 +136,7 @@ class ScramExchange:
                 self._server = self._scram.make_server(self._credentials)
                 self._server.set_client_first(_without_extensions(text))
                 return Step(self._server.get_server_first().encode())
+            self._accept_kafka_nonce(text)
             self._server.set_client_final(text)
             final = self._server.get_server_final()
         except ScramException as exc:
@@ -139,6 +152,13 @@ class ScramExchange:
         if not self._known:  # unreachable in practice: the proof cannot match random keys
             raise AuthenticationFailed(_invalid(self.mechanism), f"unknown user {self._user!r}")
         return Step(final.encode(), principal=f"User:{self._user}")
+
+
+def _client_final_nonce(text: str) -> str | None:
+    for field in text.split(","):
+        if field.startswith("r="):
+            return field[2:]
+    return None
 
 
 def _without_extensions(client_first: str) -> str:
