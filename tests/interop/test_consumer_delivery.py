@@ -124,7 +124,7 @@ def test_the_docs_loop_delivers_every_record_once_and_lag_reaches_zero_only_at_t
 GROUPS = iter(range(1_000_000))
 
 
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(partitions=st.sampled_from(sorted(PROP_TOPICS)),
        max_records=st.integers(1, 400),
