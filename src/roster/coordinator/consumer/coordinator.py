@@ -1,0 +1,557 @@
+"""The consumer group coordinator (KIP-848): ConsumerGroupHeartbeat, ConsumerGroupDescribe,
+session and rebalance timeouts, and loading from records.
+
+Each operation takes `now` (and the topic catalog it needs) and returns a Result, like the
+classic coordinator. An operation decides, builds the records of its change, and applies them
+through replay() (the function a restart uses); its reply waits for the records to be written
+(a continuation releases it), and if they cannot be, the group goes back to what it was.
+
+What a heartbeat does (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
+1. validate the request; find or create the group, find or create the member (static rules);
+2. update the member; a changed subscription, or a change in the subscribed topics' metadata,
+   bumps the group epoch;
+3. group epoch > target assignment epoch: compute a new target assignment (sticky assignor);
+4. move the member's current assignment towards its target (reconcile.py);
+5. re-arm its session timer; answer with its epoch and, when it changed or the request was a
+   full one, its assignment.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from roster.coordinator.consumer import records as rec
+from roster.coordinator.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
+from roster.coordinator.consumer.messages import (
+    DescribedGroup,
+    DescribedMember,
+    HeartbeatReply,
+    HeartbeatRequest,
+)
+from roster.coordinator.consumer.model import (
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    Assignment,
+    ConsumerGroup,
+    ConsumerMember,
+    MemberState,
+    TopicImage,
+)
+from roster.coordinator.consumer.reconcile import is_subset, reconcile
+from roster.coordinator.consumer.replay import replay
+from roster.coordinator.results import Result
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.coordinator")
+
+try:  # RE2 syntax, as Kafka (RE2/J) reads SubscribedTopicRegex
+    import re2 as _regex
+except ImportError:  # pragma: no cover - google-re2 is a dependency
+    import re as _regex
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerConfig:
+    session_timeout_ms: int = 45_000        # group.consumer.session.timeout.ms
+    heartbeat_interval_ms: int = 5_000      # group.consumer.heartbeat.interval.ms
+    max_size: int = 2**31 - 1               # group.consumer.max.size
+    assignors: tuple[str, ...] = ("uniform", "range")   # group.consumer.assignors
+    # per-group overrides (group configs): group id -> {"session": ms, "heartbeat": ms}
+    group_overrides: dict = field(default_factory=dict)
+
+    def session_ms(self, group_id: str) -> int:
+        return self.group_overrides.get(group_id, {}).get("session", self.session_timeout_ms)
+
+    def heartbeat_ms(self, group_id: str) -> int:
+        return self.group_overrides.get(group_id, {}).get("heartbeat",
+                                                           self.heartbeat_interval_ms)
+
+
+# -- timers and continuations ------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSessionDeadline:
+    group_id: str
+    member_id: str
+    consumer = True
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRebalanceDeadline:
+    group_id: str
+    member_id: str
+    member_epoch: int
+    consumer = True
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerWritten:
+    """Release `reply` to `token` once the records are written; if they are not, put the
+    group back as it was and answer `error` instead."""
+
+    group_id: str
+    token: object
+    reply: object
+    snapshot: ConsumerGroup | None     # None: the group did not exist before
+    consumer = True
+
+
+def session_key(group_id: str, member_id: str) -> str:
+    return f"consumer-session:{group_id}:{member_id}"
+
+
+def rebalance_key(group_id: str, member_id: str) -> str:
+    return f"consumer-rebalance:{group_id}:{member_id}"
+
+
+class RequestError(Exception):
+    def __init__(self, error: ErrorCode, message: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
+        self.message = message
+
+
+def _fail(error: ErrorCode, message: str | None = None):
+    raise RequestError(error, message)
+
+
+def _pairs(a: Assignment) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
+    return tuple((t, tuple(sorted(ps))) for t, ps in sorted(a.items()))
+
+
+class ConsumerCoordinator:
+    def __init__(self, config: ConsumerConfig | None = None,
+                 new_member_id: Callable[[], str] | None = None,
+                 classic_busy: Callable[[str], bool] | None = None) -> None:
+        self.config = config or ConsumerConfig()
+        self.groups: dict[str, ConsumerGroup] = {}
+        self._new_member_id = new_member_id
+        # whether a classic group of this id has members (then it is not a consumer group)
+        self._classic_busy = classic_busy or (lambda group_id: False)
+
+    # -- records ------------------------------------------------------------------------------
+
+    def replay(self, record: rec.ConsumerRecord, now: int = -1) -> None:
+        replay(self.groups, record, now)
+
+    def _write(self, records: list, result: Result, now: int) -> None:
+        for record in records:
+            replay(self.groups, record, now)
+        result.records.extend(records)
+
+    # -- ConsumerGroupHeartbeat ---------------------------------------------------------------
+
+    def heartbeat(self, request: HeartbeatRequest, image: TopicImage, now: int) -> Result:
+        result = Result()
+        snapshot = self._snapshot(request.group_id)
+        try:
+            self._validate(request)
+            if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                reply = self._leave(request, result, now)
+            else:
+                reply = self._heartbeat(request, image, result, now)
+        except RequestError as exc:
+            self._restore(request.group_id, snapshot)
+            result.records.clear()
+            result.reply(request.token, HeartbeatReply(error=exc.error,
+                                                       error_message=exc.message))
+            return result
+        if result.records:
+            result.after_write.append(ConsumerWritten(request.group_id, request.token, reply,
+                                                      snapshot))
+        else:
+            result.reply(request.token, reply)
+        return result
+
+    def _snapshot(self, group_id: str) -> ConsumerGroup | None:
+        group = self.groups.get(group_id)
+        return None if group is None else group.snapshot()
+
+    def _restore(self, group_id: str, snapshot: ConsumerGroup | None) -> None:
+        if snapshot is None:
+            self.groups.pop(group_id, None)
+        else:
+            self.groups[group_id] = snapshot
+
+    def _validate(self, q: HeartbeatRequest) -> None:
+        if not q.group_id.strip():
+            _fail(ErrorCode.invalid_request, "GroupId can't be empty.")
+        if q.instance_id is not None and not q.instance_id.strip():
+            _fail(ErrorCode.invalid_request, "InstanceId can't be empty.")
+        if q.rack_id is not None and not q.rack_id.strip():
+            _fail(ErrorCode.invalid_request, "RackId can't be empty.")
+        if q.api_version >= 1 or q.member_epoch != 0:
+            if not q.member_id.strip():
+                _fail(ErrorCode.invalid_request, "MemberId can't be empty.")
+        if q.member_epoch == 0:
+            if q.rebalance_timeout_ms == -1:
+                _fail(ErrorCode.invalid_request,
+                      "RebalanceTimeoutMs must be provided in first request.")
+            if q.owned is None or any(ps for _, ps in q.owned):
+                _fail(ErrorCode.invalid_request, "TopicPartitions must be empty when (re-)joining.")
+            if not q.subscribed_topic_names and not q.subscribed_topic_regex:
+                _fail(ErrorCode.invalid_request, "SubscribedTopicNames or SubscribedTopicRegex "
+                      "must be set in first request.")
+        elif q.member_epoch == STATIC_LEAVE_EPOCH:
+            if q.instance_id is None:
+                _fail(ErrorCode.invalid_request, "InstanceId can't be null.")
+        elif q.member_epoch < STATIC_LEAVE_EPOCH:
+            _fail(ErrorCode.invalid_request, "MemberEpoch is invalid.")
+        if q.server_assignor is not None and q.server_assignor not in self.config.assignors:
+            _fail(ErrorCode.unsupported_assignor,
+                  f"ServerAssignor {q.server_assignor} is not supported. Supported assignors: "
+                  f"{', '.join(self.config.assignors)}.")
+        if q.subscribed_topic_regex:
+            try:
+                _regex.compile(q.subscribed_topic_regex)
+            except Exception:
+                _fail(ErrorCode.invalid_regular_expression,
+                      f"SubscribedTopicRegex `{q.subscribed_topic_regex}` is not a valid regular "
+                      "expression.")
+
+    def _group(self, group_id: str, create: bool, now: int) -> ConsumerGroup:
+        group = self.groups.get(group_id)
+        if group is not None:
+            return group
+        if self._classic_busy(group_id):
+            _fail(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group")
+        if not create:
+            _fail(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+        # not stored until its first record is replayed
+        return ConsumerGroup(group_id, created_ms=now)
+
+    def _heartbeat(self, q: HeartbeatRequest, image: TopicImage, result: Result,
+                   now: int) -> HeartbeatReply:
+        joining = q.member_epoch == 0
+        group = self._group(q.group_id, joining, now)
+        member_id = q.member_id or (self._new_member_id() if self._new_member_id else "")
+        if len(group.members) >= self.config.max_size and member_id not in group.members:
+            _fail(ErrorCode.group_max_size_reached, "The consumer group has reached its maximum "
+                  f"capacity of {self.config.max_size} members.")
+        records: list = []
+        if q.instance_id is None:
+            member = group.members.get(member_id)
+            if member is None:
+                if not joining:
+                    _fail(ErrorCode.unknown_member_id,
+                          f"Member {member_id} is not a member of group {q.group_id}.")
+                member = ConsumerMember(member_id)
+                log.info("member %s joins consumer group %s", member_id, q.group_id)
+            else:
+                self._check_epoch(member, q)
+        else:
+            member = self._static_member(group, member_id, q, records)
+        before_assigned = member.assigned
+        updated = member.replace(
+            instance_id=q.instance_id if q.instance_id is not None else member.instance_id,
+            rack_id=q.rack_id if q.rack_id is not None else member.rack_id,
+            rebalance_timeout_ms=q.rebalance_timeout_ms if q.rebalance_timeout_ms != -1
+            else member.rebalance_timeout_ms,
+            server_assignor=q.server_assignor if q.server_assignor is not None
+            else member.server_assignor,
+            subscribed_topic_names=tuple(q.subscribed_topic_names)
+            if q.subscribed_topic_names is not None else member.subscribed_topic_names,
+            subscribed_topic_regex=q.subscribed_topic_regex
+            if q.subscribed_topic_regex is not None else member.subscribed_topic_regex,
+            client_id=q.client_id, client_host=q.client_host)
+        if q.subscribed_topic_regex == "":
+            updated = updated.replace(subscribed_topic_regex=None)
+        bump = False
+        if updated != member:
+            records.append(rec.member_record(q.group_id, updated))
+            bump = (updated.subscribed_topic_names != member.subscribed_topic_names
+                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        # apply the member change now so that the group's view includes it
+        self._write(records, result, now)
+        group = self.groups[q.group_id]
+        records = []
+        # the topics the group subscribes to, and their metadata
+        self._resolve_regexes(group, image)
+        metadata = self._metadata(group, image)
+        if metadata != group.subscription_metadata:
+            records.append(rec.subscription_metadata_record(q.group_id, metadata))
+            bump = True
+        if bump:
+            records.append(rec.epoch_record(q.group_id, group.group_epoch + 1))
+            log.info("consumer group %s: epoch %d", q.group_id, group.group_epoch + 1)
+        self._write(records, result, now)
+        if group.group_epoch > group.assignment_epoch:
+            self._new_target(group, result, now)
+        member = group.members[updated.member_id]
+        target = group.target.get(member.member_id, {})
+        if not member.reconciled_to(group.assignment_epoch):
+            before = member
+            member = reconcile(member, group.assignment_epoch, target, group.partition_epoch,
+                               q.owned)
+            if member != before:
+                self._write([rec.current_record(q.group_id, member)], result, now)
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    result.schedule(rebalance_key(q.group_id, member.member_id),
+                                    now + max(member.rebalance_timeout_ms, 0),
+                                    ConsumerRebalanceDeadline(q.group_id, member.member_id,
+                                                              member.member_epoch))
+                else:
+                    result.cancel(rebalance_key(q.group_id, member.member_id))
+        result.schedule(session_key(q.group_id, member.member_id),
+                        now + self.config.session_ms(q.group_id),
+                        ConsumerSessionDeadline(q.group_id, member.member_id))
+        full = joining or (q.rebalance_timeout_ms != -1 and q.subscribed_topic_names is not None
+                           and q.owned is not None)
+        changed = member.assigned != before_assigned
+        return HeartbeatReply(
+            member_id=member.member_id, member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_ms(q.group_id),
+            assignment=_pairs(member.assigned) if full or changed else None)
+
+    def _check_epoch(self, member: ConsumerMember, q: HeartbeatRequest) -> None:
+        epoch = q.member_epoch
+        if epoch > member.member_epoch:
+            _fail(ErrorCode.fenced_member_epoch,
+                  f"The consumer group member has a greater member epoch ({epoch}) than the "
+                  f"one known by the group coordinator ({member.member_epoch}). The member "
+                  "must abandon all its partitions and rejoin.")
+        if epoch < member.member_epoch and (epoch != member.previous_member_epoch
+                                            or not is_subset(q.owned, member.assigned)):
+            _fail(ErrorCode.fenced_member_epoch,
+                  f"The consumer group member has a smaller member epoch ({epoch}) than the "
+                  f"one known by the group coordinator ({member.member_epoch}). The member "
+                  "must abandon all its partitions and rejoin.")
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, q: HeartbeatRequest,
+                       records: list) -> ConsumerMember:
+        existing = group.static_member(q.instance_id)
+        if q.member_epoch == 0:
+            if existing is None:
+                if member_id in group.members:  # a dynamic member cannot turn static
+                    self._check_epoch(group.members[member_id], q)
+                    return group.members[member_id]
+                log.info("static member %s (instance %s) joins consumer group %s", member_id,
+                         q.instance_id, q.group_id)
+                return ConsumerMember(member_id, instance_id=q.instance_id)
+            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+                _fail(ErrorCode.unreleased_instance_id,
+                      f"Static member {member_id} with instance id {q.instance_id} cannot join "
+                      f"the group because the instance id is owned by {existing.member_id} "
+                      "member.")
+            # the returning instance takes over its predecessor: same subscription, same
+            # target, same partitions; nothing else in the group changes
+            new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            gid = group.group_id
+            records += [rec.current_tombstone(gid, existing.member_id),
+                        rec.target_tombstone(gid, existing.member_id),
+                        rec.member_tombstone(gid, existing.member_id),
+                        rec.member_record(gid, new),
+                        rec.target_record(gid, member_id,
+                                          group.target.get(existing.member_id, {})),
+                        rec.current_record(gid, new)]
+            log.info("static member %s (instance %s) rejoins consumer group %s, replacing %s",
+                     member_id, q.instance_id, gid, existing.member_id)
+            return new
+        if existing is None:
+            _fail(ErrorCode.unknown_member_id, f"Instance id {q.instance_id} is unknown.")
+        if existing.member_id != member_id:
+            _fail(ErrorCode.fenced_instance_id,
+                  f"Static member {member_id} with instance id {q.instance_id} was fenced by "
+                  f"member {existing.member_id}.")
+        self._check_epoch(existing, q)
+        return existing
+
+    # -- topics -------------------------------------------------------------------------------
+
+    def _resolve_regexes(self, group: ConsumerGroup, image: TopicImage) -> None:
+        version = getattr(image, "version", None)
+        version = version() if callable(version) else None
+        regexes = group.regexes()
+        if not regexes and not group.resolved_regex:
+            return
+        if version is not None and version == group.regex_version \
+                and regexes == set(group.resolved_regex):
+            return
+        names = [n for n in image.names()]
+        resolved = {}
+        for regex in regexes:
+            try:
+                pattern = _regex.compile(regex)
+            except Exception:
+                resolved[regex] = frozenset()
+                continue
+            resolved[regex] = frozenset(n for n in names if pattern.fullmatch(n))
+        group.regex_version = version
+        if resolved != group.resolved_regex:
+            group.resolved_regex = resolved
+            group.subscribed_cache = None
+
+    def _metadata(self, group: ConsumerGroup, image: TopicImage) -> dict[str, tuple[bytes, int]]:
+        metadata = {}
+        for name in group.subscribed_names():
+            found = image.lookup(name)
+            if found is not None and found[1] > 0:
+                metadata[name] = found
+        return metadata
+
+    def _assignor_name(self, group: ConsumerGroup) -> str:
+        counts = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
+        if not counts:
+            return self.config.assignors[0] if self.config.assignors else DEFAULT_ASSIGNOR
+        best = max(counts.values())
+        return min(name for name, c in counts.items() if c == best)
+
+    def _new_target(self, group: ConsumerGroup, result: Result, now: int) -> None:
+        metadata = group.subscription_metadata
+        partitions = dict(metadata.values())
+        specs = {}
+        for member in group.members.values():
+            ids = frozenset(metadata[n][0] for n in group.member_topics(member) if n in metadata)
+            specs[member.member_id] = MemberSpec(ids, group.target.get(member.member_id, {}),
+                                                 member.instance_id, member.rack_id)
+        plan = ASSIGNORS[self._assignor_name(group)](specs, partitions)
+        epoch = group.group_epoch
+        records = [rec.target_record(group.group_id, m, a) for m, a in sorted(plan.items())
+                   if group.target.get(m) != a]
+        records.append(rec.target_epoch_record(group.group_id, epoch))
+        self._write(records, result, now)
+
+    # -- leaving and being removed ------------------------------------------------------------
+
+    def _leave(self, q: HeartbeatRequest, result: Result, now: int) -> HeartbeatReply:
+        group = self._group(q.group_id, False, now)
+        reply = HeartbeatReply(member_id=q.member_id, member_epoch=q.member_epoch)
+        if q.instance_id is None:
+            member = group.members.get(q.member_id)
+            if member is None:
+                _fail(ErrorCode.unknown_member_id,
+                      f"Member {q.member_id} is not a member of group {q.group_id}.")
+            log.info("member %s left consumer group %s", q.member_id, q.group_id)
+            self._fence(group, member, result, now)
+            return reply
+        member = group.static_member(q.instance_id)
+        if member is None:
+            _fail(ErrorCode.unknown_member_id, f"Instance id {q.instance_id} is unknown.")
+        if member.member_id != q.member_id:
+            _fail(ErrorCode.fenced_instance_id,
+                  f"Static member {q.member_id} with instance id {q.instance_id} was fenced by "
+                  f"member {member.member_id}.")
+        if q.member_epoch == STATIC_LEAVE_EPOCH:
+            log.info("static member %s (instance %s) temporarily left consumer group %s",
+                     q.member_id, q.instance_id, q.group_id)
+            leaving = member.replace(member_epoch=STATIC_LEAVE_EPOCH, pending_revocation={})
+            self._write([rec.current_record(q.group_id, leaving)], result, now)
+            return reply
+        log.info("static member %s (instance %s) left consumer group %s", q.member_id,
+                 q.instance_id, q.group_id)
+        self._fence(group, member, result, now)
+        return reply
+
+    def _fence(self, group: ConsumerGroup, member: ConsumerMember, result: Result,
+               now: int) -> None:
+        gid = group.group_id
+        records = [rec.current_tombstone(gid, member.member_id),
+                   rec.target_tombstone(gid, member.member_id),
+                   rec.member_tombstone(gid, member.member_id)]
+        self._write(records, result, now)
+        group = self.groups[gid]
+        metadata = self._metadata_without_image(group)
+        records = []
+        if metadata != group.subscription_metadata:
+            records.append(rec.subscription_metadata_record(gid, metadata))
+        records.append(rec.epoch_record(gid, group.group_epoch + 1))
+        self._write(records, result, now)
+        result.cancel(session_key(gid, member.member_id))
+        result.cancel(rebalance_key(gid, member.member_id))
+
+    def _metadata_without_image(self, group: ConsumerGroup) -> dict[str, tuple[bytes, int]]:
+        names = group.subscribed_names()
+        return {n: v for n, v in group.subscription_metadata.items() if n in names}
+
+    # -- timers and writes ----------------------------------------------------------------------
+
+    def expire(self, event, now: int) -> Result:
+        result = Result()
+        group = self.groups.get(event.group_id)
+        member = None if group is None else group.members.get(event.member_id)
+        if member is None:
+            return result
+        if isinstance(event, ConsumerSessionDeadline):
+            log.info("member %s of consumer group %s fenced: its session expired",
+                     member.member_id, group.group_id)
+        elif isinstance(event, ConsumerRebalanceDeadline):
+            if member.member_epoch != event.member_epoch \
+                    or member.state is not MemberState.UNREVOKED_PARTITIONS:
+                return result
+            log.info("member %s of consumer group %s fenced: it did not revoke its partitions "
+                     "within its rebalance timeout (%d ms)", member.member_id, group.group_id,
+                     member.rebalance_timeout_ms)
+        snapshot = group.snapshot()
+        self._fence(group, member, result, now)
+        result.after_write.append(ConsumerWritten(group.group_id, None, None, snapshot))
+        return result
+
+    def write_completed(self, step: ConsumerWritten, error: ErrorCode | None,
+                        now: int) -> Result:
+        result = Result()
+        if error is None:
+            if step.token is not None:
+                result.reply(step.token, step.reply)
+            return result
+        self._restore(step.group_id, step.snapshot)
+        if step.token is not None:
+            result.reply(step.token, HeartbeatReply(error=error))
+        return result
+
+    def groups_loaded(self, group_ids, now: int) -> Result:
+        """After replay: every member's session starts now; a member still revoking gets its
+        rebalance timeout again."""
+        result = Result()
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None:
+                continue
+            for member in group.members.values():
+                result.schedule(session_key(group_id, member.member_id),
+                                now + self.config.session_ms(group_id),
+                                ConsumerSessionDeadline(group_id, member.member_id))
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    result.schedule(rebalance_key(group_id, member.member_id),
+                                    now + max(member.rebalance_timeout_ms, 0),
+                                    ConsumerRebalanceDeadline(group_id, member.member_id,
+                                                              member.member_epoch))
+        return result
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def describe(self, group_ids, image: TopicImage) -> list[DescribedGroup]:
+        out = []
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None:
+                out.append(DescribedGroup(group_id, ErrorCode.group_id_not_found,
+                                          f"Group {group_id} not found."))
+                continue
+            members = tuple(DescribedMember(
+                m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
+                m.client_host, m.subscribed_topic_names, m.subscribed_topic_regex,
+                _pairs(m.assigned), _pairs(group.target.get(m.member_id, {})))
+                for m in group.members.values())
+            out.append(DescribedGroup(group_id, state=group.state(),
+                                      group_epoch=group.group_epoch,
+                                      assignment_epoch=group.assignment_epoch,
+                                      assignor_name=self._assignor_name(group),
+                                      members=members))
+        return out
+
+    def committable(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
+        """OffsetCommit from a consumer group (v9: the generation is the member epoch): None
+        when the group is not a consumer group, else the error (none: commit)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        if not member_id and epoch < 0:
+            return ErrorCode.none if not group.members else ErrorCode.unknown_member_id
+        member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return ErrorCode.none

@@ -1,0 +1,225 @@
+"""The consumer group (KIP-848) state: the group, its members, their target and current
+assignments.
+
+Members are immutable values: an operation builds the member's next value and the group swaps
+it in (through replay(), the same function a restart uses), so a group's state can be saved
+and restored cheaply (`snapshot`/`restore`) when its records cannot be written.
+
+Topic ids are 16-byte `bytes` here (the edge converts to and from uuid.UUID), assignments are
+`{topic id: frozenset of partition indexes}`.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import Iterable, Protocol
+
+Assignment = dict[bytes, frozenset[int]]
+EMPTY: Assignment = {}
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+
+
+class MemberState(IntEnum):
+    """As Kafka's MemberState (the byte in ConsumerGroupCurrentMemberAssignmentValue.State)."""
+
+    STABLE = 0
+    UNREVOKED_PARTITIONS = 1
+    UNRELEASED_PARTITIONS = 2
+    UNKNOWN = 127
+
+
+class GroupState:
+    """Kafka's ConsumerGroupState names, as ListGroups/ConsumerGroupDescribe report them."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+class TopicImage(Protocol):
+    """What the coordinator reads of the topic catalog (the edge passes the live one)."""
+
+    def lookup(self, name: str) -> tuple[bytes, int] | None:
+        """(topic id, number of partitions) of an existing topic."""
+
+    def name_of(self, topic_id: bytes) -> str | None: ...
+
+    def names(self) -> Iterable[str]: ...
+
+
+class DictTopicImage:
+    """A fixed catalog: {name: (id, partitions)}. For tests and benchmarks."""
+
+    def __init__(self, topics: dict[str, tuple[bytes, int]] | None = None) -> None:
+        self.topics = dict(topics or {})
+
+    def lookup(self, name: str) -> tuple[bytes, int] | None:
+        return self.topics.get(name)
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        for name, (tid, _) in self.topics.items():
+            if tid == topic_id:
+                return name
+        return None
+
+    def names(self) -> Iterable[str]:
+        return self.topics.keys()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None = None
+    rack_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topic_names: tuple[str, ...] = ()
+    subscribed_topic_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    # the current assignment (ConsumerGroupCurrentMemberAssignmentValue)
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: MemberState = MemberState.STABLE
+    assigned: Assignment = field(default_factory=dict)
+    pending_revocation: Assignment = field(default_factory=dict)
+
+    def replace(self, **changes) -> ConsumerMember:
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def is_static(self) -> bool:
+        return self.instance_id is not None
+
+    def reconciled_to(self, epoch: int) -> bool:
+        return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+
+@dataclass(slots=True)
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0          # the target assignment's epoch (-1 once deleted)
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    static_members: dict[str, str] = field(default_factory=dict)   # instance id -> member id
+    target: dict[str, Assignment] = field(default_factory=dict)    # member id -> assignment
+    # (topic id, partition) -> the member that currently holds it (assigned, or still
+    # revoking it); a partition absent here is free to be given to its new owner
+    owners: dict[tuple[bytes, int], str] = field(default_factory=dict)
+    # what the last target assignment was computed from: {topic name: (id, partitions)}
+    subscription_metadata: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    # regex -> resolved topic names, and the catalog names it was resolved against
+    resolved_regex: dict[str, frozenset[str]] = field(default_factory=dict)
+    regex_version: object = None      # the catalog version the regexes were resolved against
+    created_ms: int = -1
+    subscribed_cache: frozenset[str] | None = None   # subscribed_names(), until it changes
+
+    # -- reading -------------------------------------------------------------------------
+
+    def state(self) -> str:
+        if not self.members:
+            return GroupState.EMPTY
+        if self.group_epoch > self.assignment_epoch:
+            return GroupState.ASSIGNING
+        for member in self.members.values():
+            if not member.reconciled_to(self.assignment_epoch):
+                return GroupState.RECONCILING
+        return GroupState.STABLE
+
+    def static_member(self, instance_id: str) -> ConsumerMember | None:
+        member_id = self.static_members.get(instance_id)
+        return None if member_id is None else self.members.get(member_id)
+
+    def partition_epoch(self, topic_id: bytes, partition: int) -> int:
+        """The epoch of the member holding the partition, -1 when it is free."""
+        owner = self.owners.get((topic_id, partition))
+        return -1 if owner is None else self.members[owner].member_epoch
+
+    def member_topics(self, member: ConsumerMember) -> set[str]:
+        """The topic names a member subscribes to, by name or through its resolved regex."""
+        names = set(member.subscribed_topic_names)
+        if member.subscribed_topic_regex:
+            names.update(self.resolved_regex.get(member.subscribed_topic_regex, ()))
+        return names
+
+    def subscribed_names(self) -> frozenset[str]:
+        """Every topic name the members subscribe to (cached until a subscription or a
+        regex resolution changes)."""
+        if self.subscribed_cache is None:
+            names: set[str] = set()
+            for member in self.members.values():
+                names.update(member.subscribed_topic_names)
+            for regex in self.regexes():
+                names.update(self.resolved_regex.get(regex, ()))
+            self.subscribed_cache = frozenset(names)
+        return self.subscribed_cache
+
+    def regexes(self) -> set[str]:
+        return {m.subscribed_topic_regex for m in self.members.values()
+                if m.subscribed_topic_regex}
+
+    # -- changing (only replay.py calls these) -----------------------------------------------
+
+    def put_member(self, member: ConsumerMember) -> None:
+        old = self.members.get(member.member_id)
+        if old is not None:
+            self._release(old)
+            if old.instance_id is not None and old.instance_id != member.instance_id \
+                    and self.static_members.get(old.instance_id) == old.member_id:
+                del self.static_members[old.instance_id]
+        self.members[member.member_id] = member
+        if member.instance_id is not None:
+            self.static_members[member.instance_id] = member.member_id
+        self._hold(member)
+
+    def remove_member(self, member_id: str) -> None:
+        old = self.members.pop(member_id, None)
+        if old is None:
+            return
+        self._release(old)
+        if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
+            del self.static_members[old.instance_id]
+
+    def _hold(self, member: ConsumerMember) -> None:
+        member_id = member.member_id
+        owners = self.owners
+        for assignment in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    owners[(topic_id, p)] = member_id
+
+    def _release(self, member: ConsumerMember) -> None:
+        owners = self.owners
+        member_id = member.member_id
+        for assignment in (member.assigned, member.pending_revocation):
+            for topic_id, partitions in assignment.items():
+                for p in partitions:
+                    if owners.get((topic_id, p)) == member_id:
+                        del owners[(topic_id, p)]
+
+    # -- saving and restoring (a write that failed) ------------------------------------------
+
+    def snapshot(self) -> ConsumerGroup:
+        return ConsumerGroup(
+            self.group_id, self.group_epoch, self.assignment_epoch, dict(self.members),
+            dict(self.static_members), dict(self.target), dict(self.owners),
+            dict(self.subscription_metadata), dict(self.resolved_regex), self.regex_version,
+            self.created_ms, self.subscribed_cache)
+
+
+def assignment_size(assignment: Assignment) -> int:
+    return sum(len(p) for p in assignment.values())
+
+
+def freeze(pairs: Iterable[tuple[bytes, Iterable[int]]]) -> Assignment:
+    out: Assignment = {}
+    for topic_id, partitions in pairs:
+        ps = frozenset(partitions)
+        if ps:
+            out[topic_id] = out.get(topic_id, frozenset()) | ps
+    return out

@@ -1,0 +1,377 @@
+"""The consumer group records of `__consumer_offsets`, in Kafka's layouts (record types 3-8 of
+group-coordinator/src/main/resources/common/message/ConsumerGroup*.json).
+
+key   = int16 type + the key struct (non-flexible: int16-length strings)
+value = int16 version (0) + the value struct (flexible: compact strings and arrays, uuids as
+        16 bytes, an empty tagged-field section after each struct); None is a tombstone
+
+  3 ConsumerGroupMetadata            group           -> Epoch
+  4 ConsumerGroupPartitionMetadata   group           -> Topics[TopicId, TopicName, NumPartitions,
+                                                               PartitionMetadata[] (left empty)]
+  5 ConsumerGroupMemberMetadata      group, member   -> InstanceId?, RackId?, ClientId, ClientHost,
+                                                        SubscribedTopicNames[], SubscribedTopicRegex?,
+                                                        RebalanceTimeoutMs, ServerAssignor?
+  6 ConsumerGroupTargetAssignmentMetadata  group     -> AssignmentEpoch
+  7 ConsumerGroupTargetAssignmentMember    group, member -> TopicPartitions[TopicId, Partitions[]]
+  8 ConsumerGroupCurrentMemberAssignment   group, member -> MemberEpoch, PreviousMemberEpoch,
+                                                        State, AssignedPartitions[],
+                                                        PartitionsPendingRevocation[]
+Type 16 (resolved regular expressions) is not written: roster resolves them again from the
+catalog after a restart; read, it is skipped.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from roster.coordinator.consumer.model import Assignment, ConsumerMember, MemberState
+from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
+from roster.protocol.varint import encode_unsigned, read_unsigned
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_METADATA = 6
+TARGET_MEMBER = 7
+CURRENT_ASSIGNMENT = 8
+REGULAR_EXPRESSION = 16
+TYPES = frozenset({GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA, TARGET_METADATA,
+                   TARGET_MEMBER, CURRENT_ASSIGNMENT, REGULAR_EXPRESSION})
+
+
+class ConsumerRecordError(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerKey:
+    type: int
+    group: str
+    member: str | None = None      # types 5, 7, 8
+    regex: str | None = None       # type 16
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEpochValue:
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionMetadataValue:
+    topics: tuple[tuple[bytes, str, int], ...]   # (id, name, partitions)
+
+
+@dataclass(frozen=True, slots=True)
+class MemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int
+    server_assignor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TargetEpochValue:
+    assignment_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class TargetMemberValue:
+    partitions: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int
+    assigned: Assignment
+    pending_revocation: Assignment
+
+
+@dataclass(frozen=True, slots=True)
+class OpaqueValue:
+    """A value roster reads past without using (type 16)."""
+
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRecord:
+    key: ConsumerKey
+    value: object | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        return encode_key(self.key), None if self.value is None else encode_value(self.value)
+
+
+# -- factories (what the coordinator writes) -------------------------------------------------
+
+def epoch_record(group: str, epoch: int) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(GROUP_METADATA, group), GroupEpochValue(epoch))
+
+
+def group_tombstone(group: str) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(GROUP_METADATA, group), None)
+
+
+def subscription_metadata_record(group: str, metadata: dict[str, tuple[bytes, int]]
+                                 ) -> ConsumerRecord:
+    topics = tuple((tid, name, n) for name, (tid, n) in sorted(metadata.items()))
+    return ConsumerRecord(ConsumerKey(PARTITION_METADATA, group), PartitionMetadataValue(topics))
+
+
+def subscription_metadata_tombstone(group: str) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(PARTITION_METADATA, group), None)
+
+
+def member_record(group: str, m: ConsumerMember) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(MEMBER_METADATA, group, m.member_id), MemberMetadataValue(
+        m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
+        m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor))
+
+
+def member_tombstone(group: str, member_id: str) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(MEMBER_METADATA, group, member_id), None)
+
+
+def target_epoch_record(group: str, epoch: int) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(TARGET_METADATA, group), TargetEpochValue(epoch))
+
+
+def target_epoch_tombstone(group: str) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(TARGET_METADATA, group), None)
+
+
+def target_record(group: str, member_id: str, assignment: Assignment) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(TARGET_MEMBER, group, member_id),
+                          TargetMemberValue(assignment))
+
+
+def target_tombstone(group: str, member_id: str) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(TARGET_MEMBER, group, member_id), None)
+
+
+def current_record(group: str, m: ConsumerMember) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(CURRENT_ASSIGNMENT, group, m.member_id),
+                          CurrentAssignmentValue(m.member_epoch, m.previous_member_epoch,
+                                                 int(m.state), m.assigned,
+                                                 m.pending_revocation))
+
+
+def current_tombstone(group: str, member_id: str) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(CURRENT_ASSIGNMENT, group, member_id), None)
+
+
+# -- encoding --------------------------------------------------------------------------------
+
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+
+
+class _Flexible:
+    __slots__ = ("out",)
+
+    def __init__(self, version: int = 0) -> None:
+        self.out = bytearray(_I16.pack(version))
+
+    def int8(self, v: int) -> _Flexible:
+        self.out += struct.pack(">b", v)
+        return self
+
+    def int32(self, v: int) -> _Flexible:
+        self.out += _I32.pack(v)
+        return self
+
+    def string(self, v: str | None) -> _Flexible:
+        if v is None:
+            self.out += b"\x00"
+        else:
+            data = v.encode()
+            self.out += encode_unsigned(len(data) + 1)
+            self.out += data
+        return self
+
+    def count(self, n: int) -> _Flexible:
+        self.out += encode_unsigned(n + 1)
+        return self
+
+    def uuid(self, v: bytes) -> _Flexible:
+        if len(v) != 16:
+            raise ValueError("a topic id is 16 bytes")
+        self.out += v
+        return self
+
+    def tags(self) -> _Flexible:
+        self.out += b"\x00"
+        return self
+
+    def assignment(self, a: Assignment) -> _Flexible:
+        self.count(len(a))
+        for topic_id in sorted(a):
+            self.uuid(topic_id)
+            ps = sorted(a[topic_id])
+            self.count(len(ps))
+            for p in ps:
+                self.int32(p)
+            self.tags()
+        return self
+
+
+def encode_key(key: ConsumerKey) -> bytes:
+    w = ClassicWriter().int16(key.type).string(key.group)
+    if key.type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
+        w.string(key.member)
+    elif key.type == REGULAR_EXPRESSION:
+        w.string(key.regex)
+    return bytes(w.out)
+
+
+def encode_value(value) -> bytes:
+    w = _Flexible()
+    match value:
+        case GroupEpochValue():
+            w.int32(value.epoch)
+        case PartitionMetadataValue():
+            w.count(len(value.topics))
+            for tid, name, n in value.topics:
+                w.uuid(tid).string(name).int32(n).count(0).tags()
+        case MemberMetadataValue():
+            w.string(value.instance_id).string(value.rack_id).string(value.client_id)
+            w.string(value.client_host).count(len(value.subscribed_topic_names))
+            for name in value.subscribed_topic_names:
+                w.string(name)
+            w.string(value.subscribed_topic_regex).int32(value.rebalance_timeout_ms)
+            w.string(value.server_assignor)
+        case TargetEpochValue():
+            w.int32(value.assignment_epoch)
+        case TargetMemberValue():
+            w.assignment(value.partitions)
+        case CurrentAssignmentValue():
+            w.int32(value.member_epoch).int32(value.previous_member_epoch).int8(value.state)
+            w.assignment(value.assigned).assignment(value.pending_revocation)
+        case OpaqueValue():
+            return value.data
+        case _:
+            raise TypeError(f"cannot encode {value!r}")
+    return bytes(w.tags().out)
+
+
+# -- decoding --------------------------------------------------------------------------------
+
+def decode_key(key_type: int, data: bytes) -> ConsumerKey:
+    """The key after its int16 type (the caller read it to route here)."""
+    r = ClassicReader(data, ConsumerRecordError)
+    if r.int16() != key_type:
+        raise ConsumerRecordError("key type mismatch")
+    group = r.string() or ""
+    if key_type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
+        return ConsumerKey(key_type, group, member=r.string() or "")
+    if key_type == REGULAR_EXPRESSION:
+        return ConsumerKey(key_type, group, regex=r.string() or "")
+    return ConsumerKey(key_type, group)
+
+
+class _Reader:
+    __slots__ = ("data", "at")
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.at = 0
+
+    def take(self, n: int) -> bytes:
+        if n < 0 or self.at + n > len(self.data):
+            raise ConsumerRecordError("truncated consumer group record")
+        out = self.data[self.at:self.at + n]
+        self.at += n
+        return out
+
+    def int8(self) -> int:
+        return struct.unpack(">b", self.take(1))[0]
+
+    def int16(self) -> int:
+        return _I16.unpack(self.take(2))[0]
+
+    def int32(self) -> int:
+        return _I32.unpack(self.take(4))[0]
+
+    def uvarint(self) -> int:
+        try:
+            value, self.at = read_unsigned(self.data, self.at)
+        except IndexError as exc:
+            raise ConsumerRecordError(str(exc)) from None
+        return value
+
+    def string(self) -> str | None:
+        n = self.uvarint()
+        return None if n == 0 else self.take(n - 1).decode()
+
+    def count(self) -> int:
+        n = self.uvarint()
+        return max(n - 1, 0)
+
+    def tags(self) -> None:
+        for _ in range(self.uvarint()):
+            self.uvarint()
+            self.take(self.uvarint())
+
+    def assignment(self) -> Assignment:
+        out: Assignment = {}
+        for _ in range(self.count()):
+            tid = self.take(16)
+            ps = frozenset(self.int32() for _ in range(self.count()))
+            self.tags()
+            if ps:
+                out[tid] = ps
+        return out
+
+
+def decode_value(key: ConsumerKey, data: bytes | None):
+    if data is None:
+        return None
+    r = _Reader(data)
+    r.int16()  # version 0 (later versions only add tagged fields)
+    t = key.type
+    if t == GROUP_METADATA:
+        return GroupEpochValue(r.int32())
+    if t == PARTITION_METADATA:
+        topics = []
+        for _ in range(r.count()):
+            tid = r.take(16)
+            name = r.string() or ""
+            n = r.int32()
+            for _ in range(r.count()):
+                r.int32()
+                for _ in range(r.count()):
+                    r.string()
+                r.tags()
+            r.tags()
+            topics.append((tid, name, n))
+        return PartitionMetadataValue(tuple(topics))
+    if t == MEMBER_METADATA:
+        instance_id, rack_id = r.string(), r.string()
+        client_id, client_host = r.string() or "", r.string() or ""
+        names = tuple(r.string() or "" for _ in range(r.count()))
+        regex = r.string()
+        rebalance = r.int32()
+        assignor = r.string()
+        return MemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
+                                   rebalance, assignor)
+    if t == TARGET_METADATA:
+        return TargetEpochValue(r.int32())
+    if t == TARGET_MEMBER:
+        return TargetMemberValue(r.assignment())
+    if t == CURRENT_ASSIGNMENT:
+        epoch, previous, state = r.int32(), r.int32(), r.int8()
+        return CurrentAssignmentValue(epoch, previous, state, r.assignment(), r.assignment())
+    return OpaqueValue(bytes(data))
+
+
+def member_state(value: int) -> MemberState:
+    try:
+        return MemberState(value)
+    except ValueError:
+        return MemberState.UNKNOWN

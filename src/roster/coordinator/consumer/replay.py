@@ -1,0 +1,57 @@
+"""Consumer group state from its records. Every change an operation makes goes through here
+(the operation builds records, then replays them), and so does loading after a restart: the
+state after a restart is the state before it (tests/unit/coordinator/consumer/test_replay.py).
+"""
+from __future__ import annotations
+
+from roster.coordinator.consumer import records as r
+from roster.coordinator.consumer.model import ConsumerGroup, ConsumerMember
+
+
+def replay(groups: dict[str, ConsumerGroup], record: r.ConsumerRecord, now: int = -1) -> None:
+    key, value = record.key, record.value
+    group = groups.get(key.group)
+    if group is None:
+        if value is None or key.type == r.REGULAR_EXPRESSION:
+            return
+        group = groups[key.group] = ConsumerGroup(key.group, created_ms=now)
+    t = key.type
+    if t == r.GROUP_METADATA:
+        if value is None:
+            del groups[key.group]
+        else:
+            group.group_epoch = value.epoch
+    elif t == r.PARTITION_METADATA:
+        group.subscription_metadata = {} if value is None else {
+            name: (tid, n) for tid, name, n in value.topics}
+    elif t == r.MEMBER_METADATA:
+        if value is None:
+            group.remove_member(key.member)
+        else:
+            old = group.members.get(key.member) or ConsumerMember(key.member)
+            group.put_member(old.replace(
+                instance_id=value.instance_id, rack_id=value.rack_id,
+                client_id=value.client_id, client_host=value.client_host,
+                subscribed_topic_names=tuple(value.subscribed_topic_names),
+                subscribed_topic_regex=value.subscribed_topic_regex,
+                rebalance_timeout_ms=value.rebalance_timeout_ms,
+                server_assignor=value.server_assignor))
+        group.subscribed_cache = None
+    elif t == r.TARGET_METADATA:
+        group.assignment_epoch = -1 if value is None else value.assignment_epoch
+    elif t == r.TARGET_MEMBER:
+        if value is None:
+            group.target.pop(key.member, None)
+        else:
+            group.target[key.member] = value.partitions
+    elif t == r.CURRENT_ASSIGNMENT:
+        old = group.members.get(key.member) or ConsumerMember(key.member)
+        if value is None:
+            group.put_member(old.replace(member_epoch=-1, previous_member_epoch=-1,
+                                         assigned={}, pending_revocation={}))
+        else:
+            group.put_member(old.replace(
+                member_epoch=value.member_epoch,
+                previous_member_epoch=value.previous_member_epoch,
+                state=r.member_state(value.state), assigned=value.assigned,
+                pending_revocation=value.pending_revocation))

@@ -1,0 +1,269 @@
+"""ConsumerGroupHeartbeat in the pure core: joining, reconciliation with revocation before
+assignment, epochs, static membership, timeouts (GroupMetadataManagerTest re-expressed)."""
+from __future__ import annotations
+
+from roster.coordinator.consumer.coordinator import rebalance_key, session_key
+from roster.coordinator.consumer.model import GroupState, MemberState
+from roster.protocol.errors import ErrorCode
+
+from tests.unit.coordinator.consumer.harness import ConsumerHarness, partitions, topic_id
+
+T = topic_id("t")
+
+
+def test_first_member_gets_every_partition_at_epoch_one():
+    h = ConsumerHarness({"t": 6})
+    reply = h.join("m1")
+    assert reply.error == ErrorCode.none
+    assert (reply.member_id, reply.member_epoch, reply.heartbeat_interval_ms) == ("m1", 1, 5000)
+    assert reply.assignment == ((T, (0, 1, 2, 3, 4, 5)),)
+    assert h.group().state() == GroupState.STABLE
+    assert h.timers[session_key("g", "m1")][0] == 45_000
+    # record types written, in Kafka's order: member, partition metadata, epoch, target, current
+    assert [r.key.type for r in h.records] == [5, 4, 3, 7, 6, 8]
+
+
+def test_a_partition_moves_only_after_its_owner_revoked_it():
+    h = ConsumerHarness({"t": 6})
+    r1 = h.join("m1")
+    r2 = h.join("m2")
+    # m2 is at the new epoch but its partitions are still m1's
+    assert r2.member_epoch == 2 and r2.assignment == ()
+    assert h.member("m2").state is MemberState.UNRELEASED_PARTITIONS
+    # m1, still owning all six, is asked to give three up and keeps epoch 1
+    r1b = h.heartbeat("m1", 1, owned=r1.assignment)
+    assert r1b.member_epoch == 1
+    assert len(partitions(r1b)) == 3
+    assert h.member("m1").state is MemberState.UNREVOKED_PARTITIONS
+    assert rebalance_key("g", "m1") in h.timers
+    # until m1 reports them gone, m2 still gets nothing
+    assert h.heartbeat("m2", 2, owned=()).assignment is None
+    r1c = h.heartbeat("m1", 1, owned=r1b.assignment)
+    assert r1c.member_epoch == 2 and h.member("m1").state is MemberState.STABLE
+    assert rebalance_key("g", "m1") not in h.timers
+    r2b = h.heartbeat("m2", 2, owned=())
+    assert len(partitions(r2b)) == 3
+    assert r1c.assignment is None  # unchanged since it revoked
+    assert partitions(r2b).isdisjoint(partitions(h.member("m1")))
+    assert h.group().state() == GroupState.STABLE
+
+
+def test_three_members_split_six_partitions():
+    h = ConsumerHarness({"t": 6})
+    owned = {}
+    epochs = {}
+    for m in ("a", "b", "c"):
+        r = h.join(m)
+        owned[m], epochs[m] = r.assignment, r.member_epoch
+    for _ in range(4):
+        for m in ("a", "b", "c"):
+            r = h.heartbeat(m, epochs[m], owned=owned[m])
+            if r.assignment is not None:
+                owned[m] = r.assignment
+            epochs[m] = r.member_epoch
+    sets = [partitions(h.member(m)) for m in "abc"]
+    assert [len(s) for s in sets] == [2, 2, 2]
+    assert set().union(*sets) == {(T, p) for p in range(6)}
+    assert h.group().state() == GroupState.STABLE
+
+
+def test_rebalance_timeout_fences_a_member_that_does_not_revoke():
+    h = ConsumerHarness({"t": 4})
+    r1 = h.join("m1", rebalance_timeout_ms=10_000)
+    h.join("m2")
+    h.heartbeat("m1", 1, owned=r1.assignment)      # asked to revoke; never does
+    h.heartbeat("m2", 2, owned=())
+    h.advance(10_000)
+    assert "m1" not in h.group().members
+    assert h.group().group_epoch == 3
+    r2 = h.heartbeat("m2", 2, owned=())
+    assert r2.member_epoch == 3 and len(partitions(r2)) == 4
+
+
+def test_session_timeout_removes_the_member_and_bumps_the_epoch():
+    h = ConsumerHarness({"t": 2})
+    h.join("m1")
+    r2 = h.join("m2")
+    h.advance(44_999)
+    h.heartbeat("m2", r2.member_epoch, owned=r2.assignment)
+    h.advance(1)
+    assert set(h.group().members) == {"m2"}
+    assert h.group().group_epoch == 3
+
+
+def test_epochs_ahead_or_behind_are_fenced_except_the_previous_one_with_a_subset():
+    h = ConsumerHarness({"t": 2})
+    r = h.join("m1")
+    assert h.heartbeat("m1", 5, owned=()).error == ErrorCode.fenced_member_epoch
+    h.join("m2")
+    # m1 moves 1 -> 1 (unrevoked), revokes, moves to 2; previous epoch is 1
+    r = h.heartbeat("m1", 1, owned=r.assignment)
+    kept = r.assignment
+    r = h.heartbeat("m1", 1, owned=kept)
+    assert r.member_epoch == 2 and h.member("m1").previous_member_epoch == 1
+    # the answer was lost: epoch 1 again, owning a subset of its partitions: accepted
+    again = h.heartbeat("m1", 1, owned=kept)
+    assert again.error == ErrorCode.none and again.member_epoch == 2
+    # epoch 1 owning a partition it no longer has: fenced
+    assert h.heartbeat("m1", 1, owned=((T, (0, 1)),)).error == ErrorCode.fenced_member_epoch
+    assert h.heartbeat("m1", 0 - 0 + 0, topics=("t",), owned=(),
+                       rebalance_timeout_ms=1).error == ErrorCode.fenced_member_epoch
+
+
+def test_unknown_member_and_unknown_group():
+    h = ConsumerHarness({"t": 1})
+    assert h.heartbeat("m1", 3, owned=()).error == ErrorCode.group_id_not_found
+    h.join("m1")
+    assert h.heartbeat("zz", 1, owned=()).error == ErrorCode.unknown_member_id
+    assert h.heartbeat("zz", -1).error == ErrorCode.unknown_member_id
+
+
+def test_invalid_requests():
+    h = ConsumerHarness({"t": 1})
+    assert h.heartbeat("m1", 0, topics=("t",), owned=()).error == ErrorCode.invalid_request
+    assert h.heartbeat("m1", 0, topics=("t",), rebalance_timeout_ms=1).error \
+        == ErrorCode.invalid_request
+    assert h.heartbeat("m1", 0, owned=(), rebalance_timeout_ms=1).error \
+        == ErrorCode.invalid_request
+    assert h.heartbeat("", 0, topics=("t",), owned=(), rebalance_timeout_ms=1).error \
+        == ErrorCode.invalid_request
+    assert h.heartbeat("m1", -3).error == ErrorCode.invalid_request
+    assert h.heartbeat("m1", -2).error == ErrorCode.invalid_request   # no instance id
+    assert h.join("m1", assignor="sticky").error == ErrorCode.unsupported_assignor
+    assert h.join("m1", topics=None, regex="(").error == ErrorCode.invalid_regular_expression
+    assert h.coordinator.groups == {}
+    assert h.records == []
+
+
+def test_v0_gets_a_member_id_from_the_coordinator():
+    h = ConsumerHarness({"t": 1})
+    r = h.join("", version=0)
+    assert r.member_id == "gen-1" and r.member_epoch == 1
+
+
+def test_leave_removes_the_member():
+    h = ConsumerHarness({"t": 2})
+    h.join("m1")
+    r2 = h.join("m2")
+    r = h.heartbeat("m2", -1)
+    assert (r.error, r.member_id, r.member_epoch) == (ErrorCode.none, "m2", -1)
+    assert set(h.group().members) == {"m1"} and "m2" not in h.group().target
+    assert session_key("g", "m2") not in h.timers
+    del r2
+
+
+def test_static_member_bounce_keeps_its_partitions_and_moves_nothing_else():
+    h = ConsumerHarness({"t": 6})
+    replies = {m: h.join(m, instance_id=f"i-{m}") for m in ("a", "b", "c")}
+    epochs = {m: r.member_epoch for m, r in replies.items()}
+    owned = {m: r.assignment for m, r in replies.items()}
+    for _ in range(3):
+        for m in "abc":
+            r = h.heartbeat(m, epochs[m], owned=owned[m], instance_id=f"i-{m}")
+            owned[m] = r.assignment if r.assignment is not None else owned[m]
+            epochs[m] = r.member_epoch
+    before = {m: partitions(h.member(m)) for m in "abc"}
+    epoch = h.group().group_epoch
+    # b leaves for a restart (-2): it keeps its partitions
+    r = h.heartbeat("b", -2, instance_id="i-b")
+    assert (r.error, r.member_epoch) == (ErrorCode.none, -2)
+    assert h.member("b").member_epoch == -2 and partitions(h.member("b")) == before["b"]
+    h.advance(10_000)
+    count = len(h.records)
+    # it comes back with a new member id and the same instance id
+    r = h.join("b2", instance_id="i-b")
+    assert r.error == ErrorCode.none and r.member_epoch == epoch
+    assert partitions(r) == before["b"]
+    assert "b" not in h.group().members
+    assert h.group().group_epoch == epoch
+    # nothing about a or c was written
+    assert {rec.key.member for rec in h.records[count:]} <= {"b", "b2"}
+    for m in "ac":
+        assert partitions(h.member(m)) == before[m]
+
+
+def test_a_static_member_away_longer_than_its_session_is_removed():
+    h = ConsumerHarness({"t": 2})
+    h.join("a", instance_id="ia")
+    h.join("b", instance_id="ib")
+    h.heartbeat("b", -2, instance_id="ib")
+    h.advance(45_000)
+    assert "b" not in h.group().members and "ib" not in h.group().static_members
+
+
+def test_a_second_live_member_with_the_same_instance_id_is_refused():
+    h = ConsumerHarness({"t": 2})
+    first = h.join("a", instance_id="same")
+    r = h.join("x", instance_id="same")
+    assert r.error == ErrorCode.unreleased_instance_id
+    assert set(h.group().members) == {"a"}
+    # the first keeps going
+    assert h.heartbeat("a", first.member_epoch, owned=first.assignment,
+                       instance_id="same").error == ErrorCode.none
+
+
+def test_member_id_mismatch_for_an_instance_id_is_fenced():
+    h = ConsumerHarness({"t": 2})
+    r = h.join("a", instance_id="i")
+    assert h.heartbeat("x", r.member_epoch, owned=(), instance_id="i").error \
+        == ErrorCode.fenced_instance_id
+    assert h.heartbeat("x", -2, instance_id="i").error == ErrorCode.fenced_instance_id
+    assert h.heartbeat("a", 1, owned=(), instance_id="nope").error == ErrorCode.unknown_member_id
+
+
+def test_new_partitions_reach_members_at_their_next_heartbeat():
+    h = ConsumerHarness({"t": 2})
+    r = h.join("a")
+    epoch = h.group().group_epoch
+    h.set_topic("t", 4)
+    r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert h.group().group_epoch == epoch + 1
+    assert partitions(r) == {(T, p) for p in range(4)}
+
+
+def test_regex_subscription_follows_the_catalog():
+    h = ConsumerHarness({"orders-1": 1, "other": 1})
+    r = h.join("a", topics=None, regex="orders-.*")
+    assert partitions(r) == {(topic_id("orders-1"), 0)}
+    h.set_topic("orders-2", 2)
+    r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert partitions(r) == {(topic_id("orders-1"), 0), (topic_id("orders-2"), 0),
+                             (topic_id("orders-2"), 1)}
+
+
+def test_a_failed_write_leaves_the_group_as_it_was():
+    h = ConsumerHarness({"t": 2})
+    r = h.join("a")
+    before = h.group().snapshot()
+    h.fail_next_write = ErrorCode.not_coordinator
+    r2 = h.join("b")
+    assert r2.error == ErrorCode.not_coordinator
+    assert h.group() == before
+    h.fail_next_write = ErrorCode.not_coordinator
+    assert h.join("x", group="other").error == ErrorCode.not_coordinator
+    assert "other" not in h.coordinator.groups
+    del r
+
+
+def test_replaying_the_written_records_rebuilds_the_same_groups():
+    from roster.coordinator.consumer import records as rec
+    from roster.coordinator.consumer.coordinator import ConsumerCoordinator
+
+    h = ConsumerHarness({"t": 6, "u": 3})
+    replies = {m: h.join(m, topics=("t", "u"), instance_id=("i" if m == "b" else None))
+               for m in "abc"}
+    for m, r in replies.items():
+        h.heartbeat(m, r.member_epoch, owned=r.assignment,
+                    instance_id=("i" if m == "b" else None))
+    h.heartbeat("b", -2, instance_id="i")
+    h.heartbeat("c", -1)
+    fresh = ConsumerCoordinator()
+    for record in h.records:
+        key, value = record.encode()
+        key_type = int.from_bytes(key[:2], "big")
+        decoded = rec.decode_key(key_type, key)
+        fresh.replay(rec.ConsumerRecord(decoded, rec.decode_value(decoded, value)))
+    a, b = h.group(), fresh.groups["g"]
+    for name in ("group_epoch", "assignment_epoch", "members", "static_members", "target",
+                 "owners", "subscription_metadata"):
+        assert getattr(a, name) == getattr(b, name), name
