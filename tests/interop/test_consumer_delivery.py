@@ -196,6 +196,8 @@ def test_a_rebalance_in_the_middle_loses_nothing_and_repeats_only_what_was_not_c
     delivered: list[tuple[str, int, int]] = []       # (member, partition, offset), in order
     committed_by: dict[str, dict[int, int]] = {"a": {}, "b": {}}
 
+    b_assigned = asyncio.Event()
+
     async def member(name: str, wait_for: asyncio.Event | None, third: asyncio.Event | None,
                      done: asyncio.Event):
         if wait_for is not None:
@@ -205,7 +207,12 @@ def test_a_rebalance_in_the_middle_loses_nothing_and_repeats_only_what_was_not_c
         await consumer.subscribe([DOCS_TOPIC])
         try:
             while not done.is_set():
-                records = await consumer.poll(timeout_ms=200, max_records=100)
+                if name == "b" and consumer.assignment:
+                    b_assigned.set()
+                slow = third is not None and third.is_set() and not b_assigned.is_set()
+                if slow:  # the first member must not finish before the second has joined
+                    await asyncio.sleep(0.01)
+                records = await consumer.poll(timeout_ms=200, max_records=1 if slow else 100)
                 delivered.extend((name, r.partition, r.offset) for r in records)
                 positions = consumer.positions
                 await consumer.commit()
@@ -264,3 +271,34 @@ def test_a_partition_with_a_long_backlog_does_not_starve_the_others(filled):
     assert sum(map(len, polls)) == 3_005
     first_of_1 = next(i for i, p in enumerate(polls) if 1 in p)
     assert first_of_1 <= 1, f"partition 1 first came in poll {first_of_1} of {len(polls)}"
+
+
+def test_a_commit_inside_on_revoked_covers_the_partitions_being_revoked(filled):
+    """The pattern Kafka's consumers document: commit in on_revoked so the next owner starts
+    where this one stopped. The commit must include the revoked partitions' positions."""
+    group = "commit-on-revoke"
+    committed_in_callback: list[dict] = []
+
+    async def scenario():
+        consumer: Consumer | None = None
+
+        async def on_revoked(partitions):
+            committed_in_callback.append(dict(consumer.positions))
+            await consumer.commit()
+
+        consumer = Consumer(filled.bootstrap, group, session_timeout_ms=10_000,
+                            heartbeat_interval_ms=200, on_revoked=on_revoked)
+        await consumer.subscribe([DOCS_TOPIC])
+        returned: dict[int, int] = {}
+        while len(returned) < DOCS_PARTITIONS:
+            for r in await consumer.poll(timeout_ms=200, max_records=50):
+                returned[r.partition] = r.offset + 1
+        await consumer.leave()   # revokes everything: on_revoked commits
+        return returned
+
+    returned = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert committed_in_callback, "on_revoked never ran"
+    assert {p: o for (_, p), o in committed_in_callback[0].items()} == returned
+    with AdminClient(filled.bootstrap) as admin:
+        from roster.admin.offsets import committed
+        assert committed(admin, group) == {(DOCS_TOPIC, p): o for p, o in returned.items()}

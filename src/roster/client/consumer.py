@@ -57,8 +57,9 @@ class Consumer:
 
     @property
     def positions(self) -> dict[tuple[str, int], int]:
-        """The next offset poll() returns, per owned partition that has started."""
-        return self._buffer.positions(self.member.assignment)
+        """The next offset poll() returns, per owned partition that has started (and, inside
+        on_revoked, the partitions being revoked)."""
+        return self._buffer.positions()
 
     @property
     def assignment(self) -> tuple[tuple[str, int], ...]:

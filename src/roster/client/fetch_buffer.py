@@ -97,6 +97,8 @@ class FetchBuffer:
                 break
         return out
 
-    def positions(self, owned: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
-        """The position of every owned partition that has one: what commit() commits."""
-        return {tp: self._parts[tp].position for tp in owned if tp in self._parts}
+    def positions(self) -> dict[TopicPartition, int]:
+        """The position of every partition held: what commit() commits. The buffer holds the
+        owned partitions that have started, and a revoked one until its on_revoked callback
+        has run (so a commit there covers it, as Kafka's consumers allow)."""
+        return {tp: state.position for tp, state in self._parts.items()}

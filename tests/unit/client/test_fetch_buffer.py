@@ -85,7 +85,7 @@ def test_returned_records_are_exactly_the_log_and_commits_never_run_ahead(case):
         assert len(got) <= case["max_records"]
         for r in got:
             returned[(r.topic, r.partition)].append(r.offset)
-        positions = buffer.positions(owned)
+        positions = buffer.positions()
         for tp in owned:
             # a position is past every returned record and before every unreturned one
             done = returned[tp]
@@ -100,7 +100,7 @@ def test_returned_records_are_exactly_the_log_and_commits_never_run_ahead(case):
                     buffer.seek(tp, committed[tp])
     for tp in owned:
         assert returned[tp] == [o for b in logs[tp] for o in b]
-        assert buffer.positions(owned)[tp] >= committed[tp]
+        assert buffer.positions()[tp] >= committed[tp]
 
 
 def test_an_answer_to_a_fetch_sent_before_a_revoke_or_seek_is_dropped():
@@ -120,13 +120,13 @@ def test_control_batches_move_the_position_only_when_nothing_is_buffered_before_
     buffer = FetchBuffer()
     state = buffer.seek(tp, 0)
     buffer.add(tp, state, 0, [record(tp, 0), record(tp, 1)], 3)   # offset 2: a control batch
-    assert buffer.positions([tp]) == {tp: 0}
+    assert buffer.positions() == {tp: 0}
     buffer.take(1, [tp])
-    assert buffer.positions([tp]) == {tp: 1}
+    assert buffer.positions() == {tp: 1}
     buffer.take(1, [tp])
-    assert buffer.positions([tp]) == {tp: 3}
+    assert buffer.positions() == {tp: 3}
     buffer.add(tp, state, 3, [], 5)                               # only control records
-    assert buffer.positions([tp]) == {tp: 5}
+    assert buffer.positions() == {tp: 5}
 
 
 def test_take_rotates_the_first_partition_so_none_starves():
