@@ -110,6 +110,13 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.initial.rebalance.delay.ms", 3000, int, 0),
     Setting("group.max.size", INT_MAX, int, 1),
     Setting("offset.metadata.max.bytes", 4096, int, 0),
+    # consumer groups (KIP-848, ConsumerGroupHeartbeat); Kafka's names and defaults
+    Setting("group.consumer.session.timeout.ms", 45000, int, 1),
+    Setting("group.consumer.heartbeat.interval.ms", 5000, int, 1),
+    Setting("group.consumer.max.size", INT_MAX, int, 1),
+    Setting("group.consumer.assignors", "uniform,range", str, None,
+            "server-side assignors by name (Kafka's class names are accepted); the first is the "
+            "default"),
     Setting("offsets.retention.minutes", 10080, int, 1),
     Setting("offsets.retention.check.interval.ms", 600000, int, 1),
     # 0: write as soon as the event loop has taken in what arrived together (adaptive batching)

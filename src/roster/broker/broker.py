@@ -18,6 +18,7 @@ from roster.broker.topics import Topic, TopicError, TopicManager
 from roster.broker.waiters import AppendWaiters
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
+from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.log.api import LogError
 from roster.log.file import FileLog
 
@@ -60,7 +61,8 @@ class Broker:
         self.sequences = SequenceTable()
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
-        self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log)
+        self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log,
+                                   consumer_config=ConsumerConfig.from_broker(config))
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
         self._tasks: list[asyncio.Task] = []

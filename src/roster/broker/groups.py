@@ -9,6 +9,7 @@ a result with records is released only after those records are written.
 from __future__ import annotations
 
 import asyncio
+import base64
 import itertools
 import logging
 import time
@@ -17,10 +18,12 @@ from collections.abc import Callable
 
 from roster.broker.timer_queue import TimerQueue
 from roster.coordinator.config import GroupConfig
+from roster.coordinator.consumer import records as consumer_records
+from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
 from roster.coordinator.coordinator import Coordinator
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import Record
+from roster.protocol.group_records import Record, UnknownRecord
 
 log = logging.getLogger("roster.groups")
 
@@ -28,6 +31,12 @@ log = logging.getLogger("roster.groups")
 def java_member_id(prefix: str) -> str:
     """`<client id or instance id>-<uuid4>`, the shape Java brokers hand out."""
     return f"{prefix}-{uuid.uuid4()}"
+
+
+def kafka_uuid() -> str:
+    """A random id as Kafka's Uuid.toString() writes it (22 url-safe base64 characters): the
+    member ids a coordinator hands to ConsumerGroupHeartbeat v0 joiners."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
 
 
 _NO_REPLY = object()
@@ -55,8 +64,14 @@ class MemoryRecordSink:
 class GroupRuntime:
     def __init__(self, config: GroupConfig, sink=None,
                  clock: Callable[[], float] = time.time,
-                 new_member_id: Callable[[str], str] = java_member_id) -> None:
+                 new_member_id: Callable[[str], str] = java_member_id,
+                 consumer_config: ConsumerConfig | None = None) -> None:
         self.coordinator = Coordinator(config, new_member_id)
+        # consumer groups (KIP-848) live beside the classic ones, on the same runtime
+        self.consumer = ConsumerCoordinator(
+            consumer_config, kafka_uuid,
+            classic_busy=lambda group_id: bool(getattr(
+                self.coordinator.groups.get(group_id), "members", None)))
         self.sink = sink or MemoryRecordSink()
         self._clock = clock
         self._timers = TimerQueue(self.now_ms, self._fire)
@@ -126,7 +141,7 @@ class GroupRuntime:
                 future.set_result(reply.body)
             # else: the requester is gone (connection closed); the reply is dropped
         for step in result.after_write:
-            self.apply(self.coordinator.write_completed(step, error, self.now_ms()))
+            self.apply(self._owner(step).write_completed(step, error, self.now_ms()))
 
     # -- loading after a restart ---------------------------------------------------------------
 
@@ -143,15 +158,30 @@ class GroupRuntime:
         self._loading = set(range(self.sink.partitions))
         for partition in range(self.sink.partitions):
             started = time.monotonic()
-            count = await self.sink.load(
-                partition, lambda record: self.coordinator.replay(record, self.now_ms()))
+            count = await self.sink.load(partition, self._replay)
             self._loading.discard(partition)
             groups = [g for g in self.coordinator.groups
                       if self.sink.partition_for(g) == partition]
             self.apply(self.coordinator.groups_loaded(groups, self.now_ms()))
+            self.apply(self.consumer.groups_loaded(
+                [g for g in self.consumer.groups if self.sink.partition_for(g) == partition],
+                self.now_ms()))
             if count:
                 log.info("loaded %d records, %d groups from partition %d in %.2f s", count,
                          len(groups), partition, time.monotonic() - started)
+
+    def _replay(self, record: Record) -> None:
+        key = record.key
+        if isinstance(key, UnknownRecord) and key.key_version in consumer_records.TYPES:
+            decoded = consumer_records.decode_key(key.key_version, key.raw_key)
+            self.consumer.replay(consumer_records.ConsumerRecord(
+                decoded, consumer_records.decode_value(decoded, key.raw_value)), self.now_ms())
+        else:
+            self.coordinator.replay(record, self.now_ms())
+
+    def _owner(self, step):
+        """Which coordinator a timer event or continuation belongs to."""
+        return self.consumer if getattr(step, "consumer", False) else self.coordinator
 
     def _apply_timers(self, result: Result) -> None:
         if result.timers:  # most results (every heartbeat) set none
@@ -159,7 +189,7 @@ class GroupRuntime:
 
     def _fire(self, key: str, event, now: int) -> None:
         try:
-            self.apply(self.coordinator.expire(event, now))
+            self.apply(self._owner(event).expire(event, now))
         except Exception:  # a bug must not stop the timer service for every other group
             log.exception("timer %s failed", key)
 

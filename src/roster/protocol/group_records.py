@@ -72,9 +72,13 @@ class GroupValue:
 
 @dataclass(frozen=True, slots=True)
 class UnknownRecord:
-    """A record type this version of roster does not know (skipped with a warning on load)."""
+    """A record type the classic coordinator does not read: consumer group records (types 3-8,
+    handed to roster.coordinator.consumer with their bytes) or unknown ones (skipped with a
+    warning on load)."""
 
     key_version: int
+    raw_key: bytes = b""
+    raw_value: bytes | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,4 +220,7 @@ def decode(key: bytes, value: bytes | None) -> Record:
     if fast is not None:
         return fast
     decoded_key = decode_key(key)
+    if isinstance(decoded_key, UnknownRecord):
+        return Record(UnknownRecord(decoded_key.key_version, bytes(key),
+                                    None if value is None else bytes(value)), None)
     return Record(decoded_key, decode_value(decoded_key, value))

@@ -4,6 +4,8 @@ from roster.broker.handlers import (
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
+    consumer_group_describe,
+    consumer_group_heartbeat,
     create_partitions,
     create_topics,
     delete_groups,
@@ -37,7 +39,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            list_groups, api_versions, create_topics, delete_topics, init_producer_id,
            delete_groups, create_partitions, offset_delete, describe_configs, alter_configs,
            incremental_alter_configs, delete_records, sasl_handshake, sasl_authenticate,
-           describe_user_scram_credentials, alter_user_scram_credentials)
+           describe_user_scram_credentials, alter_user_scram_credentials,
+           consumer_group_heartbeat, consumer_group_describe)
 
 
 def build_registry() -> Registry:

@@ -61,6 +61,19 @@ class ConsumerConfig:
     # per-group overrides (group configs): group id -> {"session": ms, "heartbeat": ms}
     group_overrides: dict = field(default_factory=dict)
 
+    @classmethod
+    def from_broker(cls, config) -> ConsumerConfig:
+        names = []
+        for entry in str(config["group.consumer.assignors"]).split(","):
+            name = entry.strip().rsplit(".", 1)[-1]   # Kafka's class names work too
+            name = {"UniformAssignor": "uniform", "RangeAssignor": "range"}.get(name, name)
+            if name:
+                names.append(name)
+        return cls(session_timeout_ms=config["group.consumer.session.timeout.ms"],
+                   heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
+                   max_size=config["group.consumer.max.size"],
+                   assignors=tuple(n for n in names if n in ASSIGNORS) or ("uniform", "range"))
+
     def session_ms(self, group_id: str) -> int:
         return self.group_overrides.get(group_id, {}).get("session", self.session_timeout_ms)
 

@@ -1,0 +1,60 @@
+"""ConsumerGroupDescribe (69), v0-1: consumer groups (KIP-848) as Kafka 4.x describes them;
+a group that is not a consumer group (or does not exist) answers GROUP_ID_NOT_FOUND. v1 adds
+each member's MemberType (1: consumer protocol). Topic names come from the live catalog (an
+assignment of a topic deleted since names it with an empty name)."""
+from __future__ import annotations
+
+import uuid
+
+from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
+from roster.protocol.build import element, make
+from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import ApiSpec
+
+API_KEY = 69
+NO_OPERATIONS = -2147483648  # authorized operations not asked for
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    schema = response_schema(API_KEY, request.api_version)
+    group_entry = element(schema, "groups")
+    member_entry = element(group_entry, "members")
+    assignment_entry = element(member_entry, "assignment")
+    topic_entry = element(assignment_entry, "topic_partitions")
+    image = LiveTopics(broker.topics)
+    groups = broker.groups
+
+    def assignment(pairs):
+        return make(assignment_entry, topic_partitions=tuple(
+            make(topic_entry, topic_id=uuid.UUID(bytes=t), topic_name=image.name_of(t) or "",
+                 partitions=tuple(ps)) for t, ps in pairs))
+
+    described = []
+    for group_id in body.group_ids:
+        if groups.loading(group_id):
+            described.append(make(group_entry, group_id=group_id,
+                                  error_code=ErrorCode.coordinator_load_in_progress,
+                                  error_message=None, group_state="", group_epoch=0,
+                                  assignment_epoch=0, assignor_name="", members=(),
+                                  authorized_operations=NO_OPERATIONS))
+            continue
+        group = groups.consumer.describe([group_id], image)[0]
+        described.append(make(
+            group_entry, group_id=group.group_id, error_code=group.error,
+            error_message=group.error_message, group_state=group.state,
+            group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
+            assignor_name=group.assignor_name, authorized_operations=NO_OPERATIONS,
+            members=tuple(make(
+                member_entry, member_id=m.member_id, instance_id=m.instance_id,
+                rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
+                client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
+                subscribed_topic_regex=m.subscribed_topic_regex,
+                assignment=assignment(m.assignment),
+                target_assignment=assignment(m.target_assignment), member_type=m.member_type)
+                for m in group.members)))
+    return make(schema, groups=tuple(described))
+
+
+SPEC = ApiSpec(API_KEY, "ConsumerGroupDescribe", 0, 1, handle)
