@@ -131,18 +131,6 @@ def test_produce_errors_write_nothing(broker):
         assert _produce(wire, "p", 0, good, acks=-1).base_offset == 2
 
 
-def test_legacy_produce_versions_get_unsupported_version(broker):
-    with Wire(broker.bootstrap) as wire:
-        body = struct.pack(">hi", 1, 1000) + struct.pack(">i", 1) + struct.pack(">h", 1) + b"t" \
-            + struct.pack(">i", 1) + struct.pack(">ii", 0, 0)
-        header = struct.pack(">hhih", PRODUCE, 2, 7, -1)
-        wire.send_raw(struct.pack(">i", len(header + body)) + header + body)
-        frame = wire.read_frame()
-    assert struct.unpack_from(">i", frame)[0] == 7
-    # topics[1] -> "t" -> partitions[1] -> (index 0, error 35, base offset -1, append time -1)
-    assert struct.unpack_from(">iihsiihqq", frame, 0)[5:] == (0, 35, -1, -1)
-
-
 @pytest.mark.parametrize("version", [2, 4, 5, 7])
 def test_create_topics_every_version(broker, version):
     from roster.protocol.build import element, make

@@ -16,7 +16,7 @@ from roster.protocol.produce_response import (
     encode_produce_response,
 )
 
-SERVED_VERSIONS = range(SPEC.decoded_from, SPEC.max_version + 1)
+SERVED_VERSIONS = range(3, SPEC.max_version + 1)  # v0-2: roster.protocol.classic
 
 TOPICS = [
     ("clicks", [PartitionAnswer(0, ErrorCode.none, 1234567890123, 17),

@@ -1,6 +1,6 @@
 """The request and response versions Kafka 4.0 dropped (KIP-896) and kio therefore has no schema
-for, but which tools in the field still send: ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0,
-CreateTopics v0-1, DeleteTopics v0.
+for, but which tools in the field still send: Produce v0-2, Fetch v0-3, ListOffsets v0,
+OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics v0.
 
 All of them are "classic" (non-flexible) versions: request header v1, response header v0, int16
 string lengths, int32 array lengths, no tagged fields. Each layout below is written from Kafka
@@ -13,6 +13,7 @@ The codec is symmetric (requests and responses both ways) so tests can speak the
 """
 from __future__ import annotations
 
+import datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,6 +25,8 @@ from roster.protocol.framing import REQUEST_PREFIX, SIZE, RequestPrefix, read_pr
 # field types: the names of ClassicReader's and ClassicWriter's methods, and two more
 INT16, INT32, INT64 = "int16", "int32", "int64"
 BOOL, STRING, NULLABLE_STRING = "bool", "string", "string?"
+NULLABLE_BYTES = "bytes?"   # records: a message set
+MILLISECONDS = "int32 ms"   # an int32 of milliseconds, a datetime.timedelta as in kio
 
 
 class Array(tuple):
@@ -113,8 +116,53 @@ _DELETE_TOPICS_V0_REQUEST = _struct(("topic_names", Array(STRING)), ("timeout_ms
 _DELETE_TOPICS_V0_RESPONSE = _struct(
     ("responses", Array(_struct(("name", STRING), ("error_code", INT16)))))
 
+def _produce_request(version: int) -> tuple:  # v0-2 are the same; v3 adds transactional_id
+    return _struct(
+        ("acks", INT16),
+        ("timeout", MILLISECONDS),
+        ("topic_data", Array(_struct(
+            ("name", STRING),
+            ("partition_data", Array(_struct(("index", INT32), ("records", NULLABLE_BYTES))))))))
+
+
+def _produce_response(version: int) -> tuple:
+    partition = [("index", INT32), ("error_code", INT16), ("base_offset", INT64)]
+    if version >= 2:
+        partition.append(("log_append_time_ms", INT64))
+    fields = [("responses", Array(_struct(
+        ("name", STRING), ("partition_responses", Array(_struct(*partition))))))]
+    if version >= 1:
+        fields.append(("throttle_time", MILLISECONDS))
+    return _struct(*fields)
+
+
+def _fetch_request(version: int) -> tuple:
+    fields = [("replica_id", INT32), ("max_wait", MILLISECONDS), ("min_bytes", INT32)]
+    if version >= 3:
+        fields.append(("max_bytes", INT32))
+    fields.append(("topics", Array(_struct(
+        ("topic", STRING),
+        ("partitions", Array(_struct(
+            ("partition", INT32), ("fetch_offset", INT64), ("partition_max_bytes", INT32))))))))
+    return _struct(*fields)
+
+
+def _fetch_response(version: int) -> tuple:
+    fields = [("throttle_time", MILLISECONDS)] if version >= 1 else []
+    fields.append(("responses", Array(_struct(
+        ("topic", STRING),
+        ("partitions", Array(_struct(
+            ("partition_index", INT32),
+            ("error_code", INT16),
+            ("high_watermark", INT64),
+            ("records", NULLABLE_BYTES))))))))
+    return _struct(*fields)
+
+
 # (api key, version) -> (request layout, response layout)
 _LAYOUTS: dict[tuple[int, int], tuple[tuple, tuple]] = {
+    **{(0, v): (_produce_request(v), _produce_response(v)) for v in range(3)},
+    **{(1, v): (_fetch_request(v), _fetch_response(v)) for v in range(4)},
     (2, 0): (_LIST_OFFSETS_V0_REQUEST, _LIST_OFFSETS_V0_RESPONSE),
     (8, 0): (_offset_commit_request(0), _OFFSET_COMMIT_RESPONSE),
     (8, 1): (_offset_commit_request(1), _OFFSET_COMMIT_RESPONSE),
@@ -125,6 +173,12 @@ _LAYOUTS: dict[tuple[int, int], tuple[tuple, tuple]] = {
 }
 # Top-level request fields a version lacks that handlers read, at Kafka's defaults.
 _REQUEST_DEFAULTS: dict[tuple[int, int], dict[str, Any]] = {
+    (0, 0): {"transactional_id": None},
+    (0, 1): {"transactional_id": None},
+    (0, 2): {"transactional_id": None},
+    # no MaxBytes before v3: Kafka 3.9 took Int.MaxValue
+    **{(1, v): {"max_bytes": 0x7FFFFFFF, "isolation_level": 0} for v in range(3)},
+    (1, 3): {"isolation_level": 0},
     (8, 0): {"generation_id_or_member_epoch": -1, "member_id": ""},
     (19, 0): {"validate_only": False},
 }
@@ -153,6 +207,10 @@ def _value(reader: ClassicReader, kind):
         return text
     if kind == BOOL:
         return reader.int8() != 0
+    if kind == NULLABLE_BYTES:
+        return reader.bytes_()
+    if kind == MILLISECONDS:
+        return datetime.timedelta(milliseconds=reader.int32())
     return getattr(reader, kind)()
 
 
@@ -208,6 +266,10 @@ def _write(out: ClassicWriter, kind, value) -> None:
         out.string(value)
     elif kind == BOOL:
         out.int8(1 if value else 0)
+    elif kind == NULLABLE_BYTES:
+        out.bytes_(value)
+    elif kind == MILLISECONDS:
+        out.int32(value if isinstance(value, int) else round(value.total_seconds() * 1000))
     else:
         getattr(out, kind)(int(value))
 

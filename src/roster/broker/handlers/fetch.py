@@ -1,4 +1,4 @@
-"""Fetch (1), v4-18: whole record batches, with MaxWaitMs/MinBytes as a real long poll.
+"""Fetch (1), v0-18: whole record batches, with MaxWaitMs/MinBytes as a real long poll.
 
 The request waits until MinBytes have accumulated across its partitions or MaxWaitMs passes; any
 append to one of its partitions wakes it to look again. MaxBytes bounds the whole response and
@@ -8,19 +8,34 @@ consumer can make progress past a batch larger than its limits (KIP-74).
 Incremental fetch sessions (KIP-227) are not offered: the answer's SessionId is 0, which tells
 clients to keep sending full fetches. A request naming a session therefore gets
 FETCH_SESSION_ID_NOT_FOUND and the client starts over without one.
+
+v0-3 (dropped by Kafka 4.0; Burrow's default profile fetches with v0, sarama at 0.10.x with v2-3)
+are served by this same handler through roster.protocol.classic, answering with message sets in
+the format the version reads (magic 0 for v0-1, magic 1 for v2-3), down-converted from the stored
+batches by roster.protocol.message_formats as Kafka 3.9 did. The limits (PartitionMaxBytes,
+MaxBytes from v3) count the converted bytes, and the first message may exceed them. v0-2 have
+no MaxBytes (Kafka took Int.MaxValue).
 """
 from __future__ import annotations
 
 import time
 
+from roster.broker.classic_versions import serving
 from roster.log.api import OffsetOutOfRange
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
+from roster.protocol.message_formats import down_convert
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 1
 READ_COMMITTED = 1
+KIO_FROM = 4  # v0-3: roster.protocol.classic
+
+
+def message_format(version: int) -> int | None:
+    """The magic a Fetch version reads, when it is older than the stored batches' (2)."""
+    return 0 if version <= 1 else 1 if version <= 3 else None
 
 
 def _topic_of(broker, wanted):
@@ -41,8 +56,10 @@ class _PartitionRead:
         self.records = records
 
 
-def _read_all(broker, body, resolved) -> tuple[list, int, bool]:
-    """One pass over every requested partition: (per-topic reads, bytes read, any error)."""
+def _read_all(broker, body, resolved, magic=None) -> tuple[list, int, bool]:
+    """One pass over every requested partition: (per-topic reads, bytes read, any error).
+    `magic`: the old message format to answer in (Fetch v0-3), None for stored batches as they
+    are."""
     budget = body.max_bytes
     total = 0
     failed = False
@@ -59,12 +76,14 @@ def _read_all(broker, body, resolved) -> tuple[list, int, bool]:
                 read = _PartitionRead(index, high_watermark=log.log_end_offset,
                                       log_start_offset=log.log_start_offset)
                 if budget > 0 or total == 0:
+                    limit = min(requested.partition_max_bytes, max(budget, 1))
                     try:
-                        data = log.read(requested.fetch_offset,
-                                        min(requested.partition_max_bytes, max(budget, 1)))
+                        data = log.read(requested.fetch_offset, limit)
                     except OffsetOutOfRange:
                         read.error = ErrorCode.offset_out_of_range
                         data = b""
+                    if magic is not None and data:
+                        data, read.error = down_convert(data, magic, requested.fetch_offset, limit)
                     if data and total > 0 and len(data) > budget:
                         data = b""  # only the very first batch may exceed the limits
                     read.records = data
@@ -79,7 +98,9 @@ def _read_all(broker, body, resolved) -> tuple[list, int, bool]:
 async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
-    schema = response_schema(API_KEY, version)
+    # v0-3 are answered from v4's entity, which has every field they have (classic.py)
+    schema = response_schema(API_KEY, max(version, KIO_FROM))
+    magic = message_format(version)
     if version >= 7 and body.session_id != 0:
         return make(schema, error_code=ErrorCode.fetch_session_id_not_found, session_id=0,
                     responses=(), node_endpoints=())
@@ -88,7 +109,7 @@ async def handle(broker, request, connection):
     keys = [(topic.name, p.partition) for wanted, topic, _ in resolved if topic is not None
             for p in wanted.partitions]
     while True:
-        reads, total, failed = _read_all(broker, body, resolved)
+        reads, total, failed = _read_all(broker, body, resolved, magic)
         remaining = deadline - time.monotonic()
         if total >= body.min_bytes or failed or remaining <= 0 or not keys:
             break
@@ -115,4 +136,4 @@ def _response(schema, body, reads):
                 node_endpoints=())
 
 
-SPEC = ApiSpec(API_KEY, "Fetch", 4, 18, handle)
+SPEC = ApiSpec(API_KEY, "Fetch", 0, 18, handle, raw=serving(API_KEY, KIO_FROM, handle))

@@ -1,7 +1,10 @@
-"""Produce (0): v3-13 served; v0-2 advertised (librdkafka's compression checks need a range that
-reaches 0, KAFKA-18659) and answered UNSUPPORTED_VERSION per partition, as Kafka 4 does.
+"""Produce (0), v0-13.
 
-Each partition's records must be exactly one magic-v2 batch (Kafka's rule for v3+). acks=1
+From v3 each partition's records must be exactly one magic-v2 batch (Kafka's rule). v0-2
+(dropped by Kafka 4.0, which only advertised them for librdkafka's feature checks, KAFKA-18659;
+sarama below 0.11 produces with them) carry message sets of magic 0 or 1: each partition's set
+is validated and up-converted into one magic-v2 batch by roster.protocol.message_formats, as
+Kafka 3.9's LogValidator did, and answered in v0-2's layout (roster.protocol.classic). acks=1
 answers once the batch is in the log; acks=-1 also waits for fsync (roster has no replicas, so
 "all in-sync replicas" means "on this disk"); acks=0 sends no answer, and on an error the
 connection is closed, which is how Kafka tells an acks=0 producer something went wrong.
@@ -15,19 +18,21 @@ that left the records in place (~3.5 us).
 from __future__ import annotations
 
 import asyncio
-import struct
 
 from roster.broker.topics import TopicError, check_topic_name
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogStorageError, RecordTooLarge
+from roster.protocol import classic
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import ErrorCode, MalformedRequest
-from roster.protocol.framing import SIZE, RequestPrefix
-from roster.protocol.produce_response import PartitionAnswer, encode_produce_response
+from roster.protocol.framing import RequestPrefix
+from roster.protocol.message_formats import FormatError, magic_of, up_convert
+from roster.protocol.produce_response import NO_TIMESTAMP, PartitionAnswer, encode_produce_response
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 0
 ACKS = (-1, 0, 1)
+KIO_FROM = 3  # v0-2: roster.protocol.classic
 
 
 class _Outcome:
@@ -105,9 +110,11 @@ async def _make_durable(broker, outcome: _Outcome) -> None:
 
 
 def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
-    """Serve a Produce v3+ frame: the encoded response; None for acks=0; a coroutine for acks=-1,
+    """Serve a Produce frame: the encoded response; None for acks=0; a coroutine for acks=-1,
     which has to wait for fsync."""
-    body = decode_request(frame, prefix).body
+    legacy = prefix.api_version < KIO_FROM
+    body = (classic.decode_request if legacy else decode_request)(frame, prefix).body
+    append = _legacy_append if legacy else _append
     acks = body.acks
     results = []  # (topic key for the response: name, or id from v13; [(partition, outcome)])
     for topic_data in body.topic_data:
@@ -121,7 +128,7 @@ def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
             elif topic is None:
                 outcome = _Outcome(missing)
             else:
-                outcome = _append(broker, topic, partition_data.index, partition_data.records)
+                outcome = append(broker, topic, partition_data.index, partition_data.records)
             outcomes.append((partition_data.index, outcome))
         results.append((name if name is not None else topic_id, outcomes))
 
@@ -143,6 +150,8 @@ async def _answer_when_durable(broker, prefix: RequestPrefix, results) -> bytes:
 
 
 def _response(prefix: RequestPrefix, results) -> bytes:
+    if prefix.api_version < KIO_FROM:
+        return _legacy_response(prefix, results)
     body = encode_produce_response(prefix.api_version, [
         (key, [PartitionAnswer(index, o.error, o.base_offset, o.log_start_offset, o.message)
                for index, o in outcomes])
@@ -150,76 +159,28 @@ def _response(prefix: RequestPrefix, results) -> bytes:
     return encode_response(API_KEY, prefix.api_version, prefix.correlation_id, body)
 
 
-# -- v0-2: advertised, never served ---------------------------------------------------------
+# -- v0-2: message sets of magic 0 and 1 ----------------------------------------------------------
 
-def _legacy_unsupported(frame: bytes, prefix: RequestPrefix) -> bytes:
-    """Answer a v0-2 produce with UNSUPPORTED_VERSION for each partition it names."""
-    try:
-        reader = _Reader(frame, 8)
-        reader.string()          # client id (request header v1)
-        acks = reader.int16()
-        reader.int32()           # timeout
-        topics = []
-        for _ in range(reader.int32()):
-            name = reader.string()
-            partitions = []
-            for _ in range(reader.int32()):
-                partitions.append(reader.int32())
-                reader.skip_bytes()
-            topics.append((name, partitions))
-    except (struct.error, ValueError) as exc:
-        raise MalformedRequest(f"malformed Produce v{prefix.api_version}: {exc}") from exc
-    if acks == 0:
-        raise MalformedRequest(f"Produce v{prefix.api_version} is not supported (acks=0)")
-    out = bytearray(struct.pack(">i", prefix.correlation_id))
-    out += struct.pack(">i", len(topics))
-    for name, partitions in topics:
-        encoded = name.encode()
-        out += struct.pack(">h", len(encoded)) + encoded + struct.pack(">i", len(partitions))
-        for index in partitions:
-            out += struct.pack(">ihq", index, ErrorCode.unsupported_version.value, -1)
-            if prefix.api_version >= 2:
-                out += struct.pack(">q", -1)  # log append time
-    if prefix.api_version >= 1:
-        out += struct.pack(">i", 0)  # throttle time
-    return SIZE.pack(len(out)) + bytes(out)
+def _legacy_append(broker, topic, index: int, records: bytes | None) -> _Outcome:
+    """A Produce v0-2 partition: its message set up-converted into one magic-2 batch, then
+    appended like any other. A magic-2 batch is taken as it is (Kafka 3.9 did not check the
+    magic of v0-2's records either)."""
+    if records and topic is not None and 0 <= index < len(topic.partitions) \
+            and not topic.internal and magic_of(records) != batches.MAGIC:
+        try:
+            records = up_convert(records)
+        except FormatError as exc:
+            return _Outcome(exc.error, message=str(exc))
+    return _append(broker, topic, index, records)
 
 
-class _Reader:
-    """Just enough of the classic (non-flexible) encoding to walk a Produce v0-2 request."""
-
-    def __init__(self, data: bytes, position: int) -> None:
-        self._data = data
-        self._pos = position
-
-    def _take(self, fmt: str) -> int:
-        (value,) = struct.unpack_from(fmt, self._data, self._pos)
-        self._pos += struct.calcsize(fmt)
-        return value
-
-    def int16(self) -> int:
-        return self._take(">h")
-
-    def int32(self) -> int:
-        return self._take(">i")
-
-    def string(self) -> str:
-        length = self.int16()
-        if length < 0:
-            return ""
-        if self._pos + length > len(self._data):
-            raise ValueError("string runs past the end of the frame")
-        text = self._data[self._pos:self._pos + length].decode("utf-8", "replace")
-        self._pos += length
-        return text
-
-    def skip_bytes(self) -> None:
-        length = self.int32()
-        if length > 0:
-            if self._pos + length > len(self._data):
-                raise ValueError("bytes run past the end of the frame")
-            self._pos += length
+def _legacy_response(prefix: RequestPrefix, results) -> bytes:
+    body = {"throttle_time": 0, "responses": [
+        {"name": name, "partition_responses": [
+            {"index": index, "error_code": o.error.value, "base_offset": o.base_offset,
+             "log_append_time_ms": NO_TIMESTAMP} for index, o in outcomes]}
+        for name, outcomes in results]}
+    return classic.encode_response(API_KEY, prefix.api_version, prefix.correlation_id, body)
 
 
-SPEC = ApiSpec(API_KEY, "Produce", 0, 13, handler=None, decoded_from=3,
-               legacy=_legacy_unsupported, raw=answer)
+SPEC = ApiSpec(API_KEY, "Produce", 0, 13, handler=None, raw=answer)

@@ -1,0 +1,258 @@
+"""The old message formats, for the Fetch and Produce versions that carry them (Fetch v0-3,
+Produce v0-2): message sets of magic 0 (Kafka 0.8-0.9) and magic 1 (0.10), converted from and to
+the magic-2 record batches roster stores, as Kafka 3.9 did (its RecordsUtil.downConvert and
+LazyDownConversionRecords on the way out, LogValidator on the way in).
+
+A message set is a sequence of messages, each `offset int64, size int32, crc uint32 (CRC-32 of
+what follows), magic int8, attributes int8, [timestamp int64, magic 1], key bytes, value bytes`.
+A compressed message ("wrapper") carries a whole compressed message set as its value: in magic 0
+the inner messages have absolute offsets, in magic 1 relative ones (0, 1, ...) and the wrapper
+has the absolute offset of the last. Magic 0 has no timestamps and no timestamp type; neither
+format has headers, producer ids or control records.
+
+Down-conversion (fetch), for each stored batch:
+- control batches are skipped, as Kafka skips them for old fetchers;
+- an uncompressed batch becomes one message per record at or after the fetch offset;
+- a compressed batch (gzip, snappy, lz4) becomes one wrapper of the same codec holding all its
+  records (an old consumer skips those before its offset, as with Kafka); lz4 in magic 0 uses
+  the frame header checksum Kafka 0.8-0.9 computed (over the magic number too, KAFKA-3160),
+  which kafka-python's codec writes;
+- zstd has no old format: a fetch that meets a zstd batch first is answered
+  UNSUPPORTED_COMPRESSION_TYPE, as Kafka answered it; one that meets it later stops before it;
+- record headers are dropped; magic 0 drops timestamps; magic 1 keeps each record's timestamp
+  and the batch's timestamp type, and a wrapper's timestamp is the largest inside (CreateTime)
+  or the batch's LogAppendTime.
+The result is held to `limit` bytes by whole messages, the first message always included (so a
+consumer moves on past a message larger than its limits).
+
+Up-conversion (produce): a v0/v1 message set is validated as LogValidator does (every message's
+CRC, inner CRCs of a compressed one, one magic throughout, a compressed set is a single wrapper,
+no nested compression, no zstd) and its records become one magic-2 batch with offset deltas 0..n-1
+(the log assigns the offsets), compressed with the codec the producer used (Kafka's default
+`compression.type=producer`). Timestamps: a v1 message keeps its own (CreateTime, the only type
+roster stores); a v0 message has none, and Kafka's LogValidator under CreateTime stores it as
+NO_TIMESTAMP (-1), so roster does too.
+"""
+from __future__ import annotations
+
+import struct
+import zlib
+
+from kafka import codec as codecs
+from kafka.record.legacy_records import LegacyRecordBatch as CheckedLegacyBatch
+
+from roster.log.batch import parse_header
+from roster.protocol.errors import ErrorCode
+from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder, LegacyRecordBatchBuilder
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
+CODEC_MASK = 0x07
+TIMESTAMP_TYPE_BIT = 0x08          # LogAppendTime, in magic 1 attributes and magic 2 batches
+NO_TIMESTAMP = -1
+LOG_OVERHEAD = 12                  # offset int64 + size int32
+MAGIC_AT = 16                      # offset, size, crc (or v2's leader epoch), then magic
+_ENTRY_HEAD = struct.Struct(">qi")
+_WRAPPER = {0: struct.Struct(">bbii"), 1: struct.Struct(">bbqii")}  # magic..value length
+_CRC_AND_REST = struct.Struct(">qiI")
+# smallest message: crc, magic, attributes, key length, value length (+ timestamp in magic 1)
+_MESSAGE_OVERHEAD = {0: 14, 1: 22}
+_UNLIMITED = 0x7FFFFFFF
+
+
+class FormatError(Exception):
+    """A produced message set Kafka would refuse, with the error code Kafka answers."""
+
+    def __init__(self, error: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.error = error
+
+
+def magic_of(data) -> int | None:
+    """The magic byte of the first entry of a message set or record-batch stream."""
+    return data[MAGIC_AT] if len(data) > MAGIC_AT else None
+
+
+# -- down: stored magic-2 batches -> a message set a Fetch v0-3 reader can parse ----------------
+
+def _compress(codec: int, magic: int, payload: bytes) -> bytes:
+    if codec == GZIP:
+        return codecs.gzip_encode(payload)
+    if codec == SNAPPY:
+        return codecs.snappy_encode(payload)
+    if magic == 0:  # lz4 as Kafka 0.8/0.9 framed it
+        return codecs.lz4_encode_old_kafka(payload)
+    return codecs.lz4_encode(payload)
+
+
+def _wrapper(magic: int, codec: int, records: list, log_append_time: int | None) -> bytes:
+    """One compressed message holding `records` (of one stored batch)."""
+    first = records[0].offset
+    inner = LegacyRecordBatchBuilder(magic, NONE, _UNLIMITED)
+    max_timestamp = NO_TIMESTAMP
+    for record in records:
+        timestamp = record.timestamp
+        inner.append(record.offset - first if magic == 1 else record.offset, timestamp,
+                     record.key, record.value)
+        if timestamp is not None and timestamp > max_timestamp:
+            max_timestamp = timestamp
+    value = _compress(codec, magic, bytes(inner.build()))
+    if magic == 0:
+        head = _WRAPPER[0].pack(0, codec, -1, len(value))
+    elif log_append_time is not None:
+        head = _WRAPPER[1].pack(1, codec | TIMESTAMP_TYPE_BIT, log_append_time, -1, len(value))
+    else:
+        head = _WRAPPER[1].pack(1, codec, max_timestamp, -1, len(value))
+    crc = zlib.crc32(value, zlib.crc32(head))
+    return _CRC_AND_REST.pack(records[-1].offset, 4 + len(head) + len(value), crc) + head + value
+
+
+def down_convert(data, magic: int, fetch_offset: int, limit: int) -> tuple[bytes, ErrorCode]:
+    """The magic-`magic` message set for the stored batches in `data` (whole batches, as
+    PartitionLog.read returns them) from `fetch_offset` on, at most `limit` bytes of whole
+    messages but never empty while there is something to convert; and the partition's error."""
+    view = memoryview(data)
+    out: list[bytes] = []
+    size = 0
+    position = 0
+    end_of_data = len(view)
+    while position < end_of_data:
+        header = parse_header(view, position)
+        batch_end = position + header.size
+        if header.is_control:
+            position = batch_end
+            continue
+        codec = header.compression
+        if codec == ZSTD or codec > ZSTD:
+            if not out:
+                return b"", ErrorCode.unsupported_compression_type
+            break
+        log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
+        records = DefaultRecordBatch(bytes(view[position:batch_end]))
+        if codec == NONE:
+            messages = LegacyRecordBatchBuilder(magic, NONE, _UNLIMITED)
+            full = False
+            for record in records:
+                offset = record.offset
+                if offset < fetch_offset:
+                    continue
+                timestamp = log_append_time if log_append_time is not None else record.timestamp
+                key, value = record.key, record.value
+                needed = messages.size_in_bytes(offset, timestamp, key, value)
+                if size + needed > limit and size:
+                    full = True
+                    break
+                messages.append(offset, timestamp, key, value)
+                size += needed
+            if messages.size():
+                out.append(bytes(messages.build()))
+            if full:
+                break
+        else:
+            kept = list(records)
+            if kept:
+                wrapper = _wrapper(magic, codec, kept, log_append_time)
+                if size + len(wrapper) > limit and out:
+                    break
+                out.append(wrapper)
+                size += len(wrapper)
+        if size >= limit:
+            break
+        position = batch_end
+    return b"".join(out), ErrorCode.none
+
+
+# -- up: a produced magic-0/1 message set -> one magic-2 batch ----------------------------------
+
+def _entries(view) -> list[tuple[int, int]]:
+    """(start, size) of each message of a message set; FormatError if one is cut short."""
+    entries = []
+    position = 0
+    end = len(view)
+    while position < end:
+        if end - position < LOG_OVERHEAD:
+            raise FormatError(ErrorCode.corrupt_message,
+                              f"{end - position} bytes after the last message: a message is cut short")
+        _, size = _ENTRY_HEAD.unpack_from(view, position)
+        magic = view[position + MAGIC_AT] if end - position > MAGIC_AT else None
+        if magic not in _MESSAGE_OVERHEAD or size < _MESSAGE_OVERHEAD[magic]:
+            if magic in _MESSAGE_OVERHEAD or magic is None:
+                raise FormatError(ErrorCode.corrupt_message,
+                                  f"message size {size} is less than a message's overhead")
+            raise FormatError(ErrorCode.corrupt_message, f"unknown magic {magic}")
+        if position + LOG_OVERHEAD + size > end:
+            raise FormatError(ErrorCode.corrupt_message,
+                              f"a message of {size} bytes runs past the end of the message set")
+        entries.append((position, LOG_OVERHEAD + size))
+        position += LOG_OVERHEAD + size
+    return entries
+
+
+def _inner_magics(buffer) -> set[int]:
+    """The magic of every message of a decompressed inner message set."""
+    magics = set()
+    position = 0
+    while position + MAGIC_AT < len(buffer):
+        _, size = _ENTRY_HEAD.unpack_from(buffer, position)
+        magics.add(buffer[position + MAGIC_AT])
+        position += LOG_OVERHEAD + max(size, 0)
+    return magics
+
+
+def up_convert(data) -> bytes:
+    """One magic-2 batch (offset deltas from 0, no producer id) holding the records of the
+    magic-0/1 message set `data`. Raises FormatError as Kafka's LogValidator refuses."""
+    view = memoryview(data)
+    entries = _entries(view)
+    magics = {view[start + MAGIC_AT] for start, _ in entries}
+    if len(magics) != 1:
+        raise FormatError(ErrorCode.invalid_record,
+                          f"messages of different magic in one message set: {sorted(magics)}")
+    (magic,) = magics
+    attributes = [view[start + MAGIC_AT + 1] for start, _ in entries]
+    codecs_used = [a & CODEC_MASK for a in attributes]
+    if ZSTD in codecs_used:
+        raise FormatError(ErrorCode.unsupported_compression_type,
+                          f"zstd needs message format v2; this message set is magic {magic}")
+    if any(c > ZSTD for c in codecs_used):
+        raise FormatError(ErrorCode.corrupt_message,
+                          f"unknown compression codec {max(codecs_used)}")
+    compressed = [c for c in codecs_used if c != NONE]
+    if compressed and len(entries) > 1:
+        raise FormatError(ErrorCode.invalid_record,
+                          "a compressed message set must be a single wrapper message")
+    codec = compressed[-1] if compressed else NONE
+    values = []
+    for start, size in entries:
+        entry = CheckedLegacyBatch(view[start:start + size], magic)
+        if not entry.validate_crc():
+            raise FormatError(ErrorCode.corrupt_message,
+                              f"message at {start} of the message set fails its CRC")
+        try:
+            for record in entry:
+                if codec != NONE and not record.validate_crc():
+                    raise FormatError(ErrorCode.corrupt_message,
+                                      "an inner message of the compressed message fails its CRC")
+                values.append((record.timestamp if magic == 1 else NO_TIMESTAMP,
+                               record.key, record.value))
+        except FormatError:
+            raise
+        except AssertionError as exc:  # kafka-python asserts on a doubly compressed message
+            raise FormatError(ErrorCode.invalid_record, f"nested compression: {exc}") from None
+        except Exception as exc:  # noqa: BLE001 - whatever a codec raises on bad compressed data
+            raise FormatError(ErrorCode.corrupt_message,
+                              f"cannot read the compressed message: {exc!r}") from None
+        # after iterating, a compressed entry holds its decompressed inner set
+        if codec != NONE and _inner_magics(entry._buffer) != {magic}:
+            raise FormatError(ErrorCode.invalid_record,
+                              "inner messages' magic differs from the wrapper's")
+    if not values:
+        raise FormatError(ErrorCode.invalid_record, "the compressed message holds no messages")
+    batch = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
+                                      producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                      batch_size=_UNLIMITED)
+    for delta, (timestamp, key, value) in enumerate(values):
+        batch.append(delta, timestamp=timestamp, key=key, value=value, headers=[])
+    return bytes(batch.build())
+
+
+__all__ = ["FormatError", "down_convert", "magic_of", "up_convert"]
