@@ -1,0 +1,182 @@
+"""Over SASL_SSL, groups behave as over PLAINTEXT: a static group (KIP-345) survives a rolling
+bounce of its members with no rebalance. Users are durable: added and deleted over the wire
+(admin clients' AlterUserScramCredentials, `roster users`), they survive kill -9, and a deleted
+one can no longer authenticate."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.support import groups
+from tests.support.groups import ConfluentMember, Watch
+from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_pki, \
+    secure_settings
+
+pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("security")]
+
+HEARTBEAT_MS = 500
+QUIET_S = 3 * HEARTBEAT_MS / 1000
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    root = tmp_path_factory.mktemp("security-groups")
+    pki = make_pki(root / "pki")
+    add_users_offline(root / "data", root)
+    broker = SecureBroker(root / "data", secure_settings(pki)).start()
+    broker.pki = pki
+    broker.root = root
+    yield broker
+    broker.stop()
+
+
+def sasl_ssl(broker, user="alice", mechanism="SCRAM-SHA-512", password=None) -> dict:
+    return {"security.protocol": "SASL_SSL", "ssl.ca.location": str(broker.pki.ca),
+            "sasl.mechanism": mechanism, "sasl.username": user,
+            "sasl.password": password if password is not None else PASSWORDS[user]}
+
+
+def test_static_group_over_sasl_ssl_survives_a_rolling_bounce(secured):
+    broker = secured
+    partitions, session_ms = 6, 10000
+    topic = group = "secure-static"
+    groups.create_topic(broker.listener("PLAINTEXT"), topic, partitions)
+    watch = Watch()
+
+    def member(i, name):
+        return ConfluentMember(watch, broker.listener("SASL_SSL"), group, topic, name,
+                               f"secure-instance-{i}",
+                               {"heartbeat.interval.ms": HEARTBEAT_MS,
+                                "session.timeout.ms": session_ms, **sasl_ssl(broker)})
+
+    slots = [member(i, f"secure-{i}") for i in range(3)]
+    started = list(slots)
+    try:
+        for m in slots:
+            m.start()
+        groups.wait_split(watch, slots, partitions)
+        baseline = {id(m): m.callbacks() for m in slots}
+
+        def changed(members):
+            return [m for m in members if m.callbacks() != baseline[id(m)]]
+
+        for i in range(len(slots)):
+            old, others = slots[i], slots[:i] + slots[i + 1:]
+            previous = old.assigned
+            old.stop()  # a static member sends no LeaveGroup
+            closed_at = time.monotonic()
+            new = member(i, f"secure-{i}-again")
+            started.append(new)
+            slots[i] = new
+            baseline[id(new)] = 1
+            new.start()
+            watch.wait_for(lambda: new.count("assign") >= 1 or changed(others),
+                           groups.DEADLINE_S, lambda: "bounced member assigned")
+            assert changed(others) == [], "the bounce rebalanced the others" + \
+                groups.describe_assignment(slots)
+            assert new.assigned == previous
+            assert time.monotonic() - closed_at < session_ms / 1000
+            assert not watch.quiet(lambda: changed(slots), QUIET_S)
+        assert all(not m.errors for m in slots), [m.errors for m in slots]
+    finally:
+        for m in started:
+            try:
+                m.stop()
+            except Exception:
+                pass
+    assert "Traceback" not in broker.log_text()
+
+
+def _authenticates(broker, user, password, mechanism="SCRAM-SHA-256") -> bool:
+    from confluent_kafka.admin import AdminClient
+    errors = []
+    admin = AdminClient({"bootstrap.servers": broker.listener("SASL_PLAINTEXT"),
+                         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+                         "sasl.username": user, "sasl.password": password,
+                         "error_cb": lambda e: errors.append(e)})
+    try:
+        admin.list_topics(timeout=4)
+        return True
+    except Exception:
+        return False
+
+
+def test_users_over_the_wire_survive_kill_9(secured):
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialDeletion,
+        UserScramCredentialUpsertion,
+    )
+    broker = secured
+    admin = AdminClient({"bootstrap.servers": broker.listener("SASL_SSL"),
+                         **sasl_ssl(broker, "alice")})
+    info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+    futures = admin.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("dave", info, b"dave-secret"),
+        UserScramCredentialUpsertion("erin", ScramCredentialInfo(
+            ScramMechanism.SCRAM_SHA_512, 4096), b"erin-secret"),
+        UserScramCredentialDeletion("bob", ScramMechanism.SCRAM_SHA_256)])
+    for future in futures.values():
+        future.result(10)
+    # refusals come back per user, and change nothing
+    bad = admin.alter_user_scram_credentials([
+        UserScramCredentialUpsertion("frank", ScramCredentialInfo(
+            ScramMechanism.SCRAM_SHA_256, 100), b"x"),
+        UserScramCredentialDeletion("nobody", ScramMechanism.SCRAM_SHA_256)])
+    for user, future in bad.items():
+        with pytest.raises(Exception) as failure:
+            future.result(10)
+        assert ("iterations" in str(failure.value)) if user == "frank" else \
+            ("does not exist" in str(failure.value))
+
+    broker.kill9()  # the answers above came after the fsync: nothing may be lost
+    broker.start()
+
+    described = admin.describe_user_scram_credentials(["dave", "erin", "bob"])
+    dave = described["dave"].result(10)
+    assert [(i.mechanism, i.iterations) for i in dave.scram_credential_infos] == \
+        [(ScramMechanism.SCRAM_SHA_256, 8192)]
+    bob = described["bob"].result(10)
+    assert [i.mechanism for i in bob.scram_credential_infos] == [ScramMechanism.SCRAM_SHA_512]
+    assert _authenticates(broker, "dave", "dave-secret")
+    assert _authenticates(broker, "erin", "erin-secret", "SCRAM-SHA-512")
+    assert not _authenticates(broker, "bob", PASSWORDS["bob"], "SCRAM-SHA-256")
+    assert not _authenticates(broker, "frank", "x")
+    text = broker.log_text()
+    for secret in ("dave-secret", "erin-secret", *PASSWORDS.values()):
+        assert secret not in text
+    stored = (broker.data_dir / "scram-credentials.json").read_text()
+    assert "dave-secret" not in stored and "salted" not in stored
+
+
+def test_roster_users_command_over_the_wire(secured):
+    """`roster users` over the PLAINTEXT listener (a TLS/SASL-capable --command-config is the
+    client side's part): add, list, delete; the password comes from a file and is printed
+    nowhere."""
+    broker = secured
+    password_file = broker.root / "grace.password"
+    password_file.write_text("grace-secret\n")
+    base = [sys.executable, "-m", "roster", "users", "--bootstrap-server",
+            broker.listener("PLAINTEXT")]
+
+    def roster(*args):
+        result = subprocess.run([*base, *args], capture_output=True, text=True, timeout=30)
+        assert "grace-secret" not in result.stdout + result.stderr
+        return result
+
+    added = roster("add", "grace", "--mechanism", "SCRAM-SHA-512", "--password-file",
+                   str(password_file))
+    assert added.returncode == 0, added.stderr
+    listing = roster("list")
+    assert "grace\tSCRAM-SHA-512(iterations=4096)" in listing.stdout
+    assert _authenticates(broker, "grace", "grace-secret", "SCRAM-SHA-512")
+    assert roster("delete", "grace").returncode == 0
+    assert "grace" not in roster("list").stdout
+    assert not _authenticates(broker, "grace", "grace-secret", "SCRAM-SHA-512")
+    refused = roster("delete", "grace")
+    assert refused.returncode == 1 and "grace" in refused.stderr
