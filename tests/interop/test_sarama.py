@@ -1,6 +1,9 @@
 """sarama (Go; Debian's golang-github-shopify-sarama-dev, 1.22.1) as a consumer group member
-against roster. With its default settings sarama commits with OffsetCommit v1, which Kafka 4.0
-dropped and roster serves as Kafka 3.9 did.
+against roster, with its default settings but for `Version`, which sarama's consumer groups need
+to be at least 0.10.2: at that floor sarama fetches with Fetch v3 (magic-1 message sets) and
+produces with Produce v2, and it commits with OffsetCommit v1 at every version, all of which
+Kafka 4.0 dropped and roster serves as Kafka 3.9 did (down- and up-converting the message
+sets). One run uses a modern Version (2.1.0: Fetch v4+, record batches).
 
 The Go program (tests/interop/sarama/group_consumer.go) is built once per session, offline:
 GOPATH mode over Debian's Go library sources in /usr/share/gocode, GOPROXY=off.
@@ -11,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -64,22 +68,52 @@ def described_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple
     return rows
 
 
-@pytest.mark.parametrize("version", ["0.11.0.0", "2.1.0"])
-def test_a_sarama_group_member_consumes_and_commits(broker_factory, group_consumer, version):
-    broker = broker_factory({"group.initial.rebalance.delay.ms": "0"})
-    with Wire(broker.bootstrap) as wire:
-        assert _create(wire, "go-clicks", 3).error_code == 0
-    clients.produce_confluent(broker.bootstrap, "go-clicks", clients.sample_records(30, 3, "g"),
-                              "none")
-    ran = subprocess.run([str(group_consumer), "-brokers", broker.bootstrap, "-topic", "go-clicks",
-                          "-group", "go-group", "-expect", "30", "-version", version],
+def run_group_consumer(binary: Path, broker, *args: str) -> dict[int, tuple[int, int]]:
+    """Run the Go member; partition -> (messages consumed, last offset)."""
+    ran = subprocess.run([str(binary), "-brokers", broker.bootstrap, *args],
                          capture_output=True, text=True, timeout=120)
     assert ran.returncode == 0, ran.stderr + "\n".join(broker.output[-30:])
     consumed = {}
     for line in ran.stdout.splitlines():
         _, partition, count, last = line.split()
         consumed[int(partition)] = (int(count), int(last))
-    assert consumed == {0: (10, 9), 1: (10, 9), 2: (10, 9)}, ran.stdout
+    return consumed
+
+
+@pytest.mark.parametrize("version", ["0.10.2.0", "2.1.0"])
+def test_a_sarama_group_member_consumes_and_commits(broker_factory, group_consumer, version):
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "0"})
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "go-clicks", 3).error_code == 0
+    clients.produce_confluent(broker.bootstrap, "go-clicks", clients.sample_records(30, 3, "g"),
+                              "none")
+    consumed = run_group_consumer(group_consumer, broker, "-topic", "go-clicks", "-group",
+                                  "go-group", "-expect", "30", "-version", version)
+    assert consumed == {0: (10, 9), 1: (10, 9), 2: (10, 9)}
     # what sarama committed (OffsetCommit v1) is what roster reports
     assert described_offsets(broker.bootstrap, "go-group") == {
         ("go-clicks", p): (10, 10, 0) for p in range(3)}
+
+
+@pytest.mark.parametrize("compression", ["none", "gzip", "snappy", "lz4"])
+def test_sarama_at_its_group_floor_produces_and_consumes(broker_factory, group_consumer,
+                                                         compression):
+    """sarama at 0.10.2.0 end to end: Produce v2 with magic-1 message sets (compressed ones as a
+    wrapper message), then a group member reading them back with Fetch v3 and committing."""
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "0"})
+    topic = f"go-{compression}"
+    started_ms = time.time() * 1000
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, topic, 2).error_code == 0
+    consumed = run_group_consumer(group_consumer, broker, "-topic", topic, "-group", "go-floor",
+                                  "-produce", "40", "-partitions", "2", "-compression",
+                                  compression, "-expect", "40", "-version", "0.10.2.0")
+    assert consumed == {0: (20, 19), 1: (20, 19)}
+    # what sarama produced is what a modern client reads: keys, values, in order
+    records = clients.consume_confluent(broker.bootstrap, topic, 2, 40)
+    assert sorted((r.partition, r.offset, r.key, r.value) for r in records) == sorted(
+        (i % 2, i // 2, f"key-{i}".encode(), f"value-{i}".encode()) for i in range(40))
+    # magic 1 carries sarama's create times, kept through the up-conversion
+    assert all(started_ms - 1000 <= r.timestamp <= time.time() * 1000 for r in records)
+    assert described_offsets(broker.bootstrap, "go-floor") == {
+        (topic, p): (20, 20, 0) for p in range(2)}

@@ -1,7 +1,11 @@
 // group_consumer joins a consumer group with sarama's default settings (only the protocol
-// version is set: sarama refuses groups below 0.10.2, and its default is 0.8.2), consumes until
-// it has seen -expect messages, marks each one, and leaves the group, which commits the marked
-// offsets. sarama then commits with OffsetCommit v1 (Consumer.Offsets.Retention is 0 by default).
+// version is set: sarama refuses groups below 0.10.2, and its default is 0.8.2; the default here
+// is that floor, 0.10.2.0), consumes until it has seen -expect messages, marks each one, and
+// leaves the group, which commits the marked offsets. sarama then commits with OffsetCommit v1
+// (Consumer.Offsets.Retention is 0 by default). At 0.10.2 it fetches with Fetch v3 (magic-1
+// message sets) and produces with Produce v2; from 0.11.0 with Fetch v4 and Produce v3.
+// With -produce N it first produces N messages ("key-<i>", "value-<i>") with a SyncProducer at
+// the same version, message i to partition i % -partitions, compressed with -compression.
 // It prints one line per partition: "consumed <partition> <count> <last offset>".
 package main
 
@@ -51,7 +55,10 @@ func main() {
 	topic := flag.String("topic", "", "topic to consume")
 	group := flag.String("group", "", "consumer group id")
 	expect := flag.Int("expect", 1, "messages to consume before leaving")
-	version := flag.String("version", "0.11.0.0", "Kafka protocol version sarama speaks")
+	version := flag.String("version", "0.10.2.0", "Kafka protocol version sarama speaks")
+	produce := flag.Int("produce", 0, "messages to produce before consuming")
+	spread := flag.Int("partitions", 1, "partitions the produced messages go round")
+	compression := flag.String("compression", "none", "none, gzip, snappy or lz4")
 	timeout := flag.Duration("timeout", 60*time.Second, "give up after this long")
 	flag.Parse()
 
@@ -64,6 +71,14 @@ func main() {
 	config.Version = parsed
 	config.Consumer.Offsets.Initial = sarama.OffsetOldest
 	config.Consumer.Return.Errors = true
+
+	if *produce > 0 {
+		if err := produceMessages(strings.Split(*brokers, ","), *topic, *produce, *spread,
+			*compression, parsed); err != nil {
+			fmt.Fprintln(os.Stderr, "producing:", err)
+			os.Exit(1)
+		}
+	}
 
 	consumer, err := sarama.NewConsumerGroup(strings.Split(*brokers, ","), *group, config)
 	if err != nil {
@@ -102,4 +117,35 @@ func main() {
 		fmt.Fprintf(os.Stderr, "saw %d of %d messages before the timeout\n", h.seen, h.expect)
 		os.Exit(1)
 	}
+}
+
+func produceMessages(brokers []string, topic string, count, partitions int, compression string,
+	version sarama.KafkaVersion) error {
+	config := sarama.NewConfig()
+	config.Version = version
+	config.Producer.Return.Successes = true
+	config.Producer.Partitioner = sarama.NewManualPartitioner
+	codecs := map[string]sarama.CompressionCodec{"none": sarama.CompressionNone,
+		"gzip": sarama.CompressionGZIP, "snappy": sarama.CompressionSnappy,
+		"lz4": sarama.CompressionLZ4}
+	codec, ok := codecs[compression]
+	if !ok {
+		return fmt.Errorf("unknown compression %q", compression)
+	}
+	config.Producer.Compression = codec
+	producer, err := sarama.NewSyncProducer(brokers, config)
+	if err != nil {
+		return err
+	}
+	messages := make([]*sarama.ProducerMessage, count)
+	for i := range messages {
+		messages[i] = &sarama.ProducerMessage{Topic: topic, Partition: int32(i % partitions),
+			Key:   sarama.StringEncoder(fmt.Sprintf("key-%d", i)),
+			Value: sarama.StringEncoder(fmt.Sprintf("value-%d", i))}
+	}
+	if err := producer.SendMessages(messages); err != nil {
+		producer.Close()
+		return err
+	}
+	return producer.Close()
 }
