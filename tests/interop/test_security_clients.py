@@ -15,8 +15,14 @@ import time
 
 import pytest
 
-from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_oauth, \
-    make_pki, secure_settings
+from tests.support.security import (
+    PASSWORDS,
+    SecureBroker,
+    add_users_offline,
+    make_oauth,
+    make_pki,
+    secure_settings,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("security")]
 

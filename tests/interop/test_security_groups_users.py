@@ -12,8 +12,7 @@ import pytest
 
 from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
-from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_pki, \
-    secure_settings
+from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_pki, secure_settings
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("security")]
 

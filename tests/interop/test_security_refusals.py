@@ -13,8 +13,14 @@ import pytest
 from roster.protocol.build import make
 from roster.protocol.codec import decode_response, encode_request, request_schema
 from roster.protocol.errors import ErrorCode
-from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_oauth, \
-    make_pki, secure_settings
+from tests.support.security import (
+    PASSWORDS,
+    SecureBroker,
+    add_users_offline,
+    make_oauth,
+    make_pki,
+    secure_settings,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("security")]
 
