@@ -5,8 +5,9 @@ describe` prints.
 
 Burrow needs ZooKeeper for its own coordination: Debian's `zookeeper`, started here on a
 loopback port. Burrow reads __consumer_offsets through sarama at its client profile's
-`kafka-version`; roster serves Fetch from v4, which sarama uses from 0.11.0 on (see
-docs/protocol.md).
+`kafka-version`, which is left unset here: Burrow's default, "0.8", fetches with Fetch v0, so
+roster answers with magic-0 message sets down-converted from its stored batches, as Kafka 3.9
+did (see docs/protocol.md). A second run sets Debian's example, "0.10.0" (Fetch v2, magic 1).
 """
 from __future__ import annotations
 
@@ -95,7 +96,8 @@ def _get(url: str):
 
 
 class Burrow:
-    def __init__(self, directory: Path, zookeeper: str, bootstrap: str) -> None:
+    def __init__(self, directory: Path, zookeeper: str, bootstrap: str,
+                 kafka_version: str | None = None) -> None:
         self.http = f"127.0.0.1:{free_port()}"
         self.log = directory / "burrow.log"
         (directory / "burrow.toml").write_text(f"""
@@ -112,7 +114,7 @@ root-path="/burrow"
 
 [client-profile.roster]
 client-id="burrow-test"
-kafka-version="0.11.0"
+{f'kafka-version="{kafka_version}"' if kafka_version else ""}
 
 [cluster.local]
 class-name="kafka"
@@ -169,10 +171,10 @@ def burrow_for(tmp_path, zookeeper):
         pytest.skip("needs the Debian package burrow (scripts/ensure-system-deps.sh installs it)")
     started = []
 
-    def start(bootstrap: str) -> Burrow:
+    def start(bootstrap: str, kafka_version: str | None = None) -> Burrow:
         directory = tmp_path / f"burrow{len(started)}"
         directory.mkdir()
-        started.append(Burrow(directory, zookeeper, bootstrap))
+        started.append(Burrow(directory, zookeeper, bootstrap, kafka_version))
         return started[-1]
 
     yield start
@@ -180,14 +182,15 @@ def burrow_for(tmp_path, zookeeper):
         burrow.stop()
 
 
-def test_burrow_reports_the_lag_roster_reports(broker_factory, burrow_for):
+@pytest.mark.parametrize("kafka_version", [None, "0.10.0"])
+def test_burrow_reports_the_lag_roster_reports(broker_factory, burrow_for, kafka_version):
     from confluent_kafka import Consumer, TopicPartition
     broker = broker_factory()
     with Wire(broker.bootstrap) as wire:
         assert _create(wire, "lagged", 2).error_code == 0
     clients.produce_confluent(broker.bootstrap, "lagged", clients.sample_records(20, 2, "b"),
                               "none")
-    burrow = burrow_for(broker.bootstrap)
+    burrow = burrow_for(broker.bootstrap, kafka_version)
     try:
         # the log end offsets Burrow got with ListOffsets v0
         topic = wait_for(lambda: burrow.get("/v3/kafka/local/topic/lagged").get("offsets"),
