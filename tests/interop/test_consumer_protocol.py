@@ -73,3 +73,134 @@ def test_three_members_split_six_partitions_and_consume_everything(broker):
     finally:
         for m in members:
             m.stop()
+
+
+def wait_stable(watch, members, partitions):
+    groups.wait_split(watch, members, partitions)
+
+
+def test_commits_carry_the_member_epoch_and_read_back(broker):
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-commit", 2)
+    members = members_of(broker, watch, "cp-commit-g", "cp-commit", 1)
+    try:
+        members[0].start()
+        wait_stable(watch, members, 2)
+        produced = groups.produce_known(broker.bootstrap, "cp-commit", 2, 10, "cc")
+        watch.wait_for(lambda: len(members[0].records) >= 10, groups.DEADLINE_S, "10 records")
+        members[0].commit()
+        want = {p: produced.per_partition.get(p, 0) for p in range(2)}
+        assert groups.committed_offsets_confluent(broker.bootstrap, "cp-commit-g",
+                                                  "cp-commit") == want
+        from confluent_kafka import ConsumerGroupType
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(10)
+        assert ("cp-commit-g", ConsumerGroupType.CONSUMER) \
+            in [(g.group_id, g.type) for g in listed.valid]
+        classic = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(10)
+        assert "cp-commit-g" not in [g.group_id for g in classic.valid]
+        described = admin.describe_consumer_groups(["cp-commit-g"])["cp-commit-g"].result(10)
+        assert described.type == ConsumerGroupType.CONSUMER
+        assert [sorted(tp.partition for tp in m.assignment.topic_partitions)
+                for m in described.members] == [[0, 1]]
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        for m in members:
+            m.stop()
+
+
+def test_static_rolling_bounce_moves_no_partition_of_the_others(broker):
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-static", PARTITIONS)
+    members = members_of(broker, watch, "cp-static-g", "cp-static", 3,
+                         instance_id=None)
+    for i, m in enumerate(members):
+        m.instance_id = f"static-{i}"
+    try:
+        for m in members:
+            m.start()
+        wait_stable(watch, members, PARTITIONS)
+        for i in range(3):
+            old = members[i]
+            held = old.assigned
+            others = [m for m in members if m is not old]
+            calls = {m.name: m.callbacks() for m in others}
+            old.stop()            # close(): a static member leaves with epoch -2
+            new = ConsumerProtocolMember(watch, broker.bootstrap, "cp-static-g", "cp-static",
+                                         f"cp-static-g-m{i}-again", instance_id=old.instance_id)
+            members[i] = new
+            new.start()
+            watch.wait_for(lambda: new.assigned == held or new.failure, groups.DEADLINE_S,
+                           lambda: f"{new.name} gets {sorted(held)} back"
+                           + groups.describe_assignment(members))
+            assert new.failure is None
+            for m in others:
+                assert m.callbacks() == calls[m.name], \
+                    f"{m.name} saw a rebalance" + groups.describe_assignment(members)
+        assert groups.split_evenly(members, PARTITIONS)
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        for m in members:
+            m.stop()
+
+
+def test_a_duplicate_instance_id_is_refused_while_the_first_keeps_consuming(broker):
+    from confluent_kafka import KafkaError
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-dup", 2)
+    first = ConsumerProtocolMember(watch, broker.bootstrap, "cp-dup-g", "cp-dup", "first",
+                                   instance_id="dup")
+    second = ConsumerProtocolMember(watch, broker.bootstrap, "cp-dup-g", "cp-dup", "second",
+                                    instance_id="dup")
+    try:
+        first.start()
+        wait_stable(watch, [first], 2)
+        second.start()
+        watch.wait_for(lambda: second.errors or second.failure, groups.DEADLINE_S,
+                       "the second member is refused")
+        # librdkafka makes UNRELEASED_INSTANCE_ID fatal for the newcomer; its message is the
+        # broker's error text for code 111
+        assert any(e.code() == KafkaError._FATAL
+                   and "instance ID is still used by another member" in e.str()
+                   for e in second.errors), (second.errors, second.failure)
+        assert second.assigned == frozenset()
+        produced = groups.produce_known(broker.bootstrap, "cp-dup", 2, 10, "dup")
+        watch.wait_for(lambda: len(first.records) >= 10, groups.DEADLINE_S,
+                       "the first member keeps consuming")
+        assert sorted(r.value for r in first.records) == sorted(produced.values)
+        assert first.assigned == frozenset({0, 1})
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        second.stop()
+        first.stop()
+
+
+def test_create_partitions_reaches_the_members_without_any_client_acting(broker):
+    from confluent_kafka.admin import AdminClient, NewPartitions
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-grow", 2)
+    members = members_of(broker, watch, "cp-grow-g", "cp-grow", 2)
+    try:
+        for m in members:
+            m.start()
+        wait_stable(watch, members, 2)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_partitions([NewPartitions("cp-grow", 6)])["cp-grow"].result(10)
+        wait_stable(watch, members, 6)
+        produced = groups.produce_known(broker.bootstrap, "cp-grow", 6, 30, "grow")
+        watch.wait_for(lambda: sum(len(m.records) for m in members) >= 30, groups.DEADLINE_S,
+                       "every record consumed" + groups.describe_assignment(members))
+        assert sorted(r.value for m in members for r in m.records) == sorted(produced.values)
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        for m in members:
+            m.stop()

@@ -20,11 +20,17 @@ async def handle(broker, request, connection):
     entry = element(schema, "groups")
     if not broker.groups.loaded:
         return make(schema, error_code=ErrorCode.coordinator_load_in_progress, groups=())
-    listed = broker.groups.coordinator.list_groups(
-        _filter(getattr(body, "states_filter", None)), _filter(getattr(body, "types_filter", None)))
+    states = _filter(getattr(body, "states_filter", None))
+    types = _filter(getattr(body, "types_filter", None))
+    consumer = broker.groups.consumer
+    listed = [(group_id, protocol_type, state, "classic") for group_id, protocol_type, state
+              in broker.groups.coordinator.list_groups(states, types)
+              if group_id not in consumer.groups]  # its offsets' holder, not a group of its own
+    listed += [(group_id, "consumer", state, "consumer")
+               for group_id, state in consumer.list_groups(states, types)]
     return make(schema, error_code=ErrorCode.none, groups=tuple(
         make(entry, group_id=group_id, protocol_type=protocol_type, group_state=state,
-             group_type="classic") for group_id, protocol_type, state in listed))
+             group_type=group_type) for group_id, protocol_type, state, group_type in listed))
 
 
 SPEC = ApiSpec(API_KEY, "ListGroups", 0, 5, handle)

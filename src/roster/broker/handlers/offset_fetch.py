@@ -107,6 +107,12 @@ async def handle(broker, request, connection):
             groups.append(make(group_entry, group_id=g.group_id, topics=(),
                                error_code=ErrorCode.coordinator_load_in_progress))
             continue
+        # v9+: a consumer group member's fetch carries its member id and epoch (KIP-848)
+        checked = broker.groups.consumer.fetchable(g.group_id, getattr(g, "member_id", None),
+                                                   getattr(g, "member_epoch", -1))
+        if checked is not None and checked is not ErrorCode.none:
+            groups.append(make(group_entry, group_id=g.group_id, topics=(), error_code=checked))
+            continue
         groups.append(make(group_entry, group_id=g.group_id, error_code=ErrorCode.none,
                            topics=_group_topics(broker, topic_entry, g.group_id, g.topics,
                                                 by_id=version >= 10)))

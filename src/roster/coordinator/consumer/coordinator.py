@@ -554,17 +554,46 @@ class ConsumerCoordinator:
                                       members=members))
         return out
 
-    def committable(self, group_id: str, member_id: str, epoch: int) -> ErrorCode | None:
-        """OffsetCommit from a consumer group (v9: the generation is the member epoch): None
-        when the group is not a consumer group, else the error (none: commit)."""
+    def committable(self, group_id: str, member_id: str, epoch: int,
+                    api_version: int = 9) -> ErrorCode | None:
+        """OffsetCommit to a consumer group (v9+: the generation field carries the member
+        epoch; Kafka's ConsumerGroup.validateOffsetCommit): None when the group is not a
+        consumer group, else the error (none: commit it)."""
         group = self.groups.get(group_id)
         if group is None:
             return None
-        if not member_id and epoch < 0:
-            return ErrorCode.none if not group.members else ErrorCode.unknown_member_id
+        if epoch < 0 and not group.members:
+            return ErrorCode.none          # an admin commit to an empty group
         member = group.members.get(member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if api_version < 9:
+            return ErrorCode.unsupported_version
+        if epoch != member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        return ErrorCode.none
+
+    def fetchable(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
+        """OffsetFetch v9+ from a member (epoch >= 0): the same member and epoch check;
+        None when there is nothing to check."""
+        group = self.groups.get(group_id)
+        if group is None or epoch < 0:
+            return None
+        member = group.members.get(member_id or "")
         if member is None:
             return ErrorCode.unknown_member_id
         if epoch != member.member_epoch:
             return ErrorCode.stale_member_epoch
         return ErrorCode.none
+
+    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None):
+        """(group id, state) of the consumer groups matching the lower-cased filters."""
+        if types and "consumer" not in types:
+            return []
+        out = []
+        for group in self.groups.values():
+            state = group.state()
+            if states and state.lower() not in states:
+                continue
+            out.append((group.group_id, state))
+        return out
