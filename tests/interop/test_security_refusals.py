@@ -355,3 +355,22 @@ def test_session_lifetime_and_reauthentication(broker):
         producer.flush(10)
         time.sleep(0.5)
     assert delivered == [None] * 10 and not errors, (delivered, errors)
+
+
+def test_sasl_handshake_v0_takes_bare_tokens(broker):
+    """SaslHandshake v0 is followed by the SASL tokens alone (a size and the bytes)."""
+    tls = ssl.create_default_context(cafile=str(broker.pki.ca))
+    wire = Wire(broker.listener("SASL_SSL"), tls)
+    assert wire.call(17, 0, mechanism="PLAIN").error_code == ErrorCode.none
+    token = b"\0admin\0" + PASSWORDS["admin"].encode()
+    wire.sock.sendall(struct.pack(">i", len(token)) + token)
+    assert wire._read(4) == b"\0\0\0\0"  # PLAIN's empty server token: authenticated
+    metadata = wire.call(3, 12, topics=None, allow_auto_topic_creation=False,
+                         include_topic_authorized_operations=False)
+    assert metadata.brokers[0].port == int(broker.listener("SASL_SSL").rsplit(":", 1)[1])
+    # a wrong password on v0 has no error channel: the connection is closed
+    wire = Wire(broker.listener("SASL_SSL"), tls)
+    wire.call(17, 0, mechanism="PLAIN")
+    token = b"\0admin\0" + WRONG.encode()
+    wire.sock.sendall(struct.pack(">i", len(token)) + token)
+    assert wire.closed_by_broker()
