@@ -204,3 +204,59 @@ def test_create_partitions_reaches_the_members_without_any_client_acting(broker)
     finally:
         for m in members:
             m.stop()
+
+
+def assigned_topics(bootstrap: str, group: str) -> dict[str, set[tuple[str, int]]]:
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    described = admin.describe_consumer_groups([group])[group].result(10)
+    return {m.member_id: {(tp.topic, tp.partition) for tp in m.assignment.topic_partitions}
+            for m in described.members}
+
+
+def test_a_regex_subscription_follows_created_topics(broker):
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-re-a", 2)
+    member = ConsumerProtocolMember(watch, broker.bootstrap, "cp-re-g", "^cp-re-.*", "re")
+    try:
+        member.start()
+        watch.wait_for(lambda: member.assigned == {0, 1} or member.failure, groups.DEADLINE_S,
+                       lambda: "cp-re-a assigned" + groups.describe_assignment([member]))
+        groups.create_topic(broker.bootstrap, "cp-re-b", 2)
+        groups.create_topic(broker.bootstrap, "cp-other", 2)
+        want = {("cp-re-a", 0), ("cp-re-a", 1), ("cp-re-b", 0), ("cp-re-b", 1)}
+        watch.wait_for(lambda: list(assigned_topics(broker.bootstrap, "cp-re-g").values())
+                       == [want], groups.DEADLINE_S,
+                       lambda: f"{want}; got {assigned_topics(broker.bootstrap, 'cp-re-g')}")
+        from confluent_kafka.admin import AdminClient
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        described = admin.describe_consumer_groups(["cp-re-g"])["cp-re-g"].result(10)
+        del described
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        member.stop()
+
+
+def test_delete_an_empty_consumer_group_and_its_offsets(broker):
+    from confluent_kafka.admin import AdminClient
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-del", 1)
+    member = ConsumerProtocolMember(watch, broker.bootstrap, "cp-del-g", "cp-del", "del")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    try:
+        member.start()
+        groups.wait_split(watch, [member], 1)
+        groups.produce_known(broker.bootstrap, "cp-del", 1, 3, "del")
+        watch.wait_for(lambda: len(member.records) >= 3, groups.DEADLINE_S, "3 records")
+        member.commit()
+        with pytest.raises(Exception, match="NON_EMPTY_GROUP"):
+            admin.delete_consumer_groups(["cp-del-g"])["cp-del-g"].result(10)
+    finally:
+        member.stop()
+    admin.delete_consumer_groups(["cp-del-g"])["cp-del-g"].result(10)
+    listed = admin.list_consumer_groups().result(10)
+    assert "cp-del-g" not in [g.group_id for g in listed.valid]
+    assert groups.committed_offsets_confluent(broker.bootstrap, "cp-del-g", "cp-del") \
+        in ({}, {0: -1001})

@@ -14,6 +14,17 @@ async def handle(broker, request, connection):
     runtime = broker.groups
     ready = [name for name in names if not runtime.loading(name)]
     outcome = {name: ErrorCode.coordinator_load_in_progress for name in names}
+    # consumer groups (KIP-848): the group's own records first, then its offsets (kept with
+    # every group's, in the classic coordinator, where a group of that id may hold them)
+    for name in [n for n in ready if n in runtime.consumer.groups]:
+        ready.remove(name)
+        outcome[name] = await runtime.run(
+            lambda token, now, name=name: runtime.consumer.delete_group(name, now, token))
+        if outcome[name] is ErrorCode.none and name in runtime.coordinator.groups:
+            offsets = await runtime.run(
+                lambda token, now, name=name: runtime.coordinator.delete_groups([name], now,
+                                                                                token))
+            outcome[name] = offsets[name]
     if ready:
         outcome.update(await runtime.run(
             lambda token, now: runtime.coordinator.delete_groups(ready, now, token)))

@@ -510,7 +510,8 @@ class ConsumerCoordinator:
             return result
         self._restore(step.group_id, step.snapshot)
         if step.token is not None:
-            result.reply(step.token, HeartbeatReply(error=error))
+            result.reply(step.token, error if isinstance(step.reply, ErrorCode)
+                         else HeartbeatReply(error=error))
         return result
 
     def groups_loaded(self, group_ids, now: int) -> Result:
@@ -530,6 +531,27 @@ class ConsumerCoordinator:
                                     now + max(member.rebalance_timeout_ms, 0),
                                     ConsumerRebalanceDeadline(group_id, member.member_id,
                                                               member.member_epoch))
+        return result
+
+    def delete_group(self, group_id: str, now: int, token) -> Result:
+        """DeleteGroups for one consumer group: only an empty one goes (its tombstones, in
+        Kafka's order: target assignment epoch, subscription metadata, group epoch); the reply
+        is its error code, once they are written. Its committed offsets are the caller's to
+        delete (they live with the offsets of every group)."""
+        result = Result()
+        group = self.groups.get(group_id)
+        if group is None:
+            result.reply(token, ErrorCode.group_id_not_found)
+            return result
+        if group.members:
+            result.reply(token, ErrorCode.non_empty_group)
+            return result
+        snapshot = group.snapshot()
+        self._write([rec.target_epoch_tombstone(group_id),
+                     rec.subscription_metadata_tombstone(group_id),
+                     rec.group_tombstone(group_id)], result, now)
+        result.after_write.append(ConsumerWritten(group_id, token, ErrorCode.none, snapshot))
+        log.info("consumer group %s deleted", group_id)
         return result
 
     # -- reading --------------------------------------------------------------------------------

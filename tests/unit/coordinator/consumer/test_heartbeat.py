@@ -267,3 +267,17 @@ def test_replaying_the_written_records_rebuilds_the_same_groups():
     for name in ("group_epoch", "assignment_epoch", "members", "static_members", "target",
                  "owners", "subscription_metadata"):
         assert getattr(a, name) == getattr(b, name), name
+
+
+def test_delete_group_only_when_empty():
+    h = ConsumerHarness({"t": 1})
+    h.join("a")
+    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
+    assert h.replies.pop("tok") == ErrorCode.non_empty_group
+    h.heartbeat("a", -1)
+    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
+    assert h.replies.pop("tok") == ErrorCode.none
+    assert "g" not in h.coordinator.groups
+    assert [r.key.type for r in h.records[-3:]] == [6, 4, 3]
+    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
+    assert h.replies.pop("tok") == ErrorCode.group_id_not_found
