@@ -107,17 +107,18 @@ class FrameBuffer:
         self._start = self._end = self._needed = 0
 
     def _make_room(self) -> None:
-        """Move the unserved bytes to the front of a private buffer with room for a read as
-        large as the last one (a sender that filled the last read likely has more). A frame on
-        its way gets more room as more of it arrives, doubling, but never more than it needs:
-        the size it declares is only a promise."""
+        """Move the unserved bytes to the front of a private buffer with room for at least
+        MIN_READ more. A frame on its way gets more room as more of it arrives, doubling, but
+        never more than it needs: the size it declares is only a promise. A buffer that must
+        be (re)allocated also gets room for a read as large as the last one: a sender that
+        filled the last read likely has more."""
         held = self._end - self._start
-        want = held + max(MIN_READ, self._last_read)
+        least = held + MIN_READ
         if self._needed > held:
-            want = max(want, min(self._needed + MIN_READ, 2 * held))
+            least = max(least, min(self._needed + MIN_READ, 2 * held))
         current = self._buffer
-        if current is _scratch or len(current) < want:
-            fresh = _take(want)
+        if current is _scratch or len(current) < least:
+            fresh = _take(max(least, held + self._last_read))
             with memoryview(current) as view:
                 fresh[:held] = view[self._start:self._end]
             if current is not _scratch:
