@@ -39,7 +39,6 @@ import struct
 import zlib
 
 from kafka import codec as codecs
-from kafka.record.legacy_records import LegacyRecordBatch as CheckedLegacyBatch
 
 from roster.log.batch import parse_header
 from roster.protocol.errors import ErrorCode
@@ -52,6 +51,9 @@ NO_TIMESTAMP = -1
 LOG_OVERHEAD = 12                  # offset int64 + size int32
 MAGIC_AT = 16                      # offset, size, crc (or v2's leader epoch), then magic
 _ENTRY_HEAD = struct.Struct(">qi")
+_CRC = struct.Struct(">I")
+_INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
 _WRAPPER = {0: struct.Struct(">bbii"), 1: struct.Struct(">bbqii")}  # magic..value length
 _CRC_AND_REST = struct.Struct(">qiI")
 # smallest message: crc, magic, attributes, key length, value length (+ timestamp in magic 1)
@@ -163,53 +165,82 @@ def down_convert(data, magic: int, fetch_offset: int, limit: int) -> tuple[bytes
 
 # -- up: a produced magic-0/1 message set -> one magic-2 batch ----------------------------------
 
-def _entries(view) -> list[tuple[int, int]]:
-    """(start, size) of each message of a message set; FormatError if one is cut short."""
-    entries = []
+def _messages(buffer, magic: int | None, what: str) -> list[tuple]:
+    """(magic, attributes, timestamp, key, value) of each message of the message set `buffer`,
+    every one checked as Kafka checks it: whole, a known magic (`magic` throughout, or the
+    first's when None), key and value exactly filling it, and its CRC. FormatError otherwise."""
+    found = []
     position = 0
-    end = len(view)
+    end = len(buffer)
     while position < end:
-        if end - position < LOG_OVERHEAD:
+        if end - position <= MAGIC_AT:
             raise FormatError(ErrorCode.corrupt_message,
-                              f"{end - position} bytes after the last message: a message is cut short")
-        _, size = _ENTRY_HEAD.unpack_from(view, position)
-        magic = view[position + MAGIC_AT] if end - position > MAGIC_AT else None
-        if magic not in _MESSAGE_OVERHEAD or size < _MESSAGE_OVERHEAD[magic]:
-            if magic in _MESSAGE_OVERHEAD or magic is None:
-                raise FormatError(ErrorCode.corrupt_message,
-                                  f"message size {size} is less than a message's overhead")
-            raise FormatError(ErrorCode.corrupt_message, f"unknown magic {magic}")
-        if position + LOG_OVERHEAD + size > end:
-            raise FormatError(ErrorCode.corrupt_message,
-                              f"a message of {size} bytes runs past the end of the message set")
-        entries.append((position, LOG_OVERHEAD + size))
-        position += LOG_OVERHEAD + size
-    return entries
-
-
-def _inner_magics(buffer) -> set[int]:
-    """The magic of every message of a decompressed inner message set."""
-    magics = set()
-    position = 0
-    while position + MAGIC_AT < len(buffer):
+                              f"{what}: {end - position} bytes after the last message")
         _, size = _ENTRY_HEAD.unpack_from(buffer, position)
-        magics.add(buffer[position + MAGIC_AT])
-        position += LOG_OVERHEAD + max(size, 0)
-    return magics
+        this_magic = buffer[position + MAGIC_AT]
+        if magic is None and this_magic in _MESSAGE_OVERHEAD:
+            magic = this_magic
+        if this_magic != magic:
+            if this_magic in _MESSAGE_OVERHEAD:
+                raise FormatError(ErrorCode.invalid_record,
+                                  f"{what}: messages of magic {magic} and {this_magic}")
+            raise FormatError(ErrorCode.corrupt_message, f"{what}: unknown magic {this_magic}")
+        message_end = position + LOG_OVERHEAD + size
+        if size < _MESSAGE_OVERHEAD[magic] or message_end > end:
+            raise FormatError(ErrorCode.corrupt_message,
+                              f"{what}: a message of size {size} does not fit")
+        (crc,) = _CRC.unpack_from(buffer, position + LOG_OVERHEAD)
+        if zlib.crc32(buffer[position + MAGIC_AT:message_end]) != crc:
+            raise FormatError(ErrorCode.corrupt_message, f"{what}: a message fails its CRC")
+        attributes = buffer[position + MAGIC_AT + 1]
+        field = position + MAGIC_AT + 2
+        timestamp = NO_TIMESTAMP
+        if magic == 1:
+            (timestamp,) = _INT64.unpack_from(buffer, field)
+            field += 8
+        key_and_value = []
+        for _ in range(2):
+            if field + 4 > message_end:
+                raise FormatError(ErrorCode.corrupt_message,
+                                  f"{what}: a message ends inside its key or value length")
+            (length,) = _INT32.unpack_from(buffer, field)
+            field += 4
+            if length < -1 or field + max(length, 0) > message_end:
+                raise FormatError(ErrorCode.corrupt_message,
+                                  f"{what}: a key or value runs past its message")
+            key_and_value.append(None if length == -1 else bytes(buffer[field:field + length]))
+            field += max(length, 0)
+        if field != message_end:
+            raise FormatError(ErrorCode.corrupt_message, f"{what}: bytes after a message's value")
+        found.append((magic, attributes, timestamp, *key_and_value))
+        position = message_end
+    return found
+
+
+def _decompress(codec: int, magic: int, value: bytes | None) -> bytes:
+    if value is None:
+        raise FormatError(ErrorCode.corrupt_message, "a compressed message has a null value")
+    try:
+        if codec == GZIP:
+            return codecs.gzip_decode(value)
+        if codec == SNAPPY:
+            return codecs.snappy_decode(value)
+        if magic == 0:
+            return codecs.lz4_decode_old_kafka(value)
+        return codecs.lz4_decode(value)
+    except Exception as exc:  # noqa: BLE001 - whatever a codec raises on bad data
+        raise FormatError(ErrorCode.corrupt_message,
+                          f"cannot decompress the message set: {exc!r}") from None
 
 
 def up_convert(data) -> bytes:
     """One magic-2 batch (offset deltas from 0, no producer id) holding the records of the
     magic-0/1 message set `data`. Raises FormatError as Kafka's LogValidator refuses."""
-    view = memoryview(data)
-    entries = _entries(view)
-    magics = {view[start + MAGIC_AT] for start, _ in entries}
-    if len(magics) != 1:
-        raise FormatError(ErrorCode.invalid_record,
-                          f"messages of different magic in one message set: {sorted(magics)}")
-    (magic,) = magics
-    attributes = [view[start + MAGIC_AT + 1] for start, _ in entries]
-    codecs_used = [a & CODEC_MASK for a in attributes]
+    outer = _messages(memoryview(data), None, "the message set")
+    if not outer:
+        raise FormatError(ErrorCode.invalid_record, "an empty message set")
+    magic = outer[0][0]
+    codecs_used = [attributes & CODEC_MASK for _, attributes, *_ in outer]
     if ZSTD in codecs_used:
         raise FormatError(ErrorCode.unsupported_compression_type,
                           f"zstd needs message format v2; this message set is magic {magic}")
@@ -217,40 +248,26 @@ def up_convert(data) -> bytes:
         raise FormatError(ErrorCode.corrupt_message,
                           f"unknown compression codec {max(codecs_used)}")
     compressed = [c for c in codecs_used if c != NONE]
-    if compressed and len(entries) > 1:
+    if compressed and len(outer) > 1:
         raise FormatError(ErrorCode.invalid_record,
                           "a compressed message set must be a single wrapper message")
-    codec = compressed[-1] if compressed else NONE
-    values = []
-    for start, size in entries:
-        entry = CheckedLegacyBatch(view[start:start + size], magic)
-        if not entry.validate_crc():
-            raise FormatError(ErrorCode.corrupt_message,
-                              f"message at {start} of the message set fails its CRC")
-        try:
-            for record in entry:
-                if codec != NONE and not record.validate_crc():
-                    raise FormatError(ErrorCode.corrupt_message,
-                                      "an inner message of the compressed message fails its CRC")
-                values.append((record.timestamp if magic == 1 else NO_TIMESTAMP,
-                               record.key, record.value))
-        except FormatError:
-            raise
-        except AssertionError as exc:  # kafka-python asserts on a doubly compressed message
-            raise FormatError(ErrorCode.invalid_record, f"nested compression: {exc}") from None
-        except Exception as exc:  # noqa: BLE001 - whatever a codec raises on bad compressed data
-            raise FormatError(ErrorCode.corrupt_message,
-                              f"cannot read the compressed message: {exc!r}") from None
-        # after iterating, a compressed entry holds its decompressed inner set
-        if codec != NONE and _inner_magics(entry._buffer) != {magic}:
+    codec = compressed[0] if compressed else NONE
+    records = outer
+    if codec != NONE:
+        _, attributes, wrapper_timestamp, _, value = outer[0]
+        records = _messages(_decompress(codec, magic, value), magic,
+                            "the compressed message set")
+        if any(attributes & CODEC_MASK for _, attributes, *_ in records):
             raise FormatError(ErrorCode.invalid_record,
-                              "inner messages' magic differs from the wrapper's")
-    if not values:
-        raise FormatError(ErrorCode.invalid_record, "the compressed message holds no messages")
+                              "a compressed message set holds a compressed message")
+        if not records:
+            raise FormatError(ErrorCode.invalid_record, "a compressed message holds no messages")
+        if magic == 1 and attributes & TIMESTAMP_TYPE_BIT:  # inner messages take the wrapper's
+            records = [(m, a, wrapper_timestamp, k, v) for m, a, _, k, v in records]
     batch = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
                                       producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                       batch_size=_UNLIMITED)
-    for delta, (timestamp, key, value) in enumerate(values):
+    for delta, (_, _, timestamp, key, value) in enumerate(records):
         batch.append(delta, timestamp=timestamp, key=key, value=value, headers=[])
     return bytes(batch.build())
 
