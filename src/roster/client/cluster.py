@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 
-from roster.client.connection import BrokerConnection, ConnectionClosed
+from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
 from roster.client.member import parse_bootstrap
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
@@ -14,9 +14,10 @@ METADATA = 3
 
 
 class Cluster:
-    def __init__(self, bootstrap: str, client_id: str) -> None:
+    def __init__(self, bootstrap: str, client_id: str, security=None) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
         self._client_id = client_id
+        self.security = as_security(security)
         self._connections: dict[int, BrokerConnection] = {}
         self._bootstrap_connection: BrokerConnection | None = None
         self.brokers: dict[int, tuple[str, int]] = {}
@@ -27,8 +28,8 @@ class Cluster:
     async def refresh(self, topics, create: bool = False) -> dict[str, int]:
         """Metadata for these topics; returns partition counts of those that exist."""
         if self._bootstrap_connection is None:
-            self._bootstrap_connection = await BrokerConnection.open(*self._bootstrap,
-                                                                     self._client_id)
+            self._bootstrap_connection = await BrokerConnection.open(
+                *self._bootstrap, self._client_id, security=self.security)
 
         def body(version):
             schema = request_schema(METADATA, version)
@@ -63,7 +64,8 @@ class Cluster:
                 raise ConnectionClosed(f"no leader known for {topic}-{partition}")
         connection = self._connections.get(node)
         if connection is None:
-            connection = await BrokerConnection.open(*self.brokers[node], self._client_id)
+            connection = await BrokerConnection.open(*self.brokers[node], self._client_id,
+                                                     security=self.security)
             self._connections[node] = connection
         return connection
 

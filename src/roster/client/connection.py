@@ -2,16 +2,31 @@
 
 Requests on one connection are answered in order (Kafka serves a connection one request at a
 time), so the connection sends one request at a time and waits for its answer.
+
+With a ClientSecurity (roster.security.client) the connection is TLS-wrapped (SSL, SASL_SSL)
+and authenticates with SASL right after ApiVersions (SASL_PLAINTEXT, SASL_SSL). A session
+lifetime the broker sets (KIP-368) is renewed on the same connection before it ends. Failures
+raise TlsError or AuthenticationError (not ConnectionClosed: retrying would not help).
 """
 from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import struct
+import time
 
 from roster.protocol.build import make
 from roster.protocol.codec import decode_response, encode_request, request_schema
 from roster.protocol.errors import ErrorCode
+from roster.security.client import (
+    AuthenticationError,
+    ClientSecurity,
+    SecurityError,
+    run_conversation_async,
+    sasl_conversation,
+    tls_failure,
+)
 
 API_VERSIONS = 18
 
@@ -28,6 +43,13 @@ def _highest(api_key: int, low: int, high: int, cap: int | None) -> int | None:
     return None
 
 
+def as_security(security) -> ClientSecurity | None:
+    """A ClientSecurity, or librdkafka-named settings as a dict, or None (PLAINTEXT)."""
+    if security is None or isinstance(security, ClientSecurity):
+        return security
+    return ClientSecurity.from_config(security)
+
+
 class BrokerConnection:
     def __init__(self, reader, writer, client_id: str) -> None:
         self._reader = reader
@@ -36,26 +58,71 @@ class BrokerConnection:
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
         self.versions: dict[int, int] = {}
+        self._security: ClientSecurity | None = None
+        self._where = ""
+        self._reauthenticate_at: float | None = None  # monotonic; KIP-368 session lifetime
+        self._answered = False  # a TLS error before the first answer is the handshake's
 
     @classmethod
     async def open(cls, host: str, port: int, client_id: str,
-                   caps: dict[int, int] | None = None, timeout_s: float = 10.0):
+                   caps: dict[int, int] | None = None, timeout_s: float = 10.0,
+                   security: ClientSecurity | None = None):
+        where = f"{host}:{port}"
+        tls = security.ssl_context() if security is not None and security.tls else None
         try:
-            reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port),
-                                                    timeout_s)
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_connection(host, port, ssl=tls,
+                                        server_hostname=host if tls else None,
+                                        ssl_handshake_timeout=timeout_s if tls else None),
+                timeout_s)
+        except ssl.SSLError as exc:
+            raise tls_failure(exc, where) from None
         except (OSError, asyncio.TimeoutError) as exc:
-            raise ConnectionClosed(f"cannot connect to {host}:{port}: {exc}") from None
+            if tls is not None and isinstance(exc, ConnectionResetError):
+                raise tls_failure(exc, where) from None
+            raise ConnectionClosed(f"cannot connect to {where}: {exc}") from None
         connection = cls(reader, writer, client_id)
-        answer = await connection.call_version(API_VERSIONS, 3, client_software_name="roster",
-                                               client_software_version="1")
-        if answer.error_code is ErrorCode.unsupported_version:
-            answer = await connection.call_version(API_VERSIONS, 0)
-        for entry in answer.api_keys:
-            version = _highest(entry.api_key, entry.min_version, entry.max_version,
-                               (caps or {}).get(entry.api_key))
-            if version is not None:
-                connection.versions[entry.api_key] = version
+        connection._security, connection._where = security, where
+        try:
+            answer = await connection.call_version(API_VERSIONS, 3,
+                                                   client_software_name="roster",
+                                                   client_software_version="1")
+            if answer.error_code is ErrorCode.unsupported_version:
+                answer = await connection.call_version(API_VERSIONS, 0)
+            for entry in answer.api_keys:
+                version = _highest(entry.api_key, entry.min_version, entry.max_version,
+                                   (caps or {}).get(entry.api_key))
+                if version is not None:
+                    connection.versions[entry.api_key] = version
+            if security is not None and security.sasl:
+                await asyncio.wait_for(connection._authenticate(), timeout_s)
+        except asyncio.TimeoutError:
+            connection.close()
+            raise AuthenticationError(f"SASL {security.mechanism} authentication with {where} "
+                                      f"got no answer within {timeout_s:g} s") from None
+        except BaseException:
+            connection.close()
+            raise
         return connection
+
+    async def _authenticate(self) -> None:
+        """SASL on this connection (the lock held, or not yet shared)."""
+        security = self._security
+
+        async def call(api_key, version, fields):
+            body = make(request_schema(api_key, version), **fields)
+            try:
+                return await self._roundtrip(api_key, version, body)
+            except ConnectionClosed:
+                raise AuthenticationError(
+                    f"{self._where} closed the connection during SASL {security.mechanism} "
+                    f"authentication as user {security.username!r}") from None
+
+        lifetime_ms = await run_conversation_async(
+            sasl_conversation(security, self.versions, self._where), call)
+        # re-authenticate well before the broker's deadline (Kafka's clients: 85-95 %)
+        self._reauthenticate_at = (time.monotonic() + lifetime_ms * 0.85 / 1000
+                                   if lifetime_ms > 0 else None)
 
     def version(self, api_key: int) -> int:
         if api_key not in self.versions:
@@ -73,16 +140,36 @@ class BrokerConnection:
 
     async def _exchange(self, api_key: int, version: int, body):
         async with self._lock:
-            correlation_id = next(self._ids)
-            try:
-                self._writer.write(encode_request(api_key, version, correlation_id,
-                                                  self._client_id, body))
-                await self._writer.drain()
-                (size,) = struct.unpack(">i", await self._reader.readexactly(4))
-                frame = await self._reader.readexactly(size)
-            except (OSError, asyncio.IncompleteReadError) as exc:
-                self.close()
-                raise ConnectionClosed(f"connection lost: {exc}") from None
+            if self._reauthenticate_at is not None \
+                    and time.monotonic() >= self._reauthenticate_at:
+                try:
+                    await self._authenticate()
+                except SecurityError:
+                    self.close()
+                    raise
+            return await self._roundtrip(api_key, version, body)
+
+    async def _roundtrip(self, api_key: int, version: int, body):
+        correlation_id = next(self._ids)
+        try:
+            self._writer.write(encode_request(api_key, version, correlation_id,
+                                              self._client_id, body))
+            await self._writer.drain()
+            (size,) = struct.unpack(">i", await self._reader.readexactly(4))
+            frame = await self._reader.readexactly(size)
+        except ssl.SSLError as exc:
+            self.close()
+            if not self._answered:
+                # TLS 1.3: a refused client certificate shows at the first read, as an alert
+                raise tls_failure(exc, self._where) from None
+            raise ConnectionClosed(f"connection lost: {exc}") from None
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            self.close()
+            if not self._answered and self._security is not None and self._security.tls:
+                # asyncio reports a TLS alert right after the handshake as a lost connection
+                raise tls_failure(exc, self._where) from None
+            raise ConnectionClosed(f"connection lost: {exc}") from None
+        self._answered = True
         got, answer = decode_response(api_key, version, frame)
         if got != correlation_id:
             self.close()

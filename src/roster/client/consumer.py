@@ -39,10 +39,10 @@ class Consumer:
                  session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 3_000,
                  rebalance_timeout_ms: int = 300_000, metadata_max_age_ms: int = 300_000,
                  max_partition_fetch_bytes: int = 1 << 20, client_id: str = "roster-consumer",
-                 on_assigned=None, on_revoked=None, on_lost=None) -> None:
+                 on_assigned=None, on_revoked=None, on_lost=None, security=None) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
-        self._cluster = Cluster(bootstrap, client_id)
+        self._cluster = Cluster(bootstrap, client_id, security)
         self._reset = EARLIEST if auto_offset_reset == "earliest" else LATEST
         self._max_partition_bytes = max_partition_fetch_bytes
         self._user = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
@@ -53,6 +53,7 @@ class Consumer:
                                     rebalance_timeout_ms, heartbeat_interval_ms,
                                     assignors=tuple(assignors)),
             client_id=client_id, metadata_max_age_ms=metadata_max_age_ms,
+            security=self._cluster.security,
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost)
 
     @property

@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable
 
 from roster.client import requests
-from roster.client.connection import BrokerConnection, ConnectionClosed
+from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
 from roster.client.membership import (
     Assigned,
     Fatal,
@@ -36,6 +36,7 @@ from roster.client.membership import (
 )
 from roster.protocol.build import element, make
 from roster.protocol.errors import ErrorCode
+from roster.security.client import SecurityError
 
 log = logging.getLogger("roster.client")
 METADATA = 3
@@ -57,10 +58,11 @@ class GroupMember:
     def __init__(self, bootstrap: str, config: MemberConfig, *, client_id: str = "roster-client",
                  on_assigned: Callable | None = None, on_revoked: Callable | None = None,
                  on_lost: Callable | None = None, metadata_max_age_ms: int = 300_000,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, security=None) -> None:
         self.machine = Membership(config)
         self._bootstrap = parse_bootstrap(bootstrap)
         self._client_id = client_id
+        self._security = as_security(security)
         self._callbacks = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
         self._metadata_age_ms = metadata_max_age_ms
         self._clock = clock
@@ -88,7 +90,8 @@ class GroupMember:
         return self.machine.fatal
 
     async def start(self, topics: list[str]) -> None:
-        self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id)
+        self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id,
+                                                          security=self._security)
         await self.subscribe(topics)
         self._runner = asyncio.ensure_future(self._run())
 
@@ -205,8 +208,11 @@ class GroupMember:
                 await self._handle(machine.on_find_coordinator(error, self.now()))
                 return
             answer = await self._call(send)
-        except ConnectionClosed as exc:
-            log.info("lost the connection to the coordinator: %s", exc)
+        except (ConnectionClosed, SecurityError) as exc:
+            if isinstance(exc, SecurityError):  # e.g. the user was deleted: retried, loudly
+                log.error("cannot connect to the coordinator: %s", exc)
+            else:
+                log.info("lost the connection to the coordinator: %s", exc)
             self._drop_coordinator()
             await self._handle(machine.on_connection_lost(self.now()))
             return
@@ -231,7 +237,8 @@ class GroupMember:
         if self._coordinator is not None and self._coordinator_address == (host, port):
             return
         self._drop_coordinator()
-        self._coordinator = await BrokerConnection.open(host, port, self._client_id)
+        self._coordinator = await BrokerConnection.open(host, port, self._client_id,
+                                                        security=self._security)
         self._coordinator_address = (host, port)
 
     def _drop_coordinator(self) -> None:

@@ -38,8 +38,8 @@ def default_partition(key: bytes | None, partitions: int, counter) -> int:
 
 class Producer:
     def __init__(self, bootstrap: str, *, acks: int = -1, compression: str = "none",
-                 client_id: str = "roster-producer", retries: int = 5) -> None:
-        self._cluster = Cluster(bootstrap, client_id)
+                 client_id: str = "roster-producer", retries: int = 5, security=None) -> None:
+        self._cluster = Cluster(bootstrap, client_id, security)
         self._acks = acks
         self._compression = compression
         self._retries = retries
