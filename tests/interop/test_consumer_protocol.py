@@ -260,3 +260,46 @@ def test_delete_an_empty_consumer_group_and_its_offsets(broker):
     assert "cp-del-g" not in [g.group_id for g in listed.valid]
     assert groups.committed_offsets_confluent(broker.bootstrap, "cp-del-g", "cp-del") \
         in ({}, {0: -1001})
+
+
+def test_protocol_switch_with_the_group_stopped_keeps_the_committed_offsets(broker):
+    """classic -> consumer -> classic, each time once the members are gone: the new members
+    resume from the offsets the old ones committed. While a classic group has members, a
+    consumer-protocol member is refused (GROUP_ID_NOT_FOUND, fatal for librdkafka), and the
+    other way round (INCONSISTENT_GROUP_PROTOCOL): roster has no mixed groups."""
+    from confluent_kafka import KafkaError
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-switch", 2)
+    produced = groups.produce_known(broker.bootstrap, "cp-switch", 2, 20, "sw1")
+    classic = ConfluentMember(watch, broker.bootstrap, "cp-switch-g", "cp-switch", "classic")
+    try:
+        classic.start()
+        groups.wait_split(watch, [classic], 2)
+        watch.wait_for(lambda: len(classic.records) >= 20, groups.DEADLINE_S, "20 records")
+        classic.commit()
+        refused = ConsumerProtocolMember(watch, broker.bootstrap, "cp-switch-g", "cp-switch",
+                                         "refused")
+        refused.start()
+        watch.wait_for(lambda: refused.errors, groups.DEADLINE_S, "the consumer member refused")
+        refused.stop()
+        assert refused.errors[0].code() == KafkaError._FATAL, refused.errors
+    finally:
+        classic.stop()
+    more = groups.produce_known(broker.bootstrap, "cp-switch", 2, 10, "sw2")
+    upgraded = ConsumerProtocolMember(watch, broker.bootstrap, "cp-switch-g", "cp-switch", "up")
+    try:
+        upgraded.start()
+        watch.wait_for(lambda: len(upgraded.records) >= 10, groups.DEADLINE_S, "10 new records")
+        assert sorted(r.value for r in upgraded.records) == sorted(more.values)
+        upgraded.commit()
+    finally:
+        upgraded.stop()
+    last = groups.produce_known(broker.bootstrap, "cp-switch", 2, 6, "sw3")
+    downgraded = ConfluentMember(watch, broker.bootstrap, "cp-switch-g", "cp-switch", "down")
+    try:
+        downgraded.start()
+        watch.wait_for(lambda: len(downgraded.records) >= 6, groups.DEADLINE_S, "6 new records")
+        assert sorted(r.value for r in downgraded.records) == sorted(last.values)
+    finally:
+        downgraded.stop()
+    del produced
