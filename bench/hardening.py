@@ -19,6 +19,9 @@ shows how busy).
 
     git worktree add /tmp/roster-base ce7a94a
     .venv/bin/python bench/hardening.py --base /tmp/roster-base/src --current src --rounds 5
+    # and a third tree, e.g. the current one without one change, measured in the same rounds:
+    .venv/bin/python bench/hardening.py --base /tmp/roster-base/src \
+        --also without-change=/tmp/roster-without/src --current src
 
 Everything stays on 127.0.0.1; brokers and data directories are removed at the end.
 """
@@ -119,29 +122,32 @@ def median(rows: list[dict], key: str) -> float | None:
 
 
 def render(results: dict, sides: list[Side], args, wall_s: float) -> str:
-    base, current = (s.name for s in sides)
-    out = [f"base: {describe(sides[0].src)} ({sides[0].src}); current: "
-           f"{describe(sides[1].src)} ({sides[1].src}); {args.rounds} rounds, interleaved, "
-           f"medians; {wall_s:.0f} s", ""]
-    out.append("| measure | base | current | current/base | per broker-CPU-s: base | current "
-               "| current/base | rest of machine (CPUs, median) |")
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|")
-    for measure, label in (("produce", f"produce acks=1, pipelined ({args.pipeline_depth} in "
-                                       f"flight), records/s"),
-                           ("heartbeat", f"heartbeats/s ({args.hb_members:,} members, "
-                                         f"{args.hb_connections} conns x {args.hb_window})")):
+    base = sides[0].name
+    trees = "; ".join(f"{s.name}: {describe(s.src)} ({s.src})" for s in sides)
+    out = [f"{trees}; {args.rounds} rounds, sides interleaved, medians; {wall_s:.0f} s", ""]
+    out.append("| measure | side | per s | /base | per broker-CPU-s | /base | "
+               "rest of machine (CPUs) |")
+    out.append("|---|---|---:|---:|---:|---:|---:|")
+    labels = {"produce": f"produce acks=1, pipelined ({args.pipeline_depth} in flight), "
+                         f"records",
+              "heartbeat": f"heartbeats ({args.hb_members:,} members, {args.hb_connections} "
+                           f"conns x {args.hb_window})"}
+    for measure, label in labels.items():
         rows = results[measure]
-        if not rows[base] or not rows[current]:
+        if not rows[base]:
             continue
-        b, c = median(rows[base], "per_s"), median(rows[current], "per_s")
-        bc, cc = median(rows[base], "per_broker_cpu_s"), median(rows[current], "per_broker_cpu_s")
-        other = median(rows[base] + rows[current], "other_cpus") or 0.0
-        out.append(f"| {label} | {b:,.0f} | {c:,.0f} | {c / b:.3f} | {bc:,.0f} | {cc:,.0f} | "
-                   f"{cc / bc:.3f} | {other:.2f} |")
+        b, bc = median(rows[base], "per_s"), median(rows[base], "per_broker_cpu_s")
+        for side in sides:
+            if not rows[side.name]:
+                continue
+            r, rc = median(rows[side.name], "per_s"), median(rows[side.name], "per_broker_cpu_s")
+            other = median(rows[side.name], "other_cpus") or 0.0
+            out.append(f"| {label} | {side.name} | {r:,.0f} | {r / b:.3f} | {rc:,.0f} | "
+                       f"{rc / bc:.3f} | {other:.2f} |")
     out.append("")
-    out.append("Every round (records/s or heartbeats/s; per broker-CPU-s in brackets):")
+    out.append("Every round (per s; per broker-CPU-s in brackets):")
     out.append("")
-    for measure in ("produce", "heartbeat"):
+    for measure in labels:
         for side in sides:
             rows = results[measure][side.name]
             if not rows:
@@ -159,6 +165,9 @@ def parse_args(argv=None):
                     help="source tree (its src/) of the base commit")
     ap.add_argument("--current", type=Path, default=REPO / "src",
                     help="source tree of the code under test (default: this checkout's src/)")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME=SRC",
+                    help="another source tree to measure alongside (repeatable), e.g. the "
+                         "current tree without one change")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--measures", default="produce,heartbeat")
     ap.add_argument("--pipelined-records", type=int, default=300_000)
@@ -185,7 +194,11 @@ def parse_args(argv=None):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    sides = [Side("base", args.base), Side("current", args.current)]
+    sides = [Side("base", args.base)]
+    for item in args.also:
+        name, _, src = item.partition("=")
+        sides.append(Side(name, Path(src)))
+    sides.append(Side("current", args.current))
     for side in sides:
         if not (side.src / "roster" / "__init__.py").exists():
             raise SystemExit(f"{side.src} holds no roster package")
@@ -202,7 +215,7 @@ def main(argv=None) -> int:
     started = time.perf_counter()
     try:
         for round_no in range(args.rounds):
-            order = sides if round_no % 2 == 0 else sides[::-1]
+            order = sides if round_no % 2 == 0 else sides[::-1]  # no side always first
             for side in order:
                 if "produce" in args.measures:
                     row = produce_round(side, args, workdir, broker_cpus)
