@@ -73,8 +73,11 @@ def _in_state(state: GroupState, protocol_type: str, static: bool) -> Setup:
         leader, follower = (h.reply(t).member_id for t in tokens)
     else:
         leader, follower = h.stable_group(*instances, protocol_type=protocol_type)
-        if state is S.PREPARING_REBALANCE:
-            h.force_rebalance()
+        if state is S.PREPARING_REBALANCE:   # a third member joins: a rebalance starts
+            if static:
+                h.join(instance="i-third", protocol_type=protocol_type)
+            else:
+                h.join_dynamic(protocol_type=protocol_type)
     assert h.group().state is state and h.group().leader_id == leader
     return Setup(h, leader, follower, 1)
 
@@ -166,8 +169,8 @@ def join_group_new_member(state: GroupState, caller=None):
 
 
 def leave_group(state: GroupState, caller=None):
-    """The follower leaves; in a join phase the leader has rejoined first, so the phase can
-    complete without it."""
+    """The follower leaves; in a join phase the leader has rejoined first (the newcomer that
+    started it waits already), so the phase can complete without the follower."""
     s = in_state(state)
     if state is S.PREPARING_REBALANCE:
         s.h.join(member_id=s.leader)
