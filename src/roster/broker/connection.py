@@ -78,6 +78,13 @@ class QueuedBytes:
     def wait(self, connection: Connection) -> None:
         self._waiting.append(connection)
 
+    def forget(self, connection: Connection) -> None:
+        """A waiting connection closed: it no longer waits (rare, so a linear search)."""
+        try:
+            self._waiting.remove(connection)
+        except ValueError:
+            pass
+
     def wake(self) -> None:
         """Room was given back: let waiting connections take it, in the order they came."""
         while self._waiting and self.used < self.limit:
@@ -160,6 +167,9 @@ class Connection(asyncio.BufferedProtocol):
         if self._in_flight is not None:
             self._in_flight.cancel()  # a parked reply for a client that is gone is dropped
         self._frames.discard()
+        if self._waiting_for_room:
+            self._waiting_for_room = False
+            self._queued.forget(self)
         if self._reserved:
             self._queued.used -= self._reserved
             self._reserved = 0
