@@ -78,7 +78,7 @@ def magic_of(data) -> int | None:
 
 def _compress(codec: int, magic: int, payload: bytes) -> bytes:
     if codec == GZIP:
-        return codecs.gzip_encode(payload)
+        return codecs.gzip_encode(payload, compresslevel=6)  # Kafka's default level
     if codec == SNAPPY:
         return codecs.snappy_encode(payload)
     if magic == 0:  # lz4 as Kafka 0.8/0.9 framed it
