@@ -11,8 +11,28 @@ from roster.admin import offsets as offset_commands
 from roster.admin import topics as topic_commands
 from roster.admin.client import AdminClient, AdminError
 from roster.config import BrokerConfig, ConfigError, parse_assignments
+from roster.security.client import SecurityConfigError
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
+
+
+def _admin(args) -> AdminClient:
+    """The admin client for a command: --bootstrap-server, and --command-config FILE (a Java
+    properties file as Kafka's tools take: security.protocol, ssl.truststore.location, ...,
+    sasl.jaas.config; librdkafka's names work too)."""
+    security = None
+    if getattr(args, "command_config", None):
+        from roster.security.client import ClientSecurity, read_properties
+        security = ClientSecurity.from_config(read_properties(args.command_config))
+    return AdminClient(args.bootstrap_server, security=security)
+
+
+def _connection_options(parser) -> None:
+    parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties for a secured broker (security.protocol, "
+                             "ssl.truststore.location, sasl.mechanism, sasl.jaas.config, ...; "
+                             "docs/security.md)")
 
 
 def _serve(args) -> int:
@@ -32,7 +52,7 @@ def _serve(args) -> int:
 
 
 def _topics(args) -> int:
-    with AdminClient(args.bootstrap_server) as client:
+    with _admin(args) as client:
         if args.action == "create":
             topic_commands.create(client, args.name, args.partitions,
                                   parse_assignments(args.config))
@@ -58,7 +78,7 @@ def _topics(args) -> int:
 
 
 def _groups(args) -> int:
-    with AdminClient(args.bootstrap_server) as client:
+    with _admin(args) as client:
         if args.action == "list":
             rows = group_commands.list_groups(client)
             for group_id, protocol_type, state in rows:
@@ -79,7 +99,7 @@ def _groups(args) -> int:
 
 
 def _offsets(args) -> int:
-    with AdminClient(args.bootstrap_server) as client:
+    with _admin(args) as client:
         if args.action == "describe":
             print("\n".join(offset_commands.describe_lines(client, args.group)))
         elif args.action == "reset":
@@ -112,7 +132,7 @@ def _users(args) -> int:
                 print("\n".join(users.format_users(users.list_offline(data_dir))) or
                       "(no users)")
         else:
-            with AdminClient(args.bootstrap_server) as client:
+            with _admin(args) as client:
                 if args.action == "add":
                     users.add_wire(client, args.name, args.mechanism,
                                    users.read_password(args.password_file), args.iterations)
@@ -146,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(run=_serve)
 
     topics = commands.add_parser("topics", help="create, list, describe and delete topics")
-    topics.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    _connection_options(topics)
     actions = topics.add_subparsers(dest="action", required=True)
     create = actions.add_parser("create")
     create.add_argument("name")
@@ -169,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     topics.set_defaults(run=_topics)
 
     groups = commands.add_parser("groups", help="list, describe and delete consumer groups")
-    groups.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    _connection_options(groups)
     group_actions = groups.add_subparsers(dest="action", required=True)
     group_actions.add_parser("list")
     describe_groups = group_actions.add_parser("describe")
@@ -184,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     offsets = commands.add_parser("offsets",
                                   help="a group's committed offsets and lag; reset; delete")
-    offsets.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    _connection_options(offsets)
     offset_actions = offsets.add_subparsers(dest="action", required=True)
     describe_offsets = offset_actions.add_parser("describe")
     describe_offsets.add_argument("group")
@@ -203,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
     offsets.set_defaults(run=_offsets)
 
     users = commands.add_parser("users", help="SCRAM users: add, list, delete (docs/security.md)")
-    users.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    _connection_options(users)
     users.add_argument("--data-dir", metavar="DIR",
                        help="change a stopped broker's data directory instead of going over the "
                             "wire (as kafka-storage format --add-scram)")
@@ -233,3 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     except (AdminError, ConfigError) as exc:
         print(f"roster: {exc}", file=sys.stderr)
         return 1
+    except SecurityConfigError as exc:
+        print(f"roster: invalid --command-config: {exc}", file=sys.stderr)
+        return 2

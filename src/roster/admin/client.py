@@ -1,17 +1,28 @@
 """A small blocking Kafka client for admin commands: one connection, one request at a time.
 
 It negotiates versions with ApiVersions and speaks the highest version both sides know, so the
-same commands work against roster and against Apache Kafka.
+same commands work against roster and against Apache Kafka. With `security` (a ClientSecurity,
+or librdkafka/Java-named settings such as a `--command-config` file holds) it connects over
+TLS and authenticates with SASL first; every failure is an AdminError with one clear line.
 """
 from __future__ import annotations
 
 import itertools
 import socket
+import ssl
 import struct
 import time
 
 from roster.protocol.build import element, make
 from roster.protocol.codec import decode_response, encode_request, request_schema
+from roster.security.client import (
+    ClientSecurity,
+    SecurityConfigError,
+    SecurityError,
+    run_conversation,
+    sasl_conversation,
+    tls_failure,
+)
 
 API_VERSIONS = 18
 CLIENT_ID = "roster-admin"
@@ -55,20 +66,58 @@ def _highest_known(api_key: int, low: int, high: int) -> int | None:
 
 
 class AdminClient:
-    def __init__(self, bootstrap: str, timeout_s: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout_s: float = 10.0, security=None) -> None:
         host, port = parse_address(bootstrap)
+        try:
+            if security is not None and not isinstance(security, ClientSecurity):
+                security = ClientSecurity.from_config(security)
+            tls = security.ssl_context() if security is not None and security.tls else None
+        except SecurityConfigError as exc:
+            raise AdminError(f"invalid security settings: {exc}") from None
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as exc:
             raise AdminError(f"cannot connect to {bootstrap}: {exc.strerror or exc}") from None
-        self._correlation = itertools.count(1)
-        self._versions: dict[int, int] = {}
-        answer = self._exchange(API_VERSIONS, 0, make(request_schema(API_VERSIONS, 0)))
-        for entry in answer.api_keys:
-            highest = min(entry.max_version, HIGHEST_BY_NAME.get(entry.api_key, entry.max_version))
-            version = _highest_known(entry.api_key, entry.min_version, highest)
-            if version is not None:
-                self._versions[entry.api_key] = version
+        self._answered = False
+        self._tls, self._where = tls is not None, f"{host}:{port}"
+        try:
+            if tls is not None:
+                try:
+                    self._sock = tls.wrap_socket(self._sock, server_hostname=host)
+                except (ssl.SSLError, ConnectionResetError) as exc:
+                    raise tls_failure(exc, f"{host}:{port}") from None
+            self._correlation = itertools.count(1)
+            self._versions: dict[int, int] = {}
+            answer = self._exchange(API_VERSIONS, 0, make(request_schema(API_VERSIONS, 0)))
+            for entry in answer.api_keys:
+                highest = min(entry.max_version,
+                              HIGHEST_BY_NAME.get(entry.api_key, entry.max_version))
+                version = _highest_known(entry.api_key, entry.min_version, highest)
+                if version is not None:
+                    self._versions[entry.api_key] = version
+            if security is not None and security.sasl:
+                self._authenticate(security, f"{host}:{port}")
+        except SecurityError as exc:
+            self._sock.close()
+            raise AdminError(str(exc)) from None
+        except BaseException:
+            self._sock.close()
+            raise
+
+    def _authenticate(self, security: ClientSecurity, where: str) -> None:
+        # ApiVersions v0 above names every key; SaslAuthenticate up to v2 is all that is used
+        versions = dict(self._versions)
+
+        def call(api_key, version, fields):
+            try:
+                return self._exchange(api_key, version,
+                                      make(request_schema(api_key, version), **fields))
+            except AdminError:
+                raise AdminError(f"{where} closed the connection during SASL "
+                                 f"{security.mechanism} authentication as user "
+                                 f"{security.username!r}") from None
+
+        run_conversation(sasl_conversation(security, versions, where), call)
 
     def close(self) -> None:
         self._sock.close()
@@ -105,8 +154,13 @@ class AdminClient:
             self._sock.sendall(encode_request(api_key, version, correlation_id, CLIENT_ID, body))
             (size,) = struct.unpack(">i", self._recv(4))
             frame = self._recv(size)
+        except ssl.SSLError as exc:
+            if not self._answered:  # TLS 1.3: a refused client certificate shows here
+                raise AdminError(str(tls_failure(exc, self._where))) from None
+            raise AdminError(f"connection to the broker failed: {exc}") from None
         except OSError as exc:
             raise AdminError(f"connection to the broker failed: {exc}") from None
+        self._answered = True
         got, answer = decode_response(api_key, version, frame)
         if got != correlation_id:
             raise AdminError(f"answer {got} does not match request {correlation_id}")
@@ -117,6 +171,8 @@ class AdminClient:
         while len(chunks) < size:
             chunk = self._sock.recv(size - len(chunks))
             if not chunk:
+                if self._tls and not self._answered:
+                    raise AdminError(str(tls_failure(ConnectionResetError(), self._where)))
                 raise AdminError("the broker closed the connection")
             chunks += chunk
         return bytes(chunks)
