@@ -108,6 +108,7 @@ class ConsumerWritten:
     token: object
     reply: object
     snapshot: ConsumerGroup | None     # None: the group did not exist before
+    fenced: str | None = None          # a timeout removed this member: try again if unwritten
     consumer = True
 
 
@@ -134,7 +135,12 @@ def _pairs(a: Assignment) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
     return tuple((t, tuple(sorted(ps))) for t, ps in sorted(a.items()))
 
 
+_UNSAVED = object()
+
+
 class ConsumerCoordinator:
+    _saved: object = _UNSAVED
+
     def __init__(self, config: ConsumerConfig | None = None,
                  new_member_id: Callable[[], str] | None = None,
                  classic_busy: Callable[[str], bool] | None = None) -> None:
@@ -150,6 +156,11 @@ class ConsumerCoordinator:
         replay(self.groups, record, now)
 
     def _write(self, records: list, result: Result, now: int) -> None:
+        if records and self._saved is _UNSAVED:
+            # the group as it was before this operation's first change: put back if the
+            # records cannot be written (taken here, so heartbeats that change nothing copy
+            # nothing)
+            self._saved = self._snapshot(records[0].key.group)
         for record in records:
             replay(self.groups, record, now)
         result.records.extend(records)
@@ -158,7 +169,7 @@ class ConsumerCoordinator:
 
     def heartbeat(self, request: HeartbeatRequest, image: TopicImage, now: int) -> Result:
         result = Result()
-        snapshot = self._snapshot(request.group_id)
+        self._saved = _UNSAVED
         try:
             self._validate(request)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -166,14 +177,15 @@ class ConsumerCoordinator:
             else:
                 reply = self._heartbeat(request, image, result, now)
         except RequestError as exc:
-            self._restore(request.group_id, snapshot)
+            if self._saved is not _UNSAVED:
+                self._restore(request.group_id, self._saved)
             result.records.clear()
             result.reply(request.token, HeartbeatReply(error=exc.error,
                                                        error_message=exc.message))
             return result
         if result.records:
             result.after_write.append(ConsumerWritten(request.group_id, request.token, reply,
-                                                      snapshot))
+                                                      self._saved))
         else:
             result.reply(request.token, reply)
         return result
@@ -496,9 +508,10 @@ class ConsumerCoordinator:
             log.info("member %s of consumer group %s fenced: it did not revoke its partitions "
                      "within its rebalance timeout (%d ms)", member.member_id, group.group_id,
                      member.rebalance_timeout_ms)
-        snapshot = group.snapshot()
+        self._saved = _UNSAVED
         self._fence(group, member, result, now)
-        result.after_write.append(ConsumerWritten(group.group_id, None, None, snapshot))
+        result.after_write.append(ConsumerWritten(group.group_id, None, None, self._saved,
+                                                  fenced=member.member_id))
         return result
 
     def write_completed(self, step: ConsumerWritten, error: ErrorCode | None,
@@ -509,6 +522,10 @@ class ConsumerCoordinator:
                 result.reply(step.token, step.reply)
             return result
         self._restore(step.group_id, step.snapshot)
+        if step.fenced is not None:  # still a member: its session runs out again later
+            result.schedule(session_key(step.group_id, step.fenced),
+                            now + self.config.session_ms(step.group_id),
+                            ConsumerSessionDeadline(step.group_id, step.fenced))
         if step.token is not None:
             result.reply(step.token, error if isinstance(step.reply, ErrorCode)
                          else HeartbeatReply(error=error))
@@ -546,11 +563,11 @@ class ConsumerCoordinator:
         if group.members:
             result.reply(token, ErrorCode.non_empty_group)
             return result
-        snapshot = group.snapshot()
+        self._saved = _UNSAVED
         self._write([rec.target_epoch_tombstone(group_id),
                      rec.subscription_metadata_tombstone(group_id),
                      rec.group_tombstone(group_id)], result, now)
-        result.after_write.append(ConsumerWritten(group_id, token, ErrorCode.none, snapshot))
+        result.after_write.append(ConsumerWritten(group_id, token, ErrorCode.none, self._saved))
         log.info("consumer group %s deleted", group_id)
         return result
 

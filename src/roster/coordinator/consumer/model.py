@@ -118,6 +118,7 @@ class ConsumerGroup:
     regex_version: object = None      # the catalog version the regexes were resolved against
     created_ms: int = -1
     subscribed_cache: frozenset[str] | None = None   # subscribed_names(), until it changes
+    regex_cache: frozenset[str] | None = None        # regexes(), until a member changes
 
     # -- reading -------------------------------------------------------------------------
 
@@ -159,9 +160,12 @@ class ConsumerGroup:
             self.subscribed_cache = frozenset(names)
         return self.subscribed_cache
 
-    def regexes(self) -> set[str]:
-        return {m.subscribed_topic_regex for m in self.members.values()
-                if m.subscribed_topic_regex}
+    def regexes(self) -> frozenset[str]:
+        """The regexes the members subscribe with (cached like subscribed_names())."""
+        if self.regex_cache is None:
+            self.regex_cache = frozenset(m.subscribed_topic_regex for m in self.members.values()
+                                         if m.subscribed_topic_regex)
+        return self.regex_cache
 
     # -- changing (only replay.py calls these) -----------------------------------------------
 
@@ -209,7 +213,7 @@ class ConsumerGroup:
             self.group_id, self.group_epoch, self.assignment_epoch, dict(self.members),
             dict(self.static_members), dict(self.target), dict(self.owners),
             dict(self.subscription_metadata), dict(self.resolved_regex), self.regex_version,
-            self.created_ms, self.subscribed_cache)
+            self.created_ms, self.subscribed_cache, self.regex_cache)
 
 
 def assignment_size(assignment: Assignment) -> int:

@@ -281,3 +281,57 @@ def test_delete_group_only_when_empty():
     assert [r.key.type for r in h.records[-3:]] == [6, 4, 3]
     h.apply(h.coordinator.delete_group("g", h.now, "tok"))
     assert h.replies.pop("tok") == ErrorCode.group_id_not_found
+
+
+def test_failed_writes_of_timeouts_and_deletions_put_the_group_back():
+    h = ConsumerHarness({"t": 2})
+    h.join("a")
+    before = h.group().snapshot()
+    h.fail_next_write = ErrorCode.not_coordinator
+    h.advance(45_000)                      # a's session lapses; the fencing cannot be written
+    assert h.group() == before
+    assert h.timers[session_key("g", "a")][0] == 90_000   # it is tried again
+    h.heartbeat("a", -1)
+    before = h.group().snapshot()
+    h.fail_next_write = ErrorCode.not_coordinator
+    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
+    assert h.replies.pop("tok") == ErrorCode.not_coordinator
+    assert h.group() == before
+
+
+def test_group_max_size():
+    h = ConsumerHarness({"t": 2}, max_size=2)
+    h.join("a")
+    h.join("b")
+    assert h.join("c").error == ErrorCode.group_max_size_reached
+    assert h.join("c", instance_id="i").error == ErrorCode.group_max_size_reached
+
+
+def test_the_assignor_most_members_ask_for_is_used():
+    h = ConsumerHarness({"t": 4})
+    h.join("a", assignor="range")
+    h.join("b", assignor="range")
+    h.join("c")
+    [described] = h.coordinator.describe(["g"], h.image)
+    assert described.assignor_name == "range"
+    [missing] = h.coordinator.describe(["nope"], h.image)
+    assert missing.error == ErrorCode.group_id_not_found
+
+
+def test_offset_commit_and_fetch_checks():
+    h = ConsumerHarness({"t": 2})
+    r = h.join("a")
+    c = h.coordinator
+    assert c.committable("other", "a", 1) is None
+    assert c.committable("g", "a", r.member_epoch) == ErrorCode.none
+    assert c.committable("g", "a", r.member_epoch + 1) == ErrorCode.stale_member_epoch
+    assert c.committable("g", "zz", 1) == ErrorCode.unknown_member_id
+    assert c.committable("g", "", -1) == ErrorCode.unknown_member_id   # members exist
+    assert c.committable("g", "a", r.member_epoch, api_version=8) == ErrorCode.unsupported_version
+    assert c.fetchable("g", None, -1) is None
+    assert c.fetchable("g", "a", r.member_epoch) == ErrorCode.none
+    assert c.fetchable("g", "a", 99) == ErrorCode.stale_member_epoch
+    h.heartbeat("a", -1)
+    assert c.committable("g", "", -1) == ErrorCode.none
+    assert c.list_groups() == [("g", "Empty")]
+    assert c.list_groups(types={"classic"}) == []
