@@ -72,7 +72,6 @@ from pipelined_producer import (  # noqa: E402
     produce_frame,
 )
 
-from roster.protocol.codec import decode_response, encode_request, request_schema  # noqa: E402
 from roster.security.users import add_offline  # noqa: E402
 
 TOPIC = "bench-security"
