@@ -111,12 +111,13 @@ class Coordinator:
         group = self.groups.get(event.group_id)
         if group is None:
             return result
-        if isinstance(event, SessionDeadline):
-            rebalance.sessions_lapsed(self, group, now, result)
-        elif isinstance(event, JoinDeadline):
-            rebalance.join_deadline(self, group, event, now, result)
-        elif isinstance(event, SyncDeadline):
-            rebalance.sync_deadline(self, group, event, now, result)
+        match event:
+            case SessionDeadline():
+                rebalance.sessions_lapsed(self, group, now, result)
+            case JoinDeadline():
+                rebalance.join_deadline(self, group, event, now, result)
+            case SyncDeadline():
+                rebalance.sync_deadline(self, group, event, now, result)
         return result
 
     def write_completed(self, step: Continuation, error: ErrorCode | None, now: int) -> Result:
