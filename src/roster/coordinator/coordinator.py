@@ -126,7 +126,7 @@ class Coordinator:
         result = Result()
         match step:
             case OffsetsCommitted():
-                offsets.commit_written(self, step, error, now, result)
+                offsets.commit_written(self, step, error, result)
             case OffsetsDeleted():
                 offsets.deletion_written(self, step, error, now, result)
             case GroupsDeleted():

@@ -80,7 +80,7 @@ def _validate(group: Group, request: CommitRequest) -> ErrorCode | None:
     return None if answer is ErrorCode.none else answer
 
 
-def commit_written(ctx, step: OffsetsCommitted, error: ErrorCode | None, now: int,
+def commit_written(ctx, step: OffsetsCommitted, error: ErrorCode | None,
                    result: Result) -> None:
     if error is None:
         for record in step.records:
