@@ -307,3 +307,28 @@ def test_protocol_switch_with_the_group_stopped_keeps_the_committed_offsets(brok
     finally:
         downgraded.stop()
     del produced
+
+
+def test_roster_groups_describe_and_list_show_a_consumer_group(broker):
+    import subprocess
+    import sys
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-cli", 2)
+    member = ConsumerProtocolMember(watch, broker.bootstrap, "cp-cli-g", "cp-cli", "cli",
+                                    instance_id="cli-1")
+    try:
+        member.start()
+        groups.wait_split(watch, [member], 2)
+
+        def roster(*args):
+            done = subprocess.run([sys.executable, "-m", "roster", args[0],
+                                   "--bootstrap-server", broker.bootstrap, *args[1:]],
+                                  capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+            return done.stdout
+        out = roster("groups", "describe", "cp-cli-g")
+        assert "Type: consumer (KIP-848)" in out and "State: Stable" in out, out
+        assert "cli-1" in out and "cp-cli:0,1" in out, out
+        assert "cp-cli-g\tStable\tconsumer" in roster("groups", "list")
+    finally:
+        member.stop()

@@ -11,6 +11,7 @@ from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assi
 from roster.protocol.group_records import GroupKey, RecordFormatError, decode
 
 LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP, METADATA, FETCH = 16, 15, 42, 13, 3, 1
+CONSUMER_GROUP_DESCRIBE = 69
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -38,9 +39,50 @@ def _describe_once(client: AdminClient, group_id: str):
     group = answer.groups[0]
     if group.error_code.name == "coordinator_load_in_progress":
         raise Loading(group_id)
+    if group.error_code.name == "group_id_not_found" or group.group_state == "Dead":
+        # maybe a consumer group (KIP-848): DescribeGroups does not describe those
+        consumer = _describe_consumer(client, group_id)
+        if consumer is not None:
+            return consumer
     if group.error_code.value:
         raise AdminError(f"cannot describe {group_id}: {group.error_code.name.upper()}")
     return group
+
+
+def _describe_consumer(client: AdminClient, group_id: str):
+    """ConsumerGroupDescribe's answer for the group, or None (not a consumer group, or a
+    broker without the API)."""
+    try:
+        client.version(CONSUMER_GROUP_DESCRIBE)
+    except AdminError:
+        return None
+    answer = client.call(CONSUMER_GROUP_DESCRIBE, group_ids=(group_id,),
+                         include_authorized_operations=False)
+    group = answer.groups[0]
+    if group.error_code.name == "coordinator_load_in_progress":
+        raise Loading(group_id)
+    return None if group.error_code.value else group
+
+
+def _consumer_lines(group) -> list[str]:
+    lines = [f"Group: {group.group_id}\tState: {group.group_state}\tType: consumer (KIP-848)\t"
+             f"Assignor: {group.assignor_name}\tMembers: {len(group.members)}",
+             f"GroupEpoch: {group.group_epoch}\tAssignmentEpoch: {group.assignment_epoch}"]
+
+    def parts(assignment) -> str:
+        return " ".join(f"{tp.topic_name}:{','.join(str(p) for p in sorted(tp.partitions))}"
+                        for tp in sorted(assignment.topic_partitions,
+                                         key=lambda tp: tp.topic_name)) or "-"
+
+    rows = [("MEMBER-ID", "INSTANCE-ID", "EPOCH", "CLIENT-ID", "HOST", "ASSIGNMENT",
+             "TARGET")]
+    for m in sorted(group.members, key=lambda m: (m.instance_id or "", m.member_id)):
+        rows.append((m.member_id, m.instance_id or "-", str(m.member_epoch), m.client_id,
+                     m.client_host, parts(m.assignment), parts(m.target_assignment)))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    return lines
 
 
 def last_written(client: AdminClient, group_id: str):
@@ -97,6 +139,8 @@ def format_assignment(protocol_type: str, assignment: bytes) -> str:
 
 def describe_lines(group, record=None) -> list[str]:
     """`record`: the group's last written metadata record (for generation and leader)."""
+    if hasattr(group, "group_epoch"):  # a consumer group (ConsumerGroupDescribe)
+        return _consumer_lines(group)
     if group.group_state == "Dead":
         return [f"Group {group.group_id} does not exist."]
     lines = [f"Group: {group.group_id}\tState: {group.group_state}\t"
