@@ -42,6 +42,7 @@ def secured(tmp_path_factory):
             # one listener offers less (sasl.enabled.mechanisms per listener)
             "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "SCRAM-SHA-512",
             "listener.name.sasl_ssl.connections.max.reauth.ms": "2000",
+            "ssl.principal.mapping.rules": "RULE:^CN=([^,]*),OU=apps,.*$/$1/L,DEFAULT",
         })
     broker = SecureBroker(root / "data", settings).start()
     yield broker, pki, oauth
@@ -374,3 +375,14 @@ def test_sasl_handshake_v0_takes_bare_tokens(broker):
     token = b"\0admin\0" + WRONG.encode()
     wire.sock.sendall(struct.pack(">i", len(token)) + token)
     assert wire.closed_by_broker()
+
+
+def test_principal_mapping_rules_name_certificate_users(broker):
+    before = len(broker.output)
+    from confluent_kafka.admin import AdminClient
+    AdminClient(_config(broker, broker.pki, "SSL", **{
+        "ssl.certificate.location": str(broker.pki.client_cert),
+        "ssl.key.location": str(broker.pki.client_key)})).list_topics(timeout=10)
+    lines = _wait_for_line(broker, before, "with a client certificate on listener SSL")
+    assert any("authenticated as User:client with a client certificate" in line
+               for line in lines), lines

@@ -14,7 +14,7 @@ from pathlib import Path
 from roster.broker.broker import Broker
 from roster.broker.connection import Connection, QueuedBytes
 from roster.config import INT_MAX, BrokerConfig, ConfigError, connection_overrides
-from roster.security.listen import open_listeners
+from roster.security.listen import ListenerPlan
 
 log = logging.getLogger("roster.server")
 
@@ -154,17 +154,17 @@ async def sweep_idle(table: ConnectionTable) -> None:
 async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT. Prints `roster listening on HOST:PORT` once accepting."""
     table = ConnectionTable(config)  # first: a bad override stops the broker before it starts
+    try:  # listeners, TLS and SASL: checked before the broker starts (security/listen.py)
+        listeners = ListenerPlan(config, data_dir, host, port, Connection)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     broker = Broker(config, data_dir)
     broker.start()
 
     loop = asyncio.get_running_loop()
-    # one server per listener (`listeners`; default PLAINTEXT on host:port), with its TLS and
-    # SASL (security/listen.py); port 0 asks the OS for a free one
-    try:
-        listening = await open_listeners(broker, table, config, host, port, Connection)
-    except ValueError as exc:
-        await broker.stop()
-        raise ConfigError(str(exc)) from None
+    # one server per listener (`listeners`; default PLAINTEXT on host:port); port 0 asks the
+    # OS for a free one
+    listening = await listeners.open(broker, table)
     servers = [item.server for item in listening]
     sweeper = (asyncio.ensure_future(sweep_idle(table))
                if table.sweep_interval_s is not None else None)

@@ -22,7 +22,7 @@ import socket
 import ssl
 from dataclasses import dataclass
 
-from roster.security import ANONYMOUS, scram_store
+from roster.security import ANONYMOUS
 from roster.security.listeners import Listener, advertised_address, parse_listeners
 from roster.security.sasl import Authenticator
 from roster.security.tls import PrincipalMapper, peer_principal, server_context
@@ -150,9 +150,9 @@ def _listening_socket(host: str, port: int, backlog: int):
 
 
 class _ListenerRuntime:
-    def __init__(self, broker, table, settings, listener: Listener, make_connection) -> None:
-        self.broker = broker
-        self.table = table
+    def __init__(self, settings, listener: Listener, make_connection, store) -> None:
+        self.broker = None  # set by ListenerPlan.open
+        self.table = None
         self.listener = listener
         self.make_connection = make_connection
         self.endpoint = None
@@ -166,7 +166,7 @@ class _ListenerRuntime:
             self.mapper = PrincipalMapper(settings.get("ssl.principal.mapping.rules",
                                                        listener.name))
         if listener.uses_sasl:
-            self.authenticator = Authenticator(listener.name, settings, scram_store(broker))
+            self.authenticator = Authenticator(listener.name, settings, store)
         self.connection_class = make_connection
         if listener.uses_tls:
             self.connection_class = _tls_connection_class(make_connection)
@@ -204,33 +204,47 @@ def _authentication_deadline(connection) -> None:
     connection.expire()
 
 
-async def open_listeners(broker, table, config, host: str, port: int,
-                         make_connection) -> list[OpenListener]:
-    """Bind every listener (the first one first); raises ConfigError-like ValueErrors for bad
-    security settings and OSError when a port cannot be bound."""
-    from roster.broker.broker import Endpoint
-    settings = config.security
-    configured = bool(settings["listeners"].strip())
-    listeners = parse_listeners(settings, config["advertised.listeners"] if configured else "",
-                                host, port)
-    runtimes = [_ListenerRuntime(broker, table, settings, listener, make_connection)
-                for listener in listeners]
-    opened: list[OpenListener] = []
-    try:
-        for runtime in runtimes:
-            listener = runtime.listener
-            server = await runtime.open(config["socket.listen.backlog.size"])
-            bound = server.sockets[0].getsockname()[1]
-            advertised = advertised_address(listener, bound)
-            runtime.endpoint = Endpoint(config["node.id"], *advertised)
-            opened.append(OpenListener(listener, server, listener.host, bound, advertised))
-    except BaseException:
-        for item in opened:
-            item.server.close()
-        raise
-    if configured:
-        broker.endpoint = runtimes[0].endpoint  # the fallback, and node.id's address
-    else:  # as before listeners existed: advertised.listeners is PLAINTEXT://host:port
-        broker.advertise(host, opened[0].port)
-        runtimes[0].endpoint = None  # handlers use broker.endpoint
-    return opened
+class ListenerPlan:
+    """Every listener's TLS context and SASL mechanisms, checked before the broker starts (a
+    bad setting stops roster before it touches the data directory's logs), then bound."""
+
+    def __init__(self, config, data_dir, host: str, port: int, make_connection) -> None:
+        settings = config.security
+        self.config = config
+        self.host = host
+        self.configured = bool(settings["listeners"].strip())
+        listeners = parse_listeners(
+            settings, config["advertised.listeners"] if self.configured else "", host, port)
+        self.store = None
+        if any(listener.uses_sasl for listener in listeners):
+            from roster.security.credentials import ScramStore
+            self.store = ScramStore.open(data_dir)
+        self.runtimes = [_ListenerRuntime(settings, listener, make_connection, self.store)
+                         for listener in listeners]
+
+    async def open(self, broker, table) -> list[OpenListener]:
+        """Bind every listener (the first one first); OSError when a port cannot be bound."""
+        from roster.broker.broker import Endpoint
+        config = self.config
+        if self.store is not None:
+            broker.scram = self.store  # one store for authentication and the admin APIs
+        opened: list[OpenListener] = []
+        try:
+            for runtime in self.runtimes:
+                runtime.broker, runtime.table = broker, table
+                listener = runtime.listener
+                server = await runtime.open(config["socket.listen.backlog.size"])
+                bound = server.sockets[0].getsockname()[1]
+                advertised = advertised_address(listener, bound)
+                runtime.endpoint = Endpoint(config["node.id"], *advertised)
+                opened.append(OpenListener(listener, server, listener.host, bound, advertised))
+        except BaseException:
+            for item in opened:
+                item.server.close()
+            raise
+        if self.configured:
+            broker.endpoint = self.runtimes[0].endpoint  # the fallback, and node.id's address
+        else:  # as before listeners existed: advertised.listeners is PLAINTEXT://host:port
+            broker.advertise(self.host, opened[0].port)
+            self.runtimes[0].endpoint = None  # handlers use broker.endpoint
+        return opened

@@ -78,14 +78,22 @@ class Authenticator:
                                  "signed with)")
             audience = settings.get("sasl.oauthbearer.expected.audience", listener,
                                     "OAUTHBEARER")
-            self.oauth = OAuthValidator.from_url(
-                url, audience=[a.strip() for a in audience.split(",") if a.strip()],
-                issuer=settings.get("sasl.oauthbearer.expected.issuer", listener,
-                                    "OAUTHBEARER") or None,
-                sub_claim=settings.get("sasl.oauthbearer.sub.claim.name", listener,
-                                       "OAUTHBEARER"),
-                clock_skew_s=settings.get("sasl.oauthbearer.clock.skew.seconds", listener,
-                                          "OAUTHBEARER"))
+            try:
+                self.oauth = self._validator(url, listener, settings, audience)
+            except Exception as exc:  # noqa: BLE001 - a missing file, a JWKS pyjwt cannot read
+                raise ValueError(f"sasl.oauthbearer.jwks.endpoint.url={url}: cannot read "
+                                 f"its keys ({exc})") from None
+
+    @staticmethod
+    def _validator(url: str, listener: str, settings: SecuritySettings,
+                   audience: str) -> OAuthValidator:
+        return OAuthValidator.from_url(
+            url, audience=[a.strip() for a in audience.split(",") if a.strip()],
+            issuer=settings.get("sasl.oauthbearer.expected.issuer", listener,
+                                "OAUTHBEARER") or None,
+            sub_claim=settings.get("sasl.oauthbearer.sub.claim.name", listener, "OAUTHBEARER"),
+            clock_skew_s=settings.get("sasl.oauthbearer.clock.skew.seconds", listener,
+                                      "OAUTHBEARER"))
 
     def exchange(self, mechanism: str):
         if mechanism == "PLAIN":
