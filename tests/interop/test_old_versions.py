@@ -1,5 +1,6 @@
 """The versions Kafka 4.0 dropped and roster still serves (as Kafka 3.9 did), over a raw socket:
-ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics v0."""
+ListOffsets v0, OffsetCommit v0-1, OffsetFetch v0, CreateTopics v0-1, DeleteTopics v0. Fetch v0-3
+and Produce v0-2, which carry the old message formats: test_old_message_formats.py."""
 from __future__ import annotations
 
 import itertools
@@ -38,8 +39,8 @@ def test_api_versions_advertises_the_old_floors(broker):
     with Wire(broker.bootstrap) as wire:
         answer = wire.call(API_VERSIONS, 0)
     ranges = {k.api_key: (k.min_version, k.max_version) for k in answer.api_keys}
-    for key in (LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS,
-                10, 11, 12, 13, 14, 15, 16):
+    for key in (0, 1, LIST_OFFSETS, OFFSET_COMMIT, OFFSET_FETCH, CREATE_TOPICS, DELETE_TOPICS,
+                10, 11, 12, 13, 14, 15, 16):  # 0 Produce, 1 Fetch
         assert ranges[key][0] == 0, (key, ranges[key])
 
 
