@@ -452,6 +452,17 @@ def main() -> int:
         "heartbeats SASL_SSL / PLAINTEXT": [s / p for s, p in zip(
             results["heartbeats SASL_SSL /s"], results["heartbeats PLAINTEXT /s"])],
     }
+    def per_cpu(name: str) -> list[float]:
+        return [value / max(cpu, 1e-9) for value, cpu in zip(results[name],
+                                                             results[f"{name} | broker CPUs"])]
+
+    # what the broker spends per unit of work: independent of how fast the load generator is
+    ratios.update({
+        "produce SSL / PLAINTEXT per broker CPU-second (pipelined)": [s / p for s, p in zip(
+            per_cpu("produce pipelined SSL MB/s"), per_cpu("produce pipelined PLAINTEXT MB/s"))],
+        "heartbeats SASL_SSL / PLAINTEXT per broker CPU-second": [s / p for s, p in zip(
+            per_cpu("heartbeats SASL_SSL /s"), per_cpu("heartbeats PLAINTEXT /s"))],
+    })
     if args.json:
         print(json.dumps({"results": results, "median": median,
                           "ratios": {k: statistics.median(v) for k, v in ratios.items()},
