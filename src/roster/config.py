@@ -114,6 +114,12 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.consumer.session.timeout.ms", 45000, int, 1),
     Setting("group.consumer.heartbeat.interval.ms", 5000, int, 1),
     Setting("group.consumer.max.size", INT_MAX, int, 1),
+    # the range a group's own consumer.session.timeout.ms / consumer.heartbeat.interval.ms
+    # (group configs) must lie in
+    Setting("group.consumer.min.session.timeout.ms", 45000, int, 1),
+    Setting("group.consumer.max.session.timeout.ms", 60000, int, 1),
+    Setting("group.consumer.min.heartbeat.interval.ms", 5000, int, 1),
+    Setting("group.consumer.max.heartbeat.interval.ms", 15000, int, 1),
     Setting("group.consumer.assignors", "uniform,range", str, None,
             "server-side assignors by name (Kafka's class names are accepted); the first is the "
             "default"),

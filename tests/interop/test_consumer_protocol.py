@@ -13,7 +13,9 @@ pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("consumer-protocol")]
 
 PARTITIONS = 6
 COUNT = 60
-SETTINGS = {"group.consumer.heartbeat.interval.ms": "500"}
+SETTINGS = {"group.consumer.heartbeat.interval.ms": "500",
+            "group.consumer.min.heartbeat.interval.ms": "100",
+            "group.consumer.min.session.timeout.ms": "1000"}
 
 
 class ConsumerProtocolMember(ConfluentMember):
@@ -332,3 +334,39 @@ def test_roster_groups_describe_and_list_show_a_consumer_group(broker):
         assert "cp-cli-g\tStable\tconsumer" in roster("groups", "list")
     finally:
         member.stop()
+
+
+def test_a_group_config_sets_the_session_timeout_of_one_group(broker):
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+
+    def alter(value):
+        resource = ConfigResource(ResourceType.GROUP, "cp-cfg-g", incremental_configs=[
+            ConfigEntry("consumer.session.timeout.ms", value,
+                        incremental_operation=AlterConfigOpType.SET)])
+        return admin.incremental_alter_configs([resource])[resource].result(10)
+
+    with pytest.raises(Exception, match="INVALID_CONFIG|must be"):
+        alter("10")
+    alter("3000")
+    resource = ConfigResource(ResourceType.GROUP, "cp-cfg-g")
+    configs = admin.describe_configs([resource])[resource].result(10)
+    assert configs["consumer.session.timeout.ms"].value == "3000"
+    assert configs["consumer.heartbeat.interval.ms"].value == "500"
+
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-cfg", 1)
+    member = ConsumerProtocolMember(watch, broker.bootstrap, "cp-cfg-g", "cp-cfg", "cfg")
+    member.start()
+    groups.wait_split(watch, [member], 1)
+    member.stop(close=False)          # gone without a word: only the session timeout removes it
+    started = __import__("time").monotonic()
+    watch.wait_for(lambda: assigned_topics(broker.bootstrap, "cp-cfg-g") == {}, 20,
+                   "the member removed by its 3 s session timeout")
+    assert __import__("time").monotonic() - started < 15    # not the broker's 45 s

@@ -11,6 +11,7 @@ from pathlib import Path
 from roster.broker.cleaner import LogCleaner
 from roster.broker.durability import Durability
 from roster.broker.group_log import GroupLog
+from roster.broker.group_configs import GroupConfigStore
 from roster.broker.groups import GroupRuntime
 from roster.broker.handlers import build_registry
 from roster.broker.producers import ProducerIds, SequenceTable
@@ -61,8 +62,10 @@ class Broker:
         self.sequences = SequenceTable()
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
+        self.group_configs = GroupConfigStore(data_dir, config)
         self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log,
-                                   consumer_config=ConsumerConfig.from_broker(config))
+                                   consumer_config=ConsumerConfig.from_broker(
+                                       config, self.group_configs.values))
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
         self._tasks: list[asyncio.Task] = []

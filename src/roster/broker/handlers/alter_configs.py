@@ -4,7 +4,8 @@ means restarting with the new value, so a BROKER resource is refused. Incrementa
 (incremental_alter_configs.py) changes single settings instead."""
 from __future__ import annotations
 
-from roster.broker.handlers.describe_configs import BROKER, TOPIC
+from roster.broker.group_configs import GroupConfigError
+from roster.broker.handlers.describe_configs import BROKER, GROUP, TOPIC
 from roster.broker.topics import TopicError
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -14,9 +15,10 @@ from roster.protocol.registry import ApiSpec
 API_KEY = 33
 
 
-def alter_each(broker, api_key: int, request, new_configs) -> object:
+def alter_each(broker, api_key: int, request, new_configs, group_changes=None) -> object:
     """Apply new_configs(topic, resource) -> the topic's complete new settings to every TOPIC
-    resource of an (Incremental)AlterConfigs request and build its response."""
+    resource of an (Incremental)AlterConfigs request and build its response. GROUP resources
+    (IncrementalAlterConfigs only) take group_changes(resource) -> (name, operation, value)s."""
     schema = response_schema(api_key, request.api_version)
     entry = element(schema, "responses")
     answers = []
@@ -26,6 +28,16 @@ def alter_each(broker, api_key: int, request, new_configs) -> object:
             if resource.resource_type == BROKER:
                 raise TopicError("invalid_request", "broker settings are static in roster: "
                                                     "restart it with the new values")
+            if resource.resource_type == GROUP and group_changes is not None:
+                try:
+                    broker.group_configs.alter(resource.resource_name, group_changes(resource),
+                                               validate_only=request.body.validate_only)
+                except GroupConfigError as exc:
+                    raise TopicError(exc.code, str(exc)) from None
+                answers.append(make(entry, error_code=ErrorCode.none, error_message=None,
+                                    resource_type=resource.resource_type,
+                                    resource_name=resource.resource_name))
+                continue
             if resource.resource_type != TOPIC:
                 raise TopicError("invalid_request", f"roster alters topics (2), not resource "
                                                     f"type {resource.resource_type}")

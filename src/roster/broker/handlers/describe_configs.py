@@ -17,8 +17,9 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 32
-TOPIC, BROKER = 2, 4                                             # ConfigResource.Type
+TOPIC, BROKER, GROUP = 2, 4, 32                                  # ConfigResource.Type
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
+GROUP_CONFIG = 8
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7     # ConfigType (v3+)
 
 # each topic setting: the broker settings it defaults to (the first one set wins), and its type
@@ -85,6 +86,24 @@ def _broker_entries(broker, name: str):
     return ErrorCode.none, None, entries
 
 
+def _group_entries(broker, name: str):
+    """A group's configs (group_configs.py): set on the group (GROUP_CONFIG), else the broker
+    setting they default to. Any group id may be described or configured, existing or not."""
+    from roster.broker.group_configs import BROKER_DEFAULTS
+    if not name:
+        return ErrorCode.invalid_request, "a group config resource needs a group id", ()
+    entries = []
+    for key, value, own in broker.group_configs.effective(name):
+        origin = BROKER_DEFAULTS[key]
+        if own:
+            source, origin = GROUP_CONFIG, key
+        else:
+            source = STATIC_BROKER_CONFIG if origin in broker.config.explicit else DEFAULT_CONFIG
+        entries.append((key, str(value), source, False, ((origin, str(value), source),), INT,
+                        None))
+    return ErrorCode.none, None, entries
+
+
 async def handle(broker, request, connection):
     body = request.body
     schema = response_schema(API_KEY, request.api_version)
@@ -99,6 +118,8 @@ async def handle(broker, request, connection):
             error, message, entries = _topic_entries(broker, resource.resource_name)
         elif resource.resource_type == BROKER:
             error, message, entries = _broker_entries(broker, resource.resource_name)
+        elif resource.resource_type == GROUP:
+            error, message, entries = _group_entries(broker, resource.resource_name)
         else:
             error, message, entries = ErrorCode.invalid_request, (
                 f"roster describes topics (2) and brokers (4), not resource type "

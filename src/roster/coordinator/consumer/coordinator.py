@@ -58,11 +58,12 @@ class ConsumerConfig:
     heartbeat_interval_ms: int = 5_000      # group.consumer.heartbeat.interval.ms
     max_size: int = 2**31 - 1               # group.consumer.max.size
     assignors: tuple[str, ...] = ("uniform", "range")   # group.consumer.assignors
-    # per-group overrides (group configs): group id -> {"session": ms, "heartbeat": ms}
+    # group configs: group id -> {"consumer.session.timeout.ms": ms,
+    # "consumer.heartbeat.interval.ms": ms} (the edge keeps it; read at each use)
     group_overrides: dict = field(default_factory=dict)
 
     @classmethod
-    def from_broker(cls, config) -> ConsumerConfig:
+    def from_broker(cls, config, group_overrides: dict | None = None) -> ConsumerConfig:
         names = []
         for entry in str(config["group.consumer.assignors"]).split(","):
             name = entry.strip().rsplit(".", 1)[-1]   # Kafka's class names work too
@@ -72,14 +73,16 @@ class ConsumerConfig:
         return cls(session_timeout_ms=config["group.consumer.session.timeout.ms"],
                    heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
                    max_size=config["group.consumer.max.size"],
-                   assignors=tuple(n for n in names if n in ASSIGNORS) or ("uniform", "range"))
+                   assignors=tuple(n for n in names if n in ASSIGNORS) or ("uniform", "range"),
+                   group_overrides=group_overrides if group_overrides is not None else {})
 
     def session_ms(self, group_id: str) -> int:
-        return self.group_overrides.get(group_id, {}).get("session", self.session_timeout_ms)
+        return self.group_overrides.get(group_id, {}).get("consumer.session.timeout.ms",
+                                                          self.session_timeout_ms)
 
     def heartbeat_ms(self, group_id: str) -> int:
-        return self.group_overrides.get(group_id, {}).get("heartbeat",
-                                                           self.heartbeat_interval_ms)
+        return self.group_overrides.get(group_id, {}).get("consumer.heartbeat.interval.ms",
+                                                          self.heartbeat_interval_ms)
 
 
 # -- timers and continuations ------------------------------------------------------------------

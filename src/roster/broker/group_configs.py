@@ -1,0 +1,107 @@
+"""Group configs (Kafka's ConfigResource type GROUP, KIP-848): per-group overrides of the
+consumer group protocol's session timeout and heartbeat interval, set with
+IncrementalAlterConfigs and read with DescribeConfigs (what `kafka-configs --entity-type groups`
+and the admin clients send).
+
+Kafka keeps them in its metadata log; roster keeps them in `group-configs.json` in the data
+directory, replaced atomically and fsynced before the answer. Validation is Kafka's
+GroupConfig.validate: known names, integers, within the broker's
+group.consumer.{min,max}.{session.timeout,heartbeat.interval}.ms, and a session timeout larger
+than the heartbeat interval.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+FILE = "group-configs.json"
+SESSION = "consumer.session.timeout.ms"
+HEARTBEAT = "consumer.heartbeat.interval.ms"
+NAMES = (HEARTBEAT, SESSION)
+BROKER_DEFAULTS = {SESSION: "group.consumer.session.timeout.ms",
+                   HEARTBEAT: "group.consumer.heartbeat.interval.ms"}
+LIMITS = {SESSION: ("group.consumer.min.session.timeout.ms",
+                    "group.consumer.max.session.timeout.ms"),
+          HEARTBEAT: ("group.consumer.min.heartbeat.interval.ms",
+                      "group.consumer.max.heartbeat.interval.ms")}
+SET, DELETE = 0, 1   # IncrementalAlterConfigs operations (APPEND/SUBTRACT: not for these)
+
+
+class GroupConfigError(ValueError):
+    """INVALID_CONFIG (or INVALID_REQUEST for an operation these settings do not take)."""
+
+    def __init__(self, message: str, code: str = "invalid_config") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class GroupConfigStore:
+    def __init__(self, data_dir: Path, config) -> None:
+        self._path = Path(data_dir) / FILE
+        self._config = config
+        # group id -> {name: value}; shared with the consumer coordinator (it reads it live)
+        self.values: dict[str, dict[str, int]] = {}
+        if self._path.exists():
+            loaded = json.loads(self._path.read_text())
+            self.values.update({g: {k: int(v) for k, v in c.items() if k in NAMES}
+                                for g, c in loaded.items()})
+
+    def effective(self, group_id: str) -> list[tuple[str, int, bool]]:
+        """(name, value, set on the group) for each setting."""
+        own = self.values.get(group_id, {})
+        return [(name, own.get(name, self._config[BROKER_DEFAULTS[name]]), name in own)
+                for name in NAMES]
+
+    def alter(self, group_id: str, changes, validate_only: bool = False) -> None:
+        """changes: (name, operation, value) triples."""
+        own = dict(self.values.get(group_id, {}))
+        for name, operation, value in changes:
+            if name not in NAMES:
+                raise GroupConfigError(f"Unknown group config name: {name}")
+            if operation == DELETE:
+                own.pop(name, None)
+                continue
+            if operation != SET:
+                raise GroupConfigError(f"{name}: only SET and DELETE apply to group configs",
+                                       "invalid_request")
+            try:
+                own[name] = int(value)
+            except (TypeError, ValueError):
+                raise GroupConfigError(f"Invalid value {value} for configuration {name}: "
+                                       "Not a number of type INT") from None
+        self._validate(own)
+        if validate_only:
+            return
+        updated = {g: dict(c) for g, c in self.values.items()}
+        if own:
+            updated[group_id] = own
+        else:
+            updated.pop(group_id, None)
+        self._save(updated)
+        self.values.clear()
+        self.values.update(updated)
+
+    def _validate(self, own: dict[str, int]) -> None:
+        merged = {name: own.get(name, self._config[BROKER_DEFAULTS[name]]) for name in NAMES}
+        for name in NAMES:
+            low, high = (self._config[key] for key in LIMITS[name])
+            if merged[name] < low:
+                raise GroupConfigError(f"{name} must be greater than or equal to {LIMITS[name][0]}")
+            if merged[name] > high:
+                raise GroupConfigError(f"{name} must be less than or equal to {LIMITS[name][1]}")
+        if merged[SESSION] <= merged[HEARTBEAT]:
+            raise GroupConfigError(f"{SESSION} must be greater than {HEARTBEAT}")
+
+    def _save(self, values: dict[str, dict[str, int]]) -> None:
+        temporary = self._path.with_suffix(".tmp")
+        with open(temporary, "w") as out:
+            json.dump(values, out, sort_keys=True)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, self._path)
+        directory = os.open(self._path.parent, os.O_RDONLY)
+        try:
+            os.fsync(directory)
+        finally:
+            os.close(directory)
