@@ -343,7 +343,9 @@ def test_session_lifetime_and_reauthentication(broker):
     time.sleep(2.2)
     wire.send(18, 3, client_software_name="t", client_software_version="1")
     assert wire.closed_by_broker()
-    # librdkafka re-authenticates by itself and keeps producing across several lifetimes
+    # librdkafka re-authenticates by itself and keeps producing across several lifetimes, on
+    # the connections it has (a reconnect would log a new authentication, an expiry a close)
+    before = len(broker.output)
     errors = []
     producer = Producer({"bootstrap.servers": broker.listener("SASL_SSL"),
                          "security.protocol": "SASL_SSL", "ssl.ca.location": str(broker.pki.ca),
@@ -356,6 +358,11 @@ def test_session_lifetime_and_reauthentication(broker):
         producer.flush(10)
         time.sleep(0.5)
     assert delivered == [None] * 10 and not errors, (delivered, errors)
+    time.sleep(0.3)
+    lines = broker.output[before:]
+    assert not [line for line in lines if "expired" in line], lines
+    logins = [line for line in lines if "authenticated as User:alice with SCRAM-SHA-256" in line]
+    assert 1 <= len(logins) <= 2, lines  # bootstrap and broker connections, never again
 
 
 def test_sasl_handshake_v0_takes_bare_tokens(broker):
