@@ -87,6 +87,9 @@ class PlainExchange:
 
 # -- SCRAM ------------------------------------------------------------------------------------
 
+_UNKNOWN_USER_KEY = os.urandom(32)
+
+
 class ScramExchange:
     def __init__(self, mechanism: str, store: ScramStore) -> None:
         from scramp import ScramMechanism
@@ -103,7 +106,9 @@ class ScramExchange:
         if credential is None:
             # an unknown user fails at the proof like a wrong password does
             self._known = False
-            salt = hmac.new(b"roster-unknown-user", user.encode(), "sha256").digest()[:16]
+            # a salt that is the same at every try (as a real user's is) but that nobody can
+            # compute, of the length roster's own salts have: it tells nothing either
+            salt = hmac.new(_UNKNOWN_USER_KEY, user.encode(), "sha256").digest()
             size = len(hmac.new(b"k", b"", HASHES[self.mechanism]).digest())
             return salt, os.urandom(size), os.urandom(size), 4096
         return credential.salt, credential.stored_key, credential.server_key, \
