@@ -20,7 +20,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from roster.security.credentials import HASHES, ScramStore, password_matches
+from roster.security.credentials import HASHES, ScramCredential, ScramStore, password_matches
 
 
 class AuthenticationFailed(Exception):
@@ -43,6 +43,9 @@ def _invalid(mechanism: str) -> str:
 
 
 # -- PLAIN ------------------------------------------------------------------------------------
+
+_DUMMY_CREDENTIAL = ScramCredential(os.urandom(32), os.urandom(64), os.urandom(64), 4096)
+
 
 class PlainExchange:
     mechanism = "PLAIN"
@@ -82,6 +85,8 @@ class PlainExchange:
             credential = self._store.lookup(user, mechanism)
             if credential is not None:
                 return password_matches(credential, mechanism, password)
+        # an unknown user costs the same hashing as a known one: time tells nothing either
+        password_matches(_DUMMY_CREDENTIAL, "SCRAM-SHA-512", password)
         return False
 
 
