@@ -195,8 +195,8 @@ class _ListenerRuntime:
 
 def _authentication_deadline(connection) -> None:
     session = connection.auth
-    if session is None or session.authenticated or session.failed:
-        return
+    if session is None or session.authenticated_once or session.failed:
+        return  # a re-authentication in progress is not a first one that never finished
     if getattr(connection, "_closed", False) or connection._transport is None:
         return
     log.warning("closing connection from %s on listener %s: no SASL authentication within "

@@ -108,7 +108,7 @@ class Authenticator:
 
 class SaslSession:
     __slots__ = ("authenticator", "connection", "state", "mechanism", "failed", "_exchange",
-                 "_expires", "_reauthenticating", "_client_reauth", "started")
+                 "_expires", "_reauthenticating", "_client_reauth", "authenticated_once")
 
     def __init__(self, authenticator: Authenticator, connection) -> None:
         self.authenticator = authenticator
@@ -120,7 +120,7 @@ class SaslSession:
         self._expires: float | None = None  # monotonic end of the session
         self._reauthenticating = False
         self._client_reauth = False  # the client used SaslAuthenticate v1+ (KIP-368)
-        self.started = time.monotonic()
+        self.authenticated_once = False  # authentication.timeout.ms no longer applies
 
     @property
     def authenticated(self) -> bool:
@@ -242,6 +242,7 @@ class SaslSession:
         else:
             self._expires = None
         self.state = COMPLETE
+        self.authenticated_once = True
         self._exchange = None
         if not self._reauthenticating:
             log.info("%s authenticated as %s with %s on listener %s", self.connection.peer,
