@@ -67,8 +67,15 @@ def _validate(group: Group, request: CommitRequest) -> ErrorCode | None:
     answer = OFFSET_COMMIT[group.state]
     if type(answer) is Refuse:
         return answer.error
-    if request.generation < 0 and group.state is S.EMPTY:
-        return None   # a simple group's commit (admin tools, assign() users): nobody to check
+    # a simple group's commit (admin tools, assign() users) names nobody to check
+    if not (request.generation < 0 and group.state is S.EMPTY):
+        error = _caller_error(group, request)
+        if error is not None:
+            return error
+    return None if answer is ErrorCode.none else answer
+
+
+def _caller_error(group: Group, request: CommitRequest) -> ErrorCode | None:
     if request.generation >= 0 or request.member_id or request.group_instance_id is not None:
         error = member_error(group, request.member_id, request.group_instance_id)
         if error is not None:
@@ -77,7 +84,7 @@ def _validate(group: Group, request: CommitRequest) -> ErrorCode | None:
             return ErrorCode.illegal_generation
     elif group.state is not S.EMPTY:
         return ErrorCode.unknown_member_id
-    return None if answer is ErrorCode.none else answer
+    return None
 
 
 def commit_written(ctx, step: OffsetsCommitted, error: ErrorCode | None,

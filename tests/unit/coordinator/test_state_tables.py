@@ -41,25 +41,28 @@ class Setup:
 _CHANGE: list = []
 
 
-def in_state(state: GroupState, protocol_type: str = "consumer", static: bool = False) -> Setup:
+def in_state(state: GroupState, protocol_type: str = "consumer", static: bool = False,
+             forced: bool = False) -> Setup:
     """Group "g" in `state`, with an offset for ("t", 0) where the state allows one; its
-    members are static (instance ids "i-leader" and "i-follower") when `static`."""
+    members are static (instance ids "i-leader" and "i-follower") when `static`. An Empty
+    group has no members; with `forced` it holds one, "m", put in directly (as Kafka's own
+    tests do): the only way to reach the cells a member is asked about only once it is found,
+    which in production it never is in an Empty group."""
     for api, changed_state, original, _ in _CHANGE:
         ANSWER_TABLES[api][changed_state] = original
-    setup = _in_state(state, protocol_type, static)
+    setup = _in_state(state, protocol_type, static, forced)
     for api, changed_state, _, changed in _CHANGE:
         ANSWER_TABLES[api][changed_state] = changed
     return setup
 
 
-def _in_state(state: GroupState, protocol_type: str, static: bool) -> Setup:
+def _in_state(state: GroupState, protocol_type: str, static: bool, forced: bool) -> Setup:
     h = Harness()
     instances = ("i-leader", "i-follower") if static else (None, None)
     if state is S.EMPTY:
         h.commit({("t", 0): 1})   # a simple group: Empty, with an offset
-        # An Empty group has no members, so to ask how a member is answered there one is put
-        # in directly (as Kafka's own tests do): otherwise the member check answers first.
-        h.add_member("m", instance=instances[1])
+        if forced:
+            h.add_member("m", instance=instances[1])
         return Setup(h, "m", "m", 0)
     if state is S.DEAD:
         h.commit({("t", 0): 1})
@@ -85,7 +88,7 @@ def _in_state(state: GroupState, protocol_type: str, static: bool) -> Setup:
 # -- one driver per table: the cell the coordinator acted on --------------------------------
 
 def heartbeat(state: GroupState, caller=None):
-    s = in_state(state)
+    s = in_state(state, forced=True)
     member_id, generation = caller or (s.follower, s.generation)
     return s.h.heartbeat(member_id, generation)
 
@@ -106,8 +109,11 @@ def sync_group(state: GroupState, caller=None):
 
 
 def offset_commit(state: GroupState, caller=None):
+    """From a member of the current generation; to an Empty group (which has none) the
+    generation -1 commit of an admin tool or assign() user."""
     s = in_state(state)
-    member_id, generation = caller or (s.follower, s.generation)
+    member_id, generation = caller or (("", -1) if state is S.EMPTY else
+                                       (s.follower, s.generation))
     reply = s.h.commit({("t", 1): 5}, member_id=member_id, generation=generation)
     [(_, _, error)] = reply.errors
     return error
@@ -122,7 +128,7 @@ def join_group_known_member(state: GroupState, caller=None):
         return s.h.reply(s.h.join(member_id=caller[0])).error
     outcomes = []
     for who, protocols in (("follower", None), ("follower", CHANGED), ("leader", None)):
-        s = in_state(state)
+        s = in_state(state, forced=True)
         member_id = getattr(s, who)
         kwargs = {"protocols": protocols} if protocols else {}
         token = s.h.join(member_id=member_id, **kwargs)
@@ -147,7 +153,7 @@ def join_group_known_member(state: GroupState, caller=None):
 def join_group_new_member(state: GroupState, caller=None):
     """The follower's instance rejoins with no member id (a static member restarting); where
     that cannot be (an Empty group maps no instance ids), a new static member joins."""
-    s = in_state(state, static=True)
+    s = in_state(state, static=True, forced=True)
     group = s.h.group()
     instance = "i-nobody" if caller is not None else "i-follower"
     try:
@@ -170,10 +176,14 @@ def join_group_new_member(state: GroupState, caller=None):
 
 def leave_group(state: GroupState, caller=None):
     """The follower leaves; in a join phase the leader has rejoined first (the newcomer that
-    started it waits already), so the phase can complete without the follower."""
+    started it waits already), so the phase can complete without the follower. An Empty group
+    has no members: a pending member id (KIP-394) leaves it."""
     s = in_state(state)
     if state is S.PREPARING_REBALANCE:
         s.h.join(member_id=s.leader)
+    if state is S.EMPTY and caller is None:
+        s.follower = s.h.reply(s.h.join()).member_id
+        assert s.follower in s.h.group().pending_members
     member_id = caller[0] if caller else s.follower
     reply = s.h.leave((member_id, None))
     if reply.error is not E.none:
