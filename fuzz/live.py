@@ -14,6 +14,7 @@ import os
 import random
 import re
 import struct
+import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,13 +78,19 @@ class Target:
 
     def restart(self) -> None:
         if self.broker.alive():
-            self.broker.stop()
+            try:
+                self.broker.stop(timeout_s=10)
+            except subprocess.TimeoutExpired:  # stop() has killed it: a stuck broker
+                pass
         self.broker.start()
         self.log_seen = len(self.broker.output)
         self._populate()
 
     def stop(self) -> None:
-        self.broker.stop()
+        try:
+            self.broker.stop(timeout_s=10)
+        except subprocess.TimeoutExpired:
+            pass
 
     def _populate(self) -> None:
         """Topics with records in them, so well-formed requests reach real logs."""
