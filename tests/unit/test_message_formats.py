@@ -243,3 +243,37 @@ def test_crafted_messages_with_valid_crcs_but_wrong_lengths_never_crash(magic, c
         up_convert(messages)
     except FormatError:
         pass
+
+
+def test_a_stored_batch_whose_records_do_not_decode_is_refused_or_stopped_before():
+    """The log checks a batch's CRC, not its records: a producer can store records the codec
+    cannot read. A v4+ reader gets them as they are; an old one gets CORRUPT_MESSAGE."""
+    good = stored_batch(0, NONE, [(0, TS, b"k", b"v", [])])
+    bad = bytearray(stored_batch(1, NONE, [(0, TS, b"k", b"v" * 50, [])]))
+    bad[61] = 0x7F  # the first record's length varint: far more than the batch holds
+    struct.pack_into(">I", bad, 17, crc32c.crc32c(bytes(bad[21:])))
+    assert down_convert(bytes(bad) + good, 1, 1, UNLIMITED) == (b"", ErrorCode.corrupt_message)
+    data, error = down_convert(good + bytes(bad), 1, 0, UNLIMITED)
+    assert error is ErrorCode.none
+    assert [rows for _, rows in read_back(data)] == [[(0, TS, b"k", b"v")]]
+
+
+_STORED = [stored_batch(0, codec, [(i, TS + i, b"key", b"value %d " % i * 40, [("h", b"x")])
+                                   for i in range(5)])
+           for codec in (NONE, GZIP, SNAPPY, LZ4)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(_STORED), st.data(), st.integers(0, 1))
+def test_stored_batches_with_any_records_convert_or_are_refused_never_crash(batch, data, magic):
+    """Whatever a producer stored under a right CRC (the records count included), conversion
+    answers: message sets or an error code, never an exception."""
+    mutated = bytearray(batch)
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(57, len(mutated) - 1))
+        mutated[at] ^= data.draw(st.integers(1, 255))
+    struct.pack_into(">I", mutated, 17, crc32c.crc32c(bytes(mutated[21:])))
+    converted, error = down_convert(bytes(mutated), magic, 0, UNLIMITED)
+    assert error in (ErrorCode.none, ErrorCode.corrupt_message)
+    if converted:
+        read_back(converted)

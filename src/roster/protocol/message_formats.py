@@ -19,6 +19,8 @@ Down-conversion (fetch), for each stored batch:
   which kafka-python's codec writes;
 - zstd has no old format: a fetch that meets a zstd batch first is answered
   UNSUPPORTED_COMPRESSION_TYPE, as Kafka answered it; one that meets it later stops before it;
+  likewise a stored batch whose records do not decode (the log checks a batch's CRC, not its
+  records) is answered CORRUPT_MESSAGE, or the answer stops before it;
 - record headers are dropped; magic 0 drops timestamps; magic 1 keeps each record's timestamp
   and the batch's timestamp type, and a wrapper's timestamp is the largest inside (CreateTime)
   or the batch's LogAppendTime.
@@ -129,7 +131,14 @@ def down_convert(data, magic: int, fetch_offset: int, limit: int) -> tuple[bytes
                 return b"", ErrorCode.unsupported_compression_type
             break
         log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
-        records = DefaultRecordBatch(bytes(view[position:batch_end]))
+        try:
+            records = list(DefaultRecordBatch(bytes(view[position:batch_end])))
+        except Exception:  # noqa: BLE001 - the log checks a batch's CRC, not its records
+            # A producer can store a batch whose CRC is right and whose records are not; v4+
+            # readers get it as it is, an old reader cannot be given it converted.
+            if not out:
+                return b"", ErrorCode.corrupt_message
+            break
         if codec == NONE:
             messages = LegacyRecordBatchBuilder(magic, NONE, _UNLIMITED)
             full = False
@@ -149,14 +158,12 @@ def down_convert(data, magic: int, fetch_offset: int, limit: int) -> tuple[bytes
                 out.append(bytes(messages.build()))
             if full:
                 break
-        else:
-            kept = list(records)
-            if kept:
-                wrapper = _wrapper(magic, codec, kept, log_append_time)
-                if size + len(wrapper) > limit and out:
-                    break
-                out.append(wrapper)
-                size += len(wrapper)
+        elif records:
+            wrapper = _wrapper(magic, codec, records, log_append_time)
+            if size + len(wrapper) > limit and out:
+                break
+            out.append(wrapper)
+            size += len(wrapper)
         if size >= limit:
             break
         position = batch_end
