@@ -25,13 +25,16 @@ from fuzz.live import (
     replay_case,
     time_seed,
 )
+from fuzz.mutate import KNOWN_HEAVY
 
 
-def live(seconds: float, seed: int, save: Path | None, rss_mib: int) -> int:
+def live(seconds: float, seed: int, save: Path | None, rss_mib: int,
+         avoid_heavy: bool = True) -> int:
     with tempfile.TemporaryDirectory(prefix="roster-fuzz-") as tmp:
         target = Target(Path(tmp) / "data").start()
         try:
-            campaign = Campaign(target, seed, save, rss_mib)
+            campaign = Campaign(target, seed, save, rss_mib,
+                                avoid=KNOWN_HEAVY if avoid_heavy else ())
             findings = campaign.run(seconds=seconds)
         finally:
             target.stop()
@@ -74,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     p_live.add_argument("--save", type=Path, default=CORPUS / "new",
                         help="where findings are saved (default fuzz/corpus/new)")
     p_live.add_argument("--rss-mib", type=int, default=RSS_BOUND_MIB)
+    p_live.add_argument("--heavy", action="store_true",
+                        help="also push the fields of known heavy findings to extremes "
+                             f"({', '.join(KNOWN_HEAVY)})")
     p_replay = sub.add_parser("replay")
     p_replay.add_argument("files", nargs="*", type=Path)
     p_replay.add_argument("--rss-mib", type=int, default=RSS_BOUND_MIB)
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "live":
         seed = time_seed() if args.seed is None else args.seed
-        return live(args.seconds, seed, args.save, args.rss_mib)
+        return live(args.seconds, seed, args.save, args.rss_mib, not args.heavy)
     if args.command == "replay":
         return replay(args.files, args.rss_mib)
     from fuzz.atheris_run import run_targets

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fuzz.generate import Generator, World, advertised_versions
-from fuzz.mutate import Mutator
+from fuzz.mutate import KNOWN_HEAVY, Mutator
 from fuzz.schema import sized
 
 REPO = Path(__file__).resolve().parent.parent
@@ -271,7 +271,8 @@ def send_concurrently(bootstrap: str, payloads: list[bytes]) -> list[tuple[str, 
 class Campaign:
     def __init__(self, target: Target, seed: int, corpus_dir: Path | None = None,
                  rss_bound_mib: int = RSS_BOUND_MIB, connections: int = 32,
-                 say=print, known: set | None = None) -> None:
+                 say=print, known: set | None = None, avoid: tuple[str, ...] = KNOWN_HEAVY
+                 ) -> None:
         self.target = target
         self.known = open_classes() if known is None else known  # not saved again
         self.seed = seed
@@ -286,7 +287,7 @@ class Campaign:
             lo, hi = self.advertised.get(key, (v, v))
             self.advertised[key] = (min(lo, v), max(hi, v))
         self.names = {key: name for key, name, _ in self.versions}
-        self.mutator = Mutator(self.rng)
+        self.mutator = Mutator(self.rng, avoid)
         self.stats = {"frames": 0, "batches": 0, "answered": 0, "closed": 0, "other": 0}
         self.findings: list[Finding] = []
         self.classes: dict[tuple, int] = {}
@@ -431,9 +432,11 @@ class Campaign:
 
 
 def finding_class(finding: Finding) -> tuple[str, str, str]:
-    """(kind, API name, detail without numbers): findings of one class share it."""
+    """(kind, API name, what was logged): findings of one class share it. Only a traceback's
+    exception tells classes of one API apart; a death or a stall is one class per API."""
     api = finding.cases[0].api.rsplit(" v", 1)[0] if len(finding.cases) == 1 else "batch"
-    return finding.kind, api, re.sub(r"\d+", "N", finding.detail)
+    detail = re.sub(r"\d+", "N", finding.detail) if finding.kind == "traceback" else ""
+    return finding.kind, api, detail
 
 
 def open_classes(directory: Path = CORPUS) -> set[tuple[str, str, str]]:
