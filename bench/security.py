@@ -406,7 +406,7 @@ def main() -> int:
         value = measure()
         busy = (broker.cpu_seconds() - cpu) / (time.perf_counter() - wall)
         results.setdefault(name, []).append(value)
-        results.setdefault(f"{name} | broker CPUs", []).append(busy)
+        results.setdefault(f"{name} (broker CPUs)", []).append(busy)
         log(f"  {name}: {value:,.1f} (broker {busy:.2f} CPU)")
 
     try:
@@ -454,7 +454,7 @@ def main() -> int:
     }
     def per_cpu(name: str) -> list[float]:
         return [value / max(cpu, 1e-9) for value, cpu in zip(results[name],
-                                                             results[f"{name} | broker CPUs"])]
+                                                             results[f"{name} (broker CPUs)"])]
 
     # what the broker spends per unit of work: independent of how fast the load generator is
     ratios.update({
@@ -471,7 +471,9 @@ def main() -> int:
     print(f"{args.rounds} rounds of {args.seconds:g} s; median (min-max)\n")
     print("| measurement | value |\n|---|---:|")
     for name, values in results.items():
-        print(f"| {name} | {median[name]:,.1f} ({min(values):,.1f}-{max(values):,.1f}) |")
+        digits = 2 if name.endswith("(broker CPUs)") else 1
+        print(f"| {name} | {median[name]:,.{digits}f} ({min(values):,.{digits}f}-"
+              f"{max(values):,.{digits}f}) |")
     print("\n| ratio | median | per round |\n|---|---:|---|")
     for name, values in ratios.items():
         print(f"| {name} | {statistics.median(values):.2f} | "
