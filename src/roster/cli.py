@@ -227,16 +227,20 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("--data-dir", metavar="DIR",
                        help="change a stopped broker's data directory instead of going over the "
                             "wire (as kafka-storage format --add-scram)")
+    where = argparse.ArgumentParser(add_help=False)  # also accepted after the action
+    where.add_argument("--bootstrap-server", default=argparse.SUPPRESS, metavar="HOST:PORT")
+    where.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="DIR")
     user_actions = users.add_subparsers(dest="action", required=True)
-    add_user = user_actions.add_parser("add", help="add a user, or replace its credential")
+    add_user = user_actions.add_parser("add", parents=[where],
+                                       help="add a user, or replace its credential")
     add_user.add_argument("name")
     add_user.add_argument("--mechanism", default="SCRAM-SHA-256",
                           choices=["SCRAM-SHA-256", "SCRAM-SHA-512"])
     add_user.add_argument("--password-file", required=True, metavar="FILE",
                           help="the password is its first line ('-': stdin)")
     add_user.add_argument("--iterations", type=int, default=4096)
-    user_actions.add_parser("list")
-    delete_user = user_actions.add_parser("delete")
+    user_actions.add_parser("list", parents=[where])
+    delete_user = user_actions.add_parser("delete", parents=[where])
     delete_user.add_argument("name")
     delete_user.add_argument("--mechanism", choices=["SCRAM-SHA-256", "SCRAM-SHA-512"],
                              help="default: every mechanism")
