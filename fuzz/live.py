@@ -291,6 +291,7 @@ class Campaign:
         self.stats = {"frames": 0, "batches": 0, "answered": 0, "closed": 0, "other": 0}
         self.findings: list[Finding] = []
         self.classes: dict[tuple, int] = {}
+        self.first_detail: dict[tuple, str] = {}
 
     def generator(self) -> Generator:
         return Generator(self.rng, self.target.world)
@@ -370,8 +371,8 @@ class Campaign:
                         self.recover(confirmed[0])
         self.say(f"fuzz: seed {self.seed}: {self.stats}, {len(self.findings)} finding(s) in "
                  f"{len(self.classes)} class(es)")
-        for (kind, api, detail), n in sorted(self.classes.items()):
-            self.say(f"  {n:4d} x {kind} {api}: {detail}")
+        for key, n in sorted(self.classes.items()):
+            self.say(f"  {n:4d} x {key[0]} {key[1]}: {self.first_detail[key][:160]}")
         return self.findings
 
     def isolate(self, batch: list[Case], problem: tuple[str, str]) -> None:
@@ -426,6 +427,7 @@ class Campaign:
             self.classes[key] += 1
             return
         self.classes[key] = 1
+        self.first_detail[key] = finding.detail
         if self.corpus_dir is not None and key not in self.known:
             finding.saved = save_case(self.corpus_dir, finding, self.seed)
         self.say(describe(finding))
