@@ -20,10 +20,14 @@ import base64
 import hashlib
 import hmac
 import json
+import logging
 import os
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger("roster.security")
 
 FILE_NAME = "scram-credentials.json"
 # Kafka's ScramMechanism: the mechanisms' wire ids (DescribeUserScramCredentials,
@@ -95,6 +99,7 @@ class ScramStore:
         self.path = Path(data_dir) / FILE_NAME
         self._users: dict[str, dict[str, ScramCredential]] = {}
         self._lock: asyncio.Lock | None = None
+        self._stamp: tuple | None = None  # the file as last read or written
 
     @classmethod
     def open(cls, data_dir: Path) -> ScramStore:
@@ -102,7 +107,26 @@ class ScramStore:
         store.load()
         return store
 
+    def _file_stamp(self) -> tuple | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def refresh(self) -> None:
+        """Read the file again if something else (`roster users --data-dir` while the broker
+        runs) replaced it: one stat."""
+        stamp = self._file_stamp()
+        if stamp != self._stamp:
+            try:
+                self.load()
+            except CredentialError as exc:  # keep serving with the set read before
+                self._stamp = stamp
+                log.error("%s; keeping the credentials read before", exc)
+
     def load(self) -> None:
+        self._stamp = self._file_stamp()
         try:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -121,22 +145,27 @@ class ScramStore:
     # -- reading ------------------------------------------------------------------------------
 
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
+        self.refresh()
         mechs = self._users.get(user)
         return None if mechs is None else mechs.get(mechanism)
 
     def users(self) -> list[str]:
+        self.refresh()
         return sorted(self._users)
 
     def mechanisms(self, user: str) -> dict[str, ScramCredential]:
+        self.refresh()
         return dict(self._users.get(user, {}))
 
     def __contains__(self, user: str) -> bool:
+        self.refresh()
         return user in self._users
 
     # -- changing -----------------------------------------------------------------------------
 
     def _changed(self, upserts: Iterable[tuple[str, str, ScramCredential]],
                  deletions: Iterable[tuple[str, str]]) -> dict[str, dict[str, ScramCredential]]:
+        self.refresh()  # build on what is on disk, changes made beside the broker included
         users = {name: dict(mechs) for name, mechs in self._users.items()}
         for name, mechanism in deletions:
             mechs = users.get(name)
@@ -172,8 +201,10 @@ class ScramStore:
             name: {mech: cred.to_json() for mech, cred in sorted(mechs.items())}
             for name, mechs in sorted(users.items())}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_name(self.path.name + ".tmp")
-        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        # a name of its own (0600), so the broker and `roster users` never share one
+        fd, name = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp",
+                                    dir=self.path.parent)
+        temporary = Path(name)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(data, handle, indent=1, sort_keys=True)
@@ -183,6 +214,7 @@ class ScramStore:
         except BaseException:
             temporary.unlink(missing_ok=True)
             raise
+        self._stamp = self._file_stamp()
         directory = os.open(self.path.parent, os.O_RDONLY)
         try:
             os.fsync(directory)

@@ -213,3 +213,13 @@ def test_oauthbearer_refusals(idp, case):
     assert challenge.principal is None and b"invalid_token" in challenge.challenge
     with pytest.raises(AuthenticationFailed):
         exchange.step(b"\x01")  # the client's answer to the error challenge ends it
+
+
+def test_changes_made_beside_a_running_broker_are_seen(tmp_path):
+    running = ScramStore.open(tmp_path)  # the broker's store
+    add_offline(tmp_path, "late", "SCRAM-SHA-256", "x")  # `roster users --data-dir` meanwhile
+    assert running.lookup("late", "SCRAM-SHA-256") is not None
+    running.apply([("own", "SCRAM-SHA-256", from_password("SCRAM-SHA-256", "y"))])
+    assert ScramStore.open(tmp_path).users() == ["late", "own"]  # built on the file, not lost
+    (tmp_path / "scram-credentials.json").write_text("{damaged")
+    assert running.users() == ["late", "own"]  # a damaged file: keep serving what was read
