@@ -137,9 +137,10 @@ def test_produce_v0_v1_v2_message_sets_fetch_back_at_every_old_and_new_version(b
         # with no timestamp (-1: Kafka's CreateTime rule for v0), v1's with their own
         entry = element(request_schema(FETCH, 4), "topics")
         part = element(entry, "partitions")
-        answer = wire.call(FETCH, 4, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0, max_bytes=1 << 20,
-                           isolation_level=0, topics=(entry(topic="formats", partitions=(part(
-                               partition=0, fetch_offset=0, partition_max_bytes=1 << 20),)),))
+        wanted = entry(topic="formats", partitions=(
+            part(partition=0, fetch_offset=0, partition_max_bytes=1 << 20),))
+        answer = wire.call(FETCH, 4, replica_id=-1, max_wait=datetime.timedelta(0), min_bytes=0,
+                           max_bytes=1 << 20, isolation_level=0, topics=(wanted,))
         stored = answer.responses[0].partitions[0].records
         reader = MemoryRecords(bytes(stored))
         batches = []
@@ -327,3 +328,38 @@ def test_a_count_larger_than_the_frame_closes_the_connection(broker, api_key, ve
         assert wire.closed_by_peer()
     with Wire(broker.bootstrap) as wire:  # the broker itself is fine
         assert _create(wire, f"after-{api_key}-{version}", 1).error_code == 0
+
+
+@pytest.mark.parametrize("api_version", [(0, 8, 2), (0, 9), (0, 10, 0), (0, 10, 1)])
+def test_kafka_python_pinned_to_an_old_broker_version_produces_and_consumes(broker, api_version):
+    """kafka-python with `api_version` set asks no ApiVersions and speaks that release's
+    protocol: 0.8.2 Produce v0 / Fetch v0 (magic 0), 0.9 v1 / v1, 0.10.0 v2 / v2 (magic 1),
+    0.10.1 v2 / v3. Each codec, produced and read back by the real client."""
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    tag = "-".join(map(str, api_version))
+    for codec in ("none", "gzip", "snappy", "lz4"):
+        topic = f"kp-{tag}-{codec}"
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, api_version=api_version,
+                                 compression_type=None if codec == "none" else codec,
+                                 linger_ms=5)
+        for i in range(20):
+            producer.send(topic, key=f"k{i}".encode(), value=f"v{i}".encode() * 20, partition=0)
+        producer.flush(30)
+        producer.close()
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, api_version=api_version,
+                                 group_id=None, enable_auto_commit=False)
+        partition = TopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.seek_to_beginning(partition)
+        got = []
+        deadline = time.monotonic() + 30
+        while len(got) < 20 and time.monotonic() < deadline:
+            for messages in consumer.poll(timeout_ms=500).values():
+                got += [(m.offset, m.key, m.value, m.timestamp) for m in messages]
+        consumer.close()
+        assert [(o, k, v) for o, k, v, _ in got] == \
+            [(i, f"k{i}".encode(), f"v{i}".encode() * 20) for i in range(20)], codec
+        if api_version < (0, 10):  # magic 0: no timestamps
+            assert {ts for *_, ts in got} == {None}
+        else:  # magic 1: the producer's create time
+            assert all(ts > 1_700_000_000_000 for *_, ts in got)
