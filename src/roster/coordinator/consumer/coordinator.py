@@ -110,9 +110,12 @@ class ConsumerWritten:
     group_id: str
     token: object
     reply: object
-    snapshot: ConsumerGroup | None     # None: the group did not exist before
+    undo: tuple = ()                   # how to put the group back (ConsumerCoordinator._undo)
     fenced: str | None = None          # a timeout removed this member: try again if unwritten
     consumer = True
+
+
+TIMER_RETRY_MS = 500
 
 
 def session_key(group_id: str, member_id: str) -> str:
@@ -138,11 +141,8 @@ def _pairs(a: Assignment) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
     return tuple((t, tuple(sorted(ps))) for t, ps in sorted(a.items()))
 
 
-_UNSAVED = object()
-
-
 class ConsumerCoordinator:
-    _saved: object = _UNSAVED
+    _undo_log: list | None = None
 
     def __init__(self, config: ConsumerConfig | None = None,
                  new_member_id: Callable[[], str] | None = None,
@@ -159,20 +159,71 @@ class ConsumerCoordinator:
         replay(self.groups, record, now)
 
     def _write(self, records: list, result: Result, now: int) -> None:
-        if records and self._saved is _UNSAVED:
-            # the group as it was before this operation's first change: put back if the
-            # records cannot be written (taken here, so heartbeats that change nothing copy
-            # nothing)
-            self._saved = self._snapshot(records[0].key.group)
+        """Apply records through replay(), noting first how to undo each (put back if they
+        cannot be written): an undo log, so an operation costs what it changes."""
+        undo = self._undo_log
         for record in records:
+            if undo is not None:
+                undo.append(self._inverse(record))
             replay(self.groups, record, now)
         result.records.extend(records)
+
+    def _inverse(self, record) -> tuple:
+        key = record.key
+        group = self.groups.get(key.group)
+        if group is None:
+            return ("absent", key.group)
+        t = key.type
+        if t == rec.GROUP_METADATA:
+            return ("group", key.group, group, group.group_epoch)
+        if t == rec.PARTITION_METADATA:
+            return ("metadata", key.group, group.subscription_metadata)
+        if t in (rec.MEMBER_METADATA, rec.CURRENT_ASSIGNMENT):
+            return ("member", key.group, key.member, group.members.get(key.member))
+        if t == rec.TARGET_METADATA:
+            return ("target_epoch", key.group, group.assignment_epoch)
+        if t == rec.TARGET_MEMBER:
+            return ("target", key.group, key.member, group.target.get(key.member))
+        return ("none", key.group)
+
+    def _undo(self, undo) -> None:
+        for entry in reversed(undo):
+            kind, group_id = entry[0], entry[1]
+            if kind == "absent":
+                self.groups.pop(group_id, None)
+                continue
+            if kind == "group":
+                group = self.groups[group_id] = entry[2]
+                group.group_epoch = entry[3]
+                continue
+            group = self.groups.get(group_id)
+            if group is None:
+                continue
+            if kind == "metadata":
+                group.subscription_metadata = entry[2]
+            elif kind == "member":
+                if entry[3] is None:
+                    group.remove_member(entry[2])
+                else:
+                    group.put_member(entry[3])
+                group.subscribed_cache = group.regex_cache = None
+            elif kind == "target_epoch":
+                group.assignment_epoch = entry[2]
+            elif kind == "target":
+                if entry[3] is None:
+                    group.target.pop(entry[2], None)
+                else:
+                    group.target[entry[2]] = entry[3]
+
+    def _begin(self) -> None:
+        self._undo_log = []
+        self._fenced = None   # the member this operation removes (its timers are cancelled)
 
     # -- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
     def heartbeat(self, request: HeartbeatRequest, image: TopicImage, now: int) -> Result:
         result = Result()
-        self._saved = _UNSAVED
+        self._begin()
         try:
             self._validate(request)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
@@ -180,28 +231,17 @@ class ConsumerCoordinator:
             else:
                 reply = self._heartbeat(request, image, result, now)
         except RequestError as exc:
-            if self._saved is not _UNSAVED:
-                self._restore(request.group_id, self._saved)
+            self._undo(self._undo_log)
             result.records.clear()
             result.reply(request.token, HeartbeatReply(error=exc.error,
                                                        error_message=exc.message))
             return result
         if result.records:
             result.after_write.append(ConsumerWritten(request.group_id, request.token, reply,
-                                                      self._saved))
+                                                      tuple(self._undo_log), self._fenced))
         else:
             result.reply(request.token, reply)
         return result
-
-    def _snapshot(self, group_id: str) -> ConsumerGroup | None:
-        group = self.groups.get(group_id)
-        return None if group is None else group.snapshot()
-
-    def _restore(self, group_id: str, snapshot: ConsumerGroup | None) -> None:
-        if snapshot is None:
-            self.groups.pop(group_id, None)
-        else:
-            self.groups[group_id] = snapshot
 
     def _validate(self, q: HeartbeatRequest) -> None:
         if not q.group_id.strip():
@@ -488,6 +528,7 @@ class ConsumerCoordinator:
         self._write(records, result, now)
         result.cancel(session_key(gid, member.member_id))
         result.cancel(rebalance_key(gid, member.member_id))
+        self._fenced = member.member_id
 
     def _metadata_without_image(self, group: ConsumerGroup) -> dict[str, tuple[bytes, int]]:
         names = group.subscribed_names()
@@ -511,10 +552,10 @@ class ConsumerCoordinator:
             log.info("member %s of consumer group %s fenced: it did not revoke its partitions "
                      "within its rebalance timeout (%d ms)", member.member_id, group.group_id,
                      member.rebalance_timeout_ms)
-        self._saved = _UNSAVED
+        self._begin()
         self._fence(group, member, result, now)
-        result.after_write.append(ConsumerWritten(group.group_id, None, None, self._saved,
-                                                  fenced=member.member_id))
+        result.after_write.append(ConsumerWritten(group.group_id, None, None,
+                                                  tuple(self._undo_log), fenced=member.member_id))
         return result
 
     def write_completed(self, step: ConsumerWritten, error: ErrorCode | None,
@@ -524,10 +565,14 @@ class ConsumerCoordinator:
             if step.token is not None:
                 result.reply(step.token, step.reply)
             return result
-        self._restore(step.group_id, step.snapshot)
-        if step.fenced is not None:  # still a member: its session runs out again later
-            result.schedule(session_key(step.group_id, step.fenced),
-                            now + self.config.session_ms(step.group_id),
+        self._undo(step.undo)
+        if step.fenced is not None:
+            # still a member: a timeout's fencing is tried again shortly (Kafka's timers retry
+            # a failed operation after a backoff); after a leave that failed, the member's
+            # session runs out as if the leave never came
+            delay = TIMER_RETRY_MS if step.token is None else self.config.session_ms(
+                step.group_id)
+            result.schedule(session_key(step.group_id, step.fenced), now + delay,
                             ConsumerSessionDeadline(step.group_id, step.fenced))
         if step.token is not None:
             result.reply(step.token, error if isinstance(step.reply, ErrorCode)
@@ -566,11 +611,12 @@ class ConsumerCoordinator:
         if group.members:
             result.reply(token, ErrorCode.non_empty_group)
             return result
-        self._saved = _UNSAVED
+        self._begin()
         self._write([rec.target_epoch_tombstone(group_id),
                      rec.subscription_metadata_tombstone(group_id),
                      rec.group_tombstone(group_id)], result, now)
-        result.after_write.append(ConsumerWritten(group_id, token, ErrorCode.none, self._saved))
+        result.after_write.append(ConsumerWritten(group_id, token, ErrorCode.none,
+                                                  tuple(self._undo_log)))
         log.info("consumer group %s deleted", group_id)
         return result
 

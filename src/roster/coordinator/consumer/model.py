@@ -115,10 +115,12 @@ class ConsumerGroup:
     subscription_metadata: dict[str, tuple[bytes, int]] = field(default_factory=dict)
     # regex -> resolved topic names, and the catalog names it was resolved against
     resolved_regex: dict[str, frozenset[str]] = field(default_factory=dict)
-    regex_version: object = None      # the catalog version the regexes were resolved against
-    created_ms: int = -1
-    subscribed_cache: frozenset[str] | None = None   # subscribed_names(), until it changes
-    regex_cache: frozenset[str] | None = None        # regexes(), until a member changes
+    # the catalog version the regexes were resolved against
+    regex_version: object = field(default=None, compare=False)
+    created_ms: int = field(default=-1, compare=False)
+    # subscribed_names() and regexes(), until a member changes
+    subscribed_cache: frozenset[str] | None = field(default=None, compare=False)
+    regex_cache: frozenset[str] | None = field(default=None, compare=False)
 
     # -- reading -------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """Random histories of well-behaved clients against the pure core (hypothesis): whatever the
-order of joins, heartbeats, leaves, crashes, static restarts and partition growth, no partition
+order of joins, heartbeats, leaves, crashes, static restarts, partition growth and writes that
+fail (the group is put back as it was), no partition
 is ever held by two clients at once; once everyone heartbeats a few rounds the group is Stable
 with every partition owned by exactly one member, balanced within one; and replaying the
 records written rebuilds the same group."""
@@ -40,7 +41,7 @@ class Client:
         if r.error in (ErrorCode.fenced_member_epoch, ErrorCode.unknown_member_id):
             self.owned, self.epoch = frozenset(), 0       # drop everything, rejoin
             return
-        if r.error == ErrorCode.unreleased_instance_id:
+        if r.error in (ErrorCode.unreleased_instance_id, ErrorCode.not_coordinator):
             return                                       # try again later
         assert r.error == ErrorCode.none, r
         self.epoch = r.member_epoch
@@ -49,11 +50,11 @@ class Client:
 
 
 ops = st.lists(st.tuples(st.sampled_from(["join", "beat", "beat", "beat", "leave", "crash",
-                                           "bounce", "tick", "grow"]),
+                                           "bounce", "tick", "grow", "fail"]),
                          st.integers(0, 7)), min_size=15, max_size=80)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(ops, st.booleans())
 def test_random_histories(history, static):
     h = ConsumerHarness({"t": 5, "u": 3})
@@ -100,6 +101,8 @@ def test_random_histories(history, static):
                 h.advance(20_000)
                 for other in [x for x in clients if x.alive]:
                     other.step(h)
+            elif op == "fail":
+                h.fail_next_write = ErrorCode.not_coordinator   # the next write is lost
             elif op == "grow":
                 n = h.image.lookup("t")[1]
                 h.set_topic("t", n + 1)
