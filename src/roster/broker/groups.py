@@ -72,6 +72,8 @@ class GroupRuntime:
             consumer_config, kafka_uuid,
             classic_busy=lambda group_id: bool(getattr(
                 self.coordinator.groups.get(group_id), "members", None)))
+        # offset expiry keeps what a consumer group's members subscribe to (expiry.py)
+        self.coordinator.consumer_topics = self._consumer_topics
         self.sink = sink or MemoryRecordSink()
         self._clock = clock
         self._timers = TimerQueue(self.now_ms, self._fire)
@@ -178,6 +180,10 @@ class GroupRuntime:
                 decoded, consumer_records.decode_value(decoded, key.raw_value)), self.now_ms())
         else:
             self.coordinator.replay(record, self.now_ms())
+
+    def _consumer_topics(self, group_id: str) -> frozenset[str] | None:
+        group = self.consumer.groups.get(group_id)
+        return None if group is None else group.subscribed_names()
 
     def _owner(self, step):
         """Which coordinator a timer event or continuation belongs to."""
