@@ -44,7 +44,10 @@ def test_options_are_read_in_lower_case_with_or_without_the_kafka_prefix():
     ({"subscribe": "a", "endingOffsets": "earliest"}, False, "endingOffsets"),
     ({"subscribe": "a", "startingOffsets": "{oops"}, True, "JSON"),
     ({"subscribe": "a", "partition.assignment.strategy": "fair"}, True, "unknown assignor"),
-    ({"subscribe": "a", "kafka.security.protocol": "SASL_SSL"}, True, "PLAINTEXT only"),
+    ({"subscribe": "a", "kafka.security.protocol": "SASL_SSL"}, True, "sasl.mechanism: set"),
+    ({"subscribe": "a", "kafka.security.protocol": "SASL_SSL",
+      "kafka.sasl.mechanism": "GSSAPI"}, True, "roster's clients speak PLAIN"),
+    ({"subscribe": "a", "kafka.security.protocol": "TLS"}, True, "security.protocol=TLS"),
 ])
 def test_bad_options_are_refused_clearly(options, streaming, message):
     with pytest.raises(OptionError, match=message):

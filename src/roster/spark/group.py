@@ -56,7 +56,8 @@ class GroupSession:
         self._thread = threading.Thread(target=self._run_loop, name="roster-spark-group",
                                         daemon=True)
         self._thread.start()
-        self.broker = Broker(settings.bootstrap, settings.client_id)  # used on the loop only
+        self.broker = Broker(settings.bootstrap, settings.client_id,  # used on the loop only
+                             settings.security)
         self.member: GroupMember | None = None
         self._lock = threading.RLock()   # a SIGTERM handler may run inside a holder
         self.done: dict[TopicPartition, int] = {}      # end of the last completed batch
@@ -87,6 +88,7 @@ class GroupSession:
                               heartbeat_interval_ms=s.heartbeat_interval_ms,
                               assignors=s.assignors)
         self.member = GroupMember(s.bootstrap, config, client_id=s.client_id,
+                                  security=s.security,
                                   metadata_max_age_ms=s.metadata_max_age_ms,
                                   on_assigned=self._on_assigned, on_revoked=self._on_revoked,
                                   on_lost=self._on_lost)

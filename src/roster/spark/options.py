@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from roster.client.assignors import ASSIGNORS
+from roster.security.client import KEYS as SECURITY_KEYS
+from roster.security.client import ClientSecurity, SecurityConfigError
 
 EARLIEST, LATEST = -2, -1
 TopicPartition = tuple[str, int]
@@ -53,6 +55,7 @@ class StartingOffsets:
 class Settings:
     bootstrap: str
     client_id: str = "roster-spark"
+    security: ClientSecurity | None = None   # TLS/SASL; its repr leaves secrets out
     # reading
     subscribe: tuple[str, ...] = ()
     subscribe_pattern: str | None = None
@@ -245,13 +248,21 @@ def write_settings(options: Mapping[str, str]) -> Settings:
     )
 
 
+def _security(options) -> ClientSecurity | None:
+    """security.protocol, ssl.*, sasl.* with or without the kafka. prefix, under librdkafka's
+    or Kafka's Java names (sasl.jaas.config for PLAIN and SCRAM); None for PLAINTEXT."""
+    found = {key: _get(options, key) for key in SECURITY_KEYS}
+    try:
+        security = ClientSecurity.from_config({k: v for k, v in found.items() if v is not None})
+    except SecurityConfigError as exc:
+        raise OptionError(str(exc)) from None
+    return None if security.protocol == "PLAINTEXT" else security
+
+
 def _common(options) -> dict:
-    protocol = (_get(options, "security.protocol") or "PLAINTEXT").strip().upper()
-    if protocol != "PLAINTEXT":
-        raise OptionError(f"security.protocol={protocol} is not supported: roster.client speaks "
-                          "PLAINTEXT only (no TLS, no SASL)")
     bootstrap = _get(options, "bootstrap.servers")
     if not bootstrap:
         raise OptionError("set the option kafka.bootstrap.servers (or bootstrap.servers), "
                           "e.g. localhost:9092")
-    return {"bootstrap": bootstrap, "client_id": _get(options, "client.id") or "roster-spark"}
+    return {"bootstrap": bootstrap, "client_id": _get(options, "client.id") or "roster-spark",
+            "security": _security(options)}

@@ -89,7 +89,7 @@ class ArrowProducer:
                              f"{sorted(CODECS)}")
         self.settings = settings
         self.loop = loop
-        self.cluster = Cluster(settings.bootstrap, settings.client_id)
+        self.cluster = Cluster(settings.bootstrap, settings.client_id, settings.security)
         self._counters: dict[str, itertools.count] = {}
         self._in_flight: asyncio.Task | None = None
 

@@ -18,6 +18,7 @@ from pyspark.sql.datasource import InputPartition
 
 from roster.client.connection import ConnectionClosed
 from roster.protocol.errors import ErrorCode
+from roster.security.client import ClientSecurity
 from roster.spark.options import EARLIEST
 from roster.spark.wire import Broker, BrokerError
 
@@ -43,6 +44,7 @@ class RangePartition(InputPartition):
     max_bytes: int
     wait_ms: int
     fail_on_data_loss: bool
+    security: ClientSecurity | None = None
 
 
 def lost_message(tp, offset: int, log_start: int) -> str:
@@ -58,7 +60,7 @@ def read_range(p: RangePartition):
     # need neither pyarrow.compute nor aiokafka (each Spark query starts a new runner process)
     from roster.spark.arrow_records import FetchedRecords
     loop = asyncio.new_event_loop()
-    broker = Broker(p.bootstrap, p.client_id)
+    broker = Broker(p.bootstrap, p.client_id, p.security)
     ahead: asyncio.Task | None = None         # the next Fetch, sent before yielding
 
     def send(position: int) -> asyncio.Task:

@@ -159,7 +159,7 @@ class RosterStreamWriter(DataSourceStreamArrowWriter):
     def _write_once(self, iterator, loop, ident, task, batch_id, query_id) -> SinkCommitMessage:
         s = self.settings
         group, marker = f"roster-sink-{ident}", (s.marker_topic, task)
-        broker = Broker(s.bootstrap, s.client_id)
+        broker = Broker(s.bootstrap, s.client_id, s.security)
         try:
             loop.run_until_complete(broker.ensure_partition(*marker))
             offset, metadata = loop.run_until_complete(broker.committed(group, [marker]))[marker]

@@ -20,6 +20,7 @@ from roster.client.member import parse_bootstrap
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
+from roster.security.client import ClientSecurity
 
 log = logging.getLogger("roster.spark")
 FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 1, 2, 3, 8, 9
@@ -53,10 +54,12 @@ class Broker:
     """One client's connections: a roster.client Cluster (leaders, one connection per broker),
     a bootstrap connection for whole-cluster metadata, and group coordinators by group."""
 
-    def __init__(self, bootstrap: str, client_id: str = "roster-spark") -> None:
+    def __init__(self, bootstrap: str, client_id: str = "roster-spark",
+                 security: ClientSecurity | None = None) -> None:
         self.bootstrap = bootstrap
         self.client_id = client_id
-        self.cluster = Cluster(bootstrap, client_id)
+        self.security = security
+        self.cluster = Cluster(bootstrap, client_id, security)
         self._meta: BrokerConnection | None = None
         self._coordinators: dict[str, BrokerConnection] = {}
 
@@ -65,7 +68,7 @@ class Broker:
     async def _metadata(self, topics: list[str] | None):
         if self._meta is None:
             self._meta = await BrokerConnection.open(*parse_bootstrap(self.bootstrap),
-                                                     self.client_id)
+                                                     self.client_id, security=self.security)
 
         def body(version):
             schema = request_schema(METADATA, version)
@@ -159,7 +162,8 @@ class Broker:
         error, host, port = requests.find_coordinator_answer(answer)
         if error is not ErrorCode.none:
             raise BrokerError(f"no coordinator for group {group}: {error.name}", error)
-        connection = await BrokerConnection.open(host, port, self.client_id, caps=BY_NAME)
+        connection = await BrokerConnection.open(host, port, self.client_id, caps=BY_NAME,
+                                                 security=self.security)
         self._coordinators[group] = connection
         return connection
 
@@ -273,10 +277,11 @@ async def retrying(step, what: str, attempts: int = 6, backoff_s: float = 0.2):
             await asyncio.sleep(backoff_s * (attempt + 1))
 
 
-def run_sync(coroutine_function, *args, bootstrap: str, client_id: str = "roster-spark"):
+def run_sync(coroutine_function, *args, bootstrap: str, client_id: str = "roster-spark",
+             security: ClientSecurity | None = None):
     """Run `coroutine_function(broker, *args)` on a fresh event loop with a fresh Broker."""
     async def main():
-        broker = Broker(bootstrap, client_id)
+        broker = Broker(bootstrap, client_id, security)
         try:
             return await coroutine_function(broker, *args)
         finally:
