@@ -363,3 +363,41 @@ def test_kafka_python_pinned_to_an_old_broker_version_produces_and_consumes(brok
             assert {ts for *_, ts in got} == {None}
         else:  # magic 1: the producer's create time
             assert all(ts > 1_700_000_000_000 for *_, ts in got)
+
+
+@pytest.mark.parametrize("fallback", ["0.8.2", "0.9.0", "0.10.0", "0.10.1"])
+def test_librdkafka_that_does_not_ask_api_versions_produces_and_consumes(broker, fallback):
+    """librdkafka with `api.version.request=false` (its oldest releases' default) speaks what
+    `broker.version.fallback` names: below 0.10 magic 0 (Produce and Fetch v0-1), 0.10.x magic 1
+    (Produce v2, Fetch v2-3). Each codec, produced and read back by the real client."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    settings = {"bootstrap.servers": broker.bootstrap, "api.version.request": False,
+                "broker.version.fallback": fallback}
+    for codec in ("none", "gzip", "snappy", "lz4"):
+        topic = f"rd-{fallback}-{codec}"
+        producer = Producer({**settings, "compression.type": codec, "linger.ms": 5})
+        failed = []
+        for i in range(20):
+            producer.produce(topic, key=f"k{i}".encode(), value=f"v{i}".encode() * 20,
+                             partition=0, timestamp=1_700_000_000_000 + i,
+                             on_delivery=lambda err, _: err and failed.append(err))
+        assert producer.flush(30) == 0 and not failed, failed
+        consumer = Consumer({**settings, "group.id": "unused", "enable.auto.commit": False})
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        got = []
+        deadline = time.monotonic() + 30
+        try:
+            while len(got) < 20 and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is not None:
+                    assert message.error() is None, message.error()
+                    got.append((message.offset(), message.key(), message.value(),
+                                message.timestamp()))
+        finally:
+            consumer.close()
+        assert [(o, k, v) for o, k, v, _ in got] == \
+            [(i, f"k{i}".encode(), f"v{i}".encode() * 20) for i in range(20)], codec
+        if fallback in ("0.8.2", "0.9.0"):  # magic 0: no timestamp
+            assert {ts for *_, ts in got} == {(0, 0)}
+        else:  # magic 1: the create time given (librdkafka 0.10 fallback sends it)
+            assert [ts for *_, ts in got] == [(1, 1_700_000_000_000 + i) for i in range(20)]
