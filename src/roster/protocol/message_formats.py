@@ -22,8 +22,9 @@ Down-conversion (fetch), for each stored batch:
   likewise a stored batch whose records do not decode (the log checks a batch's CRC, not its
   records) is answered CORRUPT_MESSAGE, or the answer stops before it;
 - record headers are dropped; magic 0 drops timestamps; magic 1 keeps each record's timestamp
-  and the batch's timestamp type, and a wrapper's timestamp is the largest inside (CreateTime)
-  or the batch's LogAppendTime.
+  (a LogAppendTime batch's append time), and a wrapper's timestamp is the largest inside, or a
+  LogAppendTime batch's append time with the wrapper flagged LogAppendTime. (roster stores
+  CreateTime only; a producer's batch that claims LogAppendTime is read as it claims.)
 The result is held to `limit` bytes by whole messages, the first message always included (so a
 consumer moves on past a message larger than its limits).
 
