@@ -128,8 +128,15 @@ def test_a_spare_is_reused_for_the_next_partial_frame(no_spares):
     assert deliver(buffer, framed(b"z" * 100_000)[50_000:]) == [b"z" * 100_000]
     assert buffer.capacity == 0 and frames._spares
     spares = [id(spare) for spare in frames._spares]
-    feed(buffer, framed(b"w" * 1000)[:10])
+    feed(buffer, framed(b"w" * 100_000)[:50_000])
     assert id(buffer._buffer) in spares  # no new allocation
+
+
+def test_a_few_bytes_do_not_take_a_large_spare(no_spares):
+    frames._spares.append(bytearray(4 << 20))
+    buffer = FrameBuffer(200 << 20)
+    feed(buffer, struct.pack(">i", 100 << 20) + b"x" * 12)
+    assert buffer.capacity < 64 * 1024 and len(frames._spares) == 1
 
 
 def test_discard_gives_the_buffer_back(no_spares):

@@ -28,6 +28,7 @@ _scratch = bytearray(SCRATCH_SIZE)
 _spares: list[bytearray] = []
 MAX_SPARES = 8
 MAX_SPARE_SIZE = 4 * 1024 * 1024
+SPARE_FIT = 4  # a spare is reused for at most this many times the room asked for
 
 
 class FrameBuffer:
@@ -130,10 +131,13 @@ class FrameBuffer:
 
 
 def _take(size: int) -> bytearray:
-    """The smallest spare that holds `size` bytes, else a new buffer of exactly that size."""
+    """The smallest spare that holds `size` bytes, unless it is many times that (a few bytes
+    of a frame would keep a large spare from the sender of a large one), else a new buffer of
+    exactly that size."""
     best = -1
     for i, spare in enumerate(_spares):
-        if len(spare) >= size and (best < 0 or len(spare) < len(_spares[best])):
+        if size <= len(spare) <= SPARE_FIT * size and (
+                best < 0 or len(spare) < len(_spares[best])):
             best = i
     return _spares.pop(best) if best >= 0 else bytearray(size)
 
