@@ -127,7 +127,7 @@ def down_convert(data, magic: int, fetch_offset: int, limit: int) -> tuple[bytes
             position = batch_end
             continue
         codec = header.compression
-        if codec == ZSTD or codec > ZSTD:
+        if codec >= ZSTD:  # zstd (and codecs unknown to the old formats)
             if not out:
                 return b"", ErrorCode.unsupported_compression_type
             break
