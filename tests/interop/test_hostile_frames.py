@@ -147,3 +147,57 @@ def test_fetch_by_an_unknown_topic_id_answers_unknown_topic_id(shared_broker, to
     assert answer.error_code == ErrorCode.none
     [partition] = answer.responses[0].partitions
     assert partition.error_code == ErrorCode.unknown_topic_id
+
+
+def test_a_topic_recreated_under_a_consumer_answers_unknown_topic_id_and_it_recovers(
+        shared_broker):
+    """librdkafka fetches by topic id: once the topic is deleted and created again, its id is
+    unknown. The broker answers UNKNOWN_TOPIC_ID (a long poll parked on the deleted topic must
+    not read its closed log), and the consumer finds the new topic and reads it."""
+    import logging
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": shared_broker.bootstrap})
+    admin.create_topics([NewTopic("recreated", 1)])["recreated"].result()
+    producer = Producer({"bootstrap.servers": shared_broker.bootstrap})
+    for i in range(3):
+        producer.produce("recreated", f"old-{i}".encode())
+    producer.flush(10)
+    seen: list[str] = []
+
+    class Lines(logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    client_log = logging.getLogger("test-hostile-frames.librdkafka")
+    client_log.addHandler(Lines())
+    client_log.setLevel(logging.DEBUG)
+    consumer = Consumer({"bootstrap.servers": shared_broker.bootstrap, "group.id": "recreated",
+                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
+                         "debug": "fetch", "topic.metadata.refresh.interval.ms": 1000},
+                        logger=client_log)
+    try:
+        consumer.assign([TopicPartition("recreated", 0, OFFSET_BEGINNING)])
+        assert _values(consumer, 3) == [b"old-0", b"old-1", b"old-2"]
+        admin.delete_topics(["recreated"])["recreated"].result()
+        admin.create_topics([NewTopic("recreated", 1)])["recreated"].result()
+        for i in range(2):
+            producer.produce("recreated", f"new-{i}".encode())
+        producer.flush(10)
+        assert _values(consumer, 2) == [b"new-0", b"new-1"]
+    finally:
+        consumer.close()
+    assert any("UNKNOWN_TOPIC_ID" in line for line in seen)
+    assert not any("Traceback" in line for line in shared_broker.output)
+
+
+def _values(consumer, count: int, timeout_s: float = 30.0) -> list[bytes]:
+    values: list[bytes] = []
+    deadline = time.monotonic() + timeout_s
+    while len(values) < count and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and not message.error():
+            values.append(message.value())
+    return values

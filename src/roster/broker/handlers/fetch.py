@@ -104,13 +104,15 @@ async def handle(broker, request, connection):
     if version >= 7 and body.session_id != 0:
         return make(schema, error_code=ErrorCode.fetch_session_id_not_found, session_id=0,
                     responses=(), node_endpoints=())
-    resolved = [(wanted, *_topic_of(broker, wanted)) for wanted in body.topics]
     deadline = time.monotonic() + body.max_wait.total_seconds()
-    keys = [(topic.name, p.partition) for wanted, topic, _ in resolved if topic is not None
-            for p in wanted.partitions]
     while True:
+        # Looked up on every pass: a topic deleted during the long poll is gone, and its
+        # closed logs must not be read.
+        resolved = [(wanted, *_topic_of(broker, wanted)) for wanted in body.topics]
         reads, total, failed = _read_all(broker, body, resolved, magic)
         remaining = deadline - time.monotonic()
+        keys = [(topic.name, p.partition) for wanted, topic, _ in resolved
+                if topic is not None for p in wanted.partitions]
         if total >= body.min_bytes or failed or remaining <= 0 or not keys:
             break
         await broker.waiters.wait(keys, remaining)
