@@ -201,3 +201,32 @@ def test_untrusted_broker_certificate(secured, tmp_path):
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "certificate is not trusted" in lines[0], result.stderr
     no_secret(result, PASSWORDS["admin"])
+
+
+# -- reading the file (no broker) --------------------------------------------------------------
+
+def test_properties_file_as_java_reads_it(tmp_path):
+    from roster.security.client import ClientSecurity, read_properties
+    path = tmp_path / "client.properties"
+    path.write_text(
+        "# comment\n"
+        "! another comment\n"
+        "security.protocol = SASL_SSL\n"
+        "ssl.truststore.location: /etc/kafka/ca.pem\n"
+        "ssl.endpoint.identification.algorithm=\n"
+        "sasl.mechanism SCRAM-SHA-256\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        '        username="svc\\u00e9" \\\n'
+        '        password="p=a:s\\\\s";\n'
+        "ssl.ca.location=/etc/librdkafka/ca.pem\n")
+    properties = read_properties(str(path))
+    assert properties["security.protocol"] == "SASL_SSL"
+    assert properties["ssl.truststore.location"] == "/etc/kafka/ca.pem"
+    assert properties["sasl.mechanism"] == "SCRAM-SHA-256"
+    assert properties["sasl.jaas.config"].endswith('username="svcé" password="p=a:s\\s";')
+    security = ClientSecurity.from_config(properties)
+    # librdkafka's name wins over Java's when a file has both
+    assert (security.ca_location, security.check_hostname) == ("/etc/librdkafka/ca.pem", False)
+    # the JAAS value's own backslash escapes the next character
+    assert (security.username, security.password) == ("svcé", "p=a:ss")
+    assert "p=a:ss" not in repr(security)
