@@ -370,3 +370,50 @@ def test_a_group_config_sets_the_session_timeout_of_one_group(broker):
     watch.wait_for(lambda: assigned_topics(broker.bootstrap, "cp-cfg-g") == {}, 20,
                    "the member removed by its 3 s session timeout")
     assert __import__("time").monotonic() - started < 15    # not the broker's 45 s
+
+
+def test_roster_client_shares_a_consumer_group_with_confluent(broker):
+    """roster.client's Consumer with group_protocol="consumer" (KIP-848 member) and a
+    confluent-kafka consumer-protocol member split a topic and read every record once."""
+    import asyncio
+    import time
+
+    from roster.client.consumer import Consumer
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, "cp-mixed", 4)
+    confluent = ConsumerProtocolMember(watch, broker.bootstrap, "cp-mixed-g", "cp-mixed", "cf")
+    confluent.start()
+    try:
+        async def scenario():
+            consumer = Consumer(broker.bootstrap, "cp-mixed-g", group_protocol="consumer",
+                                group_instance_id="roster-1")
+            await consumer.subscribe(["cp-mixed"])
+            deadline = time.monotonic() + groups.DEADLINE_S
+            while time.monotonic() < deadline and not (
+                    len(consumer.assignment) == 2 and len(confluent.assigned) == 2):
+                await consumer.poll(timeout_ms=100)
+            mine = {p for _, p in consumer.assignment}
+            assert len(mine) == 2 and mine.isdisjoint(confluent.assigned), \
+                (mine, confluent.assigned)
+            produced = await asyncio.to_thread(groups.produce_known, broker.bootstrap,
+                                               "cp-mixed", 4, 40, "mixed")
+            seen = []
+            while time.monotonic() < deadline and \
+                    len(seen) + len(confluent.records) < 40:
+                seen.extend(await consumer.poll(timeout_ms=200))
+            await consumer.commit()
+            committed = await consumer.member.committed([("cp-mixed", p) for p in mine])
+            epoch = consumer.member.machine.epoch
+            await consumer.close()
+            return produced, seen, mine, committed, epoch
+        produced, seen, mine, committed, epoch = asyncio.run(scenario())
+        assert epoch > 0
+        assert {r.partition for r in seen} <= mine
+        values = sorted([r.value for r in seen] + [r.value for r in confluent.records])
+        assert values == sorted(produced.values)
+        assert committed == {("cp-mixed", p): produced.per_partition.get(p, 0) for p in mine}
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        confluent.stop()

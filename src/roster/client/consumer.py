@@ -21,6 +21,7 @@ import logging
 from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
 from roster.client.fetch_buffer import FetchBuffer
+from roster.client.consumer_member import ConsumerGroupMember
 from roster.client.member import GroupMember
 from roster.client.membership import MemberConfig
 from roster.client.records import ConsumerRecord, decode_fetched
@@ -39,7 +40,9 @@ class Consumer:
                  session_timeout_ms: int = 45_000, heartbeat_interval_ms: int = 3_000,
                  rebalance_timeout_ms: int = 300_000, metadata_max_age_ms: int = 300_000,
                  max_partition_fetch_bytes: int = 1 << 20, client_id: str = "roster-consumer",
-                 on_assigned=None, on_revoked=None, on_lost=None, security=None) -> None:
+                 on_assigned=None, on_revoked=None, on_lost=None, security=None,
+                 group_protocol: str = "classic",
+                 group_remote_assignor: str | None = None) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
         self._cluster = Cluster(bootstrap, client_id, security)
@@ -48,13 +51,20 @@ class Consumer:
         self._user = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
         self._buffer = FetchBuffer()
         self._turn = 0
-        self.member = GroupMember(
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError("group_protocol must be 'classic' or 'consumer'")
+        # "consumer": the KIP-848 protocol, the broker assigns (group_remote_assignor: uniform
+        # or range); session timeout and heartbeat interval are then the broker's
+        member_class = ConsumerGroupMember if group_protocol == "consumer" else GroupMember
+        extra = {"server_assignor": group_remote_assignor} if group_protocol == "consumer" \
+            else {}
+        self.member = member_class(
             bootstrap, MemberConfig(group_id, group_instance_id, session_timeout_ms,
                                     rebalance_timeout_ms, heartbeat_interval_ms,
                                     assignors=tuple(assignors)),
             client_id=client_id, metadata_max_age_ms=metadata_max_age_ms,
             security=self._cluster.security,
-            on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost)
+            on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost, **extra)
 
     @property
     def positions(self) -> dict[tuple[str, int], int]:

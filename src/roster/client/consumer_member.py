@@ -1,0 +1,278 @@
+"""ConsumerGroupMember: the asyncio driver around ConsumerMembership (the consumer group
+protocol, KIP-848). The same surface as GroupMember (member.py), so Consumer can use either:
+
+    member = ConsumerGroupMember("localhost:9092", MemberConfig("billing"), on_assigned=print)
+    await member.start(["invoices"])
+    await member.commit({("invoices", 0): 42})
+    await member.close()            # static members leave with epoch -2, others with -1
+
+It owns the sockets (bootstrap connection for metadata, one to the coordinator), the clock
+and the member id (a random uuid, kept for the member's lifetime, KIP-1082); every group
+decision is the machine's.
+"""
+from __future__ import annotations
+
+import asyncio
+import datetime
+import inspect
+import logging
+import time
+import uuid
+from collections.abc import Callable
+
+from roster.client import requests
+from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
+from roster.client.consumer_membership import ConsumerMembership, NeedTopicIds, State
+from roster.client.member import CommitFailed, _offset_fetch, parse_bootstrap
+from roster.client.membership import Assigned, Fatal, FencedError, Lost, MemberConfig, Revoked, Send
+from roster.protocol.build import element, make
+from roster.protocol.codec import request_schema
+from roster.protocol.errors import ErrorCode
+from roster.security.client import SecurityError
+
+log = logging.getLogger("roster.client")
+METADATA, HEARTBEAT = 3, 68
+
+
+class ConsumerGroupMember:
+    def __init__(self, bootstrap: str, config: MemberConfig, *, client_id: str = "roster-client",
+                 server_assignor: str | None = None, on_assigned: Callable | None = None,
+                 on_revoked: Callable | None = None, on_lost: Callable | None = None,
+                 clock: Callable[[], float] = time.time, security=None,
+                 member_id: str | None = None, **_ignored) -> None:
+        self.machine = ConsumerMembership(config, member_id or str(uuid.uuid4()),
+                                          server_assignor)
+        self._bootstrap = parse_bootstrap(bootstrap)
+        self._client_id = client_id
+        self._security = as_security(security)
+        self._callbacks = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
+        self._clock = clock
+        self._metadata_conn: BrokerConnection | None = None
+        self._coordinator: BrokerConnection | None = None
+        self._coordinator_address: tuple[str, int] | None = None
+        self.topic_ids: dict[str, uuid.UUID] = {}
+        self._wake = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._tasks: set[asyncio.Task] = set()
+        self._runner: asyncio.Task | None = None
+
+    # -- public API (as GroupMember's) -----------------------------------------------------------
+
+    def now(self) -> int:
+        return int(self._clock() * 1000)
+
+    @property
+    def assignment(self) -> tuple[tuple[str, int], ...]:
+        return self.machine.owned
+
+    @property
+    def fatal(self) -> Fatal | None:
+        return self.machine.fatal
+
+    async def start(self, topics: list[str]) -> None:
+        self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id,
+                                                          security=self._security)
+        await self.subscribe(topics)
+        self._runner = asyncio.ensure_future(self._run())
+
+    async def subscribe(self, topics: list[str]) -> None:
+        await self._handle(self.machine.subscribe(topics, self.now()))
+
+    async def wait_for(self, condition: Callable[[], bool], timeout_s: float) -> None:
+        async with self._changed:
+            await asyncio.wait_for(self._changed.wait_for(condition), timeout_s)
+
+    async def wait_stable(self, timeout_s: float = 60.0) -> None:
+        await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL)
+                            and self.machine.pending is None, timeout_s)
+        if self.machine.fatal:
+            raise FencedError(self.machine.fatal.message)
+
+    async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        send = self.machine.commit_request(offsets)
+        if self._coordinator is None:
+            raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets})
+        missing = [t for t, _ in offsets if t not in self.topic_ids]
+        if missing:
+            await self.fetch_metadata(tuple(sorted(set(missing))))
+        answer = await self._coordinator.call(8, lambda v: requests.build(
+            "OffsetCommit", v, send.fields, self.topic_ids))
+        names = {v: k for k, v in self.topic_ids.items()}
+        errors = requests.commit_errors(answer, names)
+        await self._handle(self.machine.on_commit(errors, self.now()))
+        failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
+        if failed:
+            if self.machine.fatal:
+                raise FencedError(self.machine.fatal.message)
+            raise CommitFailed(failed)
+
+    async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        if self._coordinator is None:
+            await self.wait_for(lambda: self._coordinator is not None, 30)
+        missing = [t for t, _ in partitions if t not in self.topic_ids]
+        if missing:
+            await self.fetch_metadata(tuple(sorted(set(missing))))
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        answer = await self._coordinator.call(9, lambda v: _offset_fetch(
+            v, self.machine.config.group_id, by_topic, self.topic_ids))
+        topics = answer.groups[0].topics if hasattr(answer, "groups") else answer.topics
+        names = {v: k for k, v in self.topic_ids.items()}
+        return {(getattr(t, "name", None) or names.get(t.topic_id), p.partition_index):
+                p.committed_offset for t in topics for p in t.partitions}
+
+    async def leave(self) -> None:
+        await self._handle(self.machine.leave(self.now()))
+        await self._shutdown()
+
+    async def close(self) -> None:
+        await self._handle(self.machine.close(self.now()))
+        await self._shutdown()
+
+    # -- the loop --------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while self.machine.state is not State.CLOSED:
+            now = self.now()
+            await self._handle(self.machine.tick(now))
+            deadline = self.machine.next_deadline()
+            wait_ms = 1000 if deadline is None else deadline - now
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), max(min(wait_ms, 1000), 1) / 1000)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _handle(self, actions: list) -> None:
+        for action in actions:
+            if isinstance(action, Send):
+                self._spawn(self._send(action))
+            elif isinstance(action, NeedTopicIds):
+                self._spawn(self._resolve(action.topic_ids))
+            elif isinstance(action, Fatal):
+                log.error("group member stopped: %s", action.message)
+            else:
+                callback = self._callbacks.get(type(action))
+                if callback is not None:
+                    outcome = callback(action.partitions)
+                    if inspect.isawaitable(outcome):
+                        await outcome
+        self._wake.set()
+        async with self._changed:
+            self._changed.notify_all()
+
+    def _spawn(self, coroutine) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, send: Send) -> None:
+        machine = self.machine
+        try:
+            if send.api == "FindCoordinator":
+                answer = await self._metadata_conn.call(
+                    10, lambda v: requests.build("FindCoordinator", v, send.fields, {}))
+                error, host, port = requests.find_coordinator_answer(answer)
+                if error is ErrorCode.none:
+                    await self._connect_coordinator(host, port)
+                await self._handle(machine.on_find_coordinator(error, self.now()))
+                return
+            if self._coordinator is None:
+                raise ConnectionClosed("no coordinator")
+            answer = await self._coordinator.call(HEARTBEAT, lambda v: _heartbeat(v, send.fields))
+        except (ConnectionClosed, SecurityError) as exc:
+            log.info("lost the connection to the coordinator: %s", exc)
+            self._drop_coordinator()
+            await self._handle(machine.on_connection_lost(self.now()))
+            return
+        if send.fields["member_epoch"] < 0:
+            return   # the answer to a leave
+        assignment = None
+        if answer.assignment is not None:
+            assignment = tuple((tp.topic_id, tuple(tp.partitions))
+                               for tp in answer.assignment.topic_partitions)
+        interval = round(answer.heartbeat_interval.total_seconds() * 1000)
+        await self._handle(machine.on_heartbeat(answer.error_code, answer.member_epoch,
+                                                interval, assignment, self.now()))
+
+    async def _resolve(self, topic_ids) -> None:
+        """Metadata by topic id (v10+) for the ids an assignment names."""
+        def body(version):
+            schema = request_schema(METADATA, version)
+            entry = element(schema, "topics")
+            return make(schema, topics=tuple(make(entry, name=None, topic_id=t)
+                                             for t in topic_ids),
+                        allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False)
+        try:
+            answer = await self._metadata_conn.call(METADATA, body)
+        except ConnectionClosed as exc:
+            log.warning("metadata by topic id failed: %s", exc)
+            return
+        names = {}
+        for topic in answer.topics:
+            if topic.error_code is ErrorCode.none and topic.name:
+                names[topic.topic_id] = topic.name
+                self.topic_ids[topic.name] = topic.topic_id
+        await self._handle(self.machine.on_topic_names(names, self.now()))
+
+    async def fetch_metadata(self, topics) -> dict[str, int]:
+        def body(version):
+            schema = request_schema(METADATA, version)
+            entry = element(schema, "topics")
+            return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
+                        allow_auto_topic_creation=False,
+                        include_topic_authorized_operations=False)
+        answer = await self._metadata_conn.call(METADATA, body)
+        counts = {}
+        for topic in answer.topics:
+            if topic.error_code is ErrorCode.none:
+                counts[topic.name] = len(topic.partitions)
+                if getattr(topic, "topic_id", None) is not None:
+                    self.topic_ids[topic.name] = topic.topic_id
+        return counts
+
+    async def _connect_coordinator(self, host: str, port: int) -> None:
+        if self._coordinator is not None and self._coordinator_address == (host, port):
+            return
+        self._drop_coordinator()
+        self._coordinator = await BrokerConnection.open(host, port, self._client_id,
+                                                        security=self._security)
+        self._coordinator_address = (host, port)
+
+    def _drop_coordinator(self) -> None:
+        if self._coordinator is not None:
+            self._coordinator.close()
+        self._coordinator, self._coordinator_address = None, None
+
+    async def _shutdown(self) -> None:
+        self._wake.set()
+        pending = [t for t in self._tasks if not t.done()]
+        if pending:  # let a leave in flight finish, briefly
+            await asyncio.wait(pending, timeout=5)
+        for task in list(self._tasks):
+            task.cancel()
+        if self._runner is not None:
+            self._runner.cancel()
+            await asyncio.gather(self._runner, return_exceptions=True)
+        self._drop_coordinator()
+        if self._metadata_conn is not None:
+            self._metadata_conn.close()
+
+
+def _heartbeat(version: int, f: dict):
+    schema = request_schema(HEARTBEAT, version)
+    owned = None
+    if f["topic_partitions"] is not None:
+        entry = element(schema, "topic_partitions")
+        owned = tuple(make(entry, topic_id=t, partitions=tuple(ps))
+                      for t, ps in f["topic_partitions"])
+    names = f["subscribed_topic_names"]
+    return make(schema, group_id=f["group_id"], member_id=f["member_id"],
+                member_epoch=f["member_epoch"], instance_id=f["instance_id"],
+                rack_id=f["rack_id"],
+                rebalance_timeout=datetime.timedelta(milliseconds=f["rebalance_timeout_ms"]),
+                subscribed_topic_names=None if names is None else tuple(names),
+                subscribed_topic_regex=f["subscribed_topic_regex"],
+                server_assignor=f["server_assignor"], topic_partitions=owned)

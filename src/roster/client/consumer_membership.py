@@ -1,0 +1,290 @@
+"""A member of a consumer group (KIP-848, ConsumerGroupHeartbeat) as a pure state machine: the
+broker assigns, the member heartbeats and reconciles. No sockets, no clock, no uuid: the
+driver (consumer_member.py) feeds it answers and the time, gives it its member id (KIP-1082:
+the client makes it up, once, and keeps it for its lifetime), and carries out what it returns
+(`Send`, `NeedTopicIds`, and `Assigned`/`Revoked`/`Lost`/`Fatal` for the application).
+
+How it behaves (as the Java and librdkafka members do):
+- it joins with epoch 0 and every field; later heartbeats carry only what changed (the
+  subscription when it changes) and always the partitions it owns, so the coordinator knows
+  when a revocation is done;
+- an assignment in an answer is applied at once: partitions no longer in it are revoked (the
+  application is told first), new ones are assigned, and a heartbeat goes out right away to
+  acknowledge; topic ids it cannot name yet are resolved first (NeedTopicIds);
+- FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: its partitions are lost, it rejoins with epoch 0
+  and the same member id; a changed or unavailable coordinator: it finds the coordinator again
+  and carries on with its epoch;
+- closing leaves with epoch -1, or -2 for a static member (its partitions wait for it for the
+  session timeout); UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID and other configuration errors
+  are fatal.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from enum import Enum
+
+from roster.client.membership import (
+    Assigned,
+    Fatal,
+    FencedError,
+    Lost,
+    MemberConfig,
+    Revoked,
+    Send,
+)
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.client")
+E = ErrorCode
+
+LEAVE_EPOCH, STATIC_LEAVE_EPOCH = -1, -2
+COORDINATOR_GONE = {E.not_coordinator, E.coordinator_not_available}
+REJOIN = {E.fenced_member_epoch, E.unknown_member_id}
+FATAL = {E.unreleased_instance_id, E.fenced_instance_id, E.group_max_size_reached,
+         E.unsupported_assignor, E.invalid_request, E.invalid_regular_expression,
+         E.group_authorization_failed, E.topic_authorization_failed, E.unsupported_version,
+         E.group_id_not_found}
+
+TopicId = object            # whatever the driver uses (uuid.UUID)
+IdPartition = tuple[object, int]
+
+
+class State(Enum):
+    UNJOINED = "unjoined"      # needs the coordinator
+    FINDING = "finding"        # FindCoordinator sent
+    JOINING = "joining"        # in the group's view not yet a member (epoch 0)
+    STABLE = "stable"          # a member, heartbeating
+    FATAL = "fatal"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class NeedTopicIds:
+    """Resolve these topic ids to names (Metadata by id), then call on_topic_names()."""
+
+    topic_ids: tuple
+
+
+@dataclass(slots=True)
+class ConsumerMembership:
+    config: MemberConfig
+    member_id: str
+    server_assignor: str | None = None
+    state: State = State.UNJOINED
+    epoch: int = 0
+    subscription: tuple[str, ...] = ()
+    owned: tuple[tuple[str, int], ...] = ()        # (topic, partition) held right now
+    owned_ids: frozenset[IdPartition] = frozenset()  # the same, by topic id (what we report)
+    pending: frozenset[IdPartition] | None = None  # an assignment waiting for topic names
+    names: dict = field(default_factory=dict)      # topic id -> name
+    interval_ms: int = 3000
+    next_heartbeat_ms: int | None = None
+    in_flight: bool = False
+    retry_at_ms: int | None = None
+    full: bool = True                 # the next heartbeat carries every field
+    subscription_changed: bool = False
+    fatal: Fatal | None = None
+
+    def __post_init__(self) -> None:
+        self.interval_ms = self.config.heartbeat_interval_ms
+
+    @property
+    def generation(self) -> int:
+        """The member epoch: what OffsetCommit carries (and what a stale answer is told by)."""
+        return self.epoch
+
+    # -- what the application does -------------------------------------------------------------
+
+    def subscribe(self, topics, now: int) -> list:
+        topics = tuple(sorted(set(topics)))
+        if topics == self.subscription:
+            return []
+        self.subscription = topics
+        self.subscription_changed = True
+        if self.state is State.STABLE:
+            self.next_heartbeat_ms = now
+        return []
+
+    def close(self, now: int) -> list:
+        """Stop: a static member leaves with epoch -2 (its partitions wait for it for the
+        session timeout), a dynamic one with -1."""
+        epoch = STATIC_LEAVE_EPOCH if self.config.group_instance_id is not None else LEAVE_EPOCH
+        return self._leave(epoch)
+
+    def leave(self, now: int) -> list:
+        """Leave for good, static member or not (epoch -1): its partitions move at once."""
+        return self._leave(LEAVE_EPOCH)
+
+    def commit_request(self, offsets: dict[tuple[str, int], int]) -> Send:
+        if self.fatal is not None:
+            raise FencedError(self.fatal.message)
+        by_topic: dict[str, list] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append((partition, offset))
+        return Send("OffsetCommit", {
+            "group_id": self.config.group_id, "generation_id_or_member_epoch": self.epoch,
+            "member_id": self.member_id, "group_instance_id": self.config.group_instance_id,
+            "topics": by_topic})
+
+    def on_commit(self, errors: dict, now: int) -> list:
+        worst = next((e for e in errors.values() if e is not E.none), E.none)
+        if worst is E.fenced_instance_id:
+            return self._fail(worst, "fenced while committing offsets")
+        if worst in COORDINATOR_GONE:
+            return self._coordinator_gone(now)
+        return []   # STALE_MEMBER_EPOCH and the like: the heartbeat brings the news
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def tick(self, now: int) -> list:
+        if self.state in (State.FATAL, State.CLOSED):
+            return []
+        if self.retry_at_ms is not None and now < self.retry_at_ms:
+            return []
+        if self.state is State.UNJOINED and self.subscription:
+            self.retry_at_ms = None
+            self.state = State.FINDING
+            return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
+                         to_coordinator=False)]
+        if self.state in (State.JOINING, State.STABLE) and not self.in_flight \
+                and self.next_heartbeat_ms is not None and now >= self.next_heartbeat_ms:
+            return [self._heartbeat()]
+        return []
+
+    def next_deadline(self) -> int | None:
+        if self.state is State.UNJOINED:
+            return self.retry_at_ms or 0
+        if self.state in (State.JOINING, State.STABLE) and not self.in_flight:
+            return self.next_heartbeat_ms
+        return None
+
+    # -- answers -------------------------------------------------------------------------------
+
+    def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
+        if error is not E.none:
+            return self._retry_later(now)
+        self.state = State.JOINING if self.epoch == 0 else State.STABLE
+        self.next_heartbeat_ms = now
+        return []
+
+    def on_connection_lost(self, now: int) -> list:
+        self.in_flight = False
+        return self._coordinator_gone(now)
+
+    def on_heartbeat(self, error: ErrorCode, member_epoch: int, interval_ms: int,
+                     assignment, now: int) -> list:
+        """assignment: None, or ((topic id, (partitions...)), ...)."""
+        self.in_flight = False
+        if self.state in (State.CLOSED, State.FATAL):
+            return []
+        if error is not E.none:
+            return self._on_error(error, now)
+        self.full = False
+        self.subscription_changed = False
+        self.epoch = member_epoch
+        self.state = State.STABLE
+        if interval_ms > 0:
+            self.interval_ms = interval_ms
+        self.next_heartbeat_ms = now + self.interval_ms
+        if assignment is None:
+            return []
+        target = frozenset((t, p) for t, ps in assignment for p in ps)
+        unknown = tuple(sorted({t for t, _ in target if t not in self.names}, key=str))
+        if unknown:
+            self.pending = target
+            return [NeedTopicIds(unknown)]
+        return self._reconcile(target, now)
+
+    def on_topic_names(self, names: dict, now: int) -> list:
+        self.names.update(names)
+        if self.pending is None or any(t not in self.names for t, _ in self.pending):
+            return []
+        target, self.pending = self.pending, None
+        return self._reconcile(target, now)
+
+    # -- inside ----------------------------------------------------------------------------------
+
+    def _heartbeat(self) -> Send:
+        self.in_flight = True
+        self.next_heartbeat_ms = None
+        full = self.full or self.epoch == 0
+        by_topic: dict = {}
+        for t, p in sorted(self.owned_ids, key=lambda tp: (str(tp[0]), tp[1])):
+            by_topic.setdefault(t, []).append(p)
+        return Send("ConsumerGroupHeartbeat", {
+            "group_id": self.config.group_id, "member_id": self.member_id,
+            "member_epoch": self.epoch, "instance_id": self.config.group_instance_id,
+            "rack_id": self.config.rack_id,
+            "rebalance_timeout_ms": self.config.rebalance_timeout_ms if full else -1,
+            "subscribed_topic_names": self.subscription
+            if full or self.subscription_changed else None,
+            "subscribed_topic_regex": None,
+            "server_assignor": self.server_assignor if full else None,
+            "topic_partitions": tuple(by_topic.items())})
+
+    def _reconcile(self, target: frozenset, now: int) -> list:
+        named = {(self.names[t], p) for t, p in target}
+        current = set(self.owned)
+        revoked = tuple(sorted(current - named))
+        added = tuple(sorted(named - current))
+        actions: list = []
+        if revoked:
+            actions.append(Revoked(revoked))
+        self.owned = tuple(sorted(named))
+        self.owned_ids = target
+        if added:
+            actions.append(Assigned(added))
+        if revoked or added:
+            self.next_heartbeat_ms = now   # acknowledge at once
+        return actions
+
+    def _on_error(self, error: ErrorCode, now: int) -> list:
+        if error in REJOIN:
+            log.info("consumer group %s: %s; rejoining", self.config.group_id, error.name)
+            actions = self._give_up(Lost)
+            self.epoch, self.full, self.state = 0, True, State.JOINING
+            self.next_heartbeat_ms = now
+            return actions
+        if error in COORDINATOR_GONE:
+            return self._coordinator_gone(now)
+        if error in FATAL:
+            return self._fail(error, f"ConsumerGroupHeartbeat: {error.name}")
+        # COORDINATOR_LOAD_IN_PROGRESS and anything passing: again after a backoff
+        self.full = True
+        self.next_heartbeat_ms = now + self.config.retry_backoff_ms
+        return []
+
+    def _give_up(self, kind) -> list:
+        owned, self.owned, self.owned_ids, self.pending = self.owned, (), frozenset(), None
+        return [kind(owned)] if owned else []
+
+    def _leave(self, epoch: int) -> list:
+        actions: list = []
+        if self.state in (State.JOINING, State.STABLE) and self.epoch > 0:
+            actions.append(Send("ConsumerGroupHeartbeat", {
+                "group_id": self.config.group_id, "member_id": self.member_id,
+                "member_epoch": epoch, "instance_id": self.config.group_instance_id,
+                "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
+                "subscribed_topic_regex": None, "server_assignor": None,
+                "topic_partitions": None}))
+        actions += self._give_up(Revoked)
+        self.state = State.CLOSED
+        return actions
+
+    def _coordinator_gone(self, now: int) -> list:
+        if self.state not in (State.FATAL, State.CLOSED):
+            self.state = State.UNJOINED
+            self.full = True
+            self.retry_at_ms = now + self.config.retry_backoff_ms
+        return []
+
+    def _retry_later(self, now: int) -> list:
+        self.state = State.UNJOINED
+        self.retry_at_ms = now + self.config.retry_backoff_ms
+        return []
+
+    def _fail(self, error: ErrorCode, message: str) -> list:
+        self.fatal = Fatal(error, message)
+        self.state = State.FATAL
+        return self._give_up(Lost) + [self.fatal]
