@@ -54,6 +54,11 @@ def seeds(target: str) -> list[bytes]:
     return []
 
 
+def _known(signature: str, target: str) -> str:
+    from fuzz.atheris_targets import BY_TYPE
+    return signature.split("@")[0] if target in BY_TYPE else signature
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", text).strip("-")[:60]
 
@@ -67,12 +72,16 @@ def run_target(target: str, seconds: int, say=print) -> list[Path]:
         (seed_dir / hashlib.sha1(data).hexdigest()).write_bytes(data)
     saved_dir = SAVED / target
     found: list[Path] = []
-    ignored: list[str] = []
+    # findings already kept are not findings again: their signatures are skipped from the start
+    ignored = sorted({_known(line.split(":", 1)[1].strip(), target)
+                      for note in saved_dir.glob("*.txt")
+                      for line in note.read_text().splitlines()
+                      if line.startswith("signature:") and "native" not in line})
     deadline = time.monotonic() + seconds
     while (left := int(deadline - time.monotonic())) >= 5:
         artifacts = Path(tempfile.mkdtemp(prefix=f"atheris-{target}-"))
         log_path = artifacts / "log.txt"
-        dirs = [str(corpus), str(seed_dir)] + ([str(saved_dir)] if saved_dir.is_dir() else [])
+        dirs = [str(corpus), str(seed_dir)]
         command = [sys.executable, "-m", "fuzz.atheris_targets", target,
                    f"-max_total_time={left}", f"-artifact_prefix={artifacts}/", "-timeout=10",
                    "-rss_limit_mb=3072", "-print_final_stats=1", *dirs]
@@ -99,6 +108,8 @@ def run_target(target: str, seconds: int, say=print) -> list[Path]:
             name = f"{kind}-{_slug(signature or 'native')}-{crash.name.rsplit('-', 1)[-1][:12]}"
             saved_dir.mkdir(parents=True, exist_ok=True)
             dest = saved_dir / name
+            if dest.exists():  # kept already, note and all
+                continue
             shutil.copy(crash, dest)
             found.append(dest)
             summary = _summary(text)
