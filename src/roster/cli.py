@@ -24,6 +24,8 @@ def _admin(args) -> AdminClient:
     if getattr(args, "command_config", None):
         from roster.security.client import ClientSecurity, read_properties
         security = ClientSecurity.from_config(read_properties(args.command_config))
+        if security.tls:
+            security.ssl_context()  # unreadable certificate files: a configuration error too
     return AdminClient(args.bootstrap_server, security=security)
 
 

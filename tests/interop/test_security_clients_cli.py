@@ -166,6 +166,8 @@ def test_broken_command_config(secured, tmp_path):
         "missing": (None, "cannot read"),
         "jks": ("security.protocol=SSL\nssl.truststore.type=JKS\n"
                 "ssl.truststore.location=/x.jks\n", "ssl.truststore.type=JKS"),
+        "no-ca": ("security.protocol=SSL\nssl.truststore.location=/nonexistent/ca.pem\n",
+                  "ssl.truststore.location=/nonexistent/ca.pem: no such file"),
         "gssapi": ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n",
                    "sasl.mechanism=GSSAPI"),
         "no-password": ("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"

@@ -305,3 +305,43 @@ def test_sasl_client_on_a_plain_listener(secured):
 
     message = _refused(produce, AuthenticationError)
     assert "not a SASL listener" in message, message
+
+
+def test_encrypted_key_and_one_file_keystore(secured, tmp_path):
+    """An encrypted client key with ssl.key.password, and Kafka's PEM keystore (key and chain in
+    one file, ssl.keystore.location); a wrong key password is a configuration error that does
+    not show it."""
+    from cryptography.hazmat.primitives import serialization
+    broker, pki, _ = secured
+    key = serialization.load_pem_private_key(pki.client_key.read_bytes(), password=None)
+    encrypted = tmp_path / "client-encrypted.key"
+    encrypted.write_bytes(key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(b"key-pass-9931")))
+    keystore = tmp_path / "keystore.pem"
+    keystore.write_text(pki.client_key.read_text() + pki.client_cert.read_text())
+    topic = f"rc-keys-{next(_names)}"
+
+    async def produce(security):
+        producer = Producer(broker.listener("SSL"), security=security)
+        try:
+            return await producer.send(topic, b"x", partition=0)
+        finally:
+            await producer.close()
+
+    base = {"security.protocol": "SSL", "ssl.ca.location": str(pki.ca)}
+    assert asyncio.run(produce({**base, "ssl.certificate.location": str(pki.client_cert),
+                                "ssl.key.location": str(encrypted),
+                                "ssl.key.password": "key-pass-9931"})) == (0, 0)
+    assert asyncio.run(produce({"security.protocol": "SSL", "ssl.truststore.type": "PEM",
+                                "ssl.truststore.location": str(pki.ca),
+                                "ssl.keystore.type": "PEM",
+                                "ssl.keystore.location": str(keystore)})) == (0, 1)
+    with pytest.raises(SecurityConfigError) as caught:
+        asyncio.run(produce({**base, "ssl.certificate.location": str(pki.client_cert),
+                             "ssl.key.location": str(encrypted),
+                             "ssl.key.password": "not-it-5817"}))
+    assert "not a usable certificate and private key" in str(caught.value)
+    assert "not-it-5817" not in str(caught.value)
+    with pytest.raises(SecurityConfigError, match="ssl.ca.location=/nonexistent/ca.pem: no "):
+        asyncio.run(produce({**base, "ssl.ca.location": "/nonexistent/ca.pem"}))

@@ -91,6 +91,11 @@ class ClientSecurity:
     mechanism: str | None = None
     username: str | None = None
     password: str | None = field(default=None, repr=False)
+    # the names the settings were given under (errors speak the user's dialect)
+    spelled: tuple[tuple[str, str], ...] = field(default=(), repr=False, compare=False)
+
+    def _name(self, name: str) -> str:
+        return dict(self.spelled).get(name, name)
 
     @property
     def tls(self) -> bool:
@@ -104,12 +109,14 @@ class ClientSecurity:
     def from_config(cls, config: Mapping[str, Any] | None) -> ClientSecurity:
         """From librdkafka-named (or Java-named) settings; other keys are ignored."""
         values: dict[str, str] = {}
+        spelled: dict[str, str] = {}
         for key, raw in (config or {}).items():
             if raw is None:
                 continue
             name = JAVA_NAMES.get(key, key)
             if name in NAMES and (name not in values or key == name):
                 values[name] = str(raw)
+                spelled[name] = key
         protocol = values.get("security.protocol", "PLAINTEXT").strip().upper()
         if protocol not in PROTOCOLS:
             raise SecurityConfigError(f"security.protocol={protocol}: use one of "
@@ -130,6 +137,7 @@ class ClientSecurity:
             "key_pem": values.get("ssl.key.pem") or None,
             "key_password": values.get("ssl.key.password") or None,
             "check_hostname": identification.strip().lower() not in ("", "none"),
+            "spelled": tuple((k, v) for k, v in spelled.items() if k != v),
         }
         if protocol in ("SASL_PLAINTEXT", "SASL_SSL"):
             settings.update(_sasl_settings(values))
@@ -148,10 +156,10 @@ class ClientSecurity:
             else:
                 context = ssl.create_default_context()
         except FileNotFoundError:
-            raise SecurityConfigError(f"ssl.ca.location={self.ca_location}: no such file") \
-                from None
+            raise SecurityConfigError(f"{self._name('ssl.ca.location')}={self.ca_location}: "
+                                      "no such file") from None
         except (OSError, ssl.SSLError, ValueError) as exc:
-            raise SecurityConfigError(f"ssl.ca.location / ssl.ca.pem: no usable CA certificate "
+            raise SecurityConfigError(f"{self._name('ssl.ca.location')}: no usable CA certificate "
                                       f"({getattr(exc, 'reason', None) or exc})") from None
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         if not self.check_hostname:
@@ -163,7 +171,8 @@ class ClientSecurity:
         return context
 
     def _load_chain(self, context: ssl.SSLContext) -> None:
-        where = "ssl.certificate.location / ssl.key.location"
+        where = (self._name("ssl.certificate.location") if not self.key_location
+                 else "ssl.certificate.location / ssl.key.location")
         if self.certificate_pem or self.key_pem:
             # load_cert_chain reads files only: PEM text goes through a private temporary file
             fd, path = tempfile.mkstemp(prefix="roster-client-", suffix=".pem")
@@ -183,7 +192,7 @@ class ClientSecurity:
     def _load(self, context, certificate: str, key: str | None, where: str) -> None:
         for name, path in (("ssl.certificate.location", certificate), ("ssl.key.location", key)):
             if path and not os.path.exists(path):
-                raise SecurityConfigError(f"{name}={path}: no such file")
+                raise SecurityConfigError(f"{self._name(name)}={path}: no such file")
         try:
             context.load_cert_chain(certificate, key, password=self.key_password)
         except (ssl.SSLError, OSError) as exc:
