@@ -9,10 +9,11 @@ from __future__ import annotations
 from roster.broker.topics import TopicError, check_topic_name
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
-from roster.protocol.errors import ErrorCode
+from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.registry import ApiSpec
 
 API_KEY = 3
+BY_ID_FROM = 12
 
 
 def _partitions(schema, topic, node_id: int):
@@ -62,6 +63,11 @@ async def handle(broker, request, connection):
     if all_topics:
         topics = tuple(_describe(schema, t, broker.endpoint.node_id) for t in broker.topics)
     else:
+        if version < BY_ID_FROM and any(wanted.name is None or getattr(wanted, "topic_id", None)
+                                        for wanted in body.topics):
+            # Kafka refuses these as an invalid request: v10-11 carry the id field, but a
+            # topic may be asked for by name only (and their answer has no null name)
+            raise MalformedRequest(f"Metadata v{version} names a topic by id (v12+ may)")
         may_create = version < 4 or body.allow_auto_topic_creation
         topics = tuple(_lookup(broker, schema, wanted, may_create) for wanted in body.topics)
     # the advertised address of the listener this request came in on
