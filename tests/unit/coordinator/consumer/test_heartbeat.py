@@ -338,3 +338,41 @@ def test_offset_commit_and_fetch_checks():
     assert c.committable("g", "", -1) == ErrorCode.none
     assert c.list_groups() == [("g", "Empty")]
     assert c.list_groups(types={"classic"}) == []
+
+
+def test_a_deleted_topic_is_revoked_and_a_recreated_one_assigned_by_its_new_id():
+    h = ConsumerHarness({"t": 2, "u": 1})
+    r = h.join("a", topics=("t", "u"))
+    assert partitions(r) == {(T, 0), (T, 1), (topic_id("u"), 0)}
+    del h.image.topics["t"]
+    r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert partitions(r) == {(topic_id("u"), 0)}
+    # like any revocation, it is done once the member says so (it keeps its epoch till then)
+    assert h.group().state() == GroupState.RECONCILING and r.member_epoch == 1
+    r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert h.group().state() == GroupState.STABLE and r.member_epoch == 2
+    h.image.topics["t"] = (b"new-id-for-t-000", 1)
+    r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert partitions(r) == {(topic_id("u"), 0), (b"new-id-for-t-000", 0)}
+
+
+def test_a_subscription_change_revokes_then_assigns():
+    h = ConsumerHarness({"t": 2, "u": 2})
+    r = h.join("a", topics=("t",))
+    r = h.heartbeat("a", r.member_epoch, topics=("u",), owned=r.assignment)
+    # first t's partitions go (the member keeps epoch 1), then u's come with epoch 2
+    assert r.assignment == () and r.member_epoch == 1 and h.group().group_epoch == 2
+    r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert partitions(r) == {(topic_id("u"), 0), (topic_id("u"), 1)} and r.member_epoch == 2
+
+
+def test_light_heartbeats_of_a_stable_member_write_nothing():
+    h = ConsumerHarness({"t": 2})
+    r = h.join("a")
+    count = len(h.records)
+    for _ in range(5):
+        h.advance(5000)
+        again = h.heartbeat("a", r.member_epoch)
+        assert again.error == ErrorCode.none and again.assignment is None
+    assert len(h.records) == count
+    assert h.timers[session_key("g", "a")][0] == h.now + 45_000
