@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(PY) bench/coordinator.py
 	$(PY) bench/offsets.py
 	$(PY) bench/assignors.py
+	$(PY) bench/security.py
 	$(PY) bench/spark_pipeline.py
 
 clean:
