@@ -176,6 +176,9 @@ def test_broken_command_config(secured, tmp_path):
                      f'x.PlainLoginModule required username="a" password="{WRONG}"\n',
                      "must end with ';'"),
     }
+    (tmp_path / "truststore.jks").write_bytes(b"\xfe\xed\xfe\xed not PEM")
+    cases["jks-file"] = (f"security.protocol=SSL\nssl.truststore.location={tmp_path}/"
+                         "truststore.jks\n", "PEM expected")
     for name, (text, expected) in cases.items():
         path = tmp_path / f"{name}.properties"
         if text is not None:

@@ -160,7 +160,9 @@ class ClientSecurity:
                                       "no such file") from None
         except (OSError, ssl.SSLError, ValueError) as exc:
             raise SecurityConfigError(f"{self._name('ssl.ca.location')}: no usable CA certificate "
-                                      f"({getattr(exc, 'reason', None) or exc})") from None
+                                      f"({getattr(exc, 'reason', None) or exc}); PEM expected "
+                                      "(keytool -exportcert -rfc turns a JKS entry into PEM)") \
+                from None
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         if not self.check_hostname:
             context.check_hostname = False
