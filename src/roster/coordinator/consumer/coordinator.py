@@ -143,6 +143,7 @@ def _pairs(a: Assignment) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
 
 class ConsumerCoordinator:
     _undo_log: list | None = None
+    _now: int = 0
 
     def __init__(self, config: ConsumerConfig | None = None,
                  new_member_id: Callable[[], str] | None = None,
@@ -184,6 +185,8 @@ class ConsumerCoordinator:
             return ("target_epoch", key.group, group.assignment_epoch)
         if t == rec.TARGET_MEMBER:
             return ("target", key.group, key.member, group.target.get(key.member))
+        if t == rec.REGULAR_EXPRESSION:
+            return ("regex", key.group, key.regex, group.resolved_regex.get(key.regex))
         return ("none", key.group)
 
     def _undo(self, undo) -> None:
@@ -214,6 +217,12 @@ class ConsumerCoordinator:
                     group.target.pop(entry[2], None)
                 else:
                     group.target[entry[2]] = entry[3]
+            elif kind == "regex":
+                if entry[3] is None:
+                    group.resolved_regex.pop(entry[2], None)
+                else:
+                    group.resolved_regex[entry[2]] = entry[3]
+                group.subscribed_cache = None
 
     def _begin(self) -> None:
         self._undo_log = []
@@ -336,7 +345,8 @@ class ConsumerCoordinator:
         group = self.groups[q.group_id]
         records = []
         # the topics the group subscribes to, and their metadata
-        self._resolve_regexes(group, image)
+        self._now = now
+        self._write(self._resolve_regexes(group, image), result, now)
         metadata = self._metadata(group, image)
         if metadata != group.subscription_metadata:
             records.append(rec.subscription_metadata_record(q.group_id, metadata))
@@ -428,28 +438,32 @@ class ConsumerCoordinator:
 
     # -- topics -------------------------------------------------------------------------------
 
-    def _resolve_regexes(self, group: ConsumerGroup, image: TopicImage) -> None:
+    def _resolve_regexes(self, group: ConsumerGroup, image: TopicImage) -> list:
+        """Records for what the members' regexes resolve to now (type 16), and tombstones for
+        regexes no member uses any more."""
         version = getattr(image, "version", None)
         version = version() if callable(version) else None
         regexes = group.regexes()
         if not regexes and not group.resolved_regex:
-            return
+            return []
         if version is not None and version == group.regex_version \
                 and regexes == set(group.resolved_regex):
-            return
-        names = [n for n in image.names()]
-        resolved = {}
-        for regex in regexes:
+            return []
+        names = list(image.names())
+        records = []
+        for regex in sorted(regexes):
             try:
                 pattern = _regex.compile(regex)
             except Exception:
-                resolved[regex] = frozenset()
-                continue
-            resolved[regex] = frozenset(n for n in names if pattern.fullmatch(n))
+                resolved = frozenset()
+            else:
+                resolved = frozenset(n for n in names if pattern.fullmatch(n))
+            if group.resolved_regex.get(regex) != resolved:
+                records.append(rec.regex_record(group.group_id, regex, resolved, self._now))
+        records += [rec.regex_tombstone(group.group_id, regex)
+                    for regex in sorted(set(group.resolved_regex) - regexes)]
         group.regex_version = version
-        if resolved != group.resolved_regex:
-            group.resolved_regex = resolved
-            group.subscribed_cache = None
+        return records
 
     def _metadata(self, group: ConsumerGroup, image: TopicImage) -> dict[str, tuple[bytes, int]]:
         metadata = {}
@@ -520,6 +534,10 @@ class ConsumerCoordinator:
                    rec.member_tombstone(gid, member.member_id)]
         self._write(records, result, now)
         group = self.groups[gid]
+        # regexes nobody subscribes with any more
+        self._write([rec.regex_tombstone(gid, regex)
+                     for regex in sorted(set(group.resolved_regex) - group.regexes())],
+                    result, now)
         metadata = self._metadata_without_image(group)
         records = []
         if metadata != group.subscription_metadata:

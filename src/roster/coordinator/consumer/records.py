@@ -16,8 +16,9 @@ value = int16 version (0) + the value struct (flexible: compact strings and arra
   8 ConsumerGroupCurrentMemberAssignment   group, member -> MemberEpoch, PreviousMemberEpoch,
                                                         State, AssignedPartitions[],
                                                         PartitionsPendingRevocation[]
-Type 16 (resolved regular expressions) is not written: roster resolves them again from the
-catalog after a restart; read, it is skipped.
+  16 ConsumerGroupRegularExpression  group, regex   -> Topics[], Version, Timestamp
+                                     (what a subscribed regex resolved to; roster's Version is
+                                     0: it resolves again against the catalog at each heartbeat)
 """
 from __future__ import annotations
 
@@ -93,8 +94,15 @@ class CurrentAssignmentValue:
 
 
 @dataclass(frozen=True, slots=True)
+class RegexValue:
+    topics: tuple[str, ...]
+    version: int = 0
+    timestamp: int = -1
+
+
+@dataclass(frozen=True, slots=True)
 class OpaqueValue:
-    """A value roster reads past without using (type 16)."""
+    """A value roster reads past without using."""
 
     data: bytes
 
@@ -153,6 +161,15 @@ def target_record(group: str, member_id: str, assignment: Assignment) -> Consume
 
 def target_tombstone(group: str, member_id: str) -> ConsumerRecord:
     return ConsumerRecord(ConsumerKey(TARGET_MEMBER, group, member_id), None)
+
+
+def regex_record(group: str, regex: str, topics, now: int) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(REGULAR_EXPRESSION, group, regex=regex),
+                          RegexValue(tuple(sorted(topics)), 0, now))
+
+
+def regex_tombstone(group: str, regex: str) -> ConsumerRecord:
+    return ConsumerRecord(ConsumerKey(REGULAR_EXPRESSION, group, regex=regex), None)
 
 
 def current_record(group: str, m: ConsumerMember) -> ConsumerRecord:
@@ -253,6 +270,11 @@ def encode_value(value) -> bytes:
         case CurrentAssignmentValue():
             w.int32(value.member_epoch).int32(value.previous_member_epoch).int8(value.state)
             w.assignment(value.assigned).assignment(value.pending_revocation)
+        case RegexValue():
+            w.count(len(value.topics))
+            for name in value.topics:
+                w.string(name)
+            w.out += struct.pack(">qq", value.version, value.timestamp)
         case OpaqueValue():
             return value.data
         case _:
@@ -367,6 +389,10 @@ def decode_value(key: ConsumerKey, data: bytes | None):
     if t == CURRENT_ASSIGNMENT:
         epoch, previous, state = r.int32(), r.int32(), r.int8()
         return CurrentAssignmentValue(epoch, previous, state, r.assignment(), r.assignment())
+    if t == REGULAR_EXPRESSION:
+        topics = tuple(r.string() or "" for _ in range(r.count()))
+        version, timestamp = struct.unpack(">qq", r.take(16))
+        return RegexValue(topics, version, timestamp)
     return OpaqueValue(bytes(data))
 
 

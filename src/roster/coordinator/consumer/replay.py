@@ -12,7 +12,7 @@ def replay(groups: dict[str, ConsumerGroup], record: r.ConsumerRecord, now: int 
     key, value = record.key, record.value
     group = groups.get(key.group)
     if group is None:
-        if value is None or key.type == r.REGULAR_EXPRESSION:
+        if value is None:
             return
         group = groups[key.group] = ConsumerGroup(key.group, created_ms=now)
     t = key.type
@@ -44,6 +44,12 @@ def replay(groups: dict[str, ConsumerGroup], record: r.ConsumerRecord, now: int 
             group.target.pop(key.member, None)
         else:
             group.target[key.member] = value.partitions
+    elif t == r.REGULAR_EXPRESSION:
+        if value is None:
+            group.resolved_regex.pop(key.regex, None)
+        else:
+            group.resolved_regex[key.regex] = frozenset(value.topics)
+        group.subscribed_cache = None
     elif t == r.CURRENT_ASSIGNMENT:
         old = group.members.get(key.member) or ConsumerMember(key.member)
         if value is None:

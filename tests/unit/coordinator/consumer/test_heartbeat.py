@@ -265,7 +265,7 @@ def test_replaying_the_written_records_rebuilds_the_same_groups():
         fresh.replay(rec.ConsumerRecord(decoded, rec.decode_value(decoded, value)))
     a, b = h.group(), fresh.groups["g"]
     for name in ("group_epoch", "assignment_epoch", "members", "static_members", "target",
-                 "owners", "subscription_metadata"):
+                 "owners", "subscription_metadata", "resolved_regex"):
         assert getattr(a, name) == getattr(b, name), name
 
 
@@ -376,3 +376,17 @@ def test_light_heartbeats_of_a_stable_member_write_nothing():
         assert again.error == ErrorCode.none and again.assignment is None
     assert len(h.records) == count
     assert h.timers[session_key("g", "a")][0] == h.now + 45_000
+
+
+def test_regex_resolutions_are_records_and_go_with_their_last_user():
+    h = ConsumerHarness({"orders-1": 1, "other": 1})
+    r = h.join("a", topics=None, regex="orders-.*")
+    [written] = [x for x in h.records if x.key.type == 16]
+    assert (written.key.regex, written.value.topics) == ("orders-.*", ("orders-1",))
+    h.set_topic("orders-2", 1)
+    h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert [x.value.topics for x in h.records if x.key.type == 16][-1] \
+        == ("orders-1", "orders-2")
+    h.heartbeat("a", -1)
+    assert h.records[-3].key.type == 16 and h.records[-3].value is None   # tombstone
+    assert h.group().resolved_regex == {}

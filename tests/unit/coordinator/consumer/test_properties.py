@@ -140,5 +140,5 @@ def test_random_histories(history, static):
     for gid, a in h.coordinator.groups.items():
         b = fresh.groups[gid]
         for name in ("group_epoch", "assignment_epoch", "members", "static_members", "target",
-                     "owners", "subscription_metadata"):
+                     "owners", "subscription_metadata", "resolved_regex"):
             assert getattr(a, name) == getattr(b, name), name
