@@ -130,3 +130,19 @@ def test_jaas_plain_users_and_client_credentials():
 def test_jaas_errors(text):
     with pytest.raises(JaasError):
         parse_jaas(text)
+
+
+def test_an_encrypted_key_needs_ssl_key_password(pki, tmp_path):
+    from cryptography.hazmat.primitives import serialization
+    _, server, _ = pki
+    key = serialization.load_pem_private_key(server.private_key_pem.bytes(), password=None)
+    encrypted = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.BestAvailableEncryption(b"key-secret"))
+    path = tmp_path / "encrypted.pem"
+    path.write_bytes(encrypted + b"".join(b.bytes() for b in server.cert_chain_pems))
+    settings = {"ssl.keystore.location": str(path), "ssl.key.password": "key-secret"}
+    assert server_context(SecuritySettings(settings), "L", "SSL")
+    with pytest.raises(TlsConfigError) as failure:
+        server_context(SecuritySettings({**settings, "ssl.key.password": "wrong-secret"}),
+                       "L", "SSL")
+    assert "wrong-secret" not in str(failure.value) and "key-secret" not in str(failure.value)
