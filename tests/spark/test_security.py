@@ -256,3 +256,13 @@ def test_wrong_password_fails_the_query_clearly(spark, secured, tmp_path):
         if query.isActive:
             query.stop()
     assert "authentication as user 'alice'" in error and WRONG not in error, error[-2000:]
+
+
+def test_redaction_regex_check():
+    from roster.spark import DEFAULT_REDACTION_REGEX, redaction_gaps
+    assert redaction_gaps(DEFAULT_REDACTION_REGEX) == []
+    assert redaction_gaps("(?i)password") == []
+    assert redaction_gaps("(?i)token|secret") == ["the option sasl.password",
+                                                  "a sasl.jaas.config value"]
+    assert redaction_gaps("(?i)sasl\\.password") == ["a sasl.jaas.config value"]
+    assert redaction_gaps("(unclosed") == ["the option sasl.password", "a sasl.jaas.config value"]
