@@ -345,3 +345,36 @@ def test_encrypted_key_and_one_file_keystore(secured, tmp_path):
     assert "not-it-5817" not in str(caught.value)
     with pytest.raises(SecurityConfigError, match="ssl.ca.location=/nonexistent/ca.pem: no "):
         asyncio.run(produce({**base, "ssl.ca.location": "/nonexistent/ca.pem"}))
+
+
+def test_broker_certificate_must_name_the_host(tmp_path):
+    """A broker whose certificate names another host is refused unless
+    ssl.endpoint.identification.algorithm is empty (as Java's and librdkafka's clients)."""
+    import trustme
+    ca = trustme.CA(organization_name="roster tests")
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    ca.issue_cert("broker.invalid").private_key_and_cert_chain_pem.write_to_path(
+        str(tmp_path / "server.pem"))
+    broker = SecureBroker(tmp_path / "data", {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.location": str(tmp_path / "server.pem"),
+        "ssl.truststore.location": str(tmp_path / "ca.pem")}).start()
+    try:
+        security = {"security.protocol": "SSL", "ssl.ca.location": str(tmp_path / "ca.pem")}
+
+        async def produce(settings):
+            producer = Producer(broker.listener("SSL"), security=settings)
+            try:
+                return await producer.send("rc-hostname", b"x", partition=0)
+            finally:
+                await producer.close()
+
+        message = _refused(lambda: produce(security), TlsError)
+        assert "does not name this host" in message, message
+        assert asyncio.run(produce({**security,
+                                    "ssl.endpoint.identification.algorithm": ""})) == (0, 0)
+        from roster.admin.client import AdminError
+        with pytest.raises(AdminError, match="does not name this host"):
+            AdminClient(broker.listener("SSL"), security=security)
+    finally:
+        broker.stop()
