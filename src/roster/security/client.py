@@ -54,8 +54,6 @@ NAMES = ("security.protocol", "ssl.ca.location", "ssl.ca.pem", "ssl.certificate.
          "sasl.mechanism", "sasl.username", "sasl.password", "sasl.jaas.config")
 # every key from_config reads (a caller may pick these out of a larger set of options)
 KEYS = NAMES + tuple(JAVA_NAMES)
-SENSITIVE = frozenset({"ssl.key.pem", "ssl.keystore.key", "ssl.key.password",
-                       "ssl.keystore.password", "sasl.password", "sasl.jaas.config"})
 
 
 class SecurityConfigError(ValueError):
