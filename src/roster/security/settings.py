@@ -72,6 +72,19 @@ def _tls_versions(text: str) -> tuple[str, ...]:
     return names
 
 
+AUTHORIZER_CLASSES = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                      "kafka.security.authorizer.AclAuthorizer",
+                      "kafka.security.auth.SimpleAclAuthorizer")
+
+
+def _authorizer_class(text: str) -> str:
+    value = text.strip()
+    if value and value not in AUTHORIZER_CLASSES:
+        raise ValueError(f"roster's authorizer is Kafka's StandardAuthorizer ({AUTHORIZER_CLASSES[0]}"
+                         "; AclAuthorizer's names are accepted too)")
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class SecuritySetting:
     name: str
@@ -139,6 +152,13 @@ SECURITY_SETTINGS: dict[str, SecuritySetting] = {s.name: s for s in [
     SecuritySetting("sasl.oauthbearer.sub.claim.name", "sub"),
     SecuritySetting("sasl.oauthbearer.scope.claim.name", "scope"),
     SecuritySetting("sasl.oauthbearer.clock.skew.seconds", 30, _non_negative),
+    SecuritySetting("authorizer.class.name", "", _authorizer_class,
+                    doc="org.apache.kafka.metadata.authorizer.StandardAuthorizer turns ACLs on "
+                    "(empty: everyone may do everything)"),
+    SecuritySetting("super.users", "", doc="principals allowed everything, separated by "
+                    "semicolons (User:admin;User:CN=ops,O=example)"),
+    SecuritySetting("allow.everyone.if.no.acl.found", False, _bool,
+                    doc="a resource no ACL matches is open to everyone (false: to no one)"),
     SecuritySetting("authentication.timeout.ms", 10000, _non_negative,
                     doc="roster: TLS handshake and SASL authentication must finish within this "
                     "long after connecting"),

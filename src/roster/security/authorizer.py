@@ -1,0 +1,158 @@
+"""The broker's authorizer: Kafka's StandardAuthorizer over roster's durable ACL store.
+
+`broker.authorizer.authorize(principal, host, operation, resource_type, name) -> bool` is what
+admission (broker/admission.py) asks for every group, topic, cluster or transactional id a
+request acts on. The decision itself is the pure `acls.decide`; around it:
+
+- **a decision cache** per principal and client address (what a connection is to the
+  authorizer: every connection of `User:alice` from 10.0.0.5 shares it), so a heartbeat pays
+  one dictionary lookup, not an ACL scan. Any ACL change empties every cache, in the same
+  event-loop step that makes the new set live, before the change is answered; so no decision
+  is ever made from an older set than the one a client was told about. Bounded: a principal's
+  cache is emptied at 10,000 entries, the whole cache at 10,000 principal/address pairs.
+- **an audit trail** (logger `roster.authorizer`, Kafka's `kafka.authorizer.logger` lines):
+  a denial at INFO, an allowance at DEBUG, each at most once a minute per principal, address,
+  resource and operation (repeats within the minute are counted, not logged).
+
+`authorizer.class.name` turns it on (Kafka's class names are accepted); without it the broker
+keeps admission's ALLOW_ALL and the ACL APIs answer SECURITY_DISABLED, as Kafka without an
+authorizer.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from roster.security.acl_store import AclStore
+from roster.security.acls import (
+    AclBinding,
+    AclFilter,
+    AclIndex,
+    Operation,
+    Resource,
+    allows_any,
+    decide,
+)
+
+audit = logging.getLogger("roster.authorizer")
+
+AUDIT_INTERVAL_S = 60.0
+CACHE_LIMIT = 10_000
+_RESOURCE_NAMES = {Resource.TOPIC: "Topic", Resource.GROUP: "Group",
+                   Resource.CLUSTER: "Cluster", Resource.TRANSACTIONAL_ID: "TransactionalId",
+                   Resource.DELEGATION_TOKEN: "DelegationToken", Resource.USER: "User"}
+
+
+def parse_super_users(text: str) -> frozenset[str]:
+    """`super.users`: principals separated by semicolons (`User:admin;User:CN=ops,O=example`,
+    a DN's commas being part of it), as Kafka reads it."""
+    return frozenset(p.strip() for p in text.split(";") if p.strip())
+
+
+class StandardAuthorizer:
+    allows_everything = False  # admission asks
+
+    def __init__(self, store: AclStore, super_users: Iterable[str] = (),
+                 allow_if_no_acl: bool = False, clock=time.monotonic) -> None:
+        self.store = store
+        self.super_users = frozenset(super_users)
+        self.allow_if_no_acl = allow_if_no_acl
+        self._clock = clock
+        # (principal, host) -> (operation, resource_type, name) -> [allowed, rule, logged, n]
+        self._cache: dict[tuple[str, str], dict[tuple[int, int, str], list]] = {}
+        self._audit_allowed = audit.isEnabledFor(logging.DEBUG)
+
+    @classmethod
+    def from_config(cls, config, data_dir: Path) -> StandardAuthorizer | None:
+        """The authorizer `authorizer.class.name` asks for, or None (allow everything)."""
+        security = config.security
+        if not security["authorizer.class.name"]:
+            return None
+        authorizer = cls(AclStore.open(data_dir), parse_super_users(security["super.users"]),
+                         security["allow.everyone.if.no.acl.found"])
+        audit.info("authorizer on: %d ACL(s), super users: %s, allow.everyone.if.no.acl.found"
+                   "=%s", len(authorizer.store.index),
+                   ", ".join(sorted(authorizer.super_users)) or "none",
+                   str(authorizer.allow_if_no_acl).lower())
+        return authorizer
+
+    @property
+    def index(self) -> AclIndex:
+        return self.store.index
+
+    # -- deciding -----------------------------------------------------------------------------
+
+    def authorize(self, principal: str, host: str, operation, resource_type, name: str) -> bool:
+        per = self._cache.get((principal, host))
+        if per is None:
+            if len(self._cache) >= CACHE_LIMIT:
+                self._cache.clear()
+            per = self._cache[(principal, host)] = {}
+        key = (operation, resource_type, name)
+        entry = per.get(key)
+        if entry is None:
+            decision = decide(self.store.index, principal, host, operation, resource_type, name,
+                              self.super_users, self.allow_if_no_acl)
+            if len(per) >= CACHE_LIMIT:
+                per.clear()
+            entry = per[key] = [decision.allowed, decision.rule, None, 0]
+        if entry[0] and not self._audit_allowed:
+            return True
+        self._audit(entry, principal, host, operation, resource_type, name)
+        return entry[0]
+
+    def authorize_by_resource_type(self, principal: str, host: str, operation,
+                                   resource_type) -> bool:
+        """Kafka's authorizeByResourceType (see acls.allows_any); not cached (rare)."""
+        return allows_any(self.store.index, principal, host, operation, resource_type,
+                          self.super_users, self.allow_if_no_acl)
+
+    def _audit(self, entry: list, principal, host, operation, resource_type, name) -> None:
+        now = self._clock()
+        logged = entry[2]
+        if logged is not None and now - logged < AUDIT_INTERVAL_S:
+            entry[3] += 1
+            return
+        repeats, entry[2], entry[3] = entry[3], now, 0
+        allowed = entry[0]
+        line = ("Principal = %s is %s operation = %s from host = %s on resource = %s:LITERAL:%s"
+                " based on rule %s%s")
+        args = (principal, "Allowed" if allowed else "Denied", Operation(operation).name, host,
+                _RESOURCE_NAMES.get(resource_type, str(resource_type)), name, entry[1],
+                f" ({repeats} more time(s) in the last minute)" if repeats else "")
+        if allowed:
+            audit.debug(line, *args)
+        else:
+            audit.info(line, *args)
+
+    def invalidate(self) -> None:
+        """Forget every cached decision (the ACLs changed)."""
+        self._cache.clear()
+        self._audit_allowed = audit.isEnabledFor(logging.DEBUG)
+
+    # -- the ACL APIs ---------------------------------------------------------------------------
+
+    def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return sorted((b for b in self.store.index if acl_filter.matches(b)),
+                      key=lambda b: b.to_json())
+
+    async def create(self, bindings: Iterable[AclBinding]) -> None:
+        """Add bindings (already validated), durably; live once written."""
+        await self.store.apply_async(added=bindings)
+        self.invalidate()
+
+    async def delete(self, filters: Iterable[AclFilter]) -> list[list[AclBinding]]:
+        """Remove what each filter matches, durably; per filter, what it removed (a binding
+        matched by two filters is reported by both, as Kafka does)."""
+        filters = list(filters)
+        index = self.store.index
+        matched = [sorted((b for b in index if f.matches(b)), key=lambda b: b.to_json())
+                   for f in filters]
+        removed = {b for found in matched for b in found}
+        if removed:
+            await self.store.apply_async(removed=removed)
+            self.invalidate()
+        return matched
+
