@@ -228,6 +228,10 @@ def test_stream_as_static_member_and_write_over_sasl_ssl(spark, secured, tmp_pat
     assert "kafka.sasl.jaas.config=*********(redacted)" in shown["df.explain"]
     for where, text in shown.items():
         assert SECRET not in text, f"the password shows in {where}"
+    checkpoint = [p for p in (tmp_path / "checkpoint").rglob("*") if p.is_file()]
+    assert any(p.parent.name == "offsets" for p in checkpoint)
+    for path in checkpoint:
+        assert SECRET.encode() not in path.read_bytes(), f"the password is in {path}"
     logs = captured_logs.finish()
     assert "sec-pipeline" in logs["reader"], "the reader's log was not captured"
     assert "sec_copy" in logs["spark"], "Spark's log was not captured"
