@@ -2,9 +2,9 @@
 made in the test's directory): a streaming read as a static group member and a streaming write,
 configured as a Spark user configures Spark's Kafka source (kafka.-prefixed Java names,
 sasl.jaas.config), and a batch read through spark.sql. The password must not show in the query
-plan, the streaming progress, the SQL plan, Spark's log (captured at INFO while the test runs)
-or the reader's own log (ROSTER_SPARK_LOG); a wrong password fails the query naming the
-problem, without the password."""
+plan, the streaming progress, the SQL plan, the checkpoint, Spark's log (captured at INFO while
+the test runs) or the reader's own log (ROSTER_SPARK_LOG); a wrong password fails the query
+naming the problem, without the password."""
 from __future__ import annotations
 
 import asyncio
