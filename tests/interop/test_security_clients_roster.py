@@ -337,14 +337,16 @@ def test_encrypted_key_and_one_file_keystore(secured, tmp_path):
                                 "ssl.truststore.location": str(pki.ca),
                                 "ssl.keystore.type": "PEM",
                                 "ssl.keystore.location": str(keystore)})) == (0, 1)
+    # refused when the client is made, before any connection
     with pytest.raises(SecurityConfigError) as caught:
-        asyncio.run(produce({**base, "ssl.certificate.location": str(pki.client_cert),
-                             "ssl.key.location": str(encrypted),
-                             "ssl.key.password": "not-it-5817"}))
+        Producer(broker.listener("SSL"), security={
+            **base, "ssl.certificate.location": str(pki.client_cert),
+            "ssl.key.location": str(encrypted), "ssl.key.password": "not-it-5817"})
     assert "not a usable certificate and private key" in str(caught.value)
     assert "not-it-5817" not in str(caught.value)
     with pytest.raises(SecurityConfigError, match="ssl.ca.location=/nonexistent/ca.pem: no "):
-        asyncio.run(produce({**base, "ssl.ca.location": "/nonexistent/ca.pem"}))
+        Consumer(broker.listener("SSL"), "g", security={**base,
+                                                        "ssl.ca.location": "/nonexistent/ca.pem"})
 
 
 def test_broker_certificate_must_name_the_host(tmp_path):

@@ -47,7 +47,10 @@ def as_security(security) -> ClientSecurity | None:
     """A ClientSecurity, or librdkafka-named settings as a dict, or None (PLAINTEXT)."""
     if security is None or isinstance(security, ClientSecurity):
         return security
-    return ClientSecurity.from_config(security)
+    checked = ClientSecurity.from_config(security)
+    if checked.tls:
+        checked.ssl_context()  # unreadable files: SecurityConfigError now, not at connect
+    return checked
 
 
 class BrokerConnection:
