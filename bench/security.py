@@ -14,6 +14,9 @@ hits them alike:
   3. heartbeats/s: --members static members, each on its own connection (authenticated with
      SCRAM-SHA-256 on SASL_SSL) and in its own group, each keeping --window heartbeats in
      flight (bench/loadgen.py's frames) for --seconds: SASL_SSL / PLAINTEXT (goal >= 0.8);
+  the floor: the same pipelined load against a uvloop server that only counts bytes (no
+     broker), plain and TLS, so what TLS costs roster per MB can be set against what it costs
+     any Python server on this machine ("TLS cost per MB: roster / bare uvloop sink");
   4. SCRAM-SHA-256 authentications/s: --auth-connections connections at a time, each connect,
      SaslHandshake, two SaslAuthenticate round trips and close, on SASL_PLAINTEXT (SCRAM alone)
      and on SASL_SSL (with a TLS handshake per connection). The load generator caches the
@@ -298,6 +301,87 @@ def produce_confluent(broker: Broker, listener: str, records: int) -> float:
     return records * len(value) / (time.perf_counter() - start) / 1e6
 
 
+# -- the floor: uvloop's TLS alone ----------------------------------------------------------------
+
+class _Sink(asyncio.BufferedProtocol):
+    """Takes 64 KiB requests and answers each with 60 bytes, doing nothing else."""
+
+    def __init__(self) -> None:
+        self.buffer = bytearray(256 * 1024)
+        self.pending = 0
+        self.transport = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int):
+        return memoryview(self.buffer)
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.pending += nbytes
+        answers, self.pending = divmod(self.pending, 65536)
+        if answers:
+            self.transport.write(b"x" * (60 * answers))
+
+
+def _sink_server(certificate: str, use_tls: bool, port, ready) -> None:
+    if hasattr(os, "sched_setaffinity") and (os.cpu_count() or 1) > 1:
+        os.sched_setaffinity(0, {0})
+    context = None
+    if use_tls:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(certificate)
+
+    async def serve():
+        server = await asyncio.get_running_loop().create_server(_Sink, "127.0.0.1", 0,
+                                                                ssl=context)
+        port.value = server.sockets[0].getsockname()[1]
+        ready.set()
+        await asyncio.sleep(3600)
+
+    run(serve())
+
+
+def tls_floor(broker: Broker, use_tls: bool, seconds: float, depth: int = 16) -> tuple:
+    """(MB/s, server CPUs) of the same pipelined 64 KiB load against a uvloop server that only
+    counts bytes: what receiving over TLS costs before any broker work."""
+    import multiprocessing
+    ready, port = multiprocessing.Event(), multiprocessing.Value("i", 0)
+    process = multiprocessing.Process(target=_sink_server, daemon=True, args=(
+        str(broker.root / "server.pem"), use_tls, port, ready))
+    process.start()
+    try:
+        ready.wait(30)
+        sock = socket.create_connection(("127.0.0.1", port.value), timeout=30)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if use_tls:
+            sock = broker.client_context().wrap_socket(sock, server_hostname="127.0.0.1")
+        payload = b"v" * 65536
+        stat = Path(f"/proc/{process.pid}/stat")
+
+        def cpu() -> float:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+        sent = received = 0
+        start_cpu, start = cpu(), time.perf_counter()
+        stop = start + seconds
+        while True:
+            while sent - received // 60 < depth and time.perf_counter() < stop:
+                sock.sendall(payload)
+                sent += 1
+            if received // 60 >= sent:
+                break
+            received += len(sock.recv(1 << 16))
+        elapsed = time.perf_counter() - start
+        used = cpu() - start_cpu
+        sock.close()
+        return sent * 65536 / 1e6 / elapsed, used / elapsed
+    finally:
+        process.terminate()
+        process.join(5)
+
+
 # -- 3. heartbeats ----------------------------------------------------------------------------
 
 async def heartbeats(broker: Broker, listener: str, members: int, window: int,
@@ -421,6 +505,12 @@ def main() -> int:
                 for listener in order:
                     record(f"produce pipelined {listener} MB/s",
                            lambda: produce_pipelined(broker, listener, args.seconds))
+                for use_tls in ([False, True] if round_no % 2 == 0 else [True, False]):
+                    name = f"floor: uvloop sink {'TLS' if use_tls else 'plain'} MB/s"
+                    rate, cpus = tls_floor(broker, use_tls, args.seconds)
+                    results.setdefault(name, []).append(rate)
+                    results.setdefault(f"{name} (broker CPUs)", []).append(cpus)
+                    log(f"  {name}: {rate:,.1f} (sink {cpus:.2f} CPU)")
                 for listener in (["PLAINTEXT", "SSL"] if round_no % 2 == 0
                                  else ["SSL", "PLAINTEXT"]):
                     record(f"produce confluent-kafka {listener} MB/s",
@@ -463,6 +553,14 @@ def main() -> int:
         "heartbeats SASL_SSL / PLAINTEXT per broker CPU-second": [s / p for s, p in zip(
             per_cpu("heartbeats SASL_SSL /s"), per_cpu("heartbeats PLAINTEXT /s"))],
     })
+    # CPU-seconds per MB that TLS adds: to roster's produce path, and to a sink doing nothing
+    def tls_cost(tls_name: str, plain_name: str) -> list[float]:
+        return [1 / t - 1 / p for t, p in zip(per_cpu(tls_name), per_cpu(plain_name))]
+
+    roster_cost = tls_cost("produce pipelined SSL MB/s", "produce pipelined PLAINTEXT MB/s")
+    floor_cost = tls_cost("floor: uvloop sink TLS MB/s", "floor: uvloop sink plain MB/s")
+    ratios["TLS cost per MB: roster / bare uvloop sink"] = [
+        r / f if f > 0 else float("nan") for r, f in zip(roster_cost, floor_cost)]
     if args.json:
         print(json.dumps({"results": results, "median": median,
                           "ratios": {k: statistics.median(v) for k, v in ratios.items()},
