@@ -22,6 +22,7 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.log.api import LogError
 from roster.log.file import FileLog
+from roster.security.authorizer import StandardAuthorizer
 
 log = logging.getLogger("roster.broker")
 
@@ -58,6 +59,10 @@ class Broker:
                                      config["log.flush.interval.ms"])
         self.endpoint = Endpoint(config["node.id"], "localhost", 9092)
         self.registry = build_registry()
+        # ACLs (security/authorizer.py) when authorizer.class.name asks; admission asks it
+        authorizer = StandardAuthorizer.from_config(config, data_dir)
+        if authorizer is not None:
+            self.authorizer = authorizer
         self.producer_ids = ProducerIds(data_dir)
         self.sequences = SequenceTable()
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],

@@ -156,3 +156,12 @@ class StandardAuthorizer:
             self.invalidate()
         return matched
 
+
+
+def acl_authorizer(broker) -> StandardAuthorizer | None:
+    """The broker's ACL authorizer, or None when `authorizer.class.name` is not set."""
+    authorizer = getattr(broker, "authorizer", None)
+    return authorizer if isinstance(authorizer, StandardAuthorizer) else None
+
+
+NO_AUTHORIZER = "No Authorizer is configured on the broker"

@@ -6,11 +6,14 @@ from roster.broker.handlers import (
     api_versions,
     consumer_group_describe,
     consumer_group_heartbeat,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
+    describe_acls,
     describe_configs,
     describe_groups,
     describe_user_scram_credentials,
@@ -40,7 +43,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            delete_groups, create_partitions, offset_delete, describe_configs, alter_configs,
            incremental_alter_configs, delete_records, sasl_handshake, sasl_authenticate,
            describe_user_scram_credentials, alter_user_scram_credentials,
-           consumer_group_heartbeat, consumer_group_describe)
+           consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
+           delete_acls)
 
 
 def build_registry() -> Registry:
