@@ -380,3 +380,32 @@ def test_broker_certificate_must_name_the_host(tmp_path):
             AdminClient(broker.listener("SSL"), security=security)
     finally:
         broker.stop()
+
+
+def test_a_listener_that_never_answers_is_not_a_hang():
+    """Connecting to something that accepts and stays silent (a TLS client at a non-TLS port
+    of another service, a stuck proxy) ends after the connection timeout, with a reason."""
+    from roster.client.connection import ConnectionClosed
+
+    async def run():
+        server = await asyncio.start_server(lambda reader, writer: None, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            messages = []
+            for security in (None, ClientSecurity(protocol="SSL"),
+                             ClientSecurity(protocol="SASL_PLAINTEXT", mechanism="PLAIN",
+                                            username="u", password=WRONG)):
+                started = time.monotonic()
+                with pytest.raises(ConnectionClosed) as caught:
+                    await BrokerConnection.open("127.0.0.1", port, "silent", timeout_s=0.5,
+                                                security=security)
+                assert time.monotonic() - started < 3
+                messages.append(str(caught.value))
+            return messages
+        finally:
+            server.close()
+
+    plain, tls, sasl = asyncio.run(run())
+    assert "did not answer ApiVersions within 0.5 s" in plain
+    assert "no connection and TLS handshake within 0.5 s" in tls
+    assert "did not answer ApiVersions" in sasl and WRONG not in sasl

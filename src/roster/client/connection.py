@@ -80,18 +80,28 @@ class BrokerConnection:
                 timeout_s)
         except ssl.SSLError as exc:
             raise tls_failure(exc, where) from None
-        except (OSError, asyncio.TimeoutError) as exc:
+        except asyncio.TimeoutError:
+            raise ConnectionClosed(f"cannot connect to {where}: no connection"
+                                   f"{' and TLS handshake' if tls else ''} within "
+                                   f"{timeout_s:g} s") from None
+        except OSError as exc:
             if tls is not None and isinstance(exc, ConnectionResetError):
                 raise tls_failure(exc, where) from None
             raise ConnectionClosed(f"cannot connect to {where}: {exc}") from None
         connection = cls(reader, writer, client_id)
         connection._security, connection._where = security, where
         try:
-            answer = await connection.call_version(API_VERSIONS, 3,
-                                                   client_software_name="roster",
-                                                   client_software_version="1")
-            if answer.error_code is ErrorCode.unsupported_version:
-                answer = await connection.call_version(API_VERSIONS, 0)
+            try:
+                answer = await asyncio.wait_for(connection.call_version(
+                    API_VERSIONS, 3, client_software_name="roster",
+                    client_software_version="1"), timeout_s)
+                if answer.error_code is ErrorCode.unsupported_version:
+                    answer = await asyncio.wait_for(connection.call_version(API_VERSIONS, 0),
+                                                    timeout_s)
+            except asyncio.TimeoutError:
+                raise ConnectionClosed(f"{where} did not answer ApiVersions within "
+                                       f"{timeout_s:g} s (is it a Kafka listener"
+                                       f"{'' if tls else ' without TLS'}?)") from None
             for entry in answer.api_keys:
                 version = _highest(entry.api_key, entry.min_version, entry.max_version,
                                    (caps or {}).get(entry.api_key))
