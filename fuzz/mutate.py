@@ -144,7 +144,9 @@ class Mutator:
             entry = b""
         new_count = uvarint(count + 1)
         at_end = rng.random() < 0.7
-        if at_end and variant == "plain" and tag > highest:
+        # well formed only where no enclosing size has to grow with it (not inside a tagged
+        # field's value)
+        if at_end and variant == "plain" and tag > highest and not span.in_tagged:
             self.well_formed = True
         if at_end:
             mutated = (frame[:span.start] + new_count + frame[after_count:span.data_end] + entry

@@ -85,6 +85,7 @@ class Span:
     data_end: int = 0
     tags: tuple[int, ...] = ()  # the tags a "tags" section's entity defines
     entity: str = ""
+    in_tagged: bool = False     # inside a tagged field's value (whose size prefixes it)
 
 
 # -- primitive writers --------------------------------------------------------------------------
@@ -186,6 +187,8 @@ class Encoder:
             inner.field(FieldInfo(info.name, info.kafka_type, info.entity, info.array, False,
                                   None), value[info.name], True, f"{path}.{info.name}")
             self.buf += uvarint(info.tag) + uvarint(len(inner.buf))
+            for inner_span in inner.spans:
+                inner_span.in_tagged = True
             self.splice_in(inner)
         span.data_end = len(self.buf)
 
