@@ -232,6 +232,7 @@ def build_parser() -> argparse.ArgumentParser:
     where = argparse.ArgumentParser(add_help=False)  # also accepted after the action
     where.add_argument("--bootstrap-server", default=argparse.SUPPRESS, metavar="HOST:PORT")
     where.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="DIR")
+    where.add_argument("--command-config", default=argparse.SUPPRESS, metavar="FILE")
     user_actions = users.add_subparsers(dest="action", required=True)
     add_user = user_actions.add_parser("add", parents=[where],
                                        help="add a user, or replace its credential")

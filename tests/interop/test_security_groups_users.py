@@ -179,3 +179,28 @@ def test_roster_users_command_over_the_wire(secured):
     assert not _authenticates(broker, "grace", "grace-secret", "SCRAM-SHA-512")
     refused = roster("delete", "grace")
     assert refused.returncode == 1 and "grace" in refused.stderr
+
+
+def test_roster_users_over_sasl_ssl_with_a_command_config(secured):
+    """The same over SASL_SSL, authenticated with a Kafka tools' --command-config file."""
+    broker = secured
+    config = broker.root / "admin.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\n"
+        "ssl.truststore.type=PEM\n"
+        f"ssl.truststore.location={broker.pki.ca}\n"
+        "sasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{PASSWORDS["alice"]}";\n')
+    password_file = broker.root / "heidi.password"
+    password_file.write_text("heidi-secret\n")
+    base = [sys.executable, "-m", "roster", "users"]
+    where = ["--bootstrap-server", broker.listener("SASL_SSL"), "--command-config", str(config)]
+    added = subprocess.run([*base, "add", "heidi", "--password-file", str(password_file),
+                            *where], capture_output=True, text=True, timeout=30)
+    assert added.returncode == 0, added.stderr
+    listing = subprocess.run([*base, *where, "list"], capture_output=True, text=True, timeout=30)
+    assert "heidi\tSCRAM-SHA-256(iterations=4096)" in listing.stdout, listing.stderr
+    for output in (added.stdout + added.stderr, listing.stdout + listing.stderr):
+        assert "heidi-secret" not in output and PASSWORDS["alice"] not in output
+    assert _authenticates(broker, "heidi", "heidi-secret")
