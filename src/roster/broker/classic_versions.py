@@ -3,17 +3,21 @@ handler as the rest.
 
 `serving(api_key, kio_from, handle)` is an ApiSpec `raw` answer: a request below `kio_from` is
 decoded and its answer encoded by roster.protocol.classic, any other by kio, exactly as the
-connection does for a plain handler (run without a task until it has to wait).
+connection does for a plain handler (admitted first, then run without a task until it has to
+wait).
 """
 from __future__ import annotations
 
+from roster.broker.admission import admit
 from roster.broker.resume import resume
 from roster.protocol import classic
 from roster.protocol.codec import decode_request, encode_response
 
 
 async def _answered(handle, encode, broker, request, connection) -> bytes | None:
-    body = await handle(broker, request, connection)
+    body = admit(broker, connection, broker.registry.get(request.api_key), request)
+    if body is None:  # admitted (broker/admission.py)
+        body = await handle(broker, request, connection)
     if body is None:
         return None
     return encode(request.api_key, request.api_version, request.correlation_id, body)

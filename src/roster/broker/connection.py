@@ -34,16 +34,18 @@ import socket
 from collections import deque
 from collections.abc import Awaitable
 
+from roster.broker.admission import admit
 from roster.broker.frames import MIN_READ, FrameBuffer
 from roster.broker.handlers.api_versions import answer_unsupported_version
 from roster.broker.resume import resume
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import read_prefix
 
 log = logging.getLogger("roster.connection")
 
-API_VERSIONS = 18
+API_VERSIONS = ApiKey.API_VERSIONS
 # While a request waits, more requests may arrive behind it; past this many unserved bytes the
 # socket is no longer read (Kafka mutes a busy connection outright; this saves two syscalls
 # per waiting request for clients that do not pipeline).
@@ -373,7 +375,9 @@ class Connection(asyncio.BufferedProtocol):
         self._transport.close()
 
     async def _handle(self, spec, request) -> bytes | None:
-        body = await spec.handler(self.broker, request, self)
+        body = admit(self.broker, self, spec, request)  # None: admitted (broker/admission.py)
+        if body is None:
+            body = await spec.handler(self.broker, request, self)
         if body is None:
             return None
         return encode_response(request.api_key, request.api_version, request.correlation_id,

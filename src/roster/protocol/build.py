@@ -44,10 +44,10 @@ def make(schema: type, **values: Any) -> Any:
 
 def per_partition(schema: type, wanted_topics, answer) -> tuple:
     """The `topics` of a response that answers each requested partition on its own (ListOffsets,
-    DeleteRecords, OffsetDelete): answer(topic name, requested partition) -> that partition's
-    fields."""
+    DeleteRecords, OffsetDelete): answer(topic entry index, topic entry, requested partition)
+    -> that partition's fields."""
     topic_entry = element(schema, "topics")
     partition_entry = element(topic_entry, "partitions")
     return tuple(make(topic_entry, name=wanted.name, partitions=tuple(
-        make(partition_entry, **answer(wanted.name, requested))
-        for requested in wanted.partitions)) for wanted in wanted_topics)
+        make(partition_entry, **answer(t, wanted, requested))
+        for requested in wanted.partitions)) for t, wanted in enumerate(wanted_topics))

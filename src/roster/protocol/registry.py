@@ -1,10 +1,22 @@
 """The API registry: each handler module declares the versions it serves, and ApiVersions is
-generated from these declarations so the advertised ranges can never drift from the code."""
+generated from these declarations so the advertised ranges can never drift from the code.
+
+A spec also declares what its request acts on (`resources`: a group, several groups, topics by
+name or id, config resources, the cluster, a transactional id) and with which Kafka operation.
+The dispatcher's admission step (broker/admission.py) reads these declarations: it resolves the
+topics, routes group requests (COORDINATOR_LOAD_IN_PROGRESS while a group's partition loads) and
+asks the authorizer, once, before the handler runs. A request refused as a whole is answered by
+the spec's `refuse(request, error) -> body` (Kafka's AbstractRequest.getErrorResponse); what is
+refused element by element reaches the handler as `request.admission`.
+"""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from roster.protocol.acl import AclOperation
+from roster.protocol.errors import ErrorCode
 
 # handler(broker, request, connection) -> response body, or None when no response is sent
 Handler = Callable[..., Awaitable[Any]]
@@ -13,6 +25,116 @@ LegacyAnswer = Callable[..., bytes]
 # raw(broker, frame, prefix, connection) -> the encoded response frame, or a coroutine for it
 # when the answer has to wait: a handler with its own codec, run without a coroutine of its own
 RawHandler = Callable[..., bytes | Awaitable[bytes]]
+# refuse(request, error) -> the response body refusing the whole request with `error`
+Refuse = Callable[[Any, ErrorCode], Any]
+Versions = tuple[int, int] | None  # (lowest, highest) request version a declaration applies to
+
+LOADING = ErrorCode.coordinator_load_in_progress
+
+
+# -- what a request acts on -----------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One group id, `field`: the request acts on that group as a whole and is refused as a
+    whole (spec.refuse): GROUP_AUTHORIZATION_FAILED; INVALID_GROUP_ID for an empty id unless
+    `allow_empty`; and, routed to the group's coordinator, `while_loading` while its
+    partition is replayed (ErrorCode.none: answered as if accepted, without running the
+    handler, as Kafka's classic coordinator answers heartbeats). `route=False`: the request
+    names a group without going to its coordinator (FindCoordinator)."""
+    operation: AclOperation
+    field: str = "group_id"
+    versions: Versions = None
+    while_loading: ErrorCode = LOADING
+    allow_empty: bool = True
+    route: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Groups:
+    """Several groups, answered one by one: `field` lists group ids, or entries whose `key`
+    names one. Each refusal (GROUP_AUTHORIZATION_FAILED, COORDINATOR_LOAD_IN_PROGRESS) reaches
+    the handler as request.admission.group(group_id)."""
+    operation: AclOperation
+    field: str
+    key: str | None = None
+    versions: Versions = None
+    route: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AllGroups:
+    """Every group (ListGroups): refused as a whole while any group loads; the operation on
+    the cluster allows them all, else each group is filtered with admission.allows()."""
+    operation: AclOperation
+    versions: Versions = None
+
+
+@dataclass(frozen=True, slots=True)
+class Topics:
+    """Topic entries in `field` (nested in each entry of `within`, when given), named by
+    `name`, or by `topic_id` where the name is null; `name=None`: the entries are names.
+    Resolved and authorized entry by entry: request.admission.topic(index[, within index]) is
+    (Topic or None, error): TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID, or, by name,
+    UNKNOWN_TOPIC_OR_PARTITION (the handler may still create it). `resolve=False`: authorized
+    only (CreateTopics). `whole=True`: one unauthorized topic refuses the request.
+    `cluster_allows`: the operation on the cluster allows it on every topic. A null list
+    means every topic: the handler filters with admission.allows()."""
+    operation: AclOperation
+    field: str = "topics"
+    name: str | None = "name"
+    topic_id: str | None = "topic_id"
+    versions: Versions = None
+    within: str | None = None
+    resolve: bool = True
+    whole: bool = False
+    cluster_allows: bool = False  # the operation on the cluster allows it on every topic
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResources:
+    """Config resources (resource_type, resource_name): a topic, the broker (authorized on the
+    cluster) or a group; request.admission.resource(index) is the per-entry refusal."""
+    operation: AclOperation
+    field: str = "resources"
+    versions: Versions = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cluster:
+    """The cluster: refused as a whole with CLUSTER_AUTHORIZATION_FAILED."""
+    operation: AclOperation
+    versions: Versions = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalId:
+    """A producer's transactional id: the operation on it, refused as a whole with
+    TRANSACTIONAL_ID_AUTHORIZATION_FAILED; when null and `idempotent`, IDEMPOTENT_WRITE on the
+    cluster instead (CLUSTER_AUTHORIZATION_FAILED), as Kafka's InitProducerId."""
+    operation: AclOperation
+    field: str = "transactional_id"
+    versions: Versions = None
+    idempotent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NotAResource:
+    """A field that names topics or groups but is not checked, and why (the declaration test
+    requires every such field to be declared one way or the other)."""
+    field: str
+    why: str
+    versions: Versions = None
+    within: str | None = None
+
+
+Resource = Group | Groups | AllGroups | Topics | ConfigResources | Cluster | TransactionalId \
+    | NotAResource
+
+
+def applies(declaration, version: int) -> bool:
+    versions = declaration.versions
+    return versions is None or versions[0] <= version <= versions[1]
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +151,21 @@ class ApiSpec:
     # Set instead of `handler` for the hottest APIs, which decode and encode by hand (kio's
     # generic path would cost them more than their own work).
     raw: RawHandler | None = None
+    # What the request acts on (see above), and the answer refusing it as a whole.
+    resources: tuple[Resource, ...] = ()
+    refuse: Refuse | None = None
+    # validate(request) -> an error refusing the request before admission (Kafka's request-level
+    # checks in KafkaApis, made before authorization), or None
+    validate: Callable[[Any], ErrorCode | None] | None = None
+    # the declarations that apply at each version (from `resources`)
+    admitting: dict[int, tuple[Resource, ...]] = field(default=None, init=False, repr=False,
+                                                       compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "admitting", {
+            version: tuple(r for r in self.resources if applies(r, version)
+                           and not isinstance(r, NotAResource))
+            for version in range(self.min_version, self.max_version + 1)})
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version

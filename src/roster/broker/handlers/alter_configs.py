@@ -7,12 +7,15 @@ from __future__ import annotations
 from roster.broker.group_configs import GroupConfigError
 from roster.broker.handlers.describe_configs import BROKER, GROUP, TOPIC
 from roster.broker.topics import TopicError
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, ConfigResources
 
-API_KEY = 33
+API_KEY = ApiKey.ALTER_CONFIGS
+RESOURCES = (ConfigResources(AclOperation.ALTER_CONFIGS),)
 
 
 def alter_each(broker, api_key: int, request, new_configs, group_changes=None) -> object:
@@ -22,8 +25,13 @@ def alter_each(broker, api_key: int, request, new_configs, group_changes=None) -
     schema = response_schema(api_key, request.api_version)
     entry = element(schema, "responses")
     answers = []
-    for resource in request.body.resources:
-        error, message = ErrorCode.none, None
+    for index, resource in enumerate(request.body.resources):
+        error, message = request.admission.resource(index), None
+        if error is not ErrorCode.none:  # refused by admission
+            answers.append(make(entry, error_code=error, error_message=None,
+                                resource_type=resource.resource_type,
+                                resource_name=resource.resource_name))
+            continue
         try:
             if resource.resource_type == BROKER:
                 raise TopicError("invalid_request", "broker settings are static in roster: "
@@ -60,4 +68,4 @@ async def handle(broker, request, connection):
                       lambda topic, resource: {c.name: c.value for c in resource.configs})
 
 
-SPEC = ApiSpec(API_KEY, "AlterConfigs", 0, 2, handle)
+SPEC = ApiSpec(API_KEY, "AlterConfigs", 0, 2, handle, resources=RESOURCES)

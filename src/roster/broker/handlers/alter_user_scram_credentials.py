@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import logging
 
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Cluster
 from roster.security import scram_store
 from roster.security.credentials import (
     MAX_ITERATIONS,
@@ -26,7 +28,7 @@ from roster.security.credentials import (
     from_salted_password,
 )
 
-API_KEY = 51
+API_KEY = ApiKey.ALTER_USER_SCRAM_CREDENTIALS
 TWICE = "A user credential cannot be altered twice in the same request"
 
 log = logging.getLogger("roster.security")
@@ -100,4 +102,16 @@ async def handle(broker, request, connection):
     return make(schema, results=tuple(results))
 
 
-SPEC = ApiSpec(API_KEY, "AlterUserScramCredentials", 0, 0, handle)
+def refuse(request, error: ErrorCode):
+    """Every user named answers `error` (Kafka's AlterUserScramCredentialsRequest
+    .getErrorResponse)."""
+    schema = response_schema(API_KEY, request.api_version)
+    result = element(schema, "results")
+    body = request.body
+    users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
+    return make(schema, results=tuple(make(result, user=user, error_code=error,
+                                           error_message=None) for user in users))
+
+
+SPEC = ApiSpec(API_KEY, "AlterUserScramCredentials", 0, 0, handle,
+               resources=(Cluster(AclOperation.ALTER),), refuse=refuse)

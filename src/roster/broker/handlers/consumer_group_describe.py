@@ -7,12 +7,13 @@ from __future__ import annotations
 import uuid
 
 from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
-from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Groups
 
-API_KEY = 69
+API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
 NO_OPERATIONS = -2147483648  # authorized operations not asked for
 
 
@@ -33,9 +34,9 @@ async def handle(broker, request, connection):
 
     described = []
     for group_id in body.group_ids:
-        if groups.loading(group_id):
-            described.append(make(group_entry, group_id=group_id,
-                                  error_code=ErrorCode.coordinator_load_in_progress,
+        refused = request.admission.group(group_id)  # unauthorized, or loading
+        if refused:
+            described.append(make(group_entry, group_id=group_id, error_code=refused,
                                   error_message=None, group_state="", group_epoch=0,
                                   assignment_epoch=0, assignor_name="", members=(),
                                   authorized_operations=NO_OPERATIONS))
@@ -57,4 +58,5 @@ async def handle(broker, request, connection):
     return make(schema, groups=tuple(described))
 
 
-SPEC = ApiSpec(API_KEY, "ConsumerGroupDescribe", 0, 1, handle)
+SPEC = ApiSpec(API_KEY, "ConsumerGroupDescribe", 0, 1, handle,
+               resources=(Groups(AclOperation.DESCRIBE, "group_ids"),))

@@ -10,12 +10,14 @@ import datetime
 import uuid
 
 from roster.coordinator.consumer.messages import HeartbeatReply, HeartbeatRequest
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
 
-API_KEY = 68
+API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
 
 
 class LiveTopics:
@@ -66,13 +68,14 @@ def to_request(request, connection, token) -> HeartbeatRequest:
 
 async def handle(broker, request, connection):
     groups = broker.groups
-    if groups.loading(request.body.group_id):
-        reply = HeartbeatReply(error=ErrorCode.coordinator_load_in_progress)
-    else:
-        image = LiveTopics(broker.topics)
-        reply = await groups.run(lambda token, now: groups.consumer.heartbeat(
-            to_request(request, connection, token), image, now))
+    image = LiveTopics(broker.topics)
+    reply = await groups.run(lambda token, now: groups.consumer.heartbeat(
+        to_request(request, connection, token), image, now))
     return encode(request.api_version, reply)
+
+
+def refuse(request, error: ErrorCode):
+    return encode(request.api_version, HeartbeatReply(error=error))
 
 
 def encode(version: int, reply: HeartbeatReply):
@@ -90,4 +93,14 @@ def encode(version: int, reply: HeartbeatReply):
                 assignment=assignment)
 
 
-SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handle)
+SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handle, resources=(
+    Group(AclOperation.READ),
+    # as Kafka 4: every topic subscribed to by name must be describable, or the heartbeat fails
+    Topics(AclOperation.DESCRIBE, "subscribed_topic_names", name=None, topic_id=None,
+           resolve=False, whole=True),
+    NotAResource("subscribed_topic_regex", "matched against the topics the member may see "
+                                           "(Kafka filters them by DESCRIBE; roster: every one)",
+                 versions=(1, 1)),
+    NotAResource("topic_partitions", "what the member owns: its group's assignment, not a "
+                                     "request to act on the topics"),
+), refuse=refuse)

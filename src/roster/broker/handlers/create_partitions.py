@@ -3,18 +3,22 @@ Kafka; existing data stays where it is (keys may now hash elsewhere)."""
 from __future__ import annotations
 
 from roster.broker.topics import TopicError
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Topics
 
-API_KEY = 37
+API_KEY = ApiKey.CREATE_PARTITIONS
 
 
-def _grow(broker, wanted, validate_only: bool) -> tuple[ErrorCode, str | None]:
-    topic = broker.topics.get(wanted.name)
+def _grow(broker, wanted, admitted, validate_only: bool) -> tuple[ErrorCode, str | None]:
+    topic, error = admitted
+    if error is ErrorCode.topic_authorization_failed:
+        return error, None
     if topic is None:
-        return ErrorCode.unknown_topic_or_partition, f"topic {wanted.name!r} does not exist"
+        return error, f"topic {wanted.name!r} does not exist"
     if topic.internal:
         return ErrorCode.invalid_request, f"{wanted.name} is internal"
     if wanted.assignments is not None and any(
@@ -38,10 +42,10 @@ async def handle(broker, request, connection):
     schema = response_schema(API_KEY, request.api_version)
     entry = element(schema, "results")
     results = []
-    for wanted in body.topics:
-        error, message = _grow(broker, wanted, body.validate_only)
+    for t, wanted in enumerate(body.topics):
+        error, message = _grow(broker, wanted, request.admission.topic(t), body.validate_only)
         results.append(make(entry, name=wanted.name, error_code=error, error_message=message))
     return make(schema, results=tuple(results))
 
 
-SPEC = ApiSpec(API_KEY, "CreatePartitions", 0, 3, handle)
+SPEC = ApiSpec(API_KEY, "CreatePartitions", 0, 3, handle, resources=(Topics(AclOperation.ALTER),))

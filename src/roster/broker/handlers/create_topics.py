@@ -7,12 +7,14 @@ from collections import Counter
 
 from roster.broker.classic_versions import serving
 from roster.broker.topics import TopicError, effective_configs
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, field_names, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Topics
 
-API_KEY = 19
+API_KEY = ApiKey.CREATE_TOPICS
 KIO_FROM = 2
 DEFAULT = -1
 
@@ -54,10 +56,13 @@ async def handle(broker, request, connection):
     config_entry = element(entry, "configs") if "configs" in field_names(entry) else None
     repeated = {name for name, n in Counter(t.name for t in body.topics).items() if n > 1}
     answers = []
-    for wanted in body.topics:
+    for t, wanted in enumerate(body.topics):
         try:
             if wanted.name in repeated:
                 raise TopicError("invalid_request", f"topic {wanted.name!r} is named twice")
+            if request.admission.topic(t).error is ErrorCode.topic_authorization_failed:
+                raise TopicError("topic_authorization_failed",
+                                 "Authorization failed.")
             _check_replication(wanted.replication_factor)
             count = _partition_count(broker, wanted)
             topic = broker.topics.create(wanted.name, count,
@@ -78,4 +83,6 @@ async def handle(broker, request, connection):
     return make(schema, topics=tuple(answers))
 
 
-SPEC = ApiSpec(API_KEY, "CreateTopics", 0, 7, handle, raw=serving(API_KEY, KIO_FROM, handle))
+SPEC = ApiSpec(API_KEY, "CreateTopics", 0, 7, handle, raw=serving(API_KEY, KIO_FROM, handle),
+               resources=(Topics(AclOperation.CREATE, topic_id=None, resolve=False,
+                                 cluster_allows=True),))

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 from roster.broker.topics import compacted
 from roster.log.api import LogStorageError, OffsetOutOfRange
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Topics
 
-API_KEY = 21
+API_KEY = ApiKey.DELETE_RECORDS
 HIGH_WATERMARK = -1
 
 
-def _delete(topic, index: int, offset: int) -> tuple[ErrorCode, int]:
-    """(error, low watermark) for one partition of `topic` (None: unknown)."""
-    if topic is None or not 0 <= index < len(topic.partitions):
+def _delete(topic, error: ErrorCode, index: int, offset: int) -> tuple[ErrorCode, int]:
+    """(error, low watermark) for one partition of `topic` (None: refused by admission)."""
+    if topic is None:
+        return error, -1
+    if not 0 <= index < len(topic.partitions):
         return ErrorCode.unknown_topic_or_partition, -1
     if compacted(topic.configs):
         return ErrorCode.policy_violation, -1
@@ -38,8 +42,10 @@ def _delete(topic, index: int, offset: int) -> tuple[ErrorCode, int]:
 
 
 async def handle(broker, request, connection):
-    def answer(name: str, requested) -> dict:
-        error, low_watermark = _delete(broker.topics.get(name), requested.partition_index,
+    admission = request.admission
+
+    def answer(t: int, _, requested) -> dict:
+        error, low_watermark = _delete(*admission.topic(t), requested.partition_index,
                                        requested.offset)
         return {"partition_index": requested.partition_index, "low_watermark": low_watermark,
                 "error_code": error}
@@ -48,4 +54,4 @@ async def handle(broker, request, connection):
     return make(schema, topics=per_partition(schema, request.body.topics, answer))
 
 
-SPEC = ApiSpec(API_KEY, "DeleteRecords", 0, 2, handle)
+SPEC = ApiSpec(API_KEY, "DeleteRecords", 0, 2, handle, resources=(Topics(AclOperation.DELETE),))

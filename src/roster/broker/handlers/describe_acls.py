@@ -16,6 +16,7 @@ from roster.security.acls import CLUSTER_NAME, AclFilter, Operation, Resource
 from roster.security.authorizer import NO_AUTHORIZER, acl_authorizer
 
 API_KEY = 29
+CLUSTER_REFUSED = "Cluster authorization failed."  # Kafka's ClusterAuthorizationException
 
 
 def cluster_refusal(broker, connection, operation) -> ErrorCode | None:
@@ -35,7 +36,7 @@ async def handle(broker, request, connection):
 
     refused = cluster_refusal(broker, connection, Operation.DESCRIBE)
     if refused is not None:
-        return answer(refused)
+        return answer(refused, CLUSTER_REFUSED)
     authorizer = acl_authorizer(broker)
     if authorizer is None:
         return answer(ErrorCode.security_disabled, NO_AUTHORIZER)

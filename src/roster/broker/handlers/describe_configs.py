@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from roster.broker.topics import effective_configs
 from roster.config import SETTINGS
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, ConfigResources
 
-API_KEY = 32
+API_KEY = ApiKey.DESCRIBE_CONFIGS
 TOPIC, BROKER, GROUP = 2, 4, 32                                  # ConfigResource.Type
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
 GROUP_CONFIG = 8
@@ -113,8 +115,11 @@ async def handle(broker, request, connection):
     with_synonyms = bool(getattr(body, "include_synonyms", False))
     with_docs = bool(getattr(body, "include_documentation", False))
     results = []
-    for resource in body.resources:
-        if resource.resource_type == TOPIC:
+    for index, resource in enumerate(body.resources):
+        refused = request.admission.resource(index)
+        if refused is not ErrorCode.none:
+            error, message, entries = refused, None, ()
+        elif resource.resource_type == TOPIC:
             error, message, entries = _topic_entries(broker, resource.resource_name)
         elif resource.resource_type == BROKER:
             error, message, entries = _broker_entries(broker, resource.resource_name)
@@ -141,4 +146,5 @@ async def handle(broker, request, connection):
     return make(schema, results=tuple(results))
 
 
-SPEC = ApiSpec(API_KEY, "DescribeConfigs", 1, 4, handle)
+SPEC = ApiSpec(API_KEY, "DescribeConfigs", 1, 4, handle,
+               resources=(ConfigResources(AclOperation.DESCRIBE_CONFIGS),))

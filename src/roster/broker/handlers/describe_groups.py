@@ -1,13 +1,16 @@
-"""DescribeGroups (15), v0-6. roster has no ACLs: asked for authorized operations, it reports
-what a group allows anyone (READ, DESCRIBE, DELETE)."""
+"""DescribeGroups (15), v0-6. Each group is admitted on its own (unauthorized, loading). roster
+has no ACLs yet: asked for authorized operations, it reports what a group allows anyone (READ,
+DESCRIBE, DELETE)."""
 from __future__ import annotations
 
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Groups
 
-API_KEY = 15
+API_KEY = ApiKey.DESCRIBE_GROUPS
 NOT_FOUND_FROM = 6       # KIP-1043: a missing group is an error, not the state "Dead"
 NOT_REQUESTED = -2**31
 GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
@@ -23,11 +26,12 @@ async def handle(broker, request, connection):
         else NOT_REQUESTED
     described = []
     for group_id in body.groups:
-        if broker.groups.loading(group_id):
+        refused = request.admission.group(group_id)
+        if refused is not ErrorCode.none:
             described.append(make(
                 group_entry, group_id=group_id, group_state="", protocol_type="",
                 protocol_data="", members=(), authorized_operations=operations,
-                error_code=ErrorCode.coordinator_load_in_progress, error_message=None))
+                error_code=refused, error_message=None))
             continue
         # a consumer group (KIP-848) is not a classic group: Kafka answers it as not found
         found = None if group_id in broker.groups.consumer.groups \
@@ -51,4 +55,5 @@ async def handle(broker, request, connection):
     return make(schema, groups=tuple(described))
 
 
-SPEC = ApiSpec(API_KEY, "DescribeGroups", 0, 6, handle)
+SPEC = ApiSpec(API_KEY, "DescribeGroups", 0, 6, handle,
+               resources=(Groups(AclOperation.DESCRIBE, "groups"),))

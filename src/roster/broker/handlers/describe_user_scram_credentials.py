@@ -7,14 +7,16 @@ cluster.)
 """
 from __future__ import annotations
 
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Cluster
 from roster.security import scram_store
 from roster.security.credentials import MECHANISM_IDS
 
-API_KEY = 50
+API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
 
 
 async def handle(broker, request, connection):
@@ -52,4 +54,10 @@ async def handle(broker, request, connection):
     return make(schema, error_code=ErrorCode.none, error_message=None, results=tuple(results))
 
 
-SPEC = ApiSpec(API_KEY, "DescribeUserScramCredentials", 0, 0, handle)
+def refuse(request, error: ErrorCode):
+    return make(response_schema(API_KEY, request.api_version), error_code=error,
+                error_message=None, results=())
+
+
+SPEC = ApiSpec(API_KEY, "DescribeUserScramCredentials", 0, 0, handle,
+               resources=(Cluster(AclOperation.DESCRIBE),), refuse=refuse)

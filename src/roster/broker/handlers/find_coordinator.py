@@ -1,13 +1,17 @@
 """FindCoordinator (10), v0-6: this broker coordinates every group (the coordinator arrives with
-the group issue; until then the answer is only an address)."""
+the group issue; until then the answer is only an address). Admission authorizes DESCRIBE on
+each key's group (a transaction key is authorized as a group too: roster has no transactions);
+a FindCoordinator is not routed to a coordinator, so a loading group is still found."""
 from __future__ import annotations
 
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Group, Groups
 
-API_KEY = 10
+API_KEY = ApiKey.FIND_COORDINATOR
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
@@ -34,7 +38,10 @@ async def handle(broker, request, connection):
     entry = element(schema, "coordinators")
     coordinators = []
     for key in body.coordinator_keys:
-        error, message = _answer(broker, key_type, version)
+        error = request.admission.group(key)
+        message = None
+        if error is ErrorCode.none:
+            error, message = _answer(broker, key_type, version)
         ok = error is ErrorCode.none
         coordinators.append(make(entry, key=key, node_id=endpoint.node_id if ok else -1,
                                  host=endpoint.host if ok else "",
@@ -43,4 +50,12 @@ async def handle(broker, request, connection):
     return make(schema, coordinators=tuple(coordinators))
 
 
-SPEC = ApiSpec(API_KEY, "FindCoordinator", 0, 6, handle)
+def refuse(request, error: ErrorCode):
+    return make(response_schema(API_KEY, request.api_version), error_code=error,
+                error_message=None, node_id=-1, host="", port=-1)
+
+
+SPEC = ApiSpec(API_KEY, "FindCoordinator", 0, 6, handle, resources=(
+    Group(AclOperation.DESCRIBE, "key", versions=(0, 3), route=False),
+    Groups(AclOperation.DESCRIBE, "coordinator_keys", versions=(4, 6), route=False)),
+    refuse=refuse)

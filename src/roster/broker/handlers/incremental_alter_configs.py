@@ -6,11 +6,12 @@ retention pass; broker settings are refused as in AlterConfigs. GROUP resources 
 consumer group's own session timeout and heartbeat interval (broker/group_configs.py)."""
 from __future__ import annotations
 
-from roster.broker.handlers.alter_configs import alter_each
+from roster.broker.handlers.alter_configs import RESOURCES, alter_each
 from roster.broker.topics import changed_configs
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.registry import ApiSpec
 
-API_KEY = 44
+API_KEY = ApiKey.INCREMENTAL_ALTER_CONFIGS
 
 
 async def handle(broker, request, connection):
@@ -20,4 +21,4 @@ async def handle(broker, request, connection):
                                         for c in resource.configs])
 
 
-SPEC = ApiSpec(API_KEY, "IncrementalAlterConfigs", 0, 1, handle)
+SPEC = ApiSpec(API_KEY, "IncrementalAlterConfigs", 0, 1, handle, resources=RESOURCES)

@@ -7,22 +7,28 @@ epoch (v3+, KIP-360) keeps its id with the epoch bumped.
 """
 from __future__ import annotations
 
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, TransactionalId
 
-API_KEY = 22
+API_KEY = ApiKey.INIT_PRODUCER_ID
 MAX_EPOCH = 32767
+
+
+def refuse(request, error: ErrorCode):
+    return make(response_schema(API_KEY, request.api_version), error_code=error,
+                producer_id=-1, producer_epoch=-1,
+                ongoing_txn_producer_id=-1, ongoing_txn_producer_epoch=-1)
 
 
 async def handle(broker, request, connection):
     schema = response_schema(API_KEY, request.api_version)
     body = request.body
-    if body.transactional_id is not None:
-        return make(schema, error_code=ErrorCode.transactional_id_authorization_failed,
-                    producer_id=-1, producer_epoch=-1,
-                    ongoing_txn_producer_id=-1, ongoing_txn_producer_epoch=-1)
+    if body.transactional_id is not None:  # transactions are not supported
+        return refuse(request, ErrorCode.transactional_id_authorization_failed)
     known = getattr(body, "producer_id", -1)
     epoch = getattr(body, "producer_epoch", -1)
     if known >= 0 and 0 <= epoch < MAX_EPOCH:
@@ -33,4 +39,5 @@ async def handle(broker, request, connection):
                 ongoing_txn_producer_id=-1, ongoing_txn_producer_epoch=-1)
 
 
-SPEC = ApiSpec(API_KEY, "InitProducerId", 0, 6, handle)
+SPEC = ApiSpec(API_KEY, "InitProducerId", 0, 6, handle,
+               resources=(TransactionalId(AclOperation.WRITE, idempotent=True),), refuse=refuse)

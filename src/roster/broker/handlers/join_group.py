@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from roster.coordinator.messages import JoinReply, JoinRequest
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Group
 
-API_KEY = 11
+API_KEY = ApiKey.JOIN_GROUP
 NULLABLE_PROTOCOL_NAME_FROM = 7
 
 
@@ -17,9 +19,7 @@ async def handle(broker, request, connection):
     session_ms = round(body.session_timeout.total_seconds() * 1000)
     rebalance = getattr(body, "rebalance_timeout", None)  # v0 uses the session timeout
     consumer_group = broker.groups.consumer.groups.get(body.group_id)
-    if broker.groups.loading(body.group_id):
-        reply = JoinReply(error=ErrorCode.coordinator_load_in_progress, member_id=body.member_id)
-    elif consumer_group is not None and consumer_group.members:
+    if consumer_group is not None and consumer_group.members:
         # a live consumer group (KIP-848): Kafka 4 would take the classic member into it as
         # a classic-protocol member; roster does not, and answers as Kafka does for protocols
         # the group cannot serve
@@ -39,6 +39,14 @@ async def handle(broker, request, connection):
             else session_ms,
             client_id=request.client_id or "", client_host=connection.client_host,
             reason=getattr(body, "reason", None), api_version=version, token=token))
+    return _answer(version, reply)
+
+
+def refuse(request, error: ErrorCode):
+    return _answer(request.api_version, JoinReply(error=error, member_id=request.body.member_id))
+
+
+def _answer(version: int, reply: JoinReply):
     schema = response_schema(API_KEY, version)
     member_entry = element(schema, "members")
     protocol_name = reply.protocol_name
@@ -53,4 +61,5 @@ async def handle(broker, request, connection):
                               for m in reply.members))
 
 
-SPEC = ApiSpec(API_KEY, "JoinGroup", 0, 9, handle)
+SPEC = ApiSpec(API_KEY, "JoinGroup", 0, 9, handle,
+               resources=(Group(AclOperation.READ),), refuse=refuse)

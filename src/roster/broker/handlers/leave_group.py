@@ -2,12 +2,14 @@
 from __future__ import annotations
 
 from roster.coordinator.messages import LeaveIdentity, LeaveReply, LeaveRequest
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Group
 
-API_KEY = 13
+API_KEY = ApiKey.LEAVE_GROUP
 BATCH_FROM = 3
 
 
@@ -19,12 +21,17 @@ async def handle(broker, request, connection):
     else:
         identities = tuple(LeaveIdentity(m.member_id, m.group_instance_id,
                                          getattr(m, "reason", None)) for m in body.members)
-    if broker.groups.loading(body.group_id):
-        reply = LeaveReply(error=ErrorCode.coordinator_load_in_progress)
-    else:
-        reply = await broker.groups.call(
-            broker.groups.coordinator.leave,
-            lambda token: LeaveRequest(body.group_id, identities, token))
+    reply = await broker.groups.call(
+        broker.groups.coordinator.leave,
+        lambda token: LeaveRequest(body.group_id, identities, token))
+    return _answer(version, reply)
+
+
+def refuse(request, error: ErrorCode):
+    return _answer(request.api_version, LeaveReply(error=error))
+
+
+def _answer(version: int, reply: LeaveReply):
     schema = response_schema(API_KEY, version)
     if version < BATCH_FROM:
         error = reply.error
@@ -37,4 +44,5 @@ async def handle(broker, request, connection):
              error_code=m.error) for m in reply.members))
 
 
-SPEC = ApiSpec(API_KEY, "LeaveGroup", 0, 5, handle)
+SPEC = ApiSpec(API_KEY, "LeaveGroup", 0, 5, handle, resources=(Group(AclOperation.READ),),
+               refuse=refuse)

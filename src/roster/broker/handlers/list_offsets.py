@@ -13,12 +13,14 @@ from types import SimpleNamespace
 
 from roster.broker.classic_versions import serving
 from roster.log.api import CorruptBatch
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Topics
 
-API_KEY = 2
+API_KEY = ApiKey.LIST_OFFSETS
 LATEST = -1
 EARLIEST = -2
 MAX_TIMESTAMP = -3        # v7+
@@ -27,10 +29,11 @@ LATEST_TIERED = -5        # v9+: nothing is tiered, so there is no such offset
 EARLIEST_PENDING_UPLOAD = -6  # v11+: likewise
 
 
-def _answer(topic, index: int, timestamp: int) -> dict:
-    """One partition's answer; `topic` None when unknown."""
+def _answer(topic, error: ErrorCode, index: int, timestamp: int) -> dict:
+    """One partition's answer; `topic` None when refused by admission (`error`)."""
     if topic is None or not 0 <= index < len(topic.partitions):
-        return {"partition_index": index, "error_code": ErrorCode.unknown_topic_or_partition,
+        return {"partition_index": index,
+                "error_code": error if topic is None else ErrorCode.unknown_topic_or_partition,
                 "timestamp": -1, "offset": -1, "leader_epoch": -1}
     try:
         found, offset = _lookup(topic.partitions[index], timestamp)
@@ -73,15 +76,16 @@ def _old_style_offsets(log, timestamp: int, max_num_offsets: int, now_ms: int) -
     return sorted(offsets, reverse=True)
 
 
-def _v0(broker, body) -> SimpleNamespace:
+def _v0(broker, request) -> SimpleNamespace:
     now_ms = broker.now_ms()
     topics = []
-    for wanted in body.topics:
-        topic = broker.topics.get(wanted.name)
+    for t, wanted in enumerate(request.body.topics):
+        topic, topic_error = request.admission.topic(t)
         partitions = []
         for p in wanted.partitions:
             if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                error, offsets = ErrorCode.unknown_topic_or_partition, ()
+                error = topic_error if topic is None else ErrorCode.unknown_topic_or_partition
+                offsets = ()
             else:
                 error = ErrorCode.none
                 offsets = _old_style_offsets(topic.partitions[p.partition_index], p.timestamp,
@@ -94,13 +98,15 @@ def _v0(broker, body) -> SimpleNamespace:
 
 async def handle(broker, request, connection):
     if request.api_version == 0:
-        return _v0(broker, request.body)
+        return _v0(broker, request)
+    admission = request.admission
 
-    def answer(name: str, wanted) -> dict:
-        return _answer(broker.topics.get(name), wanted.partition_index, wanted.timestamp)
+    def answer(t: int, _, wanted) -> dict:
+        return _answer(*admission.topic(t), wanted.partition_index, wanted.timestamp)
 
     schema = response_schema(API_KEY, request.api_version)
     return make(schema, topics=per_partition(schema, request.body.topics, answer))
 
 
-SPEC = ApiSpec(API_KEY, "ListOffsets", 0, 11, handle, raw=serving(API_KEY, 1, handle))
+SPEC = ApiSpec(API_KEY, "ListOffsets", 0, 11, handle, raw=serving(API_KEY, 1, handle),
+               resources=(Topics(AclOperation.DESCRIBE),))

@@ -3,16 +3,22 @@
 Topics named in the request are created on the fly when auto.create.topics.enable is on and the
 client allows it (AllowAutoTopicCreation, v4+; always allowed below v4), as Kafka does. roster is
 one broker, so every partition is led by it with itself as the only replica.
+
+Admission resolves the topics named (by name, or by id from v12) and refuses those the client
+may not DESCRIBE (TOPIC_AUTHORIZATION_FAILED); creating one takes CREATE on the cluster or the
+topic. Asked for every topic, the answer leaves out those it may not describe, as Kafka's.
 """
 from __future__ import annotations
 
 from roster.broker.topics import TopicError, check_topic_name
+from roster.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode, MalformedRequest
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Topics
 
-API_KEY = 3
+API_KEY = ApiKey.METADATA
 BY_ID_FROM = 12
 
 
@@ -35,24 +41,36 @@ def _failed(schema, error: ErrorCode, name=None, topic_id=None):
                 is_internal=False, partitions=())
 
 
-def _lookup(broker, schema, wanted, may_create: bool):
-    node_id = broker.endpoint.node_id
-    topic_id = getattr(wanted, "topic_id", None)
-    if wanted.name is None:  # v12+: by topic id
-        topic = broker.topics.by_id(topic_id)
-        if topic is None:
-            return _failed(schema, ErrorCode.unknown_topic_id, topic_id=topic_id)
-        return _describe(schema, topic, node_id)
-    topic = broker.topics.get(wanted.name)
-    if topic is None:
+def _may_create(admission, name: str) -> bool:
+    return admission.allows(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) \
+        or admission.allows(AclOperation.CREATE, ResourceType.TOPIC, name)
+
+
+def _lookup(broker, schema, wanted, admitted, admission, may_create: bool):
+    topic, error = admitted
+    if error is ErrorCode.unknown_topic_or_partition:  # by name: perhaps created now
         try:
             check_topic_name(wanted.name)
         except TopicError:
             return _failed(schema, ErrorCode.invalid_topic_exception, name=wanted.name)
-        topic = broker.auto_create(wanted.name) if may_create else None
-        if topic is None:
-            return _failed(schema, ErrorCode.unknown_topic_or_partition, name=wanted.name)
-    return _describe(schema, topic, node_id)
+        if may_create and not _may_create(admission, wanted.name):
+            error = ErrorCode.topic_authorization_failed
+        else:
+            topic = broker.auto_create(wanted.name) if may_create else None
+    if topic is None:  # by id (v12+), the id and no name
+        return _failed(schema, error, name=wanted.name,
+                       topic_id=getattr(wanted, "topic_id", None) if wanted.name is None else None)
+    return _describe(schema, topic, broker.endpoint.node_id)
+
+
+def validate(request) -> None:
+    """Kafka refuses v10-11 naming a topic by id as an invalid request: they carry the id
+    field, but a topic may be asked for by name only (and their answer has no null name)."""
+    version = request.api_version
+    topics = request.body.topics
+    if version < BY_ID_FROM and topics and any(
+            wanted.name is None or getattr(wanted, "topic_id", None) for wanted in topics):
+        raise MalformedRequest(f"Metadata v{version} names a topic by id (v12+ may)")
 
 
 async def handle(broker, request, connection):
@@ -60,16 +78,14 @@ async def handle(broker, request, connection):
     schema = response_schema(API_KEY, version)
     body = request.body
     all_topics = body.topics is None or (version == 0 and not body.topics)
+    admission = request.admission
     if all_topics:
-        topics = tuple(_describe(schema, t, broker.endpoint.node_id) for t in broker.topics)
+        topics = tuple(_describe(schema, t, broker.endpoint.node_id) for t in broker.topics
+                       if admission.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name))
     else:
-        if version < BY_ID_FROM and any(wanted.name is None or getattr(wanted, "topic_id", None)
-                                        for wanted in body.topics):
-            # Kafka refuses these as an invalid request: v10-11 carry the id field, but a
-            # topic may be asked for by name only (and their answer has no null name)
-            raise MalformedRequest(f"Metadata v{version} names a topic by id (v12+ may)")
         may_create = version < 4 or body.allow_auto_topic_creation
-        topics = tuple(_lookup(broker, schema, wanted, may_create) for wanted in body.topics)
+        topics = tuple(_lookup(broker, schema, wanted, admission.topic(t), admission, may_create)
+                       for t, wanted in enumerate(body.topics))
     # the advertised address of the listener this request came in on
     endpoint = getattr(connection, "endpoint", None) or broker.endpoint
     brokers = (make(element(schema, "brokers"), node_id=endpoint.node_id, host=endpoint.host,
@@ -79,4 +95,5 @@ async def handle(broker, request, connection):
                 cluster_authorized_operations=-2147483648, error_code=ErrorCode.none)
 
 
-SPEC = ApiSpec(API_KEY, "Metadata", 0, 13, handle)
+SPEC = ApiSpec(API_KEY, "Metadata", 0, 13, handle, resources=(Topics(AclOperation.DESCRIBE),),
+               validate=validate)

@@ -1,5 +1,7 @@
-"""OffsetCommit (8), v0-10. Partitions of unknown topics are refused here, as Kafka's request
-layer does; the rest go to the coordinator, which answers once the commit records are written.
+"""OffsetCommit (8), v0-10. Partitions of unknown (or unauthorized) topics are refused before
+the coordinator, as Kafka's request layer does (admission resolves the topics; a partition
+beyond the topic's count is refused here); the rest go to the coordinator, which answers once
+the commit records are written.
 
 v0 and v1 (dropped by Kafka 4.0; sarama sends v1 unless Consumer.Offsets.Retention is set):
 - v0 carries no generation or member: it commits as a simple (admin) commit does. Kafka 3.9 wrote
@@ -12,46 +14,57 @@ from __future__ import annotations
 
 from roster.broker.classic_versions import serving
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Group, Topics
 
-API_KEY = 8
+API_KEY = ApiKey.OFFSET_COMMIT
 KIO_FROM = 2
 
 
-def _topic_name(broker, wanted) -> tuple[str | None, ErrorCode]:
-    """The topic a request entry names (v10 names it by id), or the error for an unknown one."""
-    if getattr(wanted, "name", None) is None:
-        topic = broker.topics.by_id(getattr(wanted, "topic_id", None))
-        return (topic.name, ErrorCode.none) if topic else (None, ErrorCode.unknown_topic_id)
-    topic = broker.topics.get(wanted.name)
-    return wanted.name, ErrorCode.none if topic else ErrorCode.unknown_topic_or_partition
-
-
-async def handle(broker, request, connection):
-    body = request.body
-    version = request.api_version
-    errors: dict[tuple[int, int], ErrorCode] = {}  # (topic entry, partition index) -> error
+def _checked(request):
+    """(errors, to commit): each partition refused before the coordinator, (topic entry,
+    partition index) -> error, and the [(topic entry, OffsetToCommit)] that go on."""
+    admission = request.admission
+    errors: dict[tuple[int, int], ErrorCode] = {}
     to_commit = []
-    for t, wanted in enumerate(body.topics):
-        name, topic_error = _topic_name(broker, wanted)
-        partitions = len(broker.topics.get(name).partitions) if name in broker.topics else 0
+    for t, wanted in enumerate(request.body.topics):
+        topic, topic_error = admission.topic(t)
+        partitions = len(topic.partitions) if topic is not None else 0
         for p in wanted.partitions:
             if topic_error is not ErrorCode.none or not 0 <= p.partition_index < partitions:
                 errors[(t, p.partition_index)] = topic_error if topic_error is not \
                     ErrorCode.none else ErrorCode.unknown_topic_or_partition
                 continue
             to_commit.append((t, OffsetToCommit(
-                name, p.partition_index, p.committed_offset,
+                topic.name, p.partition_index, p.committed_offset,
                 getattr(p, "committed_leader_epoch", -1), p.committed_metadata,
                 getattr(p, "commit_timestamp", -1))))
-    retention = getattr(body, "retention_time", None)
-    if to_commit and broker.groups.loading(body.group_id):
+    return errors, to_commit
+
+
+def refuse(request, error: ErrorCode):
+    """The group refused (every partition answers `error`) or still loading (the partitions
+    that reached it do)."""
+    if error is ErrorCode.coordinator_load_in_progress:
+        errors, to_commit = _checked(request)
         for t, o in to_commit:
-            errors[(t, o.partition)] = ErrorCode.coordinator_load_in_progress
-    elif to_commit:
+            errors[(t, o.partition)] = error
+    else:
+        errors = {(t, p.partition_index): error for t, wanted in enumerate(request.body.topics)
+                  for p in wanted.partitions}
+    return _answer(request, errors)
+
+
+async def handle(broker, request, connection):
+    body = request.body
+    version = request.api_version
+    errors, to_commit = _checked(request)
+    retention = getattr(body, "retention_time", None)
+    if to_commit:
         generation, member_id = body.generation_id_or_member_epoch, body.member_id
         instance_id = getattr(body, "group_instance_id", None)
         # a consumer group (KIP-848) checks the member epoch; its offsets are then committed
@@ -64,7 +77,7 @@ async def handle(broker, request, connection):
             to_commit = []
         elif checked is not None:
             generation, member_id, instance_id = -1, "", None
-    if to_commit and not broker.groups.loading(body.group_id):
+    if to_commit:
         reply = await broker.groups.call(
         broker.groups.coordinator.commit_offsets, lambda token: CommitRequest(
             group_id=body.group_id, generation=generation,
@@ -74,7 +87,12 @@ async def handle(broker, request, connection):
             api_version=version, token=token))
         for (t, _), (_, partition, error) in zip(to_commit, reply.errors):
             errors[(t, partition)] = error
-    schema = response_schema(API_KEY, max(version, KIO_FROM))  # v0-1 answer as v2 does
+    return _answer(request, errors)
+
+
+def _answer(request, errors):
+    body = request.body
+    schema = response_schema(API_KEY, max(request.api_version, KIO_FROM))  # v0-1 answer as v2
     topic_entry = element(schema, "topics")
     partition_entry = element(topic_entry, "partitions")
     return make(schema, topics=tuple(
@@ -86,4 +104,5 @@ async def handle(broker, request, connection):
         for t, wanted in enumerate(body.topics)))
 
 
-SPEC = ApiSpec(API_KEY, "OffsetCommit", 0, 10, handle, raw=serving(API_KEY, KIO_FROM, handle))
+SPEC = ApiSpec(API_KEY, "OffsetCommit", 0, 10, handle, raw=serving(API_KEY, KIO_FROM, handle),
+               resources=(Group(AclOperation.READ), Topics(AclOperation.READ)), refuse=refuse)

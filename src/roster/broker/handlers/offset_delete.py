@@ -1,30 +1,37 @@
 """OffsetDelete (47), v0: remove a group's committed offsets for some partitions (what
 `kafka-consumer-groups --delete-offsets` and confluent-kafka's delete_consumer_group_offsets
-send). Partitions of unknown topics are refused here, as Kafka's request layer does; the
-coordinator decides the rest (offsets.delete) and answers once the tombstones are written."""
+send). Partitions of unknown (or unauthorized) topics are refused before the coordinator, as
+Kafka's request layer does (admission resolves the topics); the coordinator decides the rest
+(offsets.delete) and answers once the tombstones are written."""
 from __future__ import annotations
 
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make, per_partition
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Group, Topics
 
-API_KEY = 47
+API_KEY = ApiKey.OFFSET_DELETE
+
+
+def refuse(request, error: ErrorCode):
+    return make(response_schema(API_KEY, request.api_version), error_code=error, topics=())
 
 
 async def handle(broker, request, connection):
     body = request.body
     schema = response_schema(API_KEY, request.api_version)
-    if not body.group_id:
-        return make(schema, error_code=ErrorCode.invalid_group_id, topics=())
-    if broker.groups.loading(body.group_id):
-        return make(schema, error_code=ErrorCode.coordinator_load_in_progress, topics=())
     errors: dict[tuple[str, int], ErrorCode] = {}
     known = []
-    for wanted in body.topics:
+    for t, wanted in enumerate(body.topics):
+        topic, topic_error = request.admission.topic(t)
         for p in wanted.partitions:
-            if broker.topics.partition(wanted.name, p.partition_index) is None:
-                errors[(wanted.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+            error = topic_error
+            if error is ErrorCode.none and not 0 <= p.partition_index < len(topic.partitions):
+                error = ErrorCode.unknown_topic_or_partition
+            if error is not ErrorCode.none:
+                errors[(wanted.name, p.partition_index)] = error
             else:
                 known.append((wanted.name, p.partition_index))
     runtime = broker.groups
@@ -41,8 +48,12 @@ async def handle(broker, request, connection):
         return make(schema, error_code=reply.error, topics=())
     errors.update(((topic, partition), error) for topic, partition, error in reply.partitions)
     return make(schema, error_code=ErrorCode.none, topics=per_partition(
-        schema, body.topics, lambda name, p: {"partition_index": p.partition_index,
-                                              "error_code": errors[(name, p.partition_index)]}))
+        schema, body.topics, lambda t, wanted, p: {
+            "partition_index": p.partition_index,
+            "error_code": errors[(wanted.name, p.partition_index)]}))
 
 
-SPEC = ApiSpec(API_KEY, "OffsetDelete", 0, 0, handle)
+SPEC = ApiSpec(API_KEY, "OffsetDelete", 0, 0, handle,
+               resources=(Group(AclOperation.DELETE, allow_empty=False),
+                          Topics(AclOperation.READ)),
+               refuse=refuse)

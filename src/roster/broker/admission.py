@@ -1,0 +1,317 @@
+"""Admission: what happens to every request once it is decoded and before its handler runs.
+
+A handler's ApiSpec declares what the request acts on (protocol/registry.py: Group, Groups,
+AllGroups, Topics, ConfigResources, Cluster, TransactionalId) and with which Kafka operation.
+`admit` reads those declarations, once, in Kafka's order:
+
+1. the API's own request-level check (spec.validate), made before anything else;
+2. authorize: `broker.authorizer.authorize(principal, host, operation, resource_type, name)`,
+   the principal being `connection.principal` (security/): the cluster, a transactional id or
+   the group a request acts on as a whole (refused as a whole), then each group, topic or
+   config resource of a request that names several (refused one by one);
+3. resolve: each topic entry by name or by id (unknown: UNKNOWN_TOPIC_OR_PARTITION or
+   UNKNOWN_TOPIC_ID, entry by entry);
+4. route: a group request goes to the group's coordinator, which answers
+   COORDINATOR_LOAD_IN_PROGRESS while the group's __consumer_offsets partition is replayed.
+   roster is one broker, so NOT_COORDINATOR never applies; `_route` is where it would.
+
+A request refused as a whole is answered by its spec's `refuse(request, error)` builder, in the
+API's own shape. Otherwise the handler runs with `request.admission`: per-element refusals
+(`group(group_id)`, `topic(index)`, `resource(index)`) and `allows(...)` for listings that
+filter ("every topic", ListGroups). A request that declares nothing per element gets the
+shared ADMITTED value: on the hot path admission costs a dictionary lookup and a few calls.
+
+The raw handlers (Heartbeat, Produce) decode themselves; they call `admit_group` and
+`admit_topics` here, so each check still lives in one place.
+"""
+from __future__ import annotations
+
+from roster.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
+from roster.protocol.errors import ErrorCode
+from roster.protocol.registry import (
+    AllGroups,
+    Cluster,
+    ConfigResources,
+    Group,
+    Groups,
+    Topics,
+    TransactionalId,
+)
+
+NONE = ErrorCode.none
+_REFUSED = {ResourceType.TOPIC: ErrorCode.topic_authorization_failed,
+            ResourceType.GROUP: ErrorCode.group_authorization_failed,
+            ResourceType.CLUSTER: ErrorCode.cluster_authorization_failed,
+            ResourceType.TRANSACTIONAL_ID: ErrorCode.transactional_id_authorization_failed}
+# DescribeConfigs' ConfigResource.Type -> the ACL resource it is authorized on
+_CONFIG_TYPES = {2: ResourceType.TOPIC, 4: ResourceType.CLUSTER, 32: ResourceType.GROUP}
+
+
+class AllowAll:
+    """The authorizer until ACLs exist: everything is allowed. `allows_everything` lets
+    admission skip the calls altogether."""
+
+    allows_everything = True
+
+    def authorize(self, principal: str, host: str, operation: AclOperation,
+                  resource_type: ResourceType, name: str) -> bool:
+        return True
+
+
+ALLOW_ALL = AllowAll()
+
+
+class Resolved(tuple):
+    """One topic entry's admission: (Topic or None, error)."""
+    __slots__ = ()
+
+    @property
+    def topic(self):
+        return self[0]
+
+    @property
+    def error(self) -> ErrorCode:
+        return self[1]
+
+
+class Admission:
+    """What admission found for a request the handler serves."""
+
+    __slots__ = ("_authorizer", "_principal", "_host", "_groups", "_topics", "_nested",
+                 "_resources", "_all")
+
+    def __init__(self, authorizer=None, principal: str = "", host: str = "") -> None:
+        self._authorizer = None if authorizer is None or getattr(
+            authorizer, "allows_everything", False) else authorizer
+        self._principal = principal
+        self._host = host
+        self._groups: dict[str, ErrorCode] | None = None
+        self._topics: list[Resolved] | None = None
+        self._nested: list[list[Resolved] | None] | None = None
+        self._resources: list[ErrorCode] | None = None
+        self._all: tuple[tuple[AclOperation, ResourceType], ...] = ()  # allowed outright
+
+    def group(self, group_id: str) -> ErrorCode:
+        """A group of a request that names several: its refusal, or NONE."""
+        groups = self._groups
+        return NONE if groups is None else groups.get(group_id, NONE)
+
+    def topic(self, index: int, within: int | None = None) -> Resolved:
+        """The topic entry at `index` (of the entry `within`, for nested lists)."""
+        if within is None:
+            return self._topics[index]
+        return self._nested[within][index]
+
+    def resource(self, index: int) -> ErrorCode:
+        """The config resource at `index`: its refusal, or NONE."""
+        return NONE if self._resources is None else self._resources[index]
+
+    def allows(self, operation: AclOperation, resource_type: ResourceType, name: str) -> bool:
+        """For listings that filter what may not be seen (Metadata's and OffsetFetch's every
+        topic, ListGroups)."""
+        if self._authorizer is None or (operation, resource_type) in self._all:
+            return True
+        return self._authorizer.authorize(self._principal, self._host, operation,
+                                          resource_type, name)
+
+
+ADMITTED = Admission()  # nothing refused, nothing resolved: shared
+
+
+def _authorizer(broker):
+    authorizer = getattr(broker, "authorizer", ALLOW_ALL)
+    return None if getattr(authorizer, "allows_everything", False) else authorizer
+
+
+def _allowed(authorizer, connection, operation, resource_type, name) -> bool:
+    return authorizer is None or authorizer.authorize(
+        connection.principal, connection.ip, operation, resource_type, name)
+
+
+def _route(broker, group_id: str) -> ErrorCode:
+    """Where a group's requests go: NONE when this broker can serve it now. (One broker
+    coordinates every group, so NOT_COORDINATOR is never the answer.)"""
+    if broker.groups.loading(group_id):
+        return ErrorCode.coordinator_load_in_progress
+    return NONE
+
+
+# -- the raw handlers' entry points -----------------------------------------------------------
+
+def admit_group(broker, connection, declaration: Group, group_id: str) -> ErrorCode | None:
+    """A raw handler's one group: None when admitted, else the error to answer with."""
+    authorizer = _authorizer(broker)
+    if authorizer is not None and not _allowed(authorizer, connection, declaration.operation,
+                                               ResourceType.GROUP, group_id):
+        return ErrorCode.group_authorization_failed
+    if not declaration.allow_empty and not group_id:
+        return ErrorCode.invalid_group_id
+    if declaration.route and broker.groups.loading(group_id):
+        return declaration.while_loading
+    return None
+
+
+def resolve_topic(broker, name: str | None, topic_id) -> Resolved:
+    """A topic entry by name, or by id when the name is null."""
+    if name is None:
+        topic = broker.topics.by_id(topic_id)
+        return Resolved((topic, NONE if topic is not None else ErrorCode.unknown_topic_id))
+    topic = broker.topics.get(name)
+    return Resolved((topic, NONE if topic is not None else ErrorCode.unknown_topic_or_partition))
+
+
+def admit_topics(broker, connection, declaration: Topics, entries) -> list[Resolved]:
+    """Each topic entry's admission, in order (raw handlers call this; `admit` too)."""
+    authorizer = _authorizer(broker)
+    if authorizer is not None and declaration.cluster_allows and _allowed(
+            authorizer, connection, declaration.operation, ResourceType.CLUSTER, CLUSTER_NAME):
+        authorizer = None
+    name_field, id_field = declaration.name, declaration.topic_id
+    resolved = []
+    for entry in entries:
+        name = entry if name_field is None else getattr(entry, name_field, None)
+        if name is None and id_field is not None:
+            found = resolve_topic(broker, None, getattr(entry, id_field, None))
+            if found[0] is not None and authorizer is not None and not _allowed(
+                    authorizer, connection, declaration.operation, ResourceType.TOPIC,
+                    found[0].name):
+                found = Resolved((None, ErrorCode.topic_authorization_failed))
+        elif authorizer is not None and not _allowed(authorizer, connection,
+                                                     declaration.operation,
+                                                     ResourceType.TOPIC, name):
+            found = Resolved((None, ErrorCode.topic_authorization_failed))
+        elif declaration.resolve:
+            found = resolve_topic(broker, name, None)
+        else:
+            found = Resolved((None, NONE))
+        resolved.append(found)
+    return resolved
+
+
+# -- the dispatcher's -------------------------------------------------------------------------
+
+def admit(broker, connection, spec, request):
+    """Admit a decoded request: None when the handler is to run (request.admission is set),
+    otherwise the body refusing it as a whole."""
+    if spec.validate is not None:
+        error = spec.validate(request)
+        if error is not None:
+            object.__setattr__(request, "admission", ADMITTED)
+            return spec.refuse(request, error)
+    declarations = spec.admitting[request.api_version]
+    if not declarations:
+        object.__setattr__(request, "admission", ADMITTED)
+        return None
+    body = request.body
+    authorizer = _authorizer(broker)
+    admission = ADMITTED
+    routed = None  # the one group the request goes to, once everything else is admitted
+    refused = None
+    for declaration in declarations:
+        kind = type(declaration)
+        if kind is Group:
+            group_id = getattr(body, declaration.field)
+            if authorizer is not None and not _allowed(authorizer, connection,
+                                                       declaration.operation,
+                                                       ResourceType.GROUP, group_id):
+                refused = ErrorCode.group_authorization_failed
+            elif not declaration.allow_empty and not group_id:
+                refused = ErrorCode.invalid_group_id
+            elif declaration.route:
+                routed = (declaration, group_id)
+        elif kind is Cluster:
+            if authorizer is not None and not _allowed(authorizer, connection,
+                                                       declaration.operation,
+                                                       ResourceType.CLUSTER, CLUSTER_NAME):
+                refused = ErrorCode.cluster_authorization_failed
+        elif kind is TransactionalId:
+            transactional_id = getattr(body, declaration.field, None)
+            if authorizer is None:
+                pass
+            elif transactional_id is not None:
+                if not _allowed(authorizer, connection, declaration.operation,
+                                ResourceType.TRANSACTIONAL_ID, transactional_id):
+                    refused = ErrorCode.transactional_id_authorization_failed
+            elif declaration.idempotent and not _allowed(
+                    authorizer, connection, AclOperation.IDEMPOTENT_WRITE,
+                    ResourceType.CLUSTER, CLUSTER_NAME):
+                refused = ErrorCode.cluster_authorization_failed
+        elif kind is AllGroups:
+            if not broker.groups.loaded:
+                refused = ErrorCode.coordinator_load_in_progress
+            elif authorizer is not None:
+                admission = _own(admission, authorizer, connection)
+                if _allowed(authorizer, connection, declaration.operation,
+                            ResourceType.CLUSTER, CLUSTER_NAME):
+                    admission._all += ((declaration.operation, ResourceType.GROUP),)
+        else:
+            admission = _own(admission, authorizer, connection)
+            if kind is Groups:
+                _admit_groups(broker, connection, authorizer, declaration, body, admission)
+            elif kind is Topics:
+                refused = _admit_topic_lists(broker, connection, declaration, body, admission)
+            elif kind is ConfigResources:
+                admission._resources = [
+                    NONE if authorizer is None or _allowed(
+                        authorizer, connection, declaration.operation,
+                        _CONFIG_TYPES.get(r.resource_type, ResourceType.CLUSTER),
+                        CLUSTER_NAME if r.resource_type == 4 else r.resource_name)
+                    else _REFUSED[_CONFIG_TYPES.get(r.resource_type, ResourceType.CLUSTER)]
+                    for r in getattr(body, declaration.field)]
+        if refused is not None:
+            break
+    object.__setattr__(request, "admission", admission)
+    if refused is None and routed is not None:
+        declaration, group_id = routed
+        if _route(broker, group_id) is not NONE:
+            refused = declaration.while_loading
+    if refused is None:
+        return None
+    return spec.refuse(request, refused)
+
+
+def _own(admission: Admission, authorizer, connection) -> Admission:
+    if admission is not ADMITTED:
+        return admission
+    return Admission(authorizer, connection.principal, connection.ip)
+
+
+def _admit_groups(broker, connection, authorizer, declaration: Groups, body, admission) -> None:
+    groups = admission._groups
+    if groups is None:
+        groups = admission._groups = {}
+    key = declaration.key
+    for entry in getattr(body, declaration.field):
+        group_id = entry if key is None else getattr(entry, key)
+        if group_id in groups:
+            continue
+        if authorizer is not None and not _allowed(authorizer, connection,
+                                                   declaration.operation,
+                                                   ResourceType.GROUP, group_id):
+            groups[group_id] = ErrorCode.group_authorization_failed
+        elif declaration.route:
+            error = _route(broker, group_id)
+            if error is not NONE:
+                groups[group_id] = error
+
+
+def _admit_topic_lists(broker, connection, declaration: Topics, body, admission):
+    """Fill the admission's topics; the error refusing the whole request, or None."""
+    if declaration.within is None:
+        entries = getattr(body, declaration.field)
+        if entries is None:  # every topic: the handler filters with allows()
+            return None
+        resolved = admit_topics(broker, connection, declaration, entries)
+        if declaration.whole:
+            if any(r[1] is ErrorCode.topic_authorization_failed for r in resolved):
+                return ErrorCode.topic_authorization_failed
+            return None
+        admission._topics = resolved
+        return None
+    nested = []
+    for outer in getattr(body, declaration.within):
+        entries = getattr(outer, declaration.field)
+        nested.append(None if entries is None
+                      else admit_topics(broker, connection, declaration, entries))
+    admission._nested = nested
+    return None
