@@ -153,6 +153,44 @@ def _users(args) -> int:
     return 0
 
 
+def _acls(args) -> int:
+    """ACLs over the wire, in kafka-acls' vocabulary (admin/acls.py)."""
+    from roster.admin import acls
+    options = acls.AclOptions(
+        args.allow_principal, args.deny_principal, args.allow_host, args.deny_host,
+        args.operation, args.topic, args.group, args.cluster, args.transactional_id,
+        args.resource_pattern_type, args.principal, args.producer, args.consumer,
+        args.idempotent)
+    try:
+        if args.action == "add":
+            bindings = acls.bindings_to_add(options)
+        elif args.action == "remove":
+            filters = acls.filters_to_remove(options)
+        else:
+            filters = acls.filters_to_list(options)
+    except ValueError as exc:  # AclsError, an unknown --operation
+        print(f"roster: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with _admin(args) as client:
+            if args.action == "add":
+                acls.add(client, bindings)
+                print(f"Added {len(bindings)} ACL(s):")
+                print("\n".join(acls.format_acls(bindings)))
+            elif args.action == "remove":
+                removed = acls.remove(client, filters)
+                print(f"Removed {len(removed)} ACL(s)" + (":" if removed else "."))
+                if removed:
+                    print("\n".join(acls.format_acls(removed)))
+            else:
+                found = {b: None for f in filters for b in acls.describe(client, f)}
+                print("\n".join(acls.format_acls(list(found))) or "(no ACLs)")
+    except acls.AclsError as exc:
+        print(f"roster: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roster", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
@@ -248,6 +286,41 @@ def build_parser() -> argparse.ArgumentParser:
     delete_user.add_argument("--mechanism", choices=["SCRAM-SHA-256", "SCRAM-SHA-512"],
                              help="default: every mechanism")
     users.set_defaults(run=_users)
+    acl_command = commands.add_parser(
+        "acls", help="ACLs: add, list, remove, in kafka-acls' vocabulary (docs/security.md)")
+    acl_actions = acl_command.add_subparsers(dest="action", required=True)
+    acl_options = argparse.ArgumentParser(add_help=False)
+    _connection_options(acl_options)
+    acl_options.add_argument("--allow-principal", action="append", default=[], metavar="TYPE:NAME")
+    acl_options.add_argument("--deny-principal", action="append", default=[], metavar="TYPE:NAME")
+    acl_options.add_argument("--allow-host", action="append", default=[], metavar="HOST",
+                             help="default: * (every host)")
+    acl_options.add_argument("--deny-host", action="append", default=[], metavar="HOST")
+    acl_options.add_argument("--operation", action="append", default=[],
+                             help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
+                                  "DescribeConfigs, AlterConfigs, IdempotentWrite, All "
+                                  "(default: All); repeatable")
+    acl_options.add_argument("--topic", action="append", default=[])
+    acl_options.add_argument("--group", action="append", default=[])
+    acl_options.add_argument("--cluster", action="store_true")
+    acl_options.add_argument("--transactional-id", action="append", default=[])
+    acl_options.add_argument("--resource-pattern-type", metavar="TYPE",
+                             help="literal (default), prefixed; for list and remove also "
+                                  "match, any")
+    acl_options.add_argument("--principal", action="append", default=[],
+                             help="list: only this principal's ACLs")
+    acl_options.add_argument("--producer", action="store_true",
+                             help="add: WRITE, DESCRIBE, CREATE on --topic (and WRITE, "
+                                  "DESCRIBE on --transactional-id)")
+    acl_options.add_argument("--idempotent", action="store_true",
+                             help="with --producer: IDEMPOTENT_WRITE on the cluster")
+    acl_options.add_argument("--consumer", action="store_true",
+                             help="add: READ, DESCRIBE on --topic, READ on --group")
+    acl_options.add_argument("--force", action="store_true", help="accepted (never asks)")
+    acl_actions.add_parser("add", parents=[acl_options])
+    acl_actions.add_parser("list", parents=[acl_options])
+    acl_actions.add_parser("remove", parents=[acl_options])
+    acl_command.set_defaults(run=_acls)
     return parser
 
 
