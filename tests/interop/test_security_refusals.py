@@ -393,3 +393,27 @@ def test_principal_mapping_rules_name_certificate_users(broker):
     lines = _wait_for_line(broker, before, "with a client certificate on listener SSL")
     assert any("authenticated as User:client with a client certificate" in line
                for line in lines), lines
+
+
+def test_unfinished_tls_handshakes_are_bounded(tmp_path):
+    pki = make_pki(tmp_path / "pki")
+    broker = SecureBroker(tmp_path / "data", secure_settings(pki, **{
+        "socket.listen.backlog.size": "4", "authentication.timeout.ms": "20000"})).start()
+    try:
+        host, port = broker.listener("SSL").rsplit(":", 1)
+        silent = [socket.create_connection((host, int(port))) for _ in range(4)]
+        time.sleep(0.5)
+        extra = socket.create_connection((host, int(port)))
+        extra.settimeout(5)
+        assert extra.recv(1) == b""  # closed at once, not after the timeout
+        _wait_for_line(broker, 0, "4 TLS handshakes already in progress")
+        for sock in silent:
+            sock.close()
+        time.sleep(0.5)
+        # handshakes that end free their places: a real client gets in again
+        from confluent_kafka.admin import AdminClient
+        AdminClient(_config(broker, pki, "SSL", **{
+            "ssl.certificate.location": str(pki.client_cert),
+            "ssl.key.location": str(pki.client_key)})).list_topics(timeout=10)
+    finally:
+        broker.stop()

@@ -20,6 +20,7 @@ import asyncio
 import logging
 import socket
 import ssl
+import time
 from dataclasses import dataclass
 
 from roster.security import ANONYMOUS
@@ -84,10 +85,15 @@ class TlsServer:
     finishes) is logged once; asyncio's own TLS server drops them without a word. The
     handshake runs in asyncio's (uvloop's) TLS implementation."""
 
-    def __init__(self, sock, runtime: _ListenerRuntime) -> None:
+    def __init__(self, sock, runtime: _ListenerRuntime, max_pending: int) -> None:
         self.sockets = [sock]
         self._runtime = runtime
         self._handshakes: set[asyncio.Task] = set()
+        # handshakes in progress are bounded (socket.listen.backlog.size): beyond, a new
+        # connection is closed at once, so a flood of unfinished handshakes holds no more
+        self._max_pending = max_pending
+        self._refused = 0
+        self._next_refusal_log = 0.0
         self._accepting = asyncio.ensure_future(self._accept_forever())
 
     async def _accept_forever(self) -> None:
@@ -102,6 +108,10 @@ class TlsServer:
                 log.error("accepting on listener %s failed: %s", self._runtime.listener.name,
                           exc)
                 await asyncio.sleep(1)
+                continue
+            if len(self._handshakes) >= self._max_pending:
+                client.close()
+                self._refusal(address)
                 continue
             task = asyncio.ensure_future(self._handshake(client, address))
             self._handshakes.add(task)
@@ -122,6 +132,16 @@ class TlsServer:
             log.warning("TLS handshake with %s on listener %s failed: %s", peer,
                         runtime.listener.name, _describe_tls_error(exc))
             client.close()
+
+    def _refusal(self, address) -> None:
+        self._refused += 1
+        now = time.monotonic()
+        if now >= self._next_refusal_log:  # one line per 10 s at most
+            log.warning("listener %s: %d TLS handshakes already in progress; closed %d new "
+                        "connection(s), the last from %s", self._runtime.listener.name,
+                        self._max_pending, self._refused, address[0] if address else "?")
+            self._refused = 0
+            self._next_refusal_log = now + 10
 
     def close(self) -> None:
         self._accepting.cancel()
@@ -190,7 +210,7 @@ class _ListenerRuntime:
             return await asyncio.get_running_loop().create_server(
                 self.new_connection, listener.host or None, listener.port, reuse_address=True,
                 backlog=backlog)
-        return TlsServer(_listening_socket(listener.host, listener.port, backlog), self)
+        return TlsServer(_listening_socket(listener.host, listener.port, backlog), self, backlog)
 
 
 def _authentication_deadline(connection) -> None:
