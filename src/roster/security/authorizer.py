@@ -60,8 +60,11 @@ class StandardAuthorizer:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self._clock = clock
-        # (principal, host) -> (operation, resource_type, name) -> [allowed, rule, logged, n]
-        self._cache: dict[tuple[str, str], dict[tuple[int, int, str], list]] = {}
+        # (principal, host) -> (operation, resource_type, name) -> (allowed, rule)
+        self._cache: dict[tuple[str, str], dict[tuple[int, int, str], tuple[bool, str]]] = {}
+        # the audit's memory, kept across ACL changes: (principal, host, operation,
+        # resource_type, name, allowed) -> [when last logged, decisions since]
+        self._audited: dict[tuple, list] = {}
         self._audit_allowed = audit.isEnabledFor(logging.DEBUG)
 
     @classmethod
@@ -97,7 +100,7 @@ class StandardAuthorizer:
                               self.super_users, self.allow_if_no_acl)
             if len(per) >= CACHE_LIMIT:
                 per.clear()
-            entry = per[key] = [decision.allowed, decision.rule, None, 0]
+            entry = per[key] = (decision.allowed, decision.rule)
         if entry[0] and not self._audit_allowed:
             return True
         self._audit(entry, principal, host, operation, resource_type, name)
@@ -109,19 +112,26 @@ class StandardAuthorizer:
         return allows_any(self.store.index, principal, host, operation, resource_type,
                           self.super_users, self.allow_if_no_acl)
 
-    def _audit(self, entry: list, principal, host, operation, resource_type, name) -> None:
+    def _audit(self, entry: tuple, principal, host, operation, resource_type, name) -> None:
         now = self._clock()
-        logged = entry[2]
-        if logged is not None and now - logged < AUDIT_INTERVAL_S:
-            entry[3] += 1
-            return
-        repeats, entry[2], entry[3] = entry[3], now, 0
         allowed = entry[0]
+        key = (principal, host, operation, resource_type, name, allowed)
+        seen = self._audited.get(key)
+        if seen is not None and now - seen[0] < AUDIT_INTERVAL_S:
+            seen[1] += 1
+            return
+        repeats = 0 if seen is None else seen[1]
+        if seen is None and len(self._audited) >= CACHE_LIMIT:
+            self._audited = {k: v for k, v in self._audited.items()
+                             if now - v[0] < AUDIT_INTERVAL_S}
+            if len(self._audited) >= CACHE_LIMIT:
+                self._audited.clear()
+        self._audited[key] = [now, 0]
         line = ("Principal = %s is %s operation = %s from host = %s on resource = %s:LITERAL:%s"
                 " based on rule %s%s")
         args = (principal, "Allowed" if allowed else "Denied", Operation(operation).name, host,
                 _RESOURCE_NAMES.get(resource_type, str(resource_type)), name, entry[1],
-                f" ({repeats} more time(s) in the last minute)" if repeats else "")
+                f" ({repeats} more since the last line)" if repeats else "")
         if allowed:
             audit.debug(line, *args)
         else:

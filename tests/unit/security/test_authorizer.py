@@ -287,4 +287,9 @@ def test_audit_once_a_minute_per_principal_resource_operation(tmp_path, caplog):
         "Topic:LITERAL:t based on rule DefaultDeny"]
     clock.now += 61
     authorizer.authorize("User:bob", "10.0.0.9", Op.READ, R.TOPIC, "t")
-    assert caplog.records[-1].getMessage().endswith("(4 more time(s) in the last minute)")
+    assert caplog.records[-1].getMessage().endswith("(4 more since the last line)")
+    # an ACL change empties the decision cache, not the audit's memory
+    count = len(caplog.records)
+    asyncio.run(authorizer.create([acl("other")]))
+    authorizer.authorize("User:bob", "10.0.0.9", Op.READ, R.TOPIC, "t")
+    assert len(caplog.records) == count
