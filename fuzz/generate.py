@@ -235,9 +235,10 @@ class Generator:
             return frame, [], None
         body = self.last_body = self.entity(schema)
         if api_key == 3 and version in (10, 11):
-            # the schema lets a topic be named by id from v10, but Kafka refuses that below v12
+            # the schema has topic ids from v10, but Kafka refuses them below v12
             # (INVALID_REQUEST; roster closes the connection): a valid request names topics
             for topic in body.get("topics") or ():
+                topic["topic_id"] = uuid.UUID(int=0)
                 if topic.get("name") is None:
                     topic["name"] = self.topic_name()
         frame, spans = encode_request(schema, header_value(api_key, version, cid, client_id),
