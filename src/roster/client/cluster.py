@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
+from roster.client.errors import AuthorizationError
 from roster.client.member import parse_bootstrap
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
@@ -46,6 +47,8 @@ class Cluster:
         self.brokers = {b.node_id: (b.host, b.port) for b in answer.brokers}
         counts = {}
         for topic in answer.topics:
+            if topic.error_code is ErrorCode.topic_authorization_failed:
+                raise AuthorizationError(topic.error_code, topic.name, "DESCRIBE")
             if topic.error_code is not ErrorCode.none:
                 continue
             counts[topic.name] = self.partitions[topic.name] = len(topic.partitions)

@@ -20,8 +20,9 @@ import logging
 
 from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
-from roster.client.fetch_buffer import FetchBuffer
 from roster.client.consumer_member import ConsumerGroupMember
+from roster.client.errors import REFUSALS, AuthorizationError, fatal_exception
+from roster.client.fetch_buffer import FetchBuffer
 from roster.client.member import GroupMember
 from roster.client.membership import MemberConfig
 from roster.client.records import ConsumerRecord, decode_fetched
@@ -106,6 +107,9 @@ class Consumer:
     async def poll(self, timeout_ms: int = 1000, max_records: int = 500) -> list[ConsumerRecord]:
         """Up to `max_records` records, each partition's in log order, starting at its
         position. Records fetched beyond that wait for the next call."""
+        fatal = self.member.fatal
+        if fatal is not None and fatal.error in REFUSALS:
+            raise fatal_exception(fatal, self.member.machine.config.group_id)
         assigned = list(self.member.assignment)
         if not assigned:
             await asyncio.sleep(min(timeout_ms, 100) / 1000)  # nothing to read yet
@@ -179,6 +183,8 @@ class Consumer:
                             partition, offset, reset)
                 self._buffer.seek(tp, reset)
             return
+        if data.error_code is ErrorCode.topic_authorization_failed:
+            raise AuthorizationError(data.error_code, topic, "READ")
         if data.error_code is not ErrorCode.none or not data.records:
             return
         records, following = decode_fetched(topic, partition, data.records)

@@ -23,8 +23,9 @@ from collections.abc import Callable
 from roster.client import requests
 from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
 from roster.client.consumer_membership import ConsumerMembership, NeedTopicIds, State
+from roster.client.errors import fatal_exception
 from roster.client.member import CommitFailed, _offset_fetch, parse_bootstrap
-from roster.client.membership import Assigned, Fatal, FencedError, Lost, MemberConfig, Revoked, Send
+from roster.client.membership import Assigned, Fatal, Lost, MemberConfig, Revoked, Send
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
@@ -86,7 +87,7 @@ class ConsumerGroupMember:
         await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL)
                             and self.machine.pending is None, timeout_s)
         if self.machine.fatal:
-            raise FencedError(self.machine.fatal.message)
+            raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
 
     async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
         send = self.machine.commit_request(offsets)
@@ -103,7 +104,7 @@ class ConsumerGroupMember:
         failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
         if failed:
             if self.machine.fatal:
-                raise FencedError(self.machine.fatal.message)
+                raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
             raise CommitFailed(failed)
 
     async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -22,10 +22,10 @@ from collections.abc import Callable
 
 from roster.client import requests
 from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
+from roster.client.errors import fatal_exception
 from roster.client.membership import (
     Assigned,
     Fatal,
-    FencedError,
     Lost,
     MemberConfig,
     Membership,
@@ -107,7 +107,7 @@ class GroupMember:
     async def wait_stable(self, timeout_s: float = 60.0) -> None:
         await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL), timeout_s)
         if self.machine.fatal:
-            raise FencedError(self.machine.fatal.message)
+            raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
 
     async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
         """Commit offsets as this member. Raises FencedError once fenced, CommitFailed else."""
@@ -122,7 +122,7 @@ class GroupMember:
         failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
         if failed:
             if self.machine.fatal:
-                raise FencedError(self.machine.fatal.message)
+                raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
             raise CommitFailed(failed)
 
     async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -93,6 +93,7 @@ class Lost:
 class Fatal:
     error: ErrorCode
     message: str
+    operation: str = ""  # for an authorization refusal: the operation refused (READ, ...)
 
 
 class FencedError(RuntimeError):
@@ -185,6 +186,8 @@ class Membership:
         worst = next((e for e in errors.values() if e is not E.none), E.none)
         if worst is E.fenced_instance_id:
             return self._fail(worst, "fenced while committing offsets")
+        if worst is E.group_authorization_failed:
+            return self._fail(worst, "OffsetCommit refused", "READ")
         if worst in (E.illegal_generation, E.unknown_member_id):
             return self._lose_membership(worst, now)
         if worst is E.rebalance_in_progress:
@@ -250,6 +253,8 @@ class Membership:
     # -- responses --------------------------------------------------------------------------
 
     def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
+        if error is E.group_authorization_failed:  # Kafka's client: fatal, DESCRIBE on the group
+            return self._fail(error, "FindCoordinator refused", "DESCRIBE")
         if error is not E.none:
             return self._retry_later(now)
         return self._join_request()
@@ -269,7 +274,7 @@ class Membership:
             self.member_id, self.generation = "", -1
             return self._join_request()
         if error in FATAL_JOIN:
-            return self._fail(error, f"JoinGroup failed: {error.name}")
+            return self._fail(error, f"JoinGroup failed: {error.name}", "READ")
         if error in COORDINATOR_GONE:
             return self._coordinator_gone(now)
         if error is not E.none:  # REBALANCE_IN_PROGRESS, COORDINATOR_LOAD_IN_PROGRESS, ...
@@ -305,6 +310,8 @@ class Membership:
         error = response.error_code
         if error is E.fenced_instance_id:
             return self._fail(error, "fenced in SyncGroup")
+        if error is E.group_authorization_failed:
+            return self._fail(error, "SyncGroup refused", "READ")
         if error in (E.unknown_member_id, E.illegal_generation):
             return self._lose_membership(error, now)
         if error in COORDINATOR_GONE:
@@ -340,6 +347,8 @@ class Membership:
             return []
         if error is E.fenced_instance_id:
             return self._fail(error, "fenced: another consumer uses this group.instance.id")
+        if error is E.group_authorization_failed:
+            return self._fail(error, "Heartbeat refused", "READ")
         if error in (E.unknown_member_id, E.illegal_generation):
             return self._lose_membership(error, now)
         if error in COORDINATOR_GONE:
@@ -452,9 +461,9 @@ class Membership:
         return [Send("LeaveGroup", {"group_id": self.config.group_id, "members": [
             (self.member_id, self.config.group_instance_id, "the consumer is closing")]})]
 
-    def _fail(self, error: ErrorCode, message: str) -> list:
+    def _fail(self, error: ErrorCode, message: str, operation: str = "") -> list:
         self.state = State.FATAL
-        self.fatal = Fatal(error, message)
+        self.fatal = Fatal(error, message, operation)
         actions = self._give_up_partitions(Lost)
         return actions + [self.fatal]
 

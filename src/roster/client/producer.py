@@ -10,6 +10,7 @@ from kafka.partitioner.default import murmur2
 
 from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
+from roster.client.errors import AuthorizationError
 from roster.client.records import OutgoingRecord, encode_batch
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
@@ -89,6 +90,8 @@ class Producer:
             result = answer.responses[0].partition_responses[0]
             if result.error_code is ErrorCode.none:
                 return result.base_offset
+            if result.error_code is ErrorCode.topic_authorization_failed:
+                raise AuthorizationError(result.error_code, topic, "WRITE")
             if result.error_code not in RETRIABLE or attempt == self._retries:
                 raise ProduceError(topic, partition, result.error_code,
                                    getattr(result, "error_message", None))

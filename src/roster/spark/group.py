@@ -23,6 +23,7 @@ import threading
 import time
 
 from roster.client.connection import ConnectionClosed
+from roster.client.errors import fatal_exception
 from roster.client.member import CommitFailed, GroupMember
 from roster.client.membership import FencedError, MemberConfig, State
 from roster.spark.options import Settings
@@ -170,7 +171,7 @@ class GroupSession:
     async def _commit_owned(self, offsets: dict[TopicPartition, int]) -> None:
         machine = self.member.machine
         if machine.fatal is not None:
-            raise FencedError(machine.fatal.message)
+            raise fatal_exception(machine.fatal, self.settings.group_id)
         if machine.state is not State.STABLE:
             return  # mid-rebalance: the revocation hands over what must be committed
         owned = set(machine.owned)

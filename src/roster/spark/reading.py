@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql.datasource import InputPartition
 
 from roster.client.connection import ConnectionClosed
+from roster.client.errors import AuthorizationError
 from roster.protocol.errors import ErrorCode
 from roster.security.client import ClientSecurity
 from roster.spark.options import EARLIEST
@@ -88,6 +89,8 @@ def read_range(p: RangePartition):
             if got.error is ErrorCode.offset_out_of_range:
                 position = _past_lost_records(loop, broker, p, position, got.log_start_offset)
                 continue
+            if got.error is ErrorCode.topic_authorization_failed:
+                raise AuthorizationError(got.error, p.topic, "READ")
             if got.error is not ErrorCode.none:
                 failures += 1
                 if failures > MAX_FAILURES:

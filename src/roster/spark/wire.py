@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from roster.client import requests
 from roster.client.cluster import Cluster
 from roster.client.connection import BrokerConnection, ConnectionClosed
+from roster.client.errors import refusal
 from roster.client.member import parse_bootstrap
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
@@ -34,6 +35,13 @@ RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.leader_not_available,
              ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress}
 
 TopicPartition = tuple[str, int]
+
+
+def _refused(error: ErrorCode, resource: str, operation: str) -> None:
+    """An authorization refusal raises AuthorizationError, naming what was refused."""
+    refused = refusal(error, resource, operation)
+    if refused is not None:
+        raise refused
 
 
 class BrokerError(RuntimeError):
@@ -114,6 +122,7 @@ class Broker:
             for topic in answer.topics:
                 for p in topic.partitions:
                     if p.error_code is not ErrorCode.none:
+                        _refused(p.error_code, topic.name, "DESCRIBE")
                         if p.error_code in RETRIABLE:
                             self.cluster.forget(connection)
                         raise BrokerError(f"ListOffsets for {topic.name}-{p.partition_index}: "
@@ -161,6 +170,7 @@ class Broker:
             "FindCoordinator", v, {"key": group, "key_type": 0}, {}))
         error, host, port = requests.find_coordinator_answer(answer)
         if error is not ErrorCode.none:
+            _refused(error, group, "DESCRIBE")
             raise BrokerError(f"no coordinator for group {group}: {error.name}", error)
         connection = await BrokerConnection.open(host, port, self.client_id, caps=BY_NAME,
                                                  security=self.security)
@@ -186,6 +196,7 @@ class Broker:
         else:
             error, topics = answer.error_code, answer.topics
         if error is not ErrorCode.none:
+            _refused(error, group, "DESCRIBE")
             if error in RETRIABLE:
                 self._drop_coordinator(group)
             raise BrokerError(f"OffsetFetch for group {group}: {error.name}", error)
@@ -193,6 +204,7 @@ class Broker:
         for topic in topics:
             for p in topic.partitions:
                 if p.error_code is not ErrorCode.none:
+                    _refused(p.error_code, topic.name, "DESCRIBE")
                     raise BrokerError(f"OffsetFetch for {topic.name}-{p.partition_index}: "
                                       f"{p.error_code.name}", p.error_code)
                 result[(topic.name, p.partition_index)] = (p.committed_offset, p.metadata or "")
@@ -209,6 +221,8 @@ class Broker:
         for topic in answer.topics:
             for p in topic.partitions:
                 if p.error_code is not ErrorCode.none:
+                    _refused(p.error_code, group if p.error_code is
+                             ErrorCode.group_authorization_failed else topic.name, "READ")
                     if p.error_code in RETRIABLE:
                         self._drop_coordinator(group)
                     raise BrokerError(f"OffsetCommit to {group} for {topic.name}-"
