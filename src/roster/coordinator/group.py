@@ -132,7 +132,7 @@ class Group:
             self.protocol_type = protocol_type  # the first member fixes the group's type
         self.members[member.member_id] = member
         member.protocols = self.share_protocols(member.protocols)
-        self.protocol_counts.update(name for name, _ in member.protocols)
+        self.protocol_counts.update(_names(member.protocols))
         if member.is_static:
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
@@ -169,7 +169,7 @@ class Group:
     def set_protocols(self, member: Member, protocols: Protocols) -> None:
         self._uncount(member.protocols)
         member.protocols = self.share_protocols(protocols)
-        self.protocol_counts.update(name for name, _ in protocols)
+        self.protocol_counts.update(_names(protocols))
 
     def share_protocols(self, protocols: Protocols) -> Protocols:
         """The object already held for equal protocols, if the member before sent the same.
@@ -181,7 +181,7 @@ class Group:
         return protocols
 
     def _uncount(self, protocols: Protocols) -> None:
-        for name, _ in protocols:
+        for name in _names(protocols):
             self.protocol_counts[name] -= 1
             if self.protocol_counts[name] <= 0:
                 del self.protocol_counts[name]
@@ -260,3 +260,9 @@ class Group:
         votes = Counter(m.vote(candidates) for m in self.members.values())
         # ties go to the name that sorts first, so the choice is deterministic
         return max(sorted(votes), key=lambda name: votes[name])
+
+
+def _names(protocols: Protocols) -> set[str]:
+    """A member's protocol names, each once: JoinGroup may list a name twice (Kafka's
+    collection allows it), and Kafka counts a member's protocols as a set."""
+    return {name for name, _ in protocols}

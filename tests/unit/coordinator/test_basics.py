@@ -84,3 +84,19 @@ def test_offsets_commit_and_fetch():
     assert h.commit({("t", 0): 42}).errors == (("t", 0, ErrorCode.none),)
     fetched = h.coordinator.fetch_offsets("g", [("t", 0), ("t", 1)])
     assert [(f.offset) for f in fetched] == [42, -1]
+
+
+def test_a_protocol_named_twice_by_one_member_counts_once():
+    """Kafka's JoinGroup protocols are a multi-collection, so a member may list a name twice;
+    Kafka keeps a member's protocols as a set of names. Counting the name twice made the group
+    find no protocol every member supports, and its join phase raised instead of completing
+    (found by the live fuzzer)."""
+    h = Harness()
+    doubled = (("range", b"first"), ("range", b"second"))
+    a, b = h.stable_group(None, None, protocols=doubled)
+    group = h.group()
+    assert group.state is GroupState.STABLE and group.protocol_name == "range"
+    assert group.members[a].metadata("range") == b"first"  # the first listed wins, as in Kafka
+    # one member changing to a plain list still finds "range" supported by everyone
+    reply = h.reply(h.join(member_id=b, protocols=(("range", b"plain"),)))
+    assert reply is None or reply.error is ErrorCode.none
