@@ -341,6 +341,39 @@ def test_topic_apis_refuse_each_topic_entry(denied):
             "kafka-cluster") in denied.authorizer.asked
 
 
+def test_produce_and_fetch_refuse_each_topic(denied):
+    produced = serve(denied, ApiKey.PRODUCE, 9, acks=1, timeout=datetime.timedelta(seconds=1),
+                     topic_data=(part(0, 9, "topic_data", name="orders", partition_data=(
+                         part(0, 9, "topic_data", "partition_data", index=0, records=b""),)),))
+    assert [(r.name, p.error_code) for r in produced.responses
+            for p in r.partition_responses] == [("orders", E.topic_authorization_failed)]
+    transactional = serve(denied, ApiKey.PRODUCE, 9, acks=1, transactional_id="t",
+                          timeout=datetime.timedelta(seconds=1), topic_data=(part(
+                              0, 9, "topic_data", name="orders", partition_data=(part(
+                                  0, 9, "topic_data", "partition_data", index=0),)),))
+    assert [p.error_code for r in transactional.responses for p in r.partition_responses] == [
+        E.transactional_id_authorization_failed]
+    # a topic that does not exist is not created without CREATE
+    created = serve(denied, ApiKey.PRODUCE, 9, acks=1, timeout=datetime.timedelta(seconds=1),
+                    topic_data=(part(0, 9, "topic_data", name="new", partition_data=(
+                        part(0, 9, "topic_data", "partition_data", index=0),)),))
+    assert [p.error_code for r in created.responses for p in r.partition_responses] == [
+        E.topic_authorization_failed]
+    fetched = serve(denied, ApiKey.FETCH, 12, max_wait=datetime.timedelta(0), max_bytes=1 << 20,
+                    topics=(part(1, 12, "topics", topic="orders", partitions=(
+                        part(1, 12, "topics", "partitions", partition=0,
+                             partition_max_bytes=1 << 20),)),))
+    assert [(r.topic, p.error_code) for r in fetched.responses for p in r.partitions] == [
+        ("orders", E.topic_authorization_failed)]
+    by_id = serve(denied, ApiKey.FETCH, 13, max_wait=datetime.timedelta(0), max_bytes=1 << 20,
+                  topics=(part(1, 13, "topics", topic_id=TOPIC_ID, partitions=(
+                      part(1, 13, "topics", "partitions", partition=0),)),))
+    assert [(r.topic_id, p.error_code) for r in by_id.responses for p in r.partitions] == [
+        (TOPIC_ID, E.topic_authorization_failed)]
+    assert ("User:alice", "10.0.0.1", AclOperation.READ, ResourceType.TOPIC,
+            "orders") in denied.authorizer.asked
+
+
 def test_config_resources_refused_each_on_its_own_resource(denied):
     resources = tuple(part(32, 4, "resources", resource_type=kind, resource_name=name)
                       for kind, name in ((2, "orders"), (4, "1"), (32, "g")))

@@ -160,6 +160,36 @@ def resolve_topic(broker, name: str | None, topic_id) -> Resolved:
     return Resolved((topic, NONE if topic is not None else ErrorCode.unknown_topic_or_partition))
 
 
+def resolve_again(broker, declaration: Topics, entry, admitted: Resolved) -> Resolved:
+    """An admitted topic entry looked up again (a long poll's later pass: the topic may have
+    been deleted or re-created since); an authorization refusal stands for the request."""
+    if admitted[1] is ErrorCode.topic_authorization_failed:
+        return admitted
+    return resolve_topic(broker, getattr(entry, declaration.name, None),
+                         getattr(entry, declaration.topic_id, None))
+
+
+def may_create_topic(broker, connection, name: str) -> bool:
+    """Creating a topic a request named (auto-creation): CREATE on the cluster, or on the
+    topic, as Kafka's."""
+    authorizer = _authorizer(broker)
+    return authorizer is None or _allowed(
+        authorizer, connection, AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) \
+        or _allowed(authorizer, connection, AclOperation.CREATE, ResourceType.TOPIC, name)
+
+
+def admit_transactional_id(broker, connection, declaration: TransactionalId,
+                           transactional_id: str | None) -> ErrorCode | None:
+    """A raw handler's transactional id: None when admitted, else the error."""
+    authorizer = _authorizer(broker)
+    if authorizer is None or transactional_id is None:
+        return None
+    if not _allowed(authorizer, connection, declaration.operation,
+                    ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return ErrorCode.transactional_id_authorization_failed
+    return None
+
+
 def admit_topics(broker, connection, declaration: Topics, entries) -> list[Resolved]:
     """Each topic entry's admission, in order (raw handlers call this; `admit` too)."""
     authorizer = _authorizer(broker)

@@ -20,15 +20,18 @@ from __future__ import annotations
 
 import time
 
+from roster.broker.admission import resolve_again
 from roster.broker.classic_versions import serving
 from roster.log.api import OffsetOutOfRange
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.message_formats import down_convert
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, NotAResource, Topics
 
-API_KEY = 1
+API_KEY = ApiKey.FETCH
 READ_COMMITTED = 1
 KIO_FROM = 4  # v0-3: roster.protocol.classic
 
@@ -38,10 +41,8 @@ def message_format(version: int) -> int | None:
     return 0 if version <= 1 else 1 if version <= 3 else None
 
 
-def _topic_of(broker, wanted):
-    if hasattr(wanted, "topic"):  # v4-12 name topics; v13+ only by id (kio: the zero id is None)
-        return broker.topics.get(wanted.topic), ErrorCode.unknown_topic_or_partition
-    return broker.topics.by_id(wanted.topic_id), ErrorCode.unknown_topic_id
+# v0-12 name topics; v13+ only by id (kio: the zero id is None)
+TOPICS = Topics(AclOperation.READ, name="topic")
 
 
 class _PartitionRead:
@@ -105,10 +106,9 @@ async def handle(broker, request, connection):
         return make(schema, error_code=ErrorCode.fetch_session_id_not_found, session_id=0,
                     responses=(), node_endpoints=())
     deadline = time.monotonic() + body.max_wait.total_seconds()
+    admission = request.admission
+    resolved = [(wanted, *admission.topic(t)) for t, wanted in enumerate(body.topics)]
     while True:
-        # Looked up on every pass: a topic deleted during the long poll is gone, and its
-        # closed logs must not be read.
-        resolved = [(wanted, *_topic_of(broker, wanted)) for wanted in body.topics]
         reads, total, failed = _read_all(broker, body, resolved, magic)
         remaining = deadline - time.monotonic()
         keys = [(topic.name, p.partition) for wanted, topic, _ in resolved
@@ -116,6 +116,10 @@ async def handle(broker, request, connection):
         if total >= body.min_bytes or failed or remaining <= 0 or not keys:
             break
         await broker.waiters.wait(keys, remaining)
+        # Looked up again on every pass: a topic deleted during the long poll is gone, and its
+        # closed logs must not be read.
+        resolved = [(wanted, *resolve_again(broker, TOPICS, wanted, admission.topic(t)))
+                    for t, wanted in enumerate(body.topics)]
     return _response(schema, body, reads)
 
 
@@ -138,4 +142,7 @@ def _response(schema, body, reads):
                 node_endpoints=())
 
 
-SPEC = ApiSpec(API_KEY, "Fetch", 0, 18, handle, raw=serving(API_KEY, KIO_FROM, handle))
+SPEC = ApiSpec(API_KEY, "Fetch", 0, 18, handle, raw=serving(API_KEY, KIO_FROM, handle),
+               resources=(TOPICS, NotAResource("forgotten_topics_data", "fetch sessions' "
+                                               "partitions to forget: none is read",
+                                               versions=(7, 18))))

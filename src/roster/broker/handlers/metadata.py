@@ -10,8 +10,9 @@ topic. Asked for every topic, the answer leaves out those it may not describe, a
 """
 from __future__ import annotations
 
+from roster.broker.admission import may_create_topic
 from roster.broker.topics import TopicError, check_topic_name
-from roster.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
+from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -41,19 +42,14 @@ def _failed(schema, error: ErrorCode, name=None, topic_id=None):
                 is_internal=False, partitions=())
 
 
-def _may_create(admission, name: str) -> bool:
-    return admission.allows(AclOperation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME) \
-        or admission.allows(AclOperation.CREATE, ResourceType.TOPIC, name)
-
-
-def _lookup(broker, schema, wanted, admitted, admission, may_create: bool):
+def _lookup(broker, connection, schema, wanted, admitted, may_create: bool):
     topic, error = admitted
     if error is ErrorCode.unknown_topic_or_partition:  # by name: perhaps created now
         try:
             check_topic_name(wanted.name)
         except TopicError:
             return _failed(schema, ErrorCode.invalid_topic_exception, name=wanted.name)
-        if may_create and not _may_create(admission, wanted.name):
+        if may_create and not may_create_topic(broker, connection, wanted.name):
             error = ErrorCode.topic_authorization_failed
         else:
             topic = broker.auto_create(wanted.name) if may_create else None
@@ -84,8 +80,8 @@ async def handle(broker, request, connection):
                        if admission.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name))
     else:
         may_create = version < 4 or body.allow_auto_topic_creation
-        topics = tuple(_lookup(broker, schema, wanted, admission.topic(t), admission, may_create)
-                       for t, wanted in enumerate(body.topics))
+        topics = tuple(_lookup(broker, connection, schema, wanted, admission.topic(t),
+                               may_create) for t, wanted in enumerate(body.topics))
     # the advertised address of the listener this request came in on
     endpoint = getattr(connection, "endpoint", None) or broker.endpoint
     brokers = (make(element(schema, "brokers"), node_id=endpoint.node_id, host=endpoint.host,

@@ -19,18 +19,24 @@ from __future__ import annotations
 
 import asyncio
 
+from roster.broker.admission import admit_topics, admit_transactional_id, may_create_topic
 from roster.broker.topics import TopicError, check_topic_name
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogStorageError, RecordTooLarge
 from roster.protocol import classic
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.framing import RequestPrefix
 from roster.protocol.message_formats import FormatError, magic_of, up_convert
 from roster.protocol.produce_response import NO_TIMESTAMP, PartitionAnswer, encode_produce_response
-from roster.protocol.registry import ApiSpec
+from roster.protocol.registry import ApiSpec, Topics, TransactionalId
 
-API_KEY = 0
+API_KEY = ApiKey.PRODUCE
+# what a Produce acts on: admitted here with admission's functions (a raw handler decodes itself)
+TOPICS = Topics(AclOperation.WRITE, "topic_data")  # by name; by id from v13
+TRANSACTIONAL_ID = TransactionalId(AclOperation.WRITE, versions=(3, 13))
 ACKS = (-1, 0, 1)
 KIO_FROM = 3  # v0-2: roster.protocol.classic
 
@@ -47,17 +53,15 @@ class _Outcome:
         self.end_offset = 0
 
 
-def _resolve_topic(broker, name, topic_id):
-    if name is None:  # v13+ addresses topics by id
-        return broker.topics.by_id(topic_id), ErrorCode.unknown_topic_id
-    topic = broker.topics.get(name)
-    if topic is None:
-        try:
-            check_topic_name(name)
-        except TopicError:
-            return None, ErrorCode.invalid_topic_exception
-        topic = broker.auto_create(name)
-    return topic, ErrorCode.unknown_topic_or_partition
+def _create(broker, connection, name):
+    """A topic named by a producer that does not exist: auto-created when allowed."""
+    try:
+        check_topic_name(name)
+    except TopicError:
+        return None, ErrorCode.invalid_topic_exception
+    if not may_create_topic(broker, connection, name):
+        return None, ErrorCode.topic_authorization_failed
+    return broker.auto_create(name), ErrorCode.unknown_topic_or_partition
 
 
 def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
@@ -117,14 +121,20 @@ def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
     append = _legacy_append if legacy else _append
     acks = body.acks
     results = []  # (topic key for the response: name, or id from v13; [(partition, outcome)])
-    for topic_data in body.topic_data:
+    refused = admit_transactional_id(broker, connection, TRANSACTIONAL_ID,
+                                     getattr(body, "transactional_id", None))
+    admitted = admit_topics(broker, connection, TOPICS, body.topic_data)
+    for topic_data, (topic, missing) in zip(body.topic_data, admitted):
         name = getattr(topic_data, "name", None)
         topic_id = getattr(topic_data, "topic_id", None)
-        topic, missing = _resolve_topic(broker, name, topic_id)
+        if missing is ErrorCode.unknown_topic_or_partition:  # by name: perhaps created now
+            topic, missing = _create(broker, connection, name)
         outcomes = []
         for partition_data in topic_data.partition_data:
             if acks not in ACKS:
                 outcome = _Outcome(ErrorCode.invalid_required_acks)
+            elif refused is not None:
+                outcome = _Outcome(refused)
             elif topic is None:
                 outcome = _Outcome(missing)
             else:
@@ -183,4 +193,5 @@ def _legacy_response(prefix: RequestPrefix, results) -> bytes:
     return classic.encode_response(API_KEY, prefix.api_version, prefix.correlation_id, body)
 
 
-SPEC = ApiSpec(API_KEY, "Produce", 0, 13, handler=None, raw=answer)
+SPEC = ApiSpec(API_KEY, "Produce", 0, 13, handler=None, raw=answer,
+               resources=(TOPICS, TRANSACTIONAL_ID))
