@@ -20,6 +20,7 @@ from fuzz.live import (
     Target,
     corpus_files,
     finding_class,
+    known_open,
     load_case,
     open_classes,
     replay_case,
@@ -39,7 +40,8 @@ def live(seconds: float, seed: int, save: Path | None, rss_mib: int,
         finally:
             target.stop()
     known = open_classes()
-    serious = [f for f in findings if f.kind != "slow" and finding_class(f) not in known]
+    serious = [f for f in findings if f.kind != "slow" and finding_class(f) not in known
+               and not known_open(f)]
     print(f"live: {len(findings)} finding(s), {len(serious)} new and serious (not slow, not "
           f"of a class an open corpus case has); "
           f"repro: python -m fuzz live --seed {seed} --seconds {seconds:g}")

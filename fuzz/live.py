@@ -428,7 +428,7 @@ class Campaign:
             return
         self.classes[key] = 1
         self.first_detail[key] = finding.detail
-        if self.corpus_dir is not None and key not in self.known:
+        if self.corpus_dir is not None and key not in self.known and not known_open(finding):
             finding.saved = save_case(self.corpus_dir, finding, self.seed)
         self.say(describe(finding))
 
@@ -450,6 +450,18 @@ def open_classes(directory: Path = CORPUS) -> set[tuple[str, str, str]]:
             kind, _, detail = meta.get("finding", "").partition(": ")
             classes.add(finding_class(Finding(kind, detail, [Case(b"", "", meta.get("api", ""))])))
     return classes
+
+
+KNOWN_OPEN = Path(__file__).resolve().parent / "known-open.txt"
+
+
+def known_open(finding: Finding, path: Path = KNOWN_OPEN) -> bool:
+    """Does `finding` match a pattern of fuzz/known-open.txt (open, not reproducible alone)?"""
+    if not path.exists():
+        return False
+    text = f"{finding.kind}: {finding.detail}"
+    return any(re.search(line, text) for line in path.read_text().splitlines()
+               if line.strip() and not line.startswith("#"))
 
 
 def replay_case(target: Target, payloads: list[bytes], rss_bound_mib: int = RSS_BOUND_MIB,

@@ -6,8 +6,9 @@
 2. A bounded campaign: structure-aware mutations of requests generated from kio's schemas for
    every advertised (API, version), first with a fixed seed, then with a time-based one that is
    printed (FUZZ_SEED=<seed> repeats it). FUZZ_TEST_SECONDS sets its length (default 24 s).
-   Findings of a class an open regression case already reports do not fail it; "slow" (an
-   answer later than 1 s that did come) is printed but does not fail it either.
+   Findings of a class an open regression case already reports, or listed in
+   fuzz/known-open.txt (open, not reproducible on one connection), do not fail it; nor does
+   "slow" (an answer later than 1 s that did come). They are printed.
 
 A case whose file says `# status: open` is a known finding not yet fixed: it is reported as
 XFAIL with its finding (and as XPASS once fixed, when the status line should go).
@@ -26,6 +27,7 @@ from fuzz.live import (
     corpus_files,
     describe,
     finding_class,
+    known_open,
     load_case,
     open_classes,
     replay_case,
@@ -83,10 +85,12 @@ def test_bounded_campaign(target, tmp_path, capsys):
                   f"(repeat: FUZZ_SEED={seed} or python -m fuzz live --seed {seed})")
         campaign = Campaign(target, seed, tmp_path / "found", say=lambda *_: None, known=known)
         found = campaign.run(seconds=SECONDS / 2)
-        findings += [f for f in found if f.kind != "slow" and finding_class(f) not in known]
+        def tolerated(f):  # reported elsewhere: slow, an open corpus case, known-open.txt
+            return f.kind == "slow" or finding_class(f) in known or known_open(f)
+        findings += [f for f in found if not tolerated(f)]
         with capsys.disabled():
             for f in found:
-                if f.kind == "slow" or finding_class(f) in known:
+                if tolerated(f):
                     print(f"fuzz campaign: not failing on {' '.join(finding_class(f))}")
         with capsys.disabled():
             print(f"fuzz campaign: seed {seed}: {campaign.stats}, "
