@@ -1,44 +1,48 @@
 """CreateAcls (30), v1-3: add ACLs — `kafka-acls --add`, admin clients' create_acls,
 `roster acls add`. Answered once the new set is fsynced (security/acl_store.py) and live.
 
-As Kafka: ALTER on the cluster, else every creation gets CLUSTER_AUTHORIZATION_FAILED; without
-an authorizer SECURITY_DISABLED; each creation is checked on its own (AclControlManager's and
-KafkaApis' checks: LITERAL or PREFIXED, a known resource type, operation and permission, a
-non-empty name, `kafka-cluster` as the cluster's name, a principal with a type) and refused
-with INVALID_REQUEST, the others being created. Creating an ACL that exists succeeds.
+As Kafka: ALTER on the cluster (admission), else every creation gets
+CLUSTER_AUTHORIZATION_FAILED; without an authorizer SECURITY_DISABLED; each creation is checked
+on its own (AclControlManager's and KafkaApis' checks: LITERAL or PREFIXED, a known resource
+type, operation and permission, a non-empty name, `kafka-cluster` as the cluster's name, a
+principal with a type) and refused with INVALID_REQUEST, the others being created. Creating an
+ACL that exists succeeds.
 """
 from __future__ import annotations
 
 import logging
 
-from roster.broker.handlers.describe_acls import cluster_refusal
+from roster.broker.handlers.describe_acls import refused_message
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
-from roster.security.acls import AclBinding, Operation, validate_new
+from roster.protocol.registry import ApiSpec, Cluster
+from roster.security.acls import AclBinding, validate_new
 from roster.security.authorizer import NO_AUTHORIZER, acl_authorizer
 
-API_KEY = 30
+API_KEY = ApiKey.CREATE_ACLS
 
 log = logging.getLogger("roster.security")
+
+
+def refuse(request, error: ErrorCode, message: str | None = None):
+    """Every creation answers `error`."""
+    schema = response_schema(API_KEY, request.api_version)
+    result = element(schema, "results")
+    return make(schema, results=tuple(
+        make(result, error_code=error, error_message=refused_message(error, message))
+        for _ in request.body.creations))
 
 
 async def handle(broker, request, connection):
     schema = response_schema(API_KEY, request.api_version)
     result = element(schema, "results")
     creations = request.body.creations
-
-    def all_refused(error, message=None):
-        return make(schema, results=tuple(make(result, error_code=error, error_message=message)
-                                          for _ in creations))
-
-    refused = cluster_refusal(broker, connection, Operation.ALTER)
-    if refused is not None:
-        return all_refused(refused)
     authorizer = acl_authorizer(broker)
     if authorizer is None:
-        return all_refused(ErrorCode.security_disabled, NO_AUTHORIZER)
+        return refuse(request, ErrorCode.security_disabled, NO_AUTHORIZER)
     answers, valid = [], []
     for c in creations:
         binding = AclBinding.of(c.resource_type, c.resource_name, c.resource_pattern_type,
@@ -57,4 +61,5 @@ async def handle(broker, request, connection):
     return make(schema, results=tuple(answers))
 
 
-SPEC = ApiSpec(API_KEY, "CreateAcls", 1, 3, handle)
+SPEC = ApiSpec(API_KEY, "CreateAcls", 1, 3, handle,
+               resources=(Cluster(AclOperation.ALTER),), refuse=refuse)

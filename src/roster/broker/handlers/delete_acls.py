@@ -2,25 +2,38 @@
 clients' delete_acls, `roster acls remove`. Answered once the smaller set is fsynced and live,
 with what each filter removed.
 
-As Kafka: ALTER on the cluster, else every filter gets CLUSTER_AUTHORIZATION_FAILED; without an
-authorizer SECURITY_DISABLED; a filter with an UNKNOWN element INVALID_REQUEST (the others are
-still applied). A filter matching nothing succeeds with no matching ACLs.
+As Kafka: ALTER on the cluster (admission), else every filter gets
+CLUSTER_AUTHORIZATION_FAILED; without an authorizer SECURITY_DISABLED; a filter with an UNKNOWN
+element INVALID_REQUEST (the others are still applied). A filter matching nothing succeeds with
+no matching ACLs.
 """
 from __future__ import annotations
 
 import logging
 
-from roster.broker.handlers.describe_acls import cluster_refusal
+from roster.broker.handlers.describe_acls import refused_message
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
-from roster.security.acls import AclFilter, Operation
+from roster.protocol.registry import ApiSpec, Cluster
+from roster.security.acls import AclFilter
 from roster.security.authorizer import NO_AUTHORIZER, acl_authorizer
 
-API_KEY = 31
+API_KEY = ApiKey.DELETE_ACLS
 
 log = logging.getLogger("roster.security")
+
+
+def refuse(request, error: ErrorCode, message: str | None = None):
+    """Every filter answers `error`."""
+    schema = response_schema(API_KEY, request.api_version)
+    result = element(schema, "filter_results")
+    return make(schema, filter_results=tuple(
+        make(result, error_code=error, error_message=refused_message(error, message),
+             matching_acls=())
+        for _ in request.body.filters))
 
 
 async def handle(broker, request, connection):
@@ -28,18 +41,9 @@ async def handle(broker, request, connection):
     result = element(schema, "filter_results")
     matching = element(result, "matching_acls")
     filters = request.body.filters
-
-    def all_refused(error, message=None):
-        return make(schema, filter_results=tuple(
-            make(result, error_code=error, error_message=message, matching_acls=())
-            for _ in filters))
-
-    refused = cluster_refusal(broker, connection, Operation.ALTER)
-    if refused is not None:
-        return all_refused(refused)
     authorizer = acl_authorizer(broker)
     if authorizer is None:
-        return all_refused(ErrorCode.security_disabled, NO_AUTHORIZER)
+        return refuse(request, ErrorCode.security_disabled, NO_AUTHORIZER)
     parsed = [AclFilter.of(f.resource_type_filter, f.resource_name_filter,
                            f.pattern_type_filter, f.principal_filter, f.host_filter,
                            f.operation, f.permission_type) for f in filters]
@@ -66,4 +70,5 @@ async def handle(broker, request, connection):
     return make(schema, filter_results=tuple(answers))
 
 
-SPEC = ApiSpec(API_KEY, "DeleteAcls", 1, 3, handle)
+SPEC = ApiSpec(API_KEY, "DeleteAcls", 1, 3, handle,
+               resources=(Cluster(AclOperation.ALTER),), refuse=refuse)

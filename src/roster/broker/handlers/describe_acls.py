@@ -1,31 +1,35 @@
 """DescribeAcls (29), v1-3: the ACLs a filter matches, grouped by resource pattern — what
 `kafka-acls --list`, admin clients' describe_acls and `roster acls list` send.
 
-As Kafka (KafkaApis/AclApis): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED;
+As Kafka (KafkaApis/AclApis): DESCRIBE on the cluster (admission's Cluster declaration), else
+CLUSTER_AUTHORIZATION_FAILED;
 without an authorizer SECURITY_DISABLED; a filter with an UNKNOWN element INVALID_REQUEST.
 v1 added pattern types (v0, literal only, is gone from Kafka 4 and from roster; librdkafka and
 kafka-python send v1/v2), v2 is flexible, v3 adds the USER resource type.
 """
 from __future__ import annotations
 
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec
-from roster.security.acls import CLUSTER_NAME, AclFilter, Operation, Resource
+from roster.protocol.registry import ApiSpec, Cluster
+from roster.security.acls import AclFilter
 from roster.security.authorizer import NO_AUTHORIZER, acl_authorizer
 
-API_KEY = 29
+API_KEY = ApiKey.DESCRIBE_ACLS
 CLUSTER_REFUSED = "Cluster authorization failed."  # Kafka's ClusterAuthorizationException
 
 
-def cluster_refusal(broker, connection, operation) -> ErrorCode | None:
-    """The ACL APIs' own check: `operation` on the cluster (None: allowed)."""
-    authorizer = acl_authorizer(broker)
-    if authorizer is None or authorizer.authorize(connection.principal, connection.ip,
-                                                  operation, Resource.CLUSTER, CLUSTER_NAME):
-        return None
-    return ErrorCode.cluster_authorization_failed
+def refused_message(error: ErrorCode, message: str | None = None) -> str | None:
+    """The message of an ACL API's refusal: Kafka's for a cluster refusal."""
+    return CLUSTER_REFUSED if error is ErrorCode.cluster_authorization_failed else message
+
+
+def refuse(request, error: ErrorCode):
+    return make(response_schema(API_KEY, request.api_version), error_code=error,
+                error_message=refused_message(error), resources=())
 
 
 async def handle(broker, request, connection):
@@ -34,9 +38,6 @@ async def handle(broker, request, connection):
     def answer(error=ErrorCode.none, message=None, resources=()):
         return make(schema, error_code=error, error_message=message, resources=resources)
 
-    refused = cluster_refusal(broker, connection, Operation.DESCRIBE)
-    if refused is not None:
-        return answer(refused, CLUSTER_REFUSED)
     authorizer = acl_authorizer(broker)
     if authorizer is None:
         return answer(ErrorCode.security_disabled, NO_AUTHORIZER)
@@ -60,4 +61,5 @@ async def handle(broker, request, connection):
         for (rt, name, pattern), acls in grouped.items()))
 
 
-SPEC = ApiSpec(API_KEY, "DescribeAcls", 1, 3, handle)
+SPEC = ApiSpec(API_KEY, "DescribeAcls", 1, 3, handle,
+               resources=(Cluster(AclOperation.DESCRIBE),), refuse=refuse)
