@@ -30,12 +30,12 @@ from fuzz.mutate import KNOWN_HEAVY
 
 
 def live(seconds: float, seed: int, save: Path | None, rss_mib: int,
-         avoid_heavy: bool = True) -> int:
+         avoid_heavy: bool = True, apis: set[int] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="roster-fuzz-") as tmp:
         target = Target(Path(tmp) / "data").start()
         try:
             campaign = Campaign(target, seed, save, rss_mib,
-                                avoid=KNOWN_HEAVY if avoid_heavy else ())
+                                avoid=KNOWN_HEAVY if avoid_heavy else (), apis=apis)
             findings = campaign.run(seconds=seconds)
         finally:
             target.stop()
@@ -79,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     p_live.add_argument("--save", type=Path, default=CORPUS / "new",
                         help="where findings are saved (default fuzz/corpus/new)")
     p_live.add_argument("--rss-mib", type=int, default=RSS_BOUND_MIB)
+    p_live.add_argument("--apis", default=None,
+                        help="only these API keys, comma-separated (e.g. 11,12,13,14: groups)")
     p_live.add_argument("--heavy", action="store_true",
                         help="also push the fields of known heavy findings to extremes "
                              f"({', '.join(KNOWN_HEAVY)})")
@@ -94,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.command == "live":
         seed = time_seed() if args.seed is None else args.seed
-        return live(args.seconds, seed, args.save, args.rss_mib, not args.heavy)
+        apis = {int(k) for k in args.apis.split(",")} if args.apis else None
+        return live(args.seconds, seed, args.save, args.rss_mib, not args.heavy, apis)
     if args.command == "replay":
         return replay(args.files, args.rss_mib)
     from fuzz.atheris_run import run_targets

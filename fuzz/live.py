@@ -271,8 +271,8 @@ def send_concurrently(bootstrap: str, payloads: list[bytes]) -> list[tuple[str, 
 class Campaign:
     def __init__(self, target: Target, seed: int, corpus_dir: Path | None = None,
                  rss_bound_mib: int = RSS_BOUND_MIB, connections: int = 32,
-                 say=print, known: set | None = None, avoid: tuple[str, ...] = KNOWN_HEAVY
-                 ) -> None:
+                 say=print, known: set | None = None, avoid: tuple[str, ...] = KNOWN_HEAVY,
+                 apis: set[int] | None = None) -> None:
         self.target = target
         self.known = open_classes() if known is None else known  # not saved again
         self.seed = seed
@@ -281,7 +281,8 @@ class Campaign:
         self.rss_bound_mib = rss_bound_mib
         self.connections = connections
         self.say = say
-        self.versions = advertised_versions()
+        self.versions = [v for v in advertised_versions() if apis is None or v[0] in apis]
+        self.history: list[bytes] = []  # every connection's bytes, in the order sent
         self.advertised: dict[int, tuple[int, int]] = {}
         for key, _, v in self.versions:
             lo, hi = self.advertised.get(key, (v, v))
@@ -352,6 +353,7 @@ class Campaign:
             if max_batches is not None and self.stats["batches"] >= max_batches:
                 break
             batch = [self.case() for _ in range(self.connections)]
+            self.history += [c.data for c in batch]
             outcomes = send_concurrently(self.target.bootstrap, [c.data for c in batch])
             self.stats["batches"] += 1
             self.stats["frames"] += len(batch)
