@@ -1,0 +1,175 @@
+"""Real clients under ACLs: what each one sees when refused (confluent-kafka, kafka-python,
+roster.client), that the ACLs `roster acls add --producer/--consumer` create are enough, that
+a static group (KIP-345) keeps its members through a rolling bounce under ACLs, and that
+revoking a member's group READ stops it with GROUP_AUTHORIZATION_FAILED at its next heartbeat."""
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.interop.test_acls import acl_settings, client_conf, roster_acls
+from tests.support import groups
+from tests.support.groups import ConfluentMember, Watch
+from tests.support.security import PASSWORDS, SecureBroker
+
+pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("acls")]
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    root = tmp_path_factory.mktemp("acl-clients")
+    broker = SecureBroker(root / "data", acl_settings()).start()
+    admin = AdminClient(client_conf(broker, "admin"))
+    for future in admin.create_topics([NewTopic(t, 3) for t in (
+            "orders", "payments", "static-events", "roster-topic")]).values():
+        future.result(timeout=10)
+    yield broker
+    broker.stop()
+
+
+def add(broker, *args):
+    done = roster_acls(broker, "admin", "add", *args)
+    assert done.returncode == 0, done.stderr
+
+
+def remove(broker, *args):
+    done = roster_acls(broker, "admin", "remove", "--force", *args)
+    assert done.returncode == 0, done.stderr
+
+
+def produce(broker, user, topic, count=3) -> list:
+    outcomes = []
+    producer = Producer({**client_conf(broker, user), "message.timeout.ms": 5000})
+    for i in range(count):
+        producer.produce(topic, f"{user}-{i}".encode(), on_delivery=lambda e, m: outcomes.append(e))
+    producer.flush(15)
+    return outcomes
+
+
+def consume_first_error_or_records(conf: dict, topic: str, want: int, deadline_s=20.0):
+    consumer = Consumer({**conf, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    got, error = [], None
+    end = time.monotonic() + deadline_s
+    try:
+        while time.monotonic() < end and len(got) < want and error is None:
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                error = msg.error()
+            else:
+                got.append(msg.value())
+    finally:
+        consumer.close()
+    return got, error
+
+
+def test_confluent_producer_and_consumer_refused_then_allowed(broker):
+    refused = produce(broker, "bob", "orders")
+    assert {e.name() for e in refused} == {"TOPIC_AUTHORIZATION_FAILED"}
+    add(broker, "--allow-principal", "User:bob", "--producer", "--topic", "orders")
+    assert produce(broker, "bob", "orders") == [None, None, None]
+
+    conf = {**client_conf(broker, "alice"), "group.id": "order-readers"}
+    add(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic", "orders")
+    got, error = consume_first_error_or_records(conf, "orders", 3)
+    assert error is not None and error.name() == "GROUP_AUTHORIZATION_FAILED", error
+    add(broker, "--allow-principal", "User:alice", "--consumer", "--topic", "orders",
+        "--group", "order-readers")
+    got, error = consume_first_error_or_records(conf, "orders", 3)
+    assert error is None and sorted(got) == [b"bob-0", b"bob-1", b"bob-2"]
+
+
+def test_kafka_python_sees_kafkas_exceptions(broker):
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import GroupAuthorizationFailedError, TopicAuthorizationFailedError
+    common = dict(bootstrap_servers=broker.listener("SASL_PLAINTEXT"),
+                  security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                  sasl_plain_username="bob", sasl_plain_password=PASSWORDS["bob"])
+    producer = KafkaProducer(**common, max_block_ms=5000)
+    try:
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("payments", b"x").get(timeout=10)
+    finally:
+        producer.close()
+    add(broker, "--allow-principal", "User:bob", "--operation", "Read", "--topic", "payments")
+    consumer = KafkaConsumer("payments", **common, group_id="payment-readers",
+                             consumer_timeout_ms=5000)
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            for _ in consumer:
+                pass
+    finally:
+        consumer.close()
+
+
+def test_roster_client_names_the_resource_and_operation(broker):
+    from roster.client.consumer import Consumer as RosterConsumer
+    from roster.client.errors import AuthorizationError
+    from roster.client.producer import Producer as RosterProducer
+    security = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                "sasl.username": "bob", "sasl.password": PASSWORDS["bob"]}
+
+    async def main():
+        producer = RosterProducer(broker.listener("SASL_PLAINTEXT"), security=security)
+        with pytest.raises(AuthorizationError) as refused:
+            await producer.send("roster-topic", b"x")
+        assert refused.value.resource == "roster-topic"
+        assert refused.value.operation in ("DESCRIBE", "WRITE")
+        assert "roster acls add --allow-principal <principal>" in str(refused.value)
+        await producer.close()
+        consumer = RosterConsumer(broker.listener("SASL_PLAINTEXT"), "roster-group",
+                                  security=security)
+        await consumer.subscribe(["orders"])
+        with pytest.raises(AuthorizationError) as refused:
+            for _ in range(100):
+                await consumer.poll(100)
+        assert (refused.value.resource_type, refused.value.resource) == ("group", "roster-group")
+        assert "GROUP_AUTHORIZATION_FAILED" in str(refused.value)
+        await consumer.close()
+
+    asyncio.run(main())
+
+
+def test_static_group_under_acls_bounces_without_rebalance_and_stops_when_revoked(broker):
+    topic, group, partitions = "static-events", "static-readers", 3
+    add(broker, "--allow-principal", "User:alice", "--consumer", "--topic", topic, "--group",
+        group)
+    watch = Watch()
+
+    def member(i, name):
+        return ConfluentMember(watch, broker.listener("SASL_PLAINTEXT"), group, topic, name,
+                               f"static-{i}", {"heartbeat.interval.ms": 500,
+                                               "session.timeout.ms": 10000,
+                                               **client_conf(broker, "alice")})
+
+    slots = [member(i, f"s{i}") for i in range(2)]
+    started = list(slots)
+    try:
+        for m in slots:
+            m.start()
+        groups.wait_split(watch, slots, partitions)
+        before = slots[0].assigned
+        others_before = slots[1].callbacks()
+        slots[0].stop()  # a static member leaves no LeaveGroup behind
+        again = member(0, "s0-again")
+        started.append(again)
+        again.start()
+        watch.wait_for(lambda: again.count("assign") >= 1, groups.DEADLINE_S,
+                       lambda: "the bounced member got its partitions back")
+        assert again.assigned == before
+        assert slots[1].callbacks() == others_before, "the bounce rebalanced the other member"
+        # revoke: an explicit DENY wins over the ALLOW
+        add(broker, "--deny-principal", "User:alice", "--operation", "Read", "--group", group)
+        watch.wait_for(lambda: any(e.name() == "GROUP_AUTHORIZATION_FAILED"
+                                   for m in (again, slots[1]) for e in m.errors),
+                       groups.DEADLINE_S, lambda: "a member refused at its next heartbeat")
+    finally:
+        for m in started:
+            m.stop()
+        remove(broker, "--group", group)
