@@ -417,3 +417,25 @@ def test_unfinished_tls_handshakes_are_bounded(tmp_path):
             "ssl.key.location": str(pki.client_key)})).list_topics(timeout=10)
     finally:
         broker.stop()
+
+
+def test_large_requests_before_authentication_are_refused(broker):
+    """sasl.server.max.receive.size (512 KiB) bounds a request before authentication, as in
+    Kafka; after it, socket.request.max.bytes does."""
+    wire = Wire(broker.listener("SASL_PLAINTEXT"))
+    before = len(broker.output)
+    wire.sock.sendall(struct.pack(">i", 600_000) + b"\0\x12\0\0")  # claims 600 KB
+    assert wire.closed_by_broker()
+    _wait_for_line(broker, before, "frame size 600000 exceeds")
+    # an authenticated client may send more (a 600 KB produce is an ordinary request)
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": broker.listener("SASL_SSL"),
+                         "security.protocol": "SASL_SSL", "ssl.ca.location": str(broker.pki.ca),
+                         "sasl.mechanism": "SCRAM-SHA-256", "sasl.username": "alice",
+                         "sasl.password": PASSWORDS["alice"], "message.max.bytes": 1_000_000,
+                         "linger.ms": 0})
+    delivered = []
+    producer.produce("large-after-auth", b"x" * 700_000,
+                     on_delivery=lambda error, message: delivered.append(error))
+    producer.flush(15)
+    assert delivered == [None]

@@ -199,6 +199,11 @@ class _ListenerRuntime:
         connection.listener = self.listener.name
         if self.authenticator is not None:
             connection.auth = self.authenticator.session(connection)
+            # as Kafka: before authentication no request may exceed sasl.server.max.receive.size
+            # (an anonymous client cannot make the broker hold socket.request.max.bytes)
+            frames = getattr(connection, "_frames", None)
+            if frames is not None:
+                frames._max_size = min(frames._max_size, self.authenticator.max_token)
             if self.handshake_timeout_s is not None:
                 asyncio.get_running_loop().call_later(self.handshake_timeout_s,
                                                       _authentication_deadline, connection)

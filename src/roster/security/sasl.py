@@ -242,6 +242,10 @@ class SaslSession:
         else:
             self._expires = None
         self.state = COMPLETE
+        if not self.authenticated_once:  # requests may now be as large as the broker allows
+            frames = getattr(self.connection, "_frames", None)
+            if frames is not None:
+                frames._max_size = self.connection.broker.config["socket.request.max.bytes"]
         self.authenticated_once = True
         self._exchange = None
         if not self._reauthenticating:
