@@ -99,12 +99,13 @@ def _load(target: str):
         import aiokafka.errors
         import kafka.errors
 
-        from roster.client.records import decode_fetched
+        from roster.client.records import CorruptRecords, decode_fetched
 
         def run(data: bytes) -> None:
             for record in decode_fetched("t", 0, data)[0]:
                 list(record.headers)
-        return run, (aiokafka.errors.CorruptRecordException, kafka.errors.CorruptRecordException)
+        return run, (CorruptRecords, aiokafka.errors.CorruptRecordException,
+                     kafka.errors.CorruptRecordException)
     raise SystemExit(f"unknown target {target!r}; targets: {', '.join(TARGETS)}")
 
 

@@ -41,20 +41,33 @@ def encode_batch(records: list[OutgoingRecord], compression: str, now_ms: int) -
     return bytes(builder.build())
 
 
+class CorruptRecords(ValueError):
+    """A Fetch answer held record bytes that do not decode (as Kafka's consumers raise a
+    CorruptRecordException): the partition, and what the codec said."""
+
+
 def decode_fetched(topic: str, partition: int, data: bytes) -> tuple[list[ConsumerRecord], int]:
     """Every data record of a Fetch response's whole batches, and the offset after the last
     batch (-1 when there is none): control batches and compacted gaps hold no record to
-    return, yet the next Fetch must start past them."""
+    return, yet the next Fetch must start past them. CorruptRecords when a batch does not
+    decode."""
     records: list[ConsumerRecord] = []
     following = -1
-    batches = MemoryRecords(data)
-    while (batch := batches.next_batch()) is not None:
-        after = getattr(batch, "next_offset", None)
-        if not batch.is_control_batch:
-            for record in batch:
-                records.append(ConsumerRecord(topic, partition, record.offset, record.timestamp,
-                                              record.key, record.value, tuple(record.headers)))
-                following = max(following, record.offset + 1)
-        if after is not None:
-            following = max(following, after)
+    try:
+        batches = MemoryRecords(data)
+        while (batch := batches.next_batch()) is not None:
+            after = getattr(batch, "next_offset", None)
+            if not batch.is_control_batch:
+                for record in batch:
+                    records.append(ConsumerRecord(
+                        topic, partition, record.offset, record.timestamp, record.key,
+                        record.value, tuple(record.headers)))
+                    following = max(following, record.offset + 1)
+            if after is not None:
+                following = max(following, after)
+    # The codec and the decompressors under it each raise their own types on damaged bytes
+    # (SystemError, EOFError, zlib.error, lz4's and snappy's errors, UnicodeDecodeError, ...).
+    except Exception as exc:  # noqa: BLE001
+        raise CorruptRecords(f"{topic}[{partition}]: fetched records after offset "
+                             f"{following} do not decode: {exc!r}") from exc
     return records, following
