@@ -439,3 +439,33 @@ def test_large_requests_before_authentication_are_refused(broker):
                      on_delivery=lambda error, message: delivered.append(error))
     producer.flush(15)
     assert delivered == [None]
+
+
+def test_a_password_guessing_flood_does_not_slow_anyone_else(broker):
+    """Failed authentications wait out their delay without holding the broker: an
+    authenticated client is answered at once while 40 guesses are pending."""
+    import threading
+
+    def guess():
+        try:
+            wire = Wire(broker.listener("SASL_PLAINTEXT"))
+            wire.call(17, 1, mechanism="SCRAM-SHA-512")
+            wire.call(36, 2, auth_bytes=b"n,,n=alice,r=" + b"x" * 24)
+            wire.call(36, 2, auth_bytes=b"c=biws,r=nonsense,p=AAAA")
+        except (ConnectionError, OSError, struct.error):
+            pass
+
+    tls = ssl.create_default_context(cafile=str(broker.pki.ca))
+    tls.load_cert_chain(str(broker.pki.client_cert), str(broker.pki.client_key))
+    good = Wire(broker.listener("SSL"), tls)  # mutual TLS: a session that never expires
+    threads = [threading.Thread(target=guess) for _ in range(40)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    for _ in range(20):
+        assert good.call(18, 3, client_software_name="t", client_software_version="1") \
+            .error_code == ErrorCode.none
+    assert time.monotonic() - started < DELAY_MS / 1000  # not behind the delayed failures
+    for thread in threads:
+        thread.join(10)
