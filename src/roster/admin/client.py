@@ -13,6 +13,7 @@ import ssl
 import struct
 import time
 
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import decode_response, encode_request, request_schema
 from roster.security.client import (
@@ -24,7 +25,7 @@ from roster.security.client import (
     tls_failure,
 )
 
-API_VERSIONS = 18
+API_VERSIONS = ApiKey.API_VERSIONS
 CLIENT_ID = "roster-admin"
 # The commands address topics by name; these APIs switch to topic ids above these versions.
 HIGHEST_BY_NAME = {8: 9, 9: 9}

@@ -6,12 +6,15 @@ import datetime
 
 from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
 from roster.coordinator.partitioning import partition_for
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from roster.protocol.group_records import GroupKey, RecordFormatError, decode
 
-LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP, METADATA, FETCH = 16, 15, 42, 13, 3, 1
-CONSUMER_GROUP_DESCRIBE = 69
+LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP, METADATA, FETCH = (
+    ApiKey.LIST_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.LEAVE_GROUP,
+    ApiKey.METADATA, ApiKey.FETCH)
+CONSUMER_GROUP_DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
 OFFSETS_TOPIC = "__consumer_offsets"
 
 

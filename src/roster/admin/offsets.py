@@ -7,9 +7,11 @@ import datetime
 from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
 from roster.admin.groups import describe
 from roster.admin.topics import metadata
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
 
-OFFSET_COMMIT, OFFSET_FETCH, LIST_OFFSETS, OFFSET_DELETE = 8, 9, 2, 47
+OFFSET_COMMIT, OFFSET_FETCH, LIST_OFFSETS, OFFSET_DELETE = (
+    ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH, ApiKey.LIST_OFFSETS, ApiKey.OFFSET_DELETE)
 EARLIEST, LATEST = -2, -1
 
 

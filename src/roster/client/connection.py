@@ -16,6 +16,7 @@ import ssl
 import struct
 import time
 
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
 from roster.protocol.codec import decode_response, encode_request, request_schema
 from roster.protocol.errors import ErrorCode
@@ -28,7 +29,7 @@ from roster.security.client import (
     tls_failure,
 )
 
-API_VERSIONS = 18
+API_VERSIONS = ApiKey.API_VERSIONS
 
 
 class ConnectionClosed(ConnectionError):

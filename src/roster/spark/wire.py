@@ -18,14 +18,17 @@ from roster.client.cluster import Cluster
 from roster.client.connection import BrokerConnection, ConnectionClosed
 from roster.client.errors import refusal
 from roster.client.member import parse_bootstrap
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
 from roster.security.client import ClientSecurity
 
 log = logging.getLogger("roster.spark")
-FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = 1, 2, 3, 8, 9
-FIND_COORDINATOR, CREATE_TOPICS, CREATE_PARTITIONS = 10, 19, 37
+FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, OFFSET_FETCH = (
+    ApiKey.FETCH, ApiKey.LIST_OFFSETS, ApiKey.METADATA, ApiKey.OFFSET_COMMIT, ApiKey.OFFSET_FETCH)
+FIND_COORDINATOR, CREATE_TOPICS, CREATE_PARTITIONS = (
+    ApiKey.FIND_COORDINATOR, ApiKey.CREATE_TOPICS, ApiKey.CREATE_PARTITIONS)
 EARLIEST, LATEST = -2, -1
 BY_NAME = {OFFSET_COMMIT: 9, OFFSET_FETCH: 9}   # above v9 these name topics by id
 TIMEOUT = datetime.timedelta(seconds=30)
