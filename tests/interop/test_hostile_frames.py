@@ -201,3 +201,20 @@ def _values(consumer, count: int, timeout_s: float = 30.0) -> list[bytes]:
         if message is not None and not message.error():
             values.append(message.value())
     return values
+
+
+@pytest.mark.parametrize("count", [2**31 - 1, 100_000])
+def test_more_partitions_than_the_broker_can_open_are_refused_at_once(shared_broker, count):
+    """A partition holds open files; asking for more than the open-file limit leaves room for
+    used to open logs until EMFILE, stalling the broker for seconds (found by the fuzzer)."""
+    from roster.admin.client import AdminClient, AdminError
+    from roster.admin.topics import add_partitions, create
+    with AdminClient(shared_broker.bootstrap) as admin:
+        started = time.monotonic()
+        with pytest.raises(AdminError, match="INVALID_PARTITIONS.*open files"):
+            create(admin, f"too-many-{count}", count, {})
+        create(admin, f"grows-{count}", 1, {})
+        with pytest.raises(AdminError, match="INVALID_PARTITIONS.*open files"):
+            add_partitions(admin, f"grows-{count}", count)
+        assert time.monotonic() - started < 5
+    _serves_within_a_second(shared_broker)

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roster.broker.open_files import refusal as open_files_refusal
 from roster.config import BrokerConfig, retention_ms
 from roster.log.api import LogConfig, LogError, PartitionLog
 
@@ -246,6 +247,7 @@ class TopicManager:
             raise TopicError("topic_already_exists", f"topic {name!r} already exists")
         if num_partitions < 1:
             raise TopicError("invalid_partitions", "number of partitions must be at least 1")
+        _check_open_files(num_partitions)
         checked = dict(configs or {}) if internal else check_topic_configs(configs or {})
         topic = Topic(name, uuid.uuid4(), checked)
         if validate_only:
@@ -276,6 +278,7 @@ class TopicManager:
             raise TopicError("invalid_partitions",
                              f"topic {name!r} has {len(topic.partitions)} partitions; "
                              f"the new count must be larger, not {total}")
+        _check_open_files(total - len(topic.partitions))
         added = self._open_logs(topic, len(topic.partitions), total, fresh=True)
         entries = self._entries()
         entries[name]["partitions"] = total
@@ -535,3 +538,9 @@ def effective_configs(manager: TopicManager, topic: Topic) -> list[tuple[str, st
     }
     return [(name, topic.configs.get(name, value), name not in topic.configs)
             for name, value in sorted({**defaults, **topic.configs}.items())]
+
+
+def _check_open_files(new_partitions: int) -> None:
+    problem = open_files_refusal(new_partitions)
+    if problem is not None:
+        raise TopicError("invalid_partitions", problem)
