@@ -119,13 +119,28 @@ ADMITTED = Admission()  # nothing refused, nothing resolved: shared
 
 
 def _authorizer(broker):
-    authorizer = getattr(broker, "authorizer", ALLOW_ALL)
-    return None if getattr(authorizer, "allows_everything", False) else authorizer
+    """The authorizer to ask, or None when everything is allowed (no authorizer configured:
+    the broker has no `authorizer`, or one whose `allows_everything` is true)."""
+    authorizer = broker.__dict__.get("authorizer")
+    if authorizer is None or getattr(authorizer, "allows_everything", False):
+        return None
+    return authorizer
 
 
 def _allowed(authorizer, connection, operation, resource_type, name) -> bool:
     return authorizer is None or authorizer.authorize(
         connection.principal, connection.ip, operation, resource_type, name)
+
+
+def _may_be_idempotent(authorizer, connection) -> bool:
+    """InitProducerId without a transactional id, as Kafka 3.0+ (KIP-679): IDEMPOTENT_WRITE on
+    the cluster, or WRITE on at least one topic (the authorizer's authorizeByResourceType)."""
+    if _allowed(authorizer, connection, AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER,
+                CLUSTER_NAME):
+        return True
+    by_type = getattr(authorizer, "authorize_by_resource_type", None)
+    return by_type is not None and by_type(connection.principal, connection.ip,
+                                           AclOperation.WRITE, ResourceType.TOPIC)
 
 
 def _route(broker, group_id: str) -> ErrorCode:
@@ -144,9 +159,9 @@ def admit_group(broker, connection, declaration: Group, group_id: str) -> ErrorC
     if authorizer is not None and not _allowed(authorizer, connection, declaration.operation,
                                                ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
-    if not declaration.allow_empty and not group_id:
+    if not group_id and not declaration.allow_empty:
         return ErrorCode.invalid_group_id
-    if declaration.route and broker.groups.loading(group_id):
+    if broker.groups.loading(group_id) and declaration.route:
         return declaration.while_loading
     return None
 
@@ -262,9 +277,7 @@ def admit(broker, connection, spec, request):
                 if not _allowed(authorizer, connection, declaration.operation,
                                 ResourceType.TRANSACTIONAL_ID, transactional_id):
                     refused = ErrorCode.transactional_id_authorization_failed
-            elif declaration.idempotent and not _allowed(
-                    authorizer, connection, AclOperation.IDEMPOTENT_WRITE,
-                    ResourceType.CLUSTER, CLUSTER_NAME):
+            elif declaration.idempotent and not _may_be_idempotent(authorizer, connection):
                 refused = ErrorCode.cluster_authorization_failed
         elif kind is AllGroups:
             if not broker.groups.loaded:
