@@ -8,7 +8,7 @@ import asyncio
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.interop.test_acls import acl_settings, client_conf, roster_acls
@@ -25,7 +25,7 @@ def broker(tmp_path_factory):
     broker = SecureBroker(root / "data", acl_settings()).start()
     admin = AdminClient(client_conf(broker, "admin"))
     for future in admin.create_topics([NewTopic(t, 3) for t in (
-            "orders", "payments", "static-events", "roster-topic")]).values():
+            "orders", "payments", "static-events", "roster-topic", "idem")]).values():
         future.result(timeout=10)
     yield broker
     broker.stop()
@@ -84,6 +84,28 @@ def test_confluent_producer_and_consumer_refused_then_allowed(broker):
     got, error = consume_first_error_or_records(conf, "orders", 3)
     assert error is None and sorted(got) == [b"bob-0", b"bob-1", b"bob-2"]
 
+
+def test_an_idempotent_producer_needs_write_on_some_topic_or_idempotent_write(broker):
+    """Kafka 3.0+ (KIP-679): InitProducerId without a transactional id is allowed with
+    IDEMPOTENT_WRITE on the cluster or WRITE on any topic; else CLUSTER_AUTHORIZATION_FAILED."""
+    def produce_idempotent(user):
+        """The delivery reports, or the fatal error confluent-kafka raises."""
+        outcomes = []
+        producer = Producer({**client_conf(broker, user), "enable.idempotence": True,
+                             "message.timeout.ms": 5000})
+        try:
+            producer.produce("idem", b"x", on_delivery=lambda e, m: outcomes.append(e))
+            producer.flush(15)
+        except (KafkaException, SystemError) as exc:
+            # raised from a callback: SystemError, caused by the KafkaException
+            return (exc if isinstance(exc, KafkaException) else exc.__cause__).args[0]
+        return outcomes
+
+    add(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic", "idem")
+    refused = produce_idempotent("alice")
+    assert (refused.name(), refused.fatal()) == ("CLUSTER_AUTHORIZATION_FAILED", True)
+    add(broker, "--allow-principal", "User:alice", "--producer", "--topic", "idem")
+    assert produce_idempotent("alice") == [None]  # WRITE on a topic is enough: no --idempotent
 
 def test_kafka_python_sees_kafkas_exceptions(broker):
     from kafka import KafkaConsumer, KafkaProducer
