@@ -88,9 +88,14 @@ def delete(ctx, group_ids: list[str], now: int, token) -> Result:
 
 def deletion_written(ctx, step: GroupsDeleted, error: ErrorCode | None, now: int,
                      result: Result) -> None:
+    generations = {g: ctx.groups[g].generation for g in step.outcome if g in ctx.groups}
     tombstones.settle(ctx, step.tombstones, error, now)
     outcome = dict(step.outcome)
     if error is not None:   # none of them was deleted: say why
         for group_id in tombstones.buried_groups(step.tombstones):
             outcome[group_id] = error
+    if error is None:
+        for group_id, code in outcome.items():
+            if code is ErrorCode.none:
+                ctx.recorder.deleted(group_id, generations.get(group_id, -1), now, result)
     result.reply(step.token, outcome)

@@ -31,6 +31,7 @@ from roster.coordinator.states import (
     Refuse,
 )
 from roster.coordinator.validation import member_error
+from roster.observability import events as ev
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -143,7 +144,9 @@ def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: in
     reschedule_heartbeat(result, group, member, now, ctx.config.new_member_join_timeout_ms)
     maybe_prepare_rebalance_or_complete_join(
         ctx, group, now, result, _with_client_reason(request, f"adding new member {member_id}"
-        + (f" with group instance id {member.group_instance_id}" if member.is_static else "")))
+        + (f" with group instance id {member.group_instance_id}" if member.is_static else "")),
+        ev.Trigger(ev.STATIC_MEMBER_JOINED if member.is_static else ev.MEMBER_JOINED,
+                   member_id, member.group_instance_id, request.reason))
 
 
 def _with_client_reason(request: JoinRequest, reason: str) -> str:
@@ -185,7 +188,8 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
             result.reply(request.token, JoinReply(error=answer, member_id=member_id))
         case Action.UPDATE_AND_WAIT:
             _update_member(ctx, group, member, request, now, result,
-                           f"member {member_id} joins during PreparingRebalance")
+                           f"member {member_id} joins during PreparingRebalance",
+                           ev.MEMBER_JOINED)
         case Action.ANSWER_OR_REBALANCE_IF_CHANGED:
             if unchanged:  # most likely it missed our JoinGroup answer: send it again
                 members = member_list(group) if group.is_leader(member_id) else ()
@@ -193,15 +197,16 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
             else:
                 _update_member(ctx, group, member, request, now, result,
                                f"member {member_id} changed its metadata during "
-                               "CompletingRebalance")
+                               "CompletingRebalance", ev.SUBSCRIPTION_CHANGED)
         case Action.REBALANCE_FOR_LEADER_OR_CHANGE:
             if group.is_leader(member_id):
                 # lets the leader force a rebalance, e.g. when topic metadata changed
                 _update_member(ctx, group, member, request, now, result,
-                               f"leader {member_id} rejoins a Stable group")
+                               f"leader {member_id} rejoins a Stable group", ev.LEADER_REJOIN)
             elif not unchanged:
                 _update_member(ctx, group, member, request, now, result,
-                               f"member {member_id} changed its metadata")
+                               f"member {member_id} changed its metadata",
+                               ev.SUBSCRIPTION_CHANGED)
             else:
                 result.reply(request.token, current_generation_reply(group, member_id))
         case _:
@@ -209,11 +214,12 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
 
 
 def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now: int,
-                   result: Result, reason: str) -> None:
+                   result: Result, reason: str, kind: str = ev.OTHER) -> None:
     _update_metadata(group, member, request)
     group.park_join(member, Parked(request.token, request.api_version))
-    maybe_prepare_rebalance_or_complete_join(ctx, group, now, result,
-                                             _with_client_reason(request, reason))
+    maybe_prepare_rebalance_or_complete_join(
+        ctx, group, now, result, _with_client_reason(request, reason),
+        ev.Trigger(kind, member.member_id, member.group_instance_id, request.reason))
 
 
 def _update_metadata(group: Group, member: Member, request: JoinRequest) -> None:
@@ -244,6 +250,8 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
     reschedule_heartbeat(result, group, member, now)  # the old id's timer will find nobody
     _update_metadata(group, member, request)
     group.park_join(member, Parked(request.token, request.api_version))
+    replaced = ev.Trigger(ev.STATIC_MEMBER_REPLACED, new_id, request.group_instance_id,
+                          request.reason, old_id)
 
     match answer:
         case Action.ADD_OR_REPLACE_KEEPING_GENERATION:
@@ -253,12 +261,16 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
                 result.after_write.append(StaticMemberReplaced(
                     group.group_id, old_id, new_id, leader_before, previous,
                     request.api_version))
+                ctx.recorder.saved(group, request.group_instance_id, new_id, old_id,
+                                   request.reason, now, result)
             else:
                 prepare_rebalance(ctx, group, now, result,
-                                  f"static member {request.group_instance_id} changed protocols")
+                                  f"static member {request.group_instance_id} changed protocols",
+                                  replaced)
         case Action.ADD_OR_REPLACE_AND_REBALANCE:
             prepare_rebalance(ctx, group, now, result,
-                              f"static member {request.group_instance_id} rejoined during sync")
+                              f"static member {request.group_instance_id} rejoined during sync",
+                              replaced)
         case Action.ADD_OR_REPLACE_AND_WAIT:
             maybe_complete_join(ctx, group, now, result)
         case _:

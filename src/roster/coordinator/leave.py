@@ -15,6 +15,7 @@ from roster.coordinator.results import Result
 from roster.coordinator.states import LEAVE_GROUP, Action, GroupState, Refuse
 from roster.coordinator.validation import member_error
 from roster.protocol.errors import ErrorCode
+from roster.observability import events as ev
 
 log = logging.getLogger("roster.coordinator")
 S = GroupState
@@ -46,7 +47,8 @@ def leave(ctx, request: LeaveRequest, now: int) -> Result:
         match answer:
             case Action.REMOVE_AND_REBALANCE:
                 reason = f"LeaveGroup for {', '.join(str(r) for r in removed)}"
-                maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason)
+                maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, reason,
+                                                         _trigger(request, outcomes))
             case Action.REMOVE_AND_COMPLETE_JOIN:
                 maybe_complete_join(ctx, group, now, result)
             case Action.REMOVE_MEMBERS:
@@ -55,6 +57,16 @@ def leave(ctx, request: LeaveRequest, now: int) -> Result:
                 raise ValueError(f"LeaveGroup has no answer {answer!r}")
     result.reply(request.token, LeaveReply(members=tuple(outcomes)))
     return result
+
+
+def _trigger(request: LeaveRequest, outcomes) -> ev.Trigger:
+    """Who left, for the flight recorder: an admin removal names instance ids only."""
+    gone = [(i, o) for i, o in zip(request.members, outcomes) if o.error is ErrorCode.none]
+    identity, _ = gone[0]
+    kind = ev.ADMIN_REMOVAL if identity.member_id == "" else ev.MEMBER_LEFT
+    return ev.Trigger(kind, identity.member_id or None, identity.group_instance_id,
+                      identity.reason or None,
+                      detail=", ".join(i.member_id or str(i.group_instance_id) for i, _ in gone))
 
 
 def _remove(group: Group, identity, result: Result) -> ErrorCode:

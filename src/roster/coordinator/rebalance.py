@@ -14,6 +14,7 @@ from roster.coordinator.results import Result
 from roster.coordinator.sessions import reschedule_heartbeat
 from roster.coordinator.states import CAN_REBALANCE, GroupState
 from roster.coordinator.timers import JoinDeadline, SyncDeadline, join_key, sync_key
+from roster.observability import events as ev
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -52,7 +53,9 @@ def current_generation_reply(group: Group, member_id: str, members=(), leader=No
 
 # -- starting a rebalance -----------------------------------------------------------------
 
-def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str) -> None:
+def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str,
+                      trigger: ev.Trigger | None = None) -> None:
+    ctx.recorder.rebalance_started(group, trigger, reason, now, result)
     if group.state is S.COMPLETING_REBALANCE:
         reset_assignments_with_error(ctx, group, now, result, ErrorCode.rebalance_in_progress)
     cancel_pending_sync(group, result)
@@ -75,10 +78,12 @@ def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str) 
 
 
 def maybe_prepare_rebalance_or_complete_join(ctx, group: Group, now: int, result: Result,
-                                             reason: str) -> None:
+                                             reason: str,
+                                             trigger: ev.Trigger | None = None) -> None:
     if group.state in CAN_REBALANCE:
-        prepare_rebalance(ctx, group, now, result, reason)
+        prepare_rebalance(ctx, group, now, result, reason, trigger)
     else:
+        ctx.recorder.also(group)
         maybe_complete_join(ctx, group, now, result)
 
 
@@ -113,11 +118,13 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
         group.protocol_name = None
         group.transition_to(S.EMPTY, now)
         result.records.append(records.group_metadata(group))
+        ctx.recorder.generation_formed(group, now, result)
         log.info("group %s is empty in generation %d", group.group_id, group.generation)
         return
 
     group.protocol_name = group.select_protocol()
     group.transition_to(S.COMPLETING_REBALANCE, now)
+    ctx.recorder.generation_formed(group, now, result)
     log.info("group %s enters generation %d with %d members (protocol %s)", group.group_id,
              group.generation, len(group.members), group.protocol_name)
     everyone = member_list(group)
@@ -173,13 +180,13 @@ def propagate_assignment(group: Group, now: int, result: Result, error: ErrorCod
 # -- removing members ----------------------------------------------------------------------
 
 def remove_member_and_update_group(ctx, group: Group, member: Member, now: int, result: Result,
-                                   reason: str) -> None:
+                                   reason: str, trigger: ev.Trigger | None = None) -> None:
     # A member removed while parked in JoinGroup is told to rejoin from scratch.
     answer_join(result, group, member, JoinReply(error=ErrorCode.unknown_member_id))
     group.remove(member.member_id)
     log.info("removed member %s from group %s: %s", member.member_id, group.group_id, reason)
     if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
-        prepare_rebalance(ctx, group, now, result, reason)
+        prepare_rebalance(ctx, group, now, result, reason, trigger)
     elif group.state is S.PREPARING_REBALANCE and group.all_joined():
         result.cancel(join_key(group.group_id))
         complete_join(ctx, group, now, result)
@@ -220,7 +227,9 @@ def _member_expired(ctx, group: Group, member: Member, now: int, result: Result)
     alive = not group.is_new(member) and (group.is_joining(member) or group.is_syncing(member))
     if not alive:
         remove_member_and_update_group(ctx, group, member, now, result,
-                                       "its session timed out")
+                                       "its session timed out",
+                                       ev.Trigger(ev.SESSION_EXPIRED, member.member_id,
+                                                  member.group_instance_id))
 
 
 def join_deadline(ctx, group: Group, event: JoinDeadline, now: int, result: Result) -> None:
@@ -246,7 +255,8 @@ def sync_deadline(ctx, group: Group, event: SyncDeadline, now: int, result: Resu
     for member_id in laggards:
         group.remove(member_id)
     prepare_rebalance(ctx, group, now, result,
-                      f"removing {', '.join(laggards)}: no SyncGroup within the rebalance timeout")
+                      f"removing {', '.join(laggards)}: no SyncGroup within the rebalance timeout",
+                      ev.Trigger(ev.REBALANCE_TIMEOUT, laggards[0] if len(laggards) == 1 else None))
 
 
 def on_loaded(ctx, group: Group, now: int, result: Result) -> None:

@@ -49,6 +49,8 @@ class Result:
     timers: list[Schedule | Cancel] = field(default_factory=list)
     # what to do once the records are written (continuations.py), in order
     after_write: list[Continuation] = field(default_factory=list)
+    # flight recorder events (roster.observability.events.GroupEvent): observed, never steer
+    events: list = field(default_factory=list)
 
     def reply(self, token: Hashable, body: Any) -> None:
         self.replies.append(Reply(token, body))

@@ -105,3 +105,4 @@ def leader_assignment_written(ctx, group: Group, step: LeaderAssignmentWritten,
     propagate_assignment(group, now, result, ErrorCode.none)
     group.transition_to(S.STABLE, now)
     log.info("group %s is Stable in generation %d", group.group_id, group.generation)
+    ctx.recorder.generation_stable(group, now, result)

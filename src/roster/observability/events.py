@@ -1,0 +1,93 @@
+"""What the flight recorder writes: one GroupEvent per group generation (classic and consumer
+protocol), per rebalance that static membership saved, and per deleted group.
+
+Pure: no I/O, no clock. Events are JSON on the wire (`__roster_group_events`, key = group id),
+so any Kafka client can read them.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+# Why a generation began (Trigger.kind)
+MEMBER_JOINED = "member_joined"
+STATIC_MEMBER_JOINED = "static_member_joined"
+MEMBER_LEFT = "member_left"
+SESSION_EXPIRED = "session_expired"
+REBALANCE_TIMEOUT = "rebalance_timeout"
+STATIC_MEMBER_REPLACED = "static_member_replaced"
+LEADER_REJOIN = "leader_rejoin"
+SUBSCRIPTION_CHANGED = "subscription_changed"
+METADATA_CHANGED = "metadata_changed"
+ADMIN_REMOVAL = "admin_removal"
+GROUP_DELETED = "group_deleted"
+STATIC_REJOIN = "static_rejoin"      # the trigger of a "saved" event
+OTHER = "other"
+
+TRIGGERS = (MEMBER_JOINED, STATIC_MEMBER_JOINED, MEMBER_LEFT, SESSION_EXPIRED,
+            REBALANCE_TIMEOUT, STATIC_MEMBER_REPLACED, LEADER_REJOIN, SUBSCRIPTION_CHANGED,
+            METADATA_CHANGED, ADMIN_REMOVAL, GROUP_DELETED, STATIC_REJOIN, OTHER)
+
+# GroupEvent.kind
+GENERATION = "generation"   # a new generation (classic) or group epoch (consumer)
+SAVED = "saved"             # a static member came back in time: no rebalance
+DELETED = "deleted"
+
+CLASSIC = "classic"
+CONSUMER = "consumer"
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    kind: str
+    member_id: str | None = None
+    instance_id: str | None = None
+    client_reason: str | None = None   # KIP-800: JoinGroup/LeaveGroup reason
+    fenced_id: str | None = None       # the member id a static member replaced
+    detail: str = ""                   # the coordinator's own words (as logged)
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A partition whose owner changed in this generation (consumer protocol)."""
+
+    topic: str
+    partition: int
+    before: str | None
+    after: str | None
+    unowned_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEvent:
+    group_id: str
+    protocol: str              # classic | consumer
+    kind: str                  # generation | saved | deleted
+    generation: int
+    trigger: Trigger
+    at_ms: int                 # when the event was decided
+    started_ms: int            # when the rebalance began (= at_ms when there was none)
+    join_ms: int | None = None     # classic: join phase; consumer: None
+    sync_ms: int | None = None     # classic: sync phase (None if it never completed)
+    outcome: str = ""              # stable | empty | interrupted | reconciling | ""
+    members_before: tuple[tuple[str, str | None], ...] = ()
+    members_after: tuple[tuple[str, str | None], ...] = ()
+    moved: tuple[Moved, ...] = ()
+    triggers_after: int = 0        # further causes that arrived during the same rebalance
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def duration_ms(self) -> int:
+        return self.at_ms - self.started_ms
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> GroupEvent:
+        raw = json.loads(data)
+        raw["trigger"] = Trigger(**raw["trigger"])
+        raw["moved"] = tuple(Moved(**m) for m in raw.get("moved", ()))
+        raw["members_before"] = tuple(tuple(m) for m in raw.get("members_before", ()))
+        raw["members_after"] = tuple(tuple(m) for m in raw.get("members_after", ()))
+        return cls(**raw)

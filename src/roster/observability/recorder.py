@@ -1,0 +1,116 @@
+"""The classic protocol's flight recorder: the coordinator calls it at the few points where a
+rebalance begins, forms a generation, becomes Stable, or is avoided; it appends GroupEvents to
+the operation's Result. Pure (no I/O, no clock), and never on the heartbeat path.
+
+A rebalance is "open" from prepare_rebalance until its generation is Stable (or Empty, or the
+sync phase is cut short by another rebalance): one event per generation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from roster.observability.events import (
+    CLASSIC,
+    DELETED,
+    GENERATION,
+    GROUP_DELETED,
+    OTHER,
+    SAVED,
+    STATIC_REJOIN,
+    GroupEvent,
+    Trigger,
+)
+
+
+@dataclass(slots=True)
+class _Open:
+    trigger: Trigger
+    started_ms: int
+    members_before: tuple
+    generation: int | None = None     # set once the join phase formed it
+    joined_ms: int | None = None
+    triggers_after: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def _members(group) -> tuple:
+    return tuple(sorted((m.member_id, m.group_instance_id) for m in group.members.values()))
+
+
+class ClassicRecorder:
+    def __init__(self) -> None:
+        self._open: dict[str, _Open] = {}
+        self._last: dict[str, tuple] = {}   # members of each group's last recorded generation
+
+    def rebalance_started(self, group, trigger: Trigger | None, reason: str, now: int,
+                          result) -> None:
+        current = self._open.get(group.group_id)
+        if current is not None and current.generation is not None:
+            # the sync phase of a formed generation was cut short
+            self._emit(group, current, now, result, "interrupted", sync_done=False)
+            current = None
+        if current is not None:
+            current.triggers_after += 1
+            return
+        trigger = trigger or Trigger(OTHER, detail=reason)
+        if not trigger.detail:
+            trigger = Trigger(trigger.kind, trigger.member_id, trigger.instance_id,
+                              trigger.client_reason, trigger.fenced_id, reason)
+        before = self._last.get(group.group_id)
+        if before is None:   # not seen since this broker started: an Empty group had nobody
+            before = () if group.state.value == "Empty" else _members(group)
+        self._open[group.group_id] = _Open(trigger, now, before)
+
+    def also(self, group) -> None:
+        """Another cause arrived while the group was already rebalancing."""
+        current = self._open.get(group.group_id)
+        if current is not None and current.generation is None:
+            current.triggers_after += 1
+
+    def generation_formed(self, group, now: int, result) -> None:
+        current = self._open.get(group.group_id)
+        if current is None:   # e.g. a group loaded mid-rebalance
+            current = self._open[group.group_id] = _Open(Trigger(OTHER), now,
+                                                         self._last.get(group.group_id, ()))
+        current.generation = group.generation
+        current.joined_ms = now
+        if not group.members:
+            self._emit(group, current, now, result, "empty", sync_done=True)
+
+    def generation_stable(self, group, now: int, result) -> None:
+        current = self._open.get(group.group_id)
+        if current is not None and current.generation == group.generation:
+            self._emit(group, current, now, result, "stable", sync_done=True)
+
+    def saved(self, group, instance_id: str | None, new_id: str, old_id: str,
+              client_reason: str | None, now: int, result) -> None:
+        """A static member came back within its session: same generation, no rebalance."""
+        members = _members(group)
+        result.events.append(GroupEvent(
+            group.group_id, CLASSIC, SAVED, group.generation,
+            Trigger(STATIC_REJOIN, new_id, instance_id, client_reason, old_id,
+                    f"static member {instance_id} rejoined as {new_id} (was {old_id})"),
+            now, now, members_before=members, members_after=members))
+        if group.group_id in self._last:
+            self._last[group.group_id] = members
+
+    def deleted(self, group_id: str, generation: int, now: int, result) -> None:
+        self._open.pop(group_id, None)
+        before = self._last.pop(group_id, ())
+        result.events.append(GroupEvent(
+            group_id, CLASSIC, DELETED, generation, Trigger(GROUP_DELETED, detail="DeleteGroups"),
+            now, now, members_before=before))
+
+    def _emit(self, group, current: _Open, now: int, result, outcome: str,
+              sync_done: bool) -> None:
+        del self._open[group.group_id]
+        after = _members(group)
+        joined = current.joined_ms if current.joined_ms is not None else now
+        result.events.append(GroupEvent(
+            group.group_id, CLASSIC, GENERATION, current.generation or group.generation,
+            current.trigger, now, current.started_ms,
+            join_ms=joined - current.started_ms,
+            sync_ms=(now - joined) if sync_done else None,
+            outcome=outcome, members_before=current.members_before, members_after=after,
+            triggers_after=current.triggers_after, extra=current.extra))
+        self._last[group.group_id] = after
