@@ -109,6 +109,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.max.session.timeout.ms", 1800000, int, 0),
     Setting("group.initial.rebalance.delay.ms", 3000, int, 0),
     Setting("group.max.size", INT_MAX, int, 1),
+    Setting("group.coordinator.metadata.watch", True, _parse_bool, None,
+            "roster's: classic consumer groups rebalance when a subscribed topic's partitions "
+            "change, even with their leader offline (false: Kafka's behaviour, only the leader "
+            "notices)"),
     Setting("offset.metadata.max.bytes", 4096, int, 0),
     # consumer groups (KIP-848, ConsumerGroupHeartbeat); Kafka's names and defaults
     Setting("group.consumer.session.timeout.ms", 45000, int, 1),

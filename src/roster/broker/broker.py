@@ -13,6 +13,7 @@ from roster.broker.durability import Durability
 from roster.broker.group_log import GroupLog
 from roster.broker.group_configs import GroupConfigStore
 from roster.broker.groups import GroupRuntime
+from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
 from roster.broker.handlers import build_registry
 from roster.broker.producers import ProducerIds, SequenceTable
 from roster.broker.topics import Topic, TopicError, TopicManager
@@ -71,6 +72,9 @@ class Broker:
         self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log,
                                    consumer_config=ConsumerConfig.from_broker(
                                        config, self.group_configs.values))
+        # classic consumer groups read the topic catalog the way KIP-848 groups do (the same
+        # TopicImage view): coordinator/metadata_watch.py
+        self.groups.coordinator.topics = LiveTopics(self.topics)
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
         self._tasks: list[asyncio.Task] = []

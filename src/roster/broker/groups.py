@@ -121,7 +121,9 @@ class GroupRuntime:
         result = Result()
         error = self.coordinator.check_in(group_id, generation, member_id, group_instance_id,
                                           self.now_ms(), result)
-        if result.timers:
+        if result.records or result.replies or result.after_write:
+            self.apply(result)   # e.g. a rebalance it started (coordinator/metadata_watch.py)
+        elif result.timers:
             self._timers.apply(result.timers)
         return error
 

@@ -13,6 +13,7 @@ class GroupConfig:
     new_member_join_timeout_ms: int = 300_000     # hard-coded in Kafka
     offset_metadata_max_bytes: int = 4096         # offset.metadata.max.bytes
     offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
+    metadata_watch: bool = True                   # group.coordinator.metadata.watch (roster's)
 
     @classmethod
     def from_broker(cls, config) -> GroupConfig:
@@ -23,4 +24,5 @@ class GroupConfig:
             max_size=config["group.max.size"],
             offset_metadata_max_bytes=config["offset.metadata.max.bytes"],
             offsets_retention_ms=config["offsets.retention.minutes"] * 60_000,
+            metadata_watch=config["group.coordinator.metadata.watch"],
         )

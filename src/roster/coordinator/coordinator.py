@@ -11,6 +11,7 @@ from roster.coordinator import (
     heartbeat,
     join,
     leave,
+    metadata_watch,
     offsets,
     rebalance,
     sync,
@@ -32,7 +33,6 @@ from roster.coordinator.replay import replay
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import JoinDeadline, SessionDeadline, SyncDeadline
-from roster.observability.recorder import ClassicRecorder
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
@@ -42,7 +42,9 @@ class Coordinator:
         self.config = config
         self.groups: dict[str, Group] = {}
         self._new_member_id = new_member_id
-        self.recorder = ClassicRecorder()  # flight recorder (docs/observability.md)
+        # the topic catalog (consumer.model.TopicImage), set by the edge: what
+        # metadata_watch.py compares subscriptions against; None: nothing is watched
+        self.topics = None
 
     # -- context used by the operation modules ----------------------------------------------
 
@@ -59,7 +61,10 @@ class Coordinator:
     # -- requests ---------------------------------------------------------------------------
 
     def join(self, request: JoinRequest, now: int) -> Result:
-        return join.join(self, request, now)
+        first = metadata_watch.before_static_rejoin(self, request, now)
+        result = join.join(self, request, now)
+        metadata_watch.after(self, request.group_id, now)
+        return result if first is None else metadata_watch.merged(first, result)
 
     def sync(self, request: SyncRequest, now: int) -> Result:
         return sync.sync(self, request, now)
@@ -72,7 +77,9 @@ class Coordinator:
                                   result)
 
     def leave(self, request: LeaveRequest, now: int) -> Result:
-        return leave.leave(self, request, now)
+        result = leave.leave(self, request, now)
+        metadata_watch.after(self, request.group_id, now)
+        return result
 
     def commit_offsets(self, request: CommitRequest, now: int) -> Result:
         return offsets.commit(self, request, now)
@@ -104,6 +111,7 @@ class Coordinator:
             group = self.groups.get(group_id)
             if group is not None:
                 rebalance.on_loaded(self, group, now, result)
+                metadata_watch.after(self, group_id, now)
         return result
 
     # -- timers and writes --------------------------------------------------------------------
@@ -120,6 +128,7 @@ class Coordinator:
                 rebalance.join_deadline(self, group, event, now, result)
             case SyncDeadline():
                 rebalance.sync_deadline(self, group, event, now, result)
+        metadata_watch.after(self, event.group_id, now)
         return result
 
     def write_completed(self, step: Continuation, error: ErrorCode | None, now: int) -> Result:

@@ -104,6 +104,11 @@ class Group:
     session_timer_ms: int | None = None   # the deadline the group's session timer is armed for
     recent_protocols: Protocols = ()      # see share_protocols
     offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
+    # the subscribed topics' (id, partitions) when the generation formed (metadata_watch.py);
+    # None: not watched
+    watched: dict | None = None
+    watched_generation: int = -1
+    watch_checked_ms: int = 0
 
     # -- state ---------------------------------------------------------------------------
 

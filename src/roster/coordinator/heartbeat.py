@@ -1,7 +1,8 @@
 """Heartbeat (reference §5): keeps a member's session alive and tells it when to rejoin."""
 from __future__ import annotations
 
-from roster.coordinator.rebalance import reschedule_heartbeat
+from roster.coordinator import metadata_watch
+from roster.coordinator.rebalance import prepare_rebalance, reschedule_heartbeat
 from roster.coordinator.results import Result
 from roster.coordinator.states import HEARTBEAT, GroupState, Refuse
 from roster.coordinator.validation import generation_member_error
@@ -12,7 +13,9 @@ def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance
              now: int, result: Result) -> ErrorCode:
     """The heartbeat's answer (states.HEARTBEAT); a valid heartbeat also moves the member's
     session deadline, and any timer that needs adds to `result`. Writes no records, so the
-    answer is final at once: the edge calls this directly, without a reply token."""
+    answer is final at once: the edge calls this directly, without a reply token. (A rebalance
+    it starts because the subscribed topics changed answers no parked request: a Stable group
+    has none, and the rebalance waits for its members to rejoin.)"""
     if not group_id:
         return ErrorCode.invalid_group_id
     group = ctx.groups.get(group_id)
@@ -26,4 +29,11 @@ def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance
         return error
     if group.state is not GroupState.EMPTY:   # an Empty group keeps no sessions
         reschedule_heartbeat(result, group, group.members[member_id], now)
+    if group.state is GroupState.STABLE and group.watched is not None:
+        found = metadata_watch.due(ctx, group, now)
+        if found:
+            # roster's: the subscribed topics changed, leader or not (metadata_watch.py). The
+            # rebalance starts here; this member learns of it like any other, from its answer.
+            prepare_rebalance(ctx, group, now, result, metadata_watch.reason(found))
+            return HEARTBEAT[group.state]
     return answer
