@@ -33,6 +33,7 @@ from roster.coordinator.replay import replay
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import JoinDeadline, SessionDeadline, SyncDeadline
+from roster.observability.recorder import ClassicRecorder
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
@@ -42,6 +43,7 @@ class Coordinator:
         self.config = config
         self.groups: dict[str, Group] = {}
         self._new_member_id = new_member_id
+        self.recorder = ClassicRecorder()  # flight recorder (docs/observability.md)
         # the topic catalog (consumer.model.TopicImage), set by the edge: what
         # metadata_watch.py compares subscriptions against; None: nothing is watched
         self.topics = None
