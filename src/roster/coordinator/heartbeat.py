@@ -34,6 +34,7 @@ def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance
         if found:
             # roster's: the subscribed topics changed, leader or not (metadata_watch.py). The
             # rebalance starts here; this member learns of it like any other, from its answer.
-            prepare_rebalance(ctx, group, now, result, metadata_watch.reason(found))
+            prepare_rebalance(ctx, group, now, result, metadata_watch.reason(found),
+                              metadata_watch.trigger(found, member_id, group_instance_id))
             return HEARTBEAT[group.state]
     return answer

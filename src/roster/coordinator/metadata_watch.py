@@ -21,6 +21,7 @@ from roster.coordinator import rebalance
 from roster.coordinator.group import Group
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
+from roster.observability import events as ev
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 CHECK_INTERVAL_MS = 1000   # a group's note is compared with the catalog at most this often
@@ -80,7 +81,8 @@ def before_static_rejoin(ctx, request, now: int) -> Result | None:
     if not found:
         return None
     result = Result()
-    rebalance.prepare_rebalance(ctx, group, now, result, reason(found))
+    rebalance.prepare_rebalance(ctx, group, now, result, reason(found),
+                                trigger(found, None, request.group_instance_id))
     return result
 
 
@@ -126,6 +128,11 @@ def changes(ctx, group: Group) -> list[str]:
 
 def reason(found: list[str]) -> str:
     return f"{REASON}: {'; '.join(found)}"
+
+
+def trigger(found: list[str], member_id: str | None, instance_id: str | None) -> ev.Trigger:
+    """For the flight recorder: who noticed (the heartbeating or rejoining member), and what."""
+    return ev.Trigger(ev.METADATA_CHANGED, member_id, instance_id, detail=reason(found))
 
 
 def due(ctx, group: Group, now: int) -> list[str]:
