@@ -29,6 +29,7 @@ class _Open:
     members_before: tuple
     generation: int | None = None     # set once the join phase formed it
     joined_ms: int | None = None
+    formed_with: tuple = ()        # the members the generation was formed with
     triggers_after: int = 0
     extra: dict = field(default_factory=dict)
 
@@ -74,6 +75,7 @@ class ClassicRecorder:
                                                          self._last.get(group.group_id, ()))
         current.generation = group.generation
         current.joined_ms = now
+        current.formed_with = _members(group)
         if not group.members:
             self._emit(group, current, now, result, "empty", sync_done=True)
 
@@ -104,7 +106,7 @@ class ClassicRecorder:
     def _emit(self, group, current: _Open, now: int, result, outcome: str,
               sync_done: bool) -> None:
         del self._open[group.group_id]
-        after = _members(group)
+        after = current.formed_with if outcome == "interrupted" else _members(group)
         joined = current.joined_ms if current.joined_ms is not None else now
         result.events.append(GroupEvent(
             group.group_id, CLASSIC, GENERATION, current.generation or group.generation,

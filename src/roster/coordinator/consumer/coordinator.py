@@ -42,6 +42,8 @@ from roster.coordinator.consumer.model import (
 from roster.coordinator.consumer.reconcile import is_subset, reconcile
 from roster.coordinator.consumer.replay import replay
 from roster.coordinator.results import Result
+from roster.observability import events as ev
+from roster.observability.consumer_recorder import ConsumerRecorder
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -153,6 +155,7 @@ class ConsumerCoordinator:
         self._new_member_id = new_member_id
         # whether a classic group of this id has members (then it is not a consumer group)
         self._classic_busy = classic_busy or (lambda group_id: False)
+        self.recorder = ConsumerRecorder()  # flight recorder (docs/observability.md)
 
     # -- records ------------------------------------------------------------------------------
 
@@ -241,11 +244,14 @@ class ConsumerCoordinator:
                 reply = self._heartbeat(request, image, result, now)
         except RequestError as exc:
             self._undo(self._undo_log)
+            self.recorder.forget_operation()
             result.records.clear()
             result.reply(request.token, HeartbeatReply(error=exc.error,
                                                        error_message=exc.message))
             return result
         if result.records:
+            self.recorder.observe(request.group_id, self.groups.get(request.group_id), now,
+                                  result)
             result.after_write.append(ConsumerWritten(request.group_id, request.token, reply,
                                                       tuple(self._undo_log), self._fenced))
         else:
@@ -308,6 +314,7 @@ class ConsumerCoordinator:
             _fail(ErrorCode.group_max_size_reached, "The consumer group has reached its maximum "
                   f"capacity of {self.config.max_size} members.")
         records: list = []
+        is_new = member_id not in group.members
         if q.instance_id is None:
             member = group.members.get(member_id)
             if member is None:
@@ -340,6 +347,7 @@ class ConsumerCoordinator:
             records.append(rec.member_record(q.group_id, updated))
             bump = (updated.subscribed_topic_names != member.subscribed_topic_names
                     or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+        subscription_changed = bump
         # apply the member change now so that the group's view includes it
         self._write(records, result, now)
         group = self.groups[q.group_id]
@@ -352,6 +360,12 @@ class ConsumerCoordinator:
             records.append(rec.subscription_metadata_record(q.group_id, metadata))
             bump = True
         if bump:
+            if is_new:
+                kind = ev.STATIC_MEMBER_JOINED if q.instance_id else ev.MEMBER_JOINED
+            else:
+                kind = ev.SUBSCRIPTION_CHANGED if subscription_changed else ev.METADATA_CHANGED
+            self.recorder.cause(q.group_id, ev.Trigger(kind, updated.member_id, q.instance_id),
+                                now)
             records.append(rec.epoch_record(q.group_id, group.group_epoch + 1))
             log.info("consumer group %s: epoch %d", q.group_id, group.group_epoch + 1)
         self._write(records, result, now)
@@ -426,6 +440,7 @@ class ConsumerCoordinator:
                         rec.current_record(gid, new)]
             log.info("static member %s (instance %s) rejoins consumer group %s, replacing %s",
                      member_id, q.instance_id, gid, existing.member_id)
+            self.recorder.saved(gid, q.instance_id, member_id, existing.member_id)
             return new
         if existing is None:
             _fail(ErrorCode.unknown_member_id, f"Instance id {q.instance_id} is unknown.")
@@ -506,6 +521,7 @@ class ConsumerCoordinator:
                 _fail(ErrorCode.unknown_member_id,
                       f"Member {q.member_id} is not a member of group {q.group_id}.")
             log.info("member %s left consumer group %s", q.member_id, q.group_id)
+            self.recorder.cause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id), now)
             self._fence(group, member, result, now)
             return reply
         member = group.static_member(q.instance_id)
@@ -523,6 +539,8 @@ class ConsumerCoordinator:
             return reply
         log.info("static member %s (instance %s) left consumer group %s", q.member_id,
                  q.instance_id, q.group_id)
+        self.recorder.cause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id, q.instance_id),
+                            now)
         self._fence(group, member, result, now)
         return reply
 
@@ -563,6 +581,7 @@ class ConsumerCoordinator:
         if isinstance(event, ConsumerSessionDeadline):
             log.info("member %s of consumer group %s fenced: its session expired",
                      member.member_id, group.group_id)
+            kind = ev.SESSION_EXPIRED
         elif isinstance(event, ConsumerRebalanceDeadline):
             if member.member_epoch != event.member_epoch \
                     or member.state is not MemberState.UNREVOKED_PARTITIONS:
@@ -570,8 +589,12 @@ class ConsumerCoordinator:
             log.info("member %s of consumer group %s fenced: it did not revoke its partitions "
                      "within its rebalance timeout (%d ms)", member.member_id, group.group_id,
                      member.rebalance_timeout_ms)
+            kind = ev.REBALANCE_TIMEOUT
         self._begin()
+        self.recorder.cause(group.group_id, ev.Trigger(kind, member.member_id,
+                                                       member.instance_id), now)
         self._fence(group, member, result, now)
+        self.recorder.observe(group.group_id, self.groups.get(group.group_id), now, result)
         result.after_write.append(ConsumerWritten(group.group_id, None, None,
                                                   tuple(self._undo_log), fenced=member.member_id))
         return result
@@ -636,6 +659,7 @@ class ConsumerCoordinator:
         result.after_write.append(ConsumerWritten(group_id, token, ErrorCode.none,
                                                   tuple(self._undo_log)))
         log.info("consumer group %s deleted", group_id)
+        self.recorder.deleted(group_id, group.group_epoch, now, result)
         return result
 
     # -- reading --------------------------------------------------------------------------------
