@@ -97,6 +97,8 @@ class Broker:
     async def partition_counts(self, topics: list[str] | None) -> dict[str, int]:
         """Partition counts of these topics (None: every non-internal topic) that exist."""
         answer = await self._metadata(topics)
+        for t in answer.topics:  # a subscribed topic it may not see: say so, not "no topic"
+            _refused(t.error_code, t.name, "DESCRIBE")
         return {t.name: len(t.partitions) for t in answer.topics
                 if t.error_code is ErrorCode.none and not getattr(t, "is_internal", False)}
 
