@@ -293,3 +293,76 @@ def test_audit_once_a_minute_per_principal_resource_operation(tmp_path, caplog):
     asyncio.run(authorizer.create([acl("other")]))
     authorizer.authorize("User:bob", "10.0.0.9", Op.READ, R.TOPIC, "t")
     assert len(caplog.records) == count
+
+
+# -- the cache never answers from an older ACL set ----------------------------------------------
+
+QUESTIONS = st.tuples(st.sampled_from(["User:alice", "User:bob"]),
+                      st.sampled_from(["10.0.0.1", "10.0.0.2"]), OPS,
+                      st.sampled_from([R.TOPIC, R.GROUP]), NAMES)
+STEPS = st.lists(st.one_of(
+    st.tuples(st.just("ask"), QUESTIONS),
+    st.tuples(st.just("add"), st.lists(BINDINGS, min_size=1, max_size=3)),
+    st.tuples(st.just("delete"), st.builds(AclFilter, st.sampled_from([R.ANY, R.TOPIC, R.GROUP]),
+                                           st.one_of(st.none(), NAMES),
+                                           st.sampled_from([P.ANY, P.MATCH, P.LITERAL,
+                                                            P.PREFIXED])))),
+    max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=STEPS, allow_if_no_acl=st.booleans())
+def test_cached_decisions_follow_every_change(tmp_path_factory, steps, allow_if_no_acl):
+    authorizer = StandardAuthorizer(AclStore(tmp_path_factory.mktemp("cache")),
+                                    allow_if_no_acl=allow_if_no_acl)
+    live: set[AclBinding] = set()
+
+    async def run():
+        for kind, arg in steps:
+            if kind == "ask":
+                principal, host, op, rt, name = arg
+                assert authorizer.authorize(principal, host, op, rt, name) == reference(
+                    live, principal, host, op, rt, name, set(), allow_if_no_acl)
+            elif kind == "add":
+                await authorizer.create(arg)
+                live.update(arg)
+            else:
+                removed = await authorizer.delete([arg])
+                assert set(removed[0]) == {b for b in live if arg.matches(b)}
+                live.difference_update(removed[0])
+
+    asyncio.run(run())
+
+
+# -- filters: Kafka's ResourcePatternFilter/AccessControlEntryFilter.matches ---------------------
+
+def filter_reference(f: AclFilter, b: AclBinding) -> bool:
+    if f.resource_type not in (R.ANY, b.resource_type):
+        return False
+    if f.pattern not in (P.ANY, P.MATCH, b.pattern):
+        return False
+    if f.name is not None:
+        if f.pattern in (P.ANY, b.pattern):
+            ok = f.name == b.name
+        elif b.pattern == P.LITERAL:
+            ok = f.name == b.name or b.name == "*"
+        else:
+            ok = f.name.startswith(b.name)
+        if not ok:
+            return False
+    return (f.principal in (None, b.principal) and f.host in (None, b.host)
+            and f.operation in (Op.ANY, b.operation) and f.permission in (A.ANY, b.permission))
+
+
+FILTERS = st.builds(AclFilter, st.sampled_from([R.ANY, R.TOPIC, R.GROUP]),
+                    st.one_of(st.none(), NAMES),
+                    st.sampled_from([P.ANY, P.MATCH, P.LITERAL, P.PREFIXED]),
+                    st.one_of(st.none(), PRINCIPALS), st.one_of(st.none(), HOSTS),
+                    st.sampled_from([Op.ANY, Op.READ, Op.ALL]),
+                    st.sampled_from([A.ANY, A.ALLOW, A.DENY]))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(f=FILTERS, b=BINDINGS)
+def test_filters_match_as_kafkas(f, b):
+    assert f.matches(b) == filter_reference(f, b)
