@@ -5,6 +5,8 @@ revoking a member's group READ stops it with GROUP_AUTHORIZATION_FAILED at its n
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import time
 
 import pytest
@@ -25,7 +27,8 @@ def broker(tmp_path_factory):
     broker = SecureBroker(root / "data", acl_settings()).start()
     admin = AdminClient(client_conf(broker, "admin"))
     for future in admin.create_topics([NewTopic(t, 3) for t in (
-            "orders", "payments", "static-events", "roster-topic", "idem")]).values():
+            "orders", "payments", "static-events", "roster-topic", "idem", "hidden",
+            "visible")]).values():
         future.result(timeout=10)
     yield broker
     broker.stop()
@@ -72,6 +75,11 @@ def consume_first_error_or_records(conf: dict, topic: str, want: int, deadline_s
 def test_confluent_producer_and_consumer_refused_then_allowed(broker):
     refused = produce(broker, "bob", "orders")
     assert {e.name() for e in refused} == {"TOPIC_AUTHORIZATION_FAILED"}
+    # librdkafka asked Metadata several times; the audit trail says it once a minute
+    denied = [line for line in broker.output if "Principal = User:bob is Denied operation = "
+              "DESCRIBE from host = 127.0.0.1 on resource = Topic:LITERAL:orders based on "
+              "rule DefaultDeny" in line]
+    assert len(denied) == 1, denied
     add(broker, "--allow-principal", "User:bob", "--producer", "--topic", "orders")
     assert produce(broker, "bob", "orders") == [None, None, None]
 
@@ -195,3 +203,38 @@ def test_static_group_under_acls_bounces_without_rebalance_and_stops_when_revoke
         for m in started:
             m.stop()
         remove(broker, "--group", group)
+
+
+def test_aiokafka_and_kcat(broker):
+    """The rest of the matrix: aiokafka raises Kafka's exception; kcat's listing shows only
+    the topics the principal may describe (Metadata filters rather than refuses), and its
+    produce is refused."""
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import TopicAuthorizationFailedError
+
+    async def aiokafka_produce():
+        producer = AIOKafkaProducer(bootstrap_servers=broker.listener("SASL_PLAINTEXT"),
+                                    security_protocol="SASL_PLAINTEXT", sasl_mechanism="PLAIN",
+                                    sasl_plain_username="alice",
+                                    sasl_plain_password=PASSWORDS["alice"])
+        await producer.start()
+        try:
+            await producer.send_and_wait("hidden", b"x")
+        finally:
+            await producer.stop()
+
+    with pytest.raises(TopicAuthorizationFailedError):
+        asyncio.run(aiokafka_produce())
+
+    add(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic",
+        "visible")
+    kcat = ["kcat", "-b", broker.listener("SASL_PLAINTEXT"), "-X",
+            "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN", "-X",
+            "sasl.username=alice", "-X", f"sasl.password={PASSWORDS['alice']}"]
+    listed = subprocess.run(kcat + ["-L", "-J"], capture_output=True, text=True, timeout=30)
+    names = {t["topic"] for t in json.loads(listed.stdout)["topics"]}
+    assert "visible" in names and "hidden" not in names and "__consumer_offsets" not in names
+    produced = subprocess.run(kcat + ["-P", "-t", "hidden"], input="x\n", capture_output=True,
+                              text=True, timeout=30)
+    assert produced.returncode != 0 and "authorization failed" in produced.stderr.lower(), \
+        produced.stderr[-1000:]
