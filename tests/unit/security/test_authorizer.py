@@ -366,3 +366,19 @@ FILTERS = st.builds(AclFilter, st.sampled_from([R.ANY, R.TOPIC, R.GROUP]),
 @given(f=FILTERS, b=BINDINGS)
 def test_filters_match_as_kafkas(f, b):
     assert f.matches(b) == filter_reference(f, b)
+
+
+def test_the_cache_is_bounded(tmp_path, monkeypatch):
+    import roster.security.authorizer as module
+    monkeypatch.setattr(module, "TOTAL_LIMIT", 50)
+    monkeypatch.setattr(module, "CACHE_LIMIT", 20)
+    store = AclStore.open(tmp_path)
+    store.apply([acl("t", principal="User:*")])
+    authorizer = StandardAuthorizer(store)
+    for i in range(500):
+        principal = f"User:u{i % 7}"
+        assert authorizer.authorize(principal, "h", Op.READ, R.TOPIC, "t")
+        assert not authorizer.authorize(principal, "h", Op.READ, R.TOPIC, f"x{i}")
+        assert sum(len(per) for per in authorizer._cache.values()) <= 50
+        assert all(len(per) <= 20 for per in authorizer._cache.values())
+    assert authorizer.authorize("User:u1", "h", Op.READ, R.TOPIC, None) is False
