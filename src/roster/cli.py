@@ -93,6 +93,13 @@ def _groups(args) -> int:
         elif args.action == "delete":
             group_commands.delete(client, args.groups)
             print(f"Deleted {', '.join(args.groups)}.")
+        elif args.action == "history":
+            from roster.observability import history
+            if args.follow:
+                for event in history.events(client, args.group, follow=True):
+                    print("\n".join(history.format_event(event)), flush=True)
+            else:
+                print("\n".join(history.history_lines(client, args.group)))
         elif args.action == "remove-members":
             ids = [i for i in args.instance_ids.split(",") if i]
             group_commands.remove_members(client, args.group, ids)
@@ -236,6 +243,11 @@ def build_parser() -> argparse.ArgumentParser:
     describe_groups.add_argument("groups", nargs="+")
     delete_groups = group_actions.add_parser("delete", help="delete Empty groups and their offsets")
     delete_groups.add_argument("groups", nargs="+")
+    history = group_actions.add_parser(
+        "history", help="a group's rebalances, one per generation, and those static "
+        "membership saved (the flight recorder: docs/observability.md)")
+    history.add_argument("group")
+    history.add_argument("--follow", action="store_true", help="keep printing new events")
     remove = group_actions.add_parser("remove-members",
                                       help="remove static members by group.instance.id (KIP-345)")
     remove.add_argument("group")

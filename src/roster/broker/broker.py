@@ -13,6 +13,7 @@ from roster.broker.durability import Durability
 from roster.broker.group_log import GroupLog
 from roster.broker.group_configs import GroupConfigStore
 from roster.broker.groups import GroupRuntime
+from roster.observability.event_log import EventLog
 from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
 from roster.broker.handlers import build_registry
 from roster.broker.producers import ProducerIds, SequenceTable
@@ -75,6 +76,8 @@ class Broker:
         # classic consumer groups read the topic catalog the way KIP-848 groups do (the same
         # TopicImage view): coordinator/metadata_watch.py
         self.groups.coordinator.topics = LiveTopics(self.topics)
+        self.group_events = EventLog(self)   # the flight recorder's topic
+        self.groups.on_events = self.group_events.record
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
         self._tasks: list[asyncio.Task] = []
@@ -97,6 +100,7 @@ class Broker:
         self.topics.load()
         self._restore_producer_state()
         self.group_log.ensure_topic()
+        self.group_events.ensure_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
         self._tasks.append(asyncio.ensure_future(
             self.durability.run_periodic(self._all_partitions)))

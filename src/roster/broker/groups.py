@@ -82,6 +82,8 @@ class GroupRuntime:
         self._running_reply: object = _NO_REPLY  # its reply, when released while it is applied
         self._tokens = itertools.count(1)
         self._loading: set[int] = set()
+        # where the flight recorder's events go (observability/event_log.py); None: dropped
+        self.on_events: Callable[[list], None] | None = None
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -129,6 +131,8 @@ class GroupRuntime:
 
     def apply(self, result: Result) -> None:
         self._apply_timers(result)
+        if result.events and self.on_events is not None:
+            self.on_events(result.events)
         if result.records:
             self.sink.write(result.records, lambda error: self._release(result, error))
         else:

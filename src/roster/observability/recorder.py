@@ -9,8 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
+
 from roster.observability.events import (
     CLASSIC,
+    Moved,
     DELETED,
     GENERATION,
     GROUP_DELETED,
@@ -42,6 +45,7 @@ class ClassicRecorder:
     def __init__(self) -> None:
         self._open: dict[str, _Open] = {}
         self._last: dict[str, tuple] = {}   # members of each group's last recorded generation
+        self._owners: dict[str, dict] = {}  # (topic, partition) -> instance id or member id
 
     def rebalance_started(self, group, trigger: Trigger | None, reason: str, now: int,
                           result) -> None:
@@ -82,7 +86,8 @@ class ClassicRecorder:
     def generation_stable(self, group, now: int, result) -> None:
         current = self._open.get(group.group_id)
         if current is not None and current.generation == group.generation:
-            self._emit(group, current, now, result, "stable", sync_done=True)
+            moved = self._moves(group, current.started_ms, now)
+            self._emit(group, current, now, result, "stable", sync_done=True, moved=moved)
 
     def saved(self, group, instance_id: str | None, new_id: str, old_id: str,
               client_reason: str | None, now: int, result) -> None:
@@ -98,13 +103,39 @@ class ClassicRecorder:
 
     def deleted(self, group_id: str, generation: int, now: int, result) -> None:
         self._open.pop(group_id, None)
+        self._owners.pop(group_id, None)
         before = self._last.pop(group_id, ())
         result.events.append(GroupEvent(
             group_id, CLASSIC, DELETED, generation, Trigger(GROUP_DELETED, detail="DeleteGroups"),
             now, now, members_before=before))
 
+    def _moves(self, group, started_ms: int, now: int) -> tuple:
+        """For the embedded consumer protocol (protocol type "consumer"): the partitions whose
+        owner changed between the last Stable generation and this one. A moved partition had
+        no owner at most from the rebalance's start (when an eager member revokes everything)
+        until this generation's assignment was handed out."""
+        if group.protocol_type != "consumer":
+            return ()
+        owners = {}
+        try:
+            for member in group.members.values():
+                who = member.group_instance_id or member.member_id
+                for topic, partitions in decode_assignment(member.assignment).partitions:
+                    for p in partitions:
+                        owners[(topic, p)] = who
+        except ConsumerProtocolError:
+            return ()
+        before = self._owners.get(group.group_id, {})
+        self._owners[group.group_id] = owners
+        moved = [Moved(t, p, before.get((t, p)), who,
+                       now - started_ms if (t, p) in before else None)
+                 for (t, p), who in owners.items() if before.get((t, p)) != who]
+        moved += [Moved(t, p, who, None, None) for (t, p), who in before.items()
+                  if (t, p) not in owners]
+        return tuple(sorted(moved, key=lambda m: (m.topic, m.partition)))
+
     def _emit(self, group, current: _Open, now: int, result, outcome: str,
-              sync_done: bool) -> None:
+              sync_done: bool, moved: tuple = ()) -> None:
         del self._open[group.group_id]
         after = current.formed_with if outcome == "interrupted" else _members(group)
         joined = current.joined_ms if current.joined_ms is not None else now
@@ -114,5 +145,5 @@ class ClassicRecorder:
             join_ms=joined - current.started_ms,
             sync_ms=(now - joined) if sync_done else None,
             outcome=outcome, members_before=current.members_before, members_after=after,
-            triggers_after=current.triggers_after, extra=current.extra))
+            moved=moved, triggers_after=current.triggers_after, extra=current.extra))
         self._last[group.group_id] = after

@@ -189,3 +189,33 @@ def test_heartbeats_record_nothing():
         h.advance(1_000)
         h.heartbeat(a, 1)
     assert h.take() == []
+
+
+def test_consumer_protocol_assignments_give_the_partitions_moved():
+    from roster.protocol.consumer_protocol import Assignment, encode_assignment
+
+    def given(*partitions):
+        return encode_assignment(Assignment((("t", partitions),)))
+
+    h = Recording()
+    a, b = h.stable_group(None, None)
+    first = h.take()[0]
+    assert first.moved == ()          # the harness's assignments are not consumer-protocol bytes
+    h.now = 100
+    h.join(member_id=a)
+    h.join(member_id=b)
+    h.sync(b, 2)
+    h.now = 300
+    h.sync(a, 2, [(a, given(0, 1)), (b, given(2, 3))])
+    [event] = h.take()
+    assert {(m.partition, m.before, m.after, m.unowned_ms) for m in event.moved} == \
+        {(0, None, a, None), (1, None, a, None), (2, None, b, None), (3, None, b, None)}
+    h.now = 1_000
+    h.leave((b, None))
+    h.now = 1_200
+    h.join(member_id=a)
+    h.sync(a, 3, [(a, given(0, 1, 2, 3))])
+    [event] = h.take()
+    assert event.trigger.kind == ev.MEMBER_LEFT
+    assert [(m.partition, m.before, m.after, m.unowned_ms) for m in event.moved] == \
+        [(2, b, a, 200), (3, b, a, 200)]

@@ -1,0 +1,152 @@
+"""`roster groups history GROUP [--follow]`: the flight recorder's events for one group, read
+back from `__roster_group_events` with Fetch (any Kafka client could do the same), printed as a
+timeline of generations."""
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Iterator
+
+from roster.admin.client import AdminClient, AdminError
+from roster.admin.topics import metadata
+from roster.coordinator.partitioning import partition_for
+from roster.observability import events as ev
+from roster.observability.event_log import EVENTS_TOPIC
+from roster.observability.events import GroupEvent
+from roster.protocol.api_keys import ApiKey
+from roster.protocol.build import make
+from roster.record_codec import MemoryRecords
+
+FETCH_BYTES = 1 << 20
+
+WHY = {
+    ev.MEMBER_JOINED: "member joined",
+    ev.STATIC_MEMBER_JOINED: "static member joined",
+    ev.MEMBER_LEFT: "member left",
+    ev.SESSION_EXPIRED: "session expired",
+    ev.REBALANCE_TIMEOUT: "rebalance timeout",
+    ev.STATIC_MEMBER_REPLACED: "static member replaced",
+    ev.LEADER_REJOIN: "leader rejoined",
+    ev.SUBSCRIPTION_CHANGED: "subscription changed",
+    ev.METADATA_CHANGED: "topic metadata changed",
+    ev.ADMIN_REMOVAL: "removed by an admin",
+    ev.GROUP_DELETED: "group deleted",
+    ev.STATIC_REJOIN: "static member rejoined in time",
+    ev.OTHER: "other",
+}
+
+
+def _topic(client: AdminClient):
+    answer = metadata(client, [EVENTS_TOPIC])
+    topic = answer.topics[0]
+    if topic.error_code.value or not topic.partitions:
+        raise AdminError(f"{EVENTS_TOPIC} is not there (error {topic.error_code.name.upper()}); "
+                         "is the broker a roster with the flight recorder?")
+    return topic
+
+
+def _fetch(client: AdminClient, topic, partition: int, offset: int, wait_ms: int):
+    entry = client.entry(ApiKey.FETCH, "topics")
+    part = client.entry(ApiKey.FETCH, "topics", "partitions")
+    answer = client.call(
+        ApiKey.FETCH, replica_id=-1, max_wait=datetime.timedelta(milliseconds=wait_ms),
+        min_bytes=1, max_bytes=FETCH_BYTES, isolation_level=0, session_id=0, session_epoch=-1,
+        rack_id="", forgotten_topics_data=(), topics=(make(
+            entry, topic=EVENTS_TOPIC, topic_id=topic.topic_id, partitions=(make(
+                part, partition=partition, fetch_offset=offset, log_start_offset=-1,
+                current_leader_epoch=-1, last_fetched_epoch=-1,
+                partition_max_bytes=FETCH_BYTES),)),))
+    data = answer.responses[0].partitions[0]
+    if data.error_code.value:
+        raise AdminError(f"cannot read {EVENTS_TOPIC}-{partition}: "
+                         f"{data.error_code.name.upper()}")
+    return data.high_watermark, data.records or b""
+
+
+def events(client: AdminClient, group_id: str, follow: bool = False,
+           wait_ms: int = 1000, timeout_s: float | None = None) -> Iterator[GroupEvent]:
+    """The group's events in the order they were recorded; with follow, waits for more
+    (each Fetch long-polls the broker for up to wait_ms), for at most timeout_s if given."""
+    until = None if timeout_s is None else time.monotonic() + timeout_s
+    topic = _topic(client)
+    partition = partition_for(group_id, len(topic.partitions))
+    offset = 0
+    while True:
+        high, raw = _fetch(client, topic, partition, offset, wait_ms if follow else 0)
+        records = MemoryRecords(raw)
+        progressed = False
+        while (batch := records.next_batch()) is not None:
+            for record in batch:
+                if record.offset < offset:
+                    continue
+                offset = record.offset + 1
+                progressed = True
+                if record.key is not None and bytes(record.key).decode() == group_id:
+                    yield GroupEvent.from_json(bytes(record.value))
+        if not progressed and not follow:
+            return   # the end (or nothing readable past it)
+        if until is not None and time.monotonic() >= until:
+            return
+
+def _when(ms: int) -> str:
+    return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
+        "%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _who(trigger) -> str:
+    parts = []
+    if trigger.member_id:
+        parts.append(trigger.member_id)
+    if trigger.instance_id:
+        parts.append(f"instance {trigger.instance_id}")
+    text = " (".join(parts) + (")" if len(parts) == 2 else "")
+    return text
+
+
+def format_event(event: GroupEvent) -> list[str]:
+    """A few lines per event: the headline, then what changed."""
+    t = event.trigger
+    who = _who(t)
+    why = WHY.get(t.kind, t.kind) + (f": {who}" if who else "")
+    if event.kind == ev.SAVED:
+        lines = [f"{_when(event.at_ms)}  saved      gen {event.generation:<4} "
+                 f"no rebalance: {WHY[ev.STATIC_REJOIN]}: {t.instance_id} is now {t.member_id} "
+                 f"(fenced {t.fenced_id})"]
+    elif event.kind == ev.DELETED:
+        lines = [f"{_when(event.at_ms)}  deleted    gen {event.generation:<4} group deleted"]
+    else:
+        took = f"{event.duration_ms} ms"
+        if event.join_ms is not None:
+            took += f" (join {event.join_ms} ms, sync " + \
+                (f"{event.sync_ms} ms)" if event.sync_ms is not None else "never completed)")
+        lines = [f"{_when(event.at_ms)}  generation {event.generation:<4} {why}",
+                 f"{'':25}{event.outcome or '-'} after {took}; members "
+                 f"{len(event.members_before)} -> {len(event.members_after)}"]
+        if t.fenced_id:
+            lines.append(f"{'':25}fenced member id {t.fenced_id}")
+        if event.triggers_after:
+            lines.append(f"{'':25}{event.triggers_after} more change(s) joined this rebalance")
+        if event.moved:
+            gaps = [m.unowned_ms for m in event.moved if m.unowned_ms is not None]
+            moved = f"{len(event.moved)} partition(s) changed owner"
+            if gaps:
+                moved += f"; without an owner up to {max(gaps)} ms"
+            lines.append(f"{'':25}{moved}")
+    if t.client_reason:
+        lines.append(f"{'':25}client says: {t.client_reason}")
+    if t.detail and event.kind == ev.GENERATION and t.kind == ev.OTHER:
+        lines.append(f"{'':25}{t.detail}")
+    return lines
+
+
+def history_lines(client: AdminClient, group_id: str) -> list[str]:
+    lines = []
+    generations = saved = 0
+    for event in events(client, group_id):
+        lines += format_event(event)
+        generations += event.kind == ev.GENERATION
+        saved += event.kind == ev.SAVED
+    if not lines:
+        return [f"No recorded events for group {group_id}."]
+    lines.append(f"{generations} generation(s), {saved} rebalance(s) saved by static membership")
+    return lines
