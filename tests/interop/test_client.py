@@ -152,3 +152,46 @@ def test_restarted_static_leader_skips_assignment_then_rebalances_on_new_partiti
     assert outcome == {"leader": True, "generation_kept": True, "same_partitions": True,
                        "follower_untouched": True, "after_growth": (3, 3)}
     assert any("leader" in line and "rejoins a Stable group" in line for line in broker.output)
+
+
+def test_restarted_static_leader_notices_partitions_added_while_it_was_down(broker_factory):
+    """Issue 17: KIP-814's own gap, closed in roster.client. The leader leaves itself the
+    partition counts it assigned against in its own assignment's user data; restarted with
+    SkipAssignment, it reads them back and rejoins for a topic that grew while it was down.
+    The broker's own watch is off (Kafka's behaviour), so only the leader can notice."""
+    broker = broker_factory({**FAST, "group.coordinator.metadata.watch": "false"})
+    with Wire(broker.bootstrap) as wire:
+        assert _create(wire, "grown", 4).error_code == 0
+    config = MemberConfig("kip814-grown", "leader-0", session_timeout_ms=20_000,
+                          heartbeat_interval_ms=300)
+
+    async def scenario():
+        leader = GroupMember(broker.bootstrap, config, metadata_max_age_ms=300)
+        await leader.start(["grown"])
+        await leader.wait_stable(30)
+        follower = await asyncio.to_thread(StaticConsumer, broker.bootstrap, "kip814-grown",
+                                           "follower-1", "grown")
+        await asyncio.to_thread(wait_until, lambda: len(follower.assigned) == 2, 60,
+                                "the follower's share")
+        await leader.wait_for(lambda: len(leader.assignment) == 2, 30)
+        generation = leader.machine.generation
+        await leader.close()                      # static: no LeaveGroup
+        from roster.admin.client import AdminClient
+        from roster.admin.topics import add_partitions
+        with AdminClient(broker.bootstrap) as admin:  # grown while the leader is away
+            add_partitions(admin, "grown", 6)
+
+        restarted = GroupMember(broker.bootstrap, config, metadata_max_age_ms=300)
+        await restarted.start(["grown"])
+        await restarted.wait_for(lambda: restarted.machine.generation > generation
+                                 and restarted.machine.state is State.STABLE, 30)
+        await asyncio.to_thread(wait_until, lambda: len(follower.assigned) == 3, 60,
+                                "the follower to get its share of six partitions")
+        outcome = (restarted.machine.is_leader, len(restarted.assignment), len(follower.assigned))
+        await restarted.close()
+        follower.close()
+        return outcome
+
+    assert asyncio.run(scenario()) == (True, 3, 3)
+    log = "\n".join(broker.output)
+    assert "rejoins a Stable group" in log and "metadata changed" not in log

@@ -18,6 +18,7 @@ What it does beyond a basic member:
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from enum import Enum
@@ -202,8 +203,10 @@ class Membership:
         if self.state is State.AWAITING_METADATA:
             return self._assign_and_sync(now)
         if self.baseline_pending and self.is_leader:
+            # after a KIP-814 rejoin whose assignment held no baseline (on_sync): the partitions
+            # as they are now, once the answer is in (until then it may still bring one)
             watched = self.watched_topics()
-            if all(t in self.metadata for t in watched):
+            if self.state is State.STABLE and all(t in self.metadata for t in watched):
                 self.baseline_pending = False
                 self.group_assigned = frozenset(
                     (t, p) for t in watched for p in range(self.metadata[t]))
@@ -293,8 +296,11 @@ class Membership:
             # KIP-814: the group is Stable and keeps its assignment; this (restarted) leader
             # only has to watch the subscribed topics from now on. It cannot see the others'
             # assignments (their claims in the member list date from the previous generation,
-            # and eager clients send none), so the partitions as they are now are the
-            # baseline: any later change makes it rejoin.
+            # and eager clients send none), but when it was the one that assigned, it left
+            # itself the partition counts it assigned against in its own assignment's user
+            # data: the SyncGroup answer brings them back (on_sync), and a topic that grew
+            # while it was down makes it rejoin at once. Otherwise the partitions as they are
+            # now are the baseline: any later change makes it rejoin.
             self.group_assigned = None
             self.baseline_pending = True
             return self._sync_request({}) + [NeedMetadata(self.watched_topics())]
@@ -325,6 +331,9 @@ class Membership:
         except ConsumerProtocolError as exc:
             return self._fail(E.inconsistent_group_protocol, f"unreadable assignment: {exc}")
         self.state = State.STABLE
+        outdated = False
+        if self.baseline_pending and self.is_leader:
+            outdated = self._restore_baseline(response.assignment)
         self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
         revoked = tuple(p for p in self.owned if p not in assigned)
         added = tuple(p for p in assigned if p not in self.owned)
@@ -337,6 +346,9 @@ class Membership:
                 actions += self._request_rejoin("partitions revoked for a cooperative move", now)
         if added or not self.owned:
             actions.append(Assigned(added))
+        if outdated:
+            actions += self._request_rejoin(
+                "subscribed topics' partitions changed while this leader was away", now)
         return actions
 
     def on_heartbeat(self, error: ErrorCode, now: int) -> list:
@@ -406,7 +418,31 @@ class Membership:
             # withheld partitions are still owned by their previous member this round
             self.group_assigned |= frozenset(p for m in self.group_members
                                              for p in m.owned_partitions)
-        return self._sync_request({member_id: _encode(parts) for member_id, parts in plan.items()})
+        baseline = _baseline_bytes(counts)
+        return self._sync_request({
+            member_id: _encode(parts, baseline if member_id == self.member_id else None)
+            for member_id, parts in plan.items()})
+
+    def _restore_baseline(self, assignment: bytes) -> bool:
+        """After a KIP-814 rejoin: the partition counts this member assigned against, from
+        its own stored assignment. True if the topics it watches differ from them now (when
+        their metadata is known; otherwise on_metadata finds out)."""
+        try:
+            counts = _read_baseline(decode_assignment(assignment).user_data)
+        except ConsumerProtocolError:
+            counts = None
+        if counts is None:   # assigned by someone else: the partitions as they are now
+            watched = self.watched_topics()
+            if all(t in self.metadata for t in watched):
+                self.baseline_pending = False
+                self.group_assigned = frozenset(
+                    (t, p) for t in watched for p in range(self.metadata[t]))
+            return False
+        self.baseline_pending = False
+        watched = self.watched_topics()
+        self.group_assigned = frozenset(
+            (t, p) for t in watched for p in range(counts.get(t, 0)))
+        return all(t in self.metadata for t in watched) and self._assignment_outdated()
 
     def _assignment_outdated(self) -> bool:
         if self.group_assigned is None:
@@ -468,12 +504,35 @@ class Membership:
         return actions + [self.fatal]
 
 
-def _encode(partitions: list[TopicPartition]) -> bytes:
+def _encode(partitions: list[TopicPartition], user_data: bytes | None = None) -> bytes:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in partitions:
         by_topic.setdefault(topic, []).append(partition)
     return encode_assignment(Assignment(tuple((t, tuple(sorted(ps)))
-                                              for t, ps in sorted(by_topic.items()))))
+                                              for t, ps in sorted(by_topic.items())),
+                                        user_data))
+
+
+# What a leader leaves itself in its own assignment: the partition counts it assigned against,
+# so that after a restart with SkipAssignment (KIP-814) it still knows them. Only the leader
+# reads its own assignment's user data; other members never see it.
+BASELINE_MAGIC = b"roster.kip814.baseline/1\n"
+
+
+def _baseline_bytes(counts: dict[str, int]) -> bytes:
+    return BASELINE_MAGIC + json.dumps(counts, sort_keys=True).encode()
+
+
+def _read_baseline(user_data: bytes | None) -> dict[str, int] | None:
+    if not user_data or not user_data.startswith(BASELINE_MAGIC):
+        return None
+    try:
+        counts = json.loads(user_data[len(BASELINE_MAGIC):])
+    except ValueError:
+        return None
+    if not isinstance(counts, dict):
+        return None
+    return {str(t): int(n) for t, n in counts.items() if isinstance(n, int)}
 
 
 def _member_subscription(member) -> MemberSubscription:

@@ -224,3 +224,70 @@ def test_cooperative_member_revokes_then_rejoins_keeping_the_rest():
     actions = m.on_sync(sync_answer([("t", 0)]), 30)
     assert Revoked((("t", 1),)) in actions and sends(actions, "JoinGroup")
     assert m.owned == (("t", 0),)
+
+
+# -- KIP-814 leader baseline: a topic that grew while the leader was down (issue 17) -----------
+
+def _skip_rejoin(m, baseline_counts=None):
+    """A restarted static leader told to skip the assignment; returns the SyncGroup it sent."""
+    from roster.client.membership import _baseline_bytes
+    m.subscribe(["t"], 0)
+    m.on_find_coordinator(E.none, 0)
+    meta = encode_subscription(Subscription(("t",)))
+    actions = m.on_join(join_answer(member_id="m-0", leader="m-0", skip=True, generation=4,
+                                    members=[("m-0", "i-0", meta), ("m-1", "i-1", meta)]), 0)
+    user_data = None if baseline_counts is None else _baseline_bytes(baseline_counts)
+    stored = make(SYNC, error_code=E.none, protocol_type="consumer", protocol_name="range",
+                  assignment=encode_assignment(Assignment((("t", (0,)),), user_data)))
+    return sends(actions, "SyncGroup")[0], stored
+
+
+def test_a_leader_leaves_itself_the_partition_counts_it_assigned_against():
+    from roster.client.membership import _read_baseline
+    from roster.protocol.consumer_protocol import decode_assignment
+    m = member()
+    m.subscribe(["t"], 0)
+    m.on_find_coordinator(E.none, 0)
+    meta = encode_subscription(Subscription(("t",)))
+    m.on_join(join_answer(member_id="m-0", leader="m-0",
+                          members=[("m-0", None, meta), ("m-1", None, meta)]), 0)
+    sync = sends(m.on_metadata({"t": 3}, 0), "SyncGroup")[0]
+    own = decode_assignment(sync.fields["assignments"]["m-0"]).user_data
+    other = decode_assignment(sync.fields["assignments"]["m-1"]).user_data
+    assert _read_baseline(own) == {"t": 3} and other is None
+
+
+def test_kip_814_leader_rejoins_for_a_topic_that_grew_while_it_was_down_metadata_first():
+    m = member(group_instance_id="i-0")
+    sync, stored = _skip_rejoin(m, {"t": 2})
+    assert sync.fields["assignments"] == {}
+    assert m.on_metadata({"t": 3}, 10) == []    # before the answer: nothing to compare yet
+    rejoin = sends(m.on_sync(stored, 20), "JoinGroup")
+    assert rejoin and "while this leader was away" in rejoin[0].fields["reason"]
+
+
+def test_kip_814_leader_rejoins_for_a_topic_that_grew_while_it_was_down_metadata_after():
+    m = member(group_instance_id="i-0")
+    sync, stored = _skip_rejoin(m, {"t": 2})
+    assert not sends(m.on_sync(stored, 10), "JoinGroup")
+    rejoin = sends(m.on_metadata({"t": 3}, 20), "JoinGroup")
+    assert rejoin and "partitions changed" in rejoin[0].fields["reason"]
+
+
+def test_kip_814_leader_with_an_unchanged_baseline_stays():
+    m = member(group_instance_id="i-0")
+    sync, stored = _skip_rejoin(m, {"t": 2})
+    m.on_metadata({"t": 2}, 10)
+    assert not sends(m.on_sync(stored, 20), "JoinGroup")
+    assert m.on_metadata({"t": 2}, 30) == [] and m.state is State.STABLE
+
+
+def test_kip_814_leader_without_a_stored_baseline_takes_the_partitions_as_they_are():
+    """Assigned by another client (no baseline in its assignment): Kafka's behaviour, the
+    metadata after the answer is the baseline (even if it arrived before it)."""
+    m = member(group_instance_id="i-0")
+    sync, stored = _skip_rejoin(m, None)
+    m.on_metadata({"t": 3}, 10)
+    assert not sends(m.on_sync(stored, 20), "JoinGroup")
+    assert m.on_metadata({"t": 3}, 30) == []
+    assert sends(m.on_metadata({"t": 4}, 40), "JoinGroup")
