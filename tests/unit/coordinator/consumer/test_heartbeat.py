@@ -390,3 +390,56 @@ def test_regex_resolutions_are_records_and_go_with_their_last_user():
     h.heartbeat("a", -1)
     assert h.records[-3].key.type == 16 and h.records[-3].value is None   # tombstone
     assert h.group().resolved_regex == {}
+
+
+def test_static_member_temporary_leave_does_not_bump_the_epoch_but_a_real_leave_does():
+    """GroupMetadataManagerTest: testNoGroupEpochBumpWhenStaticMemberTemporarilyLeaves,
+    testLeavingStaticMemberBumpsGroupEpoch."""
+    h = ConsumerHarness({"t": 2})
+    h.join("a", instance_id="ia")
+    h.join("b", instance_id="ib")
+    epoch = h.group().group_epoch
+    h.heartbeat("b", -2, instance_id="ib")
+    assert h.group().group_epoch == epoch
+    h.join("b2", instance_id="ib")
+    assert h.group().group_epoch == epoch
+    r = h.heartbeat("b2", -1, instance_id="ib")
+    assert (r.error, r.member_epoch) == (ErrorCode.none, -1)
+    assert h.group().group_epoch == epoch + 1 and "ib" not in h.group().static_members
+
+
+def test_static_member_rejoining_with_new_topics_bumps_the_epoch():
+    """testStaticMemberRejoinsWithNewSubscribedTopics: the replacement keeps the identity but
+    its new subscription is a change like any other."""
+    h = ConsumerHarness({"t": 2, "u": 2})
+    h.join("a", instance_id="ia")
+    h.heartbeat("a", -2, instance_id="ia")
+    epoch = h.group().group_epoch
+    r = h.join("a2", topics=("t", "u"), instance_id="ia")
+    assert h.group().group_epoch == epoch + 1
+    assert r.member_epoch == epoch + 1
+    assert partitions(r) == {(T, 0), (T, 1), (topic_id("u"), 0), (topic_id("u"), 1)}
+
+
+def test_a_full_request_always_gets_the_assignment():
+    """testConsumerGroupHeartbeatFullResponse: a heartbeat with rebalance timeout, topics and
+    owned partitions (what a client sends after an error) is answered with the assignment
+    even when nothing changed."""
+    h = ConsumerHarness({"t": 2})
+    r = h.join("a")
+    again = h.heartbeat("a", r.member_epoch, topics=("t",), owned=r.assignment,
+                        rebalance_timeout_ms=60_000)
+    assert again.assignment == r.assignment
+    light = h.heartbeat("a", r.member_epoch, owned=r.assignment)
+    assert light.assignment is None
+
+
+def test_a_join_reply_lost_then_retried_with_epoch_zero_is_accepted():
+    """The previous epoch of a member that just joined is 0: its retried join (epoch 0, no
+    partitions) is the lost-response case, not a fencing."""
+    h = ConsumerHarness({"t": 2})
+    r = h.join("a")
+    h.join("b")
+    r2 = h.heartbeat("b", 0, topics=("t",), owned=(), rebalance_timeout_ms=60_000)
+    assert r2.error == ErrorCode.none
+    del r
