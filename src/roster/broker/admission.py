@@ -295,11 +295,7 @@ def admit(broker, connection, spec, request):
                 refused = _admit_topic_lists(broker, connection, declaration, body, admission)
             elif kind is ConfigResources:
                 admission._resources = [
-                    NONE if authorizer is None or _allowed(
-                        authorizer, connection, declaration.operation,
-                        _CONFIG_TYPES.get(r.resource_type, ResourceType.CLUSTER),
-                        CLUSTER_NAME if r.resource_type == 4 else r.resource_name)
-                    else _REFUSED[_CONFIG_TYPES.get(r.resource_type, ResourceType.CLUSTER)]
+                    _config_refusal(authorizer, connection, declaration.operation, r)
                     for r in getattr(body, declaration.field)]
         if refused is not None:
             break
@@ -311,6 +307,18 @@ def admit(broker, connection, spec, request):
     if refused is None:
         return None
     return spec.refuse(request, refused)
+
+
+def _config_refusal(authorizer, connection, operation, resource) -> ErrorCode:
+    """A config resource: a topic, the broker (authorized on the cluster) or a group. A type
+    roster does not know is left to the handler (INVALID_REQUEST)."""
+    kind = _CONFIG_TYPES.get(resource.resource_type)
+    if authorizer is None or kind is None:
+        return NONE
+    name = CLUSTER_NAME if kind is ResourceType.CLUSTER else resource.resource_name
+    if _allowed(authorizer, connection, operation, kind, name):
+        return NONE
+    return _REFUSED[kind]
 
 
 def _own(admission: Admission, authorizer, connection) -> Admission:
