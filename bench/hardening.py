@@ -32,6 +32,7 @@ import asyncio
 import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -192,8 +193,34 @@ def parse_args(argv=None):
     return args
 
 
+def _stop(*_) -> None:
+    """SIGTERM ends the run like Ctrl-C (brokers stopped, files removed); a broker still
+    starting, not yet known to the code that stops it, is sent SIGTERM here."""
+    for child in _children():
+        try:
+            os.kill(child, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    raise KeyboardInterrupt
+
+
+def _children() -> list[int]:
+    """This process's child processes, by their parent id in /proc."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == me:
+                found.append(int(entry))
+    return found
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop)
     sides = [Side("base", args.base)]
     for item in args.also:
         name, _, src = item.partition("=")
