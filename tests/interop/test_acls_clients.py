@@ -238,3 +238,28 @@ def test_aiokafka_and_kcat(broker):
                               text=True, timeout=30)
     assert produced.returncode != 0 and "authorization failed" in produced.stderr.lower(), \
         produced.stderr[-1000:]
+
+
+def test_allow_everyone_if_no_acl_found(tmp_path):
+    """PLAINTEXT clients are User:ANONYMOUS: with allow.everyone.if.no.acl.found=true they may
+    use what no ACL mentions, and lose a topic as soon as an ACL mentions it."""
+    broker = SecureBroker(tmp_path / "data", acl_settings(
+        **{"allow.everyone.if.no.acl.found": "true"})).start()
+    try:
+        anonymous = {"bootstrap.servers": broker.listener("PLAINTEXT"),
+                     "message.timeout.ms": 5000}
+
+        def produce_anonymously(topic):
+            outcomes = []
+            producer = Producer(anonymous)
+            producer.produce(topic, b"x", on_delivery=lambda e, m: outcomes.append(e))
+            producer.flush(15)
+            return outcomes
+
+        assert produce_anonymously("open") == [None]
+        add(broker, "--allow-principal", "User:alice", "--operation", "Write", "--topic", "open")
+        refused = produce_anonymously("open")
+        assert [e.name() for e in refused] == ["TOPIC_AUTHORIZATION_FAILED"]
+        assert produce_anonymously("still-open") == [None]
+    finally:
+        broker.stop()

@@ -382,3 +382,18 @@ def test_the_cache_is_bounded(tmp_path, monkeypatch):
         assert sum(len(per) for per in authorizer._cache.values()) <= 50
         assert all(len(per) <= 20 for per in authorizer._cache.values())
     assert authorizer.authorize("User:u1", "h", Op.READ, R.TOPIC, None) is False
+
+
+def test_settings():
+    from roster.config import BrokerConfig, ConfigError
+    config = BrokerConfig.from_overrides({
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin;User:CN=ops,O=example", "allow.everyone.if.no.acl.found": "true"})
+    assert config.security["allow.everyone.if.no.acl.found"] is True
+    assert parse_super_users(config.security["super.users"]) == {"User:admin",
+                                                                "User:CN=ops,O=example"}
+    assert BrokerConfig.from_overrides({}).security["authorizer.class.name"] == ""
+    with pytest.raises((ConfigError, ValueError), match="authorizer.class.name"):
+        BrokerConfig.from_overrides({"authorizer.class.name": "com.example.MyAuthorizer"})
+    with pytest.raises((ConfigError, ValueError), match="allow.everyone.if.no.acl.found"):
+        BrokerConfig.from_overrides({"allow.everyone.if.no.acl.found": "maybe"})
