@@ -39,6 +39,8 @@ def _connection_options(parser) -> None:
 
 def _serve(args) -> int:
     from roster.broker.server import run
+    if args.http_port is not None:
+        args.set.append(f"http.port={args.http_port}")
     try:
         config = BrokerConfig.load(args.config, args.set)
     except ConfigError as exc:
@@ -210,6 +212,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", type=Path, help="a server.properties-style file")
     serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override one setting (Kafka's property names); repeatable")
+    serve.add_argument("--http-port", type=int, metavar="PORT",
+                       help="serve /metrics and the group console on PORT (http.port; "
+                            "loopback unless http.host says otherwise)")
     serve.set_defaults(run=_serve)
 
     topics = commands.add_parser("topics", help="create, list, describe and delete topics")

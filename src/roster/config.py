@@ -62,6 +62,10 @@ def _optional_int(text: str) -> int | None:
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("node.id", 0, int, 0, "id of this broker in Metadata answers"),
+    # the HTTP listener: /metrics and the group console (docs/observability.md)
+    Setting("http.port", None, _optional_int, 0, "serve /metrics and the group console on this "
+            "port; unset: no HTTP listener"),
+    Setting("http.host", "127.0.0.1", str, doc="address the HTTP listener binds to"),
     Setting("advertised.listeners", "", str, doc="PLAINTEXT://host:port clients are told to use; "
             "default: the address the broker listens on"),
     Setting("auto.create.topics.enable", True, _parse_bool),

@@ -77,6 +77,7 @@ class Broker:
         # TopicImage view): coordinator/metadata_watch.py
         self.groups.coordinator.topics = LiveTopics(self.topics)
         self.group_events = EventLog(self)   # the flight recorder's topic
+        self.request_stats = None   # observability/metrics.RequestStats while /metrics is on
         self.groups.on_events = self.group_events.record
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)

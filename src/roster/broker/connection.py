@@ -33,6 +33,7 @@ import logging
 import socket
 from collections import deque
 from collections.abc import Awaitable
+from time import perf_counter
 
 from roster.broker.admission import admit
 from roster.broker.frames import MIN_READ, FrameBuffer
@@ -229,9 +230,16 @@ class Connection(asyncio.BufferedProtocol):
         answers: list[bytes] = []
         pending = 0
         failed = False
+        stats = self.broker.request_stats   # None unless /metrics is served
         try:
             while (frame := self._frames.next_frame()) is not None:
-                answer = self._start_request(frame)
+                if stats is None:
+                    answer = self._start_request(frame)
+                else:
+                    started = perf_counter()
+                    answer = self._start_request(frame)
+                    stats.record(int.from_bytes(frame[:2], "big"), perf_counter() - started,
+                                 len(frame) + 4, len(answer) if type(answer) is bytes else 0)
                 if answer is None:
                     continue
                 if isinstance(answer, bytes):

@@ -169,6 +169,15 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
     sweeper = (asyncio.ensure_future(sweep_idle(table))
                if table.sweep_interval_s is not None else None)
 
+    http = None
+    if config["http.port"] is not None:   # /metrics and the group console
+        from roster.observability.http import HttpListener
+        http = HttpListener(broker, config["http.host"], config["http.port"],
+                            connections=lambda: len(table.connections),
+                            require_auth=any(item.listener.protocol.startswith("SASL")
+                                             for item in listening))
+        await http.start()
+        print(f"roster console on {http.url} (metrics: {http.url}metrics)", flush=True)
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
@@ -188,6 +197,8 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
             sweeper.cancel()
         for server in servers:
             server.close()
+        if http is not None:
+            await http.stop()
         parked = [connection.close() for connection in list(table.connections)]
         await asyncio.gather(*filter(None, parked), return_exceptions=True)
         for server in servers:

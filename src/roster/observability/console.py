@@ -1,0 +1,200 @@
+"""The group console: server-rendered HTML pages (inline CSS and SVG, no scripts fetched from
+anywhere) built from the broker's live state and the flight recorder's recent events."""
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from roster.observability import events as ev
+from roster.observability.history import WHY
+from roster.observability.metrics import lag_rows
+from roster.observability.plots import (
+    COLOURS,
+    STYLE,
+    clock,
+    esc,
+    generations_plot,
+    ownership_plot,
+)
+from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
+
+REFRESH_S = 5
+
+
+def _page(title: str, body: str, refresh: bool = True) -> bytes:
+    meta = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if refresh else ""
+    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{meta}'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f'<title>{esc(title)}</title><style>{STYLE}</style></head><body>'
+            f'<header><h1><a href="/">roster</a> · {esc(title)}</h1>'
+            f'<span class="sub">refreshes every {REFRESH_S} s · '
+            f'<a href="/metrics">/metrics</a></span></header>'
+            f'<main>{body}</main></body></html>').encode()
+
+
+def _groups(broker):
+    """(group id, protocol, state, members, generation) of every live group."""
+    rows = []
+    for group_id, group in broker.groups.coordinator.groups.items():
+        if group.state.value == "Dead":
+            continue
+        if group.protocol_type is None and not group.members:
+            continue   # a group that only holds committed offsets (or nothing)
+        rows.append((group_id, ev.CLASSIC, group.state.value, len(group.members),
+                     group.generation))
+    for group_id, group in broker.groups.consumer.groups.items():
+        state = group.state()
+        rows.append((group_id, ev.CONSUMER, getattr(state, "value", str(state)),
+                     len(group.members), group.group_epoch))
+    return sorted(rows)
+
+
+def index(broker, store) -> bytes:
+    rows = _groups(broker)
+    lag = {}
+    for group_id, _, _, _, _, behind in lag_rows(broker):
+        lag[group_id] = lag.get(group_id, 0) + behind
+    members = sum(r[3] for r in rows)
+    rebalancing = sum(r[2] not in ("Stable", "Empty") for r in rows)
+    cards = (f'<div class="cards"><div class="card"><b data-count="groups">{len(rows)}</b>'
+             f'<span>groups</span></div><div class="card"><b>{members}</b><span>members</span>'
+             f'</div><div class="card"><b>{rebalancing}</b><span>rebalancing now</span></div>'
+             f'<div class="card"><b>{sum(lag.values())}</b><span>total lag (records)</span>'
+             '</div></div>')
+    if rows:
+        body = "".join(
+            f'<tr class="group"><td><a href="/group/{quote(g, safe="")}">{esc(g)}</a></td>'
+            f'<td>{p}</td><td><span class="pill {esc(s)}">{esc(s)}</span></td>'
+            f'<td class="num">{n}</td><td class="num">{gen}</td>'
+            f'<td class="num">{lag.get(g, 0)}</td>'
+            f'<td class="num">{store.count(g, ev.GENERATION)}</td>'
+            f'<td class="num">{store.count(g, ev.SAVED)}</td></tr>'
+            for g, p, s, n, gen, in rows)
+        table = ('<table><tr><th>group</th><th>protocol</th><th>state</th>'
+                 '<th class="num">members</th><th class="num">generation</th>'
+                 '<th class="num">lag</th><th class="num">rebalances seen</th>'
+                 f'<th class="num">saved</th></tr>{body}</table>')
+    else:
+        table = '<p class="empty">No consumer groups yet.</p>'
+    recent = store.recent(12)
+    return _page("groups", cards + f'<section><h2>Groups</h2>{table}</section>'
+                 + f'<section><h2>Latest rebalances, every group</h2>'
+                 f'{_timeline(recent, with_group=True)}</section>')
+
+
+def _assignment_text(member, group) -> str:
+    try:
+        partitions = decode_assignment(member.assignment).partitions
+    except ConsumerProtocolError:
+        return f"{len(member.assignment)} bytes"
+    return _partitions_text(partitions)
+
+
+def _partitions_text(partitions) -> str:
+    if not partitions:
+        return "—"
+    return "; ".join(f"{esc(t)} [{', '.join(str(p) for p in sorted(ps))}]"
+                     for t, ps in sorted(partitions))
+
+
+def _timeline(events, with_group: bool = False) -> str:
+    if not events:
+        return '<p class="empty">No rebalances recorded yet.</p>'
+    rows = []
+    for e in reversed(events):
+        t = e.trigger
+        colour = COLOURS.get(t.kind, "#bbb")
+        who = " ".join(filter(None, [t.member_id and f"<code>{esc(t.member_id)}</code>",
+                                     t.instance_id and f"(instance <b>{esc(t.instance_id)}</b>)"]))
+        if e.kind == ev.SAVED:
+            what = (f"<b>saved a rebalance</b>: static member <b>{esc(t.instance_id)}</b> "
+                    f"came back as <code>{esc(t.member_id)}</code>, fencing "
+                    f"<code>{esc(t.fenced_id)}</code>")
+            took = "—"
+        elif e.kind == ev.DELETED:
+            what, took = "<b>group deleted</b>", "—"
+        else:
+            what = f"<b>{esc(WHY.get(t.kind, t.kind))}</b> {who}"
+            if t.client_reason:
+                what += f'<br><span class="note">client: {esc(t.client_reason)}</span>'
+            if t.fenced_id:
+                what += f'<br><span class="note">fenced <code>{esc(t.fenced_id)}</code></span>'
+            took = f"{e.duration_ms} ms"
+            if e.join_ms is not None:
+                took += (f"<br><span class='note'>join {e.join_ms} · sync "
+                         f"{e.sync_ms if e.sync_ms is not None else '–'}</span>")
+        group = f"<td>{esc(e.group_id)}</td>" if with_group else ""
+        rows.append(
+            f'<tr class="event" data-kind="{e.kind}"><td>{clock(e.at_ms, True)}</td>{group}'
+            f'<td class="num">{e.generation}</td>'
+            f'<td><span class="why" style="background:{colour}"></span>{what}</td>'
+            f'<td>{esc(e.outcome or e.kind)}</td><td class="num">{took}</td>'
+            f'<td class="num">{len(e.members_before)} → {len(e.members_after)}</td>'
+            f'<td class="num">{len(e.moved) if e.moved else "—"}</td></tr>')
+    group_head = "<th>group</th>" if with_group else ""
+    return ('<table class="timeline"><tr><th>when (UTC)</th>' + group_head +
+            '<th class="num">gen</th><th>why</th><th>outcome</th><th class="num">took</th>'
+            '<th class="num">members</th><th class="num">moved</th></tr>'
+            + "".join(rows) + "</table>")
+
+
+def group_page(broker, store, group_id: str, now_ms: int) -> bytes | None:
+    classic = broker.groups.coordinator.groups.get(group_id)
+    consumer = broker.groups.consumer.groups.get(group_id)
+    if classic is None and consumer is None:
+        return None
+    if consumer is not None:
+        state = consumer.state()
+        state = getattr(state, "value", str(state))
+        protocol, generation = ev.CONSUMER, consumer.group_epoch
+        names = {tid: name for name, (tid, _) in consumer.subscription_metadata.items()}
+        members = [(m.member_id, m.instance_id, m.client_id, m.client_host,
+                    _partitions_text([(names.get(t, t.hex()), ps) for t, ps in
+                                      m.assigned.items()]),
+                    f"epoch {m.member_epoch}, {m.state.name.lower()}")
+                   for m in consumer.members.values()]
+    else:
+        state, protocol, generation = classic.state.value, ev.CLASSIC, classic.generation
+        members = [(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                    _assignment_text(m, classic),
+                    "leader" if classic.leader_id == m.member_id else "")
+                   for m in classic.members.values()]
+    events = store.events(group_id)
+    gens = [e for e in events if e.kind == ev.GENERATION]
+    saved = [e for e in events if e.kind == ev.SAVED]
+    cards = (f'<div class="cards"><div class="card"><b><span class="pill {esc(state)}">'
+             f'{esc(state)}</span></b><span>{protocol} protocol</span></div>'
+             f'<div class="card"><b>{generation}</b><span>generation</span></div>'
+             f'<div class="card"><b>{len(members)}</b><span>members</span></div>'
+             f'<div class="card"><b data-count="generations">{len(gens)}</b>'
+             f'<span>rebalances recorded</span></div>'
+             f'<div class="card"><b data-count="saved">{len(saved)}</b><span>saved by static '
+             f'membership</span></div></div>')
+    if members:
+        rows = "".join(
+            f'<tr class="member"><td><code>{esc(m)}</code></td><td>{esc(i or "—")}</td>'
+            f'<td>{esc(c)}</td><td>{esc(h)}</td><td class="mono">{a}</td><td>{esc(n)}</td></tr>'
+            for m, i, c, h, a, n in members)
+        member_table = ('<table><tr><th>member id</th><th>instance id</th><th>client</th>'
+                        '<th>host</th><th>assignment</th><th></th></tr>' + rows + '</table>')
+    else:
+        member_table = '<p class="empty">No members.</p>'
+    lag = [r for r in lag_rows(broker) if r[0] == group_id]
+    if lag:
+        peak = max(r[5] for r in lag) or 1
+        lag_table = ('<table><tr><th>topic</th><th class="num">partition</th>'
+                     '<th class="num">committed</th><th class="num">log end</th>'
+                     '<th class="num">lag</th><th></th></tr>' + "".join(
+                         f'<tr class="lag"><td>{esc(t)}</td><td class="num">{p}</td>'
+                         f'<td class="num">{c}</td><td class="num">{e}</td>'
+                         f'<td class="num">{b}</td><td style="width:30%"><span class="lagbar" '
+                         f'style="width:{100 * b / peak:.0f}%"></span></td></tr>'
+                         for _, t, p, c, e, b in lag) + '</table>')
+    else:
+        lag_table = '<p class="empty">No committed offsets.</p>'
+    body = (cards
+            + f'<section><h2>Rebalances over time</h2>{generations_plot(events)}</section>'
+            + f'<section><h2>Partition ownership</h2>{ownership_plot(events, now_ms)}</section>'
+            + f'<section><h2>Members</h2>{member_table}</section>'
+            + f'<section><h2>Lag</h2>{lag_table}</section>'
+            + f'<section><h2>Timeline</h2>{_timeline(events[-50:])}</section>')
+    return _page(f"group {group_id}", body)

@@ -1,0 +1,193 @@
+"""The broker's HTTP listener (`roster serve --http-port PORT`, config `http.port`): /metrics
+for Prometheus and the group console (/, /group/<id>). Off unless a port is given; binds to
+loopback (`http.host`) by default. When a Kafka listener uses SASL, every request must carry
+HTTP Basic credentials of a SCRAM user (`roster users`), checked like SASL/PLAIN against the
+same store; otherwise, as the Kafka listeners, it asks for nothing.
+
+A deliberately small HTTP/1.1 server on the broker's event loop: GET only, one request per
+connection, bounded request heads."""
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import logging
+from collections import deque
+from urllib.parse import unquote, urlsplit
+
+from roster.observability import console
+from roster.observability.event_log import EVENTS_TOPIC
+from roster.observability.events import GroupEvent
+from roster.observability.metrics import CONTENT_TYPE, Metrics
+from roster.record_codec import MemoryRecords
+
+log = logging.getLogger("roster.observability")
+
+MAX_HEAD = 16 << 10
+PER_GROUP = 2000                 # events the console keeps per group
+BACKFILL_BYTES = 8 << 20         # read at most this much of each partition's tail at start
+
+
+class EventStore:
+    """The console's memory of recent events: per group, the last PER_GROUP events."""
+
+    def __init__(self) -> None:
+        self._by_group: dict[str, deque] = {}
+        self._recent: deque = deque(maxlen=200)
+        self._counts: dict[tuple[str, str], int] = {}
+
+    def add(self, events) -> None:
+        for event in events:
+            self._by_group.setdefault(event.group_id, deque(maxlen=PER_GROUP)).append(event)
+            self._recent.append(event)
+            key = (event.group_id, event.kind)
+            self._counts[key] = self._counts.get(key, 0) + 1
+
+    def events(self, group_id: str) -> list[GroupEvent]:
+        return list(self._by_group.get(group_id, ()))
+
+    def recent(self, n: int) -> list[GroupEvent]:
+        return list(self._recent)[-n:]
+
+    def count(self, group_id: str, kind: str) -> int:
+        return self._counts.get((group_id, kind), 0)
+
+    def backfill(self, broker) -> int:
+        """What the topic already holds (the tail of each partition), oldest first."""
+        topic = broker.topics.get(EVENTS_TOPIC)
+        if topic is None:
+            return 0
+        found = []
+        for log_ in topic.partitions:
+            offset = max(log_.log_start_offset, 0)
+            end = log_.log_end_offset
+            while offset < end:
+                chunk = log_.read(offset, BACKFILL_BYTES)
+                if not chunk:
+                    break
+                batches = MemoryRecords(chunk)
+                moved = False
+                while (batch := batches.next_batch()) is not None:
+                    for record in batch:
+                        try:
+                            found.append(GroupEvent.from_json(bytes(record.value)))
+                        except (ValueError, TypeError, KeyError):
+                            pass
+                    offset = batch.base_offset + batch.last_offset_delta + 1
+                    moved = True
+                if not moved:
+                    break
+        found.sort(key=lambda e: e.at_ms)
+        self.add(found)
+        return len(found)
+
+
+class HttpListener:
+    def __init__(self, broker, host: str, port: int, connections=lambda: 0,
+                 require_auth: bool = False) -> None:
+        self.broker = broker
+        self.host, self.port = host, port
+        self.metrics = Metrics(broker, connections)
+        self.store = EventStore()
+        self.require_auth = require_auth
+        self._server: asyncio.base_events.Server | None = None
+
+    async def start(self) -> None:
+        loaded = self.store.backfill(self.broker)
+        if loaded:
+            log.info("console: %d recorded group events loaded", loaded)
+        previous = self.broker.groups.on_events
+
+        def fan_out(events) -> None:
+            if previous is not None:
+                previous(events)
+            self.metrics.totals.add(events)
+            self.store.add(events)
+        self.broker.groups.on_events = fan_out
+        self.broker.request_stats = self.metrics.stats
+        self._server = await asyncio.start_server(self._serve, self.host, self.port,
+                                                  limit=MAX_HEAD)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        self.metrics.close()
+
+    @property
+    def url(self) -> str:
+        host = self.host if self.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        return f"http://{host}:{self.port}/"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            status, headers, body = self._answer(head)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
+                ConnectionError):
+            writer.close()
+            return
+        except Exception:
+            log.exception("console request failed")
+            status, headers, body = "500 Internal Server Error", {}, b"internal error\n"
+        headers.setdefault("Content-Type", "text/plain; charset=utf-8")
+        lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", "Connection: close",
+                 "Cache-Control: no-store"] + [f"{k}: {v}" for k, v in headers.items()]
+        try:
+            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+            await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    def _answer(self, head: bytes):
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            return "400 Bad Request", {}, b"bad request\n"
+        method, target, _ = parts
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            if name:
+                headers[name.strip().lower()] = value.strip()
+        if method not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", {"Allow": "GET"}, b"GET only\n"
+        if self.require_auth and not self._authorized(headers.get("authorization", "")):
+            return ("401 Unauthorized", {"WWW-Authenticate": 'Basic realm="roster"'},
+                    b"credentials of a SCRAM user required (the Kafka listeners use SASL)\n")
+        path = unquote(urlsplit(target).path)
+        if path == "/metrics":
+            return "200 OK", {"Content-Type": CONTENT_TYPE}, self.metrics.render()
+        html = {"Content-Type": "text/html; charset=utf-8"}
+        if path in ("/", "/groups"):
+            return "200 OK", html, console.index(self.broker, self.store)
+        if path.startswith("/group/"):
+            page = console.group_page(self.broker, self.store, path[len("/group/"):],
+                                      self.broker.now_ms())
+            if page is None:
+                return "404 Not Found", html, console._page(
+                    "no such group", '<p class="empty">No such group.</p>', refresh=False)
+            return "200 OK", html, page
+        if path == "/healthz":
+            return "200 OK", {}, b"ok\n"
+        return "404 Not Found", {}, b"not found\n"
+
+    def _authorized(self, value: str) -> bool:
+        scheme, _, token = value.partition(" ")
+        if scheme.lower() != "basic":
+            return False
+        try:
+            user, _, password = base64.b64decode(token, validate=True).decode().partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return False
+        store = getattr(self.broker, "scram", None)
+        if store is None:
+            return False
+        from roster.security.credentials import password_matches
+        for mechanism, credential in store.mechanisms(user).items():
+            if password_matches(credential, mechanism, password):
+                return True
+        return False

@@ -1,0 +1,244 @@
+"""`/metrics` in Prometheus' text format (prometheus-client). Nothing here is on a request's
+path except RequestStats.record (a few list updates per request, only while the HTTP listener
+is on); everything else is read from the broker's state when Prometheus scrapes.
+
+Families (all prefixed roster_):
+  groups{state,protocol}                    groups by state and protocol (classic | consumer)
+  group_members{group,protocol}             members per group
+  rebalances_total{group,protocol,reason}   generations, by what triggered them
+  rebalances_saved_total{group}             rebalances static membership avoided (KIP-345)
+  rebalance_duration_seconds{protocol}      histogram: trigger to Stable
+  partitions_moved_total{group}             partitions that changed owner
+  consumer_lag{group,topic,partition}       log end offset - committed offset
+  committed_offset / log_end_offset         the two sides of that lag
+  requests_total{api}, request_seconds{api} request rate and (synchronous) handling time
+  heartbeats_total, offset_commits_total    the group hot paths, for rates
+  bytes_in_total, bytes_out_total           request and answer bytes
+  connections                               open client connections
+  authentication_failures_total             SASL failures and failed TLS handshakes
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from roster.observability import events as ev
+from roster.protocol.api_keys import ApiKey
+
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
+HEARTBEAT_KEYS = {int(ApiKey.HEARTBEAT), 68}       # Heartbeat, ConsumerGroupHeartbeat
+COMMIT_KEY = int(ApiKey.OFFSET_COMMIT)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _api_name(key: int) -> str:
+    try:
+        return ApiKey(key).name
+    except ValueError:
+        return str(key)
+
+
+class RequestStats:
+    """Per API key: requests, seconds spent serving them synchronously, bytes in and out.
+    Plain lists indexed by key: the cheapest thing to update on every request."""
+
+    SIZE = 128
+
+    def __init__(self) -> None:
+        self.count = [0] * self.SIZE
+        self.seconds = [0.0] * self.SIZE
+        self.bytes_in = 0
+        self.bytes_out = 0
+
+    def record(self, key: int, seconds: float, size_in: int, size_out: int) -> None:
+        if 0 <= key < self.SIZE:
+            self.count[key] += 1
+            self.seconds[key] += seconds
+        self.bytes_in += size_in
+        self.bytes_out += size_out
+
+
+class AuthFailures(logging.Filter):
+    """Counts authentication failures from the security layer's own log lines (SASL failures,
+    failed TLS handshakes) without touching that layer; lets every record through."""
+
+    MARKS = ("authentication failed", "TLS handshake with")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.msg if isinstance(record.msg, str) else ""
+        if any(message.startswith(mark) for mark in self.MARKS):
+            self.count += 1
+        return True
+
+
+class EventTotals:
+    """What the flight recorder saw, summed for Prometheus (fed with every batch of events)."""
+
+    def __init__(self) -> None:
+        self.rebalances: dict[tuple[str, str, str], int] = {}
+        self.saved: dict[str, int] = {}
+        self.moved: dict[str, int] = {}
+        self.buckets = {p: [0] * len(BUCKETS) for p in (ev.CLASSIC, ev.CONSUMER)}
+        self.duration_sum = {ev.CLASSIC: 0.0, ev.CONSUMER: 0.0}
+        self.duration_count = {ev.CLASSIC: 0, ev.CONSUMER: 0}
+
+    def add(self, events) -> None:
+        for event in events:
+            if event.kind == ev.GENERATION:
+                key = (event.group_id, event.protocol, event.trigger.kind)
+                self.rebalances[key] = self.rebalances.get(key, 0) + 1
+                if event.moved:
+                    self.moved[event.group_id] = self.moved.get(event.group_id, 0) + \
+                        len(event.moved)
+                seconds = event.duration_ms / 1000
+                self.duration_sum[event.protocol] += seconds
+                self.duration_count[event.protocol] += 1
+                buckets = self.buckets[event.protocol]
+                for i, bound in enumerate(BUCKETS):
+                    if seconds <= bound:
+                        buckets[i] += 1
+            elif event.kind == ev.SAVED:
+                self.saved[event.group_id] = self.saved.get(event.group_id, 0) + 1
+
+
+def lag_rows(broker):
+    """(group, topic, partition, committed, log end offset, lag) for every committed offset
+    of every group, as `roster offsets describe` computes it."""
+    rows = []
+    for group_id, group in sorted(broker.groups.coordinator.groups.items()):
+        for (topic, partition), committed in sorted(group.offsets.items()):
+            log = broker.topics.partition(topic, partition)
+            if log is None:
+                continue
+            end = log.log_end_offset
+            rows.append((group_id, topic, partition, committed.offset, end,
+                         max(end - committed.offset, 0)))
+    return rows
+
+
+class BrokerCollector:
+    def __init__(self, broker, stats: RequestStats, totals: EventTotals,
+                 auth: AuthFailures, connections) -> None:
+        self._broker = broker
+        self._stats = stats
+        self._totals = totals
+        self._auth = auth
+        self._connections = connections
+
+    def collect(self):
+        broker = self._broker
+        groups = GaugeMetricFamily("roster_groups", "Groups by state and protocol",
+                                   labels=["state", "protocol"])
+        members = GaugeMetricFamily("roster_group_members", "Members of a group",
+                                    labels=["group", "protocol"])
+        by_state: dict[tuple[str, str], int] = {}
+        for group_id, group in broker.groups.coordinator.groups.items():
+            state = group.state.value
+            if state == "Dead":
+                continue
+            if not group.members and group.protocol_type is None and not group.offsets:
+                continue
+            by_state[(state, ev.CLASSIC)] = by_state.get((state, ev.CLASSIC), 0) + 1
+            members.add_metric([group_id, ev.CLASSIC], len(group.members))
+        for group_id, group in broker.groups.consumer.groups.items():
+            state = group.state().value if hasattr(group.state(), "value") else str(group.state())
+            by_state[(state, ev.CONSUMER)] = by_state.get((state, ev.CONSUMER), 0) + 1
+            members.add_metric([group_id, ev.CONSUMER], len(group.members))
+        for (state, protocol), n in sorted(by_state.items()):
+            groups.add_metric([state, protocol], n)
+        yield groups
+        yield members
+
+        totals = self._totals
+        rebalances = CounterMetricFamily("roster_rebalances", "Generations by trigger",
+                                         labels=["group", "protocol", "reason"])
+        for (group_id, protocol, reason), n in sorted(totals.rebalances.items()):
+            rebalances.add_metric([group_id, protocol, reason], n)
+        yield rebalances
+        saved = CounterMetricFamily("roster_rebalances_saved",
+                                    "Rebalances static membership avoided", labels=["group"])
+        for group_id, n in sorted(totals.saved.items()):
+            saved.add_metric([group_id], n)
+        yield saved
+        moved = CounterMetricFamily("roster_partitions_moved", "Partitions that changed owner",
+                                    labels=["group"])
+        for group_id, n in sorted(totals.moved.items()):
+            moved.add_metric([group_id], n)
+        yield moved
+        duration = HistogramMetricFamily("roster_rebalance_duration_seconds",
+                                         "From a rebalance's trigger to its generation's end",
+                                         labels=["protocol"])
+        for protocol, buckets in totals.buckets.items():
+            pairs = [(str(b), n) for b, n in zip(BUCKETS, buckets)]
+            pairs.append(("+Inf", totals.duration_count[protocol]))
+            duration.add_metric([protocol], pairs, totals.duration_sum[protocol])
+        yield duration
+
+        lag = GaugeMetricFamily("roster_consumer_lag", "Log end offset minus committed offset",
+                                labels=["group", "topic", "partition"])
+        committed = GaugeMetricFamily("roster_committed_offset", "A group's committed offset",
+                                      labels=["group", "topic", "partition"])
+        end = GaugeMetricFamily("roster_log_end_offset", "A partition's log end offset",
+                                labels=["group", "topic", "partition"])
+        for group_id, topic, partition, offset, log_end, behind in lag_rows(broker):
+            labels = [group_id, topic, str(partition)]
+            lag.add_metric(labels, behind)
+            committed.add_metric(labels, offset)
+            end.add_metric(labels, log_end)
+        yield lag
+        yield committed
+        yield end
+
+        stats = self._stats
+        requests = CounterMetricFamily("roster_requests", "Requests by API", labels=["api"])
+        seconds = CounterMetricFamily("roster_request_seconds",
+                                      "Time spent serving requests until their answer or "
+                                      "their first wait", labels=["api"])
+        for key, n in enumerate(stats.count):
+            if n:
+                requests.add_metric([_api_name(key)], n)
+                seconds.add_metric([_api_name(key)], stats.seconds[key])
+        yield requests
+        yield seconds
+        yield CounterMetricFamily("roster_heartbeats", "Heartbeats (classic and consumer)",
+                                  value=sum(stats.count[k] for k in HEARTBEAT_KEYS))
+        yield CounterMetricFamily("roster_offset_commits", "OffsetCommit requests",
+                                  value=stats.count[COMMIT_KEY])
+        yield CounterMetricFamily("roster_bytes_in", "Request bytes", value=stats.bytes_in)
+        yield CounterMetricFamily("roster_bytes_out", "Answer bytes", value=stats.bytes_out)
+        yield GaugeMetricFamily("roster_connections", "Open client connections",
+                                value=self._connections())
+        yield CounterMetricFamily("roster_authentication_failures",
+                                  "SASL authentication failures and failed TLS handshakes",
+                                  value=self._auth.count)
+        yield GaugeMetricFamily("roster_up_seconds", "Seconds since the broker started",
+                                value=time.monotonic() - _STARTED)
+
+
+_STARTED = time.monotonic()
+
+
+class Metrics:
+    """Everything /metrics needs, wired into a running broker."""
+
+    def __init__(self, broker, connections=lambda: 0) -> None:
+        self.stats = RequestStats()
+        self.totals = EventTotals()
+        self.auth = AuthFailures()
+        logging.getLogger("roster.security").addFilter(self.auth)
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(BrokerCollector(broker, self.stats, self.totals, self.auth,
+                                               connections))
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def close(self) -> None:
+        logging.getLogger("roster.security").removeFilter(self.auth)
