@@ -9,7 +9,7 @@ request acts on. The decision itself is the pure `acls.decide`; around it:
   one dictionary lookup, not an ACL scan. Any ACL change empties every cache, in the same
   event-loop step that makes the new set live, before the change is answered; so no decision
   is ever made from an older set than the one a client was told about. Bounded: the cache is
-  emptied when a principal/address pair reaches 10,000 decisions or all reach 200,000.
+  emptied when it holds 200,000 decisions.
 - **an audit trail** (logger `roster.authorizer`, Kafka's `kafka.authorizer.logger` lines):
   a denial at INFO, an allowance at DEBUG, each at most once a minute per principal, address,
   resource and operation (repeats within the minute are counted, not logged).
@@ -39,8 +39,7 @@ from roster.security.acls import (
 audit = logging.getLogger("roster.authorizer")
 
 AUDIT_INTERVAL_S = 60.0
-CACHE_LIMIT = 10_000      # decisions per principal and address
-TOTAL_LIMIT = 200_000     # decisions in all (~40 MB at most)
+CACHE_LIMIT = 200_000  # decisions cached in all (some 40 MB at most)
 _RESOURCE_NAMES = {Resource.TOPIC: "Topic", Resource.GROUP: "Group",
                    Resource.CLUSTER: "Cluster", Resource.TRANSACTIONAL_ID: "TransactionalId",
                    Resource.DELEGATION_TOKEN: "DelegationToken", Resource.USER: "User"}
@@ -61,9 +60,9 @@ class StandardAuthorizer:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self._clock = clock
-        # (principal, host) -> (operation, resource_type, name) -> (allowed, rule)
-        self._cache: dict[tuple[str, str], dict[tuple[int, int, str], tuple[bool, str]]] = {}
-        self._entries = 0  # decisions cached, over every principal and address
+        # (principal, host, operation, resource_type, name) -> (allowed, rule): one lookup
+        # per check, whoever asks (every connection of a principal from an address shares it)
+        self._cache: dict[tuple, tuple[bool, str]] = {}
         # the audit's memory, kept across ACL changes: (principal, host, operation,
         # resource_type, name, allowed) -> [when last logged, decisions since]
         self._audited: dict[tuple, list] = {}
@@ -90,24 +89,23 @@ class StandardAuthorizer:
     # -- deciding -----------------------------------------------------------------------------
 
     def authorize(self, principal: str, host: str, operation, resource_type, name: str) -> bool:
-        per = self._cache.get((principal, host))
-        if per is None:
-            per = self._cache[(principal, host)] = {}
-        key = (operation, resource_type, name)
-        entry = per.get(key)
+        key = (principal, host, operation, resource_type, name)
+        entry = self._cache.get(key)
         if entry is None:
-            decision = decide(self.store.index, principal, host, operation, resource_type,
-                              name or "", self.super_users, self.allow_if_no_acl)
-            self._entries += 1
-            if self._entries > TOTAL_LIMIT or len(per) >= CACHE_LIMIT:
-                self.invalidate()  # bounded: start again (decisions are cheap to remake)
-                per = self._cache[(principal, host)] = {}
-                self._entries = 1
-            entry = per[key] = (decision.allowed, decision.rule)
+            entry = self._decide(key)
         if entry[0] and not self._audit_allowed:
             return True
         self._audit(entry, principal, host, operation, resource_type, name)
         return entry[0]
+
+    def _decide(self, key: tuple) -> tuple[bool, str]:
+        principal, host, operation, resource_type, name = key
+        decision = decide(self.store.index, principal, host, operation, resource_type,
+                          name or "", self.super_users, self.allow_if_no_acl)
+        if len(self._cache) >= CACHE_LIMIT:
+            self.invalidate()  # bounded: start again (decisions are cheap to remake)
+        entry = self._cache[key] = (decision.allowed, decision.rule)
+        return entry
 
     def authorize_by_resource_type(self, principal: str, host: str, operation,
                                    resource_type) -> bool:
@@ -143,7 +141,6 @@ class StandardAuthorizer:
     def invalidate(self) -> None:
         """Forget every cached decision (the ACLs changed)."""
         self._cache.clear()
-        self._entries = 0
         self._audit_allowed = audit.isEnabledFor(logging.DEBUG)
 
     # -- the ACL APIs ---------------------------------------------------------------------------
