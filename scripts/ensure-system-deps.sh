@@ -20,6 +20,8 @@ command -v gcc >/dev/null 2>&1 || optional+=(gcc)  # sarama's zstd binding is cg
 [ -d /usr/share/gocode/src/github.com/Shopify/sarama ] || optional+=(golang-github-shopify-sarama-dev)
 command -v Burrow >/dev/null 2>&1 || optional+=(burrow)
 [ -f /usr/share/java/zookeeper.jar ] || optional+=(zookeeper)
+# the console and report screenshot tests (tests/interop/test_console_browser.py) drive it
+command -v chromium >/dev/null 2>&1 || optional+=(chromium)
 
 wanted=("${missing[@]}" "${optional[@]}")
 [ ${#wanted[@]} -eq 0 ] && exit 0
@@ -30,7 +32,7 @@ if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   exit 0
 fi
 if [ ${#optional[@]} -gt 0 ]; then
-  echo "the sarama and Burrow interop tests will be skipped; to run them:" \
+  echo "the sarama, Burrow and browser (chromium) tests will be skipped; to run them:" \
        "sudo apt-get install ${optional[*]}" >&2
 fi
 [ ${#missing[@]} -eq 0 ] && exit 0

@@ -42,6 +42,20 @@ def _ticks(t0: int, t1: int, count: int = 6) -> list[int]:
     return [t0 + span * i // (count - 1) for i in range(count)]
 
 
+def tick_label(ms: int, span_ms: int) -> str:
+    """A time axis label precise enough that neighbouring ticks differ."""
+    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
+    if span_ms < 30_000:
+        return moment.strftime("%H:%M:%S.%f")[:-5]
+    if span_ms > 2 * 86_400_000:
+        return moment.strftime("%m-%d %H:%M")
+    return moment.strftime("%H:%M:%S")
+
+
+def _anchor(i: int, count: int) -> str:
+    return "start" if i == 0 else "end" if i == count - 1 else "middle"
+
+
 def legend(kinds, colours=COLOURS) -> str:
     items = "".join(
         f'<span class="key"><i style="background:{colours.get(k, "#bbb")}"></i>'
@@ -78,11 +92,13 @@ def generations_plot(events, width: int = 900, height: int = 260) -> str:
              f'width="100%" role="img" aria-label="generations over time" style="{FONT}">',
              f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" '
              'stroke="#ddd"/>']
-    for tick in _ticks(t0, t1):
+    ticks = _ticks(t0, t1)
+    for i, tick in enumerate(ticks):
         parts.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" '
                      f'y2="{top + plot_h}" stroke="#eee"/>'
                      f'<text x="{x(tick):.1f}" y="{height - 14}" font-size="11" '
-                     f'text-anchor="middle" fill="#555">{clock(tick)}</text>')
+                     f'text-anchor="{_anchor(i, len(ticks))}" fill="#555">'
+                     f'{tick_label(tick, t1 - t0)}</text>')
     for g in sorted({g_min, g_max, (g_min + g_max) // 2}):
         parts.append(f'<text x="{left - 8}" y="{y(g) + 4:.1f}" font-size="11" '
                      f'text-anchor="end" fill="#555">{g}</text>')
@@ -169,9 +185,11 @@ def ownership_plot(events, now_ms: int, width: int = 900, row: int = 16,
                          f'height="{row - 4}" {style}><title>{esc(key[0])}-{key[1]}: '
                          f'{esc(label)} {clock(start)}–{clock(end)} ({end - start} ms)'
                          '</title></rect>')
-    for tick in _ticks(t0, t1):
+    ticks = _ticks(t0, t1)
+    for i, tick in enumerate(ticks):
         parts.append(f'<text x="{x(tick):.1f}" y="{height - 10}" font-size="11" '
-                     f'text-anchor="middle" fill="#555">{clock(tick)}</text>')
+                     f'text-anchor="{_anchor(i, len(ticks))}" fill="#555">'
+                     f'{tick_label(tick, t1 - t0)}</text>')
     parts.append("</svg>")
     more = (f'<p class="note">First {max_rows} of {len(segments)} partitions.</p>'
             if len(segments) > max_rows else "")
