@@ -228,7 +228,13 @@ DEFAULT_DENY = "DefaultDeny"
 @dataclass(frozen=True, slots=True)
 class Decision:
     allowed: bool
-    rule: str  # SuperUser, DefaultAllow, DefaultDeny, or the deciding ACL (for the audit log)
+    # SuperUser, DefaultAllow, DefaultDeny, or the deciding ACL (for the audit log)
+    rule: str | AclBinding
+
+    @property
+    def rule_text(self) -> str:
+        """The rule as Kafka's audit line names it."""
+        return self.rule if isinstance(self.rule, str) else f"MatchingAcl(acl={self.rule})"
 
 
 class AclIndex:
@@ -240,19 +246,20 @@ class AclIndex:
 
     def __init__(self, bindings: Iterable[AclBinding] = ()) -> None:
         self.bindings: frozenset[AclBinding] = frozenset(bindings)
-        literal: dict[tuple[int, str], list[AclBinding]] = {}
-        prefixed: dict[tuple[int, str], list[AclBinding]] = {}
-        lengths: dict[int, set[int]] = {}
+        # per resource type (as a plain int): name -> ACLs, prefix -> ACLs, prefix lengths
+        literal: dict[int, dict[str, list[AclBinding]]] = {}
+        prefixed: dict[int, dict[str, list[AclBinding]]] = {}
         for b in self.bindings:
-            key = (b.resource_type, b.name)
             if b.pattern is Pattern.LITERAL:
-                literal.setdefault(key, []).append(b)
+                literal.setdefault(int(b.resource_type), {}).setdefault(b.name, []).append(b)
             elif b.pattern is Pattern.PREFIXED:
-                prefixed.setdefault(key, []).append(b)
-                lengths.setdefault(b.resource_type, set()).add(len(b.name))
-        self._literal = {k: tuple(v) for k, v in literal.items()}
-        self._prefixed = {k: tuple(v) for k, v in prefixed.items()}
-        self._prefix_lengths = {k: tuple(sorted(v)) for k, v in lengths.items()}
+                prefixed.setdefault(int(b.resource_type), {}).setdefault(b.name, []).append(b)
+        self._literal = {rt: {n: tuple(v) for n, v in names.items()}
+                         for rt, names in literal.items()}
+        self._prefixed = {rt: {n: tuple(v) for n, v in names.items()}
+                          for rt, names in prefixed.items()}
+        self._prefix_lengths = {rt: tuple(sorted({len(n) for n in names}))
+                                for rt, names in prefixed.items()}
 
     def __len__(self) -> int:
         return len(self.bindings)
@@ -264,19 +271,25 @@ class AclIndex:
                      removed: Iterable[AclBinding] = ()) -> AclIndex:
         return AclIndex((self.bindings - frozenset(removed)) | frozenset(added))
 
-    def matching(self, resource_type: int, name: str) -> Iterator[AclBinding]:
+    def matching(self, resource_type: int, name: str) -> list[AclBinding]:
         """The ACLs whose pattern matches the resource (step 2 above)."""
-        literal = self._literal
-        yield from literal.get((resource_type, name), ())
-        if name != WILDCARD:
-            yield from literal.get((resource_type, WILDCARD), ())
-        lengths = self._prefix_lengths.get(resource_type)
-        if lengths:
-            prefixed = self._prefixed
-            for n in lengths:
-                if n > len(name):
+        found: list[AclBinding] = []
+        rt = int(resource_type)
+        literal = self._literal.get(rt)
+        if literal:
+            found += literal.get(name, ())
+            if name != WILDCARD:
+                found += literal.get(WILDCARD, ())
+        prefixed = self._prefixed.get(rt)
+        if prefixed:
+            size = len(name)
+            for n in self._prefix_lengths[rt]:
+                if n > size:
                     break
-                yield from prefixed.get((resource_type, name[:n]), ())
+                acls = prefixed.get(name[:n])
+                if acls:
+                    found += acls
+        return found
 
     def has_type(self, resource_type: int) -> bool:
         return any(b.resource_type == resource_type for b in self.bindings)
@@ -311,10 +324,10 @@ def decide(index: AclIndex, principal: str, host: str, operation: int, resource_
         matched = True
         if applies(b, principal, host, operation):
             if b.permission is Permission.DENY:
-                return Decision(False, f"MatchingAcl(acl={b})")
+                return Decision(False, b)
             allow = b
     if allow is not None:
-        return Decision(True, f"MatchingAcl(acl={allow})")
+        return Decision(True, allow)
     if not matched:
         return Decision(allow_if_no_acl, DEFAULT_ALLOW if allow_if_no_acl else DEFAULT_DENY)
     return Decision(False, DEFAULT_DENY)

@@ -98,7 +98,7 @@ class StandardAuthorizer:
         self._audit(entry, principal, host, operation, resource_type, name)
         return entry[0]
 
-    def _decide(self, key: tuple) -> tuple[bool, str]:
+    def _decide(self, key: tuple) -> tuple:
         principal, host, operation, resource_type, name = key
         decision = decide(self.store.index, principal, host, operation, resource_type,
                           name or "", self.super_users, self.allow_if_no_acl)
@@ -131,7 +131,8 @@ class StandardAuthorizer:
         line = ("Principal = %s is %s operation = %s from host = %s on resource = %s:LITERAL:%s"
                 " based on rule %s%s")
         args = (principal, "Allowed" if allowed else "Denied", Operation(operation).name, host,
-                _RESOURCE_NAMES.get(resource_type, str(resource_type)), name, entry[1],
+                _RESOURCE_NAMES.get(resource_type, str(resource_type)), name,
+                entry[1] if isinstance(entry[1], str) else f"MatchingAcl(acl={entry[1]})",
                 f" ({repeats} more since the last line)" if repeats else "")
         if allowed:
             audit.debug(line, *args)
