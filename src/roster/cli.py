@@ -106,7 +106,37 @@ def _groups(args) -> int:
             ids = [i for i in args.instance_ids.split(",") if i]
             group_commands.remove_members(client, args.group, ids)
             print(f"Removed {', '.join(ids)} from {args.group}.")
+        elif args.action == "expect":
+            _expect(client, args)
     return 0
+
+
+def _expect(client, args) -> None:
+    """roster groups expect GROUP [--instance-ids A,B | --size N | --clear]
+    [--refuse-unexpected | --admit-unexpected]; with no option, show what is expected."""
+    ids, size = group_commands.EXPECTED_IDS, group_commands.EXPECTED_SIZE
+    refuse = group_commands.REFUSE_UNEXPECTED
+    sets: dict[str, str] = {}
+    deletes: list[str] = []
+    if args.instance_ids is not None:
+        sets[ids] = args.instance_ids
+        deletes.append(size)
+    elif args.size is not None:
+        sets[size] = str(args.size)
+        deletes.append(ids)
+    elif args.clear:
+        deletes += [ids, size, refuse]
+    if args.unexpected is not None:
+        sets[refuse] = "true" if args.unexpected == "refuse" else "false"
+    if sets or deletes:
+        group_commands.expect(client, args.group, sets, deletes)
+    own = group_commands.expectations(client, args.group)
+    if not own.get(ids) and not own.get(size):
+        print(f"{args.group}: no expected members")
+        return
+    what = (f"instance ids {own[ids]}" if own.get(ids) else f"{own[size]} static members")
+    policy = "admitted" if own.get(refuse) == "false" else "refused"
+    print(f"{args.group}: expects {what}; unexpected members are {policy}")
 
 
 def _offsets(args) -> int:
@@ -257,6 +287,20 @@ def build_parser() -> argparse.ArgumentParser:
                                       help="remove static members by group.instance.id (KIP-345)")
     remove.add_argument("group")
     remove.add_argument("--instance-ids", required=True, metavar="ID[,ID...]")
+    expect = group_actions.add_parser(
+        "expect", help="pre-register a group's static members: it forms once they have all "
+        "joined and refuses others (group configs; docs/groups.md)")
+    expect.add_argument("group")
+    expected = expect.add_mutually_exclusive_group()
+    expected.add_argument("--instance-ids", metavar="ID[,ID...]",
+                          help="exactly these group.instance.ids")
+    expected.add_argument("--size", type=int, metavar="N", help="this many static members")
+    expected.add_argument("--clear", action="store_true", help="expect nothing (Kafka's way)")
+    policy = expect.add_mutually_exclusive_group()
+    policy.add_argument("--refuse-unexpected", dest="unexpected", action="store_const",
+                        const="refuse", help="refuse members not expected (the default)")
+    policy.add_argument("--admit-unexpected", dest="unexpected", action="store_const",
+                        const="admit", help="let them in (and log them)")
     groups.set_defaults(run=_groups)
 
     offsets = commands.add_parser("offsets",

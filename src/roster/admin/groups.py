@@ -1,5 +1,6 @@
-"""`roster groups ...`: list, describe, delete, and remove static members by instance id
-(the command-line tool KIP-345 proposes). Everything goes over the wire protocol."""
+"""`roster groups ...`: list, describe, delete, remove static members by instance id (the
+command-line tool KIP-345 proposes), and pre-register them (`expect`, group configs). Everything
+goes over the wire protocol."""
 from __future__ import annotations
 
 import datetime
@@ -15,6 +16,11 @@ LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP, METADATA, FETCH = (
     ApiKey.LIST_GROUPS, ApiKey.DESCRIBE_GROUPS, ApiKey.DELETE_GROUPS, ApiKey.LEAVE_GROUP,
     ApiKey.METADATA, ApiKey.FETCH)
 CONSUMER_GROUP_DESCRIBE = ApiKey.CONSUMER_GROUP_DESCRIBE
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = (ApiKey.DESCRIBE_CONFIGS,
+                                               ApiKey.INCREMENTAL_ALTER_CONFIGS)
+GROUP_RESOURCE, SET, DELETE, GROUP_CONFIG = 32, 0, 1, 8
+EXPECTED_IDS, EXPECTED_SIZE, REFUSE_UNEXPECTED = (
+    "group.expected.instance.ids", "group.expected.size", "group.expected.refuse.unexpected")
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -171,8 +177,63 @@ def delete(client: AdminClient, group_ids: list[str]) -> None:
         raise AdminError("cannot delete " + "; ".join(failures))
 
 
+def expectations(client: AdminClient, group_id: str) -> dict[str, str]:
+    """The group's pre-registered static members, as set on it (group configs)."""
+    resource = client.entry(DESCRIBE_CONFIGS, "resources")
+    answer = client.call(DESCRIBE_CONFIGS, include_synonyms=False, include_documentation=False,
+                         resources=(resource(resource_type=GROUP_RESOURCE,
+                                             resource_name=group_id, configuration_keys=None),))
+    result = answer.results[0]
+    if result.error_code.value:
+        raise AdminError(f"cannot describe {group_id}'s configs: "
+                         f"{result.error_message or result.error_code.name.upper()}")
+    return {c.name: c.value for c in result.configs
+            if c.name.startswith("group.expected.") and c.config_source == GROUP_CONFIG}
+
+
+def expect(client: AdminClient, group_id: str, sets: dict[str, str],
+           deletes: list[str]) -> None:
+    """Set (and delete) a group's expectations: IncrementalAlterConfigs on the GROUP resource,
+    what `kafka-configs --entity-type groups --alter` sends."""
+    resource = client.entry(INCREMENTAL_ALTER_CONFIGS, "resources")
+    config = client.entry(INCREMENTAL_ALTER_CONFIGS, "resources", "configs")
+    steps = [config(name=k, config_operation=SET, value=v) for k, v in sets.items()]
+    steps += [config(name=k, config_operation=DELETE, value=None) for k in deletes]
+    answer = client.call(INCREMENTAL_ALTER_CONFIGS, validate_only=False, resources=(resource(
+        resource_type=GROUP_RESOURCE, resource_name=group_id, configs=tuple(steps)),))
+    result = answer.responses[0]
+    if result.error_code.value:
+        raise AdminError(f"cannot set {group_id}'s expected members: "
+                         f"{result.error_message or result.error_code.name.upper()}")
+
+
+def _forget_expected(client: AdminClient, group_id: str, instance_ids: list[str]) -> set[str]:
+    """remove-members is an explicit scale-down: the removed ids leave the group's expected
+    list (or its expected size shrinks). Returns the ids that were expected."""
+    own = expectations(client, group_id)
+    listed = [i for i in (own.get(EXPECTED_IDS) or "").split(",") if i]
+    if listed:
+        kept = [i for i in listed if i not in instance_ids]
+        if kept != listed:
+            if kept:
+                expect(client, group_id, {EXPECTED_IDS: ",".join(kept)}, [])
+            else:
+                expect(client, group_id, {}, [EXPECTED_IDS])
+        return set(listed) & set(instance_ids)
+    if own.get(EXPECTED_SIZE):
+        size = int(own[EXPECTED_SIZE]) - len(instance_ids)
+        if size >= 1:
+            expect(client, group_id, {EXPECTED_SIZE: str(size)}, [])
+        else:
+            expect(client, group_id, {}, [EXPECTED_SIZE])
+    return set()
+
+
 def remove_members(client: AdminClient, group_id: str, instance_ids: list[str]) -> None:
-    """LeaveGroup v3+ with member id "" and the instance ids: the admin path of KIP-345."""
+    """LeaveGroup v3+ with member id "" and the instance ids: the admin path of KIP-345. A
+    group with pre-registered members stops expecting them first (an expected member that
+    never joined is then simply no longer expected)."""
+    expected = _forget_expected(client, group_id, instance_ids)
     if client.version(LEAVE_GROUP) < 3:
         raise AdminError("the broker does not support removing members by instance id "
                          "(LeaveGroup v3+)")
@@ -181,8 +242,11 @@ def remove_members(client: AdminClient, group_id: str, instance_ids: list[str]) 
         member(member_id="", group_instance_id=i, reason="removed by roster groups "
                "remove-members") for i in instance_ids))
     failures = [f"{m.group_instance_id}: {m.error_code.name.upper()}" for m in answer.members
-                if m.error_code.value]
-    if answer.error_code.value:
+                if m.error_code.value and not (m.group_instance_id in expected
+                                               and m.error_code.name == "unknown_member_id")]
+    never_joined = set(instance_ids) <= expected and answer.error_code.name in (
+        "unknown_member_id", "group_id_not_found")
+    if answer.error_code.value and not never_joined:
         failures.insert(0, answer.error_code.name.upper())
     if failures:
         raise AdminError(f"cannot remove members of {group_id}: " + "; ".join(failures))

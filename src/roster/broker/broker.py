@@ -76,6 +76,8 @@ class Broker:
         # classic consumer groups read the topic catalog the way KIP-848 groups do (the same
         # TopicImage view): coordinator/metadata_watch.py
         self.groups.coordinator.topics = LiveTopics(self.topics)
+        # pre-registered static members (group configs; coordinator/expectations.py)
+        self.groups.coordinator.expected = self.group_configs.expected
         self.group_events = EventLog(self)   # the flight recorder's topic
         self.request_stats = None   # observability/metrics.RequestStats while /metrics is on
         self.groups.on_events = self.group_events.record

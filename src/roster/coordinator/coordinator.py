@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from roster.coordinator import (
     admin,
+    expectations,
     expiry,
     heartbeat,
     join,
@@ -47,6 +48,9 @@ class Coordinator:
         # the topic catalog (consumer.model.TopicImage), set by the edge: what
         # metadata_watch.py compares subscriptions against; None: nothing is watched
         self.topics = None
+        # group id -> expectations.Expected | None (pre-registered static members), set by
+        # the edge from the group configs
+        self.expected = None
 
     # -- context used by the operation modules ----------------------------------------------
 
@@ -63,6 +67,9 @@ class Coordinator:
     # -- requests ---------------------------------------------------------------------------
 
     def join(self, request: JoinRequest, now: int) -> Result:
+        refused = expectations.screen(self, request, now)
+        if refused is not None:
+            return refused
         first = metadata_watch.before_static_rejoin(self, request, now)
         result = join.join(self, request, now)
         metadata_watch.after(self, request.group_id, now)

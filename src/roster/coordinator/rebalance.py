@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator import records, sessions
+from roster.coordinator import expectations, records, sessions
 from roster.coordinator.group import Group, Member
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
 from roster.coordinator.results import Result
@@ -63,7 +63,16 @@ def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str,
     group.transition_to(S.PREPARING_REBALANCE, now)
     log.info("preparing to rebalance group %s in generation %d: %s",
              group.group_id, group.generation, reason)
-    if initial:
+    forming = expectations.forming_complete(ctx, group) if initial else None
+    if forming is not None:
+        # pre-registered static members: wait for them, not for a delay (expectations.py)
+        if forming:
+            result.cancel(join_key(group.group_id))
+            complete_join(ctx, group, now, result)
+        else:
+            result.schedule(join_key(group.group_id), now + group.rebalance_timeout_ms(),
+                            JoinDeadline(group.group_id))
+    elif initial:
         delay = ctx.config.initial_rebalance_delay_ms
         remaining = max(group.rebalance_timeout_ms() - delay, 0)
         group.new_member_added = False
@@ -93,7 +102,8 @@ def maybe_complete_join(ctx, group: Group, now: int, result: Result) -> None:
     """Complete early once everyone has rejoined, except during an initial rebalance, which
     only its delay timer completes."""
     if (group.state is S.PREPARING_REBALANCE and group.all_joined()
-            and group.previous_state is not S.EMPTY):
+            and (group.previous_state is not S.EMPTY
+                 or expectations.forming_complete(ctx, group))):
         result.cancel(join_key(group.group_id))
         complete_join(ctx, group, now, result)
 
@@ -243,6 +253,8 @@ def join_deadline(ctx, group: Group, event: JoinDeadline, now: int, result: Resu
         result.schedule(join_key(group.group_id), now + delay,
                         JoinDeadline(group.group_id, delay, remaining))
         return
+    if group.previous_state is S.EMPTY:
+        expectations.log_missing(ctx, group)
     complete_join(ctx, group, now, result)
 
 

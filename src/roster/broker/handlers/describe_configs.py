@@ -91,18 +91,22 @@ def _broker_entries(broker, name: str):
 def _group_entries(broker, name: str):
     """A group's configs (group_configs.py): set on the group (GROUP_CONFIG), else the broker
     setting they default to. Any group id may be described or configured, existing or not."""
-    from roster.broker.group_configs import BROKER_DEFAULTS
+    from roster.broker.group_configs import BROKER_DEFAULTS, TYPES
     if not name:
         return ErrorCode.invalid_request, "a group config resource needs a group id", ()
     entries = []
     for key, value, own in broker.group_configs.effective(name):
-        origin = BROKER_DEFAULTS[key]
+        # roster's expectations (pre-registered static members) have no broker default
+        origin = BROKER_DEFAULTS.get(key, key)
         if own:
             source, origin = GROUP_CONFIG, key
+        elif key not in BROKER_DEFAULTS:
+            source = DEFAULT_CONFIG
         else:
             source = STATIC_BROKER_CONFIG if origin in broker.config.explicit else DEFAULT_CONFIG
-        entries.append((key, str(value), source, False, ((origin, str(value), source),), INT,
-                        None))
+        text = _text(value)
+        kind = {"list": LIST, "boolean": BOOLEAN}.get(TYPES.get(key), INT)
+        entries.append((key, text, source, False, ((origin, text, source),), kind, None))
     return ErrorCode.none, None, entries
 
 
