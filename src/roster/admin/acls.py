@@ -144,7 +144,9 @@ def filters_to_remove(options: AclOptions) -> list[AclFilter]:
 
 
 def filters_to_list(options: AclOptions) -> list[AclFilter]:
-    pattern = _pattern(options, Pattern.ANY)
+    """kafka-acls --list: every ACL without a resource; with one, its LITERAL pattern unless
+    --resource-pattern-type says otherwise (match: every ACL that applies to it)."""
+    pattern = _pattern(options, Pattern.LITERAL)
     found = resources(options, pattern)
     principals = options.principal or [None]
     if not found:
