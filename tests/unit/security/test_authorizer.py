@@ -394,3 +394,19 @@ def test_settings():
         BrokerConfig.from_overrides({"authorizer.class.name": "com.example.MyAuthorizer"})
     with pytest.raises((ConfigError, ValueError), match="allow.everyone.if.no.acl.found"):
         BrokerConfig.from_overrides({"allow.everyone.if.no.acl.found": "maybe"})
+
+
+def test_the_decision_module_is_pure():
+    """acls.py (the decision, the index, the filters) imports nothing that does I/O or reads
+    the clock, and nothing else of roster: DESIGN's pure authorizer."""
+    import ast
+    from pathlib import Path
+
+    import roster.security.acls as module
+    imported = set()
+    for node in ast.walk(ast.parse(Path(module.__file__).read_text())):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    assert imported <= {"__future__", "collections", "dataclasses", "enum"}, imported
