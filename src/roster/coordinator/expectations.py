@@ -6,7 +6,9 @@ A group may be told up front which static members to expect (group config
 - while the group forms (its initial rebalance, from Empty) the coordinator waits until every
   expected member has joined — not `group.initial.rebalance.delay.ms` — and completes the join
   phase the moment the last one does; if some never come, it proceeds at the rebalance timeout
-  with those present and logs who was missing;
+  with those present and logs who was missing. Later rebalances wait the same way, so a
+  scale-up (new ids added to the list) rebalances once, when all the new members are in, and
+  a scale-down is `roster groups remove-members` (the ids leave the list, then the group);
 - a member that is not expected (no instance id, an instance id not in the list, or one more
   static member than the expected size) is refused with GROUP_MAX_SIZE_REACHED, unless the group
   says otherwise (`group.expected.refuse.unexpected=false`: then it is admitted, and logged).
@@ -96,13 +98,21 @@ def present(group) -> set[str]:
 
 
 def forming_complete(ctx, group) -> bool | None:
-    """During a group's initial rebalance: True once every expected member has joined (and
-    nobody else is still to come), False while some are missing; None if nothing is expected
-    (the initial rebalance delay decides then)."""
+    """May the join phase complete? True once every expected member has joined (and nobody
+    else is still to come), False while some are missing; None if nothing is expected (then
+    Kafka's rules decide: the initial rebalance delay, or everyone having rejoined)."""
     wanted = expected(ctx, group.group_id)
     if wanted is None:
         return None
     return group.all_joined() and wanted.complete_with(present(group))
+
+
+def holds_back(ctx, group) -> bool:
+    """An expected member has not joined this phase (yet): the join phase waits for it, up
+    to the rebalance timeout. This is also the scale-up KIP-345 sketches: expect new ids and
+    the group rebalances once, when all of them have joined."""
+    wanted = expected(ctx, group.group_id)
+    return wanted is not None and not wanted.complete_with(present(group))
 
 
 def log_missing(ctx, group) -> None:

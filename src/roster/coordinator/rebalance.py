@@ -78,7 +78,7 @@ def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str,
         group.new_member_added = False
         result.schedule(join_key(group.group_id), now + delay,
                         JoinDeadline(group.group_id, delay, remaining))
-    elif group.all_joined():
+    elif group.all_joined() and not expectations.holds_back(ctx, group):
         result.cancel(join_key(group.group_id))
         complete_join(ctx, group, now, result)
     else:
@@ -101,9 +101,10 @@ def maybe_prepare_rebalance_or_complete_join(ctx, group: Group, now: int, result
 def maybe_complete_join(ctx, group: Group, now: int, result: Result) -> None:
     """Complete early once everyone has rejoined, except during an initial rebalance, which
     only its delay timer completes."""
-    if (group.state is S.PREPARING_REBALANCE and group.all_joined()
-            and (group.previous_state is not S.EMPTY
-                 or expectations.forming_complete(ctx, group))):
+    if group.state is not S.PREPARING_REBALANCE or not group.all_joined():
+        return
+    expected = expectations.forming_complete(ctx, group)
+    if group.previous_state is not S.EMPTY if expected is None else expected:
         result.cancel(join_key(group.group_id))
         complete_join(ctx, group, now, result)
 
@@ -197,7 +198,8 @@ def remove_member_and_update_group(ctx, group: Group, member: Member, now: int, 
     log.info("removed member %s from group %s: %s", member.member_id, group.group_id, reason)
     if group.state in (S.STABLE, S.COMPLETING_REBALANCE):
         prepare_rebalance(ctx, group, now, result, reason, trigger)
-    elif group.state is S.PREPARING_REBALANCE and group.all_joined():
+    elif (group.state is S.PREPARING_REBALANCE and group.all_joined()
+          and not expectations.holds_back(ctx, group)):
         result.cancel(join_key(group.group_id))
         complete_join(ctx, group, now, result)
 
@@ -228,7 +230,8 @@ def _pending_member_expired(ctx, group: Group, member_id: str, now: int, result:
     # Like a member's expiry below (Kafka's removePendingMemberAndUpdateClassicGroup), this
     # completes the join phase once everyone left has joined, even during an initial
     # rebalance's delay: only JoinGroup and LeaveGroup wait for the delay timer.
-    if group.state is S.PREPARING_REBALANCE and group.all_joined():
+    if (group.state is S.PREPARING_REBALANCE and group.all_joined()
+            and not expectations.holds_back(ctx, group)):
         result.cancel(join_key(group.group_id))
         complete_join(ctx, group, now, result)
 
@@ -253,8 +256,7 @@ def join_deadline(ctx, group: Group, event: JoinDeadline, now: int, result: Resu
         result.schedule(join_key(group.group_id), now + delay,
                         JoinDeadline(group.group_id, delay, remaining))
         return
-    if group.previous_state is S.EMPTY:
-        expectations.log_missing(ctx, group)
+    expectations.log_missing(ctx, group)
     complete_join(ctx, group, now, result)
 
 

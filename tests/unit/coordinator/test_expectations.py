@@ -88,16 +88,50 @@ def test_without_expectations_nothing_changes():
     assert h.answered(token)
 
 
-def test_a_later_rebalance_is_not_held_for_expectations():
-    """Only forming waits: a Stable group's rebalance completes as Kafka's does."""
-    h = expecting(Expected(frozenset({"a", "b"})))
-    a, b = h.join(instance="a"), h.join(instance="b")
+def test_scale_down_is_explicit(caplog):
+    """remove-members takes the ids out of the list, then out of the group: the rebalance
+    completes at once. A member that just left while still expected is waited for, up to the
+    rebalance timeout."""
+    wanted = {"ids": frozenset({"a", "b"})}
+    h = Harness()
+    h.coordinator.expected = lambda group_id: Expected(wanted["ids"])
+    a, b = h.join(instance="a", session_ms=60_000), h.join(instance="b", session_ms=60_000)
     a_id, b_id = h.replies[a].member_id, h.replies[b].member_id
     leader = h.replies[a].leader
     for member in (a_id, b_id):
         h.sync(member, 1, [(a_id, b"x"), (b_id, b"y")] if member == leader else ())
     assert h.group().state is S.STABLE
-    h.leave((b_id, None))   # an admin removal: "b" is missing from now on
-    assert h.group().state is S.PREPARING_REBALANCE
-    rejoin = h.join(member_id=a_id, instance="a")
-    assert h.answered(rejoin) and h.replies[rejoin].generation == 2
+
+    h.leave((b_id, "b"))                     # still expected: "b" is waited for
+    rejoin = h.join(member_id=a_id, instance="a", session_ms=60_000)
+    assert not h.answered(rejoin)
+    with caplog.at_level("WARNING", "roster.coordinator"):
+        h.advance(30_000)
+    assert h.replies[rejoin].generation == 2 and "missing b" in caplog.text
+    h.sync(a_id, 2, [(a_id, b"x")])
+
+    wanted["ids"] = frozenset({"a"})         # roster groups remove-members g --instance-ids b
+    h.force_rebalance()
+    rejoin = h.join(member_id=a_id, instance="a", session_ms=60_000)
+    assert h.answered(rejoin) and h.replies[rejoin].generation == 3
+
+
+def test_scale_up_rebalances_once_when_all_the_new_expected_members_are_in():
+    """KIP-345's sketch: "when we scale up the fleet by defining 4 new client instance ids,
+    the server shall wait until all 4 new members to join the group"."""
+    wanted = {"ids": frozenset({"a"})}
+    h = Harness()
+    h.coordinator.expected = lambda group_id: Expected(wanted["ids"])
+    a = h.join(instance="a", session_ms=60_000)
+    a_id = h.replies[a].member_id
+    h.sync(a_id, 1, [(a_id, b"x")])
+    wanted["ids"] = frozenset({"a", "b", "c"})      # roster groups expect --instance-ids a,b,c
+    b = h.join(instance="b", session_ms=60_000)     # the first new one starts a rebalance
+    group = h.group()
+    assert group.state is S.PREPARING_REBALANCE
+    a_again = h.join(member_id=a_id, instance="a", session_ms=60_000)
+    h.advance(5000)
+    assert not h.answered(b, a_again)               # held for "c"
+    c = h.join(instance="c", session_ms=60_000)
+    assert h.answered(a_again, b, c)
+    assert {h.replies[t].generation for t in (a_again, b, c)} == {2}
