@@ -3,14 +3,23 @@ answers it. The decisions are roster.coordinator.consumer's; this module convert
 (topic ids to 16-byte strings, timedeltas to ms), hands it the live topic catalog, and builds
 the answer. v1 (KIP-1082) is the version where the client makes up its own member id and may
 subscribe with SubscribedTopicRegex (RE2 syntax, matched against whole topic names).
+
+Every member sends one every few seconds, so it is served with its own codec
+(roster.protocol.consumer_heartbeat_wire) rather than kio's generic one, and without a
+coroutine when the answer does not wait for a write (a steady heartbeat writes nothing).
+Admission is as the declared resources say: READ on the group, DESCRIBE on each topic
+subscribed to by name (else TOPIC_AUTHORIZATION_FAILED for the whole request).
 """
 from __future__ import annotations
 
+import asyncio
 import datetime
 import uuid
 
+from roster.broker.admission import _allowed, _authorizer, admit_group
 from roster.coordinator.consumer.messages import HeartbeatReply, HeartbeatRequest
-from roster.protocol.acl import AclOperation
+from roster.protocol import consumer_heartbeat_wire as wire
+from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -74,6 +83,46 @@ async def handle(broker, request, connection):
     return encode(request.api_version, reply)
 
 
+GROUP = Group(AclOperation.READ)
+
+
+def answer(broker, frame: bytes, prefix, connection):
+    """The raw path: the encoded answer, or a coroutine for it when it waits for a write."""
+    version, correlation_id = prefix.api_version, prefix.correlation_id
+    (client_id, group_id, member_id, epoch, instance_id, rack_id, rebalance, names, regex,
+     assignor, owned) = wire.decode(frame, version)
+    error = admit_group(broker, connection, GROUP, group_id)
+    if error is None and names:
+        authorizer = _authorizer(broker)
+        if authorizer is not None and not all(
+                _allowed(authorizer, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, n)
+                for n in names):
+            error = ErrorCode.topic_authorization_failed
+    if error is not None:
+        return _encoded(correlation_id, HeartbeatReply(error=error))
+    groups = broker.groups
+    image = LiveTopics(broker.topics)
+    reply = groups.start(lambda token, now: groups.consumer.heartbeat(HeartbeatRequest(
+        group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
+        rack_id=rack_id, rebalance_timeout_ms=rebalance, subscribed_topic_names=names,
+        subscribed_topic_regex=regex, server_assignor=assignor, owned=owned,
+        client_id=client_id or "", client_host=connection.client_host, api_version=version,
+        token=token), image, now))
+    if isinstance(reply, asyncio.Future):
+        return _answer_later(reply, correlation_id)
+    return _encoded(correlation_id, reply)
+
+
+async def _answer_later(reply: asyncio.Future, correlation_id: int) -> bytes:
+    return _encoded(correlation_id, await reply)
+
+
+def _encoded(correlation_id: int, reply: HeartbeatReply) -> bytes:
+    return wire.encode_answer(correlation_id, reply.error.value, reply.error_message,
+                              reply.member_id, reply.member_epoch, reply.heartbeat_interval_ms,
+                              reply.assignment)
+
+
 def refuse(request, error: ErrorCode):
     return encode(request.api_version, HeartbeatReply(error=error))
 
@@ -93,8 +142,8 @@ def encode(version: int, reply: HeartbeatReply):
                 assignment=assignment)
 
 
-SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handle, resources=(
-    Group(AclOperation.READ),
+SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handle, raw=answer, resources=(
+    GROUP,
     # as Kafka 4: every topic subscribed to by name must be describable, or the heartbeat fails
     Topics(AclOperation.DESCRIBE, "subscribed_topic_names", name=None, topic_id=None,
            resolve=False, whole=True),

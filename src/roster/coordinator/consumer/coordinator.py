@@ -328,20 +328,27 @@ class ConsumerCoordinator:
         else:
             member = self._static_member(group, member_id, q, records)
         before_assigned = member.assigned
-        updated = member.replace(
-            instance_id=q.instance_id if q.instance_id is not None else member.instance_id,
-            rack_id=q.rack_id if q.rack_id is not None else member.rack_id,
-            rebalance_timeout_ms=q.rebalance_timeout_ms if q.rebalance_timeout_ms != -1
-            else member.rebalance_timeout_ms,
-            server_assignor=q.server_assignor if q.server_assignor is not None
-            else member.server_assignor,
-            subscribed_topic_names=tuple(q.subscribed_topic_names)
-            if q.subscribed_topic_names is not None else member.subscribed_topic_names,
-            subscribed_topic_regex=q.subscribed_topic_regex
-            if q.subscribed_topic_regex is not None else member.subscribed_topic_regex,
-            client_id=q.client_id, client_host=q.client_host)
-        if q.subscribed_topic_regex == "":
-            updated = updated.replace(subscribed_topic_regex=None)
+        # a null field means "unchanged" (a steady heartbeat changes nothing: no copy)
+        changes = {}
+        if q.instance_id is not None and q.instance_id != member.instance_id:
+            changes["instance_id"] = q.instance_id
+        if q.rack_id is not None and q.rack_id != member.rack_id:
+            changes["rack_id"] = q.rack_id
+        if q.rebalance_timeout_ms != -1 and q.rebalance_timeout_ms != member.rebalance_timeout_ms:
+            changes["rebalance_timeout_ms"] = q.rebalance_timeout_ms
+        if q.server_assignor is not None and q.server_assignor != member.server_assignor:
+            changes["server_assignor"] = q.server_assignor
+        if q.subscribed_topic_names is not None \
+                and tuple(q.subscribed_topic_names) != member.subscribed_topic_names:
+            changes["subscribed_topic_names"] = tuple(q.subscribed_topic_names)
+        if q.subscribed_topic_regex is not None \
+                and (q.subscribed_topic_regex or None) != member.subscribed_topic_regex:
+            changes["subscribed_topic_regex"] = q.subscribed_topic_regex or None
+        if q.client_id != member.client_id:
+            changes["client_id"] = q.client_id
+        if q.client_host != member.client_host:
+            changes["client_host"] = q.client_host
+        updated = member.replace(**changes) if changes else member
         bump = False
         if updated != member:
             records.append(rec.member_record(q.group_id, updated))

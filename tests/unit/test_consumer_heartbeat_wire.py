@@ -1,0 +1,92 @@
+"""The hand-written ConsumerGroupHeartbeat codec (protocol/consumer_heartbeat_wire.py) against
+kio, byte for byte: requests kio encodes decode to the same fields, answers encode to what kio
+writes."""
+from __future__ import annotations
+
+import datetime
+import uuid
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from roster.protocol.build import element, make
+from roster.protocol.codec import encode_request, response_schema
+from roster.protocol.consumer_heartbeat_wire import decode, encode_answer
+from roster.protocol.errors import ErrorCode, MalformedRequest
+from roster.protocol.framing import read_prefix
+
+from kio.serial import entity_writer
+import io
+
+names = st.text(min_size=0, max_size=12)
+maybe = lambda s: st.none() | s  # noqa: E731
+owned = st.lists(st.tuples(st.binary(min_size=16, max_size=16),
+                           st.lists(st.integers(0, 2**31 - 1), max_size=5)), max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([0, 1]), maybe(names), st.text(min_size=1, max_size=10), names,
+       st.integers(-2, 2**31 - 1), maybe(names), maybe(names), st.integers(-1, 10**6),
+       maybe(st.lists(st.text(min_size=1, max_size=8), max_size=4)), maybe(names),
+       maybe(names), maybe(owned))
+def test_requests_decode_as_kio_encodes_them(version, client_id, group, member, epoch,
+                                             instance, rack, rebalance, topics, regex,
+                                             assignor, parts):
+    from roster.protocol.codec import request_schema
+    schema = request_schema(68, version)
+    entry = element(schema, "topic_partitions")
+    body = make(schema, group_id=group, member_id=member, member_epoch=epoch,
+                instance_id=instance, rack_id=rack,
+                rebalance_timeout=datetime.timedelta(milliseconds=rebalance),
+                subscribed_topic_names=None if topics is None else tuple(topics),
+                subscribed_topic_regex=regex, server_assignor=assignor,
+                topic_partitions=None if parts is None else tuple(
+                    make(entry, topic_id=uuid.UUID(bytes=t), partitions=tuple(ps))
+                    for t, ps in parts))
+    frame = encode_request(68, version, 7, client_id, body)[4:]
+    assert read_prefix(frame).api_version == version
+    fields = decode(frame, version)
+    assert fields == (client_id, group, member, epoch, instance, rack, rebalance,
+                      None if topics is None else tuple(topics),
+                      regex if version >= 1 else None, assignor,
+                      None if parts is None else tuple((t, tuple(ps)) for t, ps in parts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([0, 1]), st.sampled_from([ErrorCode.none, ErrorCode.fenced_member_epoch]),
+       maybe(names), maybe(names), st.integers(-2, 2**31 - 1), st.integers(0, 10**6),
+       maybe(owned), st.integers(0, 2**31 - 1))
+def test_answers_encode_as_kio_writes_them(version, error, message, member, epoch, interval,
+                                           parts, correlation):
+    schema = response_schema(68, version)
+    assignment = None
+    if parts is not None:
+        entry = element(schema, "assignment")
+        topic = element(entry, "topic_partitions")
+        assignment = make(entry, topic_partitions=tuple(
+            make(topic, topic_id=uuid.UUID(bytes=t), partitions=tuple(ps)) for t, ps in parts))
+    body = make(schema, error_code=error, error_message=message, member_id=member,
+                member_epoch=epoch, heartbeat_interval=datetime.timedelta(milliseconds=interval),
+                assignment=assignment)
+    out = io.BytesIO()
+    header = schema.__header_schema__
+    entity_writer(header)(out, header(correlation_id=correlation))
+    entity_writer(schema)(out, body)
+    want = out.getvalue()
+    got = encode_answer(correlation, error.value, message, member, epoch, interval,
+                        None if parts is None else tuple((t, tuple(ps)) for t, ps in parts))
+    assert got[4:] == want and int.from_bytes(got[:4], "big") == len(want)
+
+
+def test_truncated_or_trailing_bytes_are_malformed():
+    from roster.protocol.codec import request_schema
+    schema = request_schema(68, 1)
+    body = make(schema, group_id="g", member_id="m", member_epoch=1, instance_id=None,
+                rack_id=None, rebalance_timeout=datetime.timedelta(milliseconds=-1),
+                subscribed_topic_names=None, subscribed_topic_regex=None,
+                server_assignor=None, topic_partitions=None)
+    frame = encode_request(68, 1, 1, "c", body)[4:]
+    for broken in (frame[:-1], frame + b"\0", frame[:20]):
+        with pytest.raises(MalformedRequest):
+            decode(broken, 1)
