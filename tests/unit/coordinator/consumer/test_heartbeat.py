@@ -443,3 +443,24 @@ def test_a_join_reply_lost_then_retried_with_epoch_zero_is_accepted():
     r2 = h.heartbeat("b", 0, topics=("t",), owned=(), rebalance_timeout_ms=60_000)
     assert r2.error == ErrorCode.none
     del r
+
+
+def test_after_a_restart_sessions_start_again_and_a_revocation_keeps_its_deadline():
+    from roster.coordinator.consumer import records as rec
+    from roster.coordinator.consumer.coordinator import ConsumerCoordinator, rebalance_key
+    from roster.coordinator.results import Schedule
+
+    h = ConsumerHarness({"t": 2})
+    r1 = h.join("a", rebalance_timeout_ms=30_000)
+    h.join("b")
+    h.heartbeat("a", r1.member_epoch, owned=r1.assignment)     # a now has one to revoke
+    assert h.member("a").state is MemberState.UNREVOKED_PARTITIONS
+    fresh = ConsumerCoordinator()
+    for record in h.records:
+        key, value = record.encode()
+        decoded = rec.decode_key(int.from_bytes(key[:2], "big"), key)
+        fresh.replay(rec.ConsumerRecord(decoded, rec.decode_value(decoded, value)))
+    result = fresh.groups_loaded(["g"], 1_000)
+    deadlines = {t.key: t.deadline_ms for t in result.timers if isinstance(t, Schedule)}
+    assert deadlines == {session_key("g", "a"): 46_000, session_key("g", "b"): 46_000,
+                         rebalance_key("g", "a"): 31_000}
