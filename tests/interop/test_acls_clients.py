@@ -263,3 +263,35 @@ def test_allow_everyone_if_no_acl_found(tmp_path):
         assert produce_anonymously("still-open") == [None]
     finally:
         broker.stop()
+
+
+def test_the_consumer_group_protocol_under_acls(broker):
+    """KIP-848 (ConsumerGroupHeartbeat): READ on the group, DESCRIBE on the subscribed topics."""
+    from roster.client.consumer import Consumer as RosterConsumer
+    from roster.client.errors import AuthorizationError
+    add(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic", "payments")
+    conf = {**client_conf(broker, "alice"), "group.id": "kip848-readers",
+            "group.protocol": "consumer"}
+    got, error = consume_first_error_or_records(conf, "payments", 1)
+    assert error is not None and error.name() == "GROUP_AUTHORIZATION_FAILED", error
+
+    add(broker, "--allow-principal", "User:alice", "--operation", "Read", "--group",
+        "kip848-roster")
+    security = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                "sasl.username": "alice", "sasl.password": PASSWORDS["alice"]}
+
+    async def main():
+        consumer = RosterConsumer(broker.listener("SASL_PLAINTEXT"), "kip848-roster",
+                                  security=security, group_protocol="consumer")
+        await consumer.subscribe(["hidden"])
+        try:
+            with pytest.raises(AuthorizationError) as refused:
+                for _ in range(100):
+                    await consumer.poll(100)
+        finally:
+            await consumer.close()
+        return refused.value
+
+    refused = asyncio.run(main())
+    assert (refused.resource_type, refused.resource, refused.operation) == (
+        "topic", "hidden", "DESCRIBE"), str(refused)

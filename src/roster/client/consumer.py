@@ -109,7 +109,8 @@ class Consumer:
         position. Records fetched beyond that wait for the next call."""
         fatal = self.member.fatal
         if fatal is not None and fatal.error in REFUSALS:
-            raise fatal_exception(fatal, self.member.machine.config.group_id)
+            raise fatal_exception(fatal, self.member.machine.config.group_id,
+                                  getattr(self.member.machine, "subscription", ()))
         assigned = list(self.member.assignment)
         if not assigned:
             await asyncio.sleep(min(timeout_ms, 100) / 1000)  # nothing to read yet

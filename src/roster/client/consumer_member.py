@@ -87,7 +87,8 @@ class ConsumerGroupMember:
         await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL)
                             and self.machine.pending is None, timeout_s)
         if self.machine.fatal:
-            raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
+            raise fatal_exception(self.machine.fatal, self.machine.config.group_id,
+                                      self.machine.subscription)
 
     async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
         send = self.machine.commit_request(offsets)
@@ -104,7 +105,8 @@ class ConsumerGroupMember:
         failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
         if failed:
             if self.machine.fatal:
-                raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
+                raise fatal_exception(self.machine.fatal, self.machine.config.group_id,
+                                      self.machine.subscription)
             raise CommitFailed(failed)
 
     async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:

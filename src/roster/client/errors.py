@@ -43,10 +43,13 @@ def refusal(error: ErrorCode, resource: str, operation: str) -> AuthorizationErr
     return None
 
 
-def fatal_exception(fatal, group_id: str) -> Exception:
-    """What a member that has given up raises: AuthorizationError for a refused group,
-    FencedError otherwise."""
+def fatal_exception(fatal, group_id: str, subscription=()) -> Exception:
+    """What a member that has given up raises: AuthorizationError for a refused group (or,
+    in the consumer group protocol, a subscribed topic it may not describe: the answer does
+    not say which, so the subscription is named), FencedError otherwise."""
     from roster.client.membership import FencedError
+    if fatal.error is ErrorCode.topic_authorization_failed:  # KIP-848: a subscribed topic
+        return AuthorizationError(fatal.error, ",".join(subscription) or "?", "DESCRIBE")
     if fatal.error in REFUSALS:
         return AuthorizationError(fatal.error, group_id, fatal.operation or "READ")
     return FencedError(fatal.message)
