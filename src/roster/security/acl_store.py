@@ -40,7 +40,11 @@ class AclStore:
 
     @classmethod
     def open(cls, data_dir: Path) -> AclStore:
+        """The store of a data directory; a temporary file a crash left mid-write is removed
+        (it never became the set: the rename is what makes a change)."""
         store = cls(data_dir)
+        for stale in store.path.parent.glob(FILE_NAME + ".*.tmp"):
+            stale.unlink(missing_ok=True)
         store.load()
         return store
 

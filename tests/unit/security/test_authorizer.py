@@ -244,6 +244,7 @@ def test_store_after_kill_9_is_whole(tmp_path):
     child.wait()
     names = {b.name for b in AclStore.open(tmp_path).index}
     assert {f"t{i}" for i in range(printed + 1)} <= names
+    assert not list(tmp_path.glob("acls.json.*.tmp"))  # what a crash left mid-write is gone
 
 
 # -- the authorizer: cache and audit -----------------------------------------------------------
