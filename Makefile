@@ -10,7 +10,7 @@ PORT ?= 9092
 DATA ?= ./data
 PYTEST_ARGS ?=
 
-.PHONY: run serve test bench system-deps clean fuzz
+.PHONY: run serve test bench system-deps clean fuzz report
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,10 @@ run: $(STAMP) system-deps
 # Just the broker, in the foreground.
 serve: $(STAMP)
 	$(PY) -m roster serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
+
+# The Spark rebalance report over the broker at HOST:PORT (ARGS: --group G, --out FILE).
+report: $(STAMP) system-deps
+	$(PY) -m roster report --bootstrap-server $(HOST):$(PORT) $(ARGS)
 
 test: $(STAMP) system-deps
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)

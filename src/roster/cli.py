@@ -230,6 +230,14 @@ def _acls(args) -> int:
     return 0
 
 
+def _report(args) -> int:
+    """The Spark rebalance report (roster.observability.report; needs the spark extra)."""
+    from roster.observability.report import main as report_main
+    argv = ["--bootstrap-server", args.bootstrap_server, "--out", str(args.out),
+            "--master", args.master]
+    return report_main(argv + (["--group", args.group] if args.group else []))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roster", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
@@ -322,6 +330,15 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("--topic", required=True)
     forget.add_argument("--partitions", metavar="P[,P...]", help="default: every partition")
     offsets.set_defaults(run=_offsets)
+
+    report = commands.add_parser(
+        "report", help="a Spark job over __roster_group_events: an HTML rebalance report "
+        "(docs/observability.md)")
+    report.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
+    report.add_argument("--group", help="one group (default: every group)")
+    report.add_argument("--out", type=Path, default=Path("rebalance-report.html"))
+    report.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
+    report.set_defaults(run=_report)
 
     users = commands.add_parser("users", help="SCRAM users: add, list, delete (docs/security.md)")
     _connection_options(users)

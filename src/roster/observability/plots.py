@@ -206,7 +206,7 @@ def bar_chart(rows, width: int = 900, height: int = 240, label: str = "",
     plot_w, plot_h = width - left - right, height - top - bottom
     peak = max(sum(v.values()) for _, v in rows) or 1
     step = plot_w / len(rows)
-    bar = max(step * 0.7, 1)
+    bar = min(max(step * 0.7, 1), 48)
     series = sorted({s for _, v in rows for s in v})
     parts = [f'<svg class="plot" data-plot="bars" viewBox="0 0 {width} {height}" width="100%" '
              f'role="img" aria-label="{esc(label)}" style="{FONT}">',
@@ -233,8 +233,7 @@ def bar_chart(rows, width: int = 900, height: int = 240, label: str = "",
             parts.append(f'<text x="{x + bar / 2:.1f}" y="{height - 28}" font-size="10" '
                          f'text-anchor="middle" fill="#555">{esc(name)}</text>')
     parts.append("</svg>")
-    return "".join(parts) + (legend(series, colours) if len(series) > 1 or series != [""]
-                             else "")
+    return "".join(parts) + (legend(series, colours) if len(series) > 1 else "")
 
 
 STYLE = """

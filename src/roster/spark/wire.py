@@ -95,12 +95,14 @@ class Broker:
             raise
 
     async def partition_counts(self, topics: list[str] | None) -> dict[str, int]:
-        """Partition counts of these topics (None: every non-internal topic) that exist."""
+        """Partition counts of these topics (None: every non-internal topic) that exist. An
+        internal topic named explicitly is read too (`__roster_group_events`: roster report)."""
         answer = await self._metadata(topics)
         for t in answer.topics:  # a subscribed topic it may not see: say so, not "no topic"
             _refused(t.error_code, t.name, "DESCRIBE")
         return {t.name: len(t.partitions) for t in answer.topics
-                if t.error_code is ErrorCode.none and not getattr(t, "is_internal", False)}
+                if t.error_code is ErrorCode.none
+                and (topics is not None or not getattr(t, "is_internal", False))}
 
     async def resolve(self, subscribe: tuple[str, ...], pattern: str | None,
                       matches) -> dict[str, int]:
