@@ -1,0 +1,70 @@
+"""Every API is authorized with the operation Kafka checks for it (KafkaApis, AuthHelper,
+ControllerApis; Kafka 3.9/4.x), per resource type: the handlers' declarations pinned against
+Kafka's table, so neither can drift unnoticed.
+
+Beyond this table, Kafka also: allows CreateTopics and auto-creation with CREATE on the
+cluster (declared with cluster_allows), lets InitProducerId without a transactional id through
+with IDEMPOTENT_WRITE on the cluster or WRITE on any topic (KIP-679; admission's
+_may_be_idempotent), lists every group in ListGroups with DESCRIBE on the cluster."""
+from __future__ import annotations
+
+from roster.broker.handlers import build_registry
+from roster.protocol.registry import (
+    AllGroups,
+    Cluster,
+    ConfigResources,
+    Group,
+    Groups,
+    NotAResource,
+    Topics,
+    TransactionalId,
+)
+
+KIND = {Group: "GROUP", Groups: "GROUP", AllGroups: "GROUP", Topics: "TOPIC",
+        Cluster: "CLUSTER", TransactionalId: "TRANSACTIONAL_ID", ConfigResources: "CONFIG"}
+
+KAFKA = {
+    "Produce": {("TOPIC", "WRITE"), ("TRANSACTIONAL_ID", "WRITE")},
+    "Fetch": {("TOPIC", "READ")},  # a consumer's fetch (followers: CLUSTER_ACTION, n/a)
+    "ListOffsets": {("TOPIC", "DESCRIBE")},
+    "Metadata": {("TOPIC", "DESCRIBE")},
+    "OffsetCommit": {("GROUP", "READ"), ("TOPIC", "READ")},
+    "OffsetFetch": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
+    "FindCoordinator": {("GROUP", "DESCRIBE")},
+    "JoinGroup": {("GROUP", "READ")},
+    "Heartbeat": {("GROUP", "READ")},
+    "LeaveGroup": {("GROUP", "READ")},
+    "SyncGroup": {("GROUP", "READ")},
+    "DescribeGroups": {("GROUP", "DESCRIBE")},
+    "ListGroups": {("GROUP", "DESCRIBE")},
+    "SaslHandshake": set(),
+    "ApiVersions": set(),
+    "SaslAuthenticate": set(),
+    "CreateTopics": {("TOPIC", "CREATE")},
+    "DeleteTopics": {("TOPIC", "DELETE")},
+    "DeleteRecords": {("TOPIC", "DELETE")},
+    "InitProducerId": {("TRANSACTIONAL_ID", "WRITE")},
+    "DescribeAcls": {("CLUSTER", "DESCRIBE")},
+    "CreateAcls": {("CLUSTER", "ALTER")},
+    "DeleteAcls": {("CLUSTER", "ALTER")},
+    "DescribeConfigs": {("CONFIG", "DESCRIBE_CONFIGS")},
+    "AlterConfigs": {("CONFIG", "ALTER_CONFIGS")},
+    "IncrementalAlterConfigs": {("CONFIG", "ALTER_CONFIGS")},
+    "CreatePartitions": {("TOPIC", "ALTER")},
+    "DeleteGroups": {("GROUP", "DELETE")},
+    "OffsetDelete": {("GROUP", "DELETE"), ("TOPIC", "READ")},
+    "DescribeUserScramCredentials": {("CLUSTER", "DESCRIBE")},
+    "AlterUserScramCredentials": {("CLUSTER", "ALTER")},
+    "ConsumerGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE")},
+    "ConsumerGroupDescribe": {("GROUP", "DESCRIBE")},
+}
+
+
+def test_every_api_checks_kafkas_operation():
+    declared = {}
+    for spec in build_registry():
+        declared[spec.name] = {(KIND[type(d)], d.operation.name) for d in spec.resources
+                               if not isinstance(d, NotAResource)}
+    assert declared.keys() == KAFKA.keys(), "a new API: add Kafka's operation here"
+    wrong = {name: (declared[name], KAFKA[name]) for name in KAFKA if declared[name] != KAFKA[name]}
+    assert not wrong, wrong
