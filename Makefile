@@ -9,6 +9,9 @@ HOST ?= 127.0.0.1
 PORT ?= 9092
 DATA ?= ./data
 PYTEST_ARGS ?=
+HTTP_PORT ?=
+# the group console and /metrics (docs/observability.md) when HTTP_PORT is given
+HTTP := $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
 .PHONY: run serve test bench system-deps clean fuzz report
 
@@ -24,11 +27,11 @@ system-deps:
 # The main job: broker + synthetic clicks + a PySpark pipeline that reads them as a static
 # group member (bounded; `make run ARGS=--forever` runs until Ctrl-C).
 run: $(STAMP) system-deps
-	$(PY) -m roster.pipeline --port $(PORT) --data-dir $(DATA) $(ARGS)
+	$(PY) -m roster.pipeline --port $(PORT) --data-dir $(DATA) $(HTTP) $(ARGS)
 
 # Just the broker, in the foreground.
 serve: $(STAMP)
-	$(PY) -m roster serve --host $(HOST) --port $(PORT) --data-dir $(DATA)
+	$(PY) -m roster serve --host $(HOST) --port $(PORT) --data-dir $(DATA) $(HTTP)
 
 # The Spark rebalance report over the broker at HOST:PORT (ARGS: --group G, --out FILE).
 report: $(STAMP) system-deps

@@ -31,14 +31,23 @@ SOURCE, OUTPUT = "clicks", "click-counts"
 PAGES = ["/", "/pricing", "/docs", "/blog", "/signup", "/login"]
 
 
-def start_broker(port: int, data_dir: Path) -> tuple[subprocess.Popen, str]:
+CONSOLE: list[str] = []   # the console's address, when the broker serves one
+
+
+def start_broker(port: int, data_dir: Path,
+                 http_port: int | None = None) -> tuple[subprocess.Popen, str]:
     """Run `roster serve` and wait for its `roster listening on` line."""
+    http = ["--http-port", str(http_port)] if http_port is not None else []
     process = subprocess.Popen(
         [sys.executable, "-m", "roster", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--data-dir", str(data_dir), "--set", "group.initial.rebalance.delay.ms=0"],
+         "--data-dir", str(data_dir), "--set", "group.initial.rebalance.delay.ms=0", *http],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     for line in process.stdout:
+        if line.startswith("roster console on "):
+            CONSOLE.append(line.split()[3])
+            print(f"group console: {CONSOLE[0]}group/{GROUP} (metrics: {CONSOLE[0]}metrics)",
+                  flush=True)
         if line.startswith("roster listening on "):
             threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
             return process, line.split(" on ", 1)[1].strip()
@@ -166,10 +175,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", type=Path, default=Path("./data"))
     parser.add_argument("--seconds", type=float, default=45.0, help="how long to run")
     parser.add_argument("--forever", action="store_true", help="run until Ctrl-C")
+    parser.add_argument("--http-port", type=int, help="serve /metrics and the group console "
+                        "on this port while the job runs (docs/observability.md)")
     args = parser.parse_args(argv)
 
     print(f"starting roster on port {args.port} (data in {args.data_dir}) ...", flush=True)
-    broker, address = start_broker(args.port, args.data_dir)
+    broker, address = start_broker(args.port, args.data_dir, args.http_port)
     bootstrap = address
     stop = threading.Event()
     interrupted = threading.Event()
@@ -213,7 +224,13 @@ The broker has stopped; everything is kept in {args.data_dir}. To look around:
   .venv/bin/roster offsets describe {GROUP}
   kcat -b localhost:{args.port} -C -t {OUTPUT} -o -10 -e
   make run                                            # run again: it resumes from the group
+  .venv/bin/roster groups history {GROUP}   # its rebalances, and those it avoided
 """)
+    if CONSOLE:
+        print(f"The group console was at {CONSOLE[0]}group/{GROUP} while the job ran; "
+              f"`make serve HTTP_PORT={args.http_port}` serves it again with the broker.")
+    else:
+        print("For the group console and /metrics: make run HTTP_PORT=9644")
     return 0
 
 
