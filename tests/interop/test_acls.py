@@ -1,5 +1,5 @@
-"""ACLs managed with real admin clients (confluent-kafka 2.16: DescribeAcls/CreateAcls/DeleteAcls
-v1; kafka-python 3.0: v2/v1/v1) and `roster acls`, on a broker with
+"""ACLs managed with real admin clients (confluent-kafka 2.16 sends DescribeAcls/CreateAcls/
+DeleteAcls v2, kafka-python 3.0 and `roster acls` v3), on a broker with
 authorizer.class.name=StandardAuthorizer: created, listed with each filter kind, removed;
 refused to a principal without ALTER/DESCRIBE on the cluster; an invalid binding refused on
 its own; durable across kill -9; SECURITY_DISABLED on a broker without an authorizer."""

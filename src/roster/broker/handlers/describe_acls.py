@@ -4,8 +4,9 @@
 As Kafka (KafkaApis/AclApis): DESCRIBE on the cluster (admission's Cluster declaration), else
 CLUSTER_AUTHORIZATION_FAILED;
 without an authorizer SECURITY_DISABLED; a filter with an UNKNOWN element INVALID_REQUEST.
-v1 added pattern types (v0, literal only, is gone from Kafka 4 and from roster; librdkafka and
-kafka-python send v1/v2), v2 is flexible, v3 adds the USER resource type.
+v1 added pattern types (v0, literal only, is gone from Kafka 4 and from roster), v2 is
+flexible, v3 adds the USER resource type. confluent-kafka 2.16 (librdkafka 2.16) sends v2 of
+the three ACL APIs, kafka-python 3.0 and `roster acls` v3.
 """
 from __future__ import annotations
 
