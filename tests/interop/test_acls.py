@@ -251,3 +251,25 @@ def test_without_an_authorizer_the_acl_apis_answer_security_disabled(tmp_path):
         assert "SECURITY_DISABLED: No Authorizer is configured on the broker" in listed.stderr
     finally:
         broker.stop()
+
+
+def test_every_served_version_answers(broker):
+    """v1 (no client here sends it: Java clients before 2.8 did) to v3, on the wire."""
+    from roster.admin.client import AdminClient as WireClient
+    from roster.protocol.build import make
+    from roster.protocol.codec import request_schema
+    admin = AdminClient(client_conf(broker, "admin"))
+    acl = binding(ResourceType.GROUP, "wire", "User:alice", AclOperation.READ)
+    list(admin.create_acls([acl]).values())[0].result(timeout=10)
+    security = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                "sasl.username": "admin", "sasl.password": PASSWORDS["admin"]}
+    with WireClient(broker.listener("SASL_PLAINTEXT"), security=security) as client:
+        for version in (1, 2, 3):
+            answer = client._exchange(29, version, make(
+                request_schema(29, version), resource_type_filter=3, resource_name_filter=None,
+                pattern_type_filter=1, principal_filter=None, host_filter=None, operation=1,
+                permission_type=1))
+            assert answer.error_code == 0
+            assert [(r.resource_name, [a.principal for a in r.acls])
+                    for r in answer.resources] == [("wire", ["User:alice"])]
+    list(admin.delete_acls([EVERYTHING]).values())[0].result(timeout=10)
