@@ -23,9 +23,12 @@ EVENTS_TOPIC = "__roster_group_events"
 EVENTS_PARTITIONS = 4
 RETENTION_MS = 30 * 24 * 3600 * 1000        # a month of rebalances
 RETENTION_BYTES = 256 << 20                 # and at most this much per partition
+# one event of a very large group (its member lists) still fits in a batch
+MAX_BATCH = 64 << 20
 EVENTS_CONFIGS = {"cleanup.policy": "delete", "retention.ms": str(RETENTION_MS),
-                  "retention.bytes": str(RETENTION_BYTES), "segment.bytes": str(16 << 20)}
-BATCH_LIMIT = 1 << 20
+                  "retention.bytes": str(RETENTION_BYTES), "segment.bytes": str(16 << 20),
+                  "max.message.bytes": str(MAX_BATCH)}
+BATCH_LIMIT = 512 << 10      # start a new batch past this many key and value bytes
 
 
 class EventLog:
@@ -80,7 +83,7 @@ def _batches(events):
         if builder is None:
             builder, size, count = DefaultRecordBatchBuilder(
                 magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                producer_epoch=-1, base_sequence=-1, batch_size=BATCH_LIMIT * 4), 0, 0
+                producer_epoch=-1, base_sequence=-1, batch_size=MAX_BATCH), 0, 0
         builder.append(count, timestamp=event.at_ms, key=key, value=value, headers=[])
         count += 1
         size += len(key) + len(value)
