@@ -18,7 +18,8 @@ from tests.support.groups import ConfluentMember, Watch
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("group-events")]
 
-SETTINGS = {"group.initial.rebalance.delay.ms": "0"}
+SETTINGS = {"group.initial.rebalance.delay.ms": "0",
+            "group.consumer.heartbeat.interval.ms": "500"}   # KIP-848 hand-overs
 HEARTBEAT_MS = 300
 SESSION_MS = 6000
 
@@ -161,3 +162,30 @@ def test_any_kafka_client_reads_the_events(events_broker):
 def ev_topic():
     from roster.observability.event_log import EVENTS_TOPIC
     return EVENTS_TOPIC
+
+
+def test_consumer_protocol_epochs_with_hand_overs(events_broker, running):
+    """KIP-848 (confluent-kafka, group.protocol=consumer): a member joining a group of one
+    is one epoch, with the partitions handed over and how long each had no owner."""
+    from tests.interop.test_consumer_protocol import ConsumerProtocolMember
+    group = "events-kip848"
+    groups.create_topic(events_broker.bootstrap, group, 4)
+    watch = Watch()
+    first = ConsumerProtocolMember(watch, events_broker.bootstrap, group, group, "k-0")
+    running.append(first)
+    first.start()
+    groups.wait_split(watch, [first], 4)
+    second = ConsumerProtocolMember(watch, events_broker.bootstrap, group, group, "k-1")
+    running.append(second)
+    second.start()
+    groups.wait_split(watch, [first, second], 4)
+    every = recorded(events_broker, group,
+                     lambda es: any(len(e.members_after) == 2 and e.outcome == "stable"
+                                    for e in es))
+    joined = [e for e in every if len(e.members_after) == 2 and e.outcome == "stable"][0]
+    assert joined.protocol == ev.CONSUMER and joined.trigger.kind == ev.MEMBER_JOINED
+    assert len(joined.moved) == 2
+    assert all(m.before is not None and m.after is not None and m.unowned_ms is not None
+               and m.unowned_ms >= 0 for m in joined.moved)
+    assert [e.generation for e in every if e.kind == ev.GENERATION] == \
+        sorted(e.generation for e in every if e.kind == ev.GENERATION)

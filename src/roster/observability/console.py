@@ -35,7 +35,7 @@ def _groups(broker):
     """(group id, protocol, state, members, generation) of every live group."""
     rows = []
     for group_id, group in broker.groups.coordinator.groups.items():
-        if group.state.value == "Dead":
+        if group.state.value == "Dead" or group_id in broker.groups.consumer.groups:
             continue
         if group.protocol_type is None and not group.members:
             continue   # a group that only holds committed offsets (or nothing)

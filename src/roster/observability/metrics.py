@@ -139,10 +139,11 @@ class BrokerCollector:
         members = GaugeMetricFamily("roster_group_members", "Members of a group",
                                     labels=["group", "protocol"])
         by_state: dict[tuple[str, str], int] = {}
+        consumer_groups = broker.groups.consumer.groups
         for group_id, group in broker.groups.coordinator.groups.items():
             state = group.state.value
-            if state == "Dead":
-                continue
+            if state == "Dead" or group_id in consumer_groups:
+                continue   # a consumer group's offsets live here too: counted below
             if not group.members and group.protocol_type is None and not group.offsets:
                 continue
             by_state[(state, ev.CLASSIC)] = by_state.get((state, ev.CLASSIC), 0) + 1
