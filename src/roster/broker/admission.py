@@ -61,17 +61,8 @@ class AllowAll:
 ALLOW_ALL = AllowAll()
 
 
-class Resolved(tuple):
-    """One topic entry's admission: (Topic or None, error)."""
-    __slots__ = ()
-
-    @property
-    def topic(self):
-        return self[0]
-
-    @property
-    def error(self) -> ErrorCode:
-        return self[1]
+# One topic entry's admission: (Topic or None, error); a plain tuple, made per entry
+Resolved = tuple
 
 
 class Admission:
@@ -81,8 +72,7 @@ class Admission:
                  "_resources", "_all")
 
     def __init__(self, authorizer=None, principal: str = "", host: str = "") -> None:
-        self._authorizer = None if authorizer is None or getattr(
-            authorizer, "allows_everything", False) else authorizer
+        self._authorizer = authorizer  # None: everything is allowed (see _authorizer)
         self._principal = principal
         self._host = host
         self._groups: dict[str, ErrorCode] | None = None
@@ -170,9 +160,9 @@ def resolve_topic(broker, name: str | None, topic_id) -> Resolved:
     """A topic entry by name, or by id when the name is null."""
     if name is None:
         topic = broker.topics.by_id(topic_id)
-        return Resolved((topic, NONE if topic is not None else ErrorCode.unknown_topic_id))
+        return (topic, NONE) if topic is not None else (None, ErrorCode.unknown_topic_id)
     topic = broker.topics.get(name)
-    return Resolved((topic, NONE if topic is not None else ErrorCode.unknown_topic_or_partition))
+    return (topic, NONE) if topic is not None else (None, ErrorCode.unknown_topic_or_partition)
 
 
 def resolve_again(broker, declaration: Topics, entry, admitted: Resolved) -> Resolved:
@@ -207,7 +197,20 @@ def admit_transactional_id(broker, connection, declaration: TransactionalId,
 
 def admit_topics(broker, connection, declaration: Topics, entries) -> list[Resolved]:
     """Each topic entry's admission, in order (raw handlers call this; `admit` too)."""
-    authorizer = _authorizer(broker)
+    return _topics(broker, connection, _authorizer(broker), declaration, entries)
+
+
+def _topics(broker, connection, authorizer, declaration: Topics, entries) -> list[Resolved]:
+    if authorizer is None:  # resolution only
+        if not declaration.resolve:
+            return [(None, NONE)] * len(entries)
+        name_field, id_field = declaration.name, declaration.topic_id
+        if name_field is None:
+            return [resolve_topic(broker, name, None) for name in entries]
+        return [resolve_topic(broker, name, None) if (name := getattr(entry, name_field, None))
+                is not None or id_field is None
+                else resolve_topic(broker, None, getattr(entry, id_field, None))
+                for entry in entries]
     if authorizer is not None and declaration.cluster_allows and _allowed(
             authorizer, connection, declaration.operation, ResourceType.CLUSTER, CLUSTER_NAME):
         authorizer = None
@@ -220,15 +223,15 @@ def admit_topics(broker, connection, declaration: Topics, entries) -> list[Resol
             if found[0] is not None and authorizer is not None and not _allowed(
                     authorizer, connection, declaration.operation, ResourceType.TOPIC,
                     found[0].name):
-                found = Resolved((None, ErrorCode.topic_authorization_failed))
+                found = (None, ErrorCode.topic_authorization_failed)
         elif authorizer is not None and not _allowed(authorizer, connection,
                                                      declaration.operation,
                                                      ResourceType.TOPIC, name):
-            found = Resolved((None, ErrorCode.topic_authorization_failed))
+            found = (None, ErrorCode.topic_authorization_failed)
         elif declaration.resolve:
             found = resolve_topic(broker, name, None)
         else:
-            found = Resolved((None, NONE))
+            found = (None, NONE)
         resolved.append(found)
     return resolved
 
@@ -292,7 +295,8 @@ def admit(broker, connection, spec, request):
             if kind is Groups:
                 _admit_groups(broker, connection, authorizer, declaration, body, admission)
             elif kind is Topics:
-                refused = _admit_topic_lists(broker, connection, declaration, body, admission)
+                refused = _admit_topic_lists(broker, connection, authorizer, declaration, body,
+                                             admission)
             elif kind is ConfigResources:
                 admission._resources = [
                     _config_refusal(authorizer, connection, declaration.operation, r)
@@ -346,13 +350,13 @@ def _admit_groups(broker, connection, authorizer, declaration: Groups, body, adm
                 groups[group_id] = error
 
 
-def _admit_topic_lists(broker, connection, declaration: Topics, body, admission):
+def _admit_topic_lists(broker, connection, authorizer, declaration: Topics, body, admission):
     """Fill the admission's topics; the error refusing the whole request, or None."""
     if declaration.within is None:
         entries = getattr(body, declaration.field)
         if entries is None:  # every topic: the handler filters with allows()
             return None
-        resolved = admit_topics(broker, connection, declaration, entries)
+        resolved = _topics(broker, connection, authorizer, declaration, entries)
         if declaration.whole:
             if any(r[1] is ErrorCode.topic_authorization_failed for r in resolved):
                 return ErrorCode.topic_authorization_failed
@@ -363,6 +367,6 @@ def _admit_topic_lists(broker, connection, declaration: Topics, body, admission)
     for outer in getattr(body, declaration.within):
         entries = getattr(outer, declaration.field)
         nested.append(None if entries is None
-                      else admit_topics(broker, connection, declaration, entries))
+                      else _topics(broker, connection, authorizer, declaration, entries))
     admission._nested = nested
     return None

@@ -60,7 +60,7 @@ async def handle(broker, request, connection):
         try:
             if wanted.name in repeated:
                 raise TopicError("invalid_request", f"topic {wanted.name!r} is named twice")
-            if request.admission.topic(t).error is ErrorCode.topic_authorization_failed:
+            if request.admission.topic(t)[1] is ErrorCode.topic_authorization_failed:
                 raise TopicError("topic_authorization_failed",
                                  "Authorization failed.")
             _check_replication(wanted.replication_factor)
