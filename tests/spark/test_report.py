@@ -63,9 +63,14 @@ def counts(events):
     return (sum(e.kind == ev.GENERATION for e in events), sum(e.kind == ev.SAVED for e in events))
 
 
-def test_report_counts_equal_the_history(spark, roster_broker, bounced, tmp_path):
-    out = tmp_path / "all.html"
-    data = run(spark, roster_broker.bootstrap, out)
+@pytest.fixture(scope="module")
+def report_all(spark, roster_broker, bounced, tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "all.html"
+    return out, run(spark, roster_broker.bootstrap, out)
+
+
+def test_report_counts_equal_the_history(spark, roster_broker, bounced, report_all, tmp_path):
+    out, data = report_all
     every = [e for events in bounced.values() for e in events]
     generations, saved = counts(every)
     assert data["totals"].get(ev.GENERATION, 0) == generations
@@ -85,15 +90,14 @@ def test_report_counts_equal_the_history(spark, roster_broker, bounced, tmp_path
     assert sum(h[1] for h in data["moved_hour"]) > 0
 
 
-def test_report_in_chromium(spark, roster_broker, bounced, tmp_path):
+def test_report_in_chromium(bounced, report_all, tmp_path):
     browser = shutil.which("chromium")
     if browser is None:
         pytest.skip("chromium is not installed (scripts/ensure-system-deps.sh installs it)")
     import subprocess
 
     from tests.interop.test_console_browser import distinct_colours
-    out = tmp_path / "report.html"
-    run(spark, roster_broker.bootstrap, out)
+    out, _ = report_all
     flags = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
              "--no-first-run", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", "--hide-scrollbars"]

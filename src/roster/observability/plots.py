@@ -229,7 +229,7 @@ def bar_chart(rows, width: int = 900, height: int = 240, label: str = "",
             parts.append(f'<rect class="bar" x="{x:.1f}" y="{base:.1f}" width="{bar:.1f}" '
                          f'height="{h:.1f}" fill="{colours.get(s, "#4e79a7")}"><title>'
                          f'{esc(name)}: {esc(s.replace("_", " "))} {v:g}</title></rect>')
-        if i % every == 0:
+        if i % every == 0 and x + bar / 2 + 34 < width:
             parts.append(f'<text x="{x + bar / 2:.1f}" y="{height - 28}" font-size="10" '
                          f'text-anchor="middle" fill="#555">{esc(name)}</text>')
     parts.append("</svg>")

@@ -155,10 +155,10 @@ def render(data: dict, group: str | None, lags: dict, elapsed_s: float) -> str:
     cards = "".join(
         f'<div class="card"><b data-count="{k}">{v}</b><span>{label}</span></div>'
         for k, v, label in [
-            ("generations", generations, "rebalances (generations)"),
-            ("saved", n_saved, "saved by static membership"),
+            ("generations", f"{generations:,}", "rebalances (generations)"),
+            ("saved", f"{n_saved:,}", "saved by static membership"),
             ("share", share, "of would-be rebalances saved"),
-            ("moved", sum(moved.values()), "partitions moved"),
+            ("moved", f"{sum(moved.values()):,}", "partitions moved"),
             ("gap", _fmt_ms(p[1]), "p90 time without an owner"),
             ("duration", _fmt_ms(dp[1]), "p90 rebalance duration")])
     gap_rows = []
@@ -186,7 +186,7 @@ def render(data: dict, group: str | None, lags: dict, elapsed_s: float) -> str:
 {bar_chart([(h[5:], {"moved": moved.get(h, 0)}) for h in hours], label="partitions moved",
            colours={"moved": "#4e79a7"})}</section>
 <section><h2>Time without an owner</h2>
-<p>{gaps["n"]} partition hand-overs timed: median {_fmt_ms(p[0])}, p90 {_fmt_ms(p[1])},
+<p>{gaps["n"]:,} partition hand-overs timed: median {_fmt_ms(p[0])}, p90 {_fmt_ms(p[1])},
 p99 {_fmt_ms(p[2])}, longest {_fmt_ms(gaps["max"])}.</p>
 {bar_chart(gap_rows, label="hand-overs by time without an owner",
            colours={"": "#e15759"})}</section>
