@@ -98,8 +98,11 @@ def _groups(args) -> int:
         elif args.action == "history":
             from roster.observability import history
             if args.follow:
-                for event in history.events(client, args.group, follow=True):
-                    print("\n".join(history.format_event(event)), flush=True)
+                try:
+                    for event in history.events(client, args.group, follow=True):
+                        print("\n".join(history.format_event(event)), flush=True)
+                except KeyboardInterrupt:   # the way to stop following
+                    return 0
             else:
                 print("\n".join(history.history_lines(client, args.group)))
         elif args.action == "remove-members":
