@@ -44,11 +44,11 @@ def start_broker(port: int, data_dir: Path,
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
     for line in process.stdout:
-        if line.startswith("roster console on "):
-            CONSOLE.append(line.split()[3])
-            print(f"group console: {CONSOLE[0]}group/{GROUP} (metrics: {CONSOLE[0]}metrics)",
-                  flush=True)
         if line.startswith("roster listening on "):
+            if http_port is not None:   # serving before that line (server.py)
+                CONSOLE.append(f"http://127.0.0.1:{http_port}/")
+                print(f"group console: {CONSOLE[0]}group/{GROUP} "
+                      f"(metrics: {CONSOLE[0]}metrics)", flush=True)
             threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
             return process, line.split(" on ", 1)[1].strip()
     sys.exit(f"roster did not start (is port {port} in use?)")

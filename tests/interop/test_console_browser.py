@@ -94,9 +94,10 @@ def console(tmp_path_factory):
     """A broker with its console on, and a group that went through a few rebalances: three
     dynamic members, one bounced, and one static member bounced (a saved rebalance)."""
     from tests.support.process import BrokerProcess
+    port = free_port()   # the listener serves before the broker says it listens
     broker = BrokerProcess(tmp_path_factory.mktemp("console"), {
-        "group.initial.rebalance.delay.ms": "0", "http.port": str(free_port())}).start()
-    url = next(x for x in broker.output if x.startswith("roster console on ")).split()[3]
+        "group.initial.rebalance.delay.ms": "0", "http.port": str(port)}).start()
+    url = f"http://127.0.0.1:{port}/"
     group = "orders-enricher"
     groups.create_topic(broker.bootstrap, group, 6)
     watch = Watch()

@@ -28,9 +28,9 @@ def secured(tmp_path_factory):
     root = tmp_path_factory.mktemp("http-auth")
     pki = make_pki(root / "pki")
     add_users_offline(root / "data", root)
-    broker = SecureBroker(root / "data", secure_settings(
-        pki, **{"http.port": str(free_port())})).start()
-    broker.http = next(x for x in broker.output if x.startswith("roster console on ")).split()[3]
+    port = free_port()   # the listener serves before the broker says it listens
+    broker = SecureBroker(root / "data", secure_settings(pki, **{"http.port": str(port)})).start()
+    broker.http = f"http://127.0.0.1:{port}/"
     yield broker
     broker.stop()
 

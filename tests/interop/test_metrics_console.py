@@ -32,10 +32,10 @@ def free_port() -> int:
 @pytest.fixture(scope="module")
 def http_broker(tmp_path_factory):
     from tests.support.process import BrokerProcess
+    port = free_port()   # the listener serves before the broker says it listens
     broker = BrokerProcess(tmp_path_factory.mktemp("metrics"), {
-        "group.initial.rebalance.delay.ms": "0", "http.port": str(free_port())}).start()
-    line = next(x for x in broker.output if x.startswith("roster console on "))
-    broker.http = line.split()[3]
+        "group.initial.rebalance.delay.ms": "0", "http.port": str(port)}).start()
+    broker.http = f"http://127.0.0.1:{port}/"
     yield broker
     broker.stop()
 

@@ -176,8 +176,7 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
                             connections=lambda: len(table.connections),
                             require_auth=any(item.listener.protocol.startswith("SASL")
                                              for item in listening))
-        await http.start()
-        print(f"roster console on {http.url} (metrics: {http.url}metrics)", flush=True)
+        await http.start()   # serving before the line below: scripts wait for that line
     stopping = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping.set)
@@ -188,6 +187,8 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
                   f"{item.advertised[0]}:{item.advertised[1]}", flush=True)
     first = listening[0]
     print(f"roster listening on {first.host or host}:{first.port}", flush=True)
+    if http is not None:
+        print(f"roster console on {http.url} (metrics: {http.url}metrics)", flush=True)
     gc.freeze()  # what start-up built lives as long as the broker: keep it out of every GC pass
     try:
         await stopping.wait()
