@@ -69,9 +69,6 @@ def busy_group(http_broker):
     groups.create_topic(http_broker.bootstrap, topic, 4)
     from confluent_kafka import Producer
     producer = Producer({"bootstrap.servers": http_broker.bootstrap})
-    for i in range(200):
-        producer.produce(topic, str(i).encode(), partition=i % 4)
-    producer.flush(30)
     watch = Watch()
     conf = {"heartbeat.interval.ms": 300, "session.timeout.ms": 6000}
     members = [ConfluentMember(watch, http_broker.bootstrap, group, topic, f"m-{i}",
@@ -79,7 +76,11 @@ def busy_group(http_broker):
     for m in members:
         m.start()
     groups.wait_split(watch, members, 4)
-    watch.wait_for(lambda: sum(len(m.records) for m in members) >= 200, groups.DEADLINE_S,
+    # produced once the partitions are split, so that each member consumes (and commits) its own
+    for i in range(200):
+        producer.produce(topic, str(i).encode(), partition=i % 4)
+    producer.flush(30)
+    watch.wait_for(lambda: all(len(m.records) >= 100 for m in members), groups.DEADLINE_S,
                    lambda: "every record consumed")
     for m in members:
         m.commit()
