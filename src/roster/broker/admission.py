@@ -144,10 +144,12 @@ def _route(broker, group_id: str) -> ErrorCode:
 # -- the raw handlers' entry points -----------------------------------------------------------
 
 def admit_group(broker, connection, declaration: Group, group_id: str) -> ErrorCode | None:
-    """A raw handler's one group: None when admitted, else the error to answer with."""
-    authorizer = _authorizer(broker)
-    if authorizer is not None and not _allowed(authorizer, connection, declaration.operation,
-                                               ResourceType.GROUP, group_id):
+    """A raw handler's one group: None when admitted, else the error to answer with. (Every
+    heartbeat comes here: _authorizer is inlined.)"""
+    authorizer = broker.__dict__.get("authorizer")
+    if authorizer is not None and not getattr(authorizer, "allows_everything", False) \
+            and not _allowed(authorizer, connection, declaration.operation,
+                             ResourceType.GROUP, group_id):
         return ErrorCode.group_authorization_failed
     if not group_id and not declaration.allow_empty:
         return ErrorCode.invalid_group_id
