@@ -26,36 +26,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from enum import IntEnum
 
+from roster.protocol.acl import AclOperation, ResourceType
 
-class Operation(IntEnum):
-    """Kafka's AclOperation codes."""
-    UNKNOWN = 0
-    ANY = 1
-    ALL = 2
-    READ = 3
-    WRITE = 4
-    CREATE = 5
-    DELETE = 6
-    ALTER = 7
-    DESCRIBE = 8
-    CLUSTER_ACTION = 9
-    DESCRIBE_CONFIGS = 10
-    ALTER_CONFIGS = 11
-    IDEMPOTENT_WRITE = 12
-    CREATE_TOKENS = 13
-    DESCRIBE_TOKENS = 14
-
-
-class Resource(IntEnum):
-    """Kafka's ResourceType codes."""
-    UNKNOWN = 0
-    ANY = 1
-    TOPIC = 2
-    GROUP = 3
-    CLUSTER = 4
-    TRANSACTIONAL_ID = 5
-    DELEGATION_TOKEN = 6
-    USER = 7
+# Kafka's AclOperation and ResourceType codes: one definition, shared with the admission step.
+Operation = AclOperation
+Resource = ResourceType
 
 
 class Pattern(IntEnum):
