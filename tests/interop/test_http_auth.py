@@ -11,8 +11,7 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_pki, \
-    secure_settings
+from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_pki, secure_settings
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("security")]
 

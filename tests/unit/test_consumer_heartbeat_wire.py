@@ -4,20 +4,19 @@ writes."""
 from __future__ import annotations
 
 import datetime
+import io
 import uuid
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from kio.serial import entity_writer
 
 from roster.protocol.build import element, make
 from roster.protocol.codec import encode_request, response_schema
 from roster.protocol.consumer_heartbeat_wire import decode, encode_answer
 from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.framing import read_prefix
-
-from kio.serial import entity_writer
-import io
 
 names = st.text(min_size=0, max_size=12)
 maybe = lambda s: st.none() | s  # noqa: E731

@@ -10,12 +10,11 @@ from pathlib import Path
 
 from roster.broker.cleaner import LogCleaner
 from roster.broker.durability import Durability
-from roster.broker.group_log import GroupLog
 from roster.broker.group_configs import GroupConfigStore
+from roster.broker.group_log import GroupLog
 from roster.broker.groups import GroupRuntime
-from roster.observability.event_log import EventLog
-from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
 from roster.broker.handlers import build_registry
+from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
 from roster.broker.producers import ProducerIds, SequenceTable
 from roster.broker.topics import Topic, TopicError, TopicManager
 from roster.broker.waiters import AppendWaiters
@@ -24,6 +23,7 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.log.api import LogError
 from roster.log.file import FileLog
+from roster.observability.event_log import EventLog
 from roster.security.authorizer import StandardAuthorizer
 
 log = logging.getLogger("roster.broker")

@@ -14,8 +14,8 @@ from roster.coordinator.rebalance import (
 from roster.coordinator.results import Result
 from roster.coordinator.states import LEAVE_GROUP, Action, GroupState, Refuse
 from roster.coordinator.validation import member_error
-from roster.protocol.errors import ErrorCode
 from roster.observability import events as ev
+from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
 S = GroupState

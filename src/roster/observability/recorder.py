@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
-
 from roster.observability.events import (
     CLASSIC,
-    Moved,
     DELETED,
     GENERATION,
     GROUP_DELETED,
@@ -21,8 +18,10 @@ from roster.observability.events import (
     SAVED,
     STATIC_REJOIN,
     GroupEvent,
+    Moved,
     Trigger,
 )
+from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 
 
 @dataclass(slots=True)

@@ -7,7 +7,6 @@ from roster.client.consumer_membership import ConsumerMembership, NeedTopicIds, 
 from roster.client.membership import Assigned, Fatal, Lost, MemberConfig, Revoked, Send
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.protocol.errors import ErrorCode
-
 from tests.unit.coordinator.consumer.harness import ConsumerHarness, topic_id
 
 

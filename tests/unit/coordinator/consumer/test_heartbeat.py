@@ -5,7 +5,6 @@ from __future__ import annotations
 from roster.coordinator.consumer.coordinator import rebalance_key, session_key
 from roster.coordinator.consumer.model import GroupState, MemberState
 from roster.protocol.errors import ErrorCode
-
 from tests.unit.coordinator.consumer.harness import ConsumerHarness, partitions, topic_id
 
 T = topic_id("t")

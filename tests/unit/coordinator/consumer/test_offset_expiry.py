@@ -4,7 +4,6 @@ members subscribe to never expire there, the others do, counted from their commi
 from __future__ import annotations
 
 from roster.protocol.group_records import GroupKey, OffsetKey, Record
-
 from tests.unit.coordinator.harness import Harness
 
 

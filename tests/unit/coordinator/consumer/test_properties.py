@@ -13,7 +13,6 @@ from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.coordinator import ConsumerCoordinator
 from roster.coordinator.consumer.model import GroupState
 from roster.protocol.errors import ErrorCode
-
 from tests.unit.coordinator.consumer.harness import ConsumerHarness
 
 
