@@ -29,6 +29,15 @@ def _admin(args) -> AdminClient:
     return AdminClient(args.bootstrap_server, security=security)
 
 
+def _also_after_the_action(actions) -> None:
+    """Kafka's tools take their options in any order: every action of a command accepts the
+    connection options after it too (the command's own defaults stay when they are not)."""
+    for parser in actions.choices.values():
+        parser.add_argument("--bootstrap-server", default=argparse.SUPPRESS,
+                            metavar="HOST:PORT")
+        parser.add_argument("--command-config", default=argparse.SUPPRESS, metavar="FILE")
+
+
 def _connection_options(parser) -> None:
     parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
     parser.add_argument("--command-config", metavar="FILE",
@@ -279,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
     grow.add_argument("--partitions", type=int, required=True, help="the new total")
     delete = actions.add_parser("delete")
     delete.add_argument("names", nargs="+")
+    _also_after_the_action(actions)
     topics.set_defaults(run=_topics)
 
     groups = commands.add_parser("groups", help="list, describe and delete consumer groups")
@@ -312,6 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
                         const="refuse", help="refuse members not expected (the default)")
     policy.add_argument("--admit-unexpected", dest="unexpected", action="store_const",
                         const="admit", help="let them in (and log them)")
+    _also_after_the_action(group_actions)
     groups.set_defaults(run=_groups)
 
     offsets = commands.add_parser("offsets",
@@ -332,6 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
     forget.add_argument("group")
     forget.add_argument("--topic", required=True)
     forget.add_argument("--partitions", metavar="P[,P...]", help="default: every partition")
+    _also_after_the_action(offset_actions)
     offsets.set_defaults(run=_offsets)
 
     report = commands.add_parser(
