@@ -54,6 +54,11 @@ bench: $(STAMP)
 	$(PY) bench/offsets.py
 	$(PY) bench/assignors.py
 	$(PY) bench/security.py
+	$(PY) bench/authorizer.py
+	$(PY) bench/down_conversion.py
+	$(PY) bench/server_assignors.py
+	$(PY) bench/consumer_coordinator.py
+	$(PY) bench/observability.py
 	$(PY) bench/spark_pipeline.py
 
 clean:
