@@ -26,7 +26,14 @@ from __future__ import annotations
 import struct
 
 from roster.protocol.errors import MalformedRequest
-from roster.protocol.varint import encode_unsigned, read_unsigned
+from roster.protocol.flexible_reading import (
+    compact_count,
+    compact_string,
+    required,
+    skip_tagged_fields,
+    text,
+)
+from roster.protocol.varint import encode_unsigned
 
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
@@ -53,29 +60,29 @@ def _decode(frame: bytes, version: int) -> Fields:
     at = HEADER_PREFIX_SIZE + 2
     client_id = None
     if client_length >= 0:
-        client_id = _text(frame, at, client_length)
+        client_id = text(frame, at, client_length)
         at += client_length
-    at = _skip_tags(frame, at)
-    group_id, at = _string(frame, at)
-    member_id, at = _string(frame, at)
+    at = skip_tagged_fields(frame, at)
+    group_id, at = compact_string(frame, at)
+    member_id, at = compact_string(frame, at)
     (epoch,) = INT32.unpack_from(frame, at)
-    instance_id, at = _string(frame, at + 4)
-    rack_id, at = _string(frame, at)
+    instance_id, at = compact_string(frame, at + 4)
+    rack_id, at = compact_string(frame, at)
     (rebalance,) = INT32.unpack_from(frame, at)
     at += 4
-    count, at = _count(frame, at)
+    count, at = compact_count(frame, at)
     names = None
     if count >= 0:
         names = []
         for _ in range(count):
-            name, at = _string(frame, at)
-            names.append(_required(name))
+            name, at = compact_string(frame, at)
+            names.append(required(name))
         names = tuple(names)
     regex = None
     if version >= REGEX_FROM:
-        regex, at = _string(frame, at)
-    assignor, at = _string(frame, at)
-    count, at = _count(frame, at)
+        regex, at = compact_string(frame, at)
+    assignor, at = compact_string(frame, at)
+    count, at = compact_count(frame, at)
     owned = None
     if count >= 0:
         owned = []
@@ -83,55 +90,19 @@ def _decode(frame: bytes, version: int) -> Fields:
             topic_id = frame[at:at + 16]
             if len(topic_id) != 16:
                 raise IndexError("topic id runs past the end of the frame")
-            n, at = _count(frame, at + 16)
+            n, at = compact_count(frame, at + 16)
             if n < 0:
                 raise IndexError("null partitions")
             partitions = struct.unpack_from(f">{n}i", frame, at)
-            at = _skip_tags(frame, at + 4 * n)
+            at = skip_tagged_fields(frame, at + 4 * n)
             owned.append((bytes(topic_id), partitions))
         owned = tuple(owned)
-    at = _skip_tags(frame, at)
+    at = skip_tagged_fields(frame, at)
     if at != len(frame):
         raise MalformedRequest(f"ConsumerGroupHeartbeat v{version}: {len(frame) - at} bytes "
                                "after the request")
-    return (client_id, _required(group_id), _required(member_id), epoch, instance_id, rack_id,
+    return (client_id, required(group_id), required(member_id), epoch, instance_id, rack_id,
             rebalance, names, regex, assignor, owned)
-
-
-def _string(frame: bytes, at: int) -> tuple[str | None, int]:
-    length_plus_one, at = read_unsigned(frame, at)
-    if length_plus_one == 0:
-        return None, at
-    length = length_plus_one - 1
-    return _text(frame, at, length), at + length
-
-
-def _count(frame: bytes, at: int) -> tuple[int, int]:
-    count_plus_one, at = read_unsigned(frame, at)
-    return count_plus_one - 1, at
-
-
-def _text(frame: bytes, at: int, length: int) -> str:
-    if at + length > len(frame):
-        raise IndexError("string runs past the end of the frame")
-    return str(frame[at:at + length], "utf-8")
-
-
-def _skip_tags(frame: bytes, at: int) -> int:
-    count, at = read_unsigned(frame, at)
-    for _ in range(count):
-        _, at = read_unsigned(frame, at)
-        size, at = read_unsigned(frame, at)
-        at += size
-    if at > len(frame):
-        raise IndexError("tagged field runs past the end of the frame")
-    return at
-
-
-def _required(value: str | None) -> str:
-    if value is None:
-        raise IndexError("null where a string is required")
-    return value
 
 
 def _compact(value: str | None) -> bytes:

@@ -18,7 +18,7 @@ import struct
 from functools import cache
 
 from roster.protocol.errors import MalformedRequest
-from roster.protocol.varint import read_unsigned
+from roster.protocol.flexible_reading import compact_string, required, skip_tagged_fields, text
 
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
@@ -65,14 +65,14 @@ def _decode_classic(frame: bytes, version: int) -> HeartbeatFields:
 
 def _decode_flexible(frame: bytes) -> HeartbeatFields:
     _, at = _string(frame, HEADER_PREFIX_SIZE)  # client id stays a classic string in header v2
-    at = _skip_tagged_fields(frame, at)
-    group_id, at = _compact_string(frame, at)
+    at = skip_tagged_fields(frame, at)
+    group_id, at = compact_string(frame, at)
     (generation,) = INT32.unpack_from(frame, at)
-    member_id, at = _compact_string(frame, at + 4)
-    instance_id, at = _compact_string(frame, at)
-    at = _skip_tagged_fields(frame, at)
+    member_id, at = compact_string(frame, at + 4)
+    instance_id, at = compact_string(frame, at)
+    at = skip_tagged_fields(frame, at)
     _expect_end(frame, at, FLEXIBLE_FROM)
-    return _required(group_id), generation, _required(member_id), instance_id
+    return required(group_id), generation, required(member_id), instance_id
 
 
 def _string(frame: bytes, at: int) -> tuple[str | None, int]:
@@ -80,39 +80,7 @@ def _string(frame: bytes, at: int) -> tuple[str | None, int]:
     at += 2
     if length < 0:
         return None, at
-    return _text(frame, at, length), at + length
-
-
-def _compact_string(frame: bytes, at: int) -> tuple[str | None, int]:
-    length_plus_one, at = read_unsigned(frame, at)
-    if length_plus_one == 0:
-        return None, at
-    length = length_plus_one - 1
-    return _text(frame, at, length), at + length
-
-
-def _text(frame: bytes, at: int, length: int) -> str:
-    if at + length > len(frame):
-        raise IndexError("string runs past the end of the frame")
-    return str(frame[at:at + length], "utf-8")
-
-
-def _skip_tagged_fields(frame: bytes, at: int) -> int:
-    """Kafka skips tagged fields it does not know; Heartbeat defines none."""
-    count, at = read_unsigned(frame, at)
-    for _ in range(count):
-        _, at = read_unsigned(frame, at)  # tag
-        size, at = read_unsigned(frame, at)
-        at += size
-    if at > len(frame):
-        raise IndexError("tagged field runs past the end of the frame")
-    return at
-
-
-def _required(value: str | None) -> str:
-    if value is None:
-        raise IndexError("null where a string is required")
-    return value
+    return text(frame, at, length), at + length
 
 
 def _expect_end(frame: bytes, at: int, version: int) -> None:
