@@ -14,18 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import datetime
-import inspect
 import logging
 import time
 import uuid
 from collections.abc import Callable
 
 from roster.client import requests
-from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
+from roster.client.connection import ConnectionClosed
 from roster.client.consumer_membership import ConsumerMembership, NeedTopicIds, State
 from roster.client.errors import fatal_exception
-from roster.client.member import CommitFailed, _offset_fetch, parse_bootstrap
-from roster.client.membership import Assigned, Fatal, Lost, MemberConfig, Revoked, Send
+from roster.client.member import CommitFailed, _offset_fetch
+from roster.client.member_driver import MemberDriver
+from roster.client.membership import MemberConfig, Send
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
@@ -35,53 +35,18 @@ log = logging.getLogger("roster.client")
 METADATA, HEARTBEAT = 3, 68
 
 
-class ConsumerGroupMember:
+class ConsumerGroupMember(MemberDriver):
     def __init__(self, bootstrap: str, config: MemberConfig, *, client_id: str = "roster-client",
                  server_assignor: str | None = None, on_assigned: Callable | None = None,
                  on_revoked: Callable | None = None, on_lost: Callable | None = None,
                  clock: Callable[[], float] = time.time, security=None,
                  member_id: str | None = None, **_ignored) -> None:
-        self.machine = ConsumerMembership(config, member_id or str(uuid.uuid4()),
-                                          server_assignor)
-        self._bootstrap = parse_bootstrap(bootstrap)
-        self._client_id = client_id
-        self._security = as_security(security)
-        self._callbacks = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
-        self._clock = clock
-        self._metadata_conn: BrokerConnection | None = None
-        self._coordinator: BrokerConnection | None = None
-        self._coordinator_address: tuple[str, int] | None = None
-        self.topic_ids: dict[str, uuid.UUID] = {}
-        self._wake = asyncio.Event()
-        self._changed = asyncio.Condition()
-        self._tasks: set[asyncio.Task] = set()
-        self._runner: asyncio.Task | None = None
+        super().__init__(ConsumerMembership(config, member_id or str(uuid.uuid4()),
+                                            server_assignor),
+                         bootstrap, client_id=client_id, on_assigned=on_assigned,
+                         on_revoked=on_revoked, on_lost=on_lost, clock=clock, security=security)
 
-    # -- public API (as GroupMember's) -----------------------------------------------------------
-
-    def now(self) -> int:
-        return int(self._clock() * 1000)
-
-    @property
-    def assignment(self) -> tuple[tuple[str, int], ...]:
-        return self.machine.owned
-
-    @property
-    def fatal(self) -> Fatal | None:
-        return self.machine.fatal
-
-    async def start(self, topics: list[str]) -> None:
-        self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id,
-                                                          security=self._security)
-        await self.subscribe(topics)
-        self._runner = asyncio.ensure_future(self._run())
-
-    async def subscribe(self, topics: list[str]) -> None:
-        await self._handle(self.machine.subscribe(topics, self.now()))
-
-    async def wait_for(self, condition: Callable[[], bool], timeout_s: float) -> None:
-        async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(condition), timeout_s)
+    # -- public API (as GroupMember's; the rest is MemberDriver's) --------------------------------
 
     async def wait_stable(self, timeout_s: float = 60.0) -> None:
         await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL)
@@ -125,14 +90,6 @@ class ConsumerGroupMember:
         return {(getattr(t, "name", None) or names.get(t.topic_id), p.partition_index):
                 p.committed_offset for t in topics for p in t.partitions}
 
-    async def leave(self) -> None:
-        await self._handle(self.machine.leave(self.now()))
-        await self._shutdown()
-
-    async def close(self) -> None:
-        await self._handle(self.machine.close(self.now()))
-        await self._shutdown()
-
     # -- the loop --------------------------------------------------------------------------------
 
     async def _run(self) -> None:
@@ -147,39 +104,17 @@ class ConsumerGroupMember:
             except asyncio.TimeoutError:
                 pass
 
-    async def _handle(self, actions: list) -> None:
-        for action in actions:
-            if isinstance(action, Send):
-                self._spawn(self._send(action))
-            elif isinstance(action, NeedTopicIds):
-                self._spawn(self._resolve(action.topic_ids))
-            elif isinstance(action, Fatal):
-                log.error("group member stopped: %s", action.message)
-            else:
-                callback = self._callbacks.get(type(action))
-                if callback is not None:
-                    outcome = callback(action.partitions)
-                    if inspect.isawaitable(outcome):
-                        await outcome
-        self._wake.set()
-        async with self._changed:
-            self._changed.notify_all()
-
-    def _spawn(self, coroutine) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _own_action(self, action) -> bool:
+        if isinstance(action, NeedTopicIds):
+            self._spawn(self._resolve(action.topic_ids))
+            return True
+        return False
 
     async def _send(self, send: Send) -> None:
         machine = self.machine
         try:
             if send.api == "FindCoordinator":
-                answer = await self._metadata_conn.call(
-                    10, lambda v: requests.build("FindCoordinator", v, send.fields, {}))
-                error, host, port = requests.find_coordinator_answer(answer)
-                if error is ErrorCode.none:
-                    await self._connect_coordinator(host, port)
-                await self._handle(machine.on_find_coordinator(error, self.now()))
+                await self._find_coordinator(send)
                 return
             if self._coordinator is None:
                 raise ConnectionClosed("no coordinator")
@@ -219,49 +154,6 @@ class ConsumerGroupMember:
                 names[topic.topic_id] = topic.name
                 self.topic_ids[topic.name] = topic.topic_id
         await self._handle(self.machine.on_topic_names(names, self.now()))
-
-    async def fetch_metadata(self, topics) -> dict[str, int]:
-        def body(version):
-            schema = request_schema(METADATA, version)
-            entry = element(schema, "topics")
-            return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
-                        allow_auto_topic_creation=False,
-                        include_topic_authorized_operations=False)
-        answer = await self._metadata_conn.call(METADATA, body)
-        counts = {}
-        for topic in answer.topics:
-            if topic.error_code is ErrorCode.none:
-                counts[topic.name] = len(topic.partitions)
-                if getattr(topic, "topic_id", None) is not None:
-                    self.topic_ids[topic.name] = topic.topic_id
-        return counts
-
-    async def _connect_coordinator(self, host: str, port: int) -> None:
-        if self._coordinator is not None and self._coordinator_address == (host, port):
-            return
-        self._drop_coordinator()
-        self._coordinator = await BrokerConnection.open(host, port, self._client_id,
-                                                        security=self._security)
-        self._coordinator_address = (host, port)
-
-    def _drop_coordinator(self) -> None:
-        if self._coordinator is not None:
-            self._coordinator.close()
-        self._coordinator, self._coordinator_address = None, None
-
-    async def _shutdown(self) -> None:
-        self._wake.set()
-        pending = [t for t in self._tasks if not t.done()]
-        if pending:  # let a leave in flight finish, briefly
-            await asyncio.wait(pending, timeout=5)
-        for task in list(self._tasks):
-            task.cancel()
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-        self._drop_coordinator()
-        if self._metadata_conn is not None:
-            self._metadata_conn.close()
 
 
 def _heartbeat(version: int, f: dict):

@@ -14,23 +14,18 @@ decisions are the machine's.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import time
-import uuid
 from collections.abc import Callable
 
 from roster.client import requests
-from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
+from roster.client.connection import ConnectionClosed
 from roster.client.errors import fatal_exception
+from roster.client.member_driver import MemberDriver, parse_bootstrap  # noqa: F401 (re-exported)
 from roster.client.membership import (
-    Assigned,
-    Fatal,
-    Lost,
     MemberConfig,
     Membership,
     NeedMetadata,
-    Revoked,
     Send,
     State,
 )
@@ -48,61 +43,18 @@ class CommitFailed(RuntimeError):
         self.errors = errors
 
 
-def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
-    first = bootstrap.split(",")[0].strip()
-    host, _, port = first.rpartition(":")
-    return host.strip("[]") or "localhost", int(port)
-
-
-class GroupMember:
+class GroupMember(MemberDriver):
     def __init__(self, bootstrap: str, config: MemberConfig, *, client_id: str = "roster-client",
                  on_assigned: Callable | None = None, on_revoked: Callable | None = None,
                  on_lost: Callable | None = None, metadata_max_age_ms: int = 300_000,
                  clock: Callable[[], float] = time.time, security=None) -> None:
-        self.machine = Membership(config)
-        self._bootstrap = parse_bootstrap(bootstrap)
-        self._client_id = client_id
-        self._security = as_security(security)
-        self._callbacks = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
+        super().__init__(Membership(config), bootstrap, client_id=client_id,
+                         on_assigned=on_assigned, on_revoked=on_revoked, on_lost=on_lost,
+                         clock=clock, security=security)
         self._metadata_age_ms = metadata_max_age_ms
-        self._clock = clock
-        self._metadata_conn: BrokerConnection | None = None
-        self._coordinator: BrokerConnection | None = None
-        self._coordinator_address: tuple[str, int] | None = None
-        self.topic_ids: dict[str, uuid.UUID] = {}
-        self._wake = asyncio.Event()
-        self._changed = asyncio.Condition()
-        self._tasks: set[asyncio.Task] = set()
-        self._runner: asyncio.Task | None = None
         self._next_metadata_ms = 0
 
-    # -- public API --------------------------------------------------------------------------
-
-    def now(self) -> int:
-        return int(self._clock() * 1000)
-
-    @property
-    def assignment(self) -> tuple[tuple[str, int], ...]:
-        return self.machine.owned
-
-    @property
-    def fatal(self) -> Fatal | None:
-        return self.machine.fatal
-
-    async def start(self, topics: list[str]) -> None:
-        self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id,
-                                                          security=self._security)
-        await self.subscribe(topics)
-        self._runner = asyncio.ensure_future(self._run())
-
-    async def subscribe(self, topics: list[str]) -> None:
-        """Set the subscription (at start, or later: a changed one makes the member rejoin)."""
-        await self._handle(self.machine.subscribe(topics, self.now()))
-
-    async def wait_for(self, condition: Callable[[], bool], timeout_s: float) -> None:
-        """Wait until condition() holds (checked whenever the membership changes)."""
-        async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(condition), timeout_s)
+    # -- public API (the rest is MemberDriver's) ---------------------------------------------
 
     async def wait_stable(self, timeout_s: float = 60.0) -> None:
         await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL), timeout_s)
@@ -146,14 +98,6 @@ class GroupMember:
         if missing and self._coordinator is not None and self._coordinator.version(8) >= 10:
             await self.fetch_metadata(tuple(missing))
 
-    async def leave(self) -> None:
-        await self._handle(self.machine.leave(self.now()))
-        await self._shutdown()
-
-    async def close(self) -> None:
-        await self._handle(self.machine.close(self.now()))
-        await self._shutdown()
-
     # -- the loop ------------------------------------------------------------------------------
 
     async def _run(self) -> None:
@@ -173,39 +117,17 @@ class GroupMember:
             except asyncio.TimeoutError:
                 pass
 
-    async def _handle(self, actions: list) -> None:
-        for action in actions:
-            if isinstance(action, Send):
-                self._spawn(self._send(action))
-            elif isinstance(action, NeedMetadata):
-                self._spawn(self._refresh_metadata(action.topics))
-            elif isinstance(action, Fatal):
-                log.error("group member stopped: %s", action.message)
-            else:
-                callback = self._callbacks.get(type(action))
-                if callback is not None:
-                    outcome = callback(action.partitions)
-                    if inspect.isawaitable(outcome):
-                        await outcome
-        self._wake.set()
-        async with self._changed:
-            self._changed.notify_all()
-
-    def _spawn(self, coroutine) -> None:
-        task = asyncio.ensure_future(coroutine)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def _own_action(self, action) -> bool:
+        if isinstance(action, NeedMetadata):
+            self._spawn(self._refresh_metadata(action.topics))
+            return True
+        return False
 
     async def _send(self, send: Send) -> None:
         machine = self.machine
         try:
             if send.api == "FindCoordinator":
-                answer = await self._metadata_conn.call(
-                    10, lambda v: requests.build("FindCoordinator", v, send.fields, {}))
-                error, host, port = requests.find_coordinator_answer(answer)
-                if error is ErrorCode.none:
-                    await self._connect_coordinator(host, port)
-                await self._handle(machine.on_find_coordinator(error, self.now()))
+                await self._find_coordinator(send)
                 return
             answer = await self._call(send)
         except (ConnectionClosed, SecurityError) as exc:
@@ -233,19 +155,6 @@ class GroupMember:
         return await self._coordinator.call(
             api_key, lambda v: requests.build(send.api, v, send.fields, self.topic_ids))
 
-    async def _connect_coordinator(self, host: str, port: int) -> None:
-        if self._coordinator is not None and self._coordinator_address == (host, port):
-            return
-        self._drop_coordinator()
-        self._coordinator = await BrokerConnection.open(host, port, self._client_id,
-                                                        security=self._security)
-        self._coordinator_address = (host, port)
-
-    def _drop_coordinator(self) -> None:
-        if self._coordinator is not None:
-            self._coordinator.close()
-        self._coordinator, self._coordinator_address = None, None
-
     async def _refresh_metadata(self, topics: tuple[str, ...]) -> None:
         try:
             counts = await self.fetch_metadata(topics)
@@ -253,36 +162,6 @@ class GroupMember:
             log.warning("metadata refresh failed: %s", exc)
             return
         await self._handle(self.machine.on_metadata(counts, self.now()))
-
-    async def fetch_metadata(self, topics) -> dict[str, int]:
-        def body(version):
-            schema = requests.request_schema(METADATA, version)
-            entry = element(schema, "topics")
-            return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
-                        allow_auto_topic_creation=False,
-                        include_topic_authorized_operations=False)
-        answer = await self._metadata_conn.call(METADATA, body)
-        counts = {}
-        for topic in answer.topics:
-            if topic.error_code is ErrorCode.none:
-                counts[topic.name] = len(topic.partitions)
-                if getattr(topic, "topic_id", None) is not None:
-                    self.topic_ids[topic.name] = topic.topic_id
-        return counts
-
-    async def _shutdown(self) -> None:
-        self._wake.set()
-        pending = [t for t in self._tasks if not t.done()]
-        if pending:  # let a LeaveGroup in flight finish, briefly
-            await asyncio.wait(pending, timeout=5)
-        for task in list(self._tasks):
-            task.cancel()
-        if self._runner is not None:
-            self._runner.cancel()
-            await asyncio.gather(self._runner, return_exceptions=True)
-        self._drop_coordinator()
-        if self._metadata_conn is not None:
-            self._metadata_conn.close()
 
 
 def _offset_fetch(version: int, group_id: str, by_topic: dict[str, list[int]], topic_ids):
