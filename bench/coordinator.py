@@ -628,7 +628,10 @@ async def memory_breakdown(args) -> dict:
     metadata = loadgen.subscription(1)
 
     import inspect
-    if "make_request" in inspect.signature(runtime.call).parameters:
+    if hasattr(runtime, "new_token"):  # join(request) / sync(request), the request's token
+        def call(operation, build):
+            return getattr(runtime, operation.__name__)(build(runtime.new_token()))
+    elif "make_request" in inspect.signature(runtime.call).parameters:
         def call(operation, build):  # call(operation, make_request(token))
             return runtime.call(operation, build)
     else:

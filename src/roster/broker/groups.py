@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import itertools
 import logging
 import time
@@ -21,7 +22,19 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer import records as consumer_records
 from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
 from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.messages import (
+    CommitReply,
+    CommitRequest,
+    JoinReply,
+    JoinRequest,
+    LeaveReply,
+    LeaveRequest,
+    OffsetDeleteReply,
+    SyncReply,
+    SyncRequest,
+)
 from roster.coordinator.results import Result
+from roster.observability.after_write import EventsAfterWrites
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record, UnknownRecord
 
@@ -84,28 +97,136 @@ class GroupRuntime:
         self._loading: set[int] = set()
         # where the flight recorder's events go (observability/event_log.py); None: dropped
         self.on_events: Callable[[list], None] | None = None
+        self._events = EventsAfterWrites(self._publish_events)  # once their records are durable
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    async def call(self, operation: Callable, make_request: Callable[[int], object]) -> object:
-        """Run one coordinator operation and wait for its reply (which may be parked: JoinGroup
-        and SyncGroup are long polls). make_request(token) builds the request it answers."""
-        return await self.run(lambda token, now: operation(make_request(token), now))
+    # -- the operations handlers call ------------------------------------------------------
+    # A group id names a classic group or a consumer group (KIP-848); which coordinator owns a
+    # request is decided here, once, not in each handler.
 
-    async def run(self, step: Callable[[int, int], Result]) -> object:
-        """step(token, now) -> Result; wait for the reply addressed to that token."""
-        reply = self.start(step)
+    async def join(self, request: JoinRequest) -> JoinReply:
+        consumer_group = self.consumer.groups.get(request.group_id)
+        if consumer_group is not None and consumer_group.members:
+            # a live consumer group: Kafka 4 would take the classic member into it as a
+            # classic-protocol member; roster answers as Kafka does for protocols the group
+            # cannot serve
+            return JoinReply(error=ErrorCode.inconsistent_group_protocol, member_id="")
+        if consumer_group is not None:  # empty: it gives way to the classic group, as in Kafka
+            token = self.new_token()
+            await self.run(lambda now: self.consumer.delete_group(request.group_id, now, token),
+                           token)
+        return await self._call(self.coordinator.join, request)
+
+    async def sync(self, request: SyncRequest) -> SyncReply:
+        return await self._call(self.coordinator.sync, request)
+
+    async def leave(self, request: LeaveRequest) -> LeaveReply:
+        return await self._call(self.coordinator.leave, request)
+
+    async def commit_offsets(self, request: CommitRequest) -> CommitReply:
+        """A consumer group checks the member epoch first (v9+); its offsets are then
+        committed like a simple group's (they live beside the group, as in Kafka)."""
+        checked = self.consumer.committable(request.group_id, request.member_id,
+                                            request.generation, request.api_version)
+        if checked is not None and checked is not ErrorCode.none:
+            return CommitReply(tuple((o.topic, o.partition, checked) for o in request.offsets))
+        if checked is not None:
+            request = dataclasses.replace(request, generation=-1, member_id="",
+                                          group_instance_id=None)  # a simple commit
+        return await self._call(self.coordinator.commit_offsets, request)
+
+    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
+        return self.coordinator.fetch_offsets(group_id, wanted)
+
+    def fetch_refused(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
+        """OffsetFetch v9+ from a consumer group member: its member id and epoch checked."""
+        checked = self.consumer.fetchable(group_id, member_id, epoch)
+        return None if checked is ErrorCode.none else checked
+
+    async def delete_offsets(self, group_id: str,
+                             partitions: list[tuple[str, int]]) -> OffsetDeleteReply:
+        """A consumer group keeps the offsets of the topics its members subscribe to
+        (GROUP_SUBSCRIBED_TO_TOPIC); the rest go as a classic group's do."""
+        consumer_group = self.consumer.groups.get(group_id)
+        kept = []
+        if consumer_group is not None and consumer_group.members:
+            subscribed = consumer_group.subscribed_names()
+            kept = [(t, p, ErrorCode.group_subscribed_to_topic) for t, p in partitions
+                    if t in subscribed]
+            partitions = [(t, p) for t, p in partitions if t not in subscribed]
+        token = self.new_token()
+        reply = await self.run(lambda now: self.coordinator.delete_offsets(
+            group_id, partitions, now, token), token)
+        if reply.error is not ErrorCode.none or not kept:
+            return reply
+        return OffsetDeleteReply(reply.error, tuple(kept) + reply.partitions)
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        """Only empty groups go. A consumer group's own records go first, then its offsets
+        (kept with every group's, in the classic coordinator)."""
+        outcome: dict[str, ErrorCode] = {}
+        classic = [g for g in group_ids if g not in self.consumer.groups]
+        for group_id in [g for g in group_ids if g in self.consumer.groups]:
+            token = self.new_token()
+            outcome[group_id] = await self.run(
+                lambda now, g=group_id, t=token: self.consumer.delete_group(g, now, t), token)
+            if outcome[group_id] is ErrorCode.none and group_id in self.coordinator.groups:
+                classic.append(group_id)
+        if classic:
+            token = self.new_token()
+            outcome.update(await self.run(lambda now: self.coordinator.delete_groups(
+                classic, now, token), token))
+        return outcome
+
+    def describe(self, group_id: str):
+        """DescribeGroups: a consumer group is not a classic group (Kafka answers not found)."""
+        if group_id in self.consumer.groups:
+            return None
+        return self.coordinator.describe(group_id)
+
+    def list_groups(self, states: set[str] | None,
+                    types: set[str] | None) -> list[tuple[str, str, str, str]]:
+        """(group id, protocol type, state, group type) of both kinds of group."""
+        listed = [(group_id, protocol_type, state, "classic") for group_id, protocol_type, state
+                  in self.coordinator.list_groups(states, types)
+                  if group_id not in self.consumer.groups]  # its offsets' holder only
+        listed += [(group_id, "consumer", state, "consumer")
+                   for group_id, state in self.consumer.list_groups(states, types)]
+        return listed
+
+    def consumer_heartbeat(self, request, image) -> object:
+        """ConsumerGroupHeartbeat: the reply at once when nothing is written (a steady
+        heartbeat), otherwise a future for it (see start)."""
+        return self.start(lambda now: self.consumer.heartbeat(request, image, now),
+                          request.token)
+
+    def describe_consumer_groups(self, group_ids: list[str], image):
+        return self.consumer.describe(group_ids, image)
+
+    async def _call(self, operation: Callable, request) -> object:
+        """Run one coordinator operation on `request` and wait for the reply addressed to its
+        token (which may be parked: JoinGroup and SyncGroup are long polls)."""
+        return await self.run(lambda now: operation(request, now), request.token)
+
+    def new_token(self) -> int:
+        """The token a request's reply will be addressed to: every request handed to the
+        operations above carries one (`token=groups.new_token()`)."""
+        return next(self._tokens)
+
+    async def run(self, step: Callable[[int], Result], token: int) -> object:
+        """step(now) -> Result; wait for the reply addressed to `token`."""
+        reply = self.start(step, token)
         return await reply if isinstance(reply, asyncio.Future) else reply
 
-    def start(self, step: Callable[[int, int], Result]) -> object:
-        """Apply step(token, now) -> Result. Returns the reply addressed to that token when the
-        result already holds it (a heartbeat, any rejection: no future, no wait), otherwise a
-        future for it (a parked long poll, or a reply waiting for its records' fsync)."""
-        token = next(self._tokens)
+    def start(self, step: Callable[[int], Result], token: int) -> object:
+        """Apply step(now) -> Result. Returns the reply addressed to `token` when the result
+        already holds it (a heartbeat, any rejection: no future, no wait), otherwise a future
+        for it (a parked long poll, or a reply waiting for its records' fsync)."""
         self._running, self._running_reply = token, _NO_REPLY
         try:
-            self.apply(step(token, self.now_ms()))
+            self.apply(step(self.now_ms()))
         finally:
             self._running = None
         reply, self._running_reply = self._running_reply, _NO_REPLY
@@ -131,15 +252,17 @@ class GroupRuntime:
 
     def apply(self, result: Result) -> None:
         self._apply_timers(result)
-        if result.events and self.on_events is not None:
-            self.on_events(result.events)
         if result.records:
+            if result.events:   # they wait for the records they describe (after_write.py)
+                self._events.hold(result.events)
             self.sink.write(result.records, lambda error: self._release(result, error))
         else:
             self._release(result, None)
 
     def _release(self, result: Result, error: ErrorCode | None) -> None:
         """The result's records are written (or failed to be): answer, then continue."""
+        if result.events:
+            self._events.release(result.events, error is None)
         for reply in result.replies:
             if reply.token == self._running:
                 self._running_reply = reply.body
@@ -170,6 +293,7 @@ class GroupRuntime:
             self._loading.discard(partition)
             groups = [g for g in self.coordinator.groups
                       if self.sink.partition_for(g) == partition]
+            self._recorders_loaded(partition)
             self.apply(self.coordinator.groups_loaded(groups, self.now_ms()))
             self.apply(self.consumer.groups_loaded(
                 [g for g in self.consumer.groups if self.sink.partition_for(g) == partition],
@@ -177,6 +301,21 @@ class GroupRuntime:
             if count:
                 log.info("loaded %d records, %d groups from partition %d in %.2f s", count,
                          len(groups), partition, time.monotonic() - started)
+
+    def _recorders_loaded(self, partition: int) -> None:
+        """The flight recorders learn the replayed groups' members and partition owners, so
+        the first generation after a restart is compared with the last one before it."""
+        now = self.now_ms()
+        for group_id, group in self.coordinator.groups.items():
+            if self.sink.partition_for(group_id) == partition:
+                self.coordinator.recorder.loaded(group)
+        for group_id, group in self.consumer.groups.items():
+            if self.sink.partition_for(group_id) == partition:
+                self.consumer.recorder.loaded(group, now)
+
+    def _publish_events(self, events: list) -> None:
+        if self.on_events is not None:
+            self.on_events(events)
 
     def _replay(self, record: Record) -> None:
         key = record.key

@@ -78,8 +78,10 @@ def to_request(request, connection, token) -> HeartbeatRequest:
 async def handle(broker, request, connection):
     groups = broker.groups
     image = LiveTopics(broker.topics)
-    reply = await groups.run(lambda token, now: groups.consumer.heartbeat(
-        to_request(request, connection, token), image, now))
+    reply = groups.consumer_heartbeat(to_request(request, connection, groups.new_token()),
+                                      image)
+    if isinstance(reply, asyncio.Future):
+        reply = await reply
     return encode(request.api_version, reply)
 
 
@@ -102,12 +104,12 @@ def answer(broker, frame: bytes, prefix, connection):
         return _encoded(correlation_id, HeartbeatReply(error=error))
     groups = broker.groups
     image = LiveTopics(broker.topics)
-    reply = groups.start(lambda token, now: groups.consumer.heartbeat(HeartbeatRequest(
+    reply = groups.consumer_heartbeat(HeartbeatRequest(
         group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
         rack_id=rack_id, rebalance_timeout_ms=rebalance, subscribed_topic_names=names,
         subscribed_topic_regex=regex, server_assignor=assignor, owned=owned,
         client_id=client_id or "", client_host=connection.client_host, api_version=version,
-        token=token), image, now))
+        token=groups.new_token()), image)
     if isinstance(reply, asyncio.Future):
         return _answer_later(reply, correlation_id)
     return _encoded(correlation_id, reply)

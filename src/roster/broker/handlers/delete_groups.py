@@ -13,23 +13,10 @@ API_KEY = ApiKey.DELETE_GROUPS
 
 async def handle(broker, request, connection):
     names = list(request.body.groups_names)
-    runtime = broker.groups
     outcome = {name: request.admission.group(name) for name in names}  # unauthorized, loading
     ready = [name for name in names if outcome[name] is ErrorCode.none]
-    # consumer groups (KIP-848): the group's own records first, then its offsets (kept with
-    # every group's, in the classic coordinator, where a group of that id may hold them)
-    for name in [n for n in ready if n in runtime.consumer.groups]:
-        ready.remove(name)
-        outcome[name] = await runtime.run(
-            lambda token, now, name=name: runtime.consumer.delete_group(name, now, token))
-        if outcome[name] is ErrorCode.none and name in runtime.coordinator.groups:
-            offsets = await runtime.run(
-                lambda token, now, name=name: runtime.coordinator.delete_groups([name], now,
-                                                                                token))
-            outcome[name] = offsets[name]
     if ready:
-        outcome.update(await runtime.run(
-            lambda token, now: runtime.coordinator.delete_groups(ready, now, token)))
+        outcome.update(await broker.groups.delete_groups(ready))
     schema = response_schema(API_KEY, request.api_version)
     entry = element(schema, "results")
     return make(schema, results=tuple(make(entry, group_id=name, error_code=outcome[name])

@@ -33,9 +33,7 @@ async def handle(broker, request, connection):
                 protocol_data="", members=(), authorized_operations=operations,
                 error_code=refused, error_message=None))
             continue
-        # a consumer group (KIP-848) is not a classic group: Kafka answers it as not found
-        found = None if group_id in broker.groups.consumer.groups \
-            else broker.groups.coordinator.describe(group_id)
+        found = broker.groups.describe(group_id)
         if found is None:
             missing = version >= NOT_FOUND_FROM
             described.append(make(

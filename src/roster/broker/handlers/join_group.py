@@ -18,27 +18,17 @@ async def handle(broker, request, connection):
     version = request.api_version
     session_ms = round(body.session_timeout.total_seconds() * 1000)
     rebalance = getattr(body, "rebalance_timeout", None)  # v0 uses the session timeout
-    consumer_group = broker.groups.consumer.groups.get(body.group_id)
-    if consumer_group is not None and consumer_group.members:
-        # a live consumer group (KIP-848): Kafka 4 would take the classic member into it as
-        # a classic-protocol member; roster does not, and answers as Kafka does for protocols
-        # the group cannot serve
-        reply = JoinReply(error=ErrorCode.inconsistent_group_protocol, member_id="")
-    else:
-        if consumer_group is not None:   # empty: it gives way to the classic group, as in Kafka
-            await broker.groups.run(lambda token, now: broker.groups.consumer.delete_group(
-                body.group_id, now, token))
-        reply = await broker.groups.call(
-        broker.groups.coordinator.join, lambda token: JoinRequest(
-            group_id=body.group_id, member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),
-            protocol_type=body.protocol_type,
-            protocols=tuple((p.name, p.metadata) for p in body.protocols),
-            session_timeout_ms=session_ms,
-            rebalance_timeout_ms=round(rebalance.total_seconds() * 1000) if rebalance
-            else session_ms,
-            client_id=request.client_id or "", client_host=connection.client_host,
-            reason=getattr(body, "reason", None), api_version=version, token=token))
+    reply = await broker.groups.join(JoinRequest(
+        group_id=body.group_id, member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        protocol_type=body.protocol_type,
+        protocols=tuple((p.name, p.metadata) for p in body.protocols),
+        session_timeout_ms=session_ms,
+        rebalance_timeout_ms=round(rebalance.total_seconds() * 1000) if rebalance
+        else session_ms,
+        client_id=request.client_id or "", client_host=connection.client_host,
+        reason=getattr(body, "reason", None), api_version=version,
+        token=broker.groups.new_token()))
     return _answer(version, reply)
 
 

@@ -21,9 +21,8 @@ async def handle(broker, request, connection):
     else:
         identities = tuple(LeaveIdentity(m.member_id, m.group_instance_id,
                                          getattr(m, "reason", None)) for m in body.members)
-    reply = await broker.groups.call(
-        broker.groups.coordinator.leave,
-        lambda token: LeaveRequest(body.group_id, identities, token))
+    reply = await broker.groups.leave(
+        LeaveRequest(body.group_id, identities, broker.groups.new_token()))
     return _answer(version, reply)
 
 

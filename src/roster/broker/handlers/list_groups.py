@@ -24,12 +24,7 @@ async def handle(broker, request, connection):
     entry = element(schema, "groups")
     states = _filter(getattr(body, "states_filter", None))
     types = _filter(getattr(body, "types_filter", None))
-    consumer = broker.groups.consumer
-    listed = [(group_id, protocol_type, state, "classic") for group_id, protocol_type, state
-              in broker.groups.coordinator.list_groups(states, types)
-              if group_id not in consumer.groups]  # its offsets' holder, not a group of its own
-    listed += [(group_id, "consumer", state, "consumer")
-               for group_id, state in consumer.list_groups(states, types)]
+    listed = broker.groups.list_groups(states, types)
     admission = request.admission
     listed = [g for g in listed
               if admission.allows(AclOperation.DESCRIBE, ResourceType.GROUP, g[0])]

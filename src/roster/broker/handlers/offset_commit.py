@@ -65,26 +65,12 @@ async def handle(broker, request, connection):
     errors, to_commit = _checked(request)
     retention = getattr(body, "retention_time", None)
     if to_commit:
-        generation, member_id = body.generation_id_or_member_epoch, body.member_id
-        instance_id = getattr(body, "group_instance_id", None)
-        # a consumer group (KIP-848) checks the member epoch; its offsets are then committed
-        # like a simple group's (they live beside the group, as in Kafka)
-        checked = broker.groups.consumer.committable(body.group_id, member_id, generation,
-                                                     version)
-        if checked is not None and checked is not ErrorCode.none:
-            for t, o in to_commit:
-                errors[(t, o.partition)] = checked
-            to_commit = []
-        elif checked is not None:
-            generation, member_id, instance_id = -1, "", None
-    if to_commit:
-        reply = await broker.groups.call(
-        broker.groups.coordinator.commit_offsets, lambda token: CommitRequest(
-            group_id=body.group_id, generation=generation,
-            member_id=member_id, group_instance_id=instance_id,
+        reply = await broker.groups.commit_offsets(CommitRequest(
+            group_id=body.group_id, generation=body.generation_id_or_member_epoch,
+            member_id=body.member_id, group_instance_id=getattr(body, "group_instance_id", None),
             offsets=tuple(o for _, o in to_commit),
             retention_ms=round(retention.total_seconds() * 1000) if retention is not None else -1,
-            api_version=version, token=token))
+            api_version=version, token=broker.groups.new_token()))
         for (t, _), (_, partition, error) in zip(to_commit, reply.errors):
             errors[(t, partition)] = error
     return _answer(request, errors)

@@ -34,16 +34,7 @@ async def handle(broker, request, connection):
                 errors[(wanted.name, p.partition_index)] = error
             else:
                 known.append((wanted.name, p.partition_index))
-    runtime = broker.groups
-    consumer_group = runtime.consumer.groups.get(body.group_id)
-    if consumer_group is not None and consumer_group.members:
-        # a consumer group (KIP-848) keeps the offsets of the topics its members subscribe to
-        subscribed = consumer_group.subscribed_names()
-        for topic, partition in [tp for tp in known if tp[0] in subscribed]:
-            errors[(topic, partition)] = ErrorCode.group_subscribed_to_topic
-        known = [tp for tp in known if tp[0] not in subscribed]
-    reply = await runtime.run(
-        lambda token, now: runtime.coordinator.delete_offsets(body.group_id, known, now, token))
+    reply = await broker.groups.delete_offsets(body.group_id, known)
     if reply.error is not ErrorCode.none:  # for the whole group: no partition is answered
         return make(schema, error_code=reply.error, topics=())
     errors.update(((topic, partition), error) for topic, partition, error in reply.partitions)

@@ -27,7 +27,7 @@ def _group_topics(broker, admission, schema_topic, group_id: str, topics, by_id:
                   within: int | None = None):
     partition_entry = element(schema_topic, "partitions")
     if topics is None:  # every topic the group has offsets for, that the client may see
-        fetched = broker.groups.coordinator.fetch_offsets(group_id, None)
+        fetched = broker.groups.fetch_offsets(group_id, None)
         by_topic: dict[str, list] = {}
         for f in fetched:
             by_topic.setdefault(f.topic, []).append(f)
@@ -49,7 +49,7 @@ def _group_topics(broker, admission, schema_topic, group_id: str, topics, by_id:
                 entries.append((entry_name, topic_id, [(p, error) for p in t.partition_indexes]))
                 continue
             name = entry_name if entry_name is not None else topic.name
-            fetched = broker.groups.coordinator.fetch_offsets(
+            fetched = broker.groups.fetch_offsets(
                 group_id, [(name, p) for p in t.partition_indexes])
             entries.append((entry_name or name, topic_id, fetched))
     result = []
@@ -106,9 +106,9 @@ async def handle(broker, request, connection):
             groups.append(make(group_entry, group_id=g.group_id, topics=(), error_code=refused))
             continue
         # v9+: a consumer group member's fetch carries its member id and epoch (KIP-848)
-        checked = broker.groups.consumer.fetchable(g.group_id, getattr(g, "member_id", None),
-                                                   getattr(g, "member_epoch", -1))
-        if checked is not None and checked is not ErrorCode.none:
+        checked = broker.groups.fetch_refused(g.group_id, getattr(g, "member_id", None),
+                                              getattr(g, "member_epoch", -1))
+        if checked is not None:
             groups.append(make(group_entry, group_id=g.group_id, topics=(), error_code=checked))
             continue
         groups.append(make(group_entry, group_id=g.group_id, error_code=ErrorCode.none,

@@ -16,14 +16,13 @@ PROTOCOL_FIELDS_FROM = 5
 async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
-    reply = await broker.groups.call(
-        broker.groups.coordinator.sync, lambda token: SyncRequest(
-            group_id=body.group_id, generation=body.generation_id, member_id=body.member_id,
-            group_instance_id=getattr(body, "group_instance_id", None),
-            protocol_type=getattr(body, "protocol_type", None),
-            protocol_name=getattr(body, "protocol_name", None),
-            assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
-            api_version=version, token=token))
+    reply = await broker.groups.sync(SyncRequest(
+        group_id=body.group_id, generation=body.generation_id, member_id=body.member_id,
+        group_instance_id=getattr(body, "group_instance_id", None),
+        protocol_type=getattr(body, "protocol_type", None),
+        protocol_name=getattr(body, "protocol_name", None),
+        assignments=tuple((a.member_id, a.assignment) for a in body.assignments),
+        api_version=version, token=broker.groups.new_token()))
     return _answer(version, reply)
 
 
