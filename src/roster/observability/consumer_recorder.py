@@ -63,6 +63,21 @@ class ConsumerRecorder:
         self._last: dict[str, tuple] = {}
         self._saved: list[tuple] = []
 
+    def loaded(self, group, now: int) -> None:
+        """A group replayed from `__consumer_offsets` after a restart: its epoch, members and
+        partition owners are where the next epoch starts from (without this, the first event
+        after a restart would report every partition as moved and nobody as a member before).
+        An epoch some member had not reconciled to when the broker stopped is followed from
+        now on; what caused it was not written down."""
+        group_id = group.group_id
+        self._epoch[group_id] = group.group_epoch
+        self._owners[group_id] = _owners(group)
+        self._last[group_id] = members = _members(group)
+        if group.members and not self._settled(group, group.group_epoch):
+            self._open[group_id] = _Open(
+                Trigger(OTHER, detail="under way when the broker restarted"), now,
+                group.group_epoch, members, members_at_open=members)
+
     def cause(self, group_id: str, trigger: Trigger, now: int) -> None:
         """Why the group epoch is about to be bumped (the first cause of an operation wins)."""
         if group_id in self._cause:
@@ -118,11 +133,16 @@ class ConsumerRecorder:
         if not group.members:
             del self._open[group_id]
             self._emit(group, current, now, result, "empty")
-        elif group.assignment_epoch >= current.epoch and all(
-                m.member_epoch == STATIC_LEAVE_EPOCH or m.reconciled_to(group.assignment_epoch)
-                for m in group.members.values()):
+        elif self._settled(group, current.epoch):
             del self._open[group_id]
             self._emit(group, current, now, result, "stable")
+
+    @staticmethod
+    def _settled(group, epoch: int) -> bool:
+        """Every member has reconciled to an assignment of this epoch (or later)."""
+        return group.assignment_epoch >= epoch and all(
+            m.member_epoch == STATIC_LEAVE_EPOCH or m.reconciled_to(group.assignment_epoch)
+            for m in group.members.values())
 
     def deleted(self, group_id: str, epoch: int, now: int, result) -> None:
         for table in (self._epoch, self._owners, self._released, self._open):

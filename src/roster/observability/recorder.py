@@ -40,11 +40,36 @@ def _members(group) -> tuple:
     return tuple(sorted((m.member_id, m.group_instance_id) for m in group.members.values()))
 
 
+def _ownership(group) -> dict | None:
+    """(topic, partition) -> the instance id or member id its assignment names, for the embedded
+    consumer protocol; None when an assignment cannot be read."""
+    owners = {}
+    try:
+        for member in group.members.values():
+            who = member.group_instance_id or member.member_id
+            for topic, partitions in decode_assignment(member.assignment).partitions:
+                for p in partitions:
+                    owners[(topic, p)] = who
+    except ConsumerProtocolError:
+        return None
+    return owners
+
+
 class ClassicRecorder:
     def __init__(self) -> None:
         self._open: dict[str, _Open] = {}
         self._last: dict[str, tuple] = {}   # members of each group's last recorded generation
         self._owners: dict[str, dict] = {}  # (topic, partition) -> instance id or member id
+
+    def loaded(self, group) -> None:
+        """A group replayed from `__consumer_offsets` after a restart: its last generation's
+        members and partition owners are what the next generation is compared with (without
+        this, the first event after a restart would report every partition as moved)."""
+        self._last[group.group_id] = _members(group)
+        if group.protocol_type == "consumer":
+            owners = _ownership(group)
+            if owners:
+                self._owners[group.group_id] = owners
 
     def rebalance_started(self, group, trigger: Trigger | None, reason: str, now: int,
                           result) -> None:
@@ -115,14 +140,8 @@ class ClassicRecorder:
         until this generation's assignment was handed out."""
         if group.protocol_type != "consumer":
             return ()
-        owners = {}
-        try:
-            for member in group.members.values():
-                who = member.group_instance_id or member.member_id
-                for topic, partitions in decode_assignment(member.assignment).partitions:
-                    for p in partitions:
-                        owners[(topic, p)] = who
-        except ConsumerProtocolError:
+        owners = _ownership(group)
+        if owners is None:
             return ()
         before = self._owners.get(group.group_id, {})
         self._owners[group.group_id] = owners
