@@ -7,11 +7,10 @@ import uuid
 from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
 from roster.client.errors import AuthorizationError
 from roster.client.member import parse_bootstrap
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
-
-METADATA = 3
 
 
 class Cluster:
@@ -33,14 +32,14 @@ class Cluster:
                 *self._bootstrap, self._client_id, security=self.security)
 
         def body(version):
-            schema = request_schema(METADATA, version)
+            schema = request_schema(ApiKey.METADATA, version)
             entry = element(schema, "topics")
             return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
                         allow_auto_topic_creation=create,
                         include_topic_authorized_operations=False)
 
         try:
-            answer = await self._bootstrap_connection.call(METADATA, body)
+            answer = await self._bootstrap_connection.call(ApiKey.METADATA, body)
         except ConnectionClosed:
             self._bootstrap_connection = None
             raise

@@ -19,20 +19,17 @@ import time
 import uuid
 from collections.abc import Callable
 
-from roster.client import requests
 from roster.client.connection import ConnectionClosed
 from roster.client.consumer_membership import ConsumerMembership, NeedTopicIds, State
-from roster.client.errors import fatal_exception
-from roster.client.member import CommitFailed, _offset_fetch
 from roster.client.member_driver import MemberDriver
 from roster.client.membership import MemberConfig, Send
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
 from roster.security.client import SecurityError
 
 log = logging.getLogger("roster.client")
-METADATA, HEARTBEAT = 3, 68
 
 
 class ConsumerGroupMember(MemberDriver):
@@ -52,43 +49,7 @@ class ConsumerGroupMember(MemberDriver):
         await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL)
                             and self.machine.pending is None, timeout_s)
         if self.machine.fatal:
-            raise fatal_exception(self.machine.fatal, self.machine.config.group_id,
-                                      self.machine.subscription)
-
-    async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
-        send = self.machine.commit_request(offsets)
-        if self._coordinator is None:
-            raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets})
-        missing = [t for t, _ in offsets if t not in self.topic_ids]
-        if missing:
-            await self.fetch_metadata(tuple(sorted(set(missing))))
-        answer = await self._coordinator.call(8, lambda v: requests.build(
-            "OffsetCommit", v, send.fields, self.topic_ids))
-        names = {v: k for k, v in self.topic_ids.items()}
-        errors = requests.commit_errors(answer, names)
-        await self._handle(self.machine.on_commit(errors, self.now()))
-        failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
-        if failed:
-            if self.machine.fatal:
-                raise fatal_exception(self.machine.fatal, self.machine.config.group_id,
-                                      self.machine.subscription)
-            raise CommitFailed(failed)
-
-    async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        if self._coordinator is None:
-            await self.wait_for(lambda: self._coordinator is not None, 30)
-        missing = [t for t, _ in partitions if t not in self.topic_ids]
-        if missing:
-            await self.fetch_metadata(tuple(sorted(set(missing))))
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        answer = await self._coordinator.call(9, lambda v: _offset_fetch(
-            v, self.machine.config.group_id, by_topic, self.topic_ids))
-        topics = answer.groups[0].topics if hasattr(answer, "groups") else answer.topics
-        names = {v: k for k, v in self.topic_ids.items()}
-        return {(getattr(t, "name", None) or names.get(t.topic_id), p.partition_index):
-                p.committed_offset for t in topics for p in t.partitions}
+            raise self._fatal_error()
 
     # -- the loop --------------------------------------------------------------------------------
 
@@ -118,7 +79,8 @@ class ConsumerGroupMember(MemberDriver):
                 return
             if self._coordinator is None:
                 raise ConnectionClosed("no coordinator")
-            answer = await self._coordinator.call(HEARTBEAT, lambda v: _heartbeat(v, send.fields))
+            answer = await self._coordinator.call(ApiKey.CONSUMER_GROUP_HEARTBEAT,
+                                                  lambda v: _heartbeat(v, send.fields))
         except (ConnectionClosed, SecurityError) as exc:
             log.info("lost the connection to the coordinator: %s", exc)
             self._drop_coordinator()
@@ -137,14 +99,14 @@ class ConsumerGroupMember(MemberDriver):
     async def _resolve(self, topic_ids) -> None:
         """Metadata by topic id (v10+) for the ids an assignment names."""
         def body(version):
-            schema = request_schema(METADATA, version)
+            schema = request_schema(ApiKey.METADATA, version)
             entry = element(schema, "topics")
             return make(schema, topics=tuple(make(entry, name=None, topic_id=t)
                                              for t in topic_ids),
                         allow_auto_topic_creation=False,
                         include_topic_authorized_operations=False)
         try:
-            answer = await self._metadata_conn.call(METADATA, body)
+            answer = await self._metadata_conn.call(ApiKey.METADATA, body)
         except ConnectionClosed as exc:
             log.warning("metadata by topic id failed: %s", exc)
             return
@@ -157,7 +119,7 @@ class ConsumerGroupMember(MemberDriver):
 
 
 def _heartbeat(version: int, f: dict):
-    schema = request_schema(HEARTBEAT, version)
+    schema = request_schema(ApiKey.CONSUMER_GROUP_HEARTBEAT, version)
     owned = None
     if f["topic_partitions"] is not None:
         entry = element(schema, "topic_partitions")

@@ -20,8 +20,7 @@ from collections.abc import Callable
 
 from roster.client import requests
 from roster.client.connection import ConnectionClosed
-from roster.client.errors import fatal_exception
-from roster.client.member_driver import MemberDriver, parse_bootstrap  # noqa: F401 (re-exported)
+from roster.client.member_driver import CommitFailed, MemberDriver, parse_bootstrap  # noqa: F401 (CommitFailed, parse_bootstrap: re-exported)
 from roster.client.membership import (
     MemberConfig,
     Membership,
@@ -29,18 +28,9 @@ from roster.client.membership import (
     Send,
     State,
 )
-from roster.protocol.build import element, make
-from roster.protocol.errors import ErrorCode
 from roster.security.client import SecurityError
 
 log = logging.getLogger("roster.client")
-METADATA = 3
-
-
-class CommitFailed(RuntimeError):
-    def __init__(self, errors: dict) -> None:
-        super().__init__(f"offset commit failed: {errors}")
-        self.errors = errors
 
 
 class GroupMember(MemberDriver):
@@ -59,44 +49,7 @@ class GroupMember(MemberDriver):
     async def wait_stable(self, timeout_s: float = 60.0) -> None:
         await self.wait_for(lambda: self.machine.state in (State.STABLE, State.FATAL), timeout_s)
         if self.machine.fatal:
-            raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
-
-    async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
-        """Commit offsets as this member. Raises FencedError once fenced, CommitFailed else."""
-        send = self.machine.commit_request(offsets)
-        if self._coordinator is None:
-            raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets})
-        await self._learn_topic_ids({topic for topic, _ in offsets})
-        answer = await self._call(send)
-        names = {v: k for k, v in self.topic_ids.items()}
-        errors = requests.commit_errors(answer, names)
-        await self._handle(self.machine.on_commit(errors, self.now()))
-        failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
-        if failed:
-            if self.machine.fatal:
-                raise fatal_exception(self.machine.fatal, self.machine.config.group_id)
-            raise CommitFailed(failed)
-
-    async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """The group's committed offsets for these partitions (-1: none)."""
-        if self._coordinator is None:
-            await self.wait_for(lambda: self._coordinator is not None, 30)
-        await self._learn_topic_ids({topic for topic, _ in partitions})
-        by_topic: dict[str, list[int]] = {}
-        for topic, partition in partitions:
-            by_topic.setdefault(topic, []).append(partition)
-        answer = await self._coordinator.call(9, lambda v: _offset_fetch(
-            v, self.machine.config.group_id, by_topic, self.topic_ids))
-        topics = answer.groups[0].topics if hasattr(answer, "groups") else answer.topics
-        names = {v: k for k, v in self.topic_ids.items()}
-        return {(getattr(t, "name", None) or names.get(t.topic_id), p.partition_index):
-                p.committed_offset for t in topics for p in t.partitions}
-
-    async def _learn_topic_ids(self, topics: set[str]) -> None:
-        """OffsetCommit/OffsetFetch v10 name topics by id: make sure we know them."""
-        missing = [t for t in topics if t not in self.topic_ids]
-        if missing and self._coordinator is not None and self._coordinator.version(8) >= 10:
-            await self.fetch_metadata(tuple(missing))
+            raise self._fatal_error()
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -163,17 +116,3 @@ class GroupMember(MemberDriver):
             return
         await self._handle(self.machine.on_metadata(counts, self.now()))
 
-
-def _offset_fetch(version: int, group_id: str, by_topic: dict[str, list[int]], topic_ids):
-    schema = requests.request_schema(9, version)
-    if version >= 8:
-        group_entry = element(schema, "groups")
-        topic_entry = element(group_entry, "topics")
-        topics = tuple(make(topic_entry, name=t, topic_id=topic_ids.get(t),
-                            partition_indexes=tuple(ps)) for t, ps in sorted(by_topic.items()))
-        return make(schema, groups=(make(group_entry, group_id=group_id, member_id=None,
-                                         member_epoch=-1, topics=topics),),
-                    require_stable=True)
-    topic_entry = element(schema, "topics")
-    return make(schema, group_id=group_id, require_stable=True, topics=tuple(
-        make(topic_entry, name=t, partition_indexes=tuple(ps)) for t, ps in sorted(by_topic.items())))

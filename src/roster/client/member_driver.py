@@ -17,12 +17,20 @@ from collections.abc import Callable
 
 from roster.client import requests
 from roster.client.connection import BrokerConnection, as_security
+from roster.client.errors import fatal_exception
 from roster.client.membership import Assigned, Fatal, Lost, Revoked, Send
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.client")
-METADATA, FIND_COORDINATOR = 3, 10
+TOPIC_IDS_FROM = 10   # OffsetCommit / OffsetFetch v10 name topics by id
+
+
+class CommitFailed(RuntimeError):
+    def __init__(self, errors: dict) -> None:
+        super().__init__(f"offset commit failed: {errors}")
+        self.errors = errors
 
 
 def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
@@ -87,15 +95,59 @@ class MemberDriver:
         await self._handle(self.machine.close(self.now()))
         await self._shutdown()
 
+    async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Commit offsets as this member. Raises the member's fatal error once it is fenced,
+        CommitFailed else."""
+        send = self.machine.commit_request(offsets)
+        if self._coordinator is None:
+            raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets})
+        await self._learn_topic_ids({topic for topic, _ in offsets})
+        answer = await self._coordinator.call(ApiKey.OFFSET_COMMIT, lambda v: requests.build(
+            "OffsetCommit", v, send.fields, self.topic_ids))
+        names = {v: k for k, v in self.topic_ids.items()}
+        errors = requests.commit_errors(answer, names)
+        await self._handle(self.machine.on_commit(errors, self.now()))
+        failed = {tp: e for tp, e in errors.items() if e is not ErrorCode.none}
+        if failed:
+            if self.machine.fatal:
+                raise self._fatal_error()
+            raise CommitFailed(failed)
+
+    async def committed(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The group's committed offsets for these partitions (-1: none)."""
+        if self._coordinator is None:
+            await self.wait_for(lambda: self._coordinator is not None, 30)
+        await self._learn_topic_ids({topic for topic, _ in partitions})
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in partitions:
+            by_topic.setdefault(topic, []).append(partition)
+        answer = await self._coordinator.call(ApiKey.OFFSET_FETCH, lambda v: offset_fetch_request(
+            v, self.machine.config.group_id, by_topic, self.topic_ids))
+        topics = answer.groups[0].topics if hasattr(answer, "groups") else answer.topics
+        names = {v: k for k, v in self.topic_ids.items()}
+        return {(getattr(t, "name", None) or names.get(t.topic_id), p.partition_index):
+                p.committed_offset for t in topics for p in t.partitions}
+
+    def _fatal_error(self) -> Exception:
+        return fatal_exception(self.machine.fatal, self.machine.config.group_id,
+                               getattr(self.machine, "subscription", ()))
+
+    async def _learn_topic_ids(self, topics: set[str]) -> None:
+        """OffsetCommit/OffsetFetch v10 name topics by id: make sure we know them."""
+        missing = [t for t in topics if t not in self.topic_ids]
+        if missing and self._coordinator is not None and \
+                self._coordinator.version(ApiKey.OFFSET_COMMIT) >= TOPIC_IDS_FROM:
+            await self.fetch_metadata(tuple(sorted(missing)))
+
     async def fetch_metadata(self, topics) -> dict[str, int]:
         """Partition counts of `topics` (learning their ids on the way)."""
         def body(version):
-            schema = requests.request_schema(METADATA, version)
+            schema = requests.request_schema(ApiKey.METADATA, version)
             entry = element(schema, "topics")
             return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
                         allow_auto_topic_creation=False,
                         include_topic_authorized_operations=False)
-        answer = await self._metadata_conn.call(METADATA, body)
+        answer = await self._metadata_conn.call(ApiKey.METADATA, body)
         counts = {}
         for topic in answer.topics:
             if topic.error_code is ErrorCode.none:
@@ -139,7 +191,7 @@ class MemberDriver:
 
     async def _find_coordinator(self, send: Send) -> None:
         answer = await self._metadata_conn.call(
-            FIND_COORDINATOR, lambda v: requests.build("FindCoordinator", v, send.fields, {}))
+            ApiKey.FIND_COORDINATOR, lambda v: requests.build("FindCoordinator", v, send.fields, {}))
         error, host, port = requests.find_coordinator_answer(answer)
         if error is ErrorCode.none:
             await self._connect_coordinator(host, port)
@@ -171,3 +223,20 @@ class MemberDriver:
         self._drop_coordinator()
         if self._metadata_conn is not None:
             self._metadata_conn.close()
+
+
+def offset_fetch_request(version: int, group_id: str, by_topic: dict[str, list[int]], topic_ids):
+    """OffsetFetch for one group as an admin asks (no member id or epoch): what `committed`
+    sends in either protocol."""
+    schema = requests.request_schema(ApiKey.OFFSET_FETCH, version)
+    if version >= 8:
+        group_entry = element(schema, "groups")
+        topic_entry = element(group_entry, "topics")
+        topics = tuple(make(topic_entry, name=t, topic_id=topic_ids.get(t),
+                            partition_indexes=tuple(ps)) for t, ps in sorted(by_topic.items()))
+        return make(schema, groups=(make(group_entry, group_id=group_id, member_id=None,
+                                         member_epoch=-1, topics=topics),),
+                    require_stable=True)
+    topic_entry = element(schema, "topics")
+    return make(schema, group_id=group_id, require_stable=True, topics=tuple(
+        make(topic_entry, name=t, partition_indexes=tuple(ps)) for t, ps in sorted(by_topic.items())))

@@ -12,11 +12,11 @@ from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
 from roster.client.errors import AuthorizationError
 from roster.client.records import OutgoingRecord, encode_batch
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
 
-PRODUCE = 0
 RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition,
              ErrorCode.leader_not_available, ErrorCode.request_timed_out,
              ErrorCode.kafka_storage_error, ErrorCode.not_enough_replicas}
@@ -78,7 +78,7 @@ class Producer:
         for attempt in range(self._retries + 1):
             try:
                 connection = await self._cluster.connection_for(topic, partition)
-                answer = await connection.call(PRODUCE, lambda v: self._request(
+                answer = await connection.call(ApiKey.PRODUCE, lambda v: self._request(
                     v, topic, partition, batch))
             except ConnectionClosed:
                 if attempt == self._retries:
@@ -99,7 +99,7 @@ class Producer:
         raise AssertionError("unreachable")
 
     def _request(self, version: int, topic: str, partition: int, batch: bytes):
-        schema = request_schema(PRODUCE, version)
+        schema = request_schema(ApiKey.PRODUCE, version)
         topic_entry = element(schema, "topic_data")
         partition_entry = element(topic_entry, "partition_data")
         return make(schema, transactional_id=None, acks=self._acks,

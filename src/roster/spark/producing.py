@@ -28,13 +28,13 @@ from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
 from roster.client.producer import RETRIABLE, ProduceError, default_partition
 from roster.client.records import CODECS
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
 from roster.record_codec import DefaultRecordBatchBuilder
 from roster.spark.options import Settings
 
-PRODUCE = 0
 RETRIES = 5
 TIMEOUT = datetime.timedelta(seconds=30)
 TopicPartition = tuple[str, int]
@@ -241,7 +241,7 @@ class ArrowProducer:
         names = {topic_id: name for name, topic_id in self.cluster.topic_ids.items()}
 
         def body(version):
-            schema = request_schema(PRODUCE, version)
+            schema = request_schema(ApiKey.PRODUCE, version)
             topic_entry = element(schema, "topic_data")
             partition_entry = element(topic_entry, "partition_data")
             by_topic: dict[str, list] = {}
@@ -254,7 +254,7 @@ class ArrowProducer:
                                               partition_data=tuple(entries))
                                          for topic, entries in by_topic.items()))
         try:
-            answer = await connection.call(PRODUCE, body)
+            answer = await connection.call(ApiKey.PRODUCE, body)
         except ConnectionClosed:
             self.cluster.forget(connection)
             raise
