@@ -169,6 +169,15 @@ def resolve_topic(broker, name: str | None, topic_id) -> Resolved:
     return (topic, NONE) if topic is not None else (None, ErrorCode.unknown_topic_or_partition)
 
 
+def partition_error(resolved: Resolved, index: int) -> ErrorCode:
+    """One requested partition of an admitted topic entry: the entry's refusal, else
+    UNKNOWN_TOPIC_OR_PARTITION beyond the topic's partition count, else NONE."""
+    topic, error = resolved
+    if topic is None:
+        return error
+    return NONE if 0 <= index < len(topic.partitions) else ErrorCode.unknown_topic_or_partition
+
+
 def resolve_again(broker, declaration: Topics, entry, admitted: Resolved) -> Resolved:
     """An admitted topic entry looked up again (a long poll's later pass: the topic may have
     been deleted or re-created since); an authorization refusal stands for the request."""

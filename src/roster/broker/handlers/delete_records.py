@@ -7,6 +7,7 @@ topics (cleanup.policy without "delete") refuse it, as in Kafka: a compacted log
 cleaner's business."""
 from __future__ import annotations
 
+from roster.broker.admission import partition_error
 from roster.broker.topics import compacted
 from roster.log.api import LogStorageError, OffsetOutOfRange
 from roster.protocol.acl import AclOperation
@@ -20,12 +21,12 @@ API_KEY = ApiKey.DELETE_RECORDS
 HIGH_WATERMARK = -1
 
 
-def _delete(topic, error: ErrorCode, index: int, offset: int) -> tuple[ErrorCode, int]:
-    """(error, low watermark) for one partition of `topic` (None: refused by admission)."""
-    if topic is None:
+def _delete(admitted, index: int, offset: int) -> tuple[ErrorCode, int]:
+    """(error, low watermark) for one partition of a topic entry as admission resolved it."""
+    error = partition_error(admitted, index)
+    if error is not ErrorCode.none:
         return error, -1
-    if not 0 <= index < len(topic.partitions):
-        return ErrorCode.unknown_topic_or_partition, -1
+    topic = admitted[0]
     if compacted(topic.configs):
         return ErrorCode.policy_violation, -1
     log = topic.partitions[index]
@@ -45,7 +46,7 @@ async def handle(broker, request, connection):
     admission = request.admission
 
     def answer(t: int, _, requested) -> dict:
-        error, low_watermark = _delete(*admission.topic(t), requested.partition_index,
+        error, low_watermark = _delete(admission.topic(t), requested.partition_index,
                                        requested.offset)
         return {"partition_index": requested.partition_index, "low_watermark": low_watermark,
                 "error_code": error}

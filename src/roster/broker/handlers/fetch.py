@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from roster.broker.admission import resolve_again
+from roster.broker.admission import partition_error, resolve_again
 from roster.broker.classic_versions import serving
 from roster.log.api import OffsetOutOfRange
 from roster.protocol.acl import AclOperation
@@ -65,13 +65,14 @@ def _read_all(broker, body, resolved, magic=None) -> tuple[list, int, bool]:
     total = 0
     failed = False
     reads = []
-    for wanted, topic, missing in resolved:
+    for wanted, admitted in resolved:
+        topic = admitted[0]
         partition_reads = []
         for requested in wanted.partitions:
             index = requested.partition
-            if topic is None or not 0 <= index < len(topic.partitions):
-                read = _PartitionRead(index, missing if topic is None
-                                      else ErrorCode.unknown_topic_or_partition)
+            error = partition_error(admitted, index)
+            if error is not ErrorCode.none:
+                read = _PartitionRead(index, error)
             else:
                 log = topic.partitions[index]
                 read = _PartitionRead(index, high_watermark=log.log_end_offset,
@@ -107,18 +108,18 @@ async def handle(broker, request, connection):
                     responses=(), node_endpoints=())
     deadline = time.monotonic() + body.max_wait.total_seconds()
     admission = request.admission
-    resolved = [(wanted, *admission.topic(t)) for t, wanted in enumerate(body.topics)]
+    resolved = [(wanted, admission.topic(t)) for t, wanted in enumerate(body.topics)]
     while True:
         reads, total, failed = _read_all(broker, body, resolved, magic)
         remaining = deadline - time.monotonic()
-        keys = [(topic.name, p.partition) for wanted, topic, _ in resolved
-                if topic is not None for p in wanted.partitions]
+        keys = [(admitted[0].name, p.partition) for wanted, admitted in resolved
+                if admitted[0] is not None for p in wanted.partitions]
         if total >= body.min_bytes or failed or remaining <= 0 or not keys:
             break
         await broker.waiters.wait(keys, remaining)
         # Looked up again on every pass: a topic deleted during the long poll is gone, and its
         # closed logs must not be read.
-        resolved = [(wanted, *resolve_again(broker, TOPICS, wanted, admission.topic(t)))
+        resolved = [(wanted, resolve_again(broker, TOPICS, wanted, admission.topic(t)))
                     for t, wanted in enumerate(body.topics)]
     return _response(schema, body, reads)
 

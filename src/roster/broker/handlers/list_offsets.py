@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from roster.broker.admission import partition_error
 from roster.broker.classic_versions import serving
 from roster.log.api import CorruptBatch
 from roster.protocol.acl import AclOperation
@@ -29,12 +30,13 @@ LATEST_TIERED = -5        # v9+: nothing is tiered, so there is no such offset
 EARLIEST_PENDING_UPLOAD = -6  # v11+: likewise
 
 
-def _answer(topic, error: ErrorCode, index: int, timestamp: int) -> dict:
-    """One partition's answer; `topic` None when refused by admission (`error`)."""
-    if topic is None or not 0 <= index < len(topic.partitions):
-        return {"partition_index": index,
-                "error_code": error if topic is None else ErrorCode.unknown_topic_or_partition,
+def _answer(admitted, index: int, timestamp: int) -> dict:
+    """One partition's answer, of a topic entry as admission resolved it."""
+    error = partition_error(admitted, index)
+    if error is not ErrorCode.none:
+        return {"partition_index": index, "error_code": error,
                 "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    topic = admitted[0]
     try:
         found, offset = _lookup(topic.partitions[index], timestamp)
         error = ErrorCode.none
@@ -80,14 +82,13 @@ def _v0(broker, request) -> SimpleNamespace:
     now_ms = broker.now_ms()
     topics = []
     for t, wanted in enumerate(request.body.topics):
-        topic, topic_error = request.admission.topic(t)
+        admitted = request.admission.topic(t)
+        topic = admitted[0]
         partitions = []
         for p in wanted.partitions:
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                error = topic_error if topic is None else ErrorCode.unknown_topic_or_partition
-                offsets = ()
-            else:
-                error = ErrorCode.none
+            error = partition_error(admitted, p.partition_index)
+            offsets = ()
+            if error is ErrorCode.none:
                 offsets = _old_style_offsets(topic.partitions[p.partition_index], p.timestamp,
                                              p.max_num_offsets, now_ms)
             partitions.append(SimpleNamespace(partition_index=p.partition_index,
@@ -102,7 +103,7 @@ async def handle(broker, request, connection):
     admission = request.admission
 
     def answer(t: int, _, wanted) -> dict:
-        return _answer(*admission.topic(t), wanted.partition_index, wanted.timestamp)
+        return _answer(admission.topic(t), wanted.partition_index, wanted.timestamp)
 
     schema = response_schema(API_KEY, request.api_version)
     return make(schema, topics=per_partition(schema, request.body.topics, answer))

@@ -12,6 +12,7 @@ v0 and v1 (dropped by Kafka 4.0; sarama sends v1 unless Consumer.Offsets.Retenti
 """
 from __future__ import annotations
 
+from roster.broker.admission import partition_error
 from roster.broker.classic_versions import serving
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
 from roster.protocol.acl import AclOperation
@@ -32,12 +33,12 @@ def _checked(request):
     errors: dict[tuple[int, int], ErrorCode] = {}
     to_commit = []
     for t, wanted in enumerate(request.body.topics):
-        topic, topic_error = admission.topic(t)
-        partitions = len(topic.partitions) if topic is not None else 0
+        resolved = admission.topic(t)
+        topic = resolved[0]
         for p in wanted.partitions:
-            if topic_error is not ErrorCode.none or not 0 <= p.partition_index < partitions:
-                errors[(t, p.partition_index)] = topic_error if topic_error is not \
-                    ErrorCode.none else ErrorCode.unknown_topic_or_partition
+            error = partition_error(resolved, p.partition_index)
+            if error is not ErrorCode.none:
+                errors[(t, p.partition_index)] = error
                 continue
             to_commit.append((t, OffsetToCommit(
                 topic.name, p.partition_index, p.committed_offset,

@@ -5,6 +5,7 @@ Kafka's request layer does (admission resolves the topics); the coordinator deci
 (offsets.delete) and answers once the tombstones are written."""
 from __future__ import annotations
 
+from roster.broker.admission import partition_error
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make, per_partition
@@ -25,11 +26,9 @@ async def handle(broker, request, connection):
     errors: dict[tuple[str, int], ErrorCode] = {}
     known = []
     for t, wanted in enumerate(body.topics):
-        topic, topic_error = request.admission.topic(t)
+        resolved = request.admission.topic(t)
         for p in wanted.partitions:
-            error = topic_error
-            if error is ErrorCode.none and not 0 <= p.partition_index < len(topic.partitions):
-                error = ErrorCode.unknown_topic_or_partition
+            error = partition_error(resolved, p.partition_index)
             if error is not ErrorCode.none:
                 errors[(wanted.name, p.partition_index)] = error
             else:
