@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import time
 from pathlib import Path
 
 from roster.admin import groups as group_commands
@@ -106,14 +107,15 @@ def _groups(args) -> int:
             print(f"Deleted {', '.join(args.groups)}.")
         elif args.action == "history":
             from roster.observability import history
+            since_ms = history.parse_since(args.since, int(time.time() * 1000))
             if args.follow:
                 try:
-                    for event in history.events(client, args.group, follow=True):
+                    for event in history.events(client, args.group, since_ms, follow=True):
                         print("\n".join(history.format_event(event)), flush=True)
                 except KeyboardInterrupt:   # the way to stop following
                     return 0
             else:
-                print("\n".join(history.history_lines(client, args.group)))
+                print("\n".join(history.history_lines(client, args.group, since_ms)))
         elif args.action == "remove-members":
             ids = [i for i in args.instance_ids.split(",") if i]
             group_commands.remove_members(client, args.group, ids)
@@ -303,6 +305,10 @@ def build_parser() -> argparse.ArgumentParser:
         "history", help="a group's rebalances, one per generation, and those static "
         "membership saved (the flight recorder: docs/observability.md)")
     history.add_argument("group")
+    history.add_argument(
+        "--since", default="7d", metavar="WHEN",
+        help="from when: a span back from now (30m, 2h, 7d), a time (2026-11-01T08:30, UTC "
+        "unless a zone is given) or 'all' for every event kept (default: 7d)")
     history.add_argument("--follow", action="store_true", help="keep printing new events")
     remove = group_actions.add_parser("remove-members",
                                       help="remove static members by group.instance.id (KIP-345)")

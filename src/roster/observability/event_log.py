@@ -2,10 +2,13 @@
 group id, value: the event as JSON, partition: the group's Java hash, as __consumer_offsets), so
 any Kafka client can read it; retention-bounded (delete policy), never compacted.
 
-Appends are batched: events from every operation in one pass of the event loop go into one
-record batch per partition, after the operation's own work is done. Nothing waits for them: a
-reply is never held back by the recorder, and the periodic flush makes them durable (an event
-lost in a crash costs history, not correctness).
+An event reaches record() only once the group records it describes are durable in
+`__consumer_offsets` (the group runtime holds it until then and drops it if that write failed:
+after_write.py), so the topic never tells of a generation or a saved rebalance that a crash
+undid. Appends are batched: events from every operation in one pass of the event loop go into
+one record batch per partition. Nothing waits for them: a reply is never held back by the
+recorder, and the periodic flush makes them durable (an event lost in a crash costs history,
+not correctness).
 """
 from __future__ import annotations
 

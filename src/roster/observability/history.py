@@ -1,6 +1,7 @@
-"""`roster groups history GROUP [--follow]`: the flight recorder's events for one group, read
-back from `__roster_group_events` with Fetch (any Kafka client could do the same), printed as a
-timeline of generations."""
+"""`roster groups history GROUP [--since WHEN] [--follow]`: the flight recorder's events for one
+group, read back from `__roster_group_events` with ListOffsets and Fetch (any Kafka client could
+do the same), printed as a timeline of generations. Reading starts at the offset of the first
+event at or after --since (default: the last 7 days), so months of kept events cost nothing."""
 from __future__ import annotations
 
 import datetime
@@ -8,6 +9,7 @@ import time
 from collections.abc import Iterator
 
 from roster.admin.client import AdminClient, AdminError
+from roster.admin.offsets import EARLIEST, LATEST, log_offsets
 from roster.admin.topics import metadata
 from roster.coordinator.partitioning import partition_for
 from roster.observability import events as ev
@@ -63,15 +65,21 @@ def _fetch(client: AdminClient, topic, partition: int, offset: int, wait_ms: int
     return data.high_watermark, data.records or b""
 
 
-def events(client: AdminClient, group_id: str, follow: bool = False,
-           wait_ms: int = 1000, timeout_s: float | None = None) -> Iterator[GroupEvent]:
-    """The group's events in the order they were recorded; with follow, waits for more
-    (each Fetch long-polls the broker for up to wait_ms), for at most timeout_s if given."""
+def events(client: AdminClient, group_id: str, since_ms: int | None = None,
+           follow: bool = False, wait_ms: int = 1000,
+           timeout_s: float | None = None) -> Iterator[GroupEvent]:
+    """The group's events recorded at or after since_ms (None: every event the topic still
+    keeps), in the order they were recorded. Reading starts at the offset ListOffsets gives for
+    that time (the broker's time index), not at the start of the topic, and goes one bounded
+    Fetch (FETCH_BYTES) at a time. Without follow it ends at the log end as it was when it
+    began; with follow it waits for more (each Fetch long-polls for up to wait_ms), for at most
+    timeout_s if given."""
     until = None if timeout_s is None else time.monotonic() + timeout_s
     topic = _topic(client)
     partition = partition_for(group_id, len(topic.partitions))
-    offset = 0
-    while True:
+    offset = _offset_at(client, partition, EARLIEST if since_ms is None else since_ms)
+    end = None if follow else _offset_at(client, partition, LATEST)
+    while end is None or offset < end:
         high, raw = _fetch(client, topic, partition, offset, wait_ms if follow else 0)
         records = MemoryRecords(raw)
         progressed = False
@@ -81,12 +89,54 @@ def events(client: AdminClient, group_id: str, follow: bool = False,
                     continue
                 offset = record.offset + 1
                 progressed = True
-                if record.key is not None and bytes(record.key).decode() == group_id:
-                    yield GroupEvent.from_json(bytes(record.value))
+                if record.key is None or bytes(record.key).decode() != group_id:
+                    continue
+                event = GroupEvent.from_json(bytes(record.value))
+                # events are appended once their records are durable, so a neighbour may be a
+                # few milliseconds older than the time the lookup started from
+                if since_ms is None or event.at_ms >= since_ms:
+                    yield event
         if not progressed and not follow:
-            return   # the end (or nothing readable past it)
+            return   # nothing readable before the end
         if until is not None and time.monotonic() >= until:
             return
+
+
+def _offset_at(client: AdminClient, partition: int, timestamp: int) -> int:
+    """ListOffsets for the group's partition: the first offset at or after a time (the log end
+    when nothing is that recent), or EARLIEST/LATEST."""
+    offsets = log_offsets(client, {EVENTS_TOPIC: [partition]}, timestamp)
+    offset = offsets.get((EVENTS_TOPIC, partition), -1)
+    if offset < 0 and timestamp >= 0:
+        offset = log_offsets(client, {EVENTS_TOPIC: [partition]}, LATEST).get(
+            (EVENTS_TOPIC, partition), -1)
+    if offset < 0:
+        raise AdminError(f"cannot find where to read {EVENTS_TOPIC}-{partition} from")
+    return offset
+
+
+_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+
+
+def parse_since(text: str, now_ms: int) -> int | None:
+    """`--since`: a span back from now (90s, 30m, 2h, 7d, 2w), a time in ISO 8601 (UTC unless
+    it names a zone: 2026-11-01, 2026-11-01T08:30, 2026-11-01T08:30+01:00), or "all" (None:
+    every event the topic keeps). Returns epoch milliseconds."""
+    text = text.strip()
+    if text.lower() == "all":
+        return None
+    number, unit = text[:-1], text[-1:].lower()
+    if unit in _UNITS_MS and number.isdigit():
+        return now_ms - int(number) * _UNITS_MS[unit]
+    try:
+        when = datetime.datetime.fromisoformat(text)
+    except ValueError:
+        raise AdminError(f"--since {text!r}: give a span back from now (30m, 2h, 7d), a time "
+                         "(2026-11-01T08:30, UTC unless a zone is given) or 'all'") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return int(when.timestamp() * 1000)
+
 
 def _when(ms: int) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc).strftime(
@@ -139,14 +189,17 @@ def format_event(event: GroupEvent) -> list[str]:
     return lines
 
 
-def history_lines(client: AdminClient, group_id: str) -> list[str]:
+def history_lines(client: AdminClient, group_id: str, since_ms: int | None = None) -> list[str]:
     lines = []
     generations = saved = 0
-    for event in events(client, group_id):
+    for event in events(client, group_id, since_ms):
         lines += format_event(event)
         generations += event.kind == ev.GENERATION
         saved += event.kind == ev.SAVED
+    window = "" if since_ms is None else f" since {_when(since_ms)} UTC"
     if not lines:
-        return [f"No recorded events for group {group_id}."]
-    lines.append(f"{generations} generation(s), {saved} rebalance(s) saved by static membership")
+        hint = "" if since_ms is None else " (--since all: every event kept)"
+        return [f"No recorded events for group {group_id}{window}{hint}."]
+    lines.append(f"{generations} generation(s), {saved} rebalance(s) saved by static "
+                 f"membership{window}")
     return lines
