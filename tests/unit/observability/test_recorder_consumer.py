@@ -143,3 +143,47 @@ def test_delete_group_and_failed_write_records_nothing_false():
     h.apply(h.coordinator.delete_group("g", h.now, token))
     [event] = h.take()
     assert event.kind == ev.DELETED and event.protocol == ev.CONSUMER
+
+
+def restarted(h: Recording) -> Recording:
+    """A fresh coordinator that replayed every record written so far, its recorder told of the
+    loaded groups as the group runtime does after a restart (GroupRuntime.load)."""
+    fresh = Recording({name: p for name, (_, p) in h.image.topics.items()})
+    fresh.now = h.now
+    for record in h.records:
+        fresh.coordinator.replay(record, h.now)
+    for group in fresh.coordinator.groups.values():
+        fresh.coordinator.recorder.loaded(group, fresh.now)
+    return fresh
+
+
+def test_after_a_restart_the_next_epoch_is_compared_with_the_last_one_before():
+    h = Recording({"t": 4})
+    r = h.join("a")
+    owned, epochs = {"a": r.assignment}, {"a": r.member_epoch}
+    h.take()
+    h = restarted(h)
+    h.now += 1_000
+    r = h.join("b")
+    owned["b"], epochs["b"] = r.assignment, r.member_epoch
+    settle(h, ["a", "b"], owned, epochs)
+    [joined] = h.take()
+    assert joined.trigger.kind == ev.MEMBER_JOINED and joined.members_before == (("a", None),)
+    assert len(joined.moved) == 2 and all(m.before == "a" and m.after == "b"
+                                          for m in joined.moved)
+
+
+def test_an_epoch_under_way_at_the_restart_is_followed_to_its_end():
+    h = Recording({"t": 4})
+    r = h.join("a")
+    owned, epochs = {"a": r.assignment}, {"a": r.member_epoch}
+    r = h.join("b")                         # epoch 2: a must give two partitions to b
+    owned["b"], epochs["b"] = r.assignment, r.member_epoch
+    h.take()
+    h = restarted(h)
+    settle(h, ["a", "b"], owned, epochs)
+    [finished] = h.take()
+    assert finished.generation == 2 and finished.outcome == "stable"
+    assert finished.trigger.kind == ev.OTHER and "restarted" in finished.trigger.detail
+    assert len(finished.moved) == 2 and all(m.before == "a" and m.after == "b"
+                                            for m in finished.moved)
