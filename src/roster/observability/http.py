@@ -25,7 +25,11 @@ log = logging.getLogger("roster.observability")
 
 MAX_HEAD = 16 << 10
 PER_GROUP = 2000                 # events the console keeps per group
-BACKFILL_BYTES = 8 << 20         # read at most this much of each partition's tail at start
+# At start the console reads only the tail of each partition of the events topic (a busy
+# broker may keep months of events there: reading them all would block the loop and hold them
+# all in memory): the last BACKFILL_EVENTS records, in reads of BACKFILL_BYTES.
+BACKFILL_EVENTS = 5000
+BACKFILL_BYTES = 1 << 20
 
 
 class EventStore:
@@ -53,14 +57,15 @@ class EventStore:
         return self._counts.get((group_id, kind), 0)
 
     def backfill(self, broker) -> int:
-        """What the topic already holds (the tail of each partition), oldest first."""
+        """What the topic already holds (the last BACKFILL_EVENTS of each partition),
+        oldest first."""
         topic = broker.topics.get(EVENTS_TOPIC)
         if topic is None:
             return 0
         found = []
         for log_ in topic.partitions:
-            offset = max(log_.log_start_offset, 0)
             end = log_.log_end_offset
+            offset = first = max(log_.log_start_offset, end - BACKFILL_EVENTS, 0)
             while offset < end:
                 chunk = log_.read(offset, BACKFILL_BYTES)
                 if not chunk:
@@ -69,6 +74,8 @@ class EventStore:
                 moved = False
                 while (batch := batches.next_batch()) is not None:
                     for record in batch:
+                        if record.offset < first:   # a batch may begin before the tail
+                            continue
                         try:
                             found.append(GroupEvent.from_json(bytes(record.value)))
                         except (ValueError, TypeError, KeyError):
