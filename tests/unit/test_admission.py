@@ -279,6 +279,20 @@ def test_group_apis_refused_as_a_whole(denied):
                                           ResourceType.GROUP, "g")
 
 
+def steady_consumer_heartbeat(broker):
+    """Only group, member id and epoch: the shape served by the steady path."""
+    return serve(broker, ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, group_id="c", member_id="m",
+                 member_epoch=3, instance_id=None, rack_id=None,
+                 rebalance_timeout=datetime.timedelta(milliseconds=-1),
+                 subscribed_topic_names=None, subscribed_topic_regex=None,
+                 server_assignor=None, topic_partitions=None)
+
+
+def test_a_steady_consumer_heartbeat_is_admitted_like_any_other(loading, denied):
+    assert steady_consumer_heartbeat(loading).error_code == LOADING
+    assert steady_consumer_heartbeat(denied).error_code == E.group_authorization_failed
+
+
 def test_offset_commit_and_fetch_refused_whole_by_their_group(denied):
     commit = serve(denied, ApiKey.OFFSET_COMMIT, 9, group_id="g", member_id="m",
                    topics=(topic_entry(8, 9, partitions=(0, 1)),))

@@ -14,7 +14,13 @@ from kio.serial import entity_writer
 
 from roster.protocol.build import element, make
 from roster.protocol.codec import encode_request, response_schema
-from roster.protocol.consumer_heartbeat_wire import decode, encode_answer
+from roster.protocol.consumer_heartbeat_wire import (
+    decode,
+    decode_steady,
+    encode_answer,
+    encode_steady_answer,
+    steady_answer_body,
+)
 from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.framing import read_prefix
 
@@ -89,3 +95,43 @@ def test_truncated_or_trailing_bytes_are_malformed():
     for broken in (frame[:-1], frame + b"\0", frame[:20]):
         with pytest.raises(MalformedRequest):
             decode(broken, 1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from([0, 1]), maybe(names), st.text(min_size=1, max_size=10), names,
+       st.integers(-2, 2**31 - 1), maybe(names), maybe(names), st.sampled_from([-1, 0, 5000]),
+       maybe(st.lists(st.text(min_size=1, max_size=8), max_size=2)), maybe(names),
+       maybe(names), maybe(owned))
+def test_the_steady_reader_takes_exactly_the_requests_with_every_optional_field_null(
+        version, client_id, group, member, epoch, instance, rack, rebalance, topics, regex,
+        assignor, parts):
+    """decode_steady reads what decode reads when every optional field is null, and leaves
+    every other request (None) to decode."""
+    from roster.protocol.codec import request_schema
+    schema = request_schema(68, version)
+    entry = element(schema, "topic_partitions")
+    body = make(schema, group_id=group, member_id=member, member_epoch=epoch,
+                instance_id=instance, rack_id=rack,
+                rebalance_timeout=datetime.timedelta(milliseconds=rebalance),
+                subscribed_topic_names=None if topics is None else tuple(topics),
+                subscribed_topic_regex=regex, server_assignor=assignor,
+                topic_partitions=None if parts is None else tuple(
+                    make(entry, topic_id=uuid.UUID(bytes=t), partitions=tuple(ps))
+                    for t, ps in parts))
+    frame = encode_request(68, version, 7, client_id, body)[4:]
+    full = decode(frame, version)
+    steady = decode_steady(frame, version)
+    if full[4:] == (None, None, -1, None, None, None, None):
+        assert steady == full[:4]
+    else:
+        assert steady is None
+    for broken in (frame[:-1], frame + b"\0", frame[:20]):
+        assert decode_steady(broken, version) is None
+
+
+@settings(max_examples=100, deadline=None)
+@given(names, st.integers(-2, 2**31 - 1), st.integers(0, 10**6), st.integers(0, 2**31 - 1))
+def test_the_steady_answer_is_the_general_answer_without_error_or_assignment(
+        member, epoch, interval, correlation):
+    assert encode_steady_answer(correlation, steady_answer_body(member, epoch, interval)) == \
+        encode_answer(correlation, 0, None, member, epoch, interval, None)

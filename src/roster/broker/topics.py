@@ -182,6 +182,9 @@ class TopicManager:
         self._by_name: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._deleting: set[uuid.UUID] = set()  # ids whose deletion marker is on disk
+        # counts the changes memory has taken (a topic created, grown, reconfigured or
+        # deleted): a reader that noted it can tell cheaply that nothing changed since
+        self.version = 0
 
     # -- lookups ---------------------------------------------------------------------------
 
@@ -363,6 +366,7 @@ class TopicManager:
         yield "marked"
         del self._by_name[topic.name]
         del self._by_id[topic.topic_id]
+        self.version += 1
         for partition in topic.partitions:
             try:
                 partition.delete()
@@ -399,6 +403,7 @@ class TopicManager:
     def _register(self, topic: Topic) -> None:
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self.version += 1
 
     def _open_logs(self, topic: Topic, start: int, end: int, fresh: bool) -> list[PartitionLog]:
         """Open partitions start..end-1 of `topic`. `fresh`: they are new, so a directory already
@@ -461,6 +466,7 @@ class TopicManager:
             raise TopicError("kafka_storage_error",
                              f"cannot save the topic catalog: {exc}") from None
         apply()
+        self.version += 1
         try:
             _fsync_directory(self._dir)
         except OSError as exc:

@@ -20,6 +20,11 @@ error_message compact nullable string, member_id compact nullable string, member
 heartbeat_interval_ms int32, assignment (nullable struct: int8 -1 or 1, then topic_partitions
 as in the request, tagged fields), tagged fields. tests/unit/test_consumer_heartbeat_wire.py
 checks both against kio, byte for byte.
+
+Between changes a member sends only its group, member id and epoch, every other field null:
+after the epoch, such a request is always the same few bytes (STEADY_TAIL). decode_steady()
+reads just the three fields of those and leaves every other request to decode();
+encode_steady_answer() writes the answer to one (no error, no assignment).
 """
 from __future__ import annotations
 
@@ -103,6 +108,53 @@ def _decode(frame: bytes, version: int) -> Fields:
                                "after the request")
     return (client_id, required(group_id), required(member_id), epoch, instance_id, rack_id,
             rebalance, names, regex, assignor, owned)
+
+
+# after member_epoch: instance_id, rack_id null, rebalance_timeout_ms -1, subscribed topic names
+# null, (v1: regex null,) server_assignor, topic_partitions null, no tagged fields
+STEADY_TAIL = {0: b"\0\0\xff\xff\xff\xff\0\0\0\0", 1: b"\0\0\xff\xff\xff\xff\0\0\0\0\0"}
+
+
+def decode_steady(frame: bytes, version: int) -> tuple[str | None, str, str, int] | None:
+    """(client_id, group_id, member_id, member_epoch) of a request whose other fields are all
+    null; None for any other request (decode() reads it, and reports what is malformed)."""
+    tail = STEADY_TAIL.get(version)
+    if tail is None or not frame.endswith(tail):
+        return None
+    try:
+        (client_length,) = INT16.unpack_from(frame, HEADER_PREFIX_SIZE)
+        at = HEADER_PREFIX_SIZE + 2
+        client_id = None
+        if client_length >= 0:
+            client_id = text(frame, at, client_length)
+            at += client_length
+        at = skip_tagged_fields(frame, at)
+        group_id, at = compact_string(frame, at)
+        member_id, at = compact_string(frame, at)
+    except (struct.error, IndexError, UnicodeDecodeError):
+        return None
+    if group_id is None or member_id is None or at + 4 + len(tail) != len(frame):
+        return None
+    (epoch,) = INT32.unpack_from(frame, at)
+    return client_id, group_id, member_id, epoch
+
+
+_STEADY_HEAD = struct.Struct(">ii")        # size, correlation id
+_STEADY_FIXED = b"\0" + bytes(4) + bytes(2) + b"\0"   # header tags, throttle 0, error 0,
+#                                                      error message null
+_STEADY_END = struct.Struct(">iiBB")       # member epoch, interval, assignment null, tags
+
+
+def steady_answer_body(member_id: str, member_epoch: int, heartbeat_interval_ms: int) -> bytes:
+    """What follows the correlation id in the answer to a steady heartbeat (the same bytes for
+    every answer to the member until its epoch or interval changes: callers may keep it)."""
+    return (_STEADY_FIXED + _compact(member_id)
+            + _STEADY_END.pack(member_epoch, heartbeat_interval_ms, 0xFF, 0))
+
+
+def encode_steady_answer(correlation_id: int, body: bytes) -> bytes:
+    """The whole response frame, size prefix included, around steady_answer_body()."""
+    return _STEADY_HEAD.pack(len(body) + 4, correlation_id) + body
 
 
 def _compact(value: str | None) -> bytes:

@@ -6,7 +6,10 @@ subscribe with SubscribedTopicRegex (RE2 syntax, matched against whole topic nam
 
 Every member sends one every few seconds, so it is served with its own codec
 (roster.protocol.consumer_heartbeat_wire) rather than kio's generic one, and without a
-coroutine when the answer does not wait for a write (a steady heartbeat writes nothing).
+coroutine when the answer does not wait for a write. A steady heartbeat (only group, member id
+and epoch set) is admitted like any other, then offered to the core's steady_heartbeat(),
+which answers it without an operation when it changes nothing but the member's session, as
+the classic Heartbeat is answered; anything else goes the whole way.
 Admission is as the declared resources say: READ on the group, DESCRIBE on each topic
 subscribed to by name (else TOPIC_AUTHORIZATION_FAILED for the whole request).
 """
@@ -48,6 +51,9 @@ class LiveTopics:
     def names(self):
         return [t.name for t in self._topics if not t.internal]
 
+    def version(self) -> int:
+        return self._topics.version
+
 
 def _ms(value) -> int:
     if value is None:
@@ -88,11 +94,17 @@ async def handle(broker, request, connection):
 GROUP = Group(AclOperation.READ)
 
 
+# the fields a steady heartbeat leaves null: instance_id, rack_id, rebalance_timeout_ms,
+# subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions
+_STEADY_NULLS = (None, None, -1, None, None, None, None)
+
+
 def answer(broker, frame: bytes, prefix, connection):
     """The raw path: the encoded answer, or a coroutine for it when it waits for a write."""
     version, correlation_id = prefix.api_version, prefix.correlation_id
+    steady = wire.decode_steady(frame, version)
     (client_id, group_id, member_id, epoch, instance_id, rack_id, rebalance, names, regex,
-     assignor, owned) = wire.decode(frame, version)
+     assignor, owned) = wire.decode(frame, version) if steady is None else steady + _STEADY_NULLS
     error = admit_group(broker, connection, GROUP, group_id)
     if error is None and names:
         authorizer = _authorizer(broker)
@@ -103,6 +115,12 @@ def answer(broker, frame: bytes, prefix, connection):
     if error is not None:
         return _encoded(correlation_id, HeartbeatReply(error=error))
     groups = broker.groups
+    consumer = groups.consumer
+    if steady is not None and consumer.steady_heartbeat(
+            group_id, member_id, epoch, client_id or "", connection.client_host,
+            broker.topics.version, groups.now_ms()) is not None:
+        return wire.encode_steady_answer(correlation_id, wire.steady_answer_body(
+            member_id, epoch, consumer.config.heartbeat_ms(group_id)))
     image = LiveTopics(broker.topics)
     reply = groups.consumer_heartbeat(HeartbeatRequest(
         group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,

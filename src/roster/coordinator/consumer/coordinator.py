@@ -12,8 +12,14 @@ What a heartbeat does (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
    bumps the group epoch;
 3. group epoch > target assignment epoch: compute a new target assignment (sticky assignor);
 4. move the member's current assignment towards its target (reconcile.py);
-5. re-arm its session timer; answer with its epoch and, when it changed or the request was a
+5. move its session deadline; answer with its epoch and, when it changed or the request was a
    full one, its assignment.
+
+Sessions are kept as the classic groups keep them (coordinator/sessions.py): a deadline per
+member and one timer per group, armed for the earliest; a heartbeat moves its member's deadline
+later and sets no timer. A steady heartbeat (a member at its epoch with nothing to change,
+nothing to reconcile, no new target) is answered by steady_heartbeat() without building an
+operation at all: the edge tries it first, as it does the classic heartbeat.
 """
 from __future__ import annotations
 
@@ -91,8 +97,9 @@ class ConsumerConfig:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerSessionDeadline:
+    """The group's session timer: the earliest member deadline has come."""
+
     group_id: str
-    member_id: str
     consumer = True
 
 
@@ -120,8 +127,8 @@ class ConsumerWritten:
 TIMER_RETRY_MS = 500
 
 
-def session_key(group_id: str, member_id: str) -> str:
-    return f"consumer-session:{group_id}:{member_id}"
+def session_key(group_id: str) -> str:
+    return f"consumer-sessions:{group_id}"
 
 
 def rebalance_key(group_id: str, member_id: str) -> str:
@@ -170,6 +177,9 @@ class ConsumerCoordinator:
             if undo is not None:
                 undo.append(self._inverse(record))
             replay(self.groups, record, now)
+            group = self.groups.get(record.key.group)
+            if group is not None:
+                group.steady_version = None   # changed: the next heartbeat looks again
         result.records.extend(records)
 
     def _inverse(self, record) -> tuple:
@@ -226,6 +236,7 @@ class ConsumerCoordinator:
                 else:
                     group.resolved_regex[entry[2]] = entry[3]
                 group.subscribed_cache = None
+                group.regex_version = None    # resolve again: the catalog may differ now
 
     def _begin(self) -> None:
         self._undo_log = []
@@ -235,6 +246,8 @@ class ConsumerCoordinator:
 
     def heartbeat(self, request: HeartbeatRequest, image: TopicImage, now: int) -> Result:
         result = Result()
+        version = getattr(image, "version", None)
+        version = version() if callable(version) else None
         self._begin()
         try:
             self._validate(request)
@@ -256,7 +269,34 @@ class ConsumerCoordinator:
                                                       tuple(self._undo_log), self._fenced))
         else:
             result.reply(request.token, reply)
+            group = self.groups.get(request.group_id)
+            if group is not None and request.member_epoch >= 0:
+                group.steady_version = version   # nothing to change as of this catalog
         return result
+
+    def steady_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
+                         client_id: str, client_host: str, catalog_version: object,
+                         now: int) -> ConsumerMember | None:
+        """A heartbeat with every optional field null (what members send between changes),
+        answered only if heartbeat() would change nothing but the member's session: the
+        member, at `member_epoch`, reconciled to a target that is current, its client id and
+        host as recorded, and the group found unchanged by a heartbeat at this catalog
+        version. Returns the member (its session moved: the answer is its member id and epoch,
+        no assignment), or None: then heartbeat() decides, as for any other request."""
+        group = self.groups.get(group_id)
+        if group is None or catalog_version is None or group.steady_version != catalog_version:
+            return None
+        member = group.members.get(member_id)
+        if (member is None or member_epoch <= 0 or member.member_epoch != member_epoch
+                or member.state is not MemberState.STABLE
+                or member_epoch != group.assignment_epoch
+                or group.group_epoch != group.assignment_epoch
+                or member.client_id != client_id or member.client_host != client_host
+                or group.session_timer_ms is None):
+            return None
+        # later than the armed timer's deadline (it is the earliest): no timer work
+        group.session_deadlines[member_id] = now + self.config.session_ms(group_id)
+        return member
 
     def _validate(self, q: HeartbeatRequest) -> None:
         if not q.group_id.strip():
@@ -393,9 +433,7 @@ class ConsumerCoordinator:
                                                               member.member_epoch))
                 else:
                     result.cancel(rebalance_key(q.group_id, member.member_id))
-        result.schedule(session_key(q.group_id, member.member_id),
-                        now + self.config.session_ms(q.group_id),
-                        ConsumerSessionDeadline(q.group_id, member.member_id))
+        self._heard_from(group, member.member_id, now, result)
         full = joining or (q.rebalance_timeout_ms != -1 and q.subscribed_topic_names is not None
                            and q.owned is not None)
         changed = member.assigned != before_assigned
@@ -569,7 +607,7 @@ class ConsumerCoordinator:
             records.append(rec.subscription_metadata_record(gid, metadata))
         records.append(rec.epoch_record(gid, group.group_epoch + 1))
         self._write(records, result, now)
-        result.cancel(session_key(gid, member.member_id))
+        # its session deadline went with it (ConsumerGroup.remove_member)
         result.cancel(rebalance_key(gid, member.member_id))
         self._fenced = member.member_id
 
@@ -579,18 +617,60 @@ class ConsumerCoordinator:
 
     # -- timers and writes ----------------------------------------------------------------------
 
+    # -- sessions -------------------------------------------------------------------------------
+
+    def _heard_from(self, group: ConsumerGroup, member_id: str, now: int, result: Result,
+                    timeout_ms: int | None = None) -> None:
+        """The member's session ends one session timeout (or `timeout_ms`) from now; the
+        group's timer is armed only when this is earlier than what it is armed for."""
+        deadline = now + (self.config.session_ms(group.group_id) if timeout_ms is None
+                          else timeout_ms)
+        group.session_deadlines[member_id] = deadline
+        armed = group.session_timer_ms
+        if armed is None or deadline < armed:
+            self._arm(group, deadline, result)
+
+    def _arm(self, group: ConsumerGroup, deadline: int, result: Result) -> None:
+        group.session_timer_ms = deadline
+        result.schedule(session_key(group.group_id), deadline,
+                        ConsumerSessionDeadline(group.group_id))
+
+    def _lapsed(self, group: ConsumerGroup, now: int) -> ConsumerMember | None:
+        """The group's timer fired: the member whose session ended first, if one has by
+        `now` (its deadline cleared); the timer is armed again for the earliest deadline left
+        (at once, if another has ended too: each fencing is an operation of its own)."""
+        group.session_timer_ms = None
+        deadlines = group.session_deadlines
+        lapsed = None
+        for member_id, deadline in deadlines.items():
+            if deadline <= now and (lapsed is None or deadline < deadlines[lapsed]):
+                lapsed = member_id
+        member = None
+        if lapsed is not None:
+            del deadlines[lapsed]
+            member = group.members.get(lapsed)
+        return member
+
+    def _rearm(self, group: ConsumerGroup, result: Result) -> None:
+        if group.session_deadlines and group.session_timer_ms is None:
+            self._arm(group, min(group.session_deadlines.values()), result)
+
     def expire(self, event, now: int) -> Result:
         result = Result()
         group = self.groups.get(event.group_id)
-        member = None if group is None else group.members.get(event.member_id)
-        if member is None:
+        if group is None:
             return result
         if isinstance(event, ConsumerSessionDeadline):
+            member = self._lapsed(group, now)
+            if member is None:
+                self._rearm(group, result)
+                return result
             log.info("member %s of consumer group %s fenced: its session expired",
                      member.member_id, group.group_id)
             kind = ev.SESSION_EXPIRED
-        elif isinstance(event, ConsumerRebalanceDeadline):
-            if member.member_epoch != event.member_epoch \
+        else:
+            member = group.members.get(event.member_id)
+            if member is None or member.member_epoch != event.member_epoch \
                     or member.state is not MemberState.UNREVOKED_PARTITIONS:
                 return result
             log.info("member %s of consumer group %s fenced: it did not revoke its partitions "
@@ -601,6 +681,7 @@ class ConsumerCoordinator:
         self.recorder.cause(group.group_id, ev.Trigger(kind, member.member_id,
                                                        member.instance_id), now)
         self._fence(group, member, result, now)
+        self._rearm(group, result)
         self.recorder.observe(group.group_id, self.groups.get(group.group_id), now, result)
         result.after_write.append(ConsumerWritten(group.group_id, None, None,
                                                   tuple(self._undo_log), fenced=member.member_id))
@@ -618,10 +699,10 @@ class ConsumerCoordinator:
             # still a member: a timeout's fencing is tried again shortly (Kafka's timers retry
             # a failed operation after a backoff); after a leave that failed, the member's
             # session runs out as if the leave never came
-            delay = TIMER_RETRY_MS if step.token is None else self.config.session_ms(
-                step.group_id)
-            result.schedule(session_key(step.group_id, step.fenced), now + delay,
-                            ConsumerSessionDeadline(step.group_id, step.fenced))
+            group = self.groups.get(step.group_id)
+            if group is not None and step.fenced in group.members:
+                delay = TIMER_RETRY_MS if step.token is None else None
+                self._heard_from(group, step.fenced, now, result, delay)
         if step.token is not None:
             result.reply(step.token, error if isinstance(step.reply, ErrorCode)
                          else HeartbeatReply(error=error))
@@ -636,9 +717,7 @@ class ConsumerCoordinator:
             if group is None:
                 continue
             for member in group.members.values():
-                result.schedule(session_key(group_id, member.member_id),
-                                now + self.config.session_ms(group_id),
-                                ConsumerSessionDeadline(group_id, member.member_id))
+                self._heard_from(group, member.member_id, now, result)
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     result.schedule(rebalance_key(group_id, member.member_id),
                                     now + max(member.rebalance_timeout_ms, 0),

@@ -51,6 +51,9 @@ class TopicImage(Protocol):
 
     def names(self) -> Iterable[str]: ...
 
+    # optional: `version() -> int`, which changes whenever the catalog does; without it, every
+    # heartbeat compares the group's topics with the catalog
+
 
 class DictTopicImage:
     """A fixed catalog: {name: (id, partitions)}. For tests and benchmarks."""
@@ -121,6 +124,16 @@ class ConsumerGroup:
     # subscribed_names() and regexes(), until a member changes
     subscribed_cache: frozenset[str] | None = field(default=None, compare=False)
     regex_cache: frozenset[str] | None = field(default=None, compare=False)
+    # sessions, as the classic groups keep them (coordinator/sessions.py): member id -> when
+    # it must be heard from next, and the deadline the group's one session timer is armed for;
+    # a heartbeat only moves its member's deadline later: no timer work
+    session_deadlines: dict[str, int] = field(default_factory=dict, compare=False)
+    session_timer_ms: int | None = field(default=None, compare=False)
+    # the topic catalog version (TopicImage.version) at which a heartbeat last found nothing
+    # to change in this group; None after any change. While it holds, a member's heartbeat
+    # that changes nothing of its own is answered without the full operation
+    # (ConsumerCoordinator.steady_heartbeat)
+    steady_version: object = field(default=None, compare=False)
 
     # -- reading -------------------------------------------------------------------------
 
@@ -185,6 +198,7 @@ class ConsumerGroup:
 
     def remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
+        self.session_deadlines.pop(member_id, None)
         if old is None:
             return
         self._release(old)

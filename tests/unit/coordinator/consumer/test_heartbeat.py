@@ -17,7 +17,8 @@ def test_first_member_gets_every_partition_at_epoch_one():
     assert (reply.member_id, reply.member_epoch, reply.heartbeat_interval_ms) == ("m1", 1, 5000)
     assert reply.assignment == ((T, (0, 1, 2, 3, 4, 5)),)
     assert h.group().state() == GroupState.STABLE
-    assert h.timers[session_key("g", "m1")][0] == 45_000
+    assert h.group().session_deadlines["m1"] == 45_000
+    assert h.timers[session_key("g")][0] == 45_000   # the group's one session timer
     # record types written, in Kafka's order: member, partition metadata, epoch, target, current
     assert [r.key.type for r in h.records] == [5, 4, 3, 7, 6, 8]
 
@@ -147,7 +148,7 @@ def test_leave_removes_the_member():
     r = h.heartbeat("m2", -1)
     assert (r.error, r.member_id, r.member_epoch) == (ErrorCode.none, "m2", -1)
     assert set(h.group().members) == {"m1"} and "m2" not in h.group().target
-    assert session_key("g", "m2") not in h.timers
+    assert "m2" not in h.group().session_deadlines
     del r2
 
 
@@ -289,7 +290,7 @@ def test_failed_writes_of_timeouts_and_deletions_put_the_group_back():
     h.fail_next_write = ErrorCode.not_coordinator
     h.advance(45_000)                      # a's session lapses; the fencing cannot be written
     assert h.group() == before
-    assert h.timers[session_key("g", "a")][0] == 45_500   # it is tried again shortly
+    assert h.timers[session_key("g")][0] == 45_500   # it is tried again shortly
     h.advance(500)
     assert "a" not in h.group().members
     h.join("a")
@@ -374,7 +375,11 @@ def test_light_heartbeats_of_a_stable_member_write_nothing():
         again = h.heartbeat("a", r.member_epoch)
         assert again.error == ErrorCode.none and again.assignment is None
     assert len(h.records) == count
-    assert h.timers[session_key("g", "a")][0] == h.now + 45_000
+    assert h.group().session_deadlines["a"] == h.now + 45_000
+    h.advance(44_999)
+    assert "a" in h.group().members
+    h.advance(1)
+    assert "a" not in h.group().members
 
 
 def test_regex_resolutions_are_records_and_go_with_their_last_user():
@@ -461,5 +466,5 @@ def test_after_a_restart_sessions_start_again_and_a_revocation_keeps_its_deadlin
         fresh.replay(rec.ConsumerRecord(decoded, rec.decode_value(decoded, value)))
     result = fresh.groups_loaded(["g"], 1_000)
     deadlines = {t.key: t.deadline_ms for t in result.timers if isinstance(t, Schedule)}
-    assert deadlines == {session_key("g", "a"): 46_000, session_key("g", "b"): 46_000,
-                         rebalance_key("g", "a"): 31_000}
+    assert deadlines == {session_key("g"): 46_000, rebalance_key("g", "a"): 31_000}
+    assert fresh.groups["g"].session_deadlines == {"a": 46_000, "b": 46_000}
