@@ -20,7 +20,12 @@ import uuid
 from collections.abc import Callable
 
 from roster.client.connection import ConnectionClosed
-from roster.client.consumer_membership import ConsumerMembership, NeedTopicIds, State
+from roster.client.consumer_membership import (
+    ConsumerMembership,
+    NeedTopicIds,
+    Reconciled,
+    State,
+)
 from roster.client.member_driver import MemberDriver
 from roster.client.membership import MemberConfig, Send
 from roster.protocol.api_keys import ApiKey
@@ -68,6 +73,9 @@ class ConsumerGroupMember(MemberDriver):
     def _own_action(self, action) -> bool:
         if isinstance(action, NeedTopicIds):
             self._spawn(self._resolve(action.topic_ids))
+            return True
+        if isinstance(action, Reconciled):   # on_revoked has returned (it comes first)
+            self.machine.reconciled(action, self.now())
             return True
         return False
 

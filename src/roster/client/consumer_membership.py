@@ -11,6 +11,10 @@ How it behaves (as the Java and librdkafka members do):
 - an assignment in an answer is applied at once: partitions no longer in it are revoked (the
   application is told first), new ones are assigned, and a heartbeat goes out right away to
   acknowledge; topic ids it cannot name yet are resolved first (NeedTopicIds);
+- a revoked partition is reported as still owned until the application's callback for it has
+  returned (`Reconciled`, then `reconciled()`): the coordinator gives it to its next owner only
+  then, and keeps this member at its epoch meanwhile, so the callback can still commit its
+  offsets; heartbeats go on while the callback runs;
 - FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: its partitions are lost, it rejoins with epoch 0
   and the same member id; a changed or unavailable coordinator: it finds the coordinator again
   and carries on with its epoch;
@@ -66,6 +70,15 @@ class NeedTopicIds:
     topic_ids: tuple
 
 
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    """The callbacks before this action have run: call reconciled(partitions) so heartbeats
+    stop reporting these revoked partitions as owned."""
+
+    partitions: tuple[tuple[str, int], ...]
+    ids: frozenset
+
+
 @dataclass(slots=True)
 class ConsumerMembership:
     config: MemberConfig
@@ -77,6 +90,7 @@ class ConsumerMembership:
     owned: tuple[tuple[str, int], ...] = ()        # (topic, partition) held right now
     owned_ids: frozenset[IdPartition] = frozenset()  # the same, by topic id (what we report)
     pending: frozenset[IdPartition] | None = None  # an assignment waiting for topic names
+    revoking: frozenset[IdPartition] = frozenset()   # revoked, the callback not yet returned
     names: dict = field(default_factory=dict)      # topic id -> name
     interval_ms: int = 3000
     next_heartbeat_ms: int | None = None
@@ -159,6 +173,15 @@ class ConsumerMembership:
             return self.next_heartbeat_ms
         return None
 
+    def reconciled(self, revoked: Reconciled, now: int) -> list:
+        """The application is done with these revoked partitions: the next heartbeat, at once,
+        tells the coordinator they are free."""
+        if revoked.ids & self.revoking:
+            self.revoking -= revoked.ids
+            if self.state is State.STABLE:
+                self.next_heartbeat_ms = now
+        return []
+
     # -- answers -------------------------------------------------------------------------------
 
     def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
@@ -210,7 +233,8 @@ class ConsumerMembership:
         self.next_heartbeat_ms = None
         full = self.full or self.epoch == 0
         by_topic: dict = {}
-        for t, p in sorted(self.owned_ids, key=lambda tp: (str(tp[0]), tp[1])):
+        held = self.owned_ids | self.revoking
+        for t, p in sorted(held, key=lambda tp: (str(tp[0]), tp[1])):
             by_topic.setdefault(t, []).append(p)
         return Send("ConsumerGroupHeartbeat", {
             "group_id": self.config.group_id, "member_id": self.member_id,
@@ -230,11 +254,15 @@ class ConsumerMembership:
         added = tuple(sorted(named - current))
         actions: list = []
         if revoked:
+            revoked_ids = self.owned_ids - target
+            self.revoking |= revoked_ids
             actions.append(Revoked(revoked))
         self.owned = tuple(sorted(named))
         self.owned_ids = target
         if added:
             actions.append(Assigned(added))
+        if revoked:
+            actions.append(Reconciled(revoked, revoked_ids))
         if revoked or added:
             self.next_heartbeat_ms = now   # acknowledge at once
         return actions
@@ -257,6 +285,7 @@ class ConsumerMembership:
 
     def _give_up(self, kind) -> list:
         owned, self.owned, self.owned_ids, self.pending = self.owned, (), frozenset(), None
+        self.revoking = frozenset()
         return [kind(owned)] if owned else []
 
     def _leave(self, epoch: int) -> list:

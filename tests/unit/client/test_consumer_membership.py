@@ -3,7 +3,12 @@ with a manual clock against the pure coordinator (roster.coordinator.consumer): 
 machines talk through plain values, no sockets."""
 from __future__ import annotations
 
-from roster.client.consumer_membership import ConsumerMembership, NeedTopicIds, State
+from roster.client.consumer_membership import (
+    ConsumerMembership,
+    NeedTopicIds,
+    Reconciled,
+    State,
+)
 from roster.client.membership import Assigned, Fatal, Lost, MemberConfig, Revoked, Send
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.protocol.errors import ErrorCode
@@ -16,6 +21,8 @@ class Link:
     def __init__(self, h: ConsumerHarness) -> None:
         self.h = h
         self.events: dict[str, list] = {}
+        self.hold_revocations = False   # as if on_revoked had not returned yet
+        self.held: list[tuple[ConsumerMembership, Reconciled]] = []
 
     def run(self, member: ConsumerMembership, actions: list) -> None:
         names = {tid: name for name, (tid, _) in self.h.image.topics.items()}
@@ -39,6 +46,11 @@ class Link:
                     actions += member.on_heartbeat(reply.error, reply.member_epoch,
                                                    reply.heartbeat_interval_ms,
                                                    reply.assignment, self.h.now)
+            elif isinstance(action, Reconciled):   # the driver: on_revoked has returned
+                if self.hold_revocations:
+                    self.held.append((member, action))
+                else:
+                    actions += member.reconciled(action, self.h.now)
             elif isinstance(action, NeedTopicIds):
                 actions += member.on_topic_names({t: names[t] for t in action.topic_ids},
                                                  self.h.now)
@@ -139,3 +151,45 @@ def test_commits_carry_the_member_epoch():
     send = a.commit_request({("t", 0): 5})
     assert send.fields["generation_id_or_member_epoch"] == a.epoch == 1
     assert send.fields["member_id"] == "a"
+
+
+def test_a_revoked_partition_stays_reported_until_the_callback_returns():
+    """While on_revoked runs (say, waiting for a batch in flight), heartbeats go on and still
+    report the revoked partitions: the coordinator keeps the member at its epoch, so a commit
+    from the callback is accepted, and the next owner gets them only once the callback is
+    done."""
+    h = ConsumerHarness({"t": 4})
+    link = Link(h)
+    a, b = member("a"), member("b")
+    link.tick(a)
+    link.hold_revocations = True
+    link.tick(b)
+    settle(link, [a, b])
+    assert len(a.owned) == 2                       # the application's view: two kept
+    assert len(h.member("a").pending_revocation[topic_id("t")]) == 2
+    assert b.owned == ()                           # nothing is free yet
+    epoch = a.epoch
+    assert a.commit_request({a.owned[0]: 1}).fields["generation_id_or_member_epoch"] \
+        == h.member("a").member_epoch == epoch     # the callback's commit is not stale
+    [(held_by, done)] = link.held
+    link.hold_revocations = False
+    link.run(held_by, [done])
+    assert a.next_heartbeat_ms == h.now            # told at once
+    settle(link, [a, b])
+    assert len(b.owned) == 2 and sorted(a.owned + b.owned) == [("t", p) for p in range(4)]
+    assert h.member("a").member_epoch > epoch
+
+
+def test_fencing_while_revoking_forgets_the_revocation():
+    h = ConsumerHarness({"t": 2})
+    link = Link(h)
+    a, b = member("a"), member("b")
+    link.tick(a)
+    link.hold_revocations = True
+    link.tick(b)
+    settle(link, [a, b])
+    assert a.revoking
+    a.on_heartbeat(ErrorCode.fenced_member_epoch, 0, 0, None, h.now)
+    assert a.revoking == frozenset() and a.owned == ()
+    (_, done), = link.held
+    assert a.reconciled(done, h.now) == []         # the late callback changes nothing
