@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roster.coordinator.consumer.migration import parse_policy as parse_migration_policy
 from roster.security.settings import SECURITY_SETTINGS, SecuritySettings, is_security_key
 
 log = logging.getLogger("roster.config")
@@ -128,6 +129,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.consumer.max.session.timeout.ms", 60000, int, 1),
     Setting("group.consumer.min.heartbeat.interval.ms", 5000, int, 1),
     Setting("group.consumer.max.heartbeat.interval.ms", 15000, int, 1),
+    Setting("group.consumer.migration.policy", "bidirectional", parse_migration_policy, None,
+            "bidirectional, upgrade, downgrade or disabled: whether a classic group turns into a "
+            "consumer group when a member joins it with the consumer protocol (upgrade), and "
+            "back when its last such member leaves (downgrade)"),
     Setting("group.consumer.assignors", "uniform,range", str, None,
             "server-side assignors by name (Kafka's class names are accepted); the first is the "
             "default"),

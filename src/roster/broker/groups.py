@@ -21,6 +21,7 @@ from roster.broker.timer_queue import TimerQueue
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer import records as consumer_records
 from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
+from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.coordinator import Coordinator
 from roster.coordinator.messages import (
     CommitReply,
@@ -85,6 +86,9 @@ class GroupRuntime:
             consumer_config, kafka_uuid,
             classic_busy=lambda group_id: bool(getattr(
                 self.coordinator.groups.get(group_id), "members", None)))
+        # an online upgrade takes a classic group's members into a consumer group
+        # (coordinator/consumer/migration.py)
+        self.consumer.classic = self.coordinator
         # offset expiry keeps what a consumer group's members subscribe to (expiry.py)
         self.coordinator.consumer_topics = self._consumer_topics
         self.sink = sink or MemoryRecordSink()
@@ -107,12 +111,13 @@ class GroupRuntime:
     # request is decided here, once, not in each handler.
 
     async def join(self, request: JoinRequest) -> JoinReply:
+        if self.consumer.serves_classic(request.group_id):
+            # a live consumer group takes a classic member in as a classic-protocol member
+            # (an online upgrade under way, coordinator/consumer/classic_members.py)
+            image = self.coordinator.topics or DictTopicImage()
+            return await self.run(
+                lambda now: self.consumer.classic_join(request, image, now), request.token)
         consumer_group = self.consumer.groups.get(request.group_id)
-        if consumer_group is not None and consumer_group.members:
-            # a live consumer group: Kafka 4 would take the classic member into it as a
-            # classic-protocol member; roster answers as Kafka does for protocols the group
-            # cannot serve
-            return JoinReply(error=ErrorCode.inconsistent_group_protocol, member_id="")
         if consumer_group is not None:  # empty: it gives way to the classic group, as in Kafka
             token = self.new_token()
             await self.run(lambda now: self.consumer.delete_group(request.group_id, now, token),
@@ -120,9 +125,13 @@ class GroupRuntime:
         return await self._call(self.coordinator.join, request)
 
     async def sync(self, request: SyncRequest) -> SyncReply:
+        if self.consumer.serves_classic(request.group_id):
+            return await self._call(self.consumer.classic_sync, request)
         return await self._call(self.coordinator.sync, request)
 
     async def leave(self, request: LeaveRequest) -> LeaveReply:
+        if self.consumer.serves_classic(request.group_id):
+            return await self._call(self.consumer.classic_leave, request)
         return await self._call(self.coordinator.leave, request)
 
     async def commit_offsets(self, request: CommitRequest) -> CommitReply:
@@ -242,8 +251,13 @@ class GroupRuntime:
         """The busiest operation, without the reply-token round trip: a heartbeat's answer is
         final at once (it writes nothing); only its timer changes, if any, are carried out."""
         result = Result()
-        error = self.coordinator.check_in(group_id, generation, member_id, group_instance_id,
-                                          self.now_ms(), result)
+        # (the membership test first: the classic heartbeat is the hot path)
+        if group_id in self.consumer.groups and self.consumer.serves_classic(group_id):
+            error = self.consumer.classic_heartbeat(group_id, generation, member_id,
+                                                    group_instance_id, self.now_ms(), result)
+        else:
+            error = self.coordinator.check_in(group_id, generation, member_id,
+                                              group_instance_id, self.now_ms(), result)
         if result.records or result.replies or result.after_write:
             self.apply(result)   # e.g. a rebalance it started (coordinator/metadata_watch.py)
         elif result.timers:

@@ -31,7 +31,13 @@ def replay(groups: dict[str, Group], record: Record, now: int = -1) -> None:
             value.expire_timestamp)
     elif isinstance(key, GroupKey):
         if value is None:
-            groups.pop(key.group, None)
+            gone = groups.pop(key.group, None)
+            if gone is not None and gone.offsets:
+                # Kafka keeps offsets apart from groups: a group's tombstone leaves those not
+                # tombstoned before it (a group converted to a consumer group keeps them all,
+                # consumer/migration.py; DeleteGroups tombstones its offsets first)
+                kept = groups[key.group] = Group(key.group, state_timestamp=now)
+                kept.offsets = gone.offsets
             return
         existing = groups.get(key.group)
         groups[key.group] = _group_from_record(key.group, value, existing)

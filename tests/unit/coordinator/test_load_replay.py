@@ -122,6 +122,11 @@ def test_replay_tombstones_and_offsets_without_a_group():
     assert list(group.offsets) == [("t", 0)] and group.offsets[("t", 0)].leader_epoch == 3
     h.coordinator.replay(group_record())
     assert list(h.group().offsets) == [("t", 0)]  # a group record keeps the group's offsets
+    # a group's tombstone leaves the offsets not tombstoned (Kafka keeps them apart: a group
+    # converted to a consumer group keeps its offsets); without offsets the group is gone
+    h.coordinator.replay(Record(GroupKey("g"), None))
+    assert h.group().members == {} and list(h.group().offsets) == [("t", 0)]
+    h.coordinator.replay(Record(OffsetKey("g", "t", 0), None))
     h.coordinator.replay(Record(GroupKey("g"), None))
     assert h.group() is None
 

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from roster.coordinator.consumer import classic_members, migration
 from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
 from roster.coordinator.consumer.messages import (
@@ -66,6 +67,7 @@ class ConsumerConfig:
     heartbeat_interval_ms: int = 5_000      # group.consumer.heartbeat.interval.ms
     max_size: int = 2**31 - 1               # group.consumer.max.size
     assignors: tuple[str, ...] = ("uniform", "range")   # group.consumer.assignors
+    migration_policy: str = migration.DEFAULT_POLICY    # group.consumer.migration.policy
     # group configs: group id -> {"consumer.session.timeout.ms": ms,
     # "consumer.heartbeat.interval.ms": ms} (the edge keeps it; read at each use)
     group_overrides: dict = field(default_factory=dict)
@@ -82,6 +84,8 @@ class ConsumerConfig:
                    heartbeat_interval_ms=config["group.consumer.heartbeat.interval.ms"],
                    max_size=config["group.consumer.max.size"],
                    assignors=tuple(n for n in names if n in ASSIGNORS) or ("uniform", "range"),
+                   migration_policy=migration.parse_policy(
+                       config["group.consumer.migration.policy"]),
                    group_overrides=group_overrides if group_overrides is not None else {})
 
     def session_ms(self, group_id: str) -> int:
@@ -162,6 +166,11 @@ class ConsumerCoordinator:
         self._new_member_id = new_member_id
         # whether a classic group of this id has members (then it is not a consumer group)
         self._classic_busy = classic_busy or (lambda group_id: False)
+        # the classic coordinator (set by the edge): an online upgrade takes a classic group's
+        # members over (migration.py); None: classic groups are never converted
+        self.classic = None
+        # (group id, member id) -> when a classic member told to rejoin is fenced
+        self.classic_join_deadlines: dict[tuple[str, str], int] = {}
         self.recorder = ConsumerRecorder()  # flight recorder (docs/observability.md)
 
     # -- records ------------------------------------------------------------------------------
@@ -205,6 +214,12 @@ class ConsumerCoordinator:
     def _undo(self, undo) -> None:
         for entry in reversed(undo):
             kind, group_id = entry[0], entry[1]
+            if kind == "classic":   # the classic group before a conversion (migration.py)
+                if entry[2] is None:
+                    self.classic.groups.pop(group_id, None)
+                else:
+                    self.classic.groups[group_id] = entry[2]
+                continue
             if kind == "absent":
                 self.groups.pop(group_id, None)
                 continue
@@ -237,6 +252,17 @@ class ConsumerCoordinator:
                     group.resolved_regex[entry[2]] = entry[3]
                 group.subscribed_cache = None
                 group.regex_version = None    # resolve again: the catalog may differ now
+
+    def _release_after_write(self, group_id: str, token, reply, result: Result,
+                             now: int) -> None:
+        """Answer `reply` to `token` at once when nothing was written, else once the records
+        are (and undo them if they cannot be)."""
+        if result.records:
+            self.recorder.observe(group_id, self.groups.get(group_id), now, result)
+            result.after_write.append(ConsumerWritten(group_id, token, reply,
+                                                      tuple(self._undo_log), self._fenced))
+        else:
+            result.reply(token, reply)
 
     def _begin(self) -> None:
         self._undo_log = []
@@ -345,9 +371,34 @@ class ConsumerCoordinator:
         # not stored until its first record is replayed
         return ConsumerGroup(group_id, created_ms=now)
 
+    def _upgrade(self, group_id: str, image: TopicImage, result: Result, now: int) -> None:
+        """A consumer member joins a classic group with members: it becomes a consumer group
+        if it may (migration.py), else GROUP_ID_NOT_FOUND as before."""
+        classic = None if self.classic is None else self.classic.groups.get(group_id)
+        if classic is None:
+            _fail(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group")
+        try:
+            tombstone, records = migration.upgrade_records(
+                classic, self.config.migration_policy, self.config.max_size, image)
+        except migration.UpgradeRefused as refused:
+            log.info("%s", refused)
+            _fail(ErrorCode.group_id_not_found, str(refused))
+        log.info("classic group %s (generation %d, %d members) becomes a consumer group",
+                 group_id, classic.generation, len(classic.members))
+        self._undo_log.append(("classic", group_id, classic))
+        self.classic.groups[group_id] = migration.retire_classic(classic, now, result)
+        result.records.append(tombstone)     # the classic coordinator's record, not replayed here
+        self._write(records, result, now)
+        group = self.groups[group_id]
+        for member in group.members.values():
+            self._heard_from(group, member.member_id, now, result,
+                             member.classic.session_timeout_ms)
+
     def _heartbeat(self, q: HeartbeatRequest, image: TopicImage, result: Result,
                    now: int) -> HeartbeatReply:
         joining = q.member_epoch == 0
+        if joining and q.group_id not in self.groups and self._classic_busy(q.group_id):
+            self._upgrade(q.group_id, image, result, now)
         group = self._group(q.group_id, joining, now)
         member_id = q.member_id or (self._new_member_id() if self._new_member_id else "")
         if len(group.members) >= self.config.max_size and member_id not in group.members:
@@ -388,51 +439,17 @@ class ConsumerCoordinator:
             changes["client_id"] = q.client_id
         if q.client_host != member.client_host:
             changes["client_host"] = q.client_host
+        if member.classic is not None:   # it restarted with the consumer protocol
+            changes["classic"] = None
         updated = member.replace(**changes) if changes else member
         bump = False
         if updated != member:
             records.append(rec.member_record(q.group_id, updated))
             bump = (updated.subscribed_topic_names != member.subscribed_topic_names
                     or updated.subscribed_topic_regex != member.subscribed_topic_regex)
-        subscription_changed = bump
-        # apply the member change now so that the group's view includes it
-        self._write(records, result, now)
+        member = self._converge(q.group_id, updated, records, bump, is_new, q.instance_id,
+                                q.owned, image, result, now)
         group = self.groups[q.group_id]
-        records = []
-        # the topics the group subscribes to, and their metadata
-        self._now = now
-        self._write(self._resolve_regexes(group, image), result, now)
-        metadata = self._metadata(group, image)
-        if metadata != group.subscription_metadata:
-            records.append(rec.subscription_metadata_record(q.group_id, metadata))
-            bump = True
-        if bump:
-            if is_new:
-                kind = ev.STATIC_MEMBER_JOINED if q.instance_id else ev.MEMBER_JOINED
-            else:
-                kind = ev.SUBSCRIPTION_CHANGED if subscription_changed else ev.METADATA_CHANGED
-            self.recorder.cause(q.group_id, ev.Trigger(kind, updated.member_id, q.instance_id),
-                                now)
-            records.append(rec.epoch_record(q.group_id, group.group_epoch + 1))
-            log.info("consumer group %s: epoch %d", q.group_id, group.group_epoch + 1)
-        self._write(records, result, now)
-        if group.group_epoch > group.assignment_epoch:
-            self._new_target(group, result, now)
-        member = group.members[updated.member_id]
-        target = group.target.get(member.member_id, {})
-        if not member.reconciled_to(group.assignment_epoch):
-            before = member
-            member = reconcile(member, group.assignment_epoch, target, group.partition_epoch,
-                               q.owned)
-            if member != before:
-                self._write([rec.current_record(q.group_id, member)], result, now)
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
-                    result.schedule(rebalance_key(q.group_id, member.member_id),
-                                    now + max(member.rebalance_timeout_ms, 0),
-                                    ConsumerRebalanceDeadline(q.group_id, member.member_id,
-                                                              member.member_epoch))
-                else:
-                    result.cancel(rebalance_key(q.group_id, member.member_id))
         self._heard_from(group, member.member_id, now, result)
         full = joining or (q.rebalance_timeout_ms != -1 and q.subscribed_topic_names is not None
                            and q.owned is not None)
@@ -441,6 +458,56 @@ class ConsumerCoordinator:
             member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_ms(q.group_id),
             assignment=_pairs(member.assigned) if full or changed else None)
+
+    def _converge(self, group_id: str, updated: ConsumerMember, records: list,
+                  subscription_changed: bool, is_new: bool, instance_id: str | None, owned,
+                  image: TopicImage, result: Result, now: int) -> ConsumerMember:
+        """Write the member's change (`records`), then move the group on as any member's
+        request does: the subscribed topics' metadata, the group epoch, a new target
+        assignment, and this member's reconciliation towards its target given what it reports
+        it owns. Shared by ConsumerGroupHeartbeat and a classic member's JoinGroup
+        (classic_members.py)."""
+        bump = subscription_changed
+        # apply the member change now so that the group's view includes it
+        self._write(records, result, now)
+        group = self.groups[group_id]
+        records = []
+        # the topics the group subscribes to, and their metadata
+        self._now = now
+        self._write(self._resolve_regexes(group, image), result, now)
+        metadata = self._metadata(group, image)
+        if metadata != group.subscription_metadata:
+            records.append(rec.subscription_metadata_record(group_id, metadata))
+            bump = True
+        if bump:
+            if is_new:
+                kind = ev.STATIC_MEMBER_JOINED if instance_id else ev.MEMBER_JOINED
+            else:
+                kind = ev.SUBSCRIPTION_CHANGED if subscription_changed else ev.METADATA_CHANGED
+            self.recorder.cause(group_id, ev.Trigger(kind, updated.member_id, instance_id),
+                                now)
+            records.append(rec.epoch_record(group_id, group.group_epoch + 1))
+            log.info("consumer group %s: epoch %d", group_id, group.group_epoch + 1)
+        self._write(records, result, now)
+        if group.group_epoch > group.assignment_epoch:
+            self._new_target(group, result, now)
+        member = group.members[updated.member_id]
+        target = group.target.get(member.member_id, {})
+        if not member.reconciled_to(group.assignment_epoch):
+            before = member
+            member = reconcile(member, group.assignment_epoch, target, group.partition_epoch,
+                               owned)
+            if member != before:
+                self._write([rec.current_record(group_id, member)], result, now)
+                # (classic members have join and sync deadlines instead: classic_members.py)
+                if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
+                    result.schedule(rebalance_key(group_id, member.member_id),
+                                    now + max(member.rebalance_timeout_ms, 0),
+                                    ConsumerRebalanceDeadline(group_id, member.member_id,
+                                                              member.member_epoch))
+                else:
+                    result.cancel(rebalance_key(group_id, member.member_id))
+        return member
 
     def _check_epoch(self, member: ConsumerMember, q: HeartbeatRequest) -> None:
         epoch = q.member_epoch
@@ -467,22 +534,15 @@ class ConsumerCoordinator:
                 log.info("static member %s (instance %s) joins consumer group %s", member_id,
                          q.instance_id, q.group_id)
                 return ConsumerMember(member_id, instance_id=q.instance_id)
-            if existing.member_epoch != STATIC_LEAVE_EPOCH:
+            # a classic member's instance id is taken over at once (the online upgrade's
+            # restart: Kafka's getOrMaybeSubscribeStaticConsumerGroupMember)
+            if existing.member_epoch != STATIC_LEAVE_EPOCH and existing.classic is None:
                 _fail(ErrorCode.unreleased_instance_id,
                       f"Static member {member_id} with instance id {q.instance_id} cannot join "
                       f"the group because the instance id is owned by {existing.member_id} "
                       "member.")
-            # the returning instance takes over its predecessor: same subscription, same
-            # target, same partitions; nothing else in the group changes
-            new = existing.replace(member_id=member_id, member_epoch=0, previous_member_epoch=0)
+            new = classic_members.replace_static_member(group, existing, member_id, records)
             gid = group.group_id
-            records += [rec.current_tombstone(gid, existing.member_id),
-                        rec.target_tombstone(gid, existing.member_id),
-                        rec.member_tombstone(gid, existing.member_id),
-                        rec.member_record(gid, new),
-                        rec.target_record(gid, member_id,
-                                          group.target.get(existing.member_id, {})),
-                        rec.current_record(gid, new)]
             log.info("static member %s (instance %s) rejoins consumer group %s, replacing %s",
                      member_id, q.instance_id, gid, existing.member_id)
             self.recorder.saved(gid, q.instance_id, member_id, existing.member_id)
@@ -592,6 +652,11 @@ class ConsumerCoordinator:
     def _fence(self, group: ConsumerGroup, member: ConsumerMember, result: Result,
                now: int) -> None:
         gid = group.group_id
+        if migration.downgrades(self, group, member):   # its last consumer-protocol member
+            migration.downgrade(self, group, member, result, now)
+            result.cancel(rebalance_key(gid, member.member_id))
+            self._fenced = member.member_id
+            return
         records = [rec.current_tombstone(gid, member.member_id),
                    rec.target_tombstone(gid, member.member_id),
                    rec.member_tombstone(gid, member.member_id)]
@@ -668,6 +733,11 @@ class ConsumerCoordinator:
             log.info("member %s of consumer group %s fenced: its session expired",
                      member.member_id, group.group_id)
             kind = ev.SESSION_EXPIRED
+        elif isinstance(event, classic_members.DEADLINES):
+            member = classic_members.deadline_passed(self, group, event)
+            if member is None:
+                return result
+            kind = ev.REBALANCE_TIMEOUT
         else:
             member = group.members.get(event.member_id)
             if member is None or member.member_epoch != event.member_epoch \
@@ -717,7 +787,8 @@ class ConsumerCoordinator:
             if group is None:
                 continue
             for member in group.members.values():
-                self._heard_from(group, member.member_id, now, result)
+                self._heard_from(group, member.member_id, now, result,
+                                 classic_members.session_ms(member))
                 if member.state is MemberState.UNREVOKED_PARTITIONS:
                     result.schedule(rebalance_key(group_id, member.member_id),
                                     now + max(member.rebalance_timeout_ms, 0),
@@ -783,11 +854,35 @@ class ConsumerCoordinator:
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.unknown_member_id
+        if member.classic is not None:      # a classic member commits with its generation
+            return ErrorCode.none if epoch == member.member_epoch \
+                else ErrorCode.illegal_generation
         if api_version < 9:
             return ErrorCode.unsupported_version
         if epoch != member.member_epoch:
             return ErrorCode.stale_member_epoch
         return ErrorCode.none
+
+    # -- classic members inside consumer groups (classic_members.py) -----------------------------
+
+    def serves_classic(self, group_id: str) -> bool:
+        """Whether JoinGroup/SyncGroup/Heartbeat/LeaveGroup for this group id are this
+        coordinator's: it is a consumer group with members."""
+        return classic_members.serves(self, group_id)
+
+    def classic_join(self, request, image: TopicImage, now: int) -> Result:
+        return classic_members.join(self, request, image, now)
+
+    def classic_sync(self, request, now: int) -> Result:
+        return classic_members.sync(self, request, now)
+
+    def classic_heartbeat(self, group_id: str, generation: int, member_id: str,
+                          instance_id: str | None, now: int, result: Result) -> ErrorCode:
+        return classic_members.heartbeat(self, group_id, generation, member_id, instance_id,
+                                         now, result)
+
+    def classic_leave(self, request, now: int) -> Result:
+        return classic_members.leave(self, request, now)
 
     def fetchable(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
         """OffsetFetch v9+ from a member (epoch >= 0): the same member and epoch check;

@@ -75,6 +75,21 @@ class DictTopicImage:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a
+    consumer group brings (Kafka's ClassicMemberMetadata): its session timeout and the
+    protocols it joined with, `(name, ConsumerProtocolSubscription bytes)` in its order."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol it is told the group uses: its first (Kafka's choice too)."""
+        return self.protocols[0][0]
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None
@@ -91,6 +106,9 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # None: the member speaks the consumer protocol; set: the classic protocol (an online
+    # upgrade in progress, consumer/classic_members.py)
+    classic: ClassicMetadata | None = None
 
     def replace(self, **changes) -> ConsumerMember:
         return dataclasses.replace(self, **changes)

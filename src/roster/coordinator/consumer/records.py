@@ -10,7 +10,11 @@ value = int16 version (0) + the value struct (flexible: compact strings and arra
                                                                PartitionMetadata[] (left empty)]
   5 ConsumerGroupMemberMetadata      group, member   -> InstanceId?, RackId?, ClientId, ClientHost,
                                                         SubscribedTopicNames[], SubscribedTopicRegex?,
-                                                        RebalanceTimeoutMs, ServerAssignor?
+                                                        RebalanceTimeoutMs, ServerAssignor?,
+                                                        tag 0: ClassicMemberMetadata? (a member
+                                                        speaking the classic protocol:
+                                                        SessionTimeoutMs, SupportedProtocols[
+                                                        Name, Metadata])
   6 ConsumerGroupTargetAssignmentMetadata  group     -> AssignmentEpoch
   7 ConsumerGroupTargetAssignmentMember    group, member -> TopicPartitions[TopicId, Partitions[]]
   8 ConsumerGroupCurrentMemberAssignment   group, member -> MemberEpoch, PreviousMemberEpoch,
@@ -25,7 +29,12 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from roster.coordinator.consumer.model import Assignment, ConsumerMember, MemberState
+from roster.coordinator.consumer.model import (
+    Assignment,
+    ClassicMetadata,
+    ConsumerMember,
+    MemberState,
+)
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 from roster.protocol.varint import encode_unsigned, read_unsigned
 
@@ -72,6 +81,7 @@ class MemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int
     server_assignor: str | None
+    classic: ClassicMetadata | None = None     # tagged field 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +149,7 @@ def subscription_metadata_tombstone(group: str) -> ConsumerRecord:
 def member_record(group: str, m: ConsumerMember) -> ConsumerRecord:
     return ConsumerRecord(ConsumerKey(MEMBER_METADATA, group, m.member_id), MemberMetadataValue(
         m.instance_id, m.rack_id, m.client_id, m.client_host, m.subscribed_topic_names,
-        m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor))
+        m.subscribed_topic_regex, m.rebalance_timeout_ms, m.server_assignor, m.classic))
 
 
 def member_tombstone(group: str, member_id: str) -> ConsumerRecord:
@@ -192,8 +202,9 @@ _I16 = struct.Struct(">h")
 class _Flexible:
     __slots__ = ("out",)
 
-    def __init__(self, version: int = 0) -> None:
-        self.out = bytearray(_I16.pack(version))
+    def __init__(self, version: int | None = 0) -> None:
+        # None: a nested struct (no version of its own)
+        self.out = bytearray() if version is None else bytearray(_I16.pack(version))
 
     def int8(self, v: int) -> _Flexible:
         self.out += struct.pack(">b", v)
@@ -224,6 +235,11 @@ class _Flexible:
 
     def tags(self) -> _Flexible:
         self.out += b"\x00"
+        return self
+
+    def bytes_(self, v: bytes) -> _Flexible:
+        self.out += encode_unsigned(len(v) + 1)
+        self.out += v
         return self
 
     def assignment(self, a: Assignment) -> _Flexible:
@@ -263,6 +279,8 @@ def encode_value(value) -> bytes:
                 w.string(name)
             w.string(value.subscribed_topic_regex).int32(value.rebalance_timeout_ms)
             w.string(value.server_assignor)
+            if value.classic is not None:
+                return bytes(w.out + _classic_tag(value.classic))
         case TargetEpochValue():
             w.int32(value.assignment_epoch)
         case TargetMemberValue():
@@ -280,6 +298,18 @@ def encode_value(value) -> bytes:
         case _:
             raise TypeError(f"cannot encode {value!r}")
     return bytes(w.tags().out)
+
+
+def _classic_tag(classic: ClassicMetadata) -> bytes:
+    """The tagged-field section holding ClassicMemberMetadata as tag 0: a nullable struct in a
+    tagged field is its size + 1, a varint 1 (present), then the struct."""
+    struct_ = _Flexible(None)
+    struct_.int32(classic.session_timeout_ms).count(len(classic.protocols))
+    for name, metadata in classic.protocols:
+        struct_.string(name).bytes_(metadata).tags()
+    struct_.tags()
+    body = struct_.out
+    return b"\x01\x00" + encode_unsigned(len(body) + 1) + b"\x01" + bytes(body)
 
 
 # -- decoding --------------------------------------------------------------------------------
@@ -340,6 +370,32 @@ class _Reader:
             self.uvarint()
             self.take(self.uvarint())
 
+    def bytes_(self) -> bytes:
+        n = self.uvarint()
+        return b"" if n == 0 else self.take(n - 1)
+
+    def member_tags(self) -> ClassicMetadata | None:
+        """ConsumerGroupMemberMetadataValue's tagged fields: tag 0 is ClassicMemberMetadata."""
+        classic = None
+        for _ in range(self.uvarint()):
+            tag, size = self.uvarint(), self.uvarint()
+            if tag != 0:
+                self.take(size)
+                continue
+            end = self.at + size
+            if self.uvarint() > 0:      # a nullable struct: 0 is null
+                session = self.int32()
+                protocols = []
+                for _ in range(self.count()):
+                    name = self.string() or ""
+                    protocols.append((name, self.bytes_()))
+                    self.tags()
+                self.tags()
+                classic = ClassicMetadata(session, tuple(protocols))
+            if self.at != end:
+                raise ConsumerRecordError("malformed ClassicMemberMetadata")
+        return classic
+
     def assignment(self) -> Assignment:
         out: Assignment = {}
         for _ in range(self.count()):
@@ -381,7 +437,7 @@ def decode_value(key: ConsumerKey, data: bytes | None):
         rebalance = r.int32()
         assignor = r.string()
         return MemberMetadataValue(instance_id, rack_id, client_id, client_host, names, regex,
-                                   rebalance, assignor)
+                                   rebalance, assignor, r.member_tags())
     if t == TARGET_METADATA:
         return TargetEpochValue(r.int32())
     if t == TARGET_MEMBER:

@@ -35,7 +35,7 @@ def replay(groups: dict[str, ConsumerGroup], record: r.ConsumerRecord, now: int 
                 subscribed_topic_names=tuple(value.subscribed_topic_names),
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
-                server_assignor=value.server_assignor))
+                server_assignor=value.server_assignor, classic=value.classic))
         group.subscribed_cache = group.regex_cache = None
     elif t == r.TARGET_METADATA:
         group.assignment_epoch = -1 if value is None else value.assignment_epoch

@@ -1,0 +1,100 @@
+"""The online upgrade of KIP-848 with confluent-kafka 2.16: a classic static group whose members
+restart one at a time with group.protocol=consumer (same group.instance.id) becomes a consumer
+group without stopping. Each restarted member takes its partitions back at once; the members
+not yet restarted are served inside the consumer group as classic members and see no rebalance;
+offsets they commit meanwhile are where the restarted members resume."""
+from __future__ import annotations
+
+import pytest
+
+from tests.interop.test_consumer_protocol import ConsumerProtocolMember
+from tests.support import groups
+from tests.support.groups import ConfluentMember, Watch
+
+pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("consumer-protocol-upgrade")]
+
+PARTITIONS = 6
+COUNT = 60
+SETTINGS = {"group.consumer.heartbeat.interval.ms": "500",
+            "group.consumer.min.heartbeat.interval.ms": "100",
+            "group.initial.rebalance.delay.ms": "0"}
+TOPIC, GROUP = "up", "up-g"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    from tests.support.process import BrokerProcess
+    broker = BrokerProcess(tmp_path_factory.mktemp("consumer-protocol-upgrade"), SETTINGS).start()
+    yield broker
+    broker.stop()
+
+
+def group_type(bootstrap: str, group: str):
+    from confluent_kafka.admin import AdminClient
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    return admin.describe_consumer_groups([group])[group].result(20).type
+
+
+def consumed_values(members) -> list:
+    return [r.value for m in members for r in m.records]
+
+
+def test_rolling_upgrade_of_a_classic_static_group_moves_no_partition(broker):
+    from confluent_kafka import ConsumerGroupType
+    watch = Watch()
+    groups.create_topic(broker.bootstrap, TOPIC, PARTITIONS)
+    classic = [ConfluentMember(watch, broker.bootstrap, GROUP, TOPIC, f"classic-{i}",
+                               instance_id=f"inst-{i}",
+                               config={"group.protocol": "classic"}) for i in range(3)]
+    members = list(classic)
+    retired = []
+    try:
+        for m in members:
+            m.start()
+        groups.wait_split(watch, members, PARTITIONS)
+        assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CLASSIC
+        held = {m.instance_id: m.assigned for m in members}
+        produced = groups.produce_known(broker.bootstrap, TOPIC, PARTITIONS, COUNT, "before")
+        watch.wait_for(lambda: len(consumed_values(members)) >= COUNT, groups.DEADLINE_S,
+                       lambda: f"{COUNT} records consumed" + groups.describe_assignment(members))
+        for i in range(3):
+            old = members[i]
+            old.commit()          # inside the consumer group from the second one on
+            others = [m for m in members if m is not old]
+            calls = {m.name: m.callbacks() for m in others}
+            old.stop()            # a static member leaves no LeaveGroup behind: it restarts
+            retired.append(old)
+            new = ConsumerProtocolMember(watch, broker.bootstrap, GROUP, TOPIC,
+                                         f"consumer-{i}", instance_id=old.instance_id)
+            members[i] = new
+            new.start()
+            watch.wait_for(lambda: new.assigned == held[new.instance_id] or new.failure,
+                           groups.DEADLINE_S,
+                           lambda: f"{new.name} gets {sorted(held[new.instance_id])} back"
+                           + groups.describe_assignment(members))
+            assert new.failure is None
+            assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CONSUMER
+            for m in others:
+                assert m.callbacks() == calls[m.name], \
+                    f"{m.name} saw a rebalance" + groups.describe_assignment(members)
+                assert m.assigned == held[m.instance_id]
+            # nothing the old member consumed and committed is read again
+            seen = {(r.partition, r.offset) for r in old.records}
+            assert not [r for r in new.records if (r.partition, r.offset) in seen]
+        # every partition kept its instance from start to end, and consumption goes on
+        assert {m.instance_id: m.assigned for m in members} == held
+        for m in members:
+            assert all(e.partitions <= held[m.instance_id] for e in m.events)
+        more = groups.produce_known(broker.bootstrap, TOPIC, PARTITIONS, COUNT, "after")
+        everything = sorted(produced.values + more.values)
+        watch.wait_for(
+            lambda: set(everything) <= set(consumed_values(members + retired)),
+            groups.DEADLINE_S, lambda: "every record consumed" + groups.describe_assignment(members))
+        assert sorted(set(consumed_values(members + retired))) == sorted(set(everything))
+        assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CONSUMER
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        for m in members:
+            m.stop()
