@@ -2,7 +2,8 @@
 restart one at a time with group.protocol=consumer (same group.instance.id) becomes a consumer
 group without stopping. Each restarted member takes its partitions back at once; the members
 not yet restarted are served inside the consumer group as classic members and see no rebalance;
-offsets they commit meanwhile are where the restarted members resume."""
+offsets they commit meanwhile are where the restarted members resume. And back: a consumer
+group rolled to group.protocol=classic the same way becomes a classic group again."""
 from __future__ import annotations
 
 import pytest
@@ -39,6 +40,34 @@ def consumed_values(members) -> list:
     return [r.value for m in members for r in m.records]
 
 
+def roll(watch, members, held, make):
+    """Restart each member in turn as make(i, instance id); every restarted member gets its
+    partitions back and the others see no rebalance. Returns the members stopped."""
+    retired = []
+    for i in range(len(members)):
+        old = members[i]
+        old.commit()
+        others = [m for m in members if m is not old]
+        calls = {m.name: m.callbacks() for m in others}
+        old.stop()
+        retired.append(old)
+        new = members[i] = make(i, old.instance_id)
+        new.start()
+        watch.wait_for(lambda: new.assigned == held[new.instance_id] or new.failure,
+                       groups.DEADLINE_S,
+                       lambda: f"{new.name} gets {sorted(held[new.instance_id])} back"
+                       + groups.describe_assignment(members))
+        assert new.failure is None
+        for m in others:
+            assert m.callbacks() == calls[m.name], \
+                f"{m.name} saw a rebalance" + groups.describe_assignment(members)
+            assert m.assigned == held[m.instance_id]
+        # nothing the old member consumed and committed is read again
+        seen = {(r.partition, r.offset) for r in old.records}
+        assert not [r for r in new.records if (r.partition, r.offset) in seen]
+    return retired
+
+
 def test_rolling_upgrade_of_a_classic_static_group_moves_no_partition(broker):
     from confluent_kafka import ConsumerGroupType
     watch = Watch()
@@ -47,7 +76,6 @@ def test_rolling_upgrade_of_a_classic_static_group_moves_no_partition(broker):
                                instance_id=f"inst-{i}",
                                config={"group.protocol": "classic"}) for i in range(3)]
     members = list(classic)
-    retired = []
     try:
         for m in members:
             m.start()
@@ -57,30 +85,14 @@ def test_rolling_upgrade_of_a_classic_static_group_moves_no_partition(broker):
         produced = groups.produce_known(broker.bootstrap, TOPIC, PARTITIONS, COUNT, "before")
         watch.wait_for(lambda: len(consumed_values(members)) >= COUNT, groups.DEADLINE_S,
                        lambda: f"{COUNT} records consumed" + groups.describe_assignment(members))
-        for i in range(3):
-            old = members[i]
-            old.commit()          # inside the consumer group from the second one on
-            others = [m for m in members if m is not old]
-            calls = {m.name: m.callbacks() for m in others}
-            old.stop()            # a static member leaves no LeaveGroup behind: it restarts
-            retired.append(old)
-            new = ConsumerProtocolMember(watch, broker.bootstrap, GROUP, TOPIC,
-                                         f"consumer-{i}", instance_id=old.instance_id)
-            members[i] = new
-            new.start()
-            watch.wait_for(lambda: new.assigned == held[new.instance_id] or new.failure,
-                           groups.DEADLINE_S,
-                           lambda: f"{new.name} gets {sorted(held[new.instance_id])} back"
-                           + groups.describe_assignment(members))
-            assert new.failure is None
-            assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CONSUMER
-            for m in others:
-                assert m.callbacks() == calls[m.name], \
-                    f"{m.name} saw a rebalance" + groups.describe_assignment(members)
-                assert m.assigned == held[m.instance_id]
-            # nothing the old member consumed and committed is read again
-            seen = {(r.partition, r.offset) for r in old.records}
-            assert not [r for r in new.records if (r.partition, r.offset) in seen]
+
+        def consumer(i, instance_id):
+            return ConsumerProtocolMember(watch, broker.bootstrap, GROUP, TOPIC,
+                                          f"consumer-{i}", instance_id=instance_id)
+        # a static member leaves no LeaveGroup behind: it restarts; commits from the second
+        # one on are a classic member's inside the consumer group
+        retired = roll(watch, members, held, consumer)
+        assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CONSUMER
         # every partition kept its instance from start to end, and consumption goes on
         assert {m.instance_id: m.assigned for m in members} == held
         for m in members:
@@ -92,6 +104,42 @@ def test_rolling_upgrade_of_a_classic_static_group_moves_no_partition(broker):
             groups.DEADLINE_S, lambda: "every record consumed" + groups.describe_assignment(members))
         assert sorted(set(consumed_values(members + retired))) == sorted(set(everything))
         assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CONSUMER
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        for m in members:
+            m.stop()
+
+
+def test_rolling_downgrade_of_a_consumer_static_group_moves_no_partition(broker):
+    from confluent_kafka import ConsumerGroupType
+    watch = Watch()
+    topic, group = "down", "down-g"
+    groups.create_topic(broker.bootstrap, topic, PARTITIONS)
+    members = [ConsumerProtocolMember(watch, broker.bootstrap, group, topic, f"consumer-{i}",
+                                      instance_id=f"inst-{i}") for i in range(3)]
+    try:
+        for m in members:
+            m.start()
+        groups.wait_split(watch, members, PARTITIONS)
+        held = {m.instance_id: m.assigned for m in members}
+        produced = groups.produce_known(broker.bootstrap, topic, PARTITIONS, COUNT, "before")
+        watch.wait_for(lambda: len(consumed_values(members)) >= COUNT, groups.DEADLINE_S,
+                       lambda: f"{COUNT} records consumed" + groups.describe_assignment(members))
+
+        def classic(i, instance_id):
+            return ConfluentMember(watch, broker.bootstrap, group, topic, f"classic-{i}",
+                                   instance_id=instance_id, config={"group.protocol": "classic"})
+        retired = roll(watch, members, held, classic)
+        # the last consumer-protocol member replaced: a classic group again, nothing moved
+        assert group_type(broker.bootstrap, group) == ConsumerGroupType.CLASSIC
+        assert {m.instance_id: m.assigned for m in members} == held
+        more = groups.produce_known(broker.bootstrap, topic, PARTITIONS, COUNT, "after")
+        everything = set(produced.values + more.values)
+        watch.wait_for(lambda: everything <= set(consumed_values(members + retired)),
+                       groups.DEADLINE_S,
+                       lambda: "every record consumed" + groups.describe_assignment(members))
     except BaseException:
         print("broker output:\n" + "\n".join(broker.output[-80:]))
         raise

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from roster.coordinator.consumer import migration
 from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.model import (
     ClassicMetadata,
@@ -143,7 +144,9 @@ def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> J
     except cp.ConsumerProtocolError:
         raise _Refused(ErrorCode.inconsistent_group_protocol) from None
     records: list = []
-    member = _joining_member(group, q, member_id, records)
+    member, replaced = _joining_member(group, q, member_id, records)
+    # the last consumer-protocol member replaced by this classic one: back to a classic group
+    downgrade = replaced is not None and migration.downgrades(ctx, group, replaced)
     is_new = member.member_id not in group.members
     changes = {"rebalance_timeout_ms": q.rebalance_timeout_ms,
                "subscribed_topic_names": tuple(subscription.topics),
@@ -161,10 +164,14 @@ def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> J
                   if (found := image.lookup(name)) is not None)
     member = ctx._converge(q.group_id, updated, records, subscription_changed, is_new,
                            q.group_instance_id, owned, image, result, now)
-    ctx._heard_from(ctx.groups[q.group_id], member.member_id, now, result, q.session_timeout_ms)
-    result.schedule(sync_key(q.group_id, member.member_id), now + q.rebalance_timeout_ms,
-                    ClassicSyncDeadline(q.group_id, member.member_id))
     _cancel_join_deadline(ctx, result, q.group_id, member.member_id)
+    if downgrade:   # the classic coordinator takes the member's session from here
+        migration.downgrade(ctx, ctx.groups[q.group_id], None, result, now)
+    else:
+        ctx._heard_from(ctx.groups[q.group_id], member.member_id, now, result,
+                        q.session_timeout_ms)
+        result.schedule(sync_key(q.group_id, member.member_id), now + q.rebalance_timeout_ms,
+                        ClassicSyncDeadline(q.group_id, member.member_id))
     return JoinReply(generation=member.member_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE,
                      protocol_name=member.classic.protocol_name, leader="",
                      member_id=member.member_id, members=())
@@ -181,19 +188,20 @@ def _supported(group: ConsumerGroup, protocol_type: str, protocols) -> bool:
 
 
 def _joining_member(group: ConsumerGroup, q: JoinRequest, member_id: str,
-                    records: list) -> ConsumerMember:
+                    records: list) -> tuple[ConsumerMember, ConsumerMember | None]:
+    """The member joining, and the static member it replaces (if it does)."""
     if q.group_instance_id is None:
-        return group.members.get(member_id) or ConsumerMember(member_id)
+        return group.members.get(member_id) or ConsumerMember(member_id), None
     existing = group.static_member(q.group_instance_id)
     if not q.member_id:   # a (re)starting static member: it takes over its instance id
         if existing is None:
-            return ConsumerMember(member_id, instance_id=q.group_instance_id)
-        return replace_static_member(group, existing, member_id, records)
+            return ConsumerMember(member_id, instance_id=q.group_instance_id), None
+        return replace_static_member(group, existing, member_id, records), existing
     if existing is None:
         raise _Refused(ErrorCode.unknown_member_id)
     if existing.member_id != member_id:
         raise _Refused(ErrorCode.fenced_instance_id)
-    return existing
+    return existing, None
 
 
 # -- SyncGroup and Heartbeat ---------------------------------------------------------------------
@@ -271,18 +279,7 @@ def _waiting_on_unreleased(group: ConsumerGroup, member: ConsumerMember) -> bool
 
 
 def _assignment_bytes(group: ConsumerGroup, member: ConsumerMember) -> bytes:
-    return encode_assignment(group, member.assigned, member.classic.protocols[0][1])
-
-
-def encode_assignment(group: ConsumerGroup, assignment, subscription: bytes) -> bytes:
-    """A ConsumerProtocolAssignment of these partitions (by topic name), in the version of
-    the member's subscription (Kafka's prepareAssignment)."""
-    names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
-    partitions = tuple(sorted((names[tid], tuple(sorted(ps)))
-                              for tid, ps in assignment.items() if tid in names))
-    version = int.from_bytes(subscription[:2], "big", signed=True)
-    version = min(max(version, 0), cp.LATEST_VERSION)
-    return cp.encode_assignment(cp.Assignment(partitions, None, version))
+    return migration.encode_assignment(group, member.assigned, member.classic.protocols[0][1])
 
 
 def _arm_join_deadline(ctx, result: Result, group: ConsumerGroup, member: ConsumerMember,

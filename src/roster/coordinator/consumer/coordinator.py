@@ -832,7 +832,8 @@ class ConsumerCoordinator:
             members = tuple(DescribedMember(
                 m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
                 m.client_host, m.subscribed_topic_names, m.subscribed_topic_regex,
-                _pairs(m.assigned), _pairs(group.target.get(m.member_id, {})))
+                _pairs(m.assigned), _pairs(group.target.get(m.member_id, {})),
+                member_type=1 if m.classic is None else 0)   # 0: classic (an upgrade)
                 for m in group.members.values())
             out.append(DescribedGroup(group_id, state=group.state(),
                                       group_epoch=group.group_epoch,

@@ -27,9 +27,9 @@ downgrade and they fit in group.max.size, the consumer group becomes a classic g
 tombstones for every consumer group record, then a classic group record, Stable at a generation
 equal to the group epoch, each member holding its target assignment, and a rebalance starts at
 once so that the classic members rejoin (their next Heartbeat says REBALANCE_IN_PROGRESS).
-(Kafka also downgrades when a classic static member's JoinGroup replaces the last consumer
-member; roster does not: that group stays a consumer group until its next consumer member
-leaves.)
+A classic static member whose JoinGroup replaces the last consumer-protocol member (same
+instance id) downgrades the group too, without a rebalance: it takes that member's place and
+partitions (Kafka's validateOnlineDowngradeWithReplacedMemberId).
 """
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ import logging
 
 from roster.coordinator import rebalance, sessions
 from roster.coordinator.consumer import records as rec
-from roster.coordinator.consumer.classic_members import encode_assignment
 from roster.coordinator.consumer.model import (
     Assignment,
     ClassicMetadata,
@@ -51,6 +50,7 @@ from roster.coordinator.group import Group, Member
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.coordinator.records import group_metadata, group_tombstone
 from roster.coordinator.states import GroupState
+from roster.protocol import consumer_protocol as cp
 from roster.protocol.consumer_protocol import (
     ConsumerProtocolError,
     decode_assignment,
@@ -165,7 +165,8 @@ def _by_topic_id(partitions, image: TopicImage) -> Assignment:
 # -- back to a classic group ----------------------------------------------------------------------
 
 def downgrades(ctx, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
-    """Whether removing `leaving` turns the group back into a classic group."""
+    """Whether removing `leaving` (or replacing it by a classic member, which counts the
+    same) turns the group back into a classic group."""
     if leaving.classic is not None or ctx.classic is None or len(group.members) <= 1:
         return False
     if any(m.classic is None for m in group.members.values() if m is not leaving):
@@ -181,9 +182,12 @@ def downgrades(ctx, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
     return True
 
 
-def downgrade(ctx, group: ConsumerGroup, leaving: ConsumerMember, result, now: int) -> None:
+def downgrade(ctx, group: ConsumerGroup, leaving: ConsumerMember | None, result,
+              now: int) -> None:
     """Replace the consumer group by a classic group of its classic members (see the module's
-    docstring); the classic coordinator then rebalances it."""
+    docstring). When a member left (`leaving`), the classic coordinator rebalances it; when a
+    classic static member replaced the last consumer member (None: its JoinGroup already
+    moved it into the group), the group stays Stable as it was."""
     gid = group.group_id
     classic = _classic_group(group, leaving, now)
     members = [m for m in group.members.values()]
@@ -201,12 +205,13 @@ def downgrade(ctx, group: ConsumerGroup, leaving: ConsumerMember, result, now: i
         classic.offsets = previous.offsets
     ctx.classic.groups[gid] = classic
     log.info("consumer group %s (epoch %d) becomes a classic group of %d members: its last "
-             "consumer-protocol member %s left", gid, classic.generation, len(classic.members),
-             leaving.member_id)
+             "consumer-protocol member %s", gid, classic.generation, len(classic.members),
+             "was replaced" if leaving is None else f"{leaving.member_id} left")
     for member in classic.members.values():
         sessions.reschedule_heartbeat(result, classic, member, now)
-    rebalance.prepare_rebalance(ctx.classic, classic, now, result,
-                                f"Downgrade group {gid} from consumer to classic.")
+    if leaving is not None:
+        rebalance.prepare_rebalance(ctx.classic, classic, now, result,
+                                    f"Downgrade group {gid} from consumer to classic.")
 
 
 def _classic_group(group: ConsumerGroup, leaving: ConsumerMember, now: int) -> Group:
@@ -223,3 +228,14 @@ def _classic_group(group: ConsumerGroup, leaving: ConsumerMember, now: int) -> G
         member.assignment = encode_assignment(group, group.target.get(member.member_id, {}),
                                               member.metadata(classic.protocol_name))
     return classic
+
+
+def encode_assignment(group: ConsumerGroup, assignment: Assignment, subscription: bytes) -> bytes:
+    """What a classic member is handed: a ConsumerProtocolAssignment of these partitions (by
+    topic name), in the version of the member's subscription (Kafka's prepareAssignment)."""
+    names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
+    partitions = tuple(sorted((names[tid], tuple(sorted(ps)))
+                              for tid, ps in assignment.items() if tid in names))
+    version = int.from_bytes(subscription[:2], "big", signed=True)
+    version = min(max(version, 0), cp.LATEST_VERSION)
+    return cp.encode_assignment(cp.Assignment(partitions, None, version))

@@ -401,3 +401,32 @@ def test_an_upgrade_whose_records_cannot_be_written_leaves_the_classic_group_as_
     assert "g" not in h.consumer.groups
     assert set(h.coordinator.groups["g"].members) == set(ids.values())
     assert h.heartbeat(ids["b"], generation, instance="b") is ErrorCode.none
+
+
+def test_a_classic_member_replacing_the_last_consumer_member_downgrades_without_a_rebalance():
+    h = Mixed()
+    ids = h.classic_static_group("a", "b")
+    generation = h.coordinator.groups["g"].generation
+    h.cg_join("new-a", instance="a")
+    h.cg_heartbeat("new-a", generation, instance="a", owned=((T, (0, 1)),))
+    h.cg_heartbeat("new-a", -2, instance="a")          # it restarts, with the classic protocol
+    token = h.join(instance="a")
+    reply = h.replies[token]
+    assert (reply.error, reply.generation) == (ErrorCode.none, generation)
+    assert "g" not in h.consumer.groups
+    classic = h.coordinator.groups["g"]
+    assert classic.state.name == "STABLE" and classic.generation == generation
+    assert set(classic.members) == {reply.member_id, ids["b"]}
+    synced = h.replies[h.sync(reply.member_id, generation, instance="a")]
+    assert synced.error is ErrorCode.none
+    assert cp.decode_assignment(synced.assignment).partitions == (("t", (0, 1)),)
+    assert h.heartbeat(ids["b"], generation, instance="b") is ErrorCode.none
+
+
+def test_consumer_group_describe_tells_classic_members_apart():
+    h = Mixed()
+    ids = h.classic_static_group("a", "b")
+    h.cg_join("new-a", instance="a")
+    (described,) = h.consumer.describe(["g"], h.image)
+    types = {m.member_id: m.member_type for m in described.members}
+    assert types == {"new-a": 1, ids["b"]: 0}
