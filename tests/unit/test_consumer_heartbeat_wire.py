@@ -19,7 +19,6 @@ from roster.protocol.consumer_heartbeat_wire import (
     decode_steady,
     encode_answer,
     encode_steady_answer,
-    steady_answer_body,
 )
 from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.framing import read_prefix
@@ -130,8 +129,28 @@ def test_the_steady_reader_takes_exactly_the_requests_with_every_optional_field_
 
 
 @settings(max_examples=100, deadline=None)
-@given(names, st.integers(-2, 2**31 - 1), st.integers(0, 10**6), st.integers(0, 2**31 - 1))
+@given(st.sampled_from([0, 1]), st.text(min_size=100, max_size=200), names,
+       st.integers(-2, 2**31 - 1))
+def test_long_strings_are_left_to_the_general_reader(version, long, short, epoch):
+    from roster.protocol.codec import request_schema
+    schema = request_schema(68, version)
+    for group, member in ((long, short or "m"), (short or "g", long)):
+        body = make(schema, group_id=group, member_id=member, member_epoch=epoch,
+                    instance_id=None, rack_id=None,
+                    rebalance_timeout=datetime.timedelta(milliseconds=-1),
+                    subscribed_topic_names=None, subscribed_topic_regex=None,
+                    server_assignor=None, topic_partitions=None)
+        frame = encode_request(68, version, 7, "c", body)[4:]
+        fields = decode(frame, version)
+        steady = decode_steady(frame, version)
+        assert steady is None if len(fields[1].encode()) >= 127 or \
+            len(fields[2].encode()) >= 127 else steady == fields[:4]
+
+
+@settings(max_examples=200, deadline=None)
+@given(names | st.text(min_size=120, max_size=200), st.integers(-2, 2**31 - 1),
+       st.integers(0, 10**6), st.integers(0, 2**31 - 1))
 def test_the_steady_answer_is_the_general_answer_without_error_or_assignment(
         member, epoch, interval, correlation):
-    assert encode_steady_answer(correlation, steady_answer_body(member, epoch, interval)) == \
+    assert encode_steady_answer(correlation, member, epoch, interval) == \
         encode_answer(correlation, 0, None, member, epoch, interval, None)

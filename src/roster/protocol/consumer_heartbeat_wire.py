@@ -23,8 +23,8 @@ checks both against kio, byte for byte.
 
 Between changes a member sends only its group, member id and epoch, every other field null:
 after the epoch, such a request is always the same few bytes (STEADY_TAIL). decode_steady()
-reads just the three fields of those and leaves every other request to decode();
-encode_steady_answer() writes the answer to one (no error, no assignment).
+reads just the fields of those and leaves every other request to decode();
+encode_steady_answer() writes the answer to one (no error, no assignment) in one struct.
 """
 from __future__ import annotations
 
@@ -117,7 +117,8 @@ STEADY_TAIL = {0: b"\0\0\xff\xff\xff\xff\0\0\0\0", 1: b"\0\0\xff\xff\xff\xff\0\0
 
 def decode_steady(frame: bytes, version: int) -> tuple[str | None, str, str, int] | None:
     """(client_id, group_id, member_id, member_epoch) of a request whose other fields are all
-    null; None for any other request (decode() reads it, and reports what is malformed)."""
+    null and whose strings are short (lengths in one varint byte, no tagged fields in the
+    header); None for any other request: decode() reads it, and reports what is malformed."""
     tail = STEADY_TAIL.get(version)
     if tail is None or not frame.endswith(tail):
         return None
@@ -126,35 +127,48 @@ def decode_steady(frame: bytes, version: int) -> tuple[str | None, str, str, int
         at = HEADER_PREFIX_SIZE + 2
         client_id = None
         if client_length >= 0:
-            client_id = text(frame, at, client_length)
+            client_id = str(frame[at:at + client_length], "utf-8")
             at += client_length
-        at = skip_tagged_fields(frame, at)
-        group_id, at = compact_string(frame, at)
-        member_id, at = compact_string(frame, at)
+        if frame[at]:                  # header tagged fields
+            return None
+        size = frame[at + 1] - 1       # a compact string's length + 1, one byte up to 127
+        if not 0 <= size < 127:
+            return None
+        at += 2
+        group_id = str(frame[at:at + size], "utf-8")
+        at += size
+        size = frame[at] - 1
+        if not 0 <= size < 127:
+            return None
+        member_id = str(frame[at + 1:at + 1 + size], "utf-8")
+        at += 1 + size
     except (struct.error, IndexError, UnicodeDecodeError):
         return None
-    if group_id is None or member_id is None or at + 4 + len(tail) != len(frame):
+    if at + 4 + len(tail) != len(frame):
         return None
     (epoch,) = INT32.unpack_from(frame, at)
     return client_id, group_id, member_id, epoch
 
 
-_STEADY_HEAD = struct.Struct(">ii")        # size, correlation id
-_STEADY_FIXED = b"\0" + bytes(4) + bytes(2) + b"\0"   # header tags, throttle 0, error 0,
-#                                                      error message null
-_STEADY_END = struct.Struct(">iiBB")       # member epoch, interval, assignment null, tags
+# the answer to a steady heartbeat: size, correlation id, header tags (0), throttle time (0),
+# error code (0), error message (null: 0), member id (compact string: length + 1, bytes), member
+# epoch, heartbeat interval, assignment (null: -1), tags (0); one struct per member id length
+_steady_answers: dict[int, struct.Struct] = {}
 
 
-def steady_answer_body(member_id: str, member_epoch: int, heartbeat_interval_ms: int) -> bytes:
-    """What follows the correlation id in the answer to a steady heartbeat (the same bytes for
-    every answer to the member until its epoch or interval changes: callers may keep it)."""
-    return (_STEADY_FIXED + _compact(member_id)
-            + _STEADY_END.pack(member_epoch, heartbeat_interval_ms, 0xFF, 0))
-
-
-def encode_steady_answer(correlation_id: int, body: bytes) -> bytes:
-    """The whole response frame, size prefix included, around steady_answer_body()."""
-    return _STEADY_HEAD.pack(len(body) + 4, correlation_id) + body
+def encode_steady_answer(correlation_id: int, member_id: str, member_epoch: int,
+                         heartbeat_interval_ms: int) -> bytes:
+    """The whole response frame, size prefix included: no error, no assignment."""
+    data = member_id.encode()
+    size = len(data)
+    layout = _steady_answers.get(size)
+    if layout is None:
+        if size >= 127:   # a longer length takes more than one varint byte
+            return encode_answer(correlation_id, 0, None, member_id, member_epoch,
+                                 heartbeat_interval_ms, None)
+        layout = _steady_answers[size] = struct.Struct(f">iiBihBB{size}siiBB")
+    return layout.pack(layout.size - 4, correlation_id, 0, 0, 0, 0, size + 1, data,
+                       member_epoch, heartbeat_interval_ms, 0xFF, 0)
 
 
 def _compact(value: str | None) -> bytes:

@@ -119,8 +119,8 @@ def answer(broker, frame: bytes, prefix, connection):
     if steady is not None and consumer.steady_heartbeat(
             group_id, member_id, epoch, client_id or "", connection.client_host,
             broker.topics.version, groups.now_ms()) is not None:
-        return wire.encode_steady_answer(correlation_id, wire.steady_answer_body(
-            member_id, epoch, consumer.config.heartbeat_ms(group_id)))
+        return wire.encode_steady_answer(correlation_id, member_id, epoch,
+                                         consumer.config.heartbeat_ms(group_id))
     image = LiveTopics(broker.topics)
     reply = groups.consumer_heartbeat(HeartbeatRequest(
         group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
