@@ -131,6 +131,10 @@ def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> J
     group = ctx.groups.get(q.group_id)
     if group is None or not group.members:
         raise _Refused(ErrorCode.unknown_member_id)
+    limits = None if ctx.classic is None else ctx.classic.config   # checked before anything
+    if limits is not None and not (limits.min_session_timeout_ms <= q.session_timeout_ms
+                                   <= limits.max_session_timeout_ms):
+        raise _Refused(ErrorCode.invalid_session_timeout)
     member_id = q.member_id or ctx._new_member_id()
     if len(group.members) >= ctx.config.max_size and member_id not in group.members:
         raise _Refused(ErrorCode.group_max_size_reached)

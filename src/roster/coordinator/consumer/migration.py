@@ -148,6 +148,10 @@ def retire_classic(classic: Group, now: int, result) -> Group:
                                              member_id=member_id))
     for parked in classic.syncing.values():
         result.reply(parked.token, SyncReply(error=ErrorCode.rebalance_in_progress))
+    # answered: no longer parked (should the conversion's write fail, the group comes back
+    # without them, and its members rejoin)
+    classic.joining.clear()
+    classic.syncing.clear()
     empty = Group(classic.group_id, state_timestamp=now)
     empty.offsets = classic.offsets
     return empty

@@ -430,3 +430,23 @@ def test_consumer_group_describe_tells_classic_members_apart():
     (described,) = h.consumer.describe(["g"], h.image)
     types = {m.member_id: m.member_type for m in described.members}
     assert types == {"new-a": 1, ids["b"]: 0}
+
+
+def test_a_classic_join_into_a_consumer_group_checks_its_session_timeout_first():
+    h = Mixed()
+    h.classic_static_group("a", "b")
+    h.cg_join("new-d")
+    token = h.join(instance="c", session_ms=10)
+    assert h.replies[token].error is ErrorCode.invalid_session_timeout
+    assert len(h.consumer.groups["g"].members) == 3
+
+
+def test_a_failed_upgrade_does_not_answer_a_parked_join_twice():
+    h = Mixed()
+    ids = h.classic_static_group("a", "b")
+    parked = h.join(ids["a"], instance="a")
+    h.fail_next_write = ErrorCode.not_coordinator
+    h.cg_join("new-c")
+    assert h.replies[parked].error is ErrorCode.rebalance_in_progress
+    restored = h.coordinator.groups["g"]
+    assert set(restored.members) == set(ids.values()) and not restored.joining
