@@ -2,17 +2,23 @@
 
 Spark keeps one Python process and one reader object per query run for the driver-side calls
 (initialOffset, latestOffset, partitions, commit); its main thread is blocked on a socket between
-calls. `GroupSession` runs a roster.client `GroupMember` on a background thread with its own
+calls. `GroupSession` runs a roster.client group member on a background thread with its own
 asyncio event loop, so heartbeats go on between micro-batches and during long ones; the reader's
-methods call into that loop and wait for the answer.
+methods call into that loop and wait for the answer. The member is a `GroupMember` (the classic
+protocol) or, with group.protocol=consumer, a `ConsumerGroupMember` (KIP-848: the broker assigns;
+`machine.generation` is then the member epoch).
 
-Handing partitions over. With an eager assignor, a rebalance revokes everything before the member
-rejoins, and roster.client awaits the on_revoked callback before sending JoinGroup. The callback
-waits for the micro-batch in flight to complete (heartbeating meanwhile, for at most 90% of the
-rebalance timeout, max.poll.interval.ms), then commits the offsets of the last completed batch
-for the revoked partitions, so the next owner starts where this reader stopped. Spark calls
-latestOffset() only once the previous batch is over (and checkpointed), so that call ends the
-batch in flight, and its `start` is what has been processed.
+Handing partitions over. The on_revoked callback waits for the micro-batch in flight to complete
+(for at most 90% of the rebalance timeout, max.poll.interval.ms), then commits the offsets of the
+last completed batch for the revoked partitions, so the next owner starts where this reader
+stopped. Spark calls latestOffset() only once the previous batch is over (and checkpointed), so
+that call ends the batch in flight, and its `start` is what has been processed.
+- classic: with an eager assignor, a rebalance revokes everything, and roster.client awaits the
+  callback before sending JoinGroup, so the callback itself sends Heartbeats while it waits;
+- consumer: only the partitions taken away are revoked. The member's own loop keeps sending
+  ConsumerGroupHeartbeats while the callback waits, still reporting those partitions as owned
+  until it returns, so the broker keeps the member at its epoch (the handover commit is
+  accepted) and gives them to their next owner only afterwards.
 """
 from __future__ import annotations
 
@@ -22,7 +28,9 @@ import os
 import threading
 import time
 
+from roster.client import consumer_membership
 from roster.client.connection import ConnectionClosed
+from roster.client.consumer_member import ConsumerGroupMember
 from roster.client.errors import fatal_exception
 from roster.client.member import CommitFailed, GroupMember
 from roster.client.membership import FencedError, MemberConfig, State
@@ -59,7 +67,10 @@ class GroupSession:
         self._thread.start()
         self.broker = Broker(settings.bootstrap, settings.client_id,  # used on the loop only
                              settings.security)
-        self.member: GroupMember | None = None
+        self.member: GroupMember | ConsumerGroupMember | None = None
+        self.consumer_protocol = settings.group_protocol == "consumer"
+        self._stable = consumer_membership.State.STABLE if self.consumer_protocol \
+            else State.STABLE
         self._lock = threading.RLock()   # a SIGTERM handler may run inside a holder
         self.done: dict[TopicPartition, int] = {}      # end of the last completed batch
         self.in_flight: set[TopicPartition] = set()    # read by the batch Spark is running
@@ -88,11 +99,17 @@ class GroupSession:
                               rebalance_timeout_ms=s.rebalance_timeout_ms,
                               heartbeat_interval_ms=s.heartbeat_interval_ms,
                               assignors=s.assignors)
-        self.member = GroupMember(s.bootstrap, config, client_id=s.client_id,
-                                  security=s.security,
-                                  metadata_max_age_ms=s.metadata_max_age_ms,
-                                  on_assigned=self._on_assigned, on_revoked=self._on_revoked,
-                                  on_lost=self._on_lost)
+        callbacks = {"on_assigned": self._on_assigned, "on_revoked": self._on_revoked,
+                     "on_lost": self._on_lost}
+        if self.consumer_protocol:
+            self.member = ConsumerGroupMember(s.bootstrap, config, client_id=s.client_id,
+                                              security=s.security,
+                                              server_assignor=s.group_remote_assignor,
+                                              **callbacks)
+        else:
+            self.member = GroupMember(s.bootstrap, config, client_id=s.client_id,
+                                      security=s.security,
+                                      metadata_max_age_ms=s.metadata_max_age_ms, **callbacks)
         await self.member.start(topics)
 
     def resubscribe(self, topics: list[str]) -> None:
@@ -172,7 +189,7 @@ class GroupSession:
         machine = self.member.machine
         if machine.fatal is not None:
             raise fatal_exception(machine.fatal, self.settings.group_id)
-        if machine.state is not State.STABLE:
+        if machine.state is not self._stable:
             return  # mid-rebalance: the revocation hands over what must be committed
         owned = set(machine.owned)
         wanted = {tp: o for tp, o in offsets.items()
@@ -213,8 +230,9 @@ class GroupSession:
         next_beat = started + beat_s
         while not self.closing and self._in_flight(partitions) \
                 and time.monotonic() - started < wait_s:
-            if time.monotonic() >= next_beat:
+            if time.monotonic() >= next_beat and not self.consumer_protocol:
                 # JoinGroup is not sent until this returns; keep the session alive meanwhile
+                # (a consumer-protocol member's own loop heartbeats through the wait)
                 next_beat = time.monotonic() + beat_s
                 try:
                     await self.broker.heartbeat(self.settings.group_id, generation, member_id,

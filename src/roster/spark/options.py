@@ -29,6 +29,17 @@ JAVA_ASSIGNORS = {
 }
 
 
+GROUP_PROTOCOLS = ("classic", "consumer")
+REMOTE_ASSIGNORS = ("uniform", "range")     # the broker's assignors for group.protocol=consumer
+# Client-side group settings the consumer protocol moves to the broker (KIP-848): librdkafka
+# and the Java client refuse them with group.protocol=consumer, and so do we.
+CLASSIC_ONLY = {
+    "session.timeout.ms": "the broker's group.consumer.session.timeout.ms decides it",
+    "heartbeat.interval.ms": "the broker's group.consumer.heartbeat.interval.ms decides it",
+    "partition.assignment.strategy": "use group.remote.assignor (uniform or range)",
+}
+
+
 class OptionError(ValueError):
     """An option is missing, malformed or not allowed here."""
 
@@ -74,6 +85,8 @@ class Settings:
     heartbeat_interval_ms: int = 3_000
     rebalance_timeout_ms: int = 300_000
     assignors: tuple[str, ...] = ("range",)
+    group_protocol: str = "classic"            # or "consumer" (KIP-848)
+    group_remote_assignor: str | None = None   # consumer only; None: the broker's default
     join_timeout_ms: int = 60_000
     metadata_max_age_ms: int = 30_000
     # writing
@@ -189,6 +202,30 @@ def _assignors(options) -> tuple[str, ...]:
     return tuple(names) or ("range",)
 
 
+def _group_protocol(options) -> tuple[str, str | None]:
+    """(group.protocol, group.remote.assignor), checked against each other and against the
+    classic-only settings."""
+    protocol = (_get(options, "group.protocol") or "classic").strip().lower()
+    if protocol not in GROUP_PROTOCOLS:
+        raise OptionError(f"option group.protocol must be classic or consumer, got "
+                          f"{_get(options, 'group.protocol')!r}")
+    raw = _get(options, "group.remote.assignor")
+    assignor = raw.strip().lower() if raw is not None else None
+    if protocol == "classic":
+        if assignor is not None:
+            raise OptionError("option group.remote.assignor applies only with "
+                              "group.protocol=consumer (the classic protocol assigns on the "
+                              "client: use partition.assignment.strategy)")
+        return protocol, None
+    if assignor is not None and assignor not in REMOTE_ASSIGNORS:
+        raise OptionError(f"option group.remote.assignor must be uniform or range, got {raw!r}")
+    for name, instead in CLASSIC_ONLY.items():
+        if _get(options, name) is not None:
+            raise OptionError(f"option {name} is not supported with group.protocol=consumer: "
+                              f"{instead}")
+    return protocol, assignor
+
+
 def read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
     common = _common(options)
     subscribe = tuple(t.strip() for t in (_get(options, "subscribe") or "").split(",")
@@ -215,6 +252,7 @@ def read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
     heartbeat = _int(options, "heartbeat.interval.ms", default=min(3_000, session_timeout // 3),
                      minimum=1)
     max_offsets = _int(options, "maxOffsetsPerTrigger", default=None, minimum=1)
+    protocol, remote_assignor = _group_protocol(options)
     return Settings(
         **common,
         subscribe=subscribe, subscribe_pattern=pattern, starting=starting,
@@ -230,6 +268,7 @@ def read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
         session_timeout_ms=session_timeout, heartbeat_interval_ms=heartbeat,
         rebalance_timeout_ms=_int(options, "max.poll.interval.ms", default=300_000, minimum=1),
         assignors=_assignors(options),
+        group_protocol=protocol, group_remote_assignor=remote_assignor,
         join_timeout_ms=_int(options, "joinTimeoutMs", default=60_000, minimum=1),
         metadata_max_age_ms=_int(options, "metadata.max.age.ms", default=30_000, minimum=1),
     )
