@@ -8,8 +8,10 @@ partitions each (default 10 x 1,000). Measured, in CPU time of this process:
 
   form       every member joins, one after the other (each join bumps the group epoch and
              computes a new target assignment), then all heartbeat until the group is Stable
-  steady     heartbeats of reconciled members: "light" (owned partitions not sent, what
-             clients send between changes) and "full" (owned partitions listed): us each
+  steady     heartbeats of reconciled members through the whole operation (heartbeat()):
+             "light" (owned partitions not sent, what clients send between changes) and
+             "full" (owned partitions listed); and "light" as the broker answers it,
+             through steady_heartbeat() (no operation, no Result): us each
   join       one more member joins a Stable group: its heartbeat (a new target for everyone),
              then rounds of heartbeats until Stable again; partitions that changed owner
   leave      a member leaves (-1) and the rest reconcile; partitions that changed owner
@@ -34,9 +36,16 @@ from roster.coordinator.consumer.model import DictTopicImage  # noqa: E402
 GROUP = "bench"
 
 
+class FixedCatalog(DictTopicImage):
+    """A catalog that never changes, and says so (TopicImage.version), as the broker's does."""
+
+    def version(self) -> int:
+        return 0
+
+
 class Driver:
     def __init__(self, topics: int, partitions: int) -> None:
-        self.image = DictTopicImage({f"t{i}": (i.to_bytes(16, "big"), partitions)
+        self.image = FixedCatalog({f"t{i}": (i.to_bytes(16, "big"), partitions)
                                      for i in range(topics)})
         self.names = tuple(self.image.topics)
         self.core = ConsumerCoordinator()
@@ -122,6 +131,16 @@ def main() -> None:
         ms, _ = cpu_ms(steady)
         print(f"| steady ({'full' if full else 'light'}) | {ms * 1000 / n:.1f} us/heartbeat | "
               f"{n / ms * 1000:,.0f} heartbeats per CPU-second |")
+
+    def answered_steadily():
+        core, n = d.core, args.beats
+        for i in range(n):
+            m = ids[i % len(ids)]
+            if core.steady_heartbeat(GROUP, m, d.epoch[m], "", "", 0, d.now) is None:
+                raise RuntimeError(f"{m}: not a steady heartbeat")
+    ms, _ = cpu_ms(answered_steadily)
+    print(f"| steady (light, steady_heartbeat) | {ms * 1000 / args.beats:.2f} us/heartbeat | "
+          f"{args.beats / ms * 1000:,.0f} heartbeats per CPU-second |")
     before = d.owners()
     records = d.records
     join_ms, _ = cpu_ms(lambda: d.beat("member-new"))

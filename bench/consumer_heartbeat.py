@@ -8,8 +8,9 @@ then heartbeats with the partitions it was given until every group is Stable. Th
 member's steady heartbeat (its epoch and member id, every optional field null: what clients
 send between changes) is pre-encoded and sent pipelined over --connections connections
 (--window in flight on each) for --seconds: answers/s, and answers per broker-CPU-second
-(utime+stime of the broker process). The classic Heartbeat's figure on this kind of machine is
-in docs/benchmarks-coordinator.md (bench/coordinator.py, 10,000 static members).
+(utime+stime of the broker process). The comparison with the classic Heartbeat in the same
+broker and run is bench/coordinator.py's phase `consumer` (which uses form() and Members from
+here); results in docs/benchmarks-coordinator.md.
 
     .venv/bin/python bench/consumer_heartbeat.py
     .venv/bin/python bench/consumer_heartbeat.py --groups 10 --members 100 --seconds 5
@@ -107,6 +108,69 @@ async def form(conns: list[Conn], groups: int, members: int, topic: str) -> tupl
             break
     return ([(i, key[0], key[1], state[key][0]) for i, key in enumerate(everyone)],
             time.monotonic() - started)
+
+
+class Members:
+    """Consumer-protocol members of one group, driven the way the coordinator paces them at
+    best: each member sends a heartbeat with its epoch and the partitions it owns, takes its
+    answer, and sends the next at once (no heartbeat interval). `owners` counts how many
+    members hold each partition, as their answers said; `exactly_once()` is the moment every
+    partition of the topic has one owner."""
+
+    def __init__(self, conns: list[Conn], group: str, topic: str, partitions: int) -> None:
+        self.conns, self.group, self.topic, self.partitions = conns, group, topic, partitions
+        self.state: dict[str, list] = {}        # member id -> [epoch, owned pairs]
+        self.holders: dict[tuple, int] = {}     # (topic id, partition) -> members holding it
+        self.held = 0                           # sum of holders.values()
+        self.sent = 0
+
+    def _hold(self, pairs, delta: int) -> None:
+        holders = self.holders
+        for topic_id, partitions in pairs:
+            for p in partitions:
+                key = (topic_id, p)
+                count = holders.get(key, 0) + delta
+                if count:
+                    holders[key] = count
+                else:
+                    del holders[key]
+                self.held += delta
+
+    def exactly_once(self) -> bool:
+        return self.held == self.partitions and len(self.holders) == self.partitions
+
+    async def beat(self, member_id: str, join: bool = False) -> None:
+        entry = self.state.setdefault(member_id, [0, ()])
+        frame = heartbeat_frame(self.group, member_id, 0, self.topic, (), True) if join else \
+            heartbeat_frame(self.group, member_id, entry[0], owned=entry[1])
+        self.sent += 1
+        answer = await self.conns[self.sent % len(self.conns)].request(bytearray(frame))
+        _, body = decode_response(API, VERSION, answer)
+        if body.error_code.value:
+            raise RuntimeError(f"{member_id}: {body.error_code!r} {body.error_message}")
+        entry[0] = body.member_epoch
+        if body.assignment is not None:
+            owned = tuple((tp.topic_id, tuple(tp.partitions))
+                          for tp in body.assignment.topic_partitions)
+            self._hold(entry[1], -1)
+            self._hold(owned, +1)
+            entry[1] = owned
+
+    async def join(self, member_ids) -> None:
+        await asyncio.gather(*(self.beat(m, join=True) for m in member_ids))
+
+    async def round(self) -> None:
+        """Every member heartbeats once, all at the same time."""
+        await asyncio.gather(*(self.beat(m) for m in list(self.state)))
+
+    async def settle(self, max_rounds: int = 20) -> int:
+        """Rounds until a round changes nothing; returns how many there were."""
+        for rounds in range(1, max_rounds + 1):
+            before = {m: tuple(e) for m, e in self.state.items()}
+            await self.round()
+            if before == {m: tuple(e) for m, e in self.state.items()}:
+                return rounds
+        raise RuntimeError(f"group {self.group} did not settle in {max_rounds} rounds")
 
 
 async def run(args) -> None:

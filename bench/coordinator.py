@@ -17,6 +17,11 @@ peer, in one run, with ratios.
              it is measured with 20,000 members in 2,000 groups of 10 unless told otherwise.
   breakdown  roster's GroupRuntime driven in this process under tracemalloc (no sockets, no
              log): which lines of roster hold a member's bytes.
+  consumer   KIP-848 next to the classic protocol (roster only; bench/coordinator_consumer.py):
+             ConsumerGroupHeartbeat/s with 10,000 members against Heartbeat/s in one broker,
+             in interleaved rounds (medians); a member joining a 1,000-member consumer group
+             until every partition has its new owner; the server-side assignors on 1,000
+             members x 10,000 partitions.
 
 Peers:
   rdmock     /work/shared/tools/rdmock.py (librdkafka's mock, C), pinned like roster. It holds
@@ -38,6 +43,7 @@ fsync in __consumer_offsets (group-committed).
     .venv/bin/python bench/coordinator.py --only roster --phases heartbeat,rebalance \
         --sizes 1000 --profile /tmp/prof --profile-phases heartbeat,rebalance
     .venv/bin/python bench/coordinator.py --json results.json --markdown report.md
+    .venv/bin/python bench/coordinator.py --only roster --phases consumer   # KIP-848, ~2 min
 
 The machine is shared: before each measurement the run waits (briefly) for other processes to
 go quiet, and every table shows how many CPUs the rest of the machine used meanwhile. Rates per
@@ -182,7 +188,8 @@ class Targets:
         self.live: list[Service] = []
         self.logs: dict[str, list[str]] = collections.defaultdict(list)
 
-    def start(self, target: str, label: str) -> Service:
+    def start(self, target: str, label: str, settings: tuple[str, ...] = ()) -> Service:
+        """A fresh broker; `settings`: roster --set key=value for this phase only."""
         self.count += 1
         log_path = self.workdir / f"{self.count:02d}-{target}-{label}.log"
         if target == "roster":
@@ -196,7 +203,7 @@ class Targets:
                       "runpy.run_module('roster', run_name='__main__', alter_sys=True)"]
             argv = [PYTHON, *launcher, "serve", "--host", "127.0.0.1", "--port", "0",
                     "--data-dir", str(data), "--set", "group.initial.rebalance.delay.ms=0"]
-            for setting in self.args.set:
+            for setting in (*settings, *self.args.set):
                 argv += ["--set", setting]
             service = Service("roster", argv, r"roster listening on (\S+)", log_path)
         elif target == "rdmock":
@@ -289,6 +296,7 @@ class Results:
     heartbeat: dict = field(default_factory=dict)   # target -> result
     rebalance: dict = field(default_factory=dict)   # target -> size -> result
     memory: dict = field(default_factory=dict)      # target -> result
+    consumer: dict = field(default_factory=dict)    # KIP-848 next to classic (coordinator_consumer)
     profile: dict = field(default_factory=dict)
     logs: dict = field(default_factory=dict)
     failures: list = field(default_factory=list)
@@ -820,6 +828,9 @@ def render(results: Results, args) -> str:
             out.append(f"| {row['bytes_per_member']:,.0f} | {row['blocks_per_member']:.2f} | "
                        f"{row['where']} | `{row['code']}` |")
         out.append("")
+    if results.consumer:
+        import coordinator_consumer
+        out += coordinator_consumer.render(results.consumer, args)
     out.append("## Targets and ratios (ratio > 1 means roster is ahead)")
     out.append("")
     out.append("| line | roster | target | verdict | vs rdmock |")
@@ -909,6 +920,11 @@ async def run(args, results: Results, targets: Targets) -> None:
                 results.memory[target] = await phase_memory(targets, target, args)
             except Exception as exc:
                 _failed(results, f"{target} memory", exc)
+    if "consumer" in phases and "roster" in args.only and not STOPPING:
+        import coordinator_consumer
+        results.consumer = await coordinator_consumer.phase(sys.modules[__name__], targets, args,
+                                                            results)
+        results.profile.update(results.consumer.get("heartbeats", {}).pop("profiles", {}))
     if "breakdown" in phases and "roster" in args.only:  # last: it leaves garbage in this process
         try:
             progress("breakdown: roster's GroupRuntime in-process under tracemalloc")
@@ -937,9 +953,22 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--only", default="roster,rdmock,echo",
                    help="targets, comma-separated (roster, rdmock, echo)")
-    p.add_argument("--phases", default="heartbeat,rebalance,memory,breakdown",
-                   help="heartbeat, rebalance, memory (RSS of a broker process), breakdown "
-                        "(tracemalloc of roster's coordinator in this process)")
+    p.add_argument("--phases", default="heartbeat,rebalance,memory,consumer,breakdown",
+                   help="heartbeat, rebalance, memory (RSS of a broker process), consumer "
+                        "(KIP-848 next to classic, roster only: bench/coordinator_consumer.py), "
+                        "breakdown (tracemalloc of roster's coordinator in this process)")
+    p.add_argument("--cg-seconds", type=float, default=4.0,
+                   help="phase consumer: seconds each protocol is measured per round")
+    p.add_argument("--cg-rounds", type=int, default=5,
+                   help="phase consumer: interleaved rounds (classic, consumer; then reversed)")
+    p.add_argument("--cg-partitions", type=int, default=100,
+                   help="phase consumer: partitions of the consumer groups' topic")
+    p.add_argument("--cg-join-members", type=int, default=1000)
+    p.add_argument("--cg-join-partitions", type=int, default=2000)
+    p.add_argument("--cg-join-rounds", type=int, default=3,
+                   help="phase consumer: members joining one after the other")
+    p.add_argument("--cg-assignor-members", type=int, default=1000)
+    p.add_argument("--cg-assignor-partitions", type=int, default=10_000)
     p.add_argument("--hb-members", type=int, default=10_000)
     p.add_argument("--hb-groups", type=int, default=100)
     p.add_argument("--hb-connections", type=int, default=16)
@@ -987,7 +1016,7 @@ def parse_args(argv=None):
     p.add_argument("--profile", help="py-spy raw output prefix (PREFIX-<phase>.txt); profiles "
                    "roster only")
     p.add_argument("--profile-phases", default="heartbeat",
-                   help="phases to profile with --profile: heartbeat, rebalance")
+                   help="phases to profile with --profile: heartbeat, rebalance, consumer")
     p.add_argument("--profile-rate", type=int, default=200, help="py-spy samples per second")
     p.add_argument("--profile-native", action="store_true",
                    help="py-spy --native: show C frames too (e.g. the cyclic GC)")
