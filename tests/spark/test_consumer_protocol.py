@@ -135,7 +135,8 @@ def test_sessions_split_hand_over_incrementally_and_commit_what_was_completed(ka
 
 def test_static_session_restarting_within_the_session_timeout_keeps_its_partitions(kafka):
     """B closes (a static leave, epoch -2) and a new session with B's instance id comes back:
-    it gets B's partitions, and A, which got its two after B joined, gives up nothing."""
+    it gets B's partitions, and A, which got its two after B joined, gives up nothing. A
+    second live session with A's instance id is refused and fails."""
     kafka.create("cp-static", 4)
     b = session(kafka, "cp-static", "cp-static-g", instance="reader-b")
     wait_owned(b, 4)
@@ -147,6 +148,15 @@ def test_static_session_restarting_within_the_session_timeout_keeps_its_partitio
         b.close()                                       # static: stays in the group
         again = session(kafka, "cp-static", "cp-static-g", instance="reader-b")
         assert wait_owned(again, 2) == b_parts
+        assert owned(a) == a_parts and revoked_from_a == []
+
+        dup = session(kafka, "cp-static", "cp-static-g", instance="reader-a")
+        try:     # a second live reader-a is refused; the first one keeps its partitions
+            with pytest.raises(Exception, match="(?i)unreleased_instance_id"):
+                dup.stable_snapshot(10)
+            assert "UNRELEASED_INSTANCE_ID" in dup.fatal.upper()
+        finally:
+            dup.close()
         assert owned(a) == a_parts and revoked_from_a == []
     finally:
         a.close()
