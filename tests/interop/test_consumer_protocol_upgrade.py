@@ -40,11 +40,12 @@ def consumed_values(members) -> list:
     return [r.value for m in members for r in m.records]
 
 
-def roll(watch, members, held, make):
-    """Restart each member in turn as make(i, instance id); every restarted member gets its
-    partitions back and the others see no rebalance. Returns the members stopped."""
+def roll(watch, members, held, make, how_many=None):
+    """Restart each member (or the first `how_many`) in turn as make(i, instance id): every
+    restarted member gets its partitions back and the others see no rebalance. Returns the
+    members stopped."""
     retired = []
-    for i in range(len(members)):
+    for i in range(len(members) if how_many is None else how_many):
         old = members[i]
         old.commit()
         others = [m for m in members if m is not old]
@@ -146,3 +147,47 @@ def test_rolling_downgrade_of_a_consumer_static_group_moves_no_partition(broker)
     finally:
         for m in members:
             m.stop()
+
+
+def test_a_group_half_way_through_its_upgrade_survives_kill_9(tmp_path):
+    """Classic members inside a consumer group are durable too (ClassicMemberMetadata): after
+    kill -9 and a restart both kinds of member carry on with their partitions, no rebalance."""
+    from tests.support.process import BrokerProcess
+    broker = BrokerProcess(tmp_path / "data", SETTINGS).start()
+    watch = Watch()
+    members = []
+    try:
+        groups.create_topic(broker.bootstrap, "half", PARTITIONS)
+        members = [ConfluentMember(watch, broker.bootstrap, "half-g", "half", f"classic-{i}",
+                                   instance_id=f"inst-{i}", config={"group.protocol": "classic"})
+                   for i in range(3)]
+        for m in members:
+            m.start()
+        groups.wait_split(watch, members, PARTITIONS)
+        held = {m.instance_id: m.assigned for m in members}
+        first = groups.produce_known(broker.bootstrap, "half", PARTITIONS, COUNT, "first")
+        watch.wait_for(lambda: set(first.values) <= set(consumed_values(members)),
+                       groups.DEADLINE_S, lambda: "consumed" + groups.describe_assignment(members))
+        roll(watch, members, held, lambda i, instance_id: ConsumerProtocolMember(
+            watch, broker.bootstrap, "half-g", "half", "consumer-0", instance_id=instance_id),
+             how_many=1)
+        calls = {m.name: m.callbacks() for m in members}
+
+        broker.kill9()
+        broker.start()
+
+        produced = groups.produce_known(broker.bootstrap, "half", PARTITIONS, COUNT, "k9")
+        watch.wait_for(lambda: set(produced.values) <= set(consumed_values(members)),
+                       groups.DEADLINE_S, lambda: "every record consumed after the restart"
+                       + groups.describe_assignment(members))
+        for m in members:
+            assert m.assigned == held[m.instance_id]
+            assert m.callbacks() == calls[m.name], groups.describe_assignment(members)
+            assert all(r.partition in held[m.instance_id] for r in m.records)
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+    finally:
+        for m in members:
+            m.stop()
+        broker.stop()
