@@ -110,6 +110,16 @@ def replace_static_member(group: ConsumerGroup, existing: ConsumerMember, member
     return new
 
 
+def failed_reply(reply, error: ErrorCode):
+    """The answer to a classic member's request whose records could not be written; None
+    when `reply` is not one."""
+    if isinstance(reply, JoinReply):
+        return JoinReply(error=error, member_id=reply.member_id)
+    if isinstance(reply, LeaveReply):
+        return LeaveReply(error=error)
+    return None
+
+
 # -- JoinGroup ---------------------------------------------------------------------------------
 
 def join(ctx, q: JoinRequest, image: TopicImage, now: int) -> Result:

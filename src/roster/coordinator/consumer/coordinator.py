@@ -774,8 +774,10 @@ class ConsumerCoordinator:
                 delay = TIMER_RETRY_MS if step.token is None else None
                 self._heard_from(group, step.fenced, now, result, delay)
         if step.token is not None:
-            result.reply(step.token, error if isinstance(step.reply, ErrorCode)
-                         else HeartbeatReply(error=error))
+            failed = classic_members.failed_reply(step.reply, error)
+            if failed is None:
+                failed = error if isinstance(step.reply, ErrorCode) else HeartbeatReply(error=error)
+            result.reply(step.token, failed)
         return result
 
     def groups_loaded(self, group_ids, now: int) -> Result:

@@ -10,7 +10,14 @@ from roster.coordinator.consumer import records as consumer_records
 from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import ClassicMetadata, DictTopicImage, MemberState
-from roster.coordinator.messages import JoinRequest, LeaveIdentity, LeaveRequest, SyncRequest
+from roster.coordinator.messages import (
+    JoinReply,
+    JoinRequest,
+    LeaveIdentity,
+    LeaveReply,
+    LeaveRequest,
+    SyncRequest,
+)
 from roster.coordinator.results import Result
 from roster.protocol import consumer_protocol as cp
 from roster.protocol.errors import ErrorCode
@@ -450,3 +457,25 @@ def test_a_failed_upgrade_does_not_answer_a_parked_join_twice():
     assert h.replies[parked].error is ErrorCode.rebalance_in_progress
     restored = h.coordinator.groups["g"]
     assert set(restored.members) == set(ids.values()) and not restored.joining
+
+
+def test_classic_requests_whose_records_cannot_be_written_get_their_own_error_replies():
+    h = Mixed()
+    ids = h.classic_static_group("a", "b")
+    h.cg_join("new-d")
+    h.fail_next_write = ErrorCode.not_coordinator
+    reply = h.replies[h.join(instance="c")]
+    assert isinstance(reply, JoinReply) and reply.error is ErrorCode.not_coordinator
+    assert len(h.consumer.groups["g"].members) == 3
+    h.fail_next_write = ErrorCode.not_coordinator
+    left = h.leave((ids["a"], "a"))
+    assert isinstance(left, LeaveReply) and left.error is ErrorCode.not_coordinator
+    assert ids["a"] in h.consumer.groups["g"].members
+
+
+def test_a_classic_member_with_protocols_the_others_lack_is_refused():
+    h = Mixed()
+    h.classic_static_group("a", "b")
+    h.cg_join("new-d")
+    token = h.join(instance="c", protocols=(("roundrobin", subscription()),))
+    assert h.replies[token].error is ErrorCode.inconsistent_group_protocol
