@@ -168,6 +168,10 @@ def test_a_revoked_partition_stays_reported_until_the_callback_returns():
     assert len(a.owned) == 2                       # the application's view: two kept
     assert len(h.member("a").pending_revocation[topic_id("t")]) == 2
     assert b.owned == ()                           # nothing is free yet
+    for _ in range(12):     # a minute, past the 45 s session timeout: heartbeats go on
+        h.advance(5000)
+        link.tick(a, b)
+    assert h.member("a").pending_revocation and b.owned == ()
     epoch = a.epoch
     assert a.commit_request({a.owned[0]: 1}).fields["generation_id_or_member_epoch"] \
         == h.member("a").member_epoch == epoch     # the callback's commit is not stale
