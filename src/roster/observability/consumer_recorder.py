@@ -5,6 +5,10 @@ partition ownership (a member's assigned plus pending-revocation partitions) to 
 partitions changed owner and how long each had none; the event is written once every member
 has reconciled to the new epoch ("stable"), or when the next epoch begins first
 ("interrupted"). Pure; a heartbeat that changes nothing never reaches it.
+
+Members are immutable values, so what an operation changed is the members that are no longer
+the objects last seen: ownership and reconciliation are followed through those alone (one
+identity check per member, not a walk over every partition of the group at every operation).
 """
 from __future__ import annotations
 
@@ -44,12 +48,20 @@ def _members(group) -> tuple:
 def _owners(group) -> dict:
     owners = {}
     for member in group.members.values():
-        who = member.instance_id or member.member_id
-        for assignment in (member.assigned, member.pending_revocation):
-            for topic_id, partitions in assignment.items():
-                for p in partitions:
-                    owners[(topic_id, p)] = who
+        owners.update(_held(member))
     return owners
+
+
+def _held(member) -> dict:
+    """(topic id, partition) -> who holds it, for the partitions this member holds."""
+    who = member.instance_id or member.member_id
+    return {(topic_id, p): who
+            for assignment in (member.assigned, member.pending_revocation)
+            for topic_id, partitions in assignment.items() for p in partitions}
+
+
+def _reconciled(member, assignment_epoch: int) -> bool:
+    return member.member_epoch == STATIC_LEAVE_EPOCH or member.reconciled_to(assignment_epoch)
 
 
 class ConsumerRecorder:
@@ -58,6 +70,9 @@ class ConsumerRecorder:
         self._extra_causes: dict[str, int] = {}
         self._epoch: dict[str, int] = {}
         self._owners: dict[str, dict] = {}
+        self._seen: dict[str, dict] = {}         # member id -> the member value last seen
+        # (assignment epoch, members not reconciled to it) as of the last look
+        self._unreconciled: dict[str, tuple[int, set]] = {}
         self._released: dict[str, dict] = {}     # partition -> (since ms, previous owner)
         self._open: dict[str, _Open] = {}
         self._last: dict[str, tuple] = {}
@@ -72,6 +87,8 @@ class ConsumerRecorder:
         group_id = group.group_id
         self._epoch[group_id] = group.group_epoch
         self._owners[group_id] = _owners(group)
+        self._seen[group_id] = dict(group.members)
+        self._unreconciled.pop(group_id, None)
         self._last[group_id] = members = _members(group)
         if group.members and not self._settled(group, group.group_epoch):
             self._open[group_id] = _Open(
@@ -107,6 +124,8 @@ class ConsumerRecorder:
             # before this broker started is not ours to tell)
             last = 0 if cause is not None else epoch
             self._owners[group_id] = _owners(group) if cause is None else {}
+            self._seen[group_id] = dict(group.members) if cause is None else {}
+            self._unreconciled.pop(group_id, None)
             self._last[group_id] = () if cause is not None else _members(group)
         if epoch != last:
             current = self._open.pop(group_id, None)
@@ -126,14 +145,17 @@ class ConsumerRecorder:
                 Trigger(STATIC_REJOIN, new_id, instance_id, None, old_id,
                         f"static member {instance_id} rejoined as {new_id} (was {old_id})"),
                 now, now, members_before=members, members_after=members))
-        self._follow_ownership(group_id, group, now)
+        changed = self._changed(group_id, group)
+        self._follow_ownership(group_id, group, changed, now)
+        self._follow_reconciliation(group_id, group, changed)
         current = self._open.get(group_id)
         if current is None:
             return
         if not group.members:
             del self._open[group_id]
             self._emit(group, current, now, result, "empty")
-        elif self._settled(group, current.epoch):
+        elif group.assignment_epoch >= current.epoch \
+                and not self._still_reconciling(group_id, group):
             del self._open[group_id]
             self._emit(group, current, now, result, "stable")
 
@@ -145,35 +167,93 @@ class ConsumerRecorder:
             for m in group.members.values())
 
     def deleted(self, group_id: str, epoch: int, now: int, result) -> None:
-        for table in (self._epoch, self._owners, self._released, self._open):
+        for table in (self._epoch, self._owners, self._released, self._open, self._seen,
+                      self._unreconciled):
             table.pop(group_id, None)
         before = self._last.pop(group_id, ())
         result.events.append(GroupEvent(
             group_id, CONSUMER, DELETED, epoch, Trigger(GROUP_DELETED, detail="DeleteGroups"),
             now, now, members_before=before))
 
-    def _follow_ownership(self, group_id: str, group, now: int) -> None:
-        old = self._owners.get(group_id, {})
-        new = _owners(group)
-        if new == old:
+    def _changed(self, group_id: str, group) -> list[tuple]:
+        """(member id, value last seen or None, value now or None) of every member that is
+        not the value last seen (joined, changed, or gone); the group's members are seen."""
+        seen = self._seen.setdefault(group_id, {})
+        members = group.members
+        changed = []
+        for member_id, member in members.items():
+            before = seen.get(member_id)
+            if before is not member:
+                changed.append((member_id, before, member))
+        joined = sum(1 for _, before, _ in changed if before is None)
+        if len(members) - joined < len(seen):     # some left
+            changed += [(member_id, before, None) for member_id, before in seen.items()
+                        if member_id not in members]
+        for member_id, _, member in changed:
+            if member is None:
+                del seen[member_id]
+            else:
+                seen[member_id] = member
+        return changed
+
+    def _follow_ownership(self, group_id: str, group, changed: list, now: int) -> None:
+        """Only the changed members' partitions can have changed owner (a partition is never
+        held by two members at once)."""
+        if not changed:
             return
+        owners = self._owners.setdefault(group_id, {})
+        old, new = {}, {}
+        for _, before, after in changed:
+            if before is not None:
+                old.update((key, owners.get(key)) for key in _held(before))
+            if after is not None:
+                new.update(_held(after))
         released = self._released.setdefault(group_id, {})
         current = self._open.get(group_id)
-        names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
-        for key, who in old.items():
-            if key not in new:
-                released[key] = (now, who)
+        names = None
+        for key in old:
+            if key not in new and owners.get(key) is not None:
+                released[key] = (now, owners.pop(key))
         for key, who in new.items():
-            if old.get(key) == who:
+            was = owners.get(key)
+            if was == who:
                 continue
-            since, before = released.pop(key, (None, old.get(key)))
+            since, before = released.pop(key, (None, was))
             if current is not None and before != who:
+                if names is None:
+                    names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
                 topic_id, partition = key
                 topic = names.get(topic_id, topic_id.hex() if isinstance(topic_id, bytes)
                                   else str(topic_id))
                 current.moves[key] = Moved(topic, partition, before, who,
                                            None if since is None else now - since)
-        self._owners[group_id] = new
+            owners[key] = who
+
+    def _follow_reconciliation(self, group_id: str, group, changed: list) -> None:
+        """Keep the members not reconciled to the assignment epoch up to date through the
+        changed ones; a new assignment epoch is looked at afresh when asked."""
+        known = self._unreconciled.get(group_id)
+        if known is None:
+            return
+        epoch, waiting = known
+        if epoch != group.assignment_epoch:
+            del self._unreconciled[group_id]
+            return
+        for member_id, _, member in changed:
+            if member is None or _reconciled(member, epoch):
+                waiting.discard(member_id)
+            else:
+                waiting.add(member_id)
+
+    def _still_reconciling(self, group_id: str, group) -> bool:
+        """Whether some member has not reconciled to the group's assignment epoch: looked at
+        member by member once per assignment epoch, then through the members that change."""
+        known = self._unreconciled.get(group_id)
+        if known is None:
+            epoch = group.assignment_epoch
+            known = self._unreconciled[group_id] = (epoch, {
+                m.member_id for m in group.members.values() if not _reconciled(m, epoch)})
+        return bool(known[1])
 
     def _emit(self, group, current: _Open, now: int, result, outcome: str) -> None:
         # an epoch cut short by the next one had the members it began with
