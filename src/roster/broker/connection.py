@@ -33,7 +33,7 @@ import logging
 import socket
 from collections import deque
 from collections.abc import Awaitable
-from time import perf_counter
+from time import perf_counter_ns
 
 from roster.broker.admission import admit
 from roster.broker.frames import MIN_READ, FrameBuffer
@@ -111,6 +111,7 @@ class Connection(asyncio.BufferedProtocol):
         self._frames = FrameBuffer(broker.config["socket.request.max.bytes"])
         self._transport: asyncio.Transport | None = None
         self._in_flight: asyncio.Task | None = None  # the request that had to wait
+        self._measuring = None  # its frame and start, for /metrics' latency (if it is on)
         self._write_paused = False  # the client is not reading its answers
         self._read_paused = False
         self._waiting_for_room = False  # queued.max.request.bytes is used up
@@ -155,7 +156,9 @@ class Connection(asyncio.BufferedProtocol):
         self._frames.received(nbytes)
         try:
             if self._in_flight is None and not self._write_paused:
-                self._serve_buffered()
+                self._serve_buffered(nbytes)
+            elif self.broker.request_stats is not None:
+                self.broker.request_stats.bytes_in += nbytes
         finally:
             self._frames.settle()  # before any other connection reads (see frames.py)
         if self._queued is not None:
@@ -223,34 +226,43 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- serving ---------------------------------------------------------------------------------
 
-    def _serve_buffered(self) -> None:
+    def _serve_buffered(self, received: int = 0) -> None:
         """Answer complete frames received, in order, until one has to wait or the client
         stops taking answers. A frame that cannot be served closes the connection after the
-        answers to the frames before it."""
+        answers to the frames before it. `received`: the bytes just read, for /metrics."""
         answers: list[bytes] = []
         pending = 0
         failed = False
         stats = self.broker.request_stats   # None unless /metrics is served
+        clock = 0
+        if stats is not None:
+            stats.bytes_in += received
+            clock = perf_counter_ns()
         try:
             while (frame := self._frames.next_frame()) is not None:
                 if stats is None:
                     answer = self._start_request(frame)
-                else:
-                    started = perf_counter()
+                else:   # a request's latency starts where the one before it ended
+                    started = clock
                     answer = self._start_request(frame)
-                    stats.record(int.from_bytes(frame[:2], "big"), perf_counter() - started,
-                                 len(frame) + 4, len(answer) if type(answer) is bytes else 0)
+                    clock = perf_counter_ns()
+                    if answer is None or isinstance(answer, bytes):
+                        stats.observe(frame, clock - started)
+                    else:   # observed once answered (_parked_done)
+                        self._measuring = (frame, started)
                 if answer is None:
                     continue
                 if isinstance(answer, bytes):
                     answers.append(answer)
                     pending += len(answer)
                     if pending >= BURST_BYTES:
-                        self._write(answers)  # may pause writing (a client not reading)
+                        self._write(answers, pending, stats)  # may pause writing
                         answers = []
                         pending = 0
                         if self._write_paused or self._closed:
                             break
+                        if stats is not None:
+                            clock = perf_counter_ns()
                     continue
                 self._park(answer)
                 break
@@ -261,13 +273,15 @@ class Connection(asyncio.BufferedProtocol):
             log.exception("closing connection from %s after an internal error", self.peer)
             failed = True
         if answers:
-            self._write(answers)
+            self._write(answers, pending, stats)
         if failed:
             self._fail()
 
-    def _write(self, answers: list[bytes]) -> None:
+    def _write(self, answers: list[bytes], size: int, stats) -> None:
         if not self._closed:
             self._transport.write(b"".join(answers) if len(answers) > 1 else answers[0])
+            if stats is not None:
+                stats.bytes_out += size
 
     def _start_request(self, frame: bytes) -> bytes | Awaitable | None:
         """Serve the request as far as it goes without waiting. Returns the encoded answer,
@@ -368,8 +382,16 @@ class Connection(asyncio.BufferedProtocol):
                       exc_info=error)
             self._fail()
             return
-        if task.result() is not None:
-            self._transport.write(task.result())
+        answer = task.result()
+        if self._measuring is not None:
+            frame, started = self._measuring
+            self._measuring = None
+            stats = self.broker.request_stats
+            stats.observe(frame, perf_counter_ns() - started)
+            if answer is not None:
+                stats.bytes_out += len(answer)
+        if answer is not None:
+            self._transport.write(answer)
         if self.auth is not None and self.auth.failed:  # a failed authentication: answered,
             self._fail()                                # then closed (security/sasl.py)
             return

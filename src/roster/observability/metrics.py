@@ -1,5 +1,5 @@
 """`/metrics` in Prometheus' text format (prometheus-client). Nothing here is on a request's
-path except RequestStats.record (a few list updates per request, only while the HTTP listener
+path except RequestStats.observe (a few list updates per request, only while the HTTP listener
 is on); everything else is read from the broker's state when Prometheus scrapes.
 
 Families (all prefixed roster_):
@@ -11,7 +11,8 @@ Families (all prefixed roster_):
   partitions_moved_total{group}             partitions that changed owner
   consumer_lag{group,topic,partition}       log end offset - committed offset
   committed_offset / log_end_offset         the two sides of that lag
-  requests_total{api}, request_seconds{api} request rate and (synchronous) handling time
+  requests_total{api}                       requests answered
+  request_seconds{api}                      histogram: latency to the answer, long polls too
   heartbeats_total, offset_commits_total    the group hot paths, for rates
   bytes_in_total, bytes_out_total           request and answer bytes
   connections                               open client connections
@@ -34,7 +35,17 @@ COMMIT_KEY = int(ApiKey.OFFSET_COMMIT)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
+_KEYS = 256     # API keys are below 256
+_OTHER = 255    # what is not a request (a bare SASL token)
+_SPAN = 64      # latency buckets per key: the bit lengths of a 64-bit count of nanoseconds
+# The request latency histogram's bounds: powers of four from ~1 us to ~69 s, as
+# (bit length, bound in seconds) over RequestStats' power-of-two buckets
+LATENCY_BOUNDS = tuple((bits, repr(2 ** bits / 1e9)) for bits in range(10, 37, 2))
+
+
 def _api_name(key: int) -> str:
+    if key == _OTHER:
+        return "OTHER"
     try:
         return ApiKey(key).name
     except ValueError:
@@ -42,23 +53,53 @@ def _api_name(key: int) -> str:
 
 
 class RequestStats:
-    """Per API key: requests, seconds spent serving them synchronously, bytes in and out.
-    Plain lists indexed by key: the cheapest thing to update on every request."""
+    """Per API key: requests answered and their latency (from when roster starts serving the
+    request to its answer, a long poll's wait included); bytes in and out.
 
-    SIZE = 128
+    This is the only part of /metrics on a request's path, so it counts in flat lists of ints
+    that prometheus-client reads only when Prometheus scrapes (BrokerCollector): observing a
+    request is two additions. Latency goes into power-of-two buckets of nanoseconds, picked
+    by `elapsed_ns.bit_length()` (one C call); the scrape folds them into the histogram's
+    bounds (LATENCY_BOUNDS) and counts the requests from them."""
+
+    __slots__ = ("nanoseconds", "buckets", "bytes_in", "bytes_out")
 
     def __init__(self) -> None:
-        self.count = [0] * self.SIZE
-        self.seconds = [0.0] * self.SIZE
-        self.bytes_in = 0
-        self.bytes_out = 0
+        self.nanoseconds = [0] * _KEYS
+        self.buckets = [0] * (_KEYS * _SPAN)   # [key * _SPAN + bit length of the latency]
+        self.bytes_in = 0      # added by the connection as it reads,
+        self.bytes_out = 0     # and as it writes
 
-    def record(self, key: int, seconds: float, size_in: int, size_out: int) -> None:
-        if 0 <= key < self.SIZE:
-            self.count[key] += 1
-            self.seconds[key] += seconds
-        self.bytes_in += size_in
-        self.bytes_out += size_out
+    def observe(self, frame: bytes, elapsed_ns: int) -> None:
+        """A request answered `elapsed_ns` after roster started on it. The frame is the
+        request without its size prefix, its API key first (a bare SASL token, the one frame
+        that is not a request, counts as OTHER)."""
+        try:
+            key = _OTHER if frame[0] else frame[1]
+        except IndexError:
+            key = _OTHER
+        self.nanoseconds[key] += elapsed_ns
+        self.buckets[key * _SPAN + elapsed_ns.bit_length()] += 1
+
+    def count(self, key: int) -> int:
+        return sum(self.buckets[key * _SPAN:(key + 1) * _SPAN])
+
+    def keys(self) -> list[int]:
+        """The API keys that have been answered."""
+        return [key for key in range(_KEYS) if self.count(key)]
+
+    def latency(self, key: int) -> tuple[list[tuple[str, int]], float]:
+        """One key's histogram as Prometheus has it: cumulative (bound, count) pairs ending
+        with +Inf, and the sum in seconds."""
+        row = self.buckets[key * _SPAN:(key + 1) * _SPAN]
+        pairs, below, folded = [], 0, 0
+        for bits, label in LATENCY_BOUNDS:
+            while folded <= bits:   # bucket b holds latencies below 2**b ns
+                below += row[folded]
+                folded += 1
+            pairs.append((label, below))
+        pairs.append(("+Inf", sum(row)))
+        return pairs, self.nanoseconds[key] / 1e9
 
 
 class AuthFailures(logging.Filter):
@@ -198,20 +239,22 @@ class BrokerCollector:
         yield end
 
         stats = self._stats
-        requests = CounterMetricFamily("roster_requests", "Requests by API", labels=["api"])
-        seconds = CounterMetricFamily("roster_request_seconds",
-                                      "Time spent serving requests until their answer or "
-                                      "their first wait", labels=["api"])
-        for key, n in enumerate(stats.count):
-            if n:
-                requests.add_metric([_api_name(key)], n)
-                seconds.add_metric([_api_name(key)], stats.seconds[key])
+        requests = CounterMetricFamily("roster_requests", "Requests answered, by API",
+                                       labels=["api"])
+        latency = HistogramMetricFamily("roster_request_seconds",
+                                        "From when roster starts serving a request to its "
+                                        "answer (a long poll's wait included)",
+                                        labels=["api"])
+        for key in stats.keys():
+            name = _api_name(key)
+            requests.add_metric([name], stats.count(key))
+            latency.add_metric([name], *stats.latency(key))
         yield requests
-        yield seconds
+        yield latency
         yield CounterMetricFamily("roster_heartbeats", "Heartbeats (classic and consumer)",
-                                  value=sum(stats.count[k] for k in HEARTBEAT_KEYS))
+                                  value=sum(stats.count(k) for k in HEARTBEAT_KEYS))
         yield CounterMetricFamily("roster_offset_commits", "OffsetCommit requests",
-                                  value=stats.count[COMMIT_KEY])
+                                  value=stats.count(COMMIT_KEY))
         yield CounterMetricFamily("roster_bytes_in", "Request bytes", value=stats.bytes_in)
         yield CounterMetricFamily("roster_bytes_out", "Answer bytes", value=stats.bytes_out)
         yield GaugeMetricFamily("roster_connections", "Open client connections",
