@@ -365,7 +365,9 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
         result.cancel(sync_key(q.group_id, member.member_id))
         answers.append(LeaveMemberResult(member.member_id, identity.group_instance_id,
                                          ErrorCode.none))
-    ctx._fenced = None   # a failed leave is not retried: the member's session runs out instead
+    # should the write fail, the members stay, and their sessions run out as if they had not
+    # left (ConsumerCoordinator.write_completed)
+    ctx._fenced = tuple(a.member_id for a in answers if a.error is ErrorCode.none) or None
     ctx._release_after_write(q.group_id, q.token, LeaveReply(members=tuple(answers)), result,
                              now)
     return result

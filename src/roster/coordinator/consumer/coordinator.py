@@ -124,7 +124,7 @@ class ConsumerWritten:
     token: object
     reply: object
     undo: tuple = ()                   # how to put the group back (ConsumerCoordinator._undo)
-    fenced: str | None = None          # a timeout removed this member: try again if unwritten
+    fenced: str | tuple | None = None  # the member(s) removed: a session again if unwritten
     consumer = True
 
 
@@ -202,7 +202,8 @@ class ConsumerCoordinator:
         if t == rec.PARTITION_METADATA:
             return ("metadata", key.group, group.subscription_metadata)
         if t in (rec.MEMBER_METADATA, rec.CURRENT_ASSIGNMENT):
-            return ("member", key.group, key.member, group.members.get(key.member))
+            return ("member", key.group, key.member, group.members.get(key.member),
+                    group.session_deadlines.get(key.member))
         if t == rec.TARGET_METADATA:
             return ("target_epoch", key.group, group.assignment_epoch)
         if t == rec.TARGET_MEMBER:
@@ -237,6 +238,8 @@ class ConsumerCoordinator:
                     group.remove_member(entry[2])
                 else:
                     group.put_member(entry[3])
+                    if entry[4] is not None:   # removing it took its session deadline
+                        group.session_deadlines[entry[2]] = entry[4]
                 group.subscribed_cache = group.regex_cache = None
             elif kind == "target_epoch":
                 group.assignment_epoch = entry[2]
@@ -765,14 +768,22 @@ class ConsumerCoordinator:
                 result.reply(step.token, step.reply)
             return result
         self._undo(step.undo)
+        restored = self.groups.get(step.group_id)
+        if restored is not None:
+            self._rearm(restored, result)   # a deadline put back may need the group's timer
         if step.fenced is not None:
             # still a member: a timeout's fencing is tried again shortly (Kafka's timers retry
             # a failed operation after a backoff); after a leave that failed, the member's
             # session runs out as if the leave never came
             group = self.groups.get(step.group_id)
-            if group is not None and step.fenced in group.members:
-                delay = TIMER_RETRY_MS if step.token is None else None
-                self._heard_from(group, step.fenced, now, result, delay)
+            # (a classic LeaveGroup may have removed several: a tuple)
+            fenced = (step.fenced,) if isinstance(step.fenced, str) else step.fenced
+            for member_id in fenced if group is not None else ():
+                member = group.members.get(member_id)
+                if member is not None:
+                    delay = TIMER_RETRY_MS if step.token is None \
+                        else classic_members.session_ms(member)
+                    self._heard_from(group, member_id, now, result, delay)
         if step.token is not None:
             failed = classic_members.failed_reply(step.reply, error)
             if failed is None:
