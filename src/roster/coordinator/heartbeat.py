@@ -8,6 +8,8 @@ from roster.coordinator.states import HEARTBEAT, GroupState, Refuse
 from roster.coordinator.validation import generation_member_error
 from roster.protocol.errors import ErrorCode
 
+WATCH_INTERVAL_MS = metadata_watch.CHECK_INTERVAL_MS
+
 
 def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance_id: str | None,
              now: int, result: Result) -> ErrorCode:
@@ -29,7 +31,10 @@ def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance
         return error
     if group.state is not GroupState.EMPTY:   # an Empty group keeps no sessions
         reschedule_heartbeat(result, group, group.members[member_id], now)
-    if group.state is GroupState.STABLE and group.watched is not None:
+    # The subscribed topics' note is compared at most once a second: most heartbeats stop at
+    # this test, made here rather than by a call into metadata_watch.due.
+    if group.watched is not None and now - group.watch_checked_ms >= WATCH_INTERVAL_MS \
+            and group.state is GroupState.STABLE:
         found = metadata_watch.due(ctx, group, now)
         if found:
             # roster's: the subscribed topics changed, leader or not (metadata_watch.py). The

@@ -73,8 +73,10 @@ def before_static_rejoin(ctx, request, now: int) -> Result | None:
     """A static member rejoining a Stable group with a new member id would be given the current
     generation (KIP-345/814; a leader is told to skip the assignment). If the subscribed topics
     changed meanwhile, start the rebalance first: the join then waits for it like any other."""
+    if request.member_id or request.group_instance_id is None:   # most joins stop here
+        return None
     group = ctx.groups.get(request.group_id)
-    if (group is None or group.state is not GroupState.STABLE or request.member_id != ""
+    if (group is None or group.state is not GroupState.STABLE
             or group.static_member_id(request.group_instance_id) is None):
         return None
     found = changes(ctx, group)

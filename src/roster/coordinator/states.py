@@ -17,6 +17,10 @@ class GroupState(Enum):
     STABLE = "Stable"
     DEAD = "Dead"
 
+    # Members are singletons compared by identity: hash them by identity too, in C. (Enum's
+    # own __hash__ is a Python function, and the tables below are looked up on every request.)
+    __hash__ = object.__hash__
+
     def __str__(self) -> str:
         return self.value
 
