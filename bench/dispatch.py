@@ -14,6 +14,8 @@ socket benchmarks (hardening.py, coordinator.py) swing by 3x between rounds, thi
 Workloads (each timed as the best of --repeat passes of --count requests):
   heartbeat   Heartbeat v4 of a member of a Stable group of 1 (the raw handler: answered
               NONE, the member's session pushed on)
+  consumer    (not in the default list) ConsumerGroupHeartbeat v1 of a member of a Stable
+              consumer group of 1, steady (group, member id and epoch; every other field null)
   join        JoinGroup v5 with no member id (answered MEMBER_ID_REQUIRED at once)
   metadata    Metadata v12 naming one topic
   commit      OffsetCommit v8 of one partition into a simple group (a record written to the
@@ -49,6 +51,8 @@ def build(args):
     from roster.protocol.codec import request_schema
 
     class Topics:
+        version = 0   # TopicManager.version: the catalog never changes here
+
         def __init__(self, topic):
             self.topic = topic
 
@@ -127,6 +131,22 @@ async def form_group(conn):
     return member_id, generation
 
 
+async def join_consumer(conn, count):
+    """One consumer-protocol member joined: its steady ConsumerGroupHeartbeat frames."""
+    from roster.protocol.codec import decode_response
+    fields = dict(group_id="bench-cg", member_id=str(uuid.uuid4()), instance_id=None,
+                  rack_id=None, subscribed_topic_regex=None, server_assignor=None)
+    join = frames(68, 1, dict(fields, member_epoch=0, topic_partitions=(),
+                              rebalance_timeout=datetime.timedelta(seconds=30),
+                              subscribed_topic_names=("orders",)), 1)[0]
+    answer = conn._start_request(join)
+    answer = answer if isinstance(answer, bytes) else await answer
+    _, body = decode_response(68, 1, answer[4:])
+    return frames(68, 1, dict(fields, member_epoch=body.member_epoch, topic_partitions=None,
+                              rebalance_timeout=datetime.timedelta(milliseconds=-1),
+                              subscribed_topic_names=None), count)
+
+
 def _protocol():
     from roster.protocol.build import element
     from roster.protocol.codec import request_schema
@@ -139,6 +159,8 @@ async def run(args) -> dict:
     work["heartbeat"] = frames(12, 4, dict(group_id="bench-hb", generation_id=generation,
                                            member_id=member_id,
                                            group_instance_id="static-1"), args.count)
+    if "consumer" in args.workloads.split(","):
+        work["consumer"] = await join_consumer(conn, args.count)
     results = {}
     for name in args.workloads.split(","):
         best = None
@@ -161,7 +183,8 @@ def main() -> int:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--workloads", default="heartbeat,join,metadata,commit")
+    ap.add_argument("--workloads", default="heartbeat,join,metadata,commit",
+                    help="also: consumer")
     ap.add_argument("--gc", choices=("on", "off"), default="on",
                     help="off: no cyclic garbage collection while timing (the commit workload "
                          "keeps every record in memory, which makes collections ever longer)")
