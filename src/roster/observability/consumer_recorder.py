@@ -180,11 +180,9 @@ class ConsumerRecorder:
         not the value last seen (joined, changed, or gone); the group's members are seen."""
         seen = self._seen.setdefault(group_id, {})
         members = group.members
-        changed = []
-        for member_id, member in members.items():
-            before = seen.get(member_id)
-            if before is not member:
-                changed.append((member_id, before, member))
+        get = seen.get
+        changed = [(member_id, get(member_id), member) for member_id, member in members.items()
+                   if get(member_id) is not member]
         joined = sum(1 for _, before, _ in changed if before is None)
         if len(members) - joined < len(seen):     # some left
             changed += [(member_id, before, None) for member_id, before in seen.items()
