@@ -924,7 +924,8 @@ async def run(args, results: Results, targets: Targets) -> None:
         import coordinator_consumer
         results.consumer = await coordinator_consumer.phase(sys.modules[__name__], targets, args,
                                                             results)
-        results.profile.update(results.consumer.get("heartbeats", {}).pop("profiles", {}))
+        for part in ("heartbeats", "join"):
+            results.profile.update(results.consumer.get(part, {}).pop("profiles", {}))
     if "breakdown" in phases and "roster" in args.only:  # last: it leaves garbage in this process
         try:
             progress("breakdown: roster's GroupRuntime in-process under tracemalloc")

@@ -165,6 +165,8 @@ async def phase_join(kit, targets, args) -> dict:
         kit.progress(f"consumer join: {args.cg_join_members} members settled in "
                      f"{formed_s:.1f} s ({formed_rounds} rounds)")
         runs = []
+        profiler = kit.Profiler(service, args, "consumer-join") \
+            if args.profile and "consumer" in args.profile_phases else None
         for n in range(args.cg_join_rounds):
             joiner = f"joiner-{n}"
             before = kit.Snapshot.take(service)
@@ -189,8 +191,10 @@ async def phase_join(kit, targets, args) -> dict:
             kit.progress(f"consumer join {n + 1}: every partition owned again after "
                          f"{done_s * 1000:,.0f} ms ({rounds} rounds of {len(group.state)} "
                          f"heartbeats, broker CPU {runs[-1]['broker_cpu_s'] * 1000:,.0f} ms)")
+        profile = profiler.finish() if profiler is not None else None
         return {"members": args.cg_join_members, "partitions": args.cg_join_partitions,
                 "formed_s": formed_s, "runs": runs,
+                "profiles": {"consumer join (phase consumer)": profile} if profile else {},
                 "median_s": statistics.median(r["seconds"] for r in runs)}
     finally:
         await kit.settle_close(conns)
