@@ -321,6 +321,7 @@ class ConsumerCoordinator:
                 or member_epoch != group.assignment_epoch
                 or group.group_epoch != group.assignment_epoch
                 or member.client_id != client_id or member.client_host != client_host
+                or member.classic is not None      # a classic member turning consumer
                 or group.session_timer_ms is None):
             return None
         # later than the armed timer's deadline (it is the earliest): no timer work

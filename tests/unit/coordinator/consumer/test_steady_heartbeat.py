@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roster.coordinator.consumer.coordinator import session_key
-from roster.coordinator.consumer.model import DictTopicImage
+from roster.coordinator.consumer.model import ClassicMetadata, DictTopicImage
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.consumer.harness import ConsumerHarness, topic_id
 
@@ -85,6 +85,11 @@ def test_it_declines_whatever_the_full_heartbeat_would_change_or_refuse():
     assert steady(h, "a", epochs["a"], group="other") is None
     assert steady(h, "a", epochs["a"], client_id="renamed") is None  # a member record
     assert steady(h, "a", 0) is None                          # a (re)join
+    # a member speaking the classic protocol inside the group (an online upgrade): its first
+    # ConsumerGroupHeartbeat makes it a consumer member, which is a change to write
+    h.group().put_member(h.member("b").replace(
+        classic=ClassicMetadata(45_000, (("range", b""),))))
+    assert steady(h, "b", epochs["b"]) is None
 
 
 def test_a_catalog_change_sends_heartbeats_the_full_way_until_one_finds_nothing():
