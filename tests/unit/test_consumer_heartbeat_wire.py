@@ -104,8 +104,8 @@ def test_truncated_or_trailing_bytes_are_malformed():
 def test_the_steady_reader_takes_exactly_the_requests_with_every_optional_field_null(
         version, client_id, group, member, epoch, instance, rack, rebalance, topics, regex,
         assignor, parts):
-    """decode_steady reads what decode reads when every optional field is null, and leaves
-    every other request (None) to decode."""
+    """decode_steady reads what decode reads when every optional field but the instance id is
+    null, and leaves every other request (None) to decode."""
     from roster.protocol.codec import request_schema
     schema = request_schema(68, version)
     entry = element(schema, "topic_partitions")
@@ -120,8 +120,8 @@ def test_the_steady_reader_takes_exactly_the_requests_with_every_optional_field_
     frame = encode_request(68, version, 7, client_id, body)[4:]
     full = decode(frame, version)
     steady = decode_steady(frame, version)
-    if full[4:] == (None, None, -1, None, None, None, None):
-        assert steady == full[:4]
+    if full[5:] == (None, -1, None, None, None, None):
+        assert steady == full[:5]
     else:
         assert steady is None
     for broken in (frame[:-1], frame + b"\0", frame[:20]):
@@ -134,17 +134,18 @@ def test_the_steady_reader_takes_exactly_the_requests_with_every_optional_field_
 def test_long_strings_are_left_to_the_general_reader(version, long, short, epoch):
     from roster.protocol.codec import request_schema
     schema = request_schema(68, version)
-    for group, member in ((long, short or "m"), (short or "g", long)):
+    for group, member, instance in ((long, short or "m", None), (short or "g", long, None),
+                                    (short or "g", short or "m", long)):
         body = make(schema, group_id=group, member_id=member, member_epoch=epoch,
-                    instance_id=None, rack_id=None,
+                    instance_id=instance, rack_id=None,
                     rebalance_timeout=datetime.timedelta(milliseconds=-1),
                     subscribed_topic_names=None, subscribed_topic_regex=None,
                     server_assignor=None, topic_partitions=None)
         frame = encode_request(68, version, 7, "c", body)[4:]
         fields = decode(frame, version)
         steady = decode_steady(frame, version)
-        assert steady is None if len(fields[1].encode()) >= 127 or \
-            len(fields[2].encode()) >= 127 else steady == fields[:4]
+        longest = max(len((f or "").encode()) for f in (group, member, instance))
+        assert steady is None if longest >= 127 else steady == fields[:5]
 
 
 @settings(max_examples=200, deadline=None)

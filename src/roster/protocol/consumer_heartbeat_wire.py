@@ -21,9 +21,10 @@ heartbeat_interval_ms int32, assignment (nullable struct: int8 -1 or 1, then top
 as in the request, tagged fields), tagged fields. tests/unit/test_consumer_heartbeat_wire.py
 checks both against kio, byte for byte.
 
-Between changes a member sends only its group, member id and epoch, every other field null:
-after the epoch, such a request is always the same few bytes (STEADY_TAIL). decode_steady()
-reads just the fields of those and leaves every other request to decode();
+Between changes a member sends only its group, member id and epoch (and its instance id, if it
+is static: the Java client sends it every time), every other field null: after the instance id,
+such a request is always the same few bytes (STEADY_TAIL). decode_steady() reads just the fields
+of those and leaves every other request to decode();
 encode_steady_answer() writes the answer to one (no error, no assignment) in one struct.
 """
 from __future__ import annotations
@@ -110,15 +111,17 @@ def _decode(frame: bytes, version: int) -> Fields:
             rebalance, names, regex, assignor, owned)
 
 
-# after member_epoch: instance_id, rack_id null, rebalance_timeout_ms -1, subscribed topic names
-# null, (v1: regex null,) server_assignor, topic_partitions null, no tagged fields
-STEADY_TAIL = {0: b"\0\0\xff\xff\xff\xff\0\0\0\0", 1: b"\0\0\xff\xff\xff\xff\0\0\0\0\0"}
+# after instance_id: rack_id null, rebalance_timeout_ms -1, subscribed topic names null, (v1:
+# regex null,) server_assignor, topic_partitions null, no tagged fields
+STEADY_TAIL = {0: b"\0\xff\xff\xff\xff\0\0\0\0", 1: b"\0\xff\xff\xff\xff\0\0\0\0\0"}
 
 
-def decode_steady(frame: bytes, version: int) -> tuple[str | None, str, str, int] | None:
-    """(client_id, group_id, member_id, member_epoch) of a request whose other fields are all
-    null and whose strings are short (lengths in one varint byte, no tagged fields in the
-    header); None for any other request: decode() reads it, and reports what is malformed."""
+def decode_steady(frame: bytes, version: int
+                  ) -> tuple[str | None, str, str, int, str | None] | None:
+    """(client_id, group_id, member_id, member_epoch, instance_id) of a request whose other
+    fields are all null and whose strings are short (lengths in one varint byte, no tagged
+    fields in the header); None for any other request: decode() reads it, and reports what is
+    malformed."""
     tail = STEADY_TAIL.get(version)
     if tail is None or not frame.endswith(tail):
         return None
@@ -142,12 +145,20 @@ def decode_steady(frame: bytes, version: int) -> tuple[str | None, str, str, int
             return None
         member_id = str(frame[at + 1:at + 1 + size], "utf-8")
         at += 1 + size
+        (epoch,) = INT32.unpack_from(frame, at)
+        size = frame[at + 4] - 1       # the instance id: null (-1) or short
+        if not -1 <= size < 127:
+            return None
+        at += 5
+        instance_id = None
+        if size >= 0:
+            instance_id = str(frame[at:at + size], "utf-8")
+            at += size
     except (struct.error, IndexError, UnicodeDecodeError):
         return None
-    if at + 4 + len(tail) != len(frame):
+    if at + len(tail) != len(frame):
         return None
-    (epoch,) = INT32.unpack_from(frame, at)
-    return client_id, group_id, member_id, epoch
+    return client_id, group_id, member_id, epoch, instance_id
 
 
 # the answer to a steady heartbeat: size, correlation id, header tags (0), throttle time (0),

@@ -7,7 +7,8 @@ subscribe with SubscribedTopicRegex (RE2 syntax, matched against whole topic nam
 Every member sends one every few seconds, so it is served with its own codec
 (roster.protocol.consumer_heartbeat_wire) rather than kio's generic one, and without a
 coroutine when the answer does not wait for a write. A steady heartbeat (only group, member id
-and epoch set) is admitted like any other, then offered to the core's steady_heartbeat(),
+and epoch set, and the instance id of a static member) is admitted like any other, then
+offered to the core's steady_heartbeat(),
 which answers it without an operation when it changes nothing but the member's session, as
 the classic Heartbeat is answered; anything else goes the whole way.
 Admission is as the declared resources say: READ on the group, DESCRIBE on each topic
@@ -94,9 +95,9 @@ async def handle(broker, request, connection):
 GROUP = Group(AclOperation.READ)
 
 
-# the fields a steady heartbeat leaves null: instance_id, rack_id, rebalance_timeout_ms,
+# the fields a steady heartbeat leaves null: rack_id, rebalance_timeout_ms,
 # subscribed_topic_names, subscribed_topic_regex, server_assignor, topic_partitions
-_STEADY_NULLS = (None, None, -1, None, None, None, None)
+_STEADY_NULLS = (None, -1, None, None, None, None)
 
 
 def answer(broker, frame: bytes, prefix, connection):
@@ -118,7 +119,7 @@ def answer(broker, frame: bytes, prefix, connection):
     consumer = groups.consumer
     if steady is not None and consumer.steady_heartbeat(
             group_id, member_id, epoch, client_id or "", connection.client_host,
-            broker.topics.version, groups.now_ms()) is not None:
+            broker.topics.version, groups.now_ms(), instance_id) is not None:
         return wire.encode_steady_answer(correlation_id, member_id, epoch,
                                          consumer.config.heartbeat_ms(group_id))
     image = LiveTopics(broker.topics)

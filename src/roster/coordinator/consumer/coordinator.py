@@ -305,13 +305,14 @@ class ConsumerCoordinator:
 
     def steady_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
                          client_id: str, client_host: str, catalog_version: object,
-                         now: int) -> ConsumerMember | None:
-        """A heartbeat with every optional field null (what members send between changes),
-        answered only if heartbeat() would change nothing but the member's session: the
-        member, at `member_epoch`, reconciled to a target that is current, its client id and
-        host as recorded, and the group found unchanged by a heartbeat at this catalog
-        version. Returns the member (its session moved: the answer is its member id and epoch,
-        no assignment), or None: then heartbeat() decides, as for any other request."""
+                         now: int, instance_id: str | None = None) -> ConsumerMember | None:
+        """A heartbeat with every optional field null but the instance id (what members send
+        between changes), answered only if heartbeat() would change nothing but the member's
+        session: the member, at `member_epoch`, reconciled to a target that is current, its
+        client id, host and instance id (if sent) as recorded, and the group found unchanged by
+        a heartbeat at this catalog version. Returns the member (its session moved: the answer
+        is its member id and epoch, no assignment), or None: then heartbeat() decides, as for
+        any other request."""
         group = self.groups.get(group_id)
         if group is None or catalog_version is None or group.steady_version != catalog_version:
             return None
@@ -323,6 +324,9 @@ class ConsumerCoordinator:
                 or member.client_id != client_id or member.client_host != client_host
                 or member.classic is not None      # a classic member turning consumer
                 or group.session_timer_ms is None):
+            return None
+        if instance_id is not None and (member.instance_id != instance_id or
+                                        group.static_members.get(instance_id) != member_id):
             return None
         # later than the armed timer's deadline (it is the earliest): no timer work
         group.session_deadlines[member_id] = now + self.config.session_ms(group_id)

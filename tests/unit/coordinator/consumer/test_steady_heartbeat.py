@@ -36,9 +36,9 @@ def set_topic(h: ConsumerHarness, name: str, partitions: int) -> None:
 
 
 def steady(h: ConsumerHarness, member_id: str, epoch: int, client_id: str = "c",
-           group: str = "g"):
+           group: str = "g", instance_id: str | None = None):
     return h.coordinator.steady_heartbeat(group, member_id, epoch, client_id, "/127.0.0.1",
-                                          h.image.version(), h.now)
+                                          h.image.version(), h.now, instance_id)
 
 
 def stable_pair(h: ConsumerHarness):
@@ -90,6 +90,20 @@ def test_it_declines_whatever_the_full_heartbeat_would_change_or_refuse():
     h.group().put_member(h.member("b").replace(
         classic=ClassicMetadata(45_000, (("range", b""),))))
     assert steady(h, "b", epochs["b"]) is None
+
+
+def test_a_static_member_may_send_its_instance_id_every_time():
+    h = harness({"t": 4})
+    r = h.join("a", instance_id="ia")
+    r = h.heartbeat("a", r.member_epoch, owned=r.assignment, instance_id="ia")
+    assert steady(h, "a", r.member_epoch, instance_id="ia") is h.member("a")
+    assert steady(h, "a", r.member_epoch) is h.member("a")          # or leave it out
+    # another member's instance id, or one nobody has: the full heartbeat refuses those
+    h.join("b", instance_id="ib")
+    for wrong in ("ib", "nobody"):
+        assert steady(h, "a", h.member("a").member_epoch, instance_id=wrong) is None
+    assert h.heartbeat("a", h.member("a").member_epoch, instance_id="ib").error == \
+        ErrorCode.fenced_instance_id
 
 
 def test_a_catalog_change_sends_heartbeats_the_full_way_until_one_finds_nothing():
@@ -156,13 +170,15 @@ def test_whenever_it_answers_the_full_heartbeat_would_answer_the_same_and_write_
         live = sorted(known)
         if op == "join" or not live:
             serial += 1
-            r = h.join(f"m{serial}")
+            instance = f"i{serial % 3}" if serial % 2 else None
+            r = h.join(f"m{serial}", instance_id=instance)
             if r.error == ErrorCode.none:
-                known[f"m{serial}"] = [r.member_epoch, r.assignment]
+                known[f"m{serial}"] = [r.member_epoch, r.assignment, instance]
             continue
         m = rnd.choice(live)
         if op in ("full", "light"):
-            r = h.heartbeat(m, known[m][0], owned=known[m][1] if op == "full" else None)
+            r = h.heartbeat(m, known[m][0], owned=known[m][1] if op == "full" else None,
+                            instance_id=known[m][2])
             if r.error != ErrorCode.none:
                 del known[m]
             else:
@@ -176,15 +192,16 @@ def test_whenever_it_answers_the_full_heartbeat_would_answer_the_same_and_write_
         elif op == "other-topic":
             set_topic(h, f"x{serial}", 1)
         elif op == "leave":
-            h.heartbeat(m, -1)
+            h.heartbeat(m, -1, instance_id=known[m][2])
             del known[m]
         elif op == "fail":
             h.fail_next_write = ErrorCode.not_coordinator
         for member in sorted(known):
-            if steady(h, member, known[member][0]) is None:
+            instance = known[member][2]
+            if steady(h, member, known[member][0], instance_id=instance) is None:
                 continue
             records = len(h.records)
-            r = h.heartbeat(member, known[member][0])
+            r = h.heartbeat(member, known[member][0], instance_id=instance)
             assert (r.error, r.member_epoch, r.assignment) == \
                 (ErrorCode.none, known[member][0], None)
             assert len(h.records) == records
