@@ -855,6 +855,9 @@ def render(results: Results, args) -> str:
         out.append(f"| rebalance, {size:,} members | {r['median_s'] * 1000:,.1f} ms | {target} | "
                    f"{verdict(ok) if size == 1000 else ''} | "
                    f"{ratio(mock and mock['median_s'], r['median_s'])} (mock timer-bound) |")
+    if results.consumer:
+        import coordinator_consumer
+        out += coordinator_consumer.target_rows(results.consumer, args)
     r, mock = mem.get("roster"), mem.get("rdmock")
     if r:
         out.append(f"| memory per member | {r['bytes_per_member']:,.0f} B | <= 4,096 B | "

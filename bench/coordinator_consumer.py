@@ -282,3 +282,25 @@ def render(result: dict, args) -> list[str]:
                        f"{r['moved_on_leave']} |")
         out.append("")
     return out
+
+
+def target_rows(result: dict, args) -> list[str]:
+    """Lines of bench/coordinator.py's "Targets and ratios" table."""
+    rows = []
+    hb = result.get("heartbeats")
+    if hb:
+        ratio = hb["ratio_per_broker_cpu_s"]["median"]
+        rows.append(f"| ConsumerGroupHeartbeat / Heartbeat per broker-CPU-second, "
+                    f"{hb['members']:,} members | {ratio:.2f} | >= {GOAL_RATIO} | "
+                    f"{'met' if ratio >= GOAL_RATIO else 'NOT met'} | |")
+    join = result.get("join")
+    if join:
+        rows.append(f"| a member joins a consumer group of {join['members']:,}: every partition "
+                    f"owned again | {join['median_s'] * 1000:,.0f} ms | | | |")
+    for r in result.get("assignors") or ():
+        worst = max(r["scratch_ms"], r["steady_ms"], r["join_ms"], r["leave_ms"])
+        rows.append(f"| {r['assignor']} assignor, {args.cg_assignor_members:,} members x "
+                    f"{args.cg_assignor_partitions:,} partitions, slowest case | {worst:.1f} ms | "
+                    f"<= {ASSIGNOR_GOAL_MS:.0f} ms | "
+                    f"{'met' if worst <= ASSIGNOR_GOAL_MS else 'NOT met'} | |")
+    return rows
