@@ -205,6 +205,18 @@ class GroupRuntime:
                    for group_id, state in self.consumer.list_groups(states, types)]
         return listed
 
+    def steady_consumer_heartbeat(self, group_id: str, member_id: str, epoch: int,
+                                  client_id: str, client_host: str, catalog_version: object,
+                                  instance_id: str | None) -> int | None:
+        """A ConsumerGroupHeartbeat that changes nothing but the member's session (see
+        ConsumerCoordinator.steady_heartbeat): the heartbeat interval to answer with, or None
+        when it must go through consumer_heartbeat."""
+        consumer = self.consumer
+        if consumer.steady_heartbeat(group_id, member_id, epoch, client_id, client_host,
+                                     catalog_version, self.now_ms(), instance_id) is None:
+            return None
+        return consumer.config.heartbeat_ms(group_id)
+
     def consumer_heartbeat(self, request, image) -> object:
         """ConsumerGroupHeartbeat: the reply at once when nothing is written (a steady
         heartbeat), otherwise a future for it (see start)."""

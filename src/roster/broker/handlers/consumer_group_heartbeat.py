@@ -116,12 +116,12 @@ def answer(broker, frame: bytes, prefix, connection):
     if error is not None:
         return _encoded(correlation_id, HeartbeatReply(error=error))
     groups = broker.groups
-    consumer = groups.consumer
-    if steady is not None and consumer.steady_heartbeat(
-            group_id, member_id, epoch, client_id or "", connection.client_host,
-            broker.topics.version, groups.now_ms(), instance_id) is not None:
-        return wire.encode_steady_answer(correlation_id, member_id, epoch,
-                                         consumer.config.heartbeat_ms(group_id))
+    if steady is not None:
+        interval = groups.steady_consumer_heartbeat(group_id, member_id, epoch, client_id or "",
+                                                    connection.client_host,
+                                                    broker.topics.version, instance_id)
+        if interval is not None:
+            return wire.encode_steady_answer(correlation_id, member_id, epoch, interval)
     image = LiveTopics(broker.topics)
     reply = groups.consumer_heartbeat(HeartbeatRequest(
         group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
