@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""What the connection limits cost (issue 11): produce and heartbeat throughput of roster at a
-base commit and at the code under test, interleaved in one run, with the ratios.
+"""What a change costs: produce and heartbeat throughput and 1,000-member rebalance time of
+roster at a base commit and at the code under test, interleaved in one run, with the ratios.
+(Written for the connection limits, issue 11; used for issues 13 and 18 too.)
 
 Each round runs, for each side (the order alternates between rounds), against a fresh broker:
 
@@ -10,6 +11,10 @@ Each round runs, for each side (the order alternates between rounds), against a 
   heartbeat  bench/coordinator.py's heartbeat phase: static members formed into groups, then
              their Heartbeat v3 frames pipelined over 16 connections (128 in flight each);
              answers/s and answers per broker-CPU-second.
+  rebalance  (--measures ...,rebalance) bench/coordinator.py's rebalance phase: a group of
+             --rb-size members, one connection each, formed, then --rounds-per-measure timed
+             rebalances (every member rejoins with new metadata); the median's wall time and
+             the broker's CPU per rebalance.
 
 The side is chosen with PYTHONPATH for the broker process (`python -m roster`), so both sides
 run the same interpreter and packages; the load generators are this checkout's. Medians over
@@ -22,6 +27,9 @@ shows how busy).
     # and a third tree, e.g. the current one without one change, measured in the same rounds:
     .venv/bin/python bench/hardening.py --base /tmp/roster-base/src \
         --also without-change=/tmp/roster-without/src --current src
+    # a side's brokers with a setting of their own, e.g. /metrics on (issue 18: on vs off)
+    .venv/bin/python bench/hardening.py --base src --current src --set-for current=http.port=0 \
+        --measures heartbeat,rebalance
 
 Everything stays on 127.0.0.1; brokers and data directories are removed at the end.
 """
@@ -64,11 +72,12 @@ def describe(src: Path) -> str:
 
 
 class Side:
-    """PYTHONPATH for the brokers started while it is in use."""
+    """PYTHONPATH for the brokers started while it is in use, and their --set settings."""
 
-    def __init__(self, name: str, src: Path) -> None:
+    def __init__(self, name: str, src: Path, settings: list[str] | None = None) -> None:
         self.name = name
         self.src = src.resolve()
+        self.settings = settings or []
 
     def __enter__(self):
         self._saved = os.environ.get("PYTHONPATH")
@@ -86,6 +95,8 @@ def produce_round(side: Side, args, workdir: Path, cpus) -> dict:
     data_dir = workdir / f"produce-{side.name}"
     argv = [sys.executable, "-m", "roster", "serve", "--host", "127.0.0.1", "--port", "0",
             "--data-dir", str(data_dir)]
+    for setting in side.settings:
+        argv += ["--set", setting]
     with side:
         broker = produce_fetch.Service("roster", argv, workdir / f"produce-{side.name}.log",
                                        re.compile(r"roster listening on (\S+:\d+)"), cpus,
@@ -109,12 +120,30 @@ def produce_round(side: Side, args, workdir: Path, cpus) -> dict:
 
 
 def heartbeat_round(side: Side, args, targets: coordinator.Targets) -> dict:
+    args.set = side.settings
     with side:
         result = asyncio.run(coordinator.phase_heartbeat(targets, "roster", args))
     if result.get("invalid"):
         raise RuntimeError(f"{side.name}: heartbeat answers carried errors: {result['errors']}")
     return {"per_s": result["per_s"], "per_broker_cpu_s": result["per_broker_cpu_s"],
             "other_cpus": result["other_cpus"]}
+
+
+def rebalance_round(side: Side, args, targets: coordinator.Targets) -> dict:
+    """bench/coordinator.py's rebalance phase for one group of --rb-size members: the median
+    of its timed rebalances (wall, from the last JoinGroup sent to every member holding its
+    SyncGroup answer) and the broker's CPU per rebalance."""
+    phase_args = argparse.Namespace(**vars(args))
+    phase_args.set, phase_args.rounds = side.settings, args.rounds_per_measure
+    with side:
+        result = asyncio.run(coordinator.phase_rebalance(targets, "roster", args.rb_size,
+                                                         phase_args))
+    rounds = result["rounds"]
+    if not rounds or any(r["errors"] for r in rounds):
+        raise RuntimeError(f"{side.name}: rebalance rounds failed: {rounds}")
+    return {"ms": statistics.median(r["rebalance_s"] for r in rounds) * 1000,
+            "cpu_ms": statistics.median(r["broker_cpu_s"] for r in rounds) * 1000,
+            "other_cpus": statistics.median(r["other_cpus"] for r in rounds)}
 
 
 def median(rows: list[dict], key: str) -> float | None:
@@ -145,8 +174,25 @@ def render(results: dict, sides: list[Side], args, wall_s: float) -> str:
             other = median(rows[side.name], "other_cpus") or 0.0
             out.append(f"| {label} | {side.name} | {r:,.0f} | {r / b:.3f} | {rc:,.0f} | "
                        f"{rc / bc:.3f} | {other:.2f} |")
+    rows = results["rebalance"]
+    if rows[base]:
+        out.append("")
+        out.append(f"| {args.rb_size:,}-member rebalance | side | wall ms | /base | broker CPU ms "
+                   f"| /base | rest of machine (CPUs) |")
+        out.append("|---|---|---:|---:|---:|---:|---:|")
+        b, bc = median(rows[base], "ms"), median(rows[base], "cpu_ms")
+        for side in sides:
+            if not rows[side.name]:
+                continue
+            r, rc = median(rows[side.name], "ms"), median(rows[side.name], "cpu_ms")
+            other = median(rows[side.name], "other_cpus") or 0.0
+            out.append(f"| medians of {len(rows[side.name])} rounds (each the median of "
+                       f"{args.rounds_per_measure} rebalances) | {side.name} | {r:.1f} | "
+                       f"{r / b:.3f} | {rc:.0f} | {rc / bc if bc else 0:.3f} | {other:.2f} |")
+        out.append("")
+        out.append("(rebalance: time and CPU, so /base above 1 is slower)")
     out.append("")
-    out.append("Every round (per s; per broker-CPU-s in brackets):")
+    out.append("Every round (per s; per broker-CPU-s in brackets; rebalance: wall ms (CPU ms)):")
     out.append("")
     for measure in labels:
         for side in sides:
@@ -156,6 +202,11 @@ def render(results: dict, sides: list[Side], args, wall_s: float) -> str:
             cells = ", ".join(f"{r['per_s']:,.0f} ({r['per_broker_cpu_s'] or 0:,.0f})"
                               for r in rows)
             out.append(f"- {measure}, {side.name}: {cells}")
+    for side in sides:
+        rows = results["rebalance"][side.name]
+        if rows:
+            cells = ", ".join(f"{r['ms']:.1f} ({r['cpu_ms']:.0f})" for r in rows)
+            out.append(f"- rebalance, {side.name}: {cells}")
     return "\n".join(out)
 
 
@@ -169,8 +220,15 @@ def parse_args(argv=None):
     ap.add_argument("--also", action="append", default=[], metavar="NAME=SRC",
                     help="another source tree to measure alongside (repeatable), e.g. the "
                          "current tree without one change")
+    ap.add_argument("--set-for", action="append", default=[], metavar="SIDE=KEY=VALUE",
+                    help="a roster --set for one side's brokers only (repeatable), e.g. "
+                         "current=http.port=0 to measure with /metrics on")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--measures", default="produce,heartbeat")
+    ap.add_argument("--measures", default="produce,heartbeat",
+                    help="of produce, heartbeat, rebalance")
+    ap.add_argument("--rb-size", type=int, default=1000, help="members in the rebalance measure")
+    ap.add_argument("--rounds-per-measure", type=int, default=3,
+                    help="timed rebalances in each rebalance measurement")
     ap.add_argument("--pipelined-records", type=int, default=300_000)
     ap.add_argument("--pipeline-depth", type=int, default=16)
     ap.add_argument("--record-size", type=int, default=1024)
@@ -189,6 +247,7 @@ def parse_args(argv=None):
         if not hasattr(args, key):
             setattr(args, key, value)
     args.pool = min(args.pool, args.hb_members)
+    args.rounds_per_measure = max(args.rounds_per_measure, 1)
     args.measures = [m for m in args.measures.split(",") if m]
     return args
 
@@ -226,6 +285,13 @@ def main(argv=None) -> int:
         name, _, src = item.partition("=")
         sides.append(Side(name, Path(src)))
     sides.append(Side("current", args.current))
+    by_name = {side.name: side for side in sides}
+    for item in args.set_for:
+        name, _, setting = item.partition("=")
+        if name not in by_name or "=" not in setting:
+            raise SystemExit(f"--set-for {item!r}: expected SIDE=KEY=VALUE, SIDE one of "
+                             f"{', '.join(by_name)}")
+        by_name[name].settings.append(setting)
     for side in sides:
         if not (side.src / "roster" / "__init__.py").exists():
             raise SystemExit(f"{side.src} holds no roster package")
@@ -238,7 +304,7 @@ def main(argv=None) -> int:
         os.sched_setaffinity(0, {cpus[1]})
     workdir = Path(tempfile.mkdtemp(prefix="roster-hardening-bench-"))
     targets = coordinator.Targets(workdir, args)
-    results = {m: {s.name: [] for s in sides} for m in ("produce", "heartbeat")}
+    results = {m: {s.name: [] for s in sides} for m in ("produce", "heartbeat", "rebalance")}
     started = time.perf_counter()
     try:
         for round_no in range(args.rounds):
@@ -254,6 +320,11 @@ def main(argv=None) -> int:
                     results["heartbeat"][side.name].append(row)
                     progress(f"round {round_no + 1} {side.name} heartbeat: {row['per_s']:,.0f}"
                              f"/s, {row['per_broker_cpu_s'] or 0:,.0f} per broker-CPU-s")
+                if "rebalance" in args.measures:
+                    row = rebalance_round(side, args, targets)
+                    results["rebalance"][side.name].append(row)
+                    progress(f"round {round_no + 1} {side.name} rebalance of {args.rb_size:,}: "
+                             f"{row['ms']:.1f} ms, broker CPU {row['cpu_ms']:.0f} ms")
     finally:
         targets.stop_all()
         shutil.rmtree(workdir, ignore_errors=True)

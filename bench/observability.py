@@ -6,9 +6,12 @@
              syncs); time per rebalance with the flight recorder, and with a recorder that
              does nothing, interleaved; then --heartbeats heartbeats through check_in (the
              recorder is never called on that path: the ratio shows the noise floor).
-  broker     bench/coordinator.py's heartbeat and 1,000-member rebalance phases against a
-             broker without the HTTP listener and one with it (--set http.port=...: request
-             metrics on), in the same run: ratio on / off (goal >= 0.95).
+  broker     bench/hardening.py on this tree twice: brokers without the HTTP listener (off)
+             and with it (--set http.port=0: request metrics and the console's event feed on),
+             --rounds rounds interleaved, each a heartbeat measurement (--hb-members static
+             members) and a 1,000-member rebalance measurement: medians, on / off (goal >=
+             0.95). The flight recorder runs in both (it is not a setting): its own cost is
+             the core phase's.
   report     --events synthetic events (10 groups, a realistic mix of reasons, moves and saved
              rebalances, spread over 90 days) appended to __roster_group_events of a fresh
              broker, then `roster report` on local[2]: wall time.
@@ -119,18 +122,15 @@ def free_port() -> int:
 
 
 def broker(args) -> dict:
-    results = {}
-    for label, extra in (("off", []), ("on", ["--set", f"http.port={free_port()}"]),
-                         ("off2", []), ("on2", ["--set", f"http.port={free_port()}"])):
-        out = Path(tempfile.mkdtemp()) / "r.json"
-        subprocess.run([PYTHON, str(ROOT / "bench" / "coordinator.py"), "--only", "roster",
-                        "--phases", "heartbeat,rebalance", "--sizes", "1000",
-                        "--hb-members", str(args.hb_members), "--hb-groups", "20",
-                        "--hb-seconds", str(args.hb_seconds), "--rounds", "3",
-                        "--json", str(out), *extra], check=True, cwd=ROOT,
-                       stdout=subprocess.DEVNULL)
-        results[label] = json.loads(out.read_text())
-    return results
+    command = [PYTHON, str(ROOT / "bench" / "hardening.py"), "--base", str(ROOT / "src"),
+               "--current", str(ROOT / "src"), "--set-for", "current=http.port=0",
+               "--measures", "heartbeat,rebalance", "--rounds", str(args.rounds),
+               "--hb-members", str(args.hb_members), "--hb-seconds", str(args.hb_seconds),
+               "--quiet-wait", str(args.quiet_wait)]
+    out = subprocess.run(command, check=True, cwd=ROOT, capture_output=True, text=True)
+    report = out.stdout.replace("| base |", "| off |").replace("| current |", "| on |")
+    print(report, flush=True)
+    return {"command": " ".join(command[1:]), "report": report}
 
 
 def synthetic_events(n: int, seed: int = 7):
@@ -222,6 +222,9 @@ def main(argv=None) -> int:
     p.add_argument("--heartbeats", type=int, default=200_000)
     p.add_argument("--hb-members", type=int, default=2000)
     p.add_argument("--hb-seconds", type=float, default=5.0)
+    p.add_argument("--quiet-wait", type=float, default=10.0,
+                   help="broker: before each measurement wait at most this long for a quiet "
+                        "machine")
     p.add_argument("--events", type=int, default=1_000_000)
     args = p.parse_args(argv)
     results = {}
