@@ -233,21 +233,33 @@ class Connection(asyncio.BufferedProtocol):
         answers: list[bytes] = []
         pending = 0
         failed = False
+        # /metrics, when it is on: RequestStats.observe, inlined for the requests answered at
+        # once (a call per request costs as much as the rest): a request's latency starts where
+        # the one before it ended (one clock read each) and goes into its API's bucket row; the
+        # latency sum of a run of one API's requests (a pipelining client's burst) is kept
+        # here and added once, when the run ends.
         stats = self.broker.request_stats   # None unless /metrics is served
-        clock = 0
+        clock = run_key = run_ns = 0
         if stats is not None:
             stats.bytes_in += received
+            other, row = stats.OTHER, stats.buckets[0]
             clock = perf_counter_ns()
         try:
             while (frame := self._frames.next_frame()) is not None:
                 if stats is None:
                     answer = self._start_request(frame)
-                else:   # a request's latency starts where the one before it ended
+                else:
                     started = clock
                     answer = self._start_request(frame)
                     clock = perf_counter_ns()
                     if answer is None or isinstance(answer, bytes):
-                        stats.observe(frame, clock - started)
+                        elapsed = clock - started
+                        key = frame[1] if not frame[0] else other   # (frames hold 8 bytes+)
+                        if key != run_key:
+                            stats.nanoseconds[run_key] += run_ns
+                            run_key, run_ns, row = key, 0, stats.buckets[key]
+                        row[elapsed.bit_length()] += 1
+                        run_ns += elapsed
                     else:   # observed once answered (_parked_done)
                         self._measuring = (frame, started)
                 if answer is None:
@@ -272,6 +284,8 @@ class Connection(asyncio.BufferedProtocol):
         except Exception:
             log.exception("closing connection from %s after an internal error", self.peer)
             failed = True
+        if run_ns:
+            stats.nanoseconds[run_key] += run_ns
         if answers:
             self._write(answers, pending, stats)
         if failed:

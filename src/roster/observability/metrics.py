@@ -56,33 +56,37 @@ class RequestStats:
     """Per API key: requests answered and their latency (from when roster starts serving the
     request to its answer, a long poll's wait included); bytes in and out.
 
-    This is the only part of /metrics on a request's path, so it counts in flat lists of ints
+    This is the only part of /metrics on a request's path, so it counts in plain lists of ints
     that prometheus-client reads only when Prometheus scrapes (BrokerCollector): observing a
     request is two additions. Latency goes into power-of-two buckets of nanoseconds, picked
     by `elapsed_ns.bit_length()` (one C call); the scrape folds them into the histogram's
     bounds (LATENCY_BOUNDS) and counts the requests from them."""
 
+    OTHER = _OTHER    # (Connection._serve_buffered observes inline)
+
     __slots__ = ("nanoseconds", "buckets", "bytes_in", "bytes_out")
 
     def __init__(self) -> None:
         self.nanoseconds = [0] * _KEYS
-        self.buckets = [0] * (_KEYS * _SPAN)   # [key * _SPAN + bit length of the latency]
+        # [key][bit length of the latency in ns]
+        self.buckets = [[0] * _SPAN for _ in range(_KEYS)]
         self.bytes_in = 0      # added by the connection as it reads,
         self.bytes_out = 0     # and as it writes
 
     def observe(self, frame: bytes, elapsed_ns: int) -> None:
         """A request answered `elapsed_ns` after roster started on it. The frame is the
         request without its size prefix, its API key first (a bare SASL token, the one frame
-        that is not a request, counts as OTHER)."""
+        that is not a request, counts as OTHER). Connection._serve_buffered does the same
+        inline for the requests it answers at once."""
         try:
             key = _OTHER if frame[0] else frame[1]
         except IndexError:
             key = _OTHER
         self.nanoseconds[key] += elapsed_ns
-        self.buckets[key * _SPAN + elapsed_ns.bit_length()] += 1
+        self.buckets[key][elapsed_ns.bit_length()] += 1
 
     def count(self, key: int) -> int:
-        return sum(self.buckets[key * _SPAN:(key + 1) * _SPAN])
+        return sum(self.buckets[key])
 
     def keys(self) -> list[int]:
         """The API keys that have been answered."""
@@ -91,7 +95,7 @@ class RequestStats:
     def latency(self, key: int) -> tuple[list[tuple[str, int]], float]:
         """One key's histogram as Prometheus has it: cumulative (bound, count) pairs ending
         with +Inf, and the sum in seconds."""
-        row = self.buckets[key * _SPAN:(key + 1) * _SPAN]
+        row = self.buckets[key]
         pairs, below, folded = [], 0, 0
         for bits, label in LATENCY_BOUNDS:
             while folded <= bits:   # bucket b holds latencies below 2**b ns
