@@ -76,8 +76,8 @@ class RequestStats:
     def observe(self, frame: bytes, elapsed_ns: int) -> None:
         """A request answered `elapsed_ns` after roster started on it. The frame is the
         request without its size prefix, its API key first (a bare SASL token, the one frame
-        that is not a request, counts as OTHER). Connection._serve_buffered does the same
-        inline for the requests it answers at once."""
+        that is not a request, counts as OTHER unless it starts with a zero byte).
+        Connection._serve_buffered does the same inline for the requests it answers at once."""
         try:
             key = _OTHER if frame[0] else frame[1]
         except IndexError:

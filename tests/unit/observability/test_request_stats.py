@@ -55,3 +55,53 @@ def test_the_collector_exposes_a_histogram_per_api():
     assert samples[("roster_request_seconds_bucket", "JOIN_GROUP", "0.001048576")] == 0
     assert samples[("roster_request_seconds_bucket", "JOIN_GROUP", "0.004194304")] == 1
     assert samples[("roster_bytes_in_total", None, None)] == 40
+
+
+class _Transport:
+    def __init__(self) -> None:
+        self.written = bytearray()
+
+    def write(self, data) -> None:
+        self.written += data
+
+    def get_extra_info(self, key):
+        return ("127.0.0.1", 5555) if key == "peername" else None
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+def test_a_pipelined_burst_of_several_apis_is_observed_request_by_request():
+    """The connection observes the requests it answers at once inline, keeping a run of one
+    API's latency sum in a local: runs that switch API mid-burst must land on the right key."""
+    from types import SimpleNamespace
+
+    from roster.broker.connection import Connection
+    from roster.broker.groups import GroupRuntime
+    from roster.broker.handlers import build_registry
+    from roster.coordinator.config import GroupConfig
+    from roster.protocol.build import make
+    from roster.protocol.codec import encode_request, request_schema
+    stats = RequestStats()
+    broker = SimpleNamespace(config={"socket.request.max.bytes": 1 << 20},
+                             registry=build_registry(), groups=GroupRuntime(GroupConfig()),
+                             request_stats=stats)
+    api_versions = encode_request(18, 0, 1, "test", make(request_schema(18, 0)))
+    heartbeat = encode_request(12, 3, 2, "test", make(
+        request_schema(12, 3), group_id="nobody", generation_id=1, member_id="m",
+        group_instance_id=None))   # answered at once: UNKNOWN_MEMBER_ID
+    stream = b"".join([api_versions, api_versions, heartbeat, api_versions, heartbeat,
+                       heartbeat, heartbeat])
+    connection = Connection(broker, SimpleNamespace(queued=None, admit=lambda _: True))
+    transport = _Transport()
+    connection.connection_made(transport)
+    room = connection.get_buffer(-1)
+    room[:len(stream)] = stream
+    connection.buffer_updated(len(stream))
+    assert stats.count(18) == 3 and stats.count(12) == 4 and stats.keys() == [12, 18]
+    assert stats.nanoseconds[18] > 0 and stats.nanoseconds[12] > 0
+    assert sum(stats.nanoseconds) == stats.nanoseconds[12] + stats.nanoseconds[18]
+    assert stats.bytes_in == len(stream) and stats.bytes_out == len(transport.written) > 0
