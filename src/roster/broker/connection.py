@@ -233,35 +233,27 @@ class Connection(asyncio.BufferedProtocol):
         answers: list[bytes] = []
         pending = 0
         failed = False
-        # /metrics, when it is on: RequestStats.observe, inlined for the requests answered at
-        # once (a call per request costs as much as the rest): a request's latency starts where
-        # the one before it ended (one clock read each) and goes into its API's bucket row; the
-        # latency sum of a run of one API's requests (a pipelining client's burst) is kept
-        # here and added once, when the run ends.
+        # /metrics, when it is on, observed inline (a call per request costs as much as the
+        # rest): the requests answered at once are timed by runs of one API (a pipelining
+        # client's burst), with one clock read where a run begins and one where it ends; each
+        # request of a run is observed at the run's mean latency (RequestStats.observe_run).
+        # A request that waits is observed on its own once answered (_parked_done).
         stats = self.broker.request_stats   # None unless /metrics is served
-        clock = run_key = run_ns = 0
+        run_key = run_count = run_start = 0
         if stats is not None:
             stats.bytes_in += received
-            other, row = stats.OTHER, stats.buckets[0]
-            clock = perf_counter_ns()
+            other = stats.OTHER
         try:
             while (frame := self._frames.next_frame()) is not None:
-                if stats is None:
-                    answer = self._start_request(frame)
-                else:
-                    started = clock
-                    answer = self._start_request(frame)
-                    clock = perf_counter_ns()
-                    if answer is None or isinstance(answer, bytes):
-                        elapsed = clock - started
-                        key = frame[1] if not frame[0] else other   # (frames hold 8 bytes+)
-                        if key != run_key:
-                            stats.nanoseconds[run_key] += run_ns
-                            run_key, run_ns, row = key, 0, stats.buckets[key]
-                        row[elapsed.bit_length()] += 1
-                        run_ns += elapsed
-                    else:   # observed once answered (_parked_done)
-                        self._measuring = (frame, started)
+                if stats is not None:
+                    key = frame[1] if not frame[0] else other   # (frames hold 8 bytes+)
+                    if key != run_key or not run_count:
+                        now = perf_counter_ns()
+                        if run_count:
+                            stats.observe_run(run_key, run_count, now - run_start)
+                        run_key, run_count, run_start = key, 0, now
+                    run_count += 1
+                answer = self._start_request(frame)
                 if answer is None:
                     continue
                 if isinstance(answer, bytes):
@@ -273,9 +265,10 @@ class Connection(asyncio.BufferedProtocol):
                         pending = 0
                         if self._write_paused or self._closed:
                             break
-                        if stats is not None:
-                            clock = perf_counter_ns()
                     continue
+                if stats is not None:   # it waits: observed once answered, from now
+                    run_count -= 1
+                    self._measuring = (frame, perf_counter_ns())
                 self._park(answer)
                 break
         except MalformedRequest as exc:
@@ -284,8 +277,8 @@ class Connection(asyncio.BufferedProtocol):
         except Exception:
             log.exception("closing connection from %s after an internal error", self.peer)
             failed = True
-        if run_ns:
-            stats.nanoseconds[run_key] += run_ns
+        if run_count:
+            stats.observe_run(run_key, run_count, perf_counter_ns() - run_start)
         if answers:
             self._write(answers, pending, stats)
         if failed:

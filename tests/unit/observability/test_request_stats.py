@@ -74,9 +74,10 @@ class _Transport:
         pass
 
 
-def test_a_pipelined_burst_of_several_apis_is_observed_request_by_request():
-    """The connection observes the requests it answers at once inline, keeping a run of one
-    API's latency sum in a local: runs that switch API mid-burst must land on the right key."""
+def test_a_pipelined_burst_of_several_apis_is_observed_run_by_run():
+    """The connection observes the requests it answers at once inline, by runs of one API
+    (one clock read where a run begins and ends): runs that switch API mid-burst must land
+    on the right key, every request counted once."""
     from types import SimpleNamespace
 
     from roster.broker.connection import Connection
