@@ -57,12 +57,13 @@ class RequestStats:
     request to its answer, a long poll's wait included); bytes in and out.
 
     This is the only part of /metrics on a request's path, so it counts in plain lists of ints
-    that prometheus-client reads only when Prometheus scrapes (BrokerCollector): observing a
-    request is two additions. Latency goes into power-of-two buckets of nanoseconds, picked
-    by `elapsed_ns.bit_length()` (one C call); the scrape folds them into the histogram's
-    bounds (LATENCY_BOUNDS) and counts the requests from them."""
+    that prometheus-client reads only when Prometheus scrapes (BrokerCollector). Latency goes
+    into power-of-two buckets of nanoseconds, picked by `bit_length()` (one C call); the scrape
+    folds them into the histogram's bounds (LATENCY_BOUNDS) and counts the requests from them.
+    The requests a connection answers at once are observed by runs of one API (observe_run),
+    a request that waits on its own, with its wait (observe)."""
 
-    OTHER = _OTHER    # (Connection._serve_buffered observes inline)
+    OTHER = _OTHER    # (Connection._serve_buffered computes the key inline)
 
     __slots__ = ("nanoseconds", "buckets", "bytes_in", "bytes_out")
 
@@ -76,8 +77,7 @@ class RequestStats:
     def observe(self, frame: bytes, elapsed_ns: int) -> None:
         """A request answered `elapsed_ns` after roster started on it. The frame is the
         request without its size prefix, its API key first (a bare SASL token, the one frame
-        that is not a request, counts as OTHER unless it starts with a zero byte).
-        Connection._serve_buffered does the same inline for the requests it answers at once."""
+        that is not a request, counts as OTHER unless it starts with a zero byte)."""
         try:
             key = _OTHER if frame[0] else frame[1]
         except IndexError:
