@@ -5,6 +5,7 @@ event at or after --since (default: the last 7 days), so months of kept events c
 from __future__ import annotations
 
 import datetime
+import re
 import time
 from collections.abc import Iterator
 
@@ -116,6 +117,7 @@ def _offset_at(client: AdminClient, partition: int, timestamp: int) -> int:
 
 
 _UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 7 * 86_400_000}
+_SPAN = re.compile(r"([0-9]+)([smhdwSMHDW])")   # ASCII digits: str.isdigit() accepts '²'
 
 
 def parse_since(text: str, now_ms: int) -> int | None:
@@ -125,9 +127,11 @@ def parse_since(text: str, now_ms: int) -> int | None:
     text = text.strip()
     if text.lower() == "all":
         return None
-    number, unit = text[:-1], text[-1:].lower()
-    if unit in _UNITS_MS and number.isdigit():
-        return now_ms - int(number) * _UNITS_MS[unit]
+    span = _SPAN.fullmatch(text)
+    if span:
+        # a span reaching before 1970 means every event; ListOffsets reads a negative time as
+        # one of its special values (-1 latest, -2 earliest) or refuses it
+        return max(0, now_ms - int(span[1]) * _UNITS_MS[span[2].lower()])
     try:
         when = datetime.datetime.fromisoformat(text)
     except ValueError:
@@ -135,7 +139,7 @@ def parse_since(text: str, now_ms: int) -> int | None:
                          "(2026-11-01T08:30, UTC unless a zone is given) or 'all'") from None
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    return int(when.timestamp() * 1000)
+    return max(0, int(when.timestamp() * 1000))
 
 
 def _when(ms: int) -> str:

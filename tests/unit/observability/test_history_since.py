@@ -31,7 +31,7 @@ def test_all_means_every_event_kept():
     assert parse_since("all", NOW) is None
 
 
-@pytest.mark.parametrize("text", ["", "yesterday", "5x", "-2h", "h", "2026-13-01"])
+@pytest.mark.parametrize("text", ["", "yesterday", "5x", "-2h", "h", "2026-13-01", "²d", "1.5h"])
 def test_anything_else_is_a_clear_error(text):
     with pytest.raises(AdminError, match="--since"):
         parse_since(text, NOW)
@@ -41,3 +41,11 @@ def test_the_command_reads_the_last_seven_days_unless_told():
     args = build_parser().parse_args(["groups", "history", "g"])
     assert args.since == "7d" and not args.follow
     assert build_parser().parse_args(["groups", "history", "g", "--since", "all"]).since == "all"
+
+
+@pytest.mark.parametrize("text", ["99999999999999999999d", "100000w", "1900-01-01",
+                                  "0001-01-01T00:00+01:00"])
+def test_a_time_before_1970_reads_from_the_first_event(text):
+    # never a negative timestamp: ListOffsets takes -1 and -2 for latest and earliest, and a
+    # span this long does not fit its int64
+    assert parse_since(text, NOW) == 0
