@@ -178,13 +178,15 @@ def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> J
                   if (found := image.lookup(name)) is not None)
     member = ctx._converge(q.group_id, updated, records, subscription_changed, is_new,
                            q.group_instance_id, owned, image, result, now)
-    _cancel_join_deadline(ctx, result, q.group_id, member.member_id)
+    group = ctx.groups[q.group_id]
+    _cancel_deadline(group, result, join_key(q.group_id, member.member_id))
     if downgrade:   # the classic coordinator takes the member's session from here
-        migration.downgrade(ctx, ctx.groups[q.group_id], None, result, now)
+        migration.downgrade(ctx, group, None, result, now)
     else:
-        ctx._heard_from(ctx.groups[q.group_id], member.member_id, now, result,
-                        q.session_timeout_ms)
-        result.schedule(sync_key(q.group_id, member.member_id), now + q.rebalance_timeout_ms,
+        ctx._heard_from(group, member.member_id, now, result, q.session_timeout_ms)
+        key = sync_key(q.group_id, member.member_id)
+        group.classic_timers.add(key)
+        result.schedule(key, now + q.rebalance_timeout_ms,
                         ClassicSyncDeadline(q.group_id, member.member_id))
     return JoinReply(generation=member.member_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE,
                      protocol_name=member.classic.protocol_name, leader="",
@@ -231,12 +233,12 @@ def sync(ctx, q: SyncRequest, now: int) -> Result:
         group = ctx.groups[q.group_id]
         if group.group_epoch > member.member_epoch \
                 and member.state is not MemberState.UNREVOKED_PARTITIONS:
-            _arm_join_deadline(ctx, result, group, member, now)
+            _arm_join_deadline(result, group, member, now)
             raise _Refused(ErrorCode.rebalance_in_progress)
     except _Refused as refused:
         result.reply(q.token, SyncReply(error=refused.error))
         return result
-    result.cancel(sync_key(q.group_id, member.member_id))
+    _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))
     ctx._heard_from(group, member.member_id, now, result, member.classic.session_timeout_ms)
     result.reply(q.token, SyncReply(protocol_type=q.protocol_type, protocol_name=q.protocol_name,
                                     assignment=_assignment_bytes(group, member)))
@@ -255,7 +257,7 @@ def heartbeat(ctx, group_id: str, generation: int, member_id: str, instance_id: 
             or member.state is MemberState.UNREVOKED_PARTITIONS \
             or (member.state is MemberState.UNRELEASED_PARTITIONS
                 and not _waiting_on_unreleased(group, member)):
-        _arm_join_deadline(ctx, result, group, member, now)
+        _arm_join_deadline(result, group, member, now)
         return ErrorCode.rebalance_in_progress
     return ErrorCode.none
 
@@ -296,20 +298,21 @@ def _assignment_bytes(group: ConsumerGroup, member: ConsumerMember) -> bytes:
     return migration.encode_assignment(group, member.assigned, member.classic.protocols[0][1])
 
 
-def _arm_join_deadline(ctx, result: Result, group: ConsumerGroup, member: ConsumerMember,
+def _arm_join_deadline(result: Result, group: ConsumerGroup, member: ConsumerMember,
                        now: int) -> None:
     """Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent: the first REBALANCE_IN_PROGRESS starts
     the member's rebalance timeout; telling it again does not move the deadline."""
-    armed = ctx.classic_join_deadlines
-    key = (group.group_id, member.member_id)
-    if key not in armed:
-        armed[key] = now + max(member.rebalance_timeout_ms, 0)
-        result.schedule(join_key(*key), armed[key], ClassicJoinDeadline(*key))
+    key = join_key(group.group_id, member.member_id)
+    if key not in group.classic_timers:
+        group.classic_timers.add(key)
+        result.schedule(key, now + max(member.rebalance_timeout_ms, 0),
+                        ClassicJoinDeadline(group.group_id, member.member_id))
 
 
-def _cancel_join_deadline(ctx, result: Result, group_id: str, member_id: str) -> None:
-    if ctx.classic_join_deadlines.pop((group_id, member_id), None) is not None:
-        result.cancel(join_key(group_id, member_id))
+def _cancel_deadline(group: ConsumerGroup, result: Result, key: str) -> None:
+    if key in group.classic_timers:
+        group.classic_timers.discard(key)
+        result.cancel(key)
 
 
 DEADLINES = (ClassicJoinDeadline, ClassicSyncDeadline)
@@ -317,12 +320,15 @@ DEADLINES = (ClassicJoinDeadline, ClassicSyncDeadline)
 
 def deadline_passed(ctx, group: ConsumerGroup, event) -> ConsumerMember | None:
     """A classic member's join or sync deadline fired: the member to fence, if it is still
-    there (a timer whose member rejoined or synced in time was cancelled)."""
+    there (a timer whose member rejoined or synced in time was cancelled) and the timer is
+    this group's (not one left by an earlier group of this id)."""
     if isinstance(event, ClassicJoinDeadline):
-        ctx.classic_join_deadlines.pop((event.group_id, event.member_id), None)
-        what = "rejoin"
+        key, what = join_key(event.group_id, event.member_id), "rejoin"
     else:
-        what = "send SyncGroup"
+        key, what = sync_key(event.group_id, event.member_id), "send SyncGroup"
+    if key not in group.classic_timers:
+        return None
+    group.classic_timers.discard(key)
     member = group.members.get(event.member_id)
     if member is None or member.classic is None:
         return None
@@ -360,9 +366,8 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
         ctx.recorder.cause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, member.member_id,
                                                   member.instance_id), now)
         ctx._fence(group, member, result, now)
-        ctx.classic_join_deadlines.pop((q.group_id, member.member_id), None)
-        result.cancel(join_key(q.group_id, member.member_id))
-        result.cancel(sync_key(q.group_id, member.member_id))
+        _cancel_deadline(group, result, join_key(q.group_id, member.member_id))
+        _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))
         answers.append(LeaveMemberResult(member.member_id, identity.group_instance_id,
                                          ErrorCode.none))
     # should the write fail, the members stay, and their sessions run out as if they had not

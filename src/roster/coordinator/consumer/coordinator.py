@@ -169,8 +169,6 @@ class ConsumerCoordinator:
         # the classic coordinator (set by the edge): an online upgrade takes a classic group's
         # members over (migration.py); None: classic groups are never converted
         self.classic = None
-        # (group id, member id) -> when a classic member told to rejoin is fenced
-        self.classic_join_deadlines: dict[tuple[str, str], int] = {}
         self.recorder = ConsumerRecorder()  # flight recorder (docs/observability.md)
 
     # -- records ------------------------------------------------------------------------------

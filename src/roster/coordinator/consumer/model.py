@@ -152,6 +152,10 @@ class ConsumerGroup:
     # that changes nothing of its own is answered without the full operation
     # (ConsumerCoordinator.steady_heartbeat)
     steady_version: object = field(default=None, compare=False)
+    # the timer keys of its classic members' join and sync deadlines (classic_members.py)
+    # that are armed: they go with the group, so a timer left from an earlier group of the
+    # same id (downgraded, then upgraded again) is known stale when it fires
+    classic_timers: set[str] = field(default_factory=set, compare=False)
 
     # -- reading -------------------------------------------------------------------------
 

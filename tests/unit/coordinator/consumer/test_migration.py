@@ -479,3 +479,28 @@ def test_a_classic_member_with_protocols_the_others_lack_is_refused():
     h.cg_join("new-d")
     token = h.join(instance="c", protocols=(("roundrobin", subscription()),))
     assert h.replies[token].error is ErrorCode.inconsistent_group_protocol
+
+
+def test_join_deadlines_of_a_downgraded_group_do_not_outlive_it():
+    """A classic member told to rejoin, then the group downgraded and upgraded again: the first
+    group's join deadline neither keeps the second from arming its own nor fences for it."""
+    h = Mixed()
+    ids = h.classic_static_group("a", "b")
+    generation = h.coordinator.groups["g"].generation
+    h.cg_join("new-c")
+    assert h.heartbeat(ids["a"], generation, instance="a") is ErrorCode.rebalance_in_progress
+    assert h.cg_heartbeat("new-c", -1).error is ErrorCode.none        # back to classic
+    tokens = [h.join(ids[i], instance=i) for i in ("a", "b")]
+    replies = [h.replies[t] for t in tokens]
+    generation = replies[0].generation
+    leader = next(r.member_id for r in replies if r.member_id == r.leader)
+    plan = [(ids["a"], assignment(0, 1, 2)), (ids["b"], assignment(3, 4, 5))]
+    for member_id in ids.values():
+        h.sync(member_id, generation, plan if member_id == leader else ())
+    for _ in range(7):        # past the first group's join deadline, heartbeating
+        for i in ("a", "b"):
+            assert h.heartbeat(ids[i], generation, instance=i) is ErrorCode.none
+        h.advance(5_000)
+    h.cg_join("new-d")                                                 # upgraded again
+    assert h.heartbeat(ids["a"], generation, instance="a") is ErrorCode.rebalance_in_progress
+    assert h.timers[classic_members.join_key("g", ids["a"])][0] == h.now + 30_000
