@@ -505,15 +505,23 @@ class ConsumerCoordinator:
                                owned)
             if member != before:
                 self._write([rec.current_record(group_id, member)], result, now)
-                # (classic members have join and sync deadlines instead: classic_members.py)
-                if member.state is MemberState.UNREVOKED_PARTITIONS and member.classic is None:
-                    result.schedule(rebalance_key(group_id, member.member_id),
-                                    now + max(member.rebalance_timeout_ms, 0),
-                                    ConsumerRebalanceDeadline(group_id, member.member_id,
-                                                              member.member_epoch))
-                else:
+                if not self._arm_rebalance_deadline(group_id, member, now, result):
                     result.cancel(rebalance_key(group_id, member.member_id))
         return member
+
+    @staticmethod
+    def _arm_rebalance_deadline(group_id: str, member: ConsumerMember, now: int,
+                                result: Result) -> bool:
+        """A consumer-protocol member with partitions to revoke is fenced if it has not within
+        its rebalance timeout; whether that timer is armed. (Classic members have join and
+        sync deadlines instead: classic_members.py.)"""
+        if member.state is not MemberState.UNREVOKED_PARTITIONS or member.classic is not None:
+            return False
+        result.schedule(rebalance_key(group_id, member.member_id),
+                        now + max(member.rebalance_timeout_ms, 0),
+                        ConsumerRebalanceDeadline(group_id, member.member_id,
+                                                  member.member_epoch))
+        return True
 
     def _check_epoch(self, member: ConsumerMember, q: HeartbeatRequest) -> None:
         epoch = q.member_epoch
@@ -805,11 +813,7 @@ class ConsumerCoordinator:
             for member in group.members.values():
                 self._heard_from(group, member.member_id, now, result,
                                  classic_members.session_ms(member))
-                if member.state is MemberState.UNREVOKED_PARTITIONS:
-                    result.schedule(rebalance_key(group_id, member.member_id),
-                                    now + max(member.rebalance_timeout_ms, 0),
-                                    ConsumerRebalanceDeadline(group_id, member.member_id,
-                                                              member.member_epoch))
+                self._arm_rebalance_deadline(group_id, member, now, result)
         return result
 
     def delete_group(self, group_id: str, now: int, token) -> Result:

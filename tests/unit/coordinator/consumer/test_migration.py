@@ -504,3 +504,25 @@ def test_join_deadlines_of_a_downgraded_group_do_not_outlive_it():
     h.cg_join("new-d")                                                 # upgraded again
     assert h.heartbeat(ids["a"], generation, instance="a") is ErrorCode.rebalance_in_progress
     assert h.timers[classic_members.join_key("g", ids["a"])][0] == h.now + 30_000
+
+
+def test_after_a_restart_a_classic_member_revoking_gets_no_consumer_rebalance_deadline():
+    """Classic members have join and sync deadlines, not the consumer protocol's rebalance
+    timeout: loading a group does not give one to a classic member still revoking."""
+    h = Mixed()
+    ids = h.classic_static_group("a", "b", "c")
+    generation = h.coordinator.groups["g"].generation
+    h.cg_join("new-d")
+    held = {"a": (0, 1), "b": (2, 3), "c": (4, 5)}
+    group = h.consumer.groups["g"]
+    losing = next(i for i in held if set(held[i]) - group.target[ids[i]].get(T, frozenset()))
+    h.join(ids[losing], instance=losing, protocols=protocols(owned=(("t", held[losing]),)))
+    assert group.members[ids[losing]].state is MemberState.UNREVOKED_PARTITIONS
+    assert classic_members.join_key("g", ids[losing]) not in h.timers
+    fresh = Mixed()
+    for record in h.records:
+        (fresh.consumer if isinstance(record, consumer_records.ConsumerRecord)
+         else fresh.coordinator).replay(record, 0)
+    fresh.apply(fresh.consumer.groups_loaded(["g"], fresh.now))
+    assert not [k for k in fresh.timers if k.startswith("consumer-rebalance")]
+    assert fresh.consumer.groups["g"].members[ids[losing]].member_epoch == generation
