@@ -98,11 +98,14 @@ class MemberDriver:
     async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
         """Commit offsets as this member. Raises the member's fatal error once it is fenced,
         CommitFailed else."""
-        send = self.machine.commit_request(offsets)
-        if self._coordinator is None:
+        send = self.machine.commit_request(offsets)   # raises once fenced
+        if await self._learn_topic_ids({topic for topic, _ in offsets}):
+            # the lookup waited: the member's loop may have moved it to another epoch
+            send = self.machine.commit_request(offsets)
+        coordinator = self._coordinator   # (or dropped it meanwhile)
+        if coordinator is None:
             raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets})
-        await self._learn_topic_ids({topic for topic, _ in offsets})
-        answer = await self._coordinator.call(ApiKey.OFFSET_COMMIT, lambda v: requests.build(
+        answer = await coordinator.call(ApiKey.OFFSET_COMMIT, lambda v: requests.build(
             "OffsetCommit", v, send.fields, self.topic_ids))
         names = {v: k for k, v in self.topic_ids.items()}
         errors = requests.commit_errors(answer, names)
@@ -132,12 +135,15 @@ class MemberDriver:
         return fatal_exception(self.machine.fatal, self.machine.config.group_id,
                                getattr(self.machine, "subscription", ()))
 
-    async def _learn_topic_ids(self, topics: set[str]) -> None:
-        """OffsetCommit/OffsetFetch v10 name topics by id: make sure we know them."""
+    async def _learn_topic_ids(self, topics: set[str]) -> bool:
+        """OffsetCommit/OffsetFetch v10 name topics by id: make sure we know them. Whether
+        it had to ask (and so waited)."""
         missing = [t for t in topics if t not in self.topic_ids]
         if missing and self._coordinator is not None and \
                 self._coordinator.version(ApiKey.OFFSET_COMMIT) >= TOPIC_IDS_FROM:
             await self.fetch_metadata(tuple(sorted(missing)))
+            return True
+        return False
 
     async def fetch_metadata(self, topics) -> dict[str, int]:
         """Partition counts of `topics` (learning their ids on the way)."""
