@@ -120,8 +120,10 @@ class GroupRuntime:
         consumer_group = self.consumer.groups.get(request.group_id)
         if consumer_group is not None:  # empty: it gives way to the classic group, as in Kafka
             token = self.new_token()
-            await self.run(lambda now: self.consumer.delete_group(request.group_id, now, token),
-                           token)
+            deleted = await self.run(
+                lambda now: self.consumer.delete_group(request.group_id, now, token), token)
+            if deleted is not ErrorCode.none:   # still there: no classic group beside it
+                return JoinReply(error=deleted, member_id=request.member_id)
         return await self._call(self.coordinator.join, request)
 
     async def sync(self, request: SyncRequest) -> SyncReply:
