@@ -97,6 +97,11 @@ class ConsumerMembership:
     in_flight: bool = False
     retry_at_ms: int | None = None
     full: bool = True                 # the next heartbeat carries every field
+    # the partitions (by id) the coordinator last heard we hold, and those the heartbeat in
+    # flight reports: unchanged, they are sent as null ("unchanged"), as the Java client does,
+    # which lets the broker answer by its steady path
+    reported: frozenset | None = None
+    reporting: frozenset | None = None
     subscription_changed: bool = False
     fatal: Fatal | None = None
 
@@ -205,6 +210,7 @@ class ConsumerMembership:
             return self._on_error(error, now)
         self.full = False
         self.subscription_changed = False
+        self.reported = self.reporting
         self.epoch = member_epoch
         self.state = State.STABLE
         if interval_ms > 0:
@@ -232,10 +238,14 @@ class ConsumerMembership:
         self.in_flight = True
         self.next_heartbeat_ms = None
         full = self.full or self.epoch == 0
-        by_topic: dict = {}
         held = self.owned_ids | self.revoking
-        for t, p in sorted(held, key=lambda tp: (str(tp[0]), tp[1])):
-            by_topic.setdefault(t, []).append(p)
+        owned = None
+        if full or held != self.reported:
+            by_topic: dict = {}
+            for t, p in sorted(held, key=lambda tp: (str(tp[0]), tp[1])):
+                by_topic.setdefault(t, []).append(p)
+            owned = tuple(by_topic.items())
+        self.reporting = held
         return Send("ConsumerGroupHeartbeat", {
             "group_id": self.config.group_id, "member_id": self.member_id,
             "member_epoch": self.epoch, "instance_id": self.config.group_instance_id,
@@ -245,7 +255,7 @@ class ConsumerMembership:
             if full or self.subscription_changed else None,
             "subscribed_topic_regex": None,
             "server_assignor": self.server_assignor if full else None,
-            "topic_partitions": tuple(by_topic.items())})
+            "topic_partitions": owned})
 
     def _reconcile(self, target: frozenset, now: int) -> list:
         named = {(self.names[t], p) for t, p in target}

@@ -197,3 +197,33 @@ def test_fencing_while_revoking_forgets_the_revocation():
     assert a.revoking == frozenset() and a.owned == ()
     (_, done), = link.held
     assert a.reconciled(done, h.now) == []         # the late callback changes nothing
+
+
+def _heartbeats(link: Link, name: str) -> list[dict]:
+    return [e.fields for e in link.events[name]
+            if isinstance(e, Send) and e.api == "ConsumerGroupHeartbeat"]
+
+
+def test_owned_partitions_are_sent_only_when_they_change():
+    """As the Java client: a heartbeat reports the partitions held only when the coordinator
+    has not heard them yet (null means unchanged), so a steady member's heartbeat is the
+    all-null one the broker answers by its steady path; after an error, everything again."""
+    h = ConsumerHarness({"t": 4})
+    link = Link(h)
+    a, b = member("a"), member("b")
+    link.tick(a)
+    link.tick(b)
+    settle(link, [a, b])
+    steady = _heartbeats(link, "a")[-1]
+    assert steady["topic_partitions"] is None and steady["subscribed_topic_names"] is None
+    assert steady["rebalance_timeout_ms"] == -1 and len(a.owned) == 2
+    link.run(b, b.close(h.now))              # a gets b's partitions: it reports them once
+    settle(link, [a])
+    reports = [f["topic_partitions"] for f in _heartbeats(link, "a")[-6:]]
+    assert [(t, list(ps)) for t, ps in next(r for r in reports if r)] == \
+        [(topic_id("t"), [0, 1, 2, 3])]
+    assert reports[-1] is None and len(a.owned) == 4
+    a.on_heartbeat(ErrorCode.coordinator_load_in_progress, 0, 0, None, h.now)
+    h.advance(1000)
+    link.tick(a)
+    assert _heartbeats(link, "a")[-1]["topic_partitions"] is not None
