@@ -46,7 +46,7 @@ from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
 
-CONSUMER_PROTOCOL_TYPE = "consumer"
+CONSUMER_PROTOCOL_TYPE = migration.CONSUMER_PROTOCOL_TYPE
 MEMBER_ID_REQUIRED_FROM = 4   # JoinGroup v4+: a dynamic member first gets its id
 
 
@@ -128,9 +128,7 @@ def join(ctx, q: JoinRequest, image: TopicImage, now: int) -> Result:
     try:
         reply = _join(ctx, q, image, result, now)
     except _Refused as refused:
-        ctx._undo(ctx._undo_log)
-        ctx.recorder.forget_operation()
-        result.records.clear()
+        ctx._abandon(result)
         result.reply(q.token, JoinReply(error=refused.error, member_id=q.member_id))
         return result
     ctx._release_after_write(q.group_id, q.token, reply, result, now)

@@ -269,6 +269,12 @@ class ConsumerCoordinator:
         self._undo_log = []
         self._fenced = None   # the member this operation removes (its timers are cancelled)
 
+    def _abandon(self, result: Result) -> None:
+        """The operation is refused: the group as it was before it, nothing to write."""
+        self._undo(self._undo_log)
+        self.recorder.forget_operation()
+        result.records.clear()
+
     # -- ConsumerGroupHeartbeat ---------------------------------------------------------------
 
     def heartbeat(self, request: HeartbeatRequest, image: TopicImage, now: int) -> Result:
@@ -283,19 +289,12 @@ class ConsumerCoordinator:
             else:
                 reply = self._heartbeat(request, image, result, now)
         except RequestError as exc:
-            self._undo(self._undo_log)
-            self.recorder.forget_operation()
-            result.records.clear()
+            self._abandon(result)
             result.reply(request.token, HeartbeatReply(error=exc.error,
                                                        error_message=exc.message))
             return result
-        if result.records:
-            self.recorder.observe(request.group_id, self.groups.get(request.group_id), now,
-                                  result)
-            result.after_write.append(ConsumerWritten(request.group_id, request.token, reply,
-                                                      tuple(self._undo_log), self._fenced))
-        else:
-            result.reply(request.token, reply)
+        self._release_after_write(request.group_id, request.token, reply, result, now)
+        if not result.records:
             group = self.groups.get(request.group_id)
             if group is not None and request.member_epoch >= 0:
                 group.steady_version = version   # nothing to change as of this catalog
@@ -694,8 +693,6 @@ class ConsumerCoordinator:
         names = group.subscribed_names()
         return {n: v for n, v in group.subscription_metadata.items() if n in names}
 
-    # -- timers and writes ----------------------------------------------------------------------
-
     # -- sessions -------------------------------------------------------------------------------
 
     def _heard_from(self, group: ConsumerGroup, member_id: str, now: int, result: Result,
@@ -716,8 +713,9 @@ class ConsumerCoordinator:
 
     def _lapsed(self, group: ConsumerGroup, now: int) -> ConsumerMember | None:
         """The group's timer fired: the member whose session ended first, if one has by
-        `now` (its deadline cleared); the timer is armed again for the earliest deadline left
-        (at once, if another has ended too: each fencing is an operation of its own)."""
+        `now` (its deadline cleared), and the timer marked unarmed: the caller arms it again
+        for the earliest deadline left (_rearm; at once if another has ended too: each
+        fencing is an operation of its own)."""
         group.session_timer_ms = None
         deadlines = group.session_deadlines
         lapsed = None

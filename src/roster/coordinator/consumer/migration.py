@@ -194,7 +194,7 @@ def downgrade(ctx, group: ConsumerGroup, leaving: ConsumerMember | None, result,
     moved it into the group), the group stays Stable as it was."""
     gid = group.group_id
     classic = _classic_group(group, leaving, now)
-    members = [m for m in group.members.values()]
+    members = list(group.members.values())
     tombstones = [rec.current_tombstone(gid, m.member_id) for m in members]
     tombstones += [rec.target_tombstone(gid, m.member_id) for m in members]
     tombstones.append(rec.target_epoch_tombstone(gid))
