@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable
 
 from roster.client import requests
-from roster.client.connection import BrokerConnection, as_security
+from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
 from roster.client.errors import fatal_exception
 from roster.client.membership import Assigned, Fatal, Lost, Revoked, Send
 from roster.protocol.api_keys import ApiKey
@@ -121,10 +121,13 @@ class MemberDriver:
         if self._coordinator is None:
             await self.wait_for(lambda: self._coordinator is not None, 30)
         await self._learn_topic_ids({topic for topic, _ in partitions})
+        coordinator = self._coordinator   # the lookup may have waited while it was dropped
+        if coordinator is None:
+            raise ConnectionClosed("lost the group coordinator")
         by_topic: dict[str, list[int]] = {}
         for topic, partition in partitions:
             by_topic.setdefault(topic, []).append(partition)
-        answer = await self._coordinator.call(ApiKey.OFFSET_FETCH, lambda v: offset_fetch_request(
+        answer = await coordinator.call(ApiKey.OFFSET_FETCH, lambda v: offset_fetch_request(
             v, self.machine.config.group_id, by_topic, self.topic_ids))
         topics = answer.groups[0].topics if hasattr(answer, "groups") else answer.topics
         names = {v: k for k, v in self.topic_ids.items()}

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from roster.client.connection import ConnectionClosed
 from roster.client.consumer_member import ConsumerGroupMember
 from roster.client.member_driver import CommitFailed
 from roster.client.membership import MemberConfig
@@ -64,3 +65,10 @@ def test_a_coordinator_lost_during_the_lookup_fails_the_commit():
     member = Member(lambda m: m._drop_coordinator())
     with pytest.raises(CommitFailed):
         asyncio.run(member.commit({("t", 0): 42}))
+
+
+def test_a_coordinator_lost_during_the_lookup_of_committed_is_a_lost_connection():
+    # ConnectionClosed: what callers (the Spark reader's `retrying`) retry
+    member = Member(lambda m: m._drop_coordinator())
+    with pytest.raises(ConnectionClosed):
+        asyncio.run(member.committed([("t", 0)]))
