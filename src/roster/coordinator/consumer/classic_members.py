@@ -158,7 +158,8 @@ def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> J
     records: list = []
     member, replaced = _joining_member(group, q, member_id, records)
     # the last consumer-protocol member replaced by this classic one: back to a classic group
-    downgrade = replaced is not None and migration.downgrades(ctx, group, replaced)
+    downgrade = replaced is not None and migration.downgrades(ctx, group, replaced,
+                                                              replaced=True)
     is_new = member.member_id not in group.members
     changes = {"rebalance_timeout_ms": q.rebalance_timeout_ms,
                "subscribed_topic_names": tuple(subscription.topics),

@@ -168,10 +168,15 @@ def _by_topic_id(partitions, image: TopicImage) -> Assignment:
 
 # -- back to a classic group ----------------------------------------------------------------------
 
-def downgrades(ctx, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
-    """Whether removing `leaving` (or replacing it by a classic member, which counts the
-    same) turns the group back into a classic group."""
-    if leaving.classic is not None or ctx.classic is None or len(group.members) <= 1:
+def downgrades(ctx, group: ConsumerGroup, leaving: ConsumerMember,
+               replaced: bool = False) -> bool:
+    """Whether removing `leaving` turns the group back into a classic group, or, `replaced`,
+    whether a classic member taking its place does (Kafka's
+    validateOnlineDowngradeWith{FencedMember,ReplacedMemberId}: a group left empty is not
+    downgraded; one replaced keeps its size, and may be a group of one)."""
+    if leaving.classic is not None or ctx.classic is None:
+        return False
+    if not replaced and len(group.members) <= 1:
         return False
     if any(m.classic is None for m in group.members.values() if m is not leaving):
         return False
@@ -179,7 +184,7 @@ def downgrades(ctx, group: ConsumerGroup, leaving: ConsumerMember) -> bool:
         log.info("Cannot downgrade consumer group %s to classic group because the online "
                  "downgrade is disabled.", group.group_id)
         return False
-    if len(group.members) - 1 > ctx.classic.config.max_size:
+    if len(group.members) - (0 if replaced else 1) > ctx.classic.config.max_size:
         log.info("Cannot downgrade consumer group %s to classic group because its group size "
                  "is greater than classic group max size.", group.group_id)
         return False

@@ -526,3 +526,22 @@ def test_after_a_restart_a_classic_member_revoking_gets_no_consumer_rebalance_de
     fresh.apply(fresh.consumer.groups_loaded(["g"], fresh.now))
     assert not [k for k in fresh.timers if k.startswith("consumer-rebalance")]
     assert fresh.consumer.groups["g"].members[ids[losing]].member_epoch == generation
+
+
+def test_a_lone_consumer_static_member_restarting_as_classic_downgrades_the_group():
+    """Kafka's validateOnlineDowngradeWithReplacedMemberId has no "more than one member" rule
+    (that is for a member fenced): the group's only member, a consumer static member, coming
+    back with the classic protocol turns the group back into a classic group of one."""
+    h = Mixed()
+    h.classic_static_group("a")
+    generation = h.coordinator.groups["g"].generation
+    h.cg_join("new-a", instance="a")
+    h.cg_heartbeat("new-a", generation, instance="a", owned=((T, (0, 1)),))
+    h.cg_heartbeat("new-a", -2, instance="a")
+    reply = h.replies[h.join(instance="a")]
+    assert (reply.error, reply.generation) == (ErrorCode.none, generation)
+    assert "g" not in h.consumer.groups
+    classic = h.coordinator.groups["g"]
+    assert classic.state.name == "STABLE" and set(classic.members) == {reply.member_id}
+    synced = h.replies[h.sync(reply.member_id, generation, instance="a")]
+    assert cp.decode_assignment(synced.assignment).partitions == (("t", (0, 1)),)
