@@ -1,6 +1,7 @@
 """`/metrics` in Prometheus' text format (prometheus-client). Nothing here is on a request's
-path except RequestStats.observe (a few list updates per request, only while the HTTP listener
-is on); everything else is read from the broker's state when Prometheus scrapes.
+path except RequestStats.observe_run and observe (a few list updates per run of one API's
+requests, or per request that waited; only while the HTTP listener is on); everything else is
+read from the broker's state when Prometheus scrapes.
 
 Families (all prefixed roster_):
   groups{state,protocol}                    groups by state and protocol (classic | consumer)
