@@ -369,9 +369,8 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
         _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))
         answers.append(LeaveMemberResult(member.member_id, identity.group_instance_id,
                                          ErrorCode.none))
-    # should the write fail, the members stay, and their sessions run out as if they had not
-    # left (ConsumerCoordinator.write_completed)
-    ctx._fenced = tuple(a.member_id for a in answers if a.error is ErrorCode.none) or None
+    # should the write fail, the members stay (ctx._fenced: every member _fence removed), and
+    # their sessions run out as if they had not left (ConsumerCoordinator.write_completed)
     ctx._release_after_write(q.group_id, q.token, LeaveReply(members=tuple(answers)), result,
                              now)
     return result

@@ -124,7 +124,7 @@ class ConsumerWritten:
     token: object
     reply: object
     undo: tuple = ()                   # how to put the group back (ConsumerCoordinator._undo)
-    fenced: str | tuple | None = None  # the member(s) removed: a session again if unwritten
+    fenced: tuple[str, ...] = ()       # the members removed: a session again if unwritten
     consumer = True
 
 
@@ -267,7 +267,7 @@ class ConsumerCoordinator:
 
     def _begin(self) -> None:
         self._undo_log = []
-        self._fenced = None   # the member this operation removes (its timers are cancelled)
+        self._fenced: tuple[str, ...] = ()   # the members this operation removes
 
     def _abandon(self, result: Result) -> None:
         """The operation is refused: the group as it was before it, nothing to write."""
@@ -668,7 +668,7 @@ class ConsumerCoordinator:
         if migration.downgrades(self, group, member):   # its last consumer-protocol member
             migration.downgrade(self, group, member, result, now)
             result.cancel(rebalance_key(gid, member.member_id))
-            self._fenced = member.member_id
+            self._fenced += (member.member_id,)
             return
         records = [rec.current_tombstone(gid, member.member_id),
                    rec.target_tombstone(gid, member.member_id),
@@ -687,7 +687,7 @@ class ConsumerCoordinator:
         self._write(records, result, now)
         # its session deadline went with it (ConsumerGroup.remove_member)
         result.cancel(rebalance_key(gid, member.member_id))
-        self._fenced = member.member_id
+        self._fenced += (member.member_id,)
 
     def _metadata_without_image(self, group: ConsumerGroup) -> dict[str, tuple[bytes, int]]:
         names = group.subscribed_names()
@@ -766,7 +766,7 @@ class ConsumerCoordinator:
         self._rearm(group, result)
         self.recorder.observe(group.group_id, self.groups.get(group.group_id), now, result)
         result.after_write.append(ConsumerWritten(group.group_id, None, None,
-                                                  tuple(self._undo_log), fenced=member.member_id))
+                                                  tuple(self._undo_log), self._fenced))
         return result
 
     def write_completed(self, step: ConsumerWritten, error: ErrorCode | None,
@@ -777,17 +777,13 @@ class ConsumerCoordinator:
                 result.reply(step.token, step.reply)
             return result
         self._undo(step.undo)
-        restored = self.groups.get(step.group_id)
-        if restored is not None:
-            self._rearm(restored, result)   # a deadline put back may need the group's timer
-        if step.fenced is not None:
-            # still a member: a timeout's fencing is tried again shortly (Kafka's timers retry
-            # a failed operation after a backoff); after a leave that failed, the member's
-            # session runs out as if the leave never came
-            group = self.groups.get(step.group_id)
-            # (a classic LeaveGroup may have removed several: a tuple)
-            fenced = (step.fenced,) if isinstance(step.fenced, str) else step.fenced
-            for member_id in fenced if group is not None else ():
+        group = self.groups.get(step.group_id)
+        if group is not None:
+            self._rearm(group, result)   # a deadline put back may need the group's timer
+            # still members: a timeout's fencing is tried again shortly (Kafka's timers retry
+            # a failed operation after a backoff); after a leave that failed (a classic
+            # LeaveGroup may remove several), their sessions run out as if it never came
+            for member_id in step.fenced:
                 member = group.members.get(member_id)
                 if member is not None:
                     delay = TIMER_RETRY_MS if step.token is None \
