@@ -92,7 +92,10 @@ def events(client: AdminClient, group_id: str, since_ms: int | None = None,
                 progressed = True
                 if record.key is None or bytes(record.key).decode() != group_id:
                     continue
-                event = GroupEvent.from_json(bytes(record.value))
+                try:
+                    event = GroupEvent.from_json(bytes(record.value))
+                except (ValueError, TypeError, KeyError):
+                    continue   # not an event this roster can read (a newer one's, damaged)
                 # events are appended once their records are durable, so a neighbour may be a
                 # few milliseconds older than the time the lookup started from
                 if since_ms is None or event.at_ms >= since_ms:
