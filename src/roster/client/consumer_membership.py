@@ -249,7 +249,7 @@ class ConsumerMembership:
         return Send("ConsumerGroupHeartbeat", {
             "group_id": self.config.group_id, "member_id": self.member_id,
             "member_epoch": self.epoch, "instance_id": self.config.group_instance_id,
-            "rack_id": self.config.rack_id,
+            "rack_id": self.config.rack_id if full else None,
             "rebalance_timeout_ms": self.config.rebalance_timeout_ms if full else -1,
             "subscribed_topic_names": self.subscription
             if full or self.subscription_changed else None,

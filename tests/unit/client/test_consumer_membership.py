@@ -211,11 +211,14 @@ def test_owned_partitions_are_sent_only_when_they_change():
     h = ConsumerHarness({"t": 4})
     link = Link(h)
     a, b = member("a"), member("b")
+    a.config = MemberConfig("g", heartbeat_interval_ms=1000, rack_id="rack-1")
     link.tick(a)
     link.tick(b)
     settle(link, [a, b])
+    assert _heartbeats(link, "a")[0]["rack_id"] == "rack-1" == h.member("a").rack_id
     steady = _heartbeats(link, "a")[-1]
     assert steady["topic_partitions"] is None and steady["subscribed_topic_names"] is None
+    assert steady["rack_id"] is None
     assert steady["rebalance_timeout_ms"] == -1 and len(a.owned) == 2
     link.run(b, b.close(h.now))              # a gets b's partitions: it reports them once
     settle(link, [a])
