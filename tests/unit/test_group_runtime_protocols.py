@@ -12,42 +12,93 @@ from roster.protocol.errors import ErrorCode
 
 
 class FailingSink(MemoryRecordSink):
-    """Writes records, or fails the next write with `fail_next`."""
+    """Writes records, or fails the next write with `fail_next`; while `hold`, writes wait
+    for flush() (an fsync under way)."""
 
     fail_next: ErrorCode | None = None
+    hold = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pending: list = []
 
     def write(self, records, done) -> None:
+        if self.hold:
+            self.pending.append((records, done))
+            return
         error, self.fail_next = self.fail_next, None
         if error is None:
             super().write(records, done)
         else:
             done(error)
 
+    def flush(self) -> None:
+        self.hold = False
+        pending, self.pending = self.pending, []
+        for records, done in pending:
+            self.write(records, done)
+
+
+IMAGE = DictTopicImage({"t": (b"\x01" * 16, 3)})
+
+
+def consumer_join(runtime, member_id: str):
+    return runtime.consumer_heartbeat(HeartbeatRequest(
+        "g", member_id, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
+        owned=(), token=runtime.new_token()), IMAGE)
+
+
+def classic_join(runtime, instance_id: str):
+    subscription = cp.encode_subscription(cp.Subscription(("t",)))
+    return runtime.join(JoinRequest(
+        "g", "", instance_id, "consumer", (("range", subscription),), 10_000, 30_000,
+        token=runtime.new_token()))
+
+
+def empty_consumer_group(runtime) -> None:
+    assert consumer_join(runtime, "m1").error is ErrorCode.none
+    left = runtime.consumer_heartbeat(HeartbeatRequest(
+        "g", "m1", -1, token=runtime.new_token()), IMAGE)
+    assert left.error is ErrorCode.none
+    assert "g" in runtime.consumer.groups and not runtime.consumer.groups["g"].members
+
 
 def test_a_classic_join_is_refused_when_the_empty_consumer_group_cannot_be_deleted():
     async def scenario():
         sink = FailingSink()
         runtime = GroupRuntime(GroupConfig(), sink=sink)
-        image = DictTopicImage({"t": (b"\x01" * 16, 3)})
         try:
-            joined = runtime.consumer_heartbeat(HeartbeatRequest(
-                "g", "m1", 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
-                owned=(), token=runtime.new_token()), image)
-            assert joined.error is ErrorCode.none
-            left = runtime.consumer_heartbeat(HeartbeatRequest(
-                "g", "m1", -1, token=runtime.new_token()), image)
-            assert left.error is ErrorCode.none
-            assert "g" in runtime.consumer.groups and not runtime.consumer.groups["g"].members
+            empty_consumer_group(runtime)
             sink.fail_next = ErrorCode.not_coordinator
-            subscription = cp.encode_subscription(cp.Subscription(("t",)))
-            reply = await runtime.join(JoinRequest(
-                "g", "", "static-a", "consumer", (("range", subscription),), 10_000, 30_000,
-                token=runtime.new_token()))
-            return reply, runtime
+            return await classic_join(runtime, "static-a"), runtime
         finally:
             runtime.close()
     reply, runtime = asyncio.run(scenario())
     # the consumer group is still there: no classic group may form beside it
     assert reply.error is ErrorCode.not_coordinator
     assert "g" in runtime.consumer.groups
+    assert not getattr(runtime.coordinator.groups.get("g"), "members", None)
+
+
+def test_a_consumer_member_joining_while_the_empty_consumer_group_is_deleted_gets_the_classic_one():
+    """The deletion is written before the classic JoinGroup goes on: a consumer member that
+    joins meanwhile makes a consumer group again, and the classic member joins it (as a
+    classic-protocol member) instead of forming a classic group of the same id beside it."""
+    async def scenario():
+        sink = FailingSink()
+        runtime = GroupRuntime(GroupConfig(initial_rebalance_delay_ms=0), sink=sink)
+        try:
+            empty_consumer_group(runtime)
+            sink.hold = True
+            joining = asyncio.ensure_future(classic_join(runtime, "static-a"))
+            await asyncio.sleep(0)            # its deletion is being written
+            assert "g" not in runtime.consumer.groups and sink.pending
+            heartbeat = consumer_join(runtime, "m2")
+            sink.flush()
+            return await asyncio.wait_for(joining, 5), await heartbeat, runtime
+        finally:
+            runtime.close()
+    reply, heartbeat, runtime = asyncio.run(scenario())
+    assert heartbeat.error is ErrorCode.none and reply.error is ErrorCode.none
+    assert set(runtime.consumer.groups["g"].members) == {"m2", reply.member_id}
     assert not getattr(runtime.coordinator.groups.get("g"), "members", None)

@@ -111,17 +111,18 @@ class GroupRuntime:
     # request is decided here, once, not in each handler.
 
     async def join(self, request: JoinRequest) -> JoinReply:
-        if self.consumer.serves_classic(request.group_id):
-            # a live consumer group takes a classic member in as a classic-protocol member
-            # (an online upgrade under way, coordinator/consumer/classic_members.py)
-            image = self.coordinator.topics or DictTopicImage()
-            return await self.run(
-                lambda now: self.consumer.classic_join(request, image, now), request.token)
-        consumer_group = self.consumer.groups.get(request.group_id)
-        if consumer_group is not None:  # empty: it gives way to the classic group, as in Kafka
+        while self.consumer.groups.get(request.group_id) is not None:
+            if self.consumer.serves_classic(request.group_id):
+                # a live consumer group takes a classic member in as a classic-protocol member
+                # (an online upgrade under way, coordinator/consumer/classic_members.py)
+                image = self.coordinator.topics or DictTopicImage()
+                return await self.run(
+                    lambda now: self.consumer.classic_join(request, image, now), request.token)
+            # empty: it gives way to the classic group, as in Kafka, once its deletion is
+            # written; a consumer member may have made it again meanwhile: look again
             token = self.new_token()
             deleted = await self.run(
-                lambda now: self.consumer.delete_group(request.group_id, now, token), token)
+                lambda now, t=token: self.consumer.delete_group(request.group_id, now, t), token)
             if deleted is not ErrorCode.none:   # still there: no classic group beside it
                 return JoinReply(error=deleted, member_id=request.member_id)
         return await self._call(self.coordinator.join, request)
