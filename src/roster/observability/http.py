@@ -12,10 +12,11 @@ import asyncio
 import base64
 import binascii
 import logging
-from collections import deque
+from collections import OrderedDict, deque
 from urllib.parse import unquote, urlsplit
 
 from roster.observability import console
+from roster.observability import events as ev
 from roster.observability.event_log import EVENTS_TOPIC
 from roster.observability.events import GroupEvent
 from roster.observability.metrics import CONTENT_TYPE, Metrics
@@ -25,6 +26,7 @@ log = logging.getLogger("roster.observability")
 
 MAX_HEAD = 16 << 10
 PER_GROUP = 2000                 # events the console keeps per group
+MAX_GROUPS = 1000                # groups it keeps them for: the most recently active
 # At start the console reads only the tail of each partition of the events topic (a busy
 # broker may keep months of events there: reading them all would block the loop and hold them
 # all in memory): the last BACKFILL_EVENTS records, in reads of BACKFILL_BYTES.
@@ -33,19 +35,35 @@ BACKFILL_BYTES = 1 << 20
 
 
 class EventStore:
-    """The console's memory of recent events: per group, the last PER_GROUP events."""
+    """The console's memory of recent events: per group, the last PER_GROUP events, for the
+    MAX_GROUPS groups with the most recent events (group ids are the clients' to choose, and
+    deleted groups' ids never come back: without a bound this would grow for ever)."""
 
     def __init__(self) -> None:
-        self._by_group: dict[str, deque] = {}
+        self._by_group: OrderedDict[str, deque] = OrderedDict()   # least recent first
         self._recent: deque = deque(maxlen=200)
         self._counts: dict[tuple[str, str], int] = {}
 
     def add(self, events) -> None:
+        by_group = self._by_group
         for event in events:
-            self._by_group.setdefault(event.group_id, deque(maxlen=PER_GROUP)).append(event)
+            group_id = event.group_id
+            kept = by_group.get(group_id)
+            if kept is None:
+                kept = by_group[group_id] = deque(maxlen=PER_GROUP)
+                if len(by_group) > MAX_GROUPS:
+                    self._forget(next(iter(by_group)))
+            else:
+                by_group.move_to_end(group_id)
+            kept.append(event)
             self._recent.append(event)
-            key = (event.group_id, event.kind)
+            key = (group_id, event.kind)
             self._counts[key] = self._counts.get(key, 0) + 1
+
+    def _forget(self, group_id: str) -> None:
+        del self._by_group[group_id]
+        for kind in (ev.GENERATION, ev.SAVED, ev.DELETED):
+            self._counts.pop((group_id, kind), None)
 
     def events(self, group_id: str) -> list[GroupEvent]:
         return list(self._by_group.get(group_id, ()))

@@ -44,3 +44,17 @@ def test_backfill_reads_only_the_newest_events_of_each_partition(monkeypatch):
 
 def test_backfill_of_no_topic_loads_nothing():
     assert http.EventStore().backfill(SimpleNamespace(topics={})) == 0
+
+
+def test_the_store_keeps_the_most_recently_active_groups_only(monkeypatch):
+    monkeypatch.setattr(http, "MAX_GROUPS", 3)
+    store = http.EventStore()
+    for name in ("a", "b", "c"):
+        store.add([event(name, 1)])
+    store.add([event("a", 2)])          # a is active again: b is now the least recent
+    store.add([event("d", 1)])          # a fourth group: b is forgotten, counts and all
+
+    assert store.events("b") == [] and store.count("b", "generation") == 0
+    assert [e.generation for e in store.events("a")] == [1, 2]
+    assert store.count("a", "generation") == 2
+    assert [store.count(g, "generation") for g in ("c", "d")] == [1, 1]
