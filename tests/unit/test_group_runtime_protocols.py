@@ -102,3 +102,31 @@ def test_a_consumer_member_joining_while_the_empty_consumer_group_is_deleted_get
     assert heartbeat.error is ErrorCode.none and reply.error is ErrorCode.none
     assert set(runtime.consumer.groups["g"].members) == {"m2", reply.member_id}
     assert not getattr(runtime.coordinator.groups.get("g"), "members", None)
+
+
+def test_offsets_stay_with_a_group_a_member_joins_while_its_deletion_is_written():
+    """DeleteGroups deletes an empty consumer group's records, waits for the write, then its
+    offsets: a member joining in between makes it a consumer group again, whose offsets must
+    stay."""
+    from roster.coordinator.messages import CommitRequest, OffsetToCommit
+
+    async def scenario():
+        sink = FailingSink()
+        runtime = GroupRuntime(GroupConfig(), sink=sink)
+        try:
+            empty_consumer_group(runtime)
+            await runtime.commit_offsets(CommitRequest(
+                "g", offsets=(OffsetToCommit("t", 0, 42),), token=runtime.new_token()))
+            sink.hold = True
+            deleting = asyncio.ensure_future(runtime.delete_groups(["g"]))
+            await asyncio.sleep(0)          # the deletion's records are being written
+            sink.flush()
+            joined = consumer_join(runtime, "m2")   # before the deletion goes on
+            outcome = await deleting
+            return outcome, joined, runtime.fetch_offsets("g", [("t", 0)])
+        finally:
+            runtime.close()
+    outcome, joined, fetched = asyncio.run(scenario())
+    assert joined.error is ErrorCode.none
+    assert outcome == {"g": ErrorCode.none}         # the empty consumer group was deleted
+    assert [f.offset for f in fetched] == [42]      # the new group's offsets were not

@@ -186,6 +186,12 @@ class GroupRuntime:
                 lambda now, g=group_id, t=token: self.consumer.delete_group(g, now, t), token)
             if outcome[group_id] is ErrorCode.none and group_id in self.coordinator.groups:
                 classic.append(group_id)
+        # The writes awaited above let other requests run: a group id that a member has made a
+        # consumer group again meanwhile keeps its offsets (NON_EMPTY_GROUP, unless this
+        # request already deleted the consumer group that was there).
+        for group_id in [g for g in classic if g in self.consumer.groups]:
+            outcome.setdefault(group_id, ErrorCode.non_empty_group)
+            classic.remove(group_id)
         if classic:
             token = self.new_token()
             outcome.update(await self.run(lambda now: self.coordinator.delete_groups(
