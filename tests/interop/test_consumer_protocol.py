@@ -55,9 +55,7 @@ def test_three_members_split_six_partitions_and_consume_everything(broker):
     watch = Watch()
     groups.create_topic(broker.bootstrap, "cp-split", PARTITIONS)
     members = members_of(broker, watch, "cp-split-g", "cp-split", 3)
-    try:
-        for m in members:
-            m.start()
+    with groups.running(broker, members):
         groups.wait_split(watch, members, PARTITIONS)
         owner = {p: m for m in members for p in m.assigned}
         produced = groups.produce_known(broker.bootstrap, "cp-split", PARTITIONS, COUNT, "cp")
@@ -69,12 +67,6 @@ def test_three_members_split_six_partitions_and_consume_everything(broker):
         assert [v for v, n in counts.items() if n > 1] == []
         for m in members:
             assert all(owner[r.partition] is m for r in m.records)
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        for m in members:
-            m.stop()
 
 
 def wait_stable(watch, members, partitions):
@@ -85,8 +77,7 @@ def test_commits_carry_the_member_epoch_and_read_back(broker):
     watch = Watch()
     groups.create_topic(broker.bootstrap, "cp-commit", 2)
     members = members_of(broker, watch, "cp-commit-g", "cp-commit", 1)
-    try:
-        members[0].start()
+    with groups.running(broker, members):
         wait_stable(watch, members, 2)
         produced = groups.produce_known(broker.bootstrap, "cp-commit", 2, 10, "cc")
         watch.wait_for(lambda: len(members[0].records) >= 10, groups.DEADLINE_S, "10 records")
@@ -110,12 +101,6 @@ def test_commits_carry_the_member_epoch_and_read_back(broker):
         with RosterAdmin(broker.bootstrap) as roster_admin:
             assert delete_offsets(roster_admin, "cp-commit-g", "cp-commit") \
                 == {0: "GROUP_SUBSCRIBED_TO_TOPIC", 1: "GROUP_SUBSCRIBED_TO_TOPIC"}
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        for m in members:
-            m.stop()
 
 
 def test_static_rolling_bounce_moves_no_partition_of_the_others(broker):
@@ -125,9 +110,7 @@ def test_static_rolling_bounce_moves_no_partition_of_the_others(broker):
                          instance_id=None)
     for i, m in enumerate(members):
         m.instance_id = f"static-{i}"
-    try:
-        for m in members:
-            m.start()
+    with groups.running(broker, members):
         wait_stable(watch, members, PARTITIONS)
         for i in range(3):
             old = members[i]
@@ -147,12 +130,6 @@ def test_static_rolling_bounce_moves_no_partition_of_the_others(broker):
                 assert m.callbacks() == calls[m.name], \
                     f"{m.name} saw a rebalance" + groups.describe_assignment(members)
         assert groups.split_evenly(members, PARTITIONS)
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        for m in members:
-            m.stop()
 
 
 def test_a_duplicate_instance_id_is_refused_while_the_first_keeps_consuming(broker):
@@ -164,25 +141,23 @@ def test_a_duplicate_instance_id_is_refused_while_the_first_keeps_consuming(brok
     second = ConsumerProtocolMember(watch, broker.bootstrap, "cp-dup-g", "cp-dup", "second",
                                     instance_id="dup")
     try:
-        first.start()
-        wait_stable(watch, [first], 2)
-        second.start()
-        watch.wait_for(lambda: second.errors or second.failure, groups.DEADLINE_S,
-                       "the second member is refused")
-        # librdkafka makes UNRELEASED_INSTANCE_ID fatal for the newcomer; its message is the
-        # broker's error text for code 111
-        assert any(e.code() == KafkaError._FATAL
-                   and "instance ID is still used by another member" in e.str()
-                   for e in second.errors), (second.errors, second.failure)
-        assert second.assigned == frozenset()
-        produced = groups.produce_known(broker.bootstrap, "cp-dup", 2, 10, "dup")
-        watch.wait_for(lambda: len(first.records) >= 10, groups.DEADLINE_S,
-                       "the first member keeps consuming")
-        assert sorted(r.value for r in first.records) == sorted(produced.values)
-        assert first.assigned == frozenset({0, 1})
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
+        with groups.broker_output_on_failure(broker):
+            first.start()
+            wait_stable(watch, [first], 2)
+            second.start()
+            watch.wait_for(lambda: second.errors or second.failure, groups.DEADLINE_S,
+                           "the second member is refused")
+            # librdkafka makes UNRELEASED_INSTANCE_ID fatal for the newcomer; its message is the
+            # broker's error text for code 111
+            assert any(e.code() == KafkaError._FATAL
+                       and "instance ID is still used by another member" in e.str()
+                       for e in second.errors), (second.errors, second.failure)
+            assert second.assigned == frozenset()
+            produced = groups.produce_known(broker.bootstrap, "cp-dup", 2, 10, "dup")
+            watch.wait_for(lambda: len(first.records) >= 10, groups.DEADLINE_S,
+                           "the first member keeps consuming")
+            assert sorted(r.value for r in first.records) == sorted(produced.values)
+            assert first.assigned == frozenset({0, 1})
     finally:
         second.stop()
         first.stop()
@@ -193,9 +168,7 @@ def test_create_partitions_reaches_the_members_without_any_client_acting(broker)
     watch = Watch()
     groups.create_topic(broker.bootstrap, "cp-grow", 2)
     members = members_of(broker, watch, "cp-grow-g", "cp-grow", 2)
-    try:
-        for m in members:
-            m.start()
+    with groups.running(broker, members):
         wait_stable(watch, members, 2)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         admin.create_partitions([NewPartitions("cp-grow", 6)])["cp-grow"].result(10)
@@ -204,12 +177,6 @@ def test_create_partitions_reaches_the_members_without_any_client_acting(broker)
         watch.wait_for(lambda: sum(len(m.records) for m in members) >= 30, groups.DEADLINE_S,
                        "every record consumed" + groups.describe_assignment(members))
         assert sorted(r.value for m in members for r in m.records) == sorted(produced.values)
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        for m in members:
-            m.stop()
 
 
 def assigned_topics(bootstrap: str, group: str) -> dict[str, set[tuple[str, int]]]:
@@ -224,8 +191,7 @@ def test_a_regex_subscription_follows_created_topics(broker):
     watch = Watch()
     groups.create_topic(broker.bootstrap, "cp-re-a", 2)
     member = ConsumerProtocolMember(watch, broker.bootstrap, "cp-re-g", "^cp-re-.*", "re")
-    try:
-        member.start()
+    with groups.running(broker, [member]):
         watch.wait_for(lambda: member.assigned == {0, 1} or member.failure, groups.DEADLINE_S,
                        lambda: "cp-re-a assigned" + groups.describe_assignment([member]))
         groups.create_topic(broker.bootstrap, "cp-re-b", 2)
@@ -238,11 +204,6 @@ def test_a_regex_subscription_follows_created_topics(broker):
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         described = admin.describe_consumer_groups(["cp-re-g"])["cp-re-g"].result(10)
         del described
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        member.stop()
 
 
 def test_delete_an_empty_consumer_group_and_its_offsets(broker):
@@ -382,8 +343,7 @@ def test_roster_client_shares_a_consumer_group_with_confluent(broker):
     watch = Watch()
     groups.create_topic(broker.bootstrap, "cp-mixed", 4)
     confluent = ConsumerProtocolMember(watch, broker.bootstrap, "cp-mixed-g", "cp-mixed", "cf")
-    confluent.start()
-    try:
+    with groups.running(broker, [confluent]):
         async def scenario():
             consumer = Consumer(broker.bootstrap, "cp-mixed-g", group_protocol="consumer",
                                 group_instance_id="roster-1")
@@ -412,8 +372,3 @@ def test_roster_client_shares_a_consumer_group_with_confluent(broker):
         values = sorted([r.value for r in seen] + [r.value for r in confluent.records])
         assert values == sorted(produced.values)
         assert committed == {("cp-mixed", p): produced.per_partition.get(p, 0) for p in mine}
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        confluent.stop()

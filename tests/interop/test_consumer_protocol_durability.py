@@ -27,37 +27,30 @@ def test_kill_9_and_members_keep_their_partitions(tmp_path):
     from tests.support.process import BrokerProcess
     broker = BrokerProcess(tmp_path / "data", SETTINGS).start()
     watch = Watch()
-    members = []
+    members = [ConsumerProtocolMember(watch, broker.bootstrap, "cpd-g", "cpd", f"m{i}",
+                                      instance_id=f"inst-{i}" if i < 2 else None)
+               for i in range(3)]
     try:
         groups.create_topic(broker.bootstrap, "cpd", PARTITIONS)
-        members = [ConsumerProtocolMember(watch, broker.bootstrap, "cpd-g", "cpd", f"m{i}",
-                                          instance_id=f"inst-{i}" if i < 2 else None)
-                   for i in range(3)]
-        for m in members:
-            m.start()
-        groups.wait_split(watch, members, PARTITIONS)
-        before = describe(broker.bootstrap, "cpd-g")
-        calls = {m.name: m.callbacks() for m in members}
-        owner = {p: m for m in members for p in m.assigned}
+        with groups.running(broker, members):
+            groups.wait_split(watch, members, PARTITIONS)
+            before = describe(broker.bootstrap, "cpd-g")
+            calls = {m.name: m.callbacks() for m in members}
+            owner = {p: m for m in members for p in m.assigned}
 
-        broker.kill9()
-        broker.start()
+            broker.kill9()
+            broker.start()
 
-        # the group came back as it was, members and assignments alike
-        assert describe(broker.bootstrap, "cpd-g") == before
-        produced = groups.produce_known(broker.bootstrap, "cpd", PARTITIONS, 30, "k9")
-        watch.wait_for(lambda: sum(len(m.records) for m in members) >= 30, groups.DEADLINE_S,
-                       lambda: "every record consumed after the restart"
-                       + groups.describe_assignment(members))
-        assert sorted(r.value for m in members for r in m.records) == sorted(produced.values)
-        for m in members:
-            assert all(owner[r.partition] is m for r in m.records)
-            assert m.callbacks() == calls[m.name], groups.describe_assignment(members)
-        assert describe(broker.bootstrap, "cpd-g") == before
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
+            # the group came back as it was, members and assignments alike
+            assert describe(broker.bootstrap, "cpd-g") == before
+            produced = groups.produce_known(broker.bootstrap, "cpd", PARTITIONS, 30, "k9")
+            watch.wait_for(lambda: sum(len(m.records) for m in members) >= 30, groups.DEADLINE_S,
+                           lambda: "every record consumed after the restart"
+                           + groups.describe_assignment(members))
+            assert sorted(groups.consumed_values(members)) == sorted(produced.values)
+            for m in members:
+                assert all(owner[r.partition] is m for r in m.records)
+                assert m.callbacks() == calls[m.name], groups.describe_assignment(members)
+            assert describe(broker.bootstrap, "cpd-g") == before
     finally:
-        for m in members:
-            m.stop()
         broker.stop()

@@ -36,8 +36,14 @@ def group_type(bootstrap: str, group: str):
     return admin.describe_consumer_groups([group])[group].result(20).type
 
 
-def consumed_values(members) -> list:
-    return [r.value for m in members for r in m.records]
+def split_and_consume(watch, broker, members, topic, tag):
+    """The members split the topic and consume COUNT records produced to it; returns the
+    partitions each instance holds and what was produced."""
+    groups.wait_split(watch, members, PARTITIONS)
+    held = {m.instance_id: m.assigned for m in members}
+    produced = groups.produce_known(broker.bootstrap, topic, PARTITIONS, COUNT, tag)
+    groups.wait_consumed(watch, members, produced.values, f"{COUNT} records consumed")
+    return held, produced
 
 
 def roll(watch, members, held, make, how_many=None):
@@ -73,19 +79,12 @@ def test_rolling_upgrade_of_a_classic_static_group_moves_no_partition(broker):
     from confluent_kafka import ConsumerGroupType
     watch = Watch()
     groups.create_topic(broker.bootstrap, TOPIC, PARTITIONS)
-    classic = [ConfluentMember(watch, broker.bootstrap, GROUP, TOPIC, f"classic-{i}",
+    members = [ConfluentMember(watch, broker.bootstrap, GROUP, TOPIC, f"classic-{i}",
                                instance_id=f"inst-{i}",
                                config={"group.protocol": "classic"}) for i in range(3)]
-    members = list(classic)
-    try:
-        for m in members:
-            m.start()
-        groups.wait_split(watch, members, PARTITIONS)
+    with groups.running(broker, members):
+        held, produced = split_and_consume(watch, broker, members, TOPIC, "before")
         assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CLASSIC
-        held = {m.instance_id: m.assigned for m in members}
-        produced = groups.produce_known(broker.bootstrap, TOPIC, PARTITIONS, COUNT, "before")
-        watch.wait_for(lambda: len(consumed_values(members)) >= COUNT, groups.DEADLINE_S,
-                       lambda: f"{COUNT} records consumed" + groups.describe_assignment(members))
 
         def consumer(i, instance_id):
             return ConsumerProtocolMember(watch, broker.bootstrap, GROUP, TOPIC,
@@ -100,17 +99,9 @@ def test_rolling_upgrade_of_a_classic_static_group_moves_no_partition(broker):
             assert all(e.partitions <= held[m.instance_id] for e in m.events)
         more = groups.produce_known(broker.bootstrap, TOPIC, PARTITIONS, COUNT, "after")
         everything = sorted(produced.values + more.values)
-        watch.wait_for(
-            lambda: set(everything) <= set(consumed_values(members + retired)),
-            groups.DEADLINE_S, lambda: "every record consumed" + groups.describe_assignment(members))
-        assert sorted(set(consumed_values(members + retired))) == sorted(set(everything))
+        groups.wait_consumed(watch, members + retired, everything)
+        assert sorted(set(groups.consumed_values(members + retired))) == sorted(set(everything))
         assert group_type(broker.bootstrap, GROUP) == ConsumerGroupType.CONSUMER
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        for m in members:
-            m.stop()
 
 
 def test_rolling_downgrade_of_a_consumer_static_group_moves_no_partition(broker):
@@ -120,14 +111,8 @@ def test_rolling_downgrade_of_a_consumer_static_group_moves_no_partition(broker)
     groups.create_topic(broker.bootstrap, topic, PARTITIONS)
     members = [ConsumerProtocolMember(watch, broker.bootstrap, group, topic, f"consumer-{i}",
                                       instance_id=f"inst-{i}") for i in range(3)]
-    try:
-        for m in members:
-            m.start()
-        groups.wait_split(watch, members, PARTITIONS)
-        held = {m.instance_id: m.assigned for m in members}
-        produced = groups.produce_known(broker.bootstrap, topic, PARTITIONS, COUNT, "before")
-        watch.wait_for(lambda: len(consumed_values(members)) >= COUNT, groups.DEADLINE_S,
-                       lambda: f"{COUNT} records consumed" + groups.describe_assignment(members))
+    with groups.running(broker, members):
+        held, produced = split_and_consume(watch, broker, members, topic, "before")
 
         def classic(i, instance_id):
             return ConfluentMember(watch, broker.bootstrap, group, topic, f"classic-{i}",
@@ -137,16 +122,7 @@ def test_rolling_downgrade_of_a_consumer_static_group_moves_no_partition(broker)
         assert group_type(broker.bootstrap, group) == ConsumerGroupType.CLASSIC
         assert {m.instance_id: m.assigned for m in members} == held
         more = groups.produce_known(broker.bootstrap, topic, PARTITIONS, COUNT, "after")
-        everything = set(produced.values + more.values)
-        watch.wait_for(lambda: everything <= set(consumed_values(members + retired)),
-                       groups.DEADLINE_S,
-                       lambda: "every record consumed" + groups.describe_assignment(members))
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
-    finally:
-        for m in members:
-            m.stop()
+        groups.wait_consumed(watch, members + retired, produced.values + more.values)
 
 
 def test_a_group_half_way_through_its_upgrade_survives_kill_9(tmp_path):
@@ -155,39 +131,27 @@ def test_a_group_half_way_through_its_upgrade_survives_kill_9(tmp_path):
     from tests.support.process import BrokerProcess
     broker = BrokerProcess(tmp_path / "data", SETTINGS).start()
     watch = Watch()
-    members = []
+    members = [ConfluentMember(watch, broker.bootstrap, "half-g", "half", f"classic-{i}",
+                               instance_id=f"inst-{i}", config={"group.protocol": "classic"})
+               for i in range(3)]
     try:
         groups.create_topic(broker.bootstrap, "half", PARTITIONS)
-        members = [ConfluentMember(watch, broker.bootstrap, "half-g", "half", f"classic-{i}",
-                                   instance_id=f"inst-{i}", config={"group.protocol": "classic"})
-                   for i in range(3)]
-        for m in members:
-            m.start()
-        groups.wait_split(watch, members, PARTITIONS)
-        held = {m.instance_id: m.assigned for m in members}
-        first = groups.produce_known(broker.bootstrap, "half", PARTITIONS, COUNT, "first")
-        watch.wait_for(lambda: set(first.values) <= set(consumed_values(members)),
-                       groups.DEADLINE_S, lambda: "consumed" + groups.describe_assignment(members))
-        roll(watch, members, held, lambda i, instance_id: ConsumerProtocolMember(
-            watch, broker.bootstrap, "half-g", "half", "consumer-0", instance_id=instance_id),
-             how_many=1)
-        calls = {m.name: m.callbacks() for m in members}
+        with groups.running(broker, members):
+            held, _ = split_and_consume(watch, broker, members, "half", "first")
+            roll(watch, members, held, lambda i, instance_id: ConsumerProtocolMember(
+                watch, broker.bootstrap, "half-g", "half", "consumer-0", instance_id=instance_id),
+                 how_many=1)
+            calls = {m.name: m.callbacks() for m in members}
 
-        broker.kill9()
-        broker.start()
+            broker.kill9()
+            broker.start()
 
-        produced = groups.produce_known(broker.bootstrap, "half", PARTITIONS, COUNT, "k9")
-        watch.wait_for(lambda: set(produced.values) <= set(consumed_values(members)),
-                       groups.DEADLINE_S, lambda: "every record consumed after the restart"
-                       + groups.describe_assignment(members))
-        for m in members:
-            assert m.assigned == held[m.instance_id]
-            assert m.callbacks() == calls[m.name], groups.describe_assignment(members)
-            assert all(r.partition in held[m.instance_id] for r in m.records)
-    except BaseException:
-        print("broker output:\n" + "\n".join(broker.output[-80:]))
-        raise
+            produced = groups.produce_known(broker.bootstrap, "half", PARTITIONS, COUNT, "k9")
+            groups.wait_consumed(watch, members, produced.values,
+                                 "every record consumed after the restart")
+            for m in members:
+                assert m.assigned == held[m.instance_id]
+                assert m.callbacks() == calls[m.name], groups.describe_assignment(members)
+                assert all(r.partition in held[m.instance_id] for r in m.records)
     finally:
-        for m in members:
-            m.stop()
         broker.stop()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 import json
 import queue
@@ -20,7 +21,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from tests.support import clients
@@ -492,6 +493,46 @@ def wait_split(watch: Watch, members: list[Member], partitions: int,
                    + describe_assignment(members))
     failed = [m for m in members if m.failure]
     assert not failed, describe_assignment(failed)
+
+
+def consumed_values(members: Iterable[Member]) -> list[bytes | None]:
+    """Every value the members have consumed so far, duplicates included."""
+    return [r.value for m in members for r in m.records]
+
+
+def wait_consumed(watch: Watch, members: list[Member], values: Iterable[bytes],
+                  what: str = "every record consumed", timeout_s: float = DEADLINE_S) -> None:
+    """Wait until every one of `values` has been consumed by some member."""
+    wanted = set(values)
+    watch.wait_for(lambda: wanted <= set(consumed_values(members)), timeout_s,
+                   lambda: what + describe_assignment(members))
+
+
+# -- a test's members and broker -------------------------------------------------------------------
+
+@contextlib.contextmanager
+def broker_output_on_failure(broker) -> Iterator[None]:
+    """When the block fails, print the broker's last output lines (pytest shows them with the
+    failure): what the broker logged is most of what there is to debug an interop test with."""
+    try:
+        yield
+    except BaseException:
+        print("broker output:\n" + "\n".join(broker.output[-80:]))
+        raise
+
+
+@contextlib.contextmanager
+def running(broker, members: list[Member]) -> Iterator[list[Member]]:
+    """Start `members` in order; at the end stop every member the list then holds (a test may
+    replace some), and print the broker's output first if the block failed."""
+    try:
+        with broker_output_on_failure(broker):
+            for m in members:
+                m.start()
+            yield members
+    finally:
+        for m in members:
+            m.stop()
 
 
 # -- topics, records, offsets ----------------------------------------------------------------------
