@@ -127,11 +127,7 @@ def console(tmp_path_factory):
             recorded = [e for e in history.events(client, group) if e.kind == ev.GENERATION]
         yield url, group, recorded
     finally:
-        for m in members:
-            try:
-                m.stop()
-            except Exception:
-                pass
+        groups.stop_all(members)
         broker.stop()
 
 

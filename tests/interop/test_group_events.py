@@ -39,11 +39,7 @@ def running(events_broker):
     try:
         yield members
     finally:
-        for member in members:
-            try:
-                member.stop()
-            except Exception:
-                pass
+        groups.stop_all(members)
     print("broker output:\n" + "\n".join(events_broker.output[mark:]))
 
 

@@ -55,11 +55,7 @@ def bounce_then_join(broker, make_member, group: str, before: int):
         print("broker output:\n" + "\n".join(broker.output[-80:]))
         raise
     finally:
-        for m in members:
-            try:
-                m.stop()
-            except Exception:
-                pass
+        groups.stop_all(members)
 
 
 def assert_compared_with_before_the_restart(settled, joined) -> None:

@@ -145,10 +145,6 @@ def test_partitions_added_while_the_static_leader_is_down(tmp_path_factory, watc
             assert owned(followers) <= frozenset(range(BEFORE))
             assert "metadata changed" not in "\n".join(broker.output)
     finally:
-        for member in members:
-            try:
-                member.stop()
-            except Exception:
-                pass
+        groups.stop_all(members)
         print("broker output:\n" + "\n".join(broker.output))
         broker.stop()

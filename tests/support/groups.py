@@ -521,6 +521,16 @@ def broker_output_on_failure(broker) -> Iterator[None]:
         raise
 
 
+def stop_all(members: Iterable[Member]) -> None:
+    """Stop every member, going on past one that fails to stop: a cleanup that raises would
+    hide the failure the test is reporting and leave the other members running."""
+    for m in members:
+        try:
+            m.stop()
+        except Exception:
+            pass
+
+
 @contextlib.contextmanager
 def running(broker, members: list[Member]) -> Iterator[list[Member]]:
     """Start `members` in order; at the end stop every member the list then holds (a test may
