@@ -7,63 +7,31 @@ the machine's load, so it shows what a change adds on a machine too busy to time
 (bench/hardening.py times it).
 
 Each source tree runs in its own process (PYTHONPATH-like: the tree's src/ first on sys.path);
-the socket is replaced by a transport stand-in that only counts what is written.
+the socket is replaced by bench/connection_standin.py's transport stand-in.
 
     .venv/bin/python bench/connection_calls.py /tmp/roster-base/src src
 """
 from __future__ import annotations
 
 import argparse
-import inspect
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from connection_standin import connect, feed
+
 BENCH = Path(__file__).resolve().parent
 
 
-class CountingTransport:
-    def __init__(self) -> None:
-        self.writes = 0
-
-    def write(self, data) -> None:
-        self.writes += 1
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def get_extra_info(self, key):
-        return ("127.0.0.1", 5555) if key == "peername" else None
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
-
 async def count(kind: str, requests: int) -> tuple[float, float]:
-    from roster.broker import connection as connection_module
     from roster.broker.broker import Broker
     from roster.config import BrokerConfig
     config = BrokerConfig.from_overrides({"offsets.topic.num.partitions": "1"})
     broker = Broker(config, Path(tempfile.mkdtemp(prefix="roster-calls-")))
     broker.start()
-    if "table" in inspect.signature(connection_module.Connection.__init__).parameters:
-        from roster.broker.server import ConnectionTable
-        connection = connection_module.Connection(broker, ConnectionTable(config))
-    else:  # before the connection limits
-        connection = connection_module.Connection(broker, on_close=lambda _: None)
-    transport = CountingTransport()
-    connection.connection_made(transport)
+    connection, transport = connect(broker, config)
     if kind == "produce":
         from pipelined_producer import build_batch, produce_frame
         batch, _ = build_batch(b"v" * 1024, 64 * 1024, int(time.time() * 1000))
@@ -74,16 +42,7 @@ async def count(kind: str, requests: int) -> tuple[float, float]:
         read_size = 64 * 1024
     stream = frame * requests
 
-    def feed() -> None:
-        at = 0
-        while at < len(stream):
-            room = connection.get_buffer(-1)
-            n = min(len(room), read_size, len(stream) - at)
-            room[:n] = stream[at:at + n]
-            connection.buffer_updated(n)
-            at += n
-
-    feed()  # warm-up: topic created, first segment, caches
+    feed(connection, stream, read_size)  # warm-up: topic created, first segment, caches
     calls = 0
 
     def profile(frame, event, arg):
@@ -94,7 +53,7 @@ async def count(kind: str, requests: int) -> tuple[float, float]:
     writes_before = transport.writes
     sys.setprofile(profile)
     try:
-        feed()
+        feed(connection, stream, read_size)
     finally:
         sys.setprofile(None)
     await broker.stop()

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import inspect
 import sys
 import tempfile
 import time
@@ -30,56 +29,9 @@ import roster  # the tree PYTHONPATH names, before loadgen puts this checkout's 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loadgen  # noqa: E402
+from connection_standin import Transport, connect, feed  # noqa: E402
 
 SUBSCRIPTION = loadgen.subscription(0)
-
-
-class Transport:
-    def __init__(self) -> None:
-        self.data = bytearray()
-
-    def write(self, data) -> None:
-        self.data += data
-
-    def pause_reading(self) -> None:
-        pass
-
-    def resume_reading(self) -> None:
-        pass
-
-    def get_extra_info(self, key):
-        return ("127.0.0.1", 5555) if key == "peername" else None
-
-    def get_write_buffer_size(self) -> int:
-        return 0
-
-    def close(self) -> None:
-        pass
-
-    def abort(self) -> None:
-        pass
-
-
-def connect(broker, config):
-    from roster.broker import connection as connection_module
-    if "table" in inspect.signature(connection_module.Connection.__init__).parameters:
-        from roster.broker.server import ConnectionTable
-        connection = connection_module.Connection(broker, ConnectionTable(config))
-    else:  # before the connection limits
-        connection = connection_module.Connection(broker, on_close=lambda _: None)
-    transport = Transport()
-    connection.connection_made(transport)
-    return connection, transport
-
-
-def feed(connection, stream: bytes, read: int) -> None:
-    at = 0
-    while at < len(stream):
-        room = connection.get_buffer(-1)
-        n = min(len(room), read, len(stream) - at)
-        room[:n] = stream[at:at + n]
-        connection.buffer_updated(n)
-        at += n
 
 
 async def answer(transport: Transport) -> bytes:
