@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from kio.serial import entity_writer
 
 from roster.protocol.build import element, make
-from roster.protocol.codec import encode_request, response_schema
+from roster.protocol.codec import encode_request, request_schema, response_schema
 from roster.protocol.consumer_heartbeat_wire import (
     decode,
     decode_steady,
@@ -29,15 +29,10 @@ owned = st.lists(st.tuples(st.binary(min_size=16, max_size=16),
                            st.lists(st.integers(0, 2**31 - 1), max_size=5)), max_size=4)
 
 
-@settings(max_examples=200, deadline=None)
-@given(st.sampled_from([0, 1]), maybe(names), st.text(min_size=1, max_size=10), names,
-       st.integers(-2, 2**31 - 1), maybe(names), maybe(names), st.integers(-1, 10**6),
-       maybe(st.lists(st.text(min_size=1, max_size=8), max_size=4)), maybe(names),
-       maybe(names), maybe(owned))
-def test_requests_decode_as_kio_encodes_them(version, client_id, group, member, epoch,
-                                             instance, rack, rebalance, topics, regex,
-                                             assignor, parts):
-    from roster.protocol.codec import request_schema
+def request_frame(version, client_id, group, member, epoch, instance=None, rack=None,
+                  rebalance=-1, topics=None, regex=None, assignor=None, parts=None) -> bytes:
+    """A ConsumerGroupHeartbeat request as kio encodes it, without the size prefix; `parts` are
+    (topic id bytes, partitions) pairs."""
     schema = request_schema(68, version)
     entry = element(schema, "topic_partitions")
     body = make(schema, group_id=group, member_id=member, member_epoch=epoch,
@@ -48,7 +43,19 @@ def test_requests_decode_as_kio_encodes_them(version, client_id, group, member, 
                 topic_partitions=None if parts is None else tuple(
                     make(entry, topic_id=uuid.UUID(bytes=t), partitions=tuple(ps))
                     for t, ps in parts))
-    frame = encode_request(68, version, 7, client_id, body)[4:]
+    return encode_request(68, version, 7, client_id, body)[4:]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from([0, 1]), maybe(names), st.text(min_size=1, max_size=10), names,
+       st.integers(-2, 2**31 - 1), maybe(names), maybe(names), st.integers(-1, 10**6),
+       maybe(st.lists(st.text(min_size=1, max_size=8), max_size=4)), maybe(names),
+       maybe(names), maybe(owned))
+def test_requests_decode_as_kio_encodes_them(version, client_id, group, member, epoch,
+                                             instance, rack, rebalance, topics, regex,
+                                             assignor, parts):
+    frame = request_frame(version, client_id, group, member, epoch, instance, rack, rebalance,
+                          topics, regex, assignor, parts)
     assert read_prefix(frame).api_version == version
     fields = decode(frame, version)
     assert fields == (client_id, group, member, epoch, instance, rack, rebalance,
@@ -84,13 +91,7 @@ def test_answers_encode_as_kio_writes_them(version, error, message, member, epoc
 
 
 def test_truncated_or_trailing_bytes_are_malformed():
-    from roster.protocol.codec import request_schema
-    schema = request_schema(68, 1)
-    body = make(schema, group_id="g", member_id="m", member_epoch=1, instance_id=None,
-                rack_id=None, rebalance_timeout=datetime.timedelta(milliseconds=-1),
-                subscribed_topic_names=None, subscribed_topic_regex=None,
-                server_assignor=None, topic_partitions=None)
-    frame = encode_request(68, 1, 1, "c", body)[4:]
+    frame = request_frame(1, "c", "g", "m", 1)
     for broken in (frame[:-1], frame + b"\0", frame[:20]):
         with pytest.raises(MalformedRequest):
             decode(broken, 1)
@@ -106,18 +107,8 @@ def test_the_steady_reader_takes_exactly_the_requests_with_every_optional_field_
         assignor, parts):
     """decode_steady reads what decode reads when every optional field but the instance id is
     null, and leaves every other request (None) to decode."""
-    from roster.protocol.codec import request_schema
-    schema = request_schema(68, version)
-    entry = element(schema, "topic_partitions")
-    body = make(schema, group_id=group, member_id=member, member_epoch=epoch,
-                instance_id=instance, rack_id=rack,
-                rebalance_timeout=datetime.timedelta(milliseconds=rebalance),
-                subscribed_topic_names=None if topics is None else tuple(topics),
-                subscribed_topic_regex=regex, server_assignor=assignor,
-                topic_partitions=None if parts is None else tuple(
-                    make(entry, topic_id=uuid.UUID(bytes=t), partitions=tuple(ps))
-                    for t, ps in parts))
-    frame = encode_request(68, version, 7, client_id, body)[4:]
+    frame = request_frame(version, client_id, group, member, epoch, instance, rack, rebalance,
+                          topics, regex, assignor, parts)
     full = decode(frame, version)
     steady = decode_steady(frame, version)
     if full[5:] == (None, -1, None, None, None, None):
@@ -132,16 +123,9 @@ def test_the_steady_reader_takes_exactly_the_requests_with_every_optional_field_
 @given(st.sampled_from([0, 1]), st.text(min_size=100, max_size=200), names,
        st.integers(-2, 2**31 - 1))
 def test_long_strings_are_left_to_the_general_reader(version, long, short, epoch):
-    from roster.protocol.codec import request_schema
-    schema = request_schema(68, version)
     for group, member, instance in ((long, short or "m", None), (short or "g", long, None),
                                     (short or "g", short or "m", long)):
-        body = make(schema, group_id=group, member_id=member, member_epoch=epoch,
-                    instance_id=instance, rack_id=None,
-                    rebalance_timeout=datetime.timedelta(milliseconds=-1),
-                    subscribed_topic_names=None, subscribed_topic_regex=None,
-                    server_assignor=None, topic_partitions=None)
-        frame = encode_request(68, version, 7, "c", body)[4:]
+        frame = request_frame(version, "c", group, member, epoch, instance)
         fields = decode(frame, version)
         steady = decode_steady(frame, version)
         longest = max(len((f or "").encode()) for f in (group, member, instance))
