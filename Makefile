@@ -13,7 +13,7 @@ HTTP_PORT ?=
 # the group console and /metrics (docs/observability.md) when HTTP_PORT is given
 HTTP := $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
-.PHONY: run serve test bench system-deps clean fuzz report
+.PHONY: run serve test bench system-deps kafka-deps clean fuzz report
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,11 @@ $(STAMP): pyproject.toml
 
 system-deps:
 	@scripts/ensure-system-deps.sh
+
+# Apache Kafka 4.4 (broker, tools, clients, Streams) resolved through Maven into .cache/, for the
+# tests that run it beside roster (tests/support/kafka_peer.py).
+kafka-deps: system-deps
+	@scripts/ensure-kafka.sh
 
 # The main job: broker + synthetic clicks + a PySpark pipeline that reads them as a static
 # group member (bounded; `make run ARGS=--forever` runs until Ctrl-C).
@@ -37,7 +42,7 @@ serve: $(STAMP)
 report: $(STAMP) system-deps
 	$(PY) -m roster report --bootstrap-server $(HOST):$(PORT) $(ARGS)
 
-test: $(STAMP) system-deps
+test: $(STAMP) system-deps kafka-deps
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # Longer fuzzing (docs/protocol.md, Fuzzing): the regression corpus, the live-broker campaign
