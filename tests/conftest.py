@@ -21,3 +21,24 @@ def broker_factory(tmp_path):
 @pytest.fixture
 def broker(broker_factory):
     return broker_factory()
+
+
+@pytest.fixture(scope="session")
+def kafka_peer():
+    """Apache Kafka 4.4 on loopback, one per test session (tests/support/kafka_peer.py); tests
+    that use it are marked xdist_group("kafka") so one worker owns it."""
+    from tests.support.kafka_peer import KafkaPeer
+
+    peer = KafkaPeer().start()
+    yield peer
+    peer.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_peer_secure():
+    """Kafka with SASL (SCRAM, PLAIN) and its StandardAuthorizer, started only when asked for."""
+    from tests.support.kafka_peer import KafkaPeer
+
+    peer = KafkaPeer(secure=True).start()
+    yield peer
+    peer.stop()

@@ -1,0 +1,272 @@
+"""Apache Kafka 4.4 as a test peer: a real KRaft broker on loopback, started from the jars that
+scripts/ensure-kafka.sh resolved into .cache/kafka-4.4.0/libs/ (`make test` runs it first).
+
+API (for tests that put Kafka beside roster):
+- fixture `kafka_peer` (session scope, tests/conftest.py): one plain Kafka for the whole pytest
+  worker. Mark every test that uses it `@pytest.mark.xdist_group("kafka")` so one worker owns it
+  (`make test` runs `pytest -n 2 --dist loadgroup`). Give each scenario its own group and topic
+  names (`unique_name(prefix)`): the broker is shared.
+  - `.bootstrap` -> "127.0.0.1:PORT" (PLAINTEXT, no authentication).
+  - `.settings` -> the broker settings it runs with (PEER_SETTINGS plus the extras).
+  - `.output` -> its log lines (WARN and above; set KafkaPeer(log_level="info") for more).
+- fixture `kafka_peer_secure` (session scope, started lazily by the tests that ask for it):
+  SASL_PLAINTEXT with SCRAM-SHA-256/512 and PLAIN for the users of tests/support/security.py
+  (PASSWORDS: admin, alice, bob) and Kafka's StandardAuthorizer, `allow.everyone.if.no.acl.found`
+  false, `User:admin` a super user. `.bootstrap` is the SASL listener; the broker's own
+  connections use an unadvertised PLAINTEXT listener.
+- `kafka_classpath()` -> the resolved jars as a Java class path; `java_command(main_class, *args,
+  heap="256m")` -> an argv running one of Kafka's classes (e.g.
+  "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand") on that class path;
+  `KAFKA_LIBS` is the folder; `JAVA` the java binary (Java 17).
+- `KafkaPeer(tmp_dir, extra_settings, secure=False).start()` / `.stop()` / `.kill9()` for a
+  private broker when a test must change static settings or kill it.
+
+Settings mirror roster's test brokers (PEER_SETTINGS), so a scenario can run unchanged against
+both: no initial rebalance delay, replication factor 1 for the internal topics, 5 offsets
+partitions, relaxed KIP-848 heartbeat/session lower bounds and a small `group.max.size`.
+Readiness is a real answer (FindCoordinator for a probe group succeeds), never a sleep.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+from roster.admin.client import AdminClient, AdminError
+from roster.protocol.api_keys import ApiKey
+
+KAFKA_VERSION = "4.4.0"
+ROOT = Path(__file__).resolve().parents[2]
+KAFKA_LIBS = ROOT / ".cache" / f"kafka-{KAFKA_VERSION}" / "libs"
+JAVA = shutil.which("java") or "java"
+
+# Shared by Kafka and by the roster broker a differential scenario compares it with.
+PEER_SETTINGS = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "5",
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",
+    "group.min.session.timeout.ms": "1000",
+    "group.max.session.timeout.ms": "300000",
+    "group.max.size": "16",
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "100",
+    "group.consumer.session.timeout.ms": "45000",
+    "group.consumer.min.session.timeout.ms": "1000",
+}
+# Kafka-only: a one-node cluster has one replica of everything.
+SINGLE_NODE = {
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "log.flush.interval.messages": str(2**63 - 1),
+}
+SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+
+
+class KafkaMissing(RuntimeError):
+    """The resolved jars are absent: the run fails saying how to get them (never skips)."""
+
+
+def kafka_classpath() -> str:
+    if not (KAFKA_LIBS / f"kafka_2.13-{KAFKA_VERSION}.jar").exists():
+        raise KafkaMissing(f"Apache Kafka {KAFKA_VERSION} is not resolved in {KAFKA_LIBS}; "
+                           "run scripts/ensure-kafka.sh (make test does) -- it needs Maven "
+                           "and Java 17")
+    return str(KAFKA_LIBS / "*")
+
+
+def java_command(main_class: str, *args: str, heap: str = "256m",
+                 log_level: str = "warn") -> list[str]:
+    return [JAVA, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+            f"-Dorg.slf4j.simpleLogger.defaultLogLevel={log_level}",
+            "-Dorg.slf4j.simpleLogger.logFile=System.out",
+            "-cp", kafka_classpath(), main_class, *args]
+
+
+def unique_name(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _cluster_id() -> str:
+    # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _jaas_plain() -> str:
+    users = " ".join(f'user_{name}="{password}"' for name, password in SECURE_USERS.items())
+    return ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="admin" password="{SECURE_USERS["admin"]}" {users};')
+
+
+class KafkaPeer:
+    """One combined broker+controller KRaft node on loopback, data in a temporary folder."""
+
+    def __init__(self, work_dir: Path | None = None, extra_settings: dict[str, str] | None = None,
+                 secure: bool = False, heap: str = "512m", log_level: str = "warn") -> None:
+        self._own_dir = work_dir is None
+        self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="kafka-peer-"))
+        self.secure = secure
+        self.heap = heap
+        self.log_level = log_level
+        self.extra = dict(extra_settings or {})
+        self.port = _free_port()
+        self.internal_port = _free_port()
+        self.controller_port = _free_port()
+        self.proc: subprocess.Popen | None = None
+        self.output: list[str] = []
+        self.settings = {**PEER_SETTINGS, **self.extra}
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def internal_bootstrap(self) -> str:
+        """The PLAINTEXT listener of a secure peer (the broker's own; super user ANONYMOUS)."""
+        return f"127.0.0.1:{self.internal_port}"
+
+    def _properties(self) -> dict[str, str]:
+        props = {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "log.dirs": str(self.work_dir / "data"),
+            **SINGLE_NODE,
+            **self.settings,
+        }
+        if self.secure:
+            props.update({
+                "listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port},"
+                             f"INTERNAL://127.0.0.1:{self.internal_port},"
+                             f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                "advertised.listeners": f"SASL_PLAINTEXT://127.0.0.1:{self.port},"
+                                        f"INTERNAL://127.0.0.1:{self.internal_port}",
+                "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                                  "INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name": "INTERNAL",
+                "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": _jaas_plain(),
+                "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+                "authorizer.class.name":
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "allow.everyone.if.no.acl.found": "false",
+                "super.users": "User:admin;User:ANONYMOUS",
+                "connection.failed.authentication.delay.ms": "100",
+            })
+        else:
+            props.update({
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                             f"CONTROLLER://127.0.0.1:{self.controller_port}",
+                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                "inter.broker.listener.name": "PLAINTEXT",
+            })
+        return props
+
+    def _format(self, config: Path) -> None:
+        args = ["format", "-t", _cluster_id(), "-c", str(config), "--ignore-formatted"]
+        if self.secure:
+            for name, password in SECURE_USERS.items():
+                for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                    args += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
+        done = subprocess.run(java_command("kafka.tools.StorageTool", *args, heap="256m"),
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError("Kafka's storage tool could not format the log dir:\n"
+                               + done.stdout + done.stderr)
+
+    def start(self, timeout_s: float = 90.0) -> KafkaPeer:
+        config = self.work_dir / "server.properties"
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        config.write_text("".join(f"{k}={v}\n" for k, v in self._properties().items()))
+        if not (self.work_dir / "data" / "meta.properties").exists():
+            self._format(config)
+        command = java_command("kafka.Kafka", str(config), heap=self.heap,
+                               log_level=self.log_level)
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, start_new_session=True)
+        threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
+        try:
+            self._wait_ready(timeout_s)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _pump(self, stream) -> None:
+        for line in stream:
+            self.output.append(line.rstrip("\n"))
+            del self.output[:-2000]
+
+    def _wait_ready(self, timeout_s: float) -> None:
+        """Until the group coordinator answers FindCoordinator without error (the offsets
+        topic exists and is loaded), so the first scenario does not pay for it."""
+        deadline = time.monotonic() + timeout_s
+        bootstrap = self.internal_bootstrap if self.secure else self.bootstrap
+        last = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                raise RuntimeError("Kafka exited while starting:\n" + "\n".join(self.output[-60:]))
+            try:
+                with AdminClient(bootstrap, timeout_s=5.0) as admin:
+                    answer = admin.call(ApiKey.FIND_COORDINATOR, key="kafka-peer-probe",
+                                        key_type=0, coordinator_keys=("kafka-peer-probe",))
+                    errors = [c.error_code for c in getattr(answer, "coordinators", ())] or [
+                        answer.error_code]
+                    if all(int(e) == 0 for e in errors):
+                        return
+                    last = f"FindCoordinator errors {errors}"
+            except (AdminError, OSError) as exc:
+                last = str(exc)
+            threading.Event().wait(0.2)  # poll interval while the JVM boots
+        raise RuntimeError(f"Kafka not ready in {timeout_s}s ({last}):\n"
+                           + "\n".join(self.output[-60:]))
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        self.proc.kill()
+        self.proc.wait()
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+def environment_check() -> None:
+    """Fail (not skip) with what is missing before any JVM starts."""
+    kafka_classpath()
+    if not shutil.which(JAVA) and not os.path.exists(JAVA):
+        raise KafkaMissing("java (17 or newer) is not on PATH; scripts/ensure-kafka.sh installs it")
