@@ -13,7 +13,9 @@ from pathlib import Path
 
 from roster.broker.broker import Broker
 from roster.broker.connection import Connection, QueuedBytes
+from roster.broker.data_dir import DataDirError, DataDirLock, claim
 from roster.config import INT_MAX, BrokerConfig, ConfigError, connection_overrides
+from roster.log.api import LogError
 from roster.security.listen import ListenerPlan
 
 log = logging.getLogger("roster.server")
@@ -154,12 +156,34 @@ async def sweep_idle(table: ConnectionTable) -> None:
 async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> None:
     """Serve until SIGTERM or SIGINT. Prints `roster listening on HOST:PORT` once accepting."""
     table = ConnectionTable(config)  # first: a bad override stops the broker before it starts
+    # before anything reads or writes the data: a directory another broker holds is refused
+    # untouched (broker/data_dir.py)
+    lock = claim(data_dir)
+    try:
+        await _serve_locked(config, data_dir, host, port, table, lock)
+    finally:
+        lock.release()
+
+
+def _open_broker(config: BrokerConfig, data_dir: Path) -> Broker:
+    """Load the data directory; a failure to read or write it is a DataDirError naming it."""
+    try:
+        broker = Broker(config, data_dir)
+        broker.start()
+    except (OSError, LogError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
+        raise DataDirError(f"cannot load data directory {data_dir}: {reason}{where}") from None
+    return broker
+
+
+async def _serve_locked(config: BrokerConfig, data_dir: Path, host: str, port: int,
+                        table: ConnectionTable, lock: DataDirLock) -> None:
     try:  # listeners, TLS and SASL: checked before the broker starts (security/listen.py)
         listeners = ListenerPlan(config, data_dir, host, port, Connection)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    broker = Broker(config, data_dir)
-    broker.start()
+    broker = _open_broker(config, data_dir)
 
     loop = asyncio.get_running_loop()
     # one server per listener (`listeners`; default PLAINTEXT on host:port); port 0 asks the
@@ -186,6 +210,7 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
                   f"{item.host or '0.0.0.0'}:{item.port}, advertised as "
                   f"{item.advertised[0]}:{item.advertised[1]}", flush=True)
     first = listening[0]
+    lock.describe_holder([f"{item.host or '0.0.0.0'}:{item.port}" for item in listening])
     print(f"roster listening on {first.host or host}:{first.port}", flush=True)
     if http is not None:
         print(f"roster console on {http.url} (metrics: {http.url}metrics)", flush=True)
@@ -234,4 +259,7 @@ def run(config: BrokerConfig, data_dir: Path, host: str, port: int) -> None:
         runner = uvloop.run
     except ImportError:  # uvloop is optional; stock asyncio serves the same protocol, slower
         runner = asyncio.run
-    runner(serve(config, data_dir, host, port))
+    try:
+        runner(serve(config, data_dir, host, port))
+    except DataDirError as exc:  # one line naming the directory, not a traceback or the port
+        raise SystemExit(f"roster: {exc}") from None
