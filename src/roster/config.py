@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roster.broker.topic_config import broker_synonym_settings
 from roster.coordinator.consumer.migration import parse_policy as parse_migration_policy
 from roster.security.settings import SECURITY_SETTINGS, SecuritySettings, is_security_key
 
@@ -141,6 +142,12 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     # 0: write as soon as the event loop has taken in what arrived together (adaptive batching)
     Setting("group.coordinator.append.linger.ms", 0, int, 0),
 ]}
+
+# The broker settings behind topic configs that the table above lacks (compression.type,
+# log.cleanup.policy, log.message.timestamp.type, ...): Kafka's names and defaults, validated
+# as the topic config each stands behind (roster.broker.topic_config_table).
+for _name, _default, _parse, _doc in broker_synonym_settings():
+    SETTINGS.setdefault(_name, Setting(_name, _default, _parse, None, _doc))
 
 
 def retention_ms(values: Mapping[str, Any]) -> int:

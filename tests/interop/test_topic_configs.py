@@ -55,8 +55,11 @@ def test_kafka_python_lists_every_topic_setting_with_synonyms(configured):
         admin.close()
     topic = described["topic"]["conf"]
     assert topic["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
+    # as Kafka lists them: the topic's own value, then each broker synonym set, and its default
     assert topic["retention.ms"]["synonyms"] == [
-        {"name": "retention.ms", "value": "60000", "source": "DYNAMIC_TOPIC_CONFIG"}]
+        {"name": "retention.ms", "value": "60000", "source": "DYNAMIC_TOPIC_CONFIG"},
+        {"name": "log.retention.hours", "value": "24", "source": "STATIC_BROKER_CONFIG"},
+        {"name": "log.retention.hours", "value": "168", "source": "DEFAULT_CONFIG"}]
     assert topic["segment.bytes"]["config_source"] == "DEFAULT_CONFIG"
     assert topic["segment.bytes"]["synonyms"][0]["name"] == "log.segment.bytes"
     assert topic["max.message.bytes"]["config_type"] == "INT"

@@ -31,8 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from roster.broker import topic_config
 from roster.broker.open_files import refusal as open_files_refusal
-from roster.config import BrokerConfig, retention_ms
+from roster.broker.topic_config_table import INTERNAL_SEGMENT_BYTES
+from roster.config import SETTINGS, BrokerConfig
 from roster.log.api import LogConfig, LogError, PartitionLog
 
 log = logging.getLogger("roster.topics")
@@ -68,48 +70,14 @@ def check_topic_name(name: str | None) -> None:
                          f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
 
 
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        value = int(text)
-        if value < minimum:
-            raise ValueError(f"must be at least {minimum}")
-        return value
-    return parse
-
-
-def _cleanup_policy(text: str) -> str:
-    if text.strip() != "delete":
-        # accepting "compact" without compacting would silently keep every version of a key
-        raise ValueError("roster supports cleanup.policy=delete only for user topics")
-    return "delete"
-
-
-def _create_time_only(text: str) -> str:
-    if text != "CreateTime":
-        raise ValueError("roster stores producer timestamps (CreateTime) only")
-    return text
-
-
-# Topic-level settings roster honours; anything else is refused with INVALID_CONFIG.
-TOPIC_SETTINGS: dict[str, Callable[[str], Any]] = {
-    "cleanup.policy": _cleanup_policy,
-    "retention.ms": _int_at_least(-1),
-    "retention.bytes": _int_at_least(-1),
-    "segment.bytes": _int_at_least(14),
-    "max.message.bytes": _int_at_least(0),
-    "message.timestamp.type": _create_time_only,
-    "min.insync.replicas": _int_at_least(1),
-}
-
-
 def compacted(configs: Mapping[str, str]) -> bool:
     """Kafka's test: a topic whose cleanup.policy lacks "delete" keeps every key's newest record
     however old, so nothing deletes records by age, size or offset (DeleteRecords)."""
     return "delete" not in configs.get("cleanup.policy", "delete")
 
 
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3   # IncrementalAlterConfigs' operations
-LIST_SETTINGS = {"cleanup.policy": "delete"}   # settings whose value is a list, and its default
+SET, DELETE, APPEND, SUBTRACT = topic_config.SET, topic_config.DELETE, \
+    topic_config.APPEND, topic_config.SUBTRACT   # IncrementalAlterConfigs' operations
 
 
 def changed_configs(current: Mapping[str, str],
@@ -117,46 +85,26 @@ def changed_configs(current: Mapping[str, str],
     """A topic's own settings after IncrementalAlterConfigs' (name, operation, value) steps:
     SET and DELETE any setting; APPEND and SUBTRACT items of a list setting. The result still
     has to pass check_topic_configs."""
-    configs = dict(current)
-    seen = set()
-    for name, operation, value in operations:
-        if name in seen:
-            raise TopicError("invalid_request", f"config {name!r} is named twice")
-        seen.add(name)
-        if operation == SET:
-            if value is None:
-                raise TopicError("invalid_config", f"cannot SET {name!r} to null")
-            configs[name] = value
-        elif operation == DELETE:
-            configs.pop(name, None)
-        elif operation in (APPEND, SUBTRACT):
-            if name not in LIST_SETTINGS:
-                raise TopicError("invalid_config", f"{name!r} is not a list: it can only be "
-                                                   "SET or DELETEd")
-            items = [i for i in configs.get(name, LIST_SETTINGS[name]).split(",") if i]
-            given = [i.strip() for i in (value or "").split(",") if i.strip()]
-            items = items + [i for i in given if i not in items] if operation == APPEND \
-                else [i for i in items if i not in given]
-            configs[name] = ",".join(items)
-        else:
-            raise TopicError("invalid_request", f"unknown config operation {operation}")
-    return configs
+    operations = list(operations)
+    names = [name for name, _, _ in operations]
+    for name in names:
+        if names.count(name) > 1:
+            raise TopicError("invalid_request", f"Error due to duplicate config keys: {name}")
+    if any(operation not in (SET, DELETE, APPEND, SUBTRACT) for _, operation, _ in operations):
+        raise TopicError("invalid_request", "unknown config operation")
+    try:
+        return topic_config.incremental(current, operations)
+    except topic_config.ConfigInvalid as exc:
+        raise TopicError("invalid_config", str(exc)) from None
 
 
 def check_topic_configs(configs: Mapping[str, str | None]) -> dict[str, str]:
-    checked = {}
-    for key, value in configs.items():
-        parse = TOPIC_SETTINGS.get(key)
-        if parse is None:
-            raise TopicError("invalid_config", f"unknown or unsupported topic config {key!r}")
-        if value is None:
-            continue
-        try:
-            parse(value)
-        except ValueError as exc:
-            raise TopicError("invalid_config", f"{key}={value!r}: {exc}") from None
-        checked[key] = value
-    return checked
+    """A topic's own settings checked as Kafka checks them (topic_config.check): every topic
+    config Kafka 4 defines, with Kafka's INVALID_CONFIG messages."""
+    try:
+        return topic_config.check(configs)
+    except topic_config.ConfigInvalid as exc:
+        raise TopicError("invalid_config", str(exc)) from None
 
 
 @dataclass(slots=True)
@@ -165,6 +113,8 @@ class Topic:
     topic_id: uuid.UUID
     configs: dict[str, str]
     partitions: list[PartitionLog] = field(default_factory=list)
+    # what TopicManager.settings derived from `configs`, kept until they are replaced
+    derived: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
     def internal(self) -> bool:
@@ -381,21 +331,40 @@ class TopicManager:
         self._keep_spare_marker()
         yield "catalog rewritten"
 
-    def log_config(self, topic_configs: Mapping[str, str]) -> LogConfig:
+    def resolved(self, topic_configs: Mapping[str, str]) -> list[topic_config.Resolved]:
+        """Every topic config's effective value and its source (topic_config.resolve)."""
         broker = self._config
+        return topic_config.resolve(topic_configs, broker, broker.explicit,
+                                    {name: setting.default for name, setting in SETTINGS.items()})
 
-        def pick(topic_key: str, default: int) -> int:
-            return int(topic_configs[topic_key]) if topic_key in topic_configs else default
+    def settings(self, topic: Topic) -> dict[str, Any]:
+        """The topic's effective configs, typed (ints, floats, booleans, lists), computed once
+        per version of its configs (alter_configs replaces the mapping, which drops this)."""
+        derived = topic.derived
+        if derived is None or derived[0] is not topic.configs:
+            values = self.typed(topic.configs)
+            derived = topic.derived = (topic.configs, values)
+        return derived[1]
 
+    def typed(self, topic_configs: Mapping[str, str]) -> dict[str, Any]:
+        # values were checked on the way in; the broker's own topics may go below Kafka's
+        # minimums (offsets.topic.segment.bytes), so only their types are read here
+        values = {item.name: topic_config.parse(item.name, item.value, checked=False)
+                  for item in self.resolved(topic_configs)}
+        if INTERNAL_SEGMENT_BYTES in topic_configs:
+            values["segment.bytes"] = int(topic_configs[INTERNAL_SEGMENT_BYTES])
+        return values
+
+    def log_config(self, topic_configs: Mapping[str, str]) -> LogConfig:
+        values = self.typed(topic_configs)
         # time and size retention would delete a compacted topic's live keys (group state)
-        keep_all = compacted(topic_configs)
+        keep_all = "delete" not in values["cleanup.policy"]
         return LogConfig(
-            segment_bytes=pick("segment.bytes", broker["log.segment.bytes"]),
-            retention_ms=-1 if keep_all else pick("retention.ms", retention_ms(broker)),
-            retention_bytes=-1 if keep_all else pick("retention.bytes",
-                                                     broker["log.retention.bytes"]),
-            index_interval_bytes=broker["log.index.interval.bytes"],
-            max_message_bytes=pick("max.message.bytes", broker["message.max.bytes"]),
+            segment_bytes=values["segment.bytes"],
+            retention_ms=-1 if keep_all else values["retention.ms"],
+            retention_bytes=-1 if keep_all else values["retention.bytes"],
+            index_interval_bytes=self._config["log.index.interval.bytes"],
+            max_message_bytes=values["max.message.bytes"],
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -530,20 +499,9 @@ def _fsync_directory(path: Path) -> None:
         os.close(directory)
 
 
-def effective_configs(manager: TopicManager, topic: Topic) -> list[tuple[str, str, bool]]:
-    """(name, value, is_default) for the settings that shape a topic's log."""
-    log_config = manager.log_config(topic.configs)
-    defaults = {
-        "cleanup.policy": "delete",
-        "retention.ms": str(log_config.retention_ms),
-        "retention.bytes": str(log_config.retention_bytes),
-        "segment.bytes": str(log_config.segment_bytes),
-        "max.message.bytes": str(log_config.max_message_bytes),
-        "message.timestamp.type": "CreateTime",
-        "min.insync.replicas": "1",
-    }
-    return [(name, topic.configs.get(name, value), name not in topic.configs)
-            for name, value in sorted({**defaults, **topic.configs}.items())]
+def effective_configs(manager: TopicManager, topic: Topic) -> list[topic_config.Resolved]:
+    """Every topic config Kafka lists for `topic`, with its value and source."""
+    return manager.resolved(topic.configs)
 
 
 def _check_open_files(new_partitions: int) -> None:

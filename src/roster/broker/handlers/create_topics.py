@@ -74,9 +74,9 @@ async def handle(broker, request, connection):
                                 num_partitions=-1, replication_factor=-1, configs=None))
             continue
         configs = () if config_entry is None else tuple(
-            make(config_entry, name=name, value=value, read_only=False,
-                 config_source=5 if is_default else 1, is_sensitive=False)
-            for name, value, is_default in effective_configs(broker.topics, topic))
+            make(config_entry, name=item.name, value=item.value, read_only=False,
+                 config_source=item.source, is_sensitive=False)
+            for item in effective_configs(broker.topics, topic))
         answers.append(make(entry, name=topic.name, topic_id=topic.topic_id,
                             error_code=ErrorCode.none, error_message=None,
                             num_partitions=count, replication_factor=1, configs=configs))

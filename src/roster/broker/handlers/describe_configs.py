@@ -1,14 +1,17 @@
 """DescribeConfigs (32), v1-4: a topic's settings, or this broker's, and where each value
 comes from (what admin clients' describe_configs and tools such as kafka-configs show).
 
-A topic lists the settings roster honours for it (docs/configuration.md): those set on the topic
-are DYNAMIC_TOPIC_CONFIG, the rest come from the broker setting they default to. Broker
+A topic lists every topic config Kafka defines (docs/configuration.md): those set on the topic
+are DYNAMIC_TOPIC_CONFIG, the rest come from the broker setting they default to (the operator's:
+STATIC_BROKER_CONFIG, else its default: DEFAULT_CONFIG), with Kafka's synonyms. Broker
 settings do not change while roster runs (alter_configs.py refuses them), so they are read-only:
 each is STATIC_BROKER_CONFIG when the file, the environment or --set gave it, DEFAULT_CONFIG
 otherwise.
 """
 from __future__ import annotations
 
+from roster.broker.topic_config import CONFIG_TYPES, text_of
+from roster.broker.topic_config_table import BY_NAME, TOPIC_CONFIGS
 from roster.broker.topics import effective_configs
 from roster.config import SETTINGS
 from roster.protocol.acl import AclOperation
@@ -23,27 +26,13 @@ TOPIC, BROKER, GROUP = 2, 4, 32                                  # ConfigResourc
 DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
 GROUP_CONFIG = 8
 BOOLEAN, STRING, INT, LONG, DOUBLE, LIST = 1, 2, 3, 5, 6, 7     # ConfigType (v3+)
-
-# each topic setting: the broker settings it defaults to (the first one set wins), and its type
-_TOPIC_DEFAULTS = {
-    "cleanup.policy": (("log.cleanup.policy",), LIST),
-    "max.message.bytes": (("message.max.bytes",), INT),
-    "message.timestamp.type": (("log.message.timestamp.type",), STRING),
-    "min.insync.replicas": (("min.insync.replicas",), INT),
-    "retention.bytes": (("log.retention.bytes",), LONG),
-    "retention.ms": (("log.retention.ms", "log.retention.minutes", "log.retention.hours"), LONG),
-    "segment.bytes": (("log.segment.bytes",), INT),
-}
-
-
-def _text(value) -> str | None:
-    """A setting's value as Kafka writes it: booleans in lower case, unset as null."""
-    if value is None:
-        return None
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
+# the broker settings behind topic configs have the topic config's type (hours and minutes: INT)
+BROKER_TYPES = {broker_name: CONFIG_TYPES[spec.type] if factor == 1 else INT
+                for spec in TOPIC_CONFIGS for broker_name, factor in spec.synonyms}
 
 def _broker_type(name: str, value) -> int:
+    if name in BROKER_TYPES:
+        return BROKER_TYPES[name]
     if isinstance(value, bool):
         return BOOLEAN
     if isinstance(value, float):
@@ -54,21 +43,14 @@ def _broker_type(name: str, value) -> int:
 
 
 def _topic_entries(broker, name: str):
-    """(name, value, source, read_only, synonyms, type, doc) per setting, or an error. The one
-    synonym named is where the value comes from: the topic, or the broker setting behind it."""
+    """(name, value, source, read_only, synonyms, type, doc) per topic config Kafka defines,
+    resolved as Kafka resolves them (roster.broker.topic_config.resolve), or an error."""
     topic = broker.topics.get(name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", ()
-    entries = []
-    for key, value, is_default in effective_configs(broker.topics, topic):
-        broker_keys, kind = _TOPIC_DEFAULTS.get(key, ((key,), STRING))
-        if is_default:
-            given = [k for k in broker_keys if k in broker.config.explicit]
-            source = STATIC_BROKER_CONFIG if given else DEFAULT_CONFIG
-            origin = given[0] if given else broker_keys[0]
-        else:
-            source, origin = DYNAMIC_TOPIC_CONFIG, key
-        entries.append((key, value, source, False, ((origin, value, source),), kind, None))
+    entries = [(item.name, item.value, item.source, False, item.synonyms, item.type,
+                BY_NAME[item.name].note)
+               for item in effective_configs(broker.topics, topic)]
     return ErrorCode.none, None, entries
 
 
@@ -82,7 +64,7 @@ def _broker_entries(broker, name: str):
     for key in sorted(SETTINGS):
         value = broker.config[key]
         source = STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
-        text = _text(value)
+        text = text_of(value)
         entries.append((key, text, source, True, ((key, text, source),),
                         _broker_type(key, value), SETTINGS[key].doc or None))
     return ErrorCode.none, None, entries
@@ -104,7 +86,7 @@ def _group_entries(broker, name: str):
             source = DEFAULT_CONFIG
         else:
             source = STATIC_BROKER_CONFIG if origin in broker.config.explicit else DEFAULT_CONFIG
-        text = _text(value)
+        text = text_of(value)
         kind = {"list": LIST, "boolean": BOOLEAN}.get(TYPES.get(key), INT)
         entries.append((key, text, source, False, ((origin, text, source),), kind, None))
     return ErrorCode.none, None, entries
