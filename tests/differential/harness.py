@@ -1,0 +1,185 @@
+"""The differential harness: each scenario runs once against Apache Kafka and once against roster
+(at the same time, on two threads), with the same requests at the same versions, and the two
+normalised traces (wire_trace.Trace) must be equal -- except for the differences listed in
+expected.py, which must show exactly as listed.
+
+A scenario is a function of one `Session` (the peer it runs against), registered with
+`@scenario(outcome=...)`; the decorator turns it into a pytest test that takes the shared
+`kafka_peer` and `roster_peer` fixtures. Names a scenario creates (groups, topics) are prefixed
+with the scenario's name, so scenarios share the two brokers without meeting.
+"""
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import threading
+import time
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from roster.protocol.api_keys import ApiKey
+from tests.differential.expected import EXPECTED
+from tests.differential.wire_trace import Trace, TracedConn
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACE_DIR = ROOT / ".cache" / "differential"
+POLL_S = 0.05
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    outcome: str
+    path: str
+    secure: bool = False
+
+    @property
+    def command(self) -> str:
+        return f".venv/bin/python -m pytest -n 0 {self.path} -k {self.name}"
+
+
+SCENARIOS: dict[str, Scenario] = {}
+
+
+class Session:
+    """One run of one scenario against one peer: its connections, names and trace."""
+
+    def __init__(self, scenario: str, peer: str, bootstrap: str, security=None) -> None:
+        self.scenario, self.peer, self.bootstrap = scenario, peer, bootstrap
+        self.security = security
+        self.trace = Trace()
+        self._conns: list[TracedConn] = []
+
+    def name(self, name: str) -> str:
+        return f"{self.scenario}.{name}"
+
+    def conn(self, who: str, traced: bool = True) -> TracedConn:
+        conn = TracedConn(self.bootstrap, self.trace if traced else None, who)
+        self._conns.append(conn)
+        return conn
+
+    def note(self, label: str, **observed) -> None:
+        self.trace.add(label, **observed)
+
+    def close(self) -> None:
+        for conn in self._conns:
+            conn.close()
+
+    # -- set-up steps that are not part of the trace ------------------------------------------
+    def topic(self, name: str, partitions: int) -> str:
+        real = self.name(name)
+        admin = self.conn("setup", traced=False)
+        answer = admin.call(ApiKey.CREATE_TOPICS, timeout=30000, topics=[{
+            "name": real, "num_partitions": partitions, "replication_factor": 1}])
+        assert int(answer.topics[0].error_code) in (0, 36), answer  # 36: already exists
+        self.wait(lambda: self.partitions(real) == partitions, f"{real} has {partitions} partitions")
+        return real
+
+    def partitions(self, topic: str) -> int:
+        admin = self.conn("setup", traced=False)
+        answer = admin.call(ApiKey.METADATA, topics=[{"name": topic}],
+                            allow_auto_topic_creation=False)
+        admin.close()
+        found = answer.topics[0]
+        return len(found.partitions) if int(found.error_code) == 0 else -1
+
+    def group_state(self, group: str) -> str:
+        admin = self.conn("setup", traced=False)
+        answer = admin.call(ApiKey.DESCRIBE_GROUPS, groups=[group])
+        admin.close()
+        return answer.groups[0].group_state
+
+    def wait_state(self, group: str, state: str, timeout_s: float = 30.0) -> None:
+        self.wait(lambda: self.group_state(group) == state, f"{group} is {state}", timeout_s)
+
+    def wait(self, condition, what: str, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not condition():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{self.peer}: waited {timeout_s}s for {what}")
+            threading.Event().wait(POLL_S)
+
+    def timed(self, label: str, elapsed_s: float, low_ms: int, high_ms: int) -> None:
+        """A timer-driven outcome: the trace holds whether it fell in [low, high] ms."""
+        inside = low_ms <= elapsed_s * 1000 <= high_ms
+        self.trace.add(label, within=f"[{low_ms}, {high_ms}] ms" if inside else
+                       f"outside [{low_ms}, {high_ms}] ms: {elapsed_s * 1000:.0f} ms")
+
+
+def run_one(scenario: str, body, peer: str, bootstrap: str, security=None) -> Trace:
+    session = Session(scenario, peer, bootstrap, security)
+    try:
+        body(session)
+    except Exception as exc:  # the trace shows where this peer's story stopped
+        session.trace.add("raised", error=f"{type(exc).__name__}: {exc}",
+                          where=traceback.format_exc().splitlines()[-3].strip())
+    finally:
+        session.close()
+    return session.trace
+
+
+def apply_expected(name: str, kafka: list[dict], roster: list[dict]) -> None:
+    """Check each listed difference shows exactly, then blank it so the rest must be equal."""
+    by_step = ({e["step"]: e for e in kafka}, {e["step"]: e for e in roster})
+    for listed in EXPECTED.get(name, ()):
+        for entries, want in zip(by_step, (listed.kafka, listed.roster)):
+            entry = entries.get(listed.step)
+            assert entry is not None, f"listed difference at {listed.step} has no such step"
+            assert entry.get(listed.field) == want, (
+                f"listed difference {listed.step}.{listed.field}: expected {want!r}, "
+                f"got {entry.get(listed.field)!r}")
+            entry[listed.field] = "<listed difference>"
+
+
+def compare(name: str, kafka: Trace, roster: Trace, roster_log: list[str] = ()) -> None:
+    TRACE_DIR.mkdir(parents=True, exist_ok=True)
+    texts = {}
+    for peer, trace in (("kafka", kafka), ("roster", roster)):
+        texts[peer] = json.dumps(trace.entries, indent=1, sort_keys=True, default=str)
+        (TRACE_DIR / f"{name}.{peer}.json").write_text(texts[peer])
+    assert not any(e["step"].startswith("raised") for e in kafka.entries), (
+        "the scenario failed against Kafka itself (a harness bug):\n" + texts["kafka"])
+    apply_expected(name, kafka.entries, roster.entries)
+    if kafka.entries != roster.entries:
+        diff = difflib.unified_diff(
+            json.dumps(kafka.entries, indent=1, sort_keys=True, default=str).splitlines(),
+            json.dumps(roster.entries, indent=1, sort_keys=True, default=str).splitlines(),
+            "kafka", "roster", lineterm="", n=6)
+        pytest.fail(f"{name}: roster's trace differs from Kafka's\n" + "\n".join(diff)
+                    + "\nroster's log:\n" + "\n".join(list(roster_log)[-15:]), pytrace=False)
+
+
+def scenario(outcome: str, secure: bool = False):
+    """Register a scenario `test_<name>(s: Session)` and make it a test over both peers."""
+
+    def wrap(body):
+        name = body.__name__.removeprefix("test_")
+        path = Path(inspect.getsourcefile(body)).resolve().relative_to(ROOT).as_posix()
+        SCENARIOS[name] = Scenario(name, " ".join(outcome.split()), path, secure)
+
+        def run(kafka_peer, roster_peer):
+            security = None
+            with ThreadPoolExecutor(2) as pool:
+                kafka = pool.submit(run_one, name, body, "kafka", kafka_peer.bootstrap, security)
+                roster = pool.submit(run_one, name, body, "roster", roster_peer.bootstrap,
+                                     security)
+                compare(name, kafka.result(), roster.result(), roster_peer.output)
+
+        def run_secure(kafka_peer_secure, roster_peer_secure):
+            with ThreadPoolExecutor(2) as pool:
+                kafka = pool.submit(run_one, name, body, "kafka", kafka_peer_secure.bootstrap,
+                                    kafka_peer_secure)
+                roster = pool.submit(run_one, name, body, "roster",
+                                     roster_peer_secure.bootstrap, roster_peer_secure)
+                compare(name, kafka.result(), roster.result(), roster_peer_secure.output)
+
+        test = run_secure if secure else run
+        test.__name__, test.__doc__ = body.__name__, body.__doc__
+        return pytest.mark.interop(pytest.mark.xdist_group("kafka")(test))
+
+    return wrap

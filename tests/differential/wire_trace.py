@@ -1,0 +1,247 @@
+"""A raw Kafka-protocol connection that records what it observes into a Trace, normalised.
+
+Every request a scenario sends goes through `TracedConn`: the trace gets one entry per answer with
+the API, the version, every error code in the answer (top level and nested, in order) and any
+fields the scenario asks to keep. Requests are built from plain dicts (nested entities from
+nested dicts) at the fixed versions in VERSIONS, the same for both peers.
+
+Normalisation (what Kafka leaves open, so it never appears in a trace):
+- member ids: replaced by m1, m2, ... in the order the trace first sees them (Kafka makes them
+  `client.id-UUID`; clients only echo them back);
+- topic ids: replaced by t1, t2, ...;
+- node ids, hosts and ports of brokers/coordinators, cluster ids: replaced by "<node>",
+  "<host>", "<port>", dropped;
+- throttle times: dropped (quotas are not compared);
+- lists of members: Kafka keeps them in a hash map, so their order is open; they are sorted by
+  instance id, then by symbol;
+- clocks: a timer outcome is recorded as "within [lo, hi] ms" (the tolerance), never the time.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+import itertools
+import socket
+import struct
+import typing
+import uuid
+
+from kio.schema.errors import ErrorCode
+
+from roster.protocol.api_keys import ApiKey
+from roster.protocol.build import element
+from roster.protocol.codec import decode_response, encode_request, request_schema
+from roster.protocol.consumer_protocol import decode_assignment, decode_subscription
+
+# One version per API for both peers: the highest that Kafka 4.4, roster and kio all speak
+# while the APIs still name topics (OffsetCommit/OffsetFetch v10 switch to topic ids).
+VERSIONS = {
+    ApiKey.JOIN_GROUP: 9, ApiKey.SYNC_GROUP: 5, ApiKey.HEARTBEAT: 4, ApiKey.LEAVE_GROUP: 5,
+    ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9, ApiKey.OFFSET_DELETE: 0,
+    ApiKey.DESCRIBE_GROUPS: 5, ApiKey.LIST_GROUPS: 5, ApiKey.DELETE_GROUPS: 2,
+    ApiKey.CONSUMER_GROUP_HEARTBEAT: 1, ApiKey.CONSUMER_GROUP_DESCRIBE: 1,
+    ApiKey.FIND_COORDINATOR: 6, ApiKey.METADATA: 12, ApiKey.CREATE_TOPICS: 7,
+    ApiKey.CREATE_PARTITIONS: 3, ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
+    ApiKey.DESCRIBE_CONFIGS: 4, ApiKey.API_VERSIONS: 3,
+}
+MEMBER_FIELDS = {"member_id", "leader", "leader_id"}
+DROPPED = {"throttle_time", "cluster_id"}
+HIDDEN = {"node_id": "<node>", "host": "<host>", "port": "<port>", "leader_id_node": "<node>"}
+CONSUMER_BYTES = {"metadata": decode_subscription, "member_metadata": decode_subscription,
+                  "assignment": decode_assignment, "member_assignment": decode_assignment}
+
+
+class Trace:
+    """What one run of one scenario observed, in the order the scenario read it."""
+
+    def __init__(self) -> None:
+        self.entries: list[dict] = []
+        self._symbols: dict[str, dict[str, str]] = {"m": {}, "t": {}}
+        self._steps: dict[str, itertools.count] = {}
+
+    def symbol(self, kind: str, real: str) -> str:
+        table = self._symbols[kind]
+        if real not in table:
+            table[real] = f"{kind}{len(table) + 1}"
+        return table[real]
+
+    def member(self, real: str) -> str:
+        return self.symbol("m", real) if real else real
+
+    def step(self, label: str) -> str:
+        """`label#n`: the n-th entry with this label (keys the expected-differences table)."""
+        counter = self._steps.setdefault(label, itertools.count(1))
+        return f"{label}#{next(counter)}"
+
+    def add(self, label: str, **observed) -> dict:
+        entry = {"step": self.step(label), **observed}
+        self.entries.append(entry)
+        return entry
+
+    def plain(self, value, key: str = ""):
+        """A decoded answer as plain data with the normalisation applied."""
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: self.plain(getattr(value, f.name), f.name)
+                    for f in dataclasses.fields(value)
+                    if not f.name.startswith("__") and f.name not in DROPPED}
+        if isinstance(value, (tuple, list)):
+            if value and all(hasattr(v, "member_id") for v in value):
+                value = sorted(value, key=self._member_order)
+            return [self.plain(v, key) for v in value]
+        if isinstance(value, ErrorCode):
+            return value.name
+        if isinstance(value, enum.Enum):
+            return value.value
+        if isinstance(value, datetime.timedelta):
+            return int(value.total_seconds() * 1000)
+        if isinstance(value, datetime.datetime):
+            return "<time>"
+        if isinstance(value, uuid.UUID):
+            return "<zero>" if value.int == 0 else self.symbol("t", str(value))
+        if key in HIDDEN and value is not None:
+            return HIDDEN[key]
+        if key in MEMBER_FIELDS and isinstance(value, str):
+            return self.member(value)
+        if key in CONSUMER_BYTES and isinstance(value, bytes) and value:
+            try:
+                return self.plain(CONSUMER_BYTES[key](value))
+            except ValueError:
+                return value.hex()
+        if isinstance(value, bytes):
+            return value.hex()
+        return value
+
+
+    def _member_order(self, entity) -> tuple:
+        known = self._symbols["m"].get(entity.member_id)
+        return (getattr(entity, "group_instance_id", None) or getattr(entity, "instance_id", None)
+                or "", known is None, known or entity.member_id)
+
+
+def error_codes(answer) -> list[str]:
+    """Every error_code in the answer, depth first in field order, as names."""
+    found: list[str] = []
+
+    def walk(value) -> None:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                item = getattr(value, f.name)
+                if f.name == "error_code":
+                    found.append(ErrorCode(int(item)).name)
+                else:
+                    walk(item)
+        elif isinstance(value, tuple):
+            for item in value:
+                walk(item)
+
+    walk(answer)
+    return found
+
+
+def build(schema: type, values: dict):
+    """schema(**values), nested dicts built into their entity classes; fields left out get the
+    empty value of their type (None, (), False, "")."""
+    hints = typing.get_type_hints(schema)
+    kwargs = {}
+    for name, hint in hints.items():
+        if name.startswith("__"):
+            continue
+        if name not in values:
+            kwargs[name] = _empty(hint)
+            continue
+        value = values[name]
+        if isinstance(value, dict):
+            value = build(element(schema, name), value)
+        elif isinstance(value, (list, tuple)):
+            value = tuple(build(element(schema, name), v) if isinstance(v, dict) else v
+                          for v in value)
+        elif isinstance(value, int) and "Timedelta" in str(hint):
+            value = datetime.timedelta(milliseconds=value)
+        kwargs[name] = value
+    return schema(**kwargs)
+
+
+def _empty(hint):
+    text = str(hint)
+    if "None" in text:
+        return None
+    if typing.get_origin(hint) is tuple:
+        return ()
+    if hint is bool:
+        return False
+    if hint is str:
+        return ""
+    raise TypeError(f"no default for a field of type {hint}")
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+class TracedConn:
+    """One TCP connection; `send` then `recv` (answers come back in request order), or `call`."""
+
+    def __init__(self, bootstrap: str, trace: Trace | None, who: str,
+                 timeout_s: float = 30.0) -> None:
+        host, port = bootstrap.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+        self.trace, self.who = trace, who
+        self._ids = itertools.count(1)
+        self._pending: list[tuple[int, int, int]] = []
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def send(self, api: ApiKey, version: int | None = None, **fields) -> None:
+        version = VERSIONS[api] if version is None else version
+        body = build(request_schema(api, version), fields)
+        correlation_id = next(self._ids)
+        self.sock.sendall(encode_request(api, version, correlation_id, self.who, body))
+        self._pending.append((api, version, correlation_id))
+
+    def send_raw(self, frame: bytes) -> None:
+        self.sock.sendall(frame)
+
+    def recv(self, keep: tuple[str, ...] = ()):
+        """The next answer; the trace gets its API, version, error codes and the `keep` fields."""
+        api, version, correlation_id = self._pending.pop(0)
+        got, answer = decode_response(api, version, self.read_frame())
+        assert got == correlation_id, (got, correlation_id)
+        if self.trace is not None:
+            observed = {"api": ApiKey(api).name, "v": version, "errors": error_codes(answer)}
+            for name in keep:
+                observed[name] = self.trace.plain(getattr(answer, name), name)
+            self.trace.add(f"{self.who} {ApiKey(api).name}", **observed)
+        return answer
+
+    def call(self, api: ApiKey, version: int | None = None, keep: tuple[str, ...] = (),
+             **fields):
+        self.send(api, version, **fields)
+        return self.recv(keep)
+
+    def read_frame(self) -> bytes:
+        (size,) = struct.unpack(">i", self._read(4))
+        return self._read(size)
+
+    def _read(self, size: int) -> bytes:
+        data = bytearray()
+        while len(data) < size:
+            try:
+                chunk = self.sock.recv(size - len(data))
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                raise ConnectionClosed("closed by the broker")
+            data += chunk
+        return bytes(data)
+
+    def closed_by_peer(self, timeout_s: float) -> bool:
+        """True when the broker closes this connection within timeout_s (EOF or reset)."""
+        self.sock.settimeout(timeout_s)
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+        except TimeoutError:
+            return False
