@@ -70,6 +70,12 @@ class Session:
         for conn in self._conns:
             conn.close()
 
+    def describe(self, group: str, who: str = "admin") -> None:
+        """DescribeGroups as an admin sees it, into the trace."""
+        admin = self.conn(who)
+        admin.call(ApiKey.DESCRIBE_GROUPS, keep=("groups",), groups=[group])
+        admin.close()
+
     # -- set-up steps that are not part of the trace ------------------------------------------
     def topic(self, name: str, partitions: int) -> str:
         real = self.name(name)

@@ -66,6 +66,15 @@ class ClassicMember:
             code = self.finish_join()
         return code
 
+    def join_until_parked(self, session) -> None:
+        """A newcomer to a stable group: MEMBER_ID_REQUIRED, then a join that parks the group
+        in PreparingRebalance until the others rejoin (finish it with finish_join)."""
+        self.send_join()
+        if self.instance_id is None:
+            self.finish_join()
+            self.send_join()
+        session.wait_state(self.group, "PreparingRebalance")
+
     def sync(self, plan: dict[ClassicMember, dict[str, tuple[int, ...]]] | None = None) -> int:
         self.send_sync(plan)
         return self.finish_sync()
