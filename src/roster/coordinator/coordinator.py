@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from roster.coordinator import (
     admin,
+    away,
     expectations,
     expiry,
     heartbeat,
@@ -33,7 +34,7 @@ from roster.coordinator.messages import CommitRequest, JoinRequest, LeaveRequest
 from roster.coordinator.replay import replay
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
-from roster.coordinator.timers import JoinDeadline, SessionDeadline, SyncDeadline
+from roster.coordinator.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
 from roster.observability.recorder import ClassicRecorder
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
@@ -137,6 +138,8 @@ class Coordinator:
                 rebalance.join_deadline(self, group, event, now, result)
             case SyncDeadline():
                 rebalance.sync_deadline(self, group, event, now, result)
+            case AwayCheck():
+                away.check(self, group, now, result)
         metadata_watch.after(self, event.group_id, now)
         return result
 

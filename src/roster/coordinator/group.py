@@ -109,6 +109,9 @@ class Group:
     watched: dict | None = None
     watched_generation: int = -1
     watch_checked_ms: int = 0
+    # During a rebalance the metadata watch started: the static members it no longer waits
+    # for (away.py). None during any other join phase, and between join phases.
+    away: dict[str, None] | None = None
 
     # -- state ---------------------------------------------------------------------------
 
@@ -147,6 +150,8 @@ class Group:
         member = self.members.pop(member_id, None)
         for table in (self.pending_sync, self.joining, self.syncing, self.new_members):
             discard(table, member_id)
+        if self.away:
+            discard(self.away, member_id)
         if member is None:
             return None
         self._uncount(member.protocols)
@@ -169,6 +174,8 @@ class Group:
             self.leader_id = new_id
         for table in (self.pending_sync, self.joining, self.syncing):
             rename(table, old_id, new_id)
+        if self.away:
+            rename(self.away, old_id, new_id)
         return member
 
     def set_protocols(self, member: Member, protocols: Protocols) -> None:
@@ -193,6 +200,8 @@ class Group:
 
     def park_join(self, member: Member, parked: Parked) -> None:
         self.joining[member.member_id] = parked
+        if self.away:   # it came back: it is waited for like anyone who rejoined
+            discard(self.away, member.member_id)
 
     def take_join(self, member: Member) -> Parked | None:
         """The member's parked JoinGroup, now no longer parked (None if there was none)."""
@@ -218,8 +227,11 @@ class Group:
         return len(self.joining)
 
     def all_joined(self) -> bool:
-        """Everyone (known and pending) has rejoined: the join phase may complete early."""
-        return not self.pending_members and self.awaiting_join_count() == len(self.members)
+        """Everyone the join phase waits for (known and pending members, except those a
+        metadata-watch rebalance counts as away: away.py) has rejoined: it may complete early."""
+        away = len(self.away) if self.away else 0
+        return not self.pending_members and \
+            self.awaiting_join_count() + away == len(self.members)
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)

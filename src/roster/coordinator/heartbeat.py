@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from roster.coordinator import metadata_watch
-from roster.coordinator.rebalance import prepare_rebalance, reschedule_heartbeat
+from roster.coordinator.rebalance import reschedule_heartbeat
 from roster.coordinator.results import Result
 from roster.coordinator.states import HEARTBEAT, GroupState, Refuse
 from roster.coordinator.validation import generation_member_error
@@ -39,7 +39,7 @@ def check_in(ctx, group_id: str, generation: int, member_id: str, group_instance
         if found:
             # roster's: the subscribed topics changed, leader or not (metadata_watch.py). The
             # rebalance starts here; this member learns of it like any other, from its answer.
-            prepare_rebalance(ctx, group, now, result, metadata_watch.reason(found),
-                              metadata_watch.trigger(found, member_id, group_instance_id))
+            metadata_watch.start_rebalance(ctx, group, now, result, found, member_id,
+                                           group_instance_id)
             return HEARTBEAT[group.state]
     return answer

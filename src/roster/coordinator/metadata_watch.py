@@ -17,7 +17,7 @@ then, as in Kafka, only the leader notices.
 """
 from __future__ import annotations
 
-from roster.coordinator import rebalance
+from roster.coordinator import away, rebalance
 from roster.coordinator.group import Group
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
@@ -83,9 +83,18 @@ def before_static_rejoin(ctx, request, now: int) -> Result | None:
     if not found:
         return None
     result = Result()
-    rebalance.prepare_rebalance(ctx, group, now, result, reason(found),
-                                trigger(found, None, request.group_instance_id))
+    start_rebalance(ctx, group, now, result, found, None, request.group_instance_id)
     return result
+
+
+def start_rebalance(ctx, group: Group, now: int, result: Result, found: list[str],
+                    member_id: str | None, instance_id: str | None) -> None:
+    """The subscribed topics changed: rebalance, without waiting for static members that are
+    away (away.py)."""
+    away.begin(group)
+    rebalance.prepare_rebalance(ctx, group, now, result, reason(found),
+                                trigger(found, member_id, instance_id))
+    away.check(ctx, group, now, result)
 
 
 def merged(first: Result, then: Result) -> Result:

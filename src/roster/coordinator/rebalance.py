@@ -13,7 +13,7 @@ from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
 from roster.coordinator.results import Result
 from roster.coordinator.sessions import reschedule_heartbeat
 from roster.coordinator.states import CAN_REBALANCE, GroupState
-from roster.coordinator.timers import JoinDeadline, SyncDeadline, join_key, sync_key
+from roster.coordinator.timers import JoinDeadline, SyncDeadline, away_key, join_key, sync_key
 from roster.observability import events as ev
 from roster.protocol.errors import ErrorCode
 
@@ -124,6 +124,13 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
                         JoinDeadline(group.group_id))
         return
 
+    # A rebalance the metadata watch started: its static members that did not rejoin are
+    # reserved their place (away.py), neither expected to sync nor given a new session.
+    reserved = () if group.away is None else \
+        {m for m, member in group.members.items() if not group.is_joining(member)}
+    if group.away is not None:
+        group.away = None
+        result.cancel(away_key(group.group_id))
     group.generation += 1
     if not group.members:
         group.protocol_name = None
@@ -142,6 +149,8 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
     for member in group.members.values():
         answer_join(result, group, member, current_generation_reply(
             group, member.member_id, everyone if group.is_leader(member.member_id) else ()))
+        if member.member_id in reserved:
+            continue
         reschedule_heartbeat(result, group, member, now)
         group.pending_sync[member.member_id] = None
     group.new_members.clear()  # through the join phase: nobody is new any more

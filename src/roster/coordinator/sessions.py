@@ -35,6 +35,14 @@ def reschedule_heartbeat(result: Result, group: Group, member: Member, now: int,
     member.session_deadline_ms = deadline
 
 
+def last_heard(member: Member) -> int | None:
+    """When the member was last heard from (its deadline less its session timeout), or None
+    once its session has lapsed. Exact for every deadline set above without `timeout_ms`;
+    only a new member, whose JoinGroup is parked, has another."""
+    deadline = member.session_deadline_ms
+    return None if deadline is None else deadline - member.session_timeout_ms
+
+
 def add_pending(result: Result, group: Group, member_id: str, deadline: int) -> None:
     """A pending member id expires at `deadline` unless it rejoins or leaves first."""
     group.pending_members[member_id] = deadline

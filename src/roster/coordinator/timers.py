@@ -23,6 +23,10 @@ def sync_key(group_id: str) -> str:
     return f"sync:{group_id}"
 
 
+def away_key(group_id: str) -> str:
+    return f"away:{group_id}"
+
+
 @dataclass(frozen=True, slots=True)
 class SessionDeadline:
     """The earliest session deadline of the group's members (and pending member ids) has come."""
@@ -44,3 +48,11 @@ class JoinDeadline:
 class SyncDeadline:
     group_id: str
     generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class AwayCheck:
+    """During a rebalance the metadata watch started: look for static members that are away
+    (coordinator/away.py)."""
+
+    group_id: str
