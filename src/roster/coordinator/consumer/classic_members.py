@@ -356,7 +356,10 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
             if member is not None and identity.member_id \
                     and member.member_id != identity.member_id:
                 error = ErrorCode.fenced_instance_id
-        if error is ErrorCode.none and (member is None or member.classic is None):
+        # any member, of either protocol: an admin's LeaveGroup by instance id
+        # (Admin.removeMembersFromConsumerGroup) removes consumer-protocol members too, as
+        # Kafka's classicGroupLeaveToConsumerGroup does
+        if error is ErrorCode.none and member is None:
             error = ErrorCode.unknown_member_id
         if error is not ErrorCode.none:
             answers.append(LeaveMemberResult(identity.member_id, identity.group_instance_id,
@@ -367,7 +370,9 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
         ctx._fence(group, member, result, now)
         _cancel_deadline(group, result, join_key(q.group_id, member.member_id))
         _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))
-        answers.append(LeaveMemberResult(member.member_id, identity.group_instance_id,
+        # the identity as asked (member id "" for one named by instance id), as Kafka answers:
+        # Admin.removeMembersFromConsumerGroup matches its members to the answers by it
+        answers.append(LeaveMemberResult(identity.member_id, identity.group_instance_id,
                                          ErrorCode.none))
     # should the write fail, the members stay (ctx._fenced: every member _fence removed), and
     # their sessions run out as if they had not left (ConsumerCoordinator.write_completed)

@@ -272,13 +272,34 @@ def test_classic_leave_and_unknown_members():
     ids = h.classic_static_group("a", "b")
     h.cg_join("new-c")
     epoch = h.consumer.groups["g"].group_epoch
-    reply = h.leave((ids["a"], "a"), ("nobody", None), ("new-c", None))
+    reply = h.leave((ids["a"], "a"), ("nobody", None))
     errors = [m.error for m in reply.members]
-    assert errors == [ErrorCode.none, ErrorCode.unknown_member_id, ErrorCode.unknown_member_id]
+    assert errors == [ErrorCode.none, ErrorCode.unknown_member_id]
     assert ids["a"] not in h.consumer.groups["g"].members
     assert h.consumer.groups["g"].group_epoch == epoch + 1
     # a consumer-protocol member cannot use the classic heartbeat
     assert h.heartbeat("new-c", epoch, None) is ErrorCode.unknown_member_id
+
+
+def test_classic_leave_removes_consumer_protocol_members_too():
+    """Admin.removeMembersFromConsumerGroup sends LeaveGroup whatever protocol the member
+    speaks; Kafka's classicGroupLeaveToConsumerGroup removes a consumer-protocol member by
+    instance id or member id (tests/interop/test_java_consumers.py shows it with both)."""
+    h = Mixed()
+    h.classic_static_group("a", "b")
+    h.cg_join("new-c", instance="c")
+    h.cg_join("new-d")
+    epoch = h.consumer.groups["g"].group_epoch
+    reply = h.leave(("", "c"))
+    assert [(m.member_id, m.group_instance_id, m.error) for m in reply.members] == \
+        [("", "c", ErrorCode.none)]   # the identity as asked: the admin client matches by it
+    assert "new-c" not in h.consumer.groups["g"].members
+    assert h.consumer.groups["g"].group_epoch == epoch + 1
+    reply = h.leave(("new-d", None), ("", "c"))
+    assert [m.error for m in reply.members] == [ErrorCode.none, ErrorCode.unknown_member_id]
+    # that was the last consumer-protocol member: back to a classic group of a and b
+    assert "g" not in h.consumer.groups
+    assert len(h.coordinator.groups["g"].members) == 2
 
 
 def test_a_classic_member_that_never_rejoins_is_fenced_after_its_rebalance_timeout():
