@@ -13,7 +13,9 @@ from roster.observability.plots import (
     clock,
     esc,
     generations_plot,
+    moves_text,
     ownership_plot,
+    time_range,
 )
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 
@@ -129,12 +131,20 @@ def _timeline(events, with_group: bool = False) -> str:
             f'<td><span class="why" style="background:{colour}"></span>{what}</td>'
             f'<td>{esc(e.outcome or e.kind)}</td><td class="num">{took}</td>'
             f'<td class="num">{len(e.members_before)} → {len(e.members_after)}</td>'
-            f'<td class="num">{len(e.moved) if e.moved else "—"}</td></tr>')
+            f'<td class="num">{_moved_cell(e.moved)}</td></tr>')
     group_head = "<th>group</th>" if with_group else ""
     return ('<table class="timeline"><tr><th>when (UTC)</th>' + group_head +
             '<th class="num">gen</th><th>why</th><th>outcome</th><th class="num">took</th>'
             '<th class="num">members</th><th class="num">moved</th></tr>'
             + "".join(rows) + "</table>")
+
+
+def _moved_cell(moved) -> str:
+    """Partitions handed from one member to another (a first assignment is not a move),
+    with the whole story in a tooltip."""
+    if not moved:
+        return "—"
+    return f'<span title="{esc(moves_text(moved))}">{sum(m.handed_over for m in moved)}</span>'
 
 
 def group_page(broker, store, group_id: str, now_ms: int) -> bytes | None:
@@ -191,9 +201,11 @@ def group_page(broker, store, group_id: str, now_ms: int) -> bytes | None:
                          for _, t, p, c, e, b in lag) + '</table>')
     else:
         lag_table = '<p class="empty">No committed offsets.</p>'
+    span = time_range(events, now_ms)   # one time axis for both plots
     body = (cards
-            + f'<section><h2>Rebalances over time</h2>{generations_plot(events)}</section>'
-            + f'<section><h2>Partition ownership</h2>{ownership_plot(events, now_ms)}</section>'
+            + f'<section><h2>Rebalances over time</h2>{generations_plot(events, span)}</section>'
+            + f'<section><h2>Partition ownership</h2>{ownership_plot(events, now_ms, span)}'
+            '</section>'
             + f'<section><h2>Members</h2>{member_table}</section>'
             + f'<section><h2>Lag</h2>{lag_table}</section>'
             + f'<section><h2>Timeline</h2>{_timeline(events[-50:])}</section>')

@@ -57,6 +57,12 @@ class Moved:
     after: str | None
     unowned_ms: int | None = None
 
+    @property
+    def handed_over(self) -> bool:
+        """From one member to another. A partition's first assignment (no owner before) is
+        not a move, nor is one left without an owner."""
+        return self.before is not None and self.after is not None
+
 
 @dataclass(frozen=True, slots=True)
 class GroupEvent:

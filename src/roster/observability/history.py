@@ -39,6 +39,27 @@ WHY = {
 }
 
 
+def moves_text(moved) -> str:
+    """A generation's moves in words: partitions handed from one member to another (with the
+    longest time one had no owner), assigned for the first time, and left without an owner."""
+    handed = [m for m in moved if m.handed_over]
+    gaps = [m.unowned_ms for m in handed if m.unowned_ms is not None]
+    counts = [(len(handed), "changed owner" + (
+                  f" (without an owner up to {max(gaps)} ms)" if gaps else "")),
+              (sum(m.before is None and m.after is not None for m in moved),
+               "assigned for the first time"),
+              (sum(m.after is None for m in moved), "left without an owner")]
+    return "; ".join(f"{n} partition{'s' if n != 1 else ''} {what}" for n, what in counts if n)
+
+
+def later_causes_text(count: int) -> str:
+    """triggers_after, in words: causes that arrived while the rebalance was under way were
+    handled by it, without a rebalance of their own."""
+    changes = "1 more change" if count == 1 else f"{count} more changes"
+    return (f"also covers {changes} (such as another member joining or leaving) that "
+            "arrived while it was under way")
+
+
 def _topic(client: AdminClient):
     answer = metadata(client, [EVENTS_TOPIC])
     topic = answer.topics[0]
@@ -182,13 +203,9 @@ def format_event(event: GroupEvent) -> list[str]:
         if t.fenced_id:
             lines.append(f"{'':25}fenced member id {t.fenced_id}")
         if event.triggers_after:
-            lines.append(f"{'':25}{event.triggers_after} more change(s) joined this rebalance")
+            lines.append(f"{'':25}{later_causes_text(event.triggers_after)}")
         if event.moved:
-            gaps = [m.unowned_ms for m in event.moved if m.unowned_ms is not None]
-            moved = f"{len(event.moved)} partition(s) changed owner"
-            if gaps:
-                moved += f"; without an owner up to {max(gaps)} ms"
-            lines.append(f"{'':25}{moved}")
+            lines.append(f"{'':25}{moves_text(event.moved)}")
     if t.client_reason:
         lines.append(f"{'':25}client says: {t.client_reason}")
     if t.detail and event.kind == ev.GENERATION and t.kind == ev.OTHER:

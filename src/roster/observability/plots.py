@@ -6,6 +6,8 @@ import datetime
 import html
 
 from roster.observability import events as ev
+from roster.observability.axes import integer_ticks, time_label, time_ticks
+from roster.observability.history import moves_text
 
 # one colour per reason, chosen to stay distinguishable for common colour-vision deficiencies
 COLOURS = {
@@ -37,23 +39,30 @@ def clock(ms: int, with_date: bool = False) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S" if with_date else "%H:%M:%S")
 
 
-def _ticks(t0: int, t1: int, count: int = 6) -> list[int]:
-    span = max(t1 - t0, 1)
-    return [t0 + span * i // (count - 1) for i in range(count)]
+# The group page's two time plots share these margins and one time range, so that a moment
+# is at the same place across the page in both.
+LEFT, RIGHT = 150, 40
+LABEL_CHARS = 22    # partition names longer than this are cut at the left (their end differs)
 
 
-def tick_label(ms: int, span_ms: int) -> str:
-    """A time axis label precise enough that neighbouring ticks differ."""
-    moment = datetime.datetime.fromtimestamp(ms / 1000, datetime.timezone.utc)
-    if span_ms < 30_000:
-        return moment.strftime("%H:%M:%S.%f")[:-5]
-    if span_ms > 2 * 86_400_000:
-        return moment.strftime("%m-%d %H:%M")
-    return moment.strftime("%H:%M:%S")
+def time_range(events, now_ms: int) -> tuple[int, int]:
+    """The one time range the group page's plots share: from the earliest rebalance start (or
+    stretch without an owner) to now, with a little room at both ends."""
+    starts = [e.started_ms for e in events if e.kind in (ev.GENERATION, ev.SAVED)]
+    starts += [start for segments in ownership_segments(events, now_ms).values()
+               for start, _, _ in segments]
+    t1 = max([e.at_ms for e in events] + [now_ms])
+    t0 = min(starts, default=t1 - 1000)
+    room = max((t1 - t0) // 40, 20)
+    return t0 - room, t1 + room
 
 
-def _anchor(i: int, count: int) -> str:
-    return "start" if i == 0 else "end" if i == count - 1 else "middle"
+def _time_axis(t0: int, t1: int, x, top: float, bottom: float, label_y: float) -> list[str]:
+    """Grid lines at round times across the plot, labelled below it."""
+    step, ticks = time_ticks(t0, t1)
+    return [f'<line class="tick" x1="{x(t):.1f}" y1="{top}" x2="{x(t):.1f}" y2="{bottom}" '
+            f'stroke="#e6e6e6"/><text x="{x(t):.1f}" y="{label_y}" font-size="11" '
+            f'text-anchor="middle" fill="#555">{time_label(t, step)}</text>' for t in ticks]
 
 
 def legend(kinds, colours=COLOURS) -> str:
@@ -63,54 +72,49 @@ def legend(kinds, colours=COLOURS) -> str:
     return f'<div class="legend">{items}</div>'
 
 
-def generations_plot(events, width: int = 900, height: int = 260) -> str:
+def generations_plot(events, span: tuple[int, int] | None = None, width: int = 900,
+                     height: int = 260) -> str:
     """Generations over time: one dot per generation at its end, height = generation number,
-    colour = what triggered it; saved rebalances are green diamonds on the axis."""
+    a line back to when its rebalance began, colour = what triggered it; a rebalance that
+    static membership saved is a green diamond at the height of the generation it kept."""
     gens = [e for e in events if e.kind == ev.GENERATION]
     saved = [e for e in events if e.kind == ev.SAVED]
     points = gens + saved
     if not points:
         return '<p class="empty">No rebalances recorded yet.</p>'
-    left, right, top, bottom = 56, 16, 14, 36
-    t0 = min(e.started_ms for e in points)
-    t1 = max(e.at_ms for e in points)
-    if t1 == t0:
-        t0, t1 = t0 - 1000, t1 + 1000
-    g_max = max([e.generation for e in points] + [1])
-    g_min = min([e.generation for e in points] + [g_max])
-    plot_w, plot_h = width - left - right, height - top - bottom
+    top, bottom = 14, 36
+    t0, t1 = span or time_range(events, max(e.at_ms for e in points))
+    g_low, g_high, g_ticks = integer_ticks(min(e.generation for e in points),
+                                           max(e.generation for e in points))
+    plot_w, plot_h = width - LEFT - RIGHT, height - top - bottom
+    inset = 14   # dots at the lowest and highest generation stay clear of the frame
 
     def x(ms):
-        return left + (ms - t0) * plot_w / (t1 - t0)
+        return LEFT + (ms - t0) * plot_w / (t1 - t0)
 
     def y(g):
-        if g_max == g_min:
+        if g_high == g_low:
             return top + plot_h / 2
-        return top + plot_h - (g - g_min) * plot_h / (g_max - g_min)
+        return top + inset + (g_high - g) * (plot_h - 2 * inset) / (g_high - g_low)
 
     parts = [f'<svg class="plot" data-plot="generations" viewBox="0 0 {width} {height}" '
              f'width="100%" role="img" aria-label="generations over time" style="{FONT}">',
-             f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" '
+             f'<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fafafa" '
              'stroke="#ddd"/>']
-    ticks = _ticks(t0, t1)
-    for i, tick in enumerate(ticks):
-        parts.append(f'<line x1="{x(tick):.1f}" y1="{top}" x2="{x(tick):.1f}" '
-                     f'y2="{top + plot_h}" stroke="#eee"/>'
-                     f'<text x="{x(tick):.1f}" y="{height - 14}" font-size="11" '
-                     f'text-anchor="{_anchor(i, len(ticks))}" fill="#555">'
-                     f'{tick_label(tick, t1 - t0)}</text>')
-    for g in sorted({g_min, g_max, (g_min + g_max) // 2}):
-        parts.append(f'<text x="{left - 8}" y="{y(g) + 4:.1f}" font-size="11" '
-                     f'text-anchor="end" fill="#555">{g}</text>')
-    parts.append(f'<text x="14" y="{top + plot_h / 2:.0f}" font-size="11" fill="#555" '
-                 f'transform="rotate(-90 14 {top + plot_h / 2:.0f})" '
+    parts += _time_axis(t0, t1, x, top, top + plot_h, height - 14)
+    for g in g_ticks:
+        parts.append(f'<line x1="{LEFT}" y1="{y(g):.1f}" x2="{LEFT + plot_w}" y2="{y(g):.1f}" '
+                     f'stroke="#eee"/><text class="ytick" x="{LEFT - 8}" y="{y(g) + 4:.1f}" '
+                     f'font-size="11" text-anchor="end" fill="#555">{g}</text>')
+    parts.append(f'<text x="{LEFT - 40}" y="{top + plot_h / 2:.0f}" font-size="11" '
+                 f'fill="#555" transform="rotate(-90 {LEFT - 40} {top + plot_h / 2:.0f})" '
                  'text-anchor="middle">generation</text>')
     for e in sorted(gens, key=lambda e: e.at_ms):
         colour = COLOURS.get(e.trigger.kind, "#bbb")
         x0, x1, yy = x(e.started_ms), x(e.at_ms), y(e.generation)
         tip = (f"generation {e.generation}: {e.trigger.kind.replace('_', ' ')}"
                f" ({e.duration_ms} ms, {e.outcome}; members {len(e.members_before)}"
-               f"→{len(e.members_after)}; {len(e.moved)} partitions moved)")
+               f"→{len(e.members_after)}; {moves_text(e.moved) or 'no partition moved'})")
         parts.append(f'<g class="generation" data-generation="{e.generation}">'
                      f'<title>{esc(tip)}</title>'
                      f'<line x1="{x0:.1f}" y1="{yy:.1f}" x2="{x1:.1f}" y2="{yy:.1f}" '
@@ -118,8 +122,10 @@ def generations_plot(events, width: int = 900, height: int = 260) -> str:
                      f'<circle cx="{x1:.1f}" cy="{yy:.1f}" r="6" fill="{colour}" '
                      f'stroke="#fff" stroke-width="1.5"/></g>')
     for e in saved:
-        cx, cy = x(e.at_ms), top + plot_h - 8
-        parts.append(f'<g class="saved"><title>{esc("saved: " + e.trigger.detail)}</title>'
+        cx, cy = x(e.at_ms), y(e.generation)
+        tip = f"saved, generation {e.generation} kept: {e.trigger.detail}"
+        parts.append(f'<g class="saved" data-generation="{e.generation}">'
+                     f'<title>{esc(tip)}</title>'
                      f'<path d="M{cx:.1f} {cy - 7:.1f} l7 7 l-7 7 l-7 -7 z" '
                      f'fill="{COLOURS[ev.STATIC_REJOIN]}" fill-opacity="0.35" '
                      f'stroke="{COLOURS[ev.STATIC_REJOIN]}" stroke-width="1.5"/></g>')
@@ -127,29 +133,73 @@ def generations_plot(events, width: int = 900, height: int = 260) -> str:
     kinds = sorted({e.trigger.kind for e in gens})
     return "".join(parts) + legend(kinds) + (
         '<div class="legend"><span class="key"><i class="diamond"></i>rebalance saved by '
-        'static membership</span></div>' if saved else "")
+        'static membership (at the generation it kept)</span></div>' if saved else "")
 
 
 def ownership_segments(events, now_ms: int):
-    """Partition -> [(start, end, owner)], from the generations' moves; None owner = none."""
+    """Partition -> [(start, end, owner)] (owner None: nobody owned it), from the
+    generations' moves and members.
+
+    A move names the partition's new owner. A partition whose owner is no longer a member when
+    a generation ends (its session expired, it left, the group went Empty) has no owner from
+    when that rebalance began, though the recorders write no move for it; should that owner be
+    a member again when a later generation becomes Stable, with no move recorded for the
+    partition, it holds the partition again (a recorder writes a move only when the owner
+    differs from the one it last knew). A deleted group's partitions end with it."""
     owners: dict[tuple[str, int], list] = {}
-    for e in sorted((e for e in events if e.kind == ev.GENERATION and e.moved),
+    away: dict[tuple[str, int], str] = {}   # partition -> owner that left while holding it
+
+    def close(segments, at):
+        start, _, who = segments[-1]
+        segments[-1] = (start, max(at, start), who)
+
+    for e in sorted((e for e in events if e.kind in (ev.GENERATION, ev.DELETED)),
                     key=lambda e: e.at_ms):
+        if e.kind == ev.DELETED:
+            for segments in owners.values():
+                if segments[-1][1] is None:
+                    close(segments, e.at_ms)
+            away.clear()
+            continue
+        moved = set()
         for m in e.moved:
-            segments = owners.setdefault((m.topic, m.partition), [])
+            key = (m.topic, m.partition)
+            moved.add(key)
+            away.pop(key, None)
+            segments = owners.setdefault(key, [])
             gap_start = e.at_ms - (m.unowned_ms or 0)
-            if segments and segments[-1][1] is None:
-                start, _, who = segments[-1]
-                segments[-1] = (start, max(gap_start, start), who)
-            if m.unowned_ms:
-                segments.append((gap_start, e.at_ms, None))
+            if segments and segments[-1][1] is None and segments[-1][2] is None:
+                close(segments, e.at_ms)       # ownerless since its owner left
+            else:
+                if segments and segments[-1][1] is None:
+                    close(segments, gap_start)
+                if m.unowned_ms:
+                    segments.append((gap_start, e.at_ms, None))
             if m.after is not None:
                 segments.append((e.at_ms, None, m.after))
+        present = {instance or member for member, instance in e.members_after}
+        for key, segments in owners.items():
+            if key in moved or segments[-1][1] is not None:
+                continue
+            who = segments[-1][2]
+            if who is not None and who not in present:
+                close(segments, e.started_ms)
+                segments.append((segments[-1][1], None, None))
+                away[key] = who
+            elif who is None and e.outcome == "stable" and away.get(key) in present:
+                close(segments, e.at_ms)
+                segments.append((e.at_ms, None, away.pop(key)))
     return {k: [(s, now_ms if t is None else t, w) for s, t, w in v] for k, v in owners.items()}
 
 
-def ownership_plot(events, now_ms: int, width: int = 900, row: int = 16,
-                   max_rows: int = 64) -> str:
+def _row_label(topic: str, partition: int) -> str:
+    name = f"{topic}-{partition}"
+    shown = name if len(name) <= LABEL_CHARS else "…" + name[-(LABEL_CHARS - 1):]
+    return f'<title>{esc(name)}</title>{esc(shown)}'
+
+
+def ownership_plot(events, now_ms: int, span: tuple[int, int] | None = None,
+                   width: int = 900, row: int = 16, max_rows: int = 64) -> str:
     segments = ownership_segments(events, now_ms)
     if not segments:
         return ('<p class="empty">No partition moves recorded yet (they are recorded for '
@@ -157,65 +207,63 @@ def ownership_plot(events, now_ms: int, width: int = 900, row: int = 16,
     keys = sorted(segments)[:max_rows]
     owners = sorted({w for k in keys for _, _, w in segments[k] if w is not None})
     colour = {w: OWNER_COLOURS[i % len(OWNER_COLOURS)] for i, w in enumerate(owners)}
-    left, right, top = 110, 16, 10
+    top = 10
     height = top + row * len(keys) + 30
-    t0 = min(s for k in keys for s, _, _ in segments[k])
-    t1 = max(now_ms, max(t for k in keys for _, t, _ in segments[k]))
-    if t1 == t0:
-        t1 = t0 + 1000
-    plot_w = width - left - right
+    t0, t1 = span or time_range(events, now_ms)
+    plot_w = width - LEFT - RIGHT
 
     def x(ms):
-        return left + (ms - t0) * plot_w / (t1 - t0)
+        return LEFT + (max(min(ms, t1), t0) - t0) * plot_w / (t1 - t0)
 
     parts = [f'<svg class="plot" data-plot="ownership" viewBox="0 0 {width} {height}" '
              f'width="100%" role="img" aria-label="partition ownership over time" '
              f'style="{FONT}">']
+    parts += _time_axis(t0, t1, x, top, top + row * len(keys), height - 10)
     for i, key in enumerate(keys):
         y = top + i * row
-        parts.append(f'<text x="{left - 8}" y="{y + row - 4}" font-size="11" text-anchor="end" '
-                     f'fill="#444">{esc(key[0])}-{key[1]}</text>')
-        for start, end, who in segments[key]:
+        parts.append(f'<text x="{LEFT - 8}" y="{y + row - 4}" font-size="11" '
+                     f'text-anchor="end" fill="#444">{_row_label(*key)}</text>')
+        # stretches without an owner first, so that a short ownership is drawn over them
+        for start, end, who in sorted(segments[key], key=lambda s: s[2] is not None):
             w = max(x(end) - x(start), 1.5)
             fill = colour.get(who, "none")
             style = (f'fill="{fill}"' if who is not None
                      else 'fill="#fff" stroke="#d55e00" stroke-dasharray="3 2"')
             label = f"{who}" if who is not None else "no owner"
-            parts.append(f'<rect class="owned" x="{x(start):.1f}" y="{y + 2}" width="{w:.1f}" '
-                         f'height="{row - 4}" {style}><title>{esc(key[0])}-{key[1]}: '
-                         f'{esc(label)} {clock(start)}–{clock(end)} ({end - start} ms)'
-                         '</title></rect>')
-    ticks = _ticks(t0, t1)
-    for i, tick in enumerate(ticks):
-        parts.append(f'<text x="{x(tick):.1f}" y="{height - 10}" font-size="11" '
-                     f'text-anchor="{_anchor(i, len(ticks))}" fill="#555">'
-                     f'{tick_label(tick, t1 - t0)}</text>')
+            parts.append(f'<rect class="{"owned" if who is not None else "unowned"}" '
+                         f'data-owner="{esc(who or "")}" x="{x(start):.1f}" y="{y + 2}" '
+                         f'width="{w:.1f}" height="{row - 4}" {style}><title>'
+                         f'{esc(key[0])}-{key[1]}: {esc(label)} {clock(start)}–{clock(end)} '
+                         f'({end - start} ms)</title></rect>')
     parts.append("</svg>")
     more = (f'<p class="note">First {max_rows} of {len(segments)} partitions.</p>'
             if len(segments) > max_rows else "")
-    return "".join(parts) + more + legend(owners, colour) + \
+    ownerless = any(w is None for k in keys for _, _, w in segments[k])
+    return "".join(parts) + more + legend(owners, colour) + (
         '<div class="legend"><span class="key"><i class="gap"></i>no owner</span></div>'
+        if ownerless else "")
 
 
 def bar_chart(rows, width: int = 900, height: int = 240, label: str = "",
               colours=COLOURS) -> str:
-    """Stacked bars: rows = [(x label, {series: value})]."""
+    """Stacked bars of counts: rows = [(x label, {series: count})], on a whole-number scale
+    from 0 with evenly spaced ticks."""
     if not rows:
         return '<p class="empty">Nothing to plot.</p>'
     left, right, top, bottom = 56, 16, 12, 48
     plot_w, plot_h = width - left - right, height - top - bottom
-    peak = max(sum(v.values()) for _, v in rows) or 1
+    _, peak, ticks = integer_ticks(0, max(max(sum(v.values()) for _, v in rows), 1), 5)
     step = plot_w / len(rows)
     bar = min(max(step * 0.7, 1), 48)
     series = sorted({s for _, v in rows for s in v})
     parts = [f'<svg class="plot" data-plot="bars" viewBox="0 0 {width} {height}" width="100%" '
-             f'role="img" aria-label="{esc(label)}" style="{FONT}">',
-             f'<line x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}" '
-             'stroke="#999"/>',
-             f'<text x="{left - 8}" y="{top + 10}" font-size="11" text-anchor="end" '
-             f'fill="#555">{peak:g}</text>',
-             f'<text x="{left - 8}" y="{top + plot_h}" font-size="11" text-anchor="end" '
-             'fill="#555">0</text>']
+             f'role="img" aria-label="{esc(label)}" style="{FONT}">']
+    for tick in ticks:
+        y = top + plot_h - tick * plot_h / peak
+        parts.append(f'<line x1="{left}" y1="{y:.1f}" x2="{left + plot_w}" y2="{y:.1f}" '
+                     f'stroke="{"#999" if tick == 0 else "#eee"}"/><text class="ytick" '
+                     f'x="{left - 8}" y="{y + 4:.1f}" font-size="11" text-anchor="end" '
+                     f'fill="#555">{tick}</text>')
     every = max(len(rows) // 8, 1)
     for i, (name, values) in enumerate(rows):
         x = left + i * step + (step - bar) / 2
