@@ -141,14 +141,14 @@ def error_codes(answer) -> list[str]:
 
 def build(schema: type, values: dict):
     """schema(**values), nested dicts built into their entity classes; fields left out get the
-    empty value of their type (None, (), False, "")."""
+    empty value of their type (None, (), False, ""; -1 for an epoch or generation)."""
     hints = typing.get_type_hints(schema)
     kwargs = {}
     for name, hint in hints.items():
         if name.startswith("__"):
             continue
         if name not in values:
-            kwargs[name] = _empty(hint)
+            kwargs[name] = _empty(name, hint)
             continue
         value = values[name]
         if isinstance(value, dict):
@@ -162,8 +162,10 @@ def build(schema: type, values: dict):
     return schema(**kwargs)
 
 
-def _empty(hint):
+def _empty(name: str, hint):
     text = str(hint)
+    if name.endswith(("epoch", "generation_id")) and "None" not in text:
+        return -1  # what clients send when they have none
     if "None" in text:
         return None
     if typing.get_origin(hint) is tuple:
