@@ -103,14 +103,26 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("offsets.topic.num.partitions", 50, int, 1),
     Setting("offsets.topic.segment.bytes", 104857600, int, 1,
             "segment.bytes of __consumer_offsets, applied when the topic is created"),
-    # Compaction of topics with cleanup.policy=compact (only __consumer_offsets in roster).
+    # Compaction of topics whose cleanup.policy includes compact (docs/durability.md); the
+    # topic-level settings (min.cleanable.dirty.ratio, delete.retention.ms, ...) override these.
     Setting("log.cleaner.enable", True, _parse_bool),
     Setting("log.cleaner.backoff.ms", 15000, int, 0, "how often the cleaner looks for work"),
     Setting("log.cleaner.min.cleanable.ratio", 0.5, float, 0,
-            "clean a partition once this share of its closed bytes was written since its last "
-            "cleaning"),
+            "clean a partition once more than this share of its closed bytes was written since "
+            "its last cleaning"),
     Setting("log.cleaner.delete.retention.ms", 86400000, int, 0,
-            "how long a tombstone outlives the records it deletes (by its timestamp)"),
+            "how long a tombstone is kept after the pass that first cleaned it"),
+    Setting("log.cleaner.min.compaction.lag.ms", 0, int, 0,
+            "records newer than this are not compacted"),
+    Setting("log.cleaner.max.compaction.lag.ms", LONG_MAX, int, 1,
+            "records older than this are compacted whatever the dirty ratio"),
+    Setting("log.cleaner.dedupe.buffer.size", 134217728, int, 24 * 2,
+            "bytes of the cleaner's key -> offset map (24 per key); a pass maps as many keys as "
+            "fit and leaves the rest to the next pass"),
+    Setting("log.cleaner.io.buffer.load.factor", 0.9, float, 0,
+            "how full the cleaner's map may get"),
+    Setting("producer.id.expiration.ms", 86400000, int, 1,
+            "compaction keeps the last batch of a producer active within this time"),
     Setting("group.min.session.timeout.ms", 6000, int, 0),
     Setting("group.max.session.timeout.ms", 1800000, int, 0),
     Setting("group.initial.rebalance.delay.ms", 3000, int, 0),
@@ -264,6 +276,8 @@ class BrokerConfig(Mapping[str, Any]):
                               "group.max.session.timeout.ms")
         if values["log.cleaner.min.cleanable.ratio"] > 1:
             raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
+        if not 0 < values["log.cleaner.io.buffer.load.factor"] <= 1:
+            raise ConfigError("log.cleaner.io.buffer.load.factor: must be above 0 and at most 1")
         if values["default.replication.factor"] != 1:
             raise ConfigError("default.replication.factor: roster is a single broker; use 1")
         queued = values["queued.max.request.bytes"]

@@ -19,7 +19,7 @@ from kafka.record.memory_records import MemoryRecords
 from roster.log.api import LogConfig
 from roster.log.batch import iter_batches, parse_header
 from roster.log.cleaning import CLEANER_CHECKPOINT
-from roster.log.compaction import clean_now
+from roster.log.compaction import CleanerSettings, clean_now
 from roster.log.file import CLEAN_SHUTDOWN, RECOVERY_POINT, FileLog
 from roster.log.files import read_offset_file, write_offset_file
 from roster.log.memory import MemoryLog
@@ -120,9 +120,12 @@ def any_log(request, tmp_path):
     return make
 
 
+CLEANING = CleanerSettings(delete_retention_ms=RETENTION, map_bytes=1 << 20)
+
+
 def clean(log, now=NOW):
     flush(log)
-    return clean_now(log, now, RETENTION)
+    return clean_now(log, now, CLEANING)
 
 
 # -- what survives -------------------------------------------------------------------------------
@@ -152,19 +155,38 @@ def test_records_in_the_active_segment_are_never_touched(open_log, partition):
     assert max(partition.glob("*.log")) == active and active.read_bytes() == data
 
 
-def test_a_tombstone_stays_until_delete_retention_has_passed_then_goes(any_log):
+def test_a_tombstone_stays_for_delete_retention_after_the_pass_that_first_cleaned_it(any_log):
+    """KIP-534: the first pass that keeps a tombstone stamps its batch with a delete horizon
+    (that pass's time + delete.retention.ms); passes before the horizon keep it, later ones drop
+    it. The tombstone's own timestamp does not matter."""
     log = any_log(segment_bytes=300)
     log.append(batch([(b"gone", b"1")]))
     log.append(batch([(b"kept", b"1")]))
-    log.append(batch([(b"gone", None)], timestamp=NOW))
+    log.append(batch([(b"gone", None)], timestamp=NOW - 5 * DAY_MS))  # an old timestamp
     fill(log, 20, keys=2)
-    clean(log, now=NOW + RETENTION - 1)
+    first_pass = NOW
+    clean(log, now=first_pass)
     tomb = [(o, k, v) for o, k, v in records(log) if k == b"gone"]
     assert len(tomb) == 1 and tomb[0][2] is None, "the tombstone alone stands for the key"
+    stamped = [parse_header(b) for _, b in _stored_batches(log) if parse_header(b).attributes & 0x40]
+    assert [h.base_timestamp for h in stamped] == [first_pass + RETENTION]
     fill(log, 20, keys=2, start=20)  # new dirty segments, so there is another pass
-    clean(log, now=NOW + RETENTION + 1)
+    clean(log, now=first_pass + RETENTION - 1)
+    assert [(k, v) for _, k, v in records(log) if k == b"gone"] == [(b"gone", None)]
+    fill(log, 20, keys=2, start=40)
+    clean(log, now=first_pass + RETENTION)
     assert all(k != b"gone" for _, k, _ in records(log))
     assert newest(records(log))[b"kept"] == b"1"
+
+
+def _stored_batches(log):
+    offset, out = log.log_start_offset, []
+    while offset < log.log_end_offset:
+        chunk = log.read(offset, 1 << 20)
+        for position, header in iter_batches(chunk):
+            out.append((header.base_offset, chunk[position:position + header.size]))
+            offset = max(offset, header.next_offset)
+    return out
 
 
 def test_a_rebuilt_batch_keeps_its_base_offset_and_offset_deltas(any_log):
@@ -189,13 +211,13 @@ def test_a_compressed_batch_is_rebuilt_with_its_codec(any_log):
     assert records(log) == [(1, b"b", b"y" * 200), (2, b"a", b"new"), (3, b"z", b"active")]
 
 
-def test_records_without_a_key_survive(any_log):
+def test_records_without_a_key_are_dropped_as_kafkas_cleaner_drops_them(any_log):
     log = any_log(segment_bytes=1)
     log.append(batch([(None, b"anonymous"), (b"a", b"1")]))
     log.append(batch([(b"a", b"2")]))
     log.append(batch([(b"z", b"active")]))
     clean(log)
-    assert records(log)[:2] == [(0, None, b"anonymous"), (2, b"a", b"2")]
+    assert records(log) == [(2, b"a", b"2"), (3, b"z", b"active")]
 
 
 # -- offsets and reads ------------------------------------------------------------------------
@@ -211,8 +233,11 @@ def test_a_read_at_an_offset_in_a_gap_returns_the_next_batch(any_log):
         data = log.read(offset, 1)
         first = parse_header(data)
         expected = next(o for o in survivors if o >= offset)
-        assert first.base_offset <= expected <= first.last_offset, offset
-        assert all(o not in range(offset, expected) for o in survivors)
+        # A rewritten batch keeps its lastOffsetDelta, so it may span the offset with no record
+        # at or after it; the consumer then reads on. Either way nothing lies before expected.
+        assert first.base_offset <= max(offset, first.base_offset) <= first.last_offset
+        found = [r.offset for r in MemoryRecords(log.read(offset, 1 << 20)).next_batch()]
+        assert [o for o in found if o >= offset][:1] in ([expected], []), offset
     assert log.read(end_before, 100) == b""
     assert log.append(batch([(b"n", b"1")])).base_offset == end_before
 
@@ -270,31 +295,31 @@ def test_a_restart_does_not_clean_again(open_log, partition):
     log.close()
     assert read_offset_file(partition / CLEANER_CHECKPOINT) == stats.end_offset
     log = open_log(segment_bytes=500)
-    status = log.cleaning_status()
+    status = log.cleaning_status(NOW, CLEANING)
     assert status.dirty_bytes == 0 and status.first_dirty_offset == stats.end_offset
-    assert log.prepare_cleaning(NOW, RETENTION) is None
+    assert log.prepare_cleaning(NOW, CLEANING) is None
 
 
 def test_dirty_ratio_counts_bytes_written_since_the_last_cleaning(any_log):
     log = any_log(segment_bytes=500)
     flush(log)
-    assert log.cleaning_status().dirty_ratio == 0
+    assert log.cleaning_status(NOW, CLEANING).dirty_ratio == 0
     fill(log, 40)
     flush(log)
-    assert log.cleaning_status().dirty_ratio == 1
+    assert log.cleaning_status(NOW, CLEANING).dirty_ratio == 1
     clean(log)
-    assert log.cleaning_status().dirty_ratio == 0
+    assert log.cleaning_status(NOW, CLEANING).dirty_ratio == 0
     fill(log, 40, start=40)
     flush(log)
-    status = log.cleaning_status()
+    status = log.cleaning_status(NOW, CLEANING)
     assert 0 < status.clean_bytes < status.dirty_bytes and status.dirty_ratio > 0.5
 
 
 def test_unflushed_segments_are_not_cleaned(open_log):
     log = open_log(segment_bytes=400)
     fill(log, 30)
-    assert log.prepare_cleaning(NOW, RETENTION) is None, "nothing closed is on disk yet"
-    assert log.cleaning_status().dirty_bytes == 0
+    assert log.prepare_cleaning(NOW, CLEANING) is None, "nothing closed is on disk yet"
+    assert log.cleaning_status(NOW, CLEANING).dirty_bytes == 0
 
 
 # -- recovery rules ------------------------------------------------------------------------------
@@ -349,6 +374,7 @@ def test_leftovers_of_an_interrupted_compaction_are_removed_on_open(open_log, pa
 # -- crash at every step of the swap ------------------------------------------------------------
 
 MERGING = LogConfig(segment_bytes=700, retention_ms=-1)
+LATER = NOW + RETENTION   # the horizon the first pass stamped on the "dead" tombstone
 
 
 def build_for_merge(partition) -> tuple[dict, list]:
@@ -356,11 +382,14 @@ def build_for_merge(partition) -> tuple[dict, list]:
     one removing segments (every record superseded), and drops an expired tombstone."""
     log = FileLog.open(partition, LogConfig(segment_bytes=300, retention_ms=-1))
     log.append(batch([(b"dead", b"old")], timestamp=0))
-    log.append(batch([(b"dead", None)], timestamp=0))   # expired at NOW
-    log.append(batch([(b"fresh", None)], timestamp=NOW))  # within retention
+    log.append(batch([(b"dead", None)], timestamp=0))   # its horizon: NOW + RETENTION
     fill(log, 50, keys=7)
-    clean(log)                 # a first pass shrinks the segments
+    clean(log)                 # a first pass shrinks the segments and stamps the horizon
+    for i in range(16):        # segments whose every record a later one supersedes
+        log.append(batch([(b"dup", b"%d" % i + b"d" * 40)]))
+    log.append(batch([(b"fresh", None)], timestamp=NOW))  # first cleaned at LATER: kept
     fill(log, 12, keys=7, start=50)
+    log.append(batch([(b"dup", b"last")]))
     flush(log)
     log.close()
     log = FileLog.open(partition, MERGING)  # larger segments from now on: groups merge
@@ -376,7 +405,7 @@ def test_a_crash_at_any_step_of_the_swap_reopens_to_every_newest_value(tmp_path)
     reference = tmp_path / "reference"
     shutil.copytree(pristine, reference)
     log = FileLog.open(reference, MERGING)
-    job = log.prepare_cleaning(NOW, RETENTION)
+    job = log.prepare_cleaning(LATER, CLEANING)
     job.run()
     steps = list(log.swap_cleaned(job))
     actions = {group.action for group in job.groups}
@@ -391,7 +420,7 @@ def test_a_crash_at_any_step_of_the_swap_reopens_to_every_newest_value(tmp_path)
             directory = tmp_path / f"crash-{crash_after}-{lose_recovery_point}"
             shutil.copytree(pristine, directory)
             log = FileLog.open(directory, MERGING)
-            job = log.prepare_cleaning(NOW, RETENTION)
+            job = log.prepare_cleaning(LATER, CLEANING)
             job.run()
             swap = log.swap_cleaned(job)
             for _ in range(crash_after):
@@ -410,7 +439,7 @@ def test_a_crash_at_any_step_of_the_swap_reopens_to_every_newest_value(tmp_path)
             assert log.log_end_offset == before[-1][0] + 1, where
             assert not list(directory.glob("*.cleaned")), where
             # and the next pass finishes the job
-            stats = clean(log)
+            stats = clean(log, now=LATER)
             assert stats is None or newest(records(log)) == expected, where
             log.close()
 
@@ -451,8 +480,8 @@ def test_after_any_appends_compactions_and_restarts_a_full_read_gives_every_newe
                             state[key] = value
                 elif op[0] == "clean":
                     flush(file_log)
-                    assert clean_now(file_log, op[1], RETENTION) == \
-                        clean_now(model, op[1], RETENTION)
+                    assert clean_now(file_log, op[1], CLEANING) == \
+                        clean_now(model, op[1], CLEANING)
                 else:
                     flush(file_log)
                     if op[1] == "clean":
@@ -483,7 +512,8 @@ def test_the_cleaner_compacts_only_compacted_topics_once_they_are_dirty_enough(t
     topics = TopicManager(tmp_path, config, FileLog.open)
     compacted = topics.create("__consumer_offsets", 1,
                               {"cleanup.policy": "compact", "segment.bytes": "400"}, internal=True)
-    plain = topics.create("plain", 1, {"segment.bytes": "400"})
+    plain = topics.create("plain", 1, {})
+    plain.partitions[0].reconfigure(LogConfig(segment_bytes=400, retention_ms=-1))
     for log in (compacted.partitions[0], plain.partitions[0]):
         fill(log, 40)
         flush(log)
@@ -505,7 +535,7 @@ def test_the_cleaner_compacts_only_compacted_topics_once_they_are_dirty_enough(t
     # a little new dirt is not enough to clean again
     fill(compacted.partitions[0], 3, start=40)
     flush(compacted.partitions[0])
-    assert compacted.partitions[0].cleaning_status().dirty_ratio < 0.5
+    assert compacted.partitions[0].cleaning_status(NOW, CLEANING).dirty_ratio < 0.5
     assert asyncio.run(once()) == 0
     topics.close()
 
@@ -546,6 +576,10 @@ def test_cleaner_settings_have_kafkas_names_and_defaults():
     assert config["log.cleaner.backoff.ms"] == 15_000
     assert config["log.cleaner.min.cleanable.ratio"] == 0.5
     assert config["log.cleaner.delete.retention.ms"] == 86_400_000
+    assert config["log.cleaner.min.compaction.lag.ms"] == 0
+    assert config["log.cleaner.max.compaction.lag.ms"] == 2**63 - 1
+    assert config["log.cleaner.dedupe.buffer.size"] == 134_217_728
+    assert config["log.cleaner.io.buffer.load.factor"] == 0.9
     assert config["offsets.topic.segment.bytes"] == 104_857_600
     assert BrokerConfig.from_overrides(
         {"log.cleaner.min.cleanable.ratio": "0.25"})["log.cleaner.min.cleanable.ratio"] == 0.25
@@ -562,6 +596,6 @@ def test_the_cleaner_drives_the_memory_model_too():
     fill(log, 40)
     before = records(log)
     stats = asyncio.run(LogCleaner([], BrokerConfig.from_overrides({}), lambda: NOW)
-                        .clean("model-0", log, 1.0))
+                        .clean("model-0", log, CLEANING, 1.0))
     assert stats.records_after < stats.records_before
     assert newest(records(log)) == newest(before)

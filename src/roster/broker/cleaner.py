@@ -1,9 +1,11 @@
-"""The log cleaner: compacts topics whose cleanup.policy includes `compact` (in roster that is
-`__consumer_offsets` only), in the background.
+"""The log cleaner: compacts topics whose cleanup.policy includes `compact` (user topics and
+`__consumer_offsets`), in the background.
 
 Every `log.cleaner.backoff.ms` it looks at each partition of those topics and cleans the ones
-whose dirty ratio (bytes of flushed, closed segments written since the last cleaning, divided by
-the bytes of all of them) has reached `log.cleaner.min.cleanable.ratio`, one partition at a time.
+Kafka would (roster.log.compaction.cleanable_range): whose dirty ratio (bytes of flushed, closed
+segments written since the last cleaning, divided by the bytes of all of them) is above the
+topic's min.cleanable.dirty.ratio, or whose dirty records have waited max.compaction.lag.ms;
+one partition at a time. Each topic's own settings override the broker's log.cleaner.* ones.
 
 Request handling is never held up by the heavy part. Per partition:
   * on the event loop, the log snapshots its cleanable segments (cheap: fds and sizes);
@@ -17,6 +19,7 @@ loop some throughput while it runs, but never a long pause.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from collections.abc import Callable
@@ -24,14 +27,33 @@ from concurrent.futures import ThreadPoolExecutor
 
 from roster.broker.topics import TopicManager
 from roster.config import BrokerConfig
+from roster.log import fault_hook
 from roster.log.api import CleaningStats, LogError
+from roster.log.compaction import CleanerSettings
 
 log = logging.getLogger("roster.cleaner")
 _DONE = object()
 
 
 def is_compacted(topic_configs) -> bool:
-    return "compact" in topic_configs.get("cleanup.policy", "delete").split(",")
+    return "compact" in [p.strip() for p in topic_configs.get("cleanup.policy", "delete").split(",")]
+
+
+def cleaner_settings(topic_configs, config: BrokerConfig) -> CleanerSettings:
+    """A topic's compaction settings: its own, else the broker's defaults."""
+    def pick(topic_key: str, broker_key: str, parse=int):
+        value = topic_configs.get(topic_key)
+        return parse(value) if value is not None else config[broker_key]
+
+    return CleanerSettings(
+        delete_retention_ms=pick("delete.retention.ms", "log.cleaner.delete.retention.ms"),
+        min_compaction_lag_ms=pick("min.compaction.lag.ms", "log.cleaner.min.compaction.lag.ms"),
+        max_compaction_lag_ms=pick("max.compaction.lag.ms", "log.cleaner.max.compaction.lag.ms"),
+        min_cleanable_ratio=pick("min.cleanable.dirty.ratio", "log.cleaner.min.cleanable.ratio",
+                                 float),
+        producer_expiration_ms=config["producer.id.expiration.ms"],
+        map_bytes=config["log.cleaner.dedupe.buffer.size"],
+        map_load_factor=config["log.cleaner.io.buffer.load.factor"])
 
 
 class LogCleaner:
@@ -44,8 +66,7 @@ class LogCleaner:
         self._ready = ready
         self._enabled = config["log.cleaner.enable"]
         self._backoff_s = config["log.cleaner.backoff.ms"] / 1000
-        self._min_ratio = config["log.cleaner.min.cleanable.ratio"]
-        self._delete_retention_ms = config["log.cleaner.delete.retention.ms"]
+        self._config = config
         self._now_ms = now_ms
         self._executor: ThreadPoolExecutor | None = None
         self._job = None  # the job running on the cleaner thread, if any
@@ -67,26 +88,33 @@ class LogCleaner:
         for topic in list(self._topics):
             if not is_compacted(topic.configs):
                 continue
+            try:
+                settings = cleaner_settings(topic.configs, self._config)
+            except ValueError as exc:
+                log.error("cannot compact %s: %s", topic.name, exc)
+                continue
             for index, partition in enumerate(list(topic.partitions)):
                 name = f"{topic.name}-{index}"
                 try:
-                    status = partition.cleaning_status()
-                    if status.dirty_bytes == 0 or status.dirty_ratio < self._min_ratio:
+                    status = partition.cleaning_status(self._now_ms(), settings)
+                    if not status.should_clean(settings.min_cleanable_ratio):
                         continue
-                    if await self.clean(name, partition, status.dirty_ratio) is not None:
+                    if await self.clean(name, partition, settings, status.dirty_ratio) \
+                            is not None:
                         cleaned += 1
                 except (LogError, OSError) as exc:
                     log.error("cannot compact %s: %s", name, exc)
         return cleaned
 
-    async def clean(self, name: str, partition, dirty_ratio: float) -> CleaningStats | None:
+    async def clean(self, name: str, partition, settings: CleanerSettings,
+                    dirty_ratio: float) -> CleaningStats | None:
         """One pass over one partition."""
         loop = asyncio.get_running_loop()
         started = time.monotonic()
-        job = partition.prepare_cleaning(self._now_ms(), self._delete_retention_ms)
+        job = partition.prepare_cleaning(self._now_ms(), settings)
         if job is None:
             return None
-        log.info("compacting %s: offsets below %d, dirty ratio %.2f", name, job.checkpoint,
+        log.info("compacting %s: dirty from offset %d, dirty ratio %.2f", name, job.first_dirty,
                  dirty_ratio)
         self._job = job
         try:
@@ -98,7 +126,7 @@ class LogCleaner:
             held = 0.0  # time the swap's own steps kept the event loop busy
             steps = partition.swap_cleaned(job)
             try:
-                while True:
+                for number in itertools.count(1):
                     step_started = time.monotonic()
                     step = next(steps, _DONE)
                     held += time.monotonic() - step_started
@@ -106,6 +134,8 @@ class LogCleaner:
                         break
                     if step is not None:
                         await loop.run_in_executor(self._thread(), step)
+                    fault_hook.reached(f"cleaner:swap-{number}")
+                fault_hook.reached("cleaner:swapped")
             finally:
                 steps.close()  # an abandoned swap releases what it holds (a no-op when done)
         finally:

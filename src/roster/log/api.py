@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:  # batch.py imports this module's errors
+if TYPE_CHECKING:  # batch.py and compaction.py import this module
     from roster.log.batch import BatchHeader
+    from roster.log.compaction import CleanerSettings
 
 
 class LogError(Exception):
@@ -67,17 +68,27 @@ class TimestampLookup:
 
 @dataclass(frozen=True, slots=True)
 class CleaningStatus:
-    """How much of a log compaction could clean. Only closed segments that are already flushed
-    count; those starting at or after `first_dirty_offset` were written since the last cleaning."""
+    """How much of a log compaction could clean now (roster.log.compaction.cleanable_range).
+    Only closed segments that are already flushed count. Records from `first_dirty_offset` on
+    were written since the last pass; a pass may not go past `first_uncleanable_offset`."""
 
     first_dirty_offset: int
     clean_bytes: int
     dirty_bytes: int
+    first_uncleanable_offset: int = 0
+    needs_compaction_now: bool = False   # max.compaction.lag.ms has passed for dirty records
 
     @property
     def dirty_ratio(self) -> float:
         total = self.clean_bytes + self.dirty_bytes
         return self.dirty_bytes / total if total else 0.0
+
+    def should_clean(self, min_cleanable_ratio: float) -> bool:
+        """Kafka's test (LogCleanerManager.grabFilthiestCompactedLog): dirty bytes that are more
+        than min.cleanable.dirty.ratio of the log, or any that waited max.compaction.lag.ms."""
+        if self.dirty_bytes == 0:
+            return False
+        return self.needs_compaction_now or self.dirty_ratio > min_cleanable_ratio
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,11 +198,12 @@ class PartitionLog(Protocol):
 
     # -- compaction (used for topics with cleanup.policy=compact) ------------------------------
 
-    def cleaning_status(self) -> CleaningStatus:
+    def cleaning_status(self, now_ms: int, settings: CleanerSettings) -> CleaningStatus:
         """Clean and dirty bytes of the segments a compaction pass could cover now."""
 
-    def prepare_cleaning(self, now_ms: int, delete_retention_ms: int) -> CleaningJob | None:
-        """Snapshot the cleanable segments (closed, flushed), or None when none is dirty.
+    def prepare_cleaning(self, now_ms: int, settings: CleanerSettings) -> CleaningJob | None:
+        """Snapshot the cleanable segments (closed, flushed, from the log start up to the first
+        uncleanable offset), or None when none is dirty.
 
         One job at a time per log: the caller runs it, then hands it to swap_cleaned().
         """

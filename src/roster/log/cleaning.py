@@ -1,23 +1,29 @@
 """Compaction of a FileLog, part one: the cleaning job that runs on a worker thread.
 
-    prepare (log's thread)  FileLog.prepare_cleaning snapshots the cleanable segments: the closed
-                            segments from the log start up to the first one that is not flushed
-                            yet (so every record a decision rests on is already on disk). It
-                            duplicates their fds, so whatever the log does meanwhile (append,
-                            roll, close) the job reads what it captured.
-    run (worker thread)     pass 1 builds key -> newest offset over the snapshot; pass 2 writes
-                            each group that changes into `<base>.log.cleaned` with its
-                            `.index.cleaned` and `.timeindex.cleaned` (built by the same code as
-                            appends, so they equal a rebuild), and fsyncs them. Last, it raises the
-                            cleaner checkpoint to the end of the snapshot (see below) durably.
-    swap (log's thread)     FileLog.swap_cleaned renames the files into place (roster.log.file).
+    prepare (log's thread)  FileLog.prepare_cleaning snapshots the segments from the log start to
+                            the first uncleanable offset (roster.log.compaction.cleanable_range:
+                            closed, flushed, older than min.compaction.lag.ms). It duplicates
+                            their fds, so whatever the log does meanwhile (append, roll, close)
+                            the job reads what it captured.
+    run (worker thread)     pass 1 maps key -> newest offset of the dirty records into a
+                            fixed-size OffsetMap (it stops where the map fills up); pass 2
+                            writes each group of segments below that point into
+                            `<base>.log.cleaned` with its `.index.cleaned` and `.timeindex.cleaned`
+                            (built by the same code as appends, so they equal a rebuild), and
+                            fsyncs them. Last, it raises the cleaner checkpoint (see below)
+                            durably.
+    swap (log's thread)     FileLog.swap_cleaned renames the files into place (roster.log.file)
+                            and then records the new first dirty offset.
 
-The cleaner checkpoint (`cleaner-offset-checkpoint`, written atomically) is the offset up to
-which the log has been cleaned: segments wholly below it may have gaps between batches and
-after their last batch, and recovery accepts those gaps there (roster.log.loading) while keeping
-the strict, dense checks for every later segment. It is raised before any cleaned file is renamed
-into the log, so a gap on disk is always covered by it. It also tells the cleaner how much of the
-log is dirty, so a restart does not clean again what was already cleaned.
+Two offsets are kept per partition, each in its own file written atomically:
+  * `cleaner-offset-checkpoint`: the offset below which segments may have gaps (always a
+    segment boundary: the end of the last segment a pass rewrote). Recovery accepts gaps between
+    batches and after the last batch there (roster.log.loading) and keeps the strict, dense
+    checks for every later segment. It is raised before any cleaned file is renamed into the
+    log, so a gap on disk is always covered by it.
+  * `cleaner-first-dirty-offset`: where the next pass starts mapping (Kafka's cleaner
+    checkpoint). It may lie inside a segment when the offset map filled up. It is written once
+    a swap is complete, so a pass cut short by a crash is simply done again.
 """
 from __future__ import annotations
 
@@ -27,18 +33,29 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from roster.log import fault_hook
 from roster.log.api import CleaningStats, LogStorageError
 from roster.log.batch import BATCH_HEADER_SIZE, parse_header
-from roster.log.compaction import KEEP, REPLACE, Group, Pass, Source
+from roster.log.compaction import KEEP, REMOVE, REPLACE, CleanerSettings, Group, Pass, Source
 from roster.log.files import open_directory, write_offset_file
+from roster.log.offset_map import SLOT_BYTES, OffsetMap
 from roster.log.segment import LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX, Segment, file_name
 from roster.log.window import MAX_WINDOW, ReadWindow
 
 log = logging.getLogger("roster.log")
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+FIRST_DIRTY_OFFSET = "cleaner-first-dirty-offset"
 CLEANED_TAG = ".cleaned"
 STAGED_SUFFIXES = (LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX)
+SMALLEST_RECORD = 7   # bytes of a v2 record with empty key and value: bounds the keys per byte
+
+
+def offset_map_bytes(settings: CleanerSettings, dirty_bytes: int) -> int:
+    """The map a pass needs: log.cleaner.dedupe.buffer.size, or less when the dirty bytes cannot
+    hold that many keys (so cleaning a small partition does not touch 128 MiB)."""
+    most_keys = dirty_bytes // SMALLEST_RECORD + 16
+    return min(settings.map_bytes, 2 * SLOT_BYTES * int(most_keys / settings.map_load_factor))
 
 
 class CleaningCancelled(Exception):
@@ -68,15 +85,21 @@ def fsync_directory(directory: Path) -> None:
 
 
 class FileCleaningJob:
-    def __init__(self, directory: Path, snapshots: list[Snapshot], checkpoint: int,
-                 tombstone_cutoff_ms: int, segment_bytes: int, index_interval_bytes: int) -> None:
+    def __init__(self, directory: Path, snapshots: list[Snapshot], first_dirty: int,
+                 gaps_below: int, now_ms: int, settings: CleanerSettings, segment_bytes: int,
+                 index_interval_bytes: int) -> None:
         self.directory = directory
         self.snapshots = snapshots
-        self.checkpoint = checkpoint        # the cleaner checkpoint run() writes
+        self.first_dirty = first_dirty
+        self.checkpoint = gaps_below        # gaps are allowed below it; run() raises it
+        self.end_offset = first_dirty       # the next first dirty offset, once run() is done
         self.index_interval_bytes = index_interval_bytes
-        self.plan = Pass([s.source for s in snapshots], tombstone_cutoff_ms, segment_bytes)
+        self.now_ms = now_ms
+        self.settings = settings
+        self.segment_bytes = segment_bytes
         self.groups: list[Group] = []
         self.stats: CleaningStats | None = None
+        self.map_capacity = 0
         self.error: BaseException | None = None
         self.run_ms = 0.0
         self._cancelled = False
@@ -90,27 +113,35 @@ class FileCleaningJob:
 
     def run(self) -> None:
         started = time.monotonic()
+        dirty = sum(s.source.size for s in self.snapshots if s.source.end > self.first_dirty)
+        offset_map = OffsetMap(offset_map_bytes(self.settings, dirty),
+                               self.settings.map_load_factor)
+        self.map_capacity = offset_map.capacity
+        plan = Pass([s.source for s in self.snapshots], self.first_dirty, self.now_ms,
+                    self.settings, self.segment_bytes, offset_map)
         try:
-            for number, snapshot in enumerate(self.snapshots):
+            for snapshot in self.snapshots:
                 for header, batch in self._batches(snapshot):
-                    self.plan.map_batch(number, header, batch)
-            self.groups = self.plan.plan()
+                    plan.map_batch(header, batch)
+            self.groups = plan.plan()
             bytes_after = 0
             for group in self.groups:
-                if group.action == KEEP:
-                    bytes_after += self.snapshots[group.first].source.size
-                elif group.action == REPLACE:
-                    bytes_after += self._write_group(group)
+                bytes_after += self._write_group(plan, group)
+            fault_hook.reached("cleaner:staged")
+            if self.groups:
+                self.checkpoint = max(self.checkpoint, self.groups[-1].end)
             write_offset_file(self.directory / CLEANER_CHECKPOINT, self.checkpoint)
             fsync_directory(self.directory)  # the checkpoint is durable before any swap
-            self.stats = self.plan.stats(self.groups, bytes_after)
+            fault_hook.reached("cleaner:checkpointed")
+            self.end_offset = plan.end_offset
+            self.stats = plan.stats(self.groups, bytes_after)
         except BaseException as exc:
             self.error = exc
             self.remove_staged_files()
             raise
         finally:
             self.run_ms = (time.monotonic() - started) * 1000
-            self.plan.newest = {}  # the map can be large; the swap does not need it
+            offset_map.close()  # the map is large; the swap does not need it
             self._close_fds()
 
     def _batches(self, snapshot: Snapshot):
@@ -131,22 +162,37 @@ class FileCleaningJob:
             yield header, data
             position += header.size
 
-    def _write_group(self, group: Group) -> int:
-        """Write the group's survivors as a staged segment, fsynced; returns its size."""
+    def _write_group(self, plan: Pass, group: Group) -> int:
+        """Write the group's survivors as a staged segment, fsynced, and settle the group's
+        action: KEEP (one segment, nothing changed: the staged copy is removed), REMOVE
+        (nothing survives, and it is not the log's first segment) or REPLACE. Returns the bytes
+        the group occupies after the pass."""
         staged = Segment.create(self.directory, group.base, self.index_interval_bytes,
                                 tag=CLEANED_TAG)
+        changed = group.stop - group.first > 1
         try:
             for snapshot in self.snapshots[group.first:group.stop]:
                 for header, batch in self._batches(snapshot):
-                    cleaned = self.plan.clean_batch(header, batch)
+                    cleaned = plan.clean_batch(header, batch)
+                    if cleaned is not batch:
+                        changed = True
                     if cleaned is None:
                         continue
                     staged.append(cleaned, header if cleaned is batch else parse_header(cleaned))
+            if not changed:
+                group.action = KEEP
+                return staged.size
+            if staged.size == 0 and group.first > 0:
+                group.action = REMOVE
+                return 0
             staged.seal()
             staged.fsync()
             return staged.size
         finally:
             staged.close()
+            if group.action != REPLACE:
+                for suffix in STAGED_SUFFIXES:
+                    staged_path(self.directory, group.base, suffix).unlink(missing_ok=True)
 
     def discard(self) -> None:
         self.remove_staged_files()

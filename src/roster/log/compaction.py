@@ -1,55 +1,105 @@
 """Log compaction ("cleaning") decisions, shared by FileLog and MemoryLog so the model keeps
-agreeing with the file log: which records survive a pass, and how segments are regrouped.
+agreeing with the file log. The rules are Kafka's (storage/.../Cleaner.java, LogCleanerManager):
 
-A pass covers a prefix of the closed segments (never the active one): the *range* [start, end).
+When a log is cleanable (`cleanable_range`). The *first dirty offset* is where the last pass
+stopped (the log start at first). Cleaning may not reach past the *first uncleanable offset*: the
+active segment's base, the first segment not yet flushed (roster's: a decision must rest on
+records already on disk), and, with min.compaction.lag.ms, the first dirty segment whose largest
+timestamp is newer than now - lag. The log is cleaned when the dirty bytes are more than
+min.cleanable.dirty.ratio of the whole, or when max.compaction.lag.ms says a dirty segment has
+waited too long.
 
-  1. Map (pass 1): for every key, the offset of its newest record in the range. While building
-     it, each segment counts the records that will be dropped from it: a record is dropped when
-     a newer record of its key exists in the range, and a key's newest record is dropped too when
-     it is a tombstone (null value) whose timestamp is more than delete.retention.ms in the past.
-     Records without a key and control batches always survive; a batch whose records cannot be
-     decoded (say, a codec that is not installed) survives whole and adds nothing to the map,
-     which can only make a pass keep more than it could have.
-  2. Groups: consecutive segments whose sizes add up to at most segment.bytes (and whose offsets
-     fit a segment's int32 relative offsets) are rewritten as one segment, named after the first.
-     A group of one segment with nothing to drop is left alone; a group with no survivor at all
-     disappears, except the log's first segment, which stays (possibly empty) so the log start
-     offset does not move.
-  3. Rewrite (pass 2): each batch is copied as it is when all of its records survive, dropped
-     when none do, and otherwise rebuilt from its survivors with its own base offset, offset
-     deltas, timestamps, producer fields and codec (`clean_batch`). Offsets therefore never
-     change: compaction only leaves gaps.
+One pass over [log start, first uncleanable):
+  1. Map (`map_batch`): the newest offset of every key of the dirty records, in a fixed-size
+     OffsetMap. When the map is full the pass maps no further; `end_offset` is then one past the
+     last batch it mapped whole, and the records from there on count as dirty for the next pass.
+  2. Groups (`plan`): the segments holding offsets below `end_offset`, consecutive ones merged
+     while their sizes add up to at most segment.bytes (and their offsets fit a segment's int32
+     relative offsets), each rewritten into one segment named after its first.
+  3. Rewrite (`clean_batch`), record by record (Cleaner.shouldRetainRecord):
+       * records past the map's latest offset are kept;
+       * a record without a key is dropped (Kafka counts it as invalid);
+       * a record is dropped when the map holds a newer offset for its key;
+       * a tombstone (null value) is dropped once its batch's delete horizon has passed
+         (KIP-534: the horizon, cleaning time + delete.retention.ms, is stamped on a batch the
+         first time it is cleaned with a tombstone in it; see roster.log.batch_records);
+       * a batch none of whose records survives is kept empty when it holds a producer's last
+         sequence (a producer active within producer.id.expiration.ms) or ends the cleanable
+         range, so that offset and sequence information is not lost; otherwise it goes.
+     Kept records keep their offsets, timestamps and the batch's lastOffsetDelta.
+     Transactions: roster has no transactional batches yet. When it does, aborted batches are
+     dropped here (Kafka's CleanedTransactionMetadata: never mapped in step 1, removed in step 3)
+     and transaction markers follow the tombstone horizon; `_transaction_hook` marks the place.
 
-Records after the range (the active segment) are not consulted, so an older value whose newer
-value is still in the active segment survives until a later pass, as in Kafka.
+Records in the clean part whose keys the map does not hold are kept: an earlier pass already left
+one record per key there.
 """
 from __future__ import annotations
 
-import bisect
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from roster.log.api import CleaningStats
-from roster.log.batch import BATCH_HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, set_base_offset
+from roster.log.api import CleaningStats, CleaningStatus, LogStorageError
+from roster.log.batch import BatchHeader
+from roster.log.batch_records import has_delete_horizon, payload, rebuilt, records
+from roster.log.offset_map import OffsetMap
 from roster.log.policy import INT32_MAX
-from roster.protocol.varint import read_zigzag
-from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 log = logging.getLogger("roster.log")
 
+LONG_MAX = 2**63 - 1
 KEEP = "keep"          # the group's single segment is left as it is
 REPLACE = "replace"    # the group is rewritten into one segment named after its first
 REMOVE = "remove"      # nothing in the group survives: its segments are deleted
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
-    """One segment of the range as the pass sees it."""
+class CleanerSettings:
+    """A compacted topic's settings (topic-level names; broker defaults log.cleaner.*)."""
 
-    base: int   # base offset
-    end: int    # offset after it: the next segment's base
-    size: int   # bytes
+    delete_retention_ms: int = 86_400_000        # delete.retention.ms
+    min_compaction_lag_ms: int = 0               # min.compaction.lag.ms
+    max_compaction_lag_ms: int = LONG_MAX        # max.compaction.lag.ms
+    min_cleanable_ratio: float = 0.5             # min.cleanable.dirty.ratio
+    producer_expiration_ms: int = 86_400_000     # producer.id.expiration.ms
+    map_bytes: int = 128 * 1024 * 1024           # log.cleaner.dedupe.buffer.size
+    map_load_factor: float = 0.9                 # log.cleaner.io.buffer.load.factor
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """One closed segment as the cleaner sees it."""
+
+    base: int            # base offset
+    end: int             # offset after it: the next segment's base
+    size: int            # bytes
+    largest_timestamp: int = -1       # largest record timestamp (or its mtime if none)
+    first_batch_timestamp: int = -1   # maxTimestamp of its first batch (-1: unknown)
+
+
+def cleanable_range(closed: Sequence[Source], first_dirty: int, log_start: int, now_ms: int,
+                    settings: CleanerSettings) -> CleaningStatus:
+    """What a pass could clean now. `closed` are the closed, flushed segments from the log start
+    up to the first uncleanable one for roster's own reasons (active, not on disk)."""
+    if first_dirty < log_start:  # retention (compact,delete) or DeleteRecords moved the start
+        first_dirty = log_start
+    uncleanable = closed[-1].end if closed else first_dirty
+    lag = max(settings.min_compaction_lag_ms, 0)
+    earliest = LONG_MAX
+    for source in closed:
+        if source.end <= first_dirty:
+            continue
+        if lag > 0 and source.largest_timestamp > now_ms - lag:
+            uncleanable = min(uncleanable, source.base)
+            break
+        if 0 < source.first_batch_timestamp < earliest:
+            earliest = source.first_batch_timestamp
+    uncleanable = max(uncleanable, first_dirty)
+    clean = sum(s.size for s in closed if s.base < first_dirty)
+    cleanable = sum(s.size for s in closed if s.end > first_dirty and s.base < uncleanable)
+    clean_until = now_ms - max(settings.max_compaction_lag_ms, 0)
+    return CleaningStatus(first_dirty, clean, cleanable, uncleanable, earliest < clean_until)
 
 
 @dataclass(slots=True)
@@ -63,184 +113,168 @@ class Group:
 
 @dataclass(slots=True)
 class Pass:
-    """The decisions of one cleaning pass. Feed every batch of the range, oldest first, to
-    `map_batch`; then `plan()`; then run each REPLACE group's batches through `clean_batch`."""
+    """The decisions of one pass. Feed every batch of `sources` in order to `map_batch` until it
+    returns False; then `plan()`; then run each group's batches through `clean_batch`."""
 
-    sources: Sequence[Source]
-    tombstone_cutoff_ms: int       # tombstones with an older timestamp are dropped
+    sources: Sequence[Source]     # from the log start to the first uncleanable offset
+    first_dirty: int
+    now_ms: int
+    settings: CleanerSettings
     segment_bytes: int
-    newest: dict[bytes, int] = field(default_factory=dict)
-    # keys whose newest record is an expired tombstone
-    _expired: dict[bytes, None] = field(default_factory=dict)
-    _records: list[int] = field(default_factory=list)
-    _dropped: list[int] = field(default_factory=list)
-    _bases: list[int] = field(default_factory=list)
+    offset_map: OffsetMap
+    # producer id -> last offset of its last batch seen (producers active within expiration)
+    _producer_last: dict[int, int] = field(default_factory=dict)
+    _mapping: bool = True
+    records_read: int = 0
+    records_kept: int = 0
 
-    def __post_init__(self) -> None:
-        self._records = [0] * len(self.sources)
-        self._dropped = [0] * len(self.sources)
-        self._bases = [source.base for source in self.sources]
+    @property
+    def upper_bound(self) -> int:
+        return self.sources[-1].end if self.sources else self.first_dirty
+
+    @property
+    def end_offset(self) -> int:
+        """The first offset this pass leaves dirty."""
+        return max(self.offset_map.latest_offset + 1, self.first_dirty)
 
     # -- pass 1 ------------------------------------------------------------------------------
 
-    def map_batch(self, source: int, header: BatchHeader, batch) -> None:
-        """Account for one batch of source number `source` (batches must come in offset order)."""
+    def map_batch(self, header: BatchHeader, batch) -> None:
+        """Account for one batch (batches must come in offset order, from the log start)."""
+        if header.producer_id >= 0 and \
+                header.max_timestamp >= self.now_ms - self.settings.producer_expiration_ms:
+            self._producer_last[header.producer_id] = header.last_offset
+        if not self._mapping or header.last_offset < self.first_dirty:
+            return
         if header.is_control:
-            self._records[source] += header.records_count
-            return
-        records = scan_records(header, batch)
-        if records is None:
-            self._records[source] += 1  # an opaque batch: kept whole
-            return
-        newest, expired, cutoff = self.newest, self._expired, self.tombstone_cutoff_ms
-        for offset, timestamp, key, tombstone in records:
-            if key is None:
-                continue
-            previous = newest.get(key)
-            if previous is not None:
-                self._dropped[self._source_of(previous)] += 1
-            newest[key] = offset
-            if tombstone and timestamp < cutoff:
-                expired[key] = None
-            elif expired:
-                expired.pop(key, None)
-        self._records[source] += len(records)
+            self._transaction_hook(header)
+        else:
+            found = _records_of(header, batch)
+            offset_map, first_dirty = self.offset_map, self.first_dirty
+            for record in found[1] if found else ():
+                if record.key is not None and record.offset >= first_dirty:
+                    if offset_map.full:
+                        self._mapping = False
+                        self._check_progress(header)
+                        return
+                    offset_map.put(record.key, record.offset)
+        self.offset_map.latest_offset = header.last_offset
 
-    def _source_of(self, offset: int) -> int:
-        return bisect.bisect_right(self._bases, offset) - 1
+    @property
+    def mapping(self) -> bool:
+        return self._mapping
+
+    def _check_progress(self, header: BatchHeader) -> None:
+        if self.offset_map.latest_offset < self.first_dirty:
+            raise LogStorageError(
+                f"log.cleaner.dedupe.buffer.size is too small: the batch at offset "
+                f"{header.base_offset} has more keys than the offset map's "
+                f"{self.offset_map.capacity} entries")
+
+    def _transaction_hook(self, header: BatchHeader) -> None:
+        """Transactions (a later issue): control batches would update the aborted-transaction
+        state here, so aborted batches are neither mapped nor kept; none exist yet."""
 
     # -- planning ----------------------------------------------------------------------------
 
     def plan(self) -> list[Group]:
-        for key in self._expired:
-            self._dropped[self._source_of(self.newest[key])] += 1
-        self._expired = {}
+        """Groups of the segments holding offsets below end_offset, each tentatively REPLACE;
+        the writer turns a group into KEEP when nothing in it changed, and into REMOVE when
+        nothing survives (except the log's first segment, so the log start stays)."""
+        end = self.end_offset
+        count = sum(1 for source in self.sources if source.base < end)
         limit = min(self.segment_bytes, INT32_MAX)
         groups: list[Group] = []
         first = 0
-        while first < len(self.sources):
+        while first < count:
             stop, size = first + 1, self.sources[first].size
-            while stop < len(self.sources) and size + self.sources[stop].size <= limit and \
+            while stop < count and size + self.sources[stop].size <= limit and \
                     self.sources[stop].end - 1 - self.sources[first].base <= INT32_MAX:
                 size += self.sources[stop].size
                 stop += 1
-            survivors = sum(self._records[first:stop]) - sum(self._dropped[first:stop])
-            if stop - first == 1 and self._dropped[first] == 0:
-                action = KEEP
-            elif survivors == 0 and first > 0:
-                action = REMOVE
-            else:
-                action = REPLACE
-            groups.append(Group(first, stop, action, self.sources[first].base,
+            groups.append(Group(first, stop, REPLACE, self.sources[first].base,
                                 self.sources[stop - 1].end))
             first = stop
         return groups
 
     def stats(self, groups: Sequence[Group], bytes_after: int) -> CleaningStats:
-        records = sum(self._records)
+        cleaned = self.sources[:groups[-1].stop] if groups else ()
         return CleaningStats(
             start_offset=self.sources[0].base if self.sources else 0,
-            end_offset=self.sources[-1].end if self.sources else 0,
-            records_before=records, records_after=records - sum(self._dropped),
-            bytes_before=sum(source.size for source in self.sources), bytes_after=bytes_after,
-            segments_before=len(self.sources),
+            end_offset=self.end_offset,
+            records_before=self.records_read, records_after=self.records_kept,
+            bytes_before=sum(source.size for source in cleaned), bytes_after=bytes_after,
+            segments_before=len(cleaned),
             segments_after=sum(1 for group in groups if group.action != REMOVE))
 
     # -- pass 2 ------------------------------------------------------------------------------
 
     def clean_batch(self, header: BatchHeader, batch):
-        """`batch` itself when all its records survive, None when none does, else a rebuilt batch."""
-        if header.is_control:
+        """`batch` itself when it stays as it is, None when it goes, else its rewritten bytes."""
+        if header.is_control:  # transaction markers: see _transaction_hook
+            self.records_read += header.records_count
+            self.records_kept += header.records_count
             return batch
-        records = scan_records(header, batch)
-        if records is None:
+        if header.base_offset > self.offset_map.latest_offset:
+            self.records_read += header.records_count
+            self.records_kept += header.records_count
+            return batch  # past what this pass mapped: all kept
+        found = _records_of(header, batch)
+        if found is None:  # undecodable: kept whole, as it is
+            self.records_read += header.records_count
+            self.records_kept += header.records_count
             return batch
-        newest, cutoff = self.newest, self.tombstone_cutoff_ms
-        survivors = {offset for offset, timestamp, key, tombstone in records
-                     if key is None or (newest.get(key) == offset and
-                                        not (tombstone and timestamp < cutoff))}
-        if len(survivors) == len(records) and records:
+        data, all_records = found
+        offset_map, now = self.offset_map, self.now_ms
+        horizon = header.base_timestamp if has_delete_horizon(header) else None
+        tombstones_expired = horizon is not None and now >= horizon
+        kept = []
+        keeps_tombstone = False
+        for record in all_records:
+            if record.key is None:
+                continue
+            if record.offset < offset_map.get(record.key):
+                continue
+            if record.tombstone:
+                if tombstones_expired:
+                    continue
+                keeps_tombstone = True
+            kept.append(record)
+        self.records_read += len(all_records)
+        self.records_kept += len(kept)
+        new_horizon = now + self.settings.delete_retention_ms \
+            if keeps_tombstone and horizon is None else None
+        if len(kept) == len(all_records) and new_horizon is None:
             return batch
-        if not survivors:
+        if not kept and not self._retain_empty(header):
             return None
-        full = _decoded(batch)
-        if full is None:
-            return batch
-        return rebuild_batch(header, [(r.offset, r.timestamp, r.key, r.value, r.headers)
-                                      for r in full if r.offset in survivors])
+        return rebuilt(header, data, kept, new_horizon)
+
+    def _retain_empty(self, header: BatchHeader) -> bool:
+        return (header.producer_id >= 0 and
+                self._producer_last.get(header.producer_id) == header.last_offset) or \
+            header.next_offset == self.upper_bound
 
 
-def rebuild_batch(header: BatchHeader, records) -> bytes:
-    """A batch with `header`'s base offset, attributes and producer fields holding `records`
-    (offset, timestamp, key, value, headers), each at its own offset delta."""
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=header.compression, is_transactional=header.is_transactional,
-        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
-        base_sequence=header.base_sequence, batch_size=INT32_MAX)
-    for offset, timestamp, key, value, headers in records:
-        builder.append(offset - header.base_offset, timestamp=timestamp, key=key, value=value,
-                       headers=headers)
-    return set_base_offset(builder.build(), header.base_offset)
-
-
-def scan_records(header: BatchHeader, batch) -> list[tuple] | None:
-    """(offset, timestamp, key, is tombstone) of each record, or None if the records cannot be
-    decoded. Uncompressed batches (what the coordinator writes) are walked here, reading only
-    what compaction needs; compressed ones go through roster.record_codec."""
-    if header.compression:
-        decoded = _decoded(batch)
-        return None if decoded is None else \
-            [(r.offset, r.timestamp, r.key, r.value is None) for r in decoded]
+def _records_of(header: BatchHeader, batch):
+    """(payload, records) of a batch, or None when its records cannot be decoded (a codec that
+    is not installed, damage): such a batch is kept whole and maps nothing, which can only make
+    a pass keep more than it could have."""
     try:
-        return _scan_uncompressed(header, bytes(batch))
-    except (IndexError, ValueError) as exc:
-        log.warning("compaction keeps a batch it cannot decode: %s", exc)
-        return None
-
-
-def _scan_uncompressed(header: BatchHeader, data: bytes) -> list[tuple]:
-    # Record: length varint, attributes int8, timestampDelta varlong, offsetDelta varint,
-    # key (varint length, -1 = null), value (likewise), headers; varints are zigzag-encoded.
-    base_offset, base_timestamp = header.base_offset, header.base_timestamp
-    log_append_time = header.attributes & TIMESTAMP_TYPE_BIT
-    out = []
-    pos = BATCH_HEADER_SIZE
-    for _ in range(header.records_count):
-        length, pos = read_zigzag(data, pos)
-        end = pos + length
-        timestamp_delta, pos = read_zigzag(data, pos + 1)
-        offset_delta, pos = read_zigzag(data, pos)
-        key_length, pos = read_zigzag(data, pos)
-        if key_length >= 0:
-            key = data[pos:pos + key_length]
-            pos += key_length
-        else:
-            key = None
-        value_length, pos = read_zigzag(data, pos)
-        if length < 0 or pos + max(value_length, 0) > end:
-            raise ValueError("a record runs past its length")
-        timestamp = header.max_timestamp if log_append_time else base_timestamp + timestamp_delta
-        out.append((base_offset + offset_delta, timestamp, key, value_length < 0))
-        pos = end
-    if pos != len(data):
-        raise ValueError(f"{len(data) - pos} bytes after the last record")
-    return out
-
-
-def _decoded(batch) -> list | None:
-    """The batch's records as the record codec's record objects, or None if undecodable."""
-    try:
-        return list(DefaultRecordBatch(batch))
+        data = payload(header, batch)
+        return data, records(header, data)
     # the codecs raise their own exception types on damaged input (see batch.py)
     except Exception as exc:  # noqa: BLE001
-        log.warning("compaction keeps a batch it cannot decode: %s", exc)
+        log.warning("compaction keeps a batch it cannot decode (offset %d): %s",
+                    header.base_offset, exc)
         return None
 
 
-def clean_now(partition_log, now_ms: int, delete_retention_ms: int) -> CleaningStats | None:
+def clean_now(partition_log, now_ms: int, settings: CleanerSettings = CleanerSettings()
+              ) -> CleaningStats | None:
     """One whole pass on the calling thread (tests, tools); the broker's cleaner runs the job and
     the swap's fsyncs on a worker thread instead (roster.broker.cleaner)."""
-    job = partition_log.prepare_cleaning(now_ms, delete_retention_ms)
+    job = partition_log.prepare_cleaning(now_ms, settings)
     if job is None:
         return None
     job.run()

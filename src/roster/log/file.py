@@ -44,12 +44,14 @@ from roster.log.batch import BatchHeader, restamped
 from roster.log.cleaning import (
     CLEANED_TAG,
     CLEANER_CHECKPOINT,
+    FIRST_DIRTY_OFFSET,
     FileCleaningJob,
     Snapshot,
     fsync_directory,
     staged_path,
 )
-from roster.log.compaction import REMOVE, REPLACE, Source
+from roster.log.batch import BATCH_HEADER_SIZE, parse_header
+from roster.log.compaction import LONG_MAX, REMOVE, REPLACE, CleanerSettings, Source, cleanable_range
 from roster.log.files import open_directory, read_offset_file, write_offset_file
 from roster.log.loading import load_segments
 from roster.log.policy import check_batch, plan_retention, should_roll
@@ -102,9 +104,11 @@ class FileFlushJob:
 class FileLog(SegmentedLog):
     def __init__(self, directory: Path, config: LogConfig, directory_fd: int,
                  segments: list[Segment], log_start: int, recovery_point: int,
-                 persisted_recovery_point: int, cleaned_to: int = 0) -> None:
+                 persisted_recovery_point: int, cleaned_to: int = 0,
+                 first_dirty: int = 0) -> None:
         self._dir = directory
-        self._cleaned_to = cleaned_to  # the cleaner checkpoint (roster.log.cleaning)
+        self._cleaned_to = cleaned_to  # gaps are allowed below it (roster.log.cleaning)
+        self._first_dirty = first_dirty  # where the next compaction pass starts mapping
         self._config = config
         self._dir_fd = directory_fd
         self._segments = segments
@@ -151,6 +155,9 @@ class FileLog(SegmentedLog):
         recovery_point = read_offset_file(directory / RECOVERY_POINT) or 0
         log_start = read_offset_file(directory / LOG_START_OFFSET) or 0
         cleaned_to = read_offset_file(directory / CLEANER_CHECKPOINT) or 0
+        first_dirty = read_offset_file(directory / FIRST_DIRTY_OFFSET)
+        if first_dirty is None:  # written by a roster that kept one cleaner offset only
+            first_dirty = cleaned_to
         segments: list[Segment] = []
         try:
             changed = load_segments(directory, config, clean, recovery_point, log_start,
@@ -177,8 +184,10 @@ class FileLog(SegmentedLog):
         log_start = min(max(log_start, segments[0].base_offset), log_end)
         if clean:
             recovery_point = log_end
+        if first_dirty > log_end:  # Kafka's rule: a checkpoint past the end cleans all again
+            first_dirty = log_start
         return cls(directory, config, directory_fd, segments, log_start,
-                   min(recovery_point, log_end), recovery_point, cleaned_to)
+                   min(recovery_point, log_end), recovery_point, cleaned_to, first_dirty)
 
     # -- the PartitionLog protocol (offsets and sizes: SegmentedLog) ---------------------------
 
@@ -349,21 +358,31 @@ class FileLog(SegmentedLog):
             cleanable.append(segment)
         return cleanable
 
-    def cleaning_status(self) -> CleaningStatus:
-        self._require_open()
-        clean = dirty = 0
-        for segment in self._cleanable():
-            if segment.base_offset < self._cleaned_to:
-                clean += segment.size
-            else:
-                dirty += segment.size
-        return CleaningStatus(self._cleaned_to, clean, dirty)
+    def _sources(self, segments: list[Segment], settings: CleanerSettings) -> list[Source]:
+        wants_first = settings.max_compaction_lag_ms < LONG_MAX  # read a header only then
+        sources = []
+        for segment in segments:
+            first = -1
+            if wants_first and segment.next_offset > self._first_dirty and segment.size:
+                first = parse_header(segment.read_bytes(0, BATCH_HEADER_SIZE)).max_timestamp
+            largest = segment.retention_timestamp()
+            sources.append(Source(segment.base_offset, segment.next_offset, segment.size,
+                                  -1 if largest is None else largest, first))
+        return sources
 
-    def prepare_cleaning(self, now_ms: int, delete_retention_ms: int) -> FileCleaningJob | None:
+    def cleaning_status(self, now_ms: int, settings: CleanerSettings) -> CleaningStatus:
+        self._require_open()
+        return cleanable_range(self._sources(self._cleanable(), settings), self._first_dirty,
+                               self.log_start_offset, now_ms, settings)
+
+    def prepare_cleaning(self, now_ms: int, settings: CleanerSettings) -> FileCleaningJob | None:
         self._require_open()
         segments = self._cleanable()
-        if not segments or segments[-1].base_offset < self._cleaned_to:
+        status = cleanable_range(self._sources(segments, settings), self._first_dirty,
+                                 self.log_start_offset, now_ms, settings)
+        if status.dirty_bytes == 0:
             return None
+        segments = [s for s in segments if s.base_offset < status.first_uncleanable_offset]
         snapshots: list[Snapshot] = []
         try:
             for segment in segments:
@@ -373,10 +392,9 @@ class FileLog(SegmentedLog):
             for snapshot in snapshots:
                 os.close(snapshot.fd)
             raise LogStorageError(f"cannot prepare a compaction of {self._dir}: {exc}") from exc
-        # Never lowered: segments cleaned by an earlier pass keep their permission to have gaps.
-        checkpoint = max(self._cleaned_to, segments[-1].next_offset)
-        return FileCleaningJob(self._dir, snapshots, checkpoint, now_ms - delete_retention_ms,
-                               self._config.segment_bytes, self._config.index_interval_bytes)
+        return FileCleaningJob(self._dir, snapshots, status.first_dirty_offset, self._cleaned_to,
+                               now_ms, settings, self._config.segment_bytes,
+                               self._config.index_interval_bytes)
 
     def swap_cleaned(self, job: FileCleaningJob) -> Iterator[Callable[[], None] | None]:
         """Install the job's cleaned segments. Groups go oldest first; for each:
@@ -475,6 +493,9 @@ class FileLog(SegmentedLog):
                         path.unlink(missing_ok=True)
                         yield None
                 yield close_retired_and_fsync
+            first_dirty = job.end_offset  # all of it is swapped in: the next pass starts there
+            yield lambda: write_offset_file(directory / FIRST_DIRTY_OFFSET, first_dirty)
+            self._first_dirty = max(self._first_dirty, first_dirty)
         except OSError as exc:
             raise LogStorageError(f"compaction of {self._dir} failed while swapping: {exc}") \
                 from exc

@@ -28,7 +28,8 @@ from roster.log.batch import (
     parse_header,
     set_base_offset,
 )
-from roster.log.compaction import KEEP, REMOVE, Pass, Source
+from roster.log.compaction import KEEP, REMOVE, CleanerSettings, Pass, Source, cleanable_range
+from roster.log.offset_map import OffsetMap
 from roster.log.policy import check_batch, plan_retention, should_roll
 from roster.log.segmented import SegmentedLog
 
@@ -67,13 +68,21 @@ class _Segment:
         return self.max_timestamp if self.max_timestamp >= 0 else self.last_modified_ms
 
 
+def _or_minus_one(timestamp: int | None) -> int:
+    return -1 if timestamp is None else timestamp
+
+
 @dataclass(slots=True, eq=False)
 class MemoryCleaningJob:
     """Computes the replacement segments; swap_cleaned puts them in place."""
 
     segments: list[_Segment]           # the snapshot (the log's own objects)
-    checkpoint: int
-    plan: Pass
+    first_dirty: int
+    now_ms: int
+    settings: CleanerSettings
+    segment_bytes: int
+    checkpoint: int = 0
+    end_offset: int = 0
     replacement: list[_Segment] | None = None
     stats: CleaningStats | None = None
     _cancelled: bool = False
@@ -85,30 +94,44 @@ class MemoryCleaningJob:
         self.replacement = None
 
     def run(self) -> None:
-        for number, segment in enumerate(self.segments):
-            for batch in segment.batches:
-                self.plan.map_batch(number, parse_header(batch), batch)
-        groups = self.plan.plan()
-        replacement = []
-        for group in groups:
-            members = self.segments[group.first:group.stop]
-            if group.action == KEEP:
-                replacement.append(members[0])
-                continue
-            if group.action == REMOVE:
-                continue
-            new = _Segment(group.base, group.end,
-                           last_modified_ms=max(m.last_modified_ms for m in members))
-            for member in members:
-                for batch in member.batches:
-                    cleaned = self.plan.clean_batch(parse_header(batch), batch)
-                    if cleaned is not None:
-                        new.add(bytes(cleaned))
-            replacement.append(new)
-        if self._cancelled:
-            return
-        self.replacement = replacement
-        self.stats = self.plan.stats(groups, sum(s.size for s in replacement))
+        offset_map = OffsetMap(self.settings.map_bytes, self.settings.map_load_factor)
+        try:
+            sources = [Source(s.base_offset, s.next_offset, s.size) for s in self.segments]
+            plan = Pass(sources, self.first_dirty, self.now_ms, self.settings,
+                        self.segment_bytes, offset_map)
+            for segment in self.segments:
+                for batch in segment.batches:
+                    plan.map_batch(parse_header(batch), batch)
+            groups = plan.plan()
+            replacement = []
+            for group in groups:
+                members = self.segments[group.first:group.stop]
+                new = _Segment(group.base, group.end,
+                               last_modified_ms=max(m.last_modified_ms for m in members))
+                changed = len(members) > 1
+                for member in members:
+                    for batch in member.batches:
+                        cleaned = plan.clean_batch(parse_header(batch), batch)
+                        changed = changed or cleaned is not batch
+                        if cleaned is not None:
+                            new.add(bytes(cleaned))
+                if not changed:
+                    group.action = KEEP
+                    replacement.append(members[0])
+                elif new.size == 0 and group.first > 0:
+                    group.action = REMOVE
+                else:
+                    replacement.append(new)
+            bytes_after = sum(s.size for s in replacement)
+            replacement.extend(self.segments[groups[-1].stop if groups else 0:])
+            if self._cancelled:
+                return
+            self.replacement = replacement
+            self.checkpoint = max(self.checkpoint, groups[-1].end if groups else 0)
+            self.end_offset = plan.end_offset
+            self.stats = plan.stats(groups, bytes_after)
+        finally:
+            offset_map.close()
 
 
 @dataclass(slots=True)
@@ -129,6 +152,7 @@ class MemoryLog(SegmentedLog):
         self._log_start = 0
         self._durable_offset = 0
         self._cleaned_to = 0
+        self._first_dirty = 0
         self._closed = False
 
     def __repr__(self) -> str:
@@ -227,21 +251,27 @@ class MemoryLog(SegmentedLog):
     def _drop_oldest(self, count: int) -> None:
         del self._segments[:max(count, 0)]
 
-    def cleaning_status(self) -> CleaningStatus:
-        self._require_open()
-        clean = sum(s.size for s in self._segments[:-1] if s.base_offset < self._cleaned_to)
-        dirty = sum(s.size for s in self._segments[:-1] if s.base_offset >= self._cleaned_to)
-        return CleaningStatus(self._cleaned_to, clean, dirty)
+    def _sources(self, segments: list[_Segment]) -> list[Source]:
+        return [Source(s.base_offset, s.next_offset, s.size,
+                       _or_minus_one(s.retention_timestamp()),
+                       parse_header(s.batches[0]).max_timestamp if s.batches else -1)
+                for s in segments]
 
-    def prepare_cleaning(self, now_ms: int, delete_retention_ms: int) -> MemoryCleaningJob | None:
+    def cleaning_status(self, now_ms: int, settings: CleanerSettings) -> CleaningStatus:
         self._require_open()
-        closed = self._segments[:-1]
-        if not closed or closed[-1].base_offset < self._cleaned_to:
+        return cleanable_range(self._sources(self._segments[:-1]), self._first_dirty,
+                               self.log_start_offset, now_ms, settings)
+
+    def prepare_cleaning(self, now_ms: int, settings: CleanerSettings
+                         ) -> MemoryCleaningJob | None:
+        self._require_open()
+        status = self.cleaning_status(now_ms, settings)
+        if status.dirty_bytes == 0:
             return None
-        sources = [Source(s.base_offset, s.next_offset, s.size) for s in closed]
-        return MemoryCleaningJob(list(closed), max(self._cleaned_to, closed[-1].next_offset),
-                                 Pass(sources, now_ms - delete_retention_ms,
-                                      self._config.segment_bytes))
+        segments = [s for s in self._segments[:-1]
+                    if s.base_offset < status.first_uncleanable_offset]
+        return MemoryCleaningJob(segments, status.first_dirty_offset, now_ms, settings,
+                                 self._config.segment_bytes, checkpoint=self._cleaned_to)
 
     def swap_cleaned(self, job: MemoryCleaningJob) -> Iterator[None]:
         """A generator like FileLog's, with no steps to yield: the swap happens at once."""
@@ -250,6 +280,7 @@ class MemoryLog(SegmentedLog):
                 self._segments[:count] == job.segments and len(self._segments) > count:
             self._segments[:count] = job.replacement
             self._cleaned_to = max(self._cleaned_to, job.checkpoint)
+            self._first_dirty = max(self._first_dirty, job.end_offset)
         yield from ()
 
     def close(self) -> None:
