@@ -2,6 +2,7 @@
 roster serves through it and for successful and failed partitions alike."""
 from __future__ import annotations
 
+import datetime
 import uuid
 
 import pytest
@@ -25,7 +26,11 @@ TOPICS = [
                                        "CRC32C mismatch: the header says 0x01, the data gives 0x02"),
                        PartitionAnswer(3, ErrorCode.unknown_topic_or_partition),
                        # a message over 127 bytes takes a two-byte length in flexible versions
-                       PartitionAnswer(4, ErrorCode.message_too_large, -1, 3, "x" * 300)]),
+                       PartitionAnswer(4, ErrorCode.message_too_large, -1, 3, "x" * 300),
+                       # a LogAppendTime topic's answer, and records refused one by one
+                       PartitionAnswer(6, ErrorCode.none, 10, 0, None, 1700000000000),
+                       PartitionAnswer(7, ErrorCode.invalid_record, -1, 0, "refused", -1,
+                                       ((0, "no key"), (2, None)))]),
     ("empty", []),
 ]
 
@@ -35,16 +40,27 @@ def kio_response(version: int, topics) -> object:
     schema = response_schema(0, version)
     topic_entry = element(schema, "responses")
     partition_entry = element(topic_entry, "partition_responses")
+    error_entry = element(partition_entry, "record_errors") if version >= 8 else None
     return make(schema, responses=tuple(
         make(topic_entry, name=name if version < FIRST_TOPIC_ID else None,
              topic_id=topic_id if version >= FIRST_TOPIC_ID else None,
              partition_responses=tuple(
                  make(partition_entry, index=a.index, error_code=a.error_code,
-                      base_offset=a.base_offset, log_append_time=None,
-                      log_start_offset=a.log_start_offset, record_errors=(),
+                      base_offset=a.base_offset, log_append_time=as_datetime(a.log_append_time),
+                      log_start_offset=a.log_start_offset,
+                      record_errors=() if error_entry is None else tuple(
+                          make(error_entry, batch_index=i, batch_index_error_message=m)
+                          for i, m in a.record_errors),
                       error_message=a.error_message)
                  for a in answers))
         for (name, answers), topic_id in zip(topics, topic_ids(topics))))
+
+
+def as_datetime(milliseconds: int):
+    """kio's log_append_time: a datetime, None for -1 (CreateTime topics)."""
+    if milliseconds == -1:
+        return None
+    return datetime.datetime.fromtimestamp(milliseconds / 1000, datetime.timezone.utc)
 
 
 def topic_ids(topics) -> list[uuid.UUID]:

@@ -106,8 +106,6 @@ def _validate(name: str, valid: tuple | None, value: Any) -> None:
         if value not in valid[1]:
             raise _invalid(name, value, "String must be one of: " + ", ".join(valid[1]))
     elif rule == "list_of":
-        if len(set(value)) != len(value):
-            raise ConfigInvalid(f"Configuration '{name}' values must not be duplicated.")
         for item in value:
             if not item:
                 raise ConfigInvalid(f"Configuration '{name}' values must not be empty.")
@@ -228,34 +226,45 @@ def _converted(value: Any, factor: int) -> str:
 
 def resolve(configs: Mapping[str, str], broker_values: Mapping[str, Any],
             explicit: Iterable[str], broker_defaults: Mapping[str, Any]) -> list[Resolved]:
-    """Every topic config Kafka lists for a topic: set on the topic (DYNAMIC_TOPIC_CONFIG), else
-    the first broker synonym the operator set (STATIC_BROKER_CONFIG), else the first with a
-    default (DEFAULT_CONFIG), else Kafka's own default. Synonyms list, as Kafka's do, the topic's
-    own value, then per broker synonym its set value and its default."""
+    """Every topic config Kafka lists for a topic, as Kafka 4.4 answers DescribeConfigs:
+
+    - the value: set on the topic, else the first broker synonym the operator set (converted:
+      log.retention.hours=24 gives retention.ms=86400000), else the first with a default, else
+      Kafka's own default;
+    - the source: DYNAMIC_TOPIC_CONFIG when set on the topic, else STATIC_BROKER_CONFIG when the
+      operator set the first broker synonym, else DEFAULT_CONFIG (so retention.ms under
+      log.retention.hours=24 is DEFAULT_CONFIG, as Kafka reports it);
+    - the synonyms: the topic's own value, then the first broker synonym's default, if it has
+      one (the operator's value is not among them, as in Kafka 4.4)."""
     explicit = frozenset(explicit)
     answer = []
     for spec in TOPIC_CONFIGS:
-        synonyms = []
         effective = None
         for broker_name, factor in spec.synonyms:
-            value = broker_values.get(broker_name)
-            if broker_name in explicit and value is not None:
-                synonyms.append((broker_name, text_of(value), STATIC_BROKER_CONFIG))
-                if effective is None:
-                    effective = _converted(value, factor)
-            default = broker_defaults.get(broker_name)
-            if default is not None:
-                synonyms.append((broker_name, text_of(default), DEFAULT_CONFIG))
-                if effective is None:
-                    effective = _converted(default, factor)
+            value = broker_values.get(broker_name) if broker_name in explicit else None
+            if value is not None:
+                effective = _converted(value, factor)
+                break
+        if effective is None:
+            for broker_name, factor in spec.synonyms:
+                if broker_defaults.get(broker_name) is not None:
+                    effective = _converted(broker_defaults[broker_name], factor)
+                    break
+        synonyms = []
+        source = DEFAULT_CONFIG
+        if spec.synonyms:
+            first = spec.synonyms[0][0]
+            if first in explicit and broker_values.get(first) is not None:
+                source = STATIC_BROKER_CONFIG
+            if broker_defaults.get(first) is not None:
+                synonyms.append((first, text_of(broker_defaults[first]), DEFAULT_CONFIG))
         own = configs.get(spec.name)
         if own is not None:
-            value = _normalized(spec, own)
-            synonyms.insert(0, (spec.name, value, DYNAMIC_TOPIC_CONFIG))
-            effective = value
+            effective = _normalized(spec, own)
+            synonyms.insert(0, (spec.name, effective, DYNAMIC_TOPIC_CONFIG))
+            source = DYNAMIC_TOPIC_CONFIG
         if effective is None:
             effective = spec.default
-        source = synonyms[0][2] if synonyms else DEFAULT_CONFIG
         answer.append(Resolved(spec.name, effective, source, tuple(synonyms),
                                CONFIG_TYPES[spec.type]))
     return answer

@@ -5,15 +5,17 @@ settings named here that it does not define itself; docs/configuration.md's topi
 generated from it (tests/test_topic_config_table.py keeps the two equal).
 
 Facts from Apache Kafka's sources (LogConfig, TopicConfig, ServerTopicConfigSynonyms,
-ServerLogConfigs, QuotaConfig, CompressionType) as of the 4.x line: segment.bytes at least
-1 MiB and message.timestamp.after.max.ms defaulting to one hour (KIP-1030); message.format.version,
+ServerLogConfigs, QuotaConfig, CompressionType), checked against a Kafka 4.4 broker (its
+DescribeConfigs of a new topic lists exactly these names, defaults and synonyms, and its
+CreateTopics answers the same messages): segment.bytes at least 1 MiB and
+message.timestamp.after.max.ms defaulting to one hour (KIP-1030); message.format.version,
 message.downconversion.enable and message.timestamp.difference.max.ms are gone (4.0).
 
 Columns:
 - type: Kafka's ConfigDef type (BOOLEAN, STRING, INT, LONG, DOUBLE, LIST);
 - default: Kafka's default, written as Kafka writes it (a list as comma-separated text);
 - valid: the validator, as data: ("at_least", n), ("between", lo, hi), ("one_of", names),
-  ("list_of", names) (an empty list allowed, no duplicates), ("gzip_level",),
+  ("list_of", names) (an empty list allowed, duplicates too, as Kafka 4.4), ("gzip_level",),
   ("throttled_replicas",), or None;
 - synonyms: the broker settings it defaults to, first set wins, each with the factor that turns
   its unit into the topic config's (log.retention.hours -> ms: 3600000);
@@ -150,6 +152,17 @@ TOPIC_CONFIGS: tuple[TopicConfigSpec, ...] = (
                     "reported; only means something with tiered storage"),
     TopicConfigSpec("remote.log.delete.on.disable", "BOOLEAN", "false", None, (), "accepted",
                     "reported; only means something with tiered storage"),
+    TopicConfigSpec("remote.copy.lag.ms", "LONG", "0", ("at_least", -1),
+                    _same("log.remote.copy.lag.ms"), "accepted",
+                    "reported; only means something with tiered storage"),
+    TopicConfigSpec("remote.copy.lag.bytes", "LONG", "-1", ("at_least", -1),
+                    _same("log.remote.copy.lag.bytes"), "accepted",
+                    "reported; only means something with tiered storage"),
+    TopicConfigSpec("max.decompressed.message.bytes", "INT", "2147483639", ("at_least", 1),
+                    _same("max.decompressed.message.bytes"), "accepted",
+                    "reported; roster bounds a batch by max.message.bytes"),
+    TopicConfigSpec("errors.deadletterqueue.group.enable", "BOOLEAN", "false", None, (),
+                    "accepted", "reported; roster has no share groups or Streams groups"),
 )
 
 # Kafka's internal topic config (for tests: segments below segment.bytes' 1 MiB minimum).
@@ -184,4 +197,7 @@ BROKER_SYNONYM_DEFAULTS: dict[str, object] = {
     "log.message.timestamp.after.max.ms": 3600000,
     "log.local.retention.ms": -2,
     "log.local.retention.bytes": -2,
+    "log.remote.copy.lag.ms": 0,
+    "log.remote.copy.lag.bytes": -1,
+    "max.decompressed.message.bytes": 2147483639,
 }

@@ -113,7 +113,7 @@ class Topic:
     topic_id: uuid.UUID
     configs: dict[str, str]
     partitions: list[PartitionLog] = field(default_factory=list)
-    # what TopicManager.settings derived from `configs`, kept until they are replaced
+    # (configs, {key: value}): what TopicManager.cached derived from `configs`, until replaced
     derived: tuple | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -339,12 +339,21 @@ class TopicManager:
 
     def settings(self, topic: Topic) -> dict[str, Any]:
         """The topic's effective configs, typed (ints, floats, booleans, lists), computed once
-        per version of its configs (alter_configs replaces the mapping, which drops this)."""
+        per version of its configs."""
+        return self.cached(topic, "settings", lambda: self.typed(topic.configs))
+
+    def cached(self, topic: Topic, key: str, build: Callable[[], Any]) -> Any:
+        """What `build()` derives from the topic's configs, made once per version of them:
+        alter_configs replaces the mapping, which drops everything derived from the old one (a
+        per-produce check costs a lookup, not a parse)."""
         derived = topic.derived
         if derived is None or derived[0] is not topic.configs:
-            values = self.typed(topic.configs)
-            derived = topic.derived = (topic.configs, values)
-        return derived[1]
+            derived = topic.derived = (topic.configs, {})
+        memo = derived[1]
+        value = memo.get(key)
+        if value is None:
+            value = memo[key] = build()
+        return value
 
     def typed(self, topic_configs: Mapping[str, str]) -> dict[str, Any]:
         # values were checked on the way in; the broker's own topics may go below Kafka's

@@ -29,7 +29,7 @@ FIRST_TOPIC_ID = 13
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
-NO_TIMESTAMP = -1  # log_append_time: roster keeps producer timestamps (CreateTime)
+NO_TIMESTAMP = -1  # log_append_time of a topic whose message.timestamp.type is CreateTime
 NO_TAGS = b"\0"
 NO_THROTTLE = _INT32.pack(0)
 NIL_UUID = bytes(16)  # a topic id kio would write for None
@@ -41,6 +41,8 @@ class PartitionAnswer(NamedTuple):
     base_offset: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    log_append_time: int = NO_TIMESTAMP
+    record_errors: tuple = ()   # (batch_index, message) of the records refused (v8+)
 
 
 def _array_length(count: int, flexible: bool) -> bytes:
@@ -63,6 +65,17 @@ def _partition_layout(version: int) -> tuple[struct.Struct, bytes, bytes]:
     fixed = struct.Struct(">ihqqq" if version >= 5 else ">ihqq")
     before_message = _array_length(0, flexible) if version >= 8 else b""  # record_errors: none
     return fixed, before_message, NO_TAGS if flexible else b""
+
+
+def _record_errors(errors, flexible: bool) -> bytes:
+    """record_errors: batch_index int32, batch_index_error_message nullable string each."""
+    parts = [_array_length(len(errors), flexible)]
+    for batch_index, message in errors:
+        parts.append(_INT32.pack(batch_index))
+        parts.append(_string(message, flexible))
+        if flexible:
+            parts.append(NO_TAGS)
+    return b"".join(parts)
 
 
 @lru_cache(maxsize=4096)
@@ -88,12 +101,13 @@ def encode_produce_response(version: int,
         for answer in answers:
             if with_start:
                 parts.append(fixed.pack(answer.index, answer.error_code, answer.base_offset,
-                                        NO_TIMESTAMP, answer.log_start_offset))
+                                        answer.log_append_time, answer.log_start_offset))
             else:
                 parts.append(fixed.pack(answer.index, answer.error_code, answer.base_offset,
-                                        NO_TIMESTAMP))
+                                        answer.log_append_time))
             if with_message:
-                parts.append(before_message)
+                parts.append(_record_errors(answer.record_errors, flexible)
+                             if answer.record_errors else before_message)
                 parts.append(_string(answer.error_message, flexible))
             parts.append(after_message)
         if flexible:

@@ -18,8 +18,11 @@ beat a hand-written Python decoder that left the records in place (~3.5 us).
 from __future__ import annotations
 
 import asyncio
+import time
 
 from roster.broker.admission import admit_topics, admit_transactional_id, may_create_topic
+from roster.broker.record_validation import AppendRules, Refused
+from roster.broker.record_validation import validate as validate_records
 from roster.broker.topics import TopicError, check_topic_name
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogStorageError, RecordTooLarge
@@ -41,16 +44,25 @@ ACKS = (-1, 0, 1)
 KIO_FROM = 3  # v0-2: roster.protocol.classic
 
 
-class _Outcome:
-    __slots__ = ("error", "base_offset", "log_start_offset", "message", "partition", "end_offset")
+def now_ms() -> int:
+    """The broker's clock for LogAppendTime and the timestamp bounds."""
+    return time.time_ns() // 1_000_000
 
-    def __init__(self, error=ErrorCode.none, base_offset=-1, log_start_offset=-1, message=None):
+
+class _Outcome:
+    __slots__ = ("error", "base_offset", "log_start_offset", "message", "partition", "end_offset",
+                 "log_append_time", "record_errors")
+
+    def __init__(self, error=ErrorCode.none, base_offset=-1, log_start_offset=-1, message=None,
+                 record_errors=()):
         self.error = error
         self.base_offset = base_offset
         self.log_start_offset = log_start_offset
         self.message = message
         self.partition = None
         self.end_offset = 0
+        self.log_append_time = NO_TIMESTAMP
+        self.record_errors = record_errors
 
 
 def _create(broker, connection, name):
@@ -82,6 +94,13 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
                         message="a produce request must carry exactly one record batch per partition")
     if header.records_count == 0:
         return _Outcome(ErrorCode.invalid_record, message="a record batch must hold records")
+    # LogValidator's part: keys, timestamps, LogAppendTime, recompression (record_validation)
+    rules = broker.topics.cached(topic, "append rules",
+                                 lambda: AppendRules.of(broker.topics.settings(topic)))
+    try:
+        validated = validate_records(records, header, rules, now_ms(), f"{topic.name}-{index}")
+    except Refused as exc:
+        return _Outcome(exc.error, message=str(exc), record_errors=exc.record_errors)
     partition_key = (topic.topic_id, index)
     verdict = broker.sequences.check(partition_key, header)
     if verdict.error is not ErrorCode.none:
@@ -90,7 +109,7 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
         return _Outcome(base_offset=verdict.duplicate_of,
                         log_start_offset=partition.log_start_offset)
     try:
-        appended = partition.append(records)
+        appended = partition.append(validated.batch)
     except CorruptBatch as exc:
         return _Outcome(ErrorCode.corrupt_message, message=str(exc))
     except RecordTooLarge as exc:
@@ -101,6 +120,7 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
     broker.waiters.notify((topic.name, index))
     broker.durability.appended(partition, header.records_count)
     outcome = _Outcome(base_offset=appended.base_offset, log_start_offset=partition.log_start_offset)
+    outcome.log_append_time = validated.log_append_time
     outcome.partition = partition
     outcome.end_offset = appended.last_offset + 1
     return outcome
@@ -163,7 +183,8 @@ def _response(prefix: RequestPrefix, results) -> bytes:
     if prefix.api_version < KIO_FROM:
         return _legacy_response(prefix, results)
     body = encode_produce_response(prefix.api_version, [
-        (key, [PartitionAnswer(index, o.error, o.base_offset, o.log_start_offset, o.message)
+        (key, [PartitionAnswer(index, o.error, o.base_offset, o.log_start_offset, o.message,
+                               o.log_append_time, o.record_errors)
                for index, o in outcomes])
         for key, outcomes in results])
     return encode_response(API_KEY, prefix.api_version, prefix.correlation_id, body)
@@ -188,7 +209,7 @@ def _legacy_response(prefix: RequestPrefix, results) -> bytes:
     body = {"throttle_time": 0, "responses": [
         {"name": name, "partition_responses": [
             {"index": index, "error_code": o.error.value, "base_offset": o.base_offset,
-             "log_append_time_ms": NO_TIMESTAMP} for index, o in outcomes]}
+             "log_append_time_ms": o.log_append_time} for index, o in outcomes]}
         for name, outcomes in results]}
     return classic.encode_response(API_KEY, prefix.api_version, prefix.correlation_id, body)
 
