@@ -150,8 +150,11 @@ class Membership:
         topics = tuple(sorted(set(topics)))
         if topics == self.subscription:
             return []
-        self.subscription = topics
-        return self._request_rejoin(f"subscription changed to {', '.join(topics)}", now)
+        previous, self.subscription = self.subscription, topics
+        # a first subscription is a member joining, not a change: like Kafka's consumer, its
+        # first JoinGroup gives no reason (the coordinator records "member joined")
+        return self._request_rejoin(
+            f"subscription changed to {', '.join(topics)}" if previous else None, now)
 
     def close(self, now: int) -> list:
         """Stop. A dynamic member leaves the group; a static one stays silent so a restart
@@ -453,7 +456,7 @@ class Membership:
                 wanted.update((topic, p) for p in range(self.metadata.get(topic, 0)))
         return wanted != set(self.group_assigned)
 
-    def _request_rejoin(self, reason: str, now: int) -> list:
+    def _request_rejoin(self, reason: str | None, now: int) -> list:
         if self.state in (State.FATAL, State.CLOSED):
             return []
         self.rejoin_reason = reason
