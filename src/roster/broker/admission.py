@@ -383,3 +383,9 @@ def _admit_topic_lists(broker, connection, authorizer, declaration: Topics, body
                       else _topics(broker, connection, authorizer, declaration, entries))
     admission._nested = nested
     return None
+
+
+def admission_for(broker, connection) -> Admission:
+    """An Admission that asks the broker's authorizer about this connection's principal, for
+    answers that report what it may do (authorized operations)."""
+    return _own(ADMITTED, _authorizer(broker), connection)

@@ -14,6 +14,7 @@ from roster.broker.handlers import (
     delete_records,
     delete_topics,
     describe_acls,
+    describe_cluster,
     describe_configs,
     describe_groups,
     describe_user_scram_credentials,
@@ -44,7 +45,7 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            incremental_alter_configs, delete_records, sasl_handshake, sasl_authenticate,
            describe_user_scram_credentials, alter_user_scram_credentials,
            consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
-           delete_acls)
+           delete_acls, describe_cluster)
 
 
 def build_registry() -> Registry:

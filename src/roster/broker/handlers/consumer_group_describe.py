@@ -7,14 +7,14 @@ from __future__ import annotations
 import uuid
 
 from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
-from roster.protocol.acl import AclOperation
+from roster.broker.authorized_operations import NOT_REQUESTED, requested
+from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
-NO_OPERATIONS = -2147483648  # authorized operations not asked for
 
 
 async def handle(broker, request, connection):
@@ -26,6 +26,11 @@ async def handle(broker, request, connection):
     topic_entry = element(assignment_entry, "topic_partitions")
     image = LiveTopics(broker.topics)
     groups = broker.groups
+    operations = requested(broker, connection, body.include_authorized_operations)
+
+    def authorized(group_id: str) -> int:
+        return NOT_REQUESTED if operations is None else operations.of(ResourceType.GROUP,
+                                                                      group_id)
 
     def assignment(pairs):
         return make(assignment_entry, topic_partitions=tuple(
@@ -39,14 +44,14 @@ async def handle(broker, request, connection):
             described.append(make(group_entry, group_id=group_id, error_code=refused,
                                   error_message=None, group_state="", group_epoch=0,
                                   assignment_epoch=0, assignor_name="", members=(),
-                                  authorized_operations=NO_OPERATIONS))
+                                  authorized_operations=authorized(group_id)))
             continue
         group = groups.describe_consumer_groups([group_id], image)[0]
         described.append(make(
             group_entry, group_id=group.group_id, error_code=group.error,
             error_message=group.error_message, group_state=group.state,
             group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch,
-            assignor_name=group.assignor_name, authorized_operations=NO_OPERATIONS,
+            assignor_name=group.assignor_name, authorized_operations=authorized(group_id),
             members=tuple(make(
                 member_entry, member_id=m.member_id, instance_id=m.instance_id,
                 rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,

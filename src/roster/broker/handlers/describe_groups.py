@@ -1,9 +1,10 @@
-"""DescribeGroups (15), v0-6. Each group is admitted on its own (unauthorized, loading). roster
-has no ACLs yet: asked for authorized operations, it reports what a group allows anyone (READ,
-DESCRIBE, DELETE)."""
+"""DescribeGroups (15), v0-6. Each group is admitted on its own (unauthorized, loading). Asked
+for authorized operations, it reports those of a group the principal may perform
+(roster.broker.authorized_operations)."""
 from __future__ import annotations
 
-from roster.protocol.acl import AclOperation
+from roster.broker.authorized_operations import NOT_REQUESTED, requested
+from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -12,8 +13,6 @@ from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
 NOT_FOUND_FROM = 6       # KIP-1043: a missing group is an error, not the state "Dead"
-NOT_REQUESTED = -2**31
-GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
 
 
 async def handle(broker, request, connection):
@@ -22,10 +21,10 @@ async def handle(broker, request, connection):
     schema = response_schema(API_KEY, version)
     group_entry = element(schema, "groups")
     member_entry = element(group_entry, "members")
-    operations = GROUP_OPERATIONS if getattr(body, "include_authorized_operations", False) \
-        else NOT_REQUESTED
+    asked = requested(broker, connection, getattr(body, "include_authorized_operations", False))
     described = []
     for group_id in body.groups:
+        operations = NOT_REQUESTED if asked is None else asked.of(ResourceType.GROUP, group_id)
         refused = request.admission.group(group_id)
         if refused is not ErrorCode.none:
             described.append(make(

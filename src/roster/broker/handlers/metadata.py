@@ -11,6 +11,7 @@ topic. Asked for every topic, the answer leaves out those it may not describe, a
 from __future__ import annotations
 
 from roster.broker.admission import may_create_topic
+from roster.broker.authorized_operations import NOT_REQUESTED, requested
 from roster.broker.topics import TopicError, check_topic_name
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
@@ -31,10 +32,12 @@ def _partitions(schema, topic, node_id: int):
                  for index in range(len(topic.partitions)))
 
 
-def _describe(schema, topic, node_id: int):
+def _describe(schema, topic, node_id: int, operations):
     return make(element(schema, "topics"), error_code=ErrorCode.none, name=topic.name,
                 topic_id=topic.topic_id, is_internal=topic.internal,
-                partitions=_partitions(schema, topic, node_id))
+                partitions=_partitions(schema, topic, node_id),
+                topic_authorized_operations=NOT_REQUESTED if operations is None
+                else operations.of(ResourceType.TOPIC, topic.name))
 
 
 def _failed(schema, error: ErrorCode, name=None, topic_id=None):
@@ -42,7 +45,7 @@ def _failed(schema, error: ErrorCode, name=None, topic_id=None):
                 is_internal=False, partitions=())
 
 
-def _lookup(broker, connection, schema, wanted, admitted, may_create: bool):
+def _lookup(broker, connection, schema, wanted, admitted, may_create: bool, operations):
     topic, error = admitted
     if error is ErrorCode.unknown_topic_or_partition:  # by name: perhaps created now
         try:
@@ -56,7 +59,7 @@ def _lookup(broker, connection, schema, wanted, admitted, may_create: bool):
     if topic is None:  # by id (v12+), the id and no name
         return _failed(schema, error, name=wanted.name,
                        topic_id=getattr(wanted, "topic_id", None) if wanted.name is None else None)
-    return _describe(schema, topic, broker.endpoint.node_id)
+    return _describe(schema, topic, broker.endpoint.node_id, operations)
 
 
 def validate(request) -> None:
@@ -75,20 +78,27 @@ async def handle(broker, request, connection):
     body = request.body
     all_topics = body.topics is None or (version == 0 and not body.topics)
     admission = request.admission
+    operations = requested(broker, connection,
+                           getattr(body, "include_topic_authorized_operations", False))
     if all_topics:
-        topics = tuple(_describe(schema, t, broker.endpoint.node_id) for t in broker.topics
+        topics = tuple(_describe(schema, t, broker.endpoint.node_id, operations)
+                       for t in broker.topics
                        if admission.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, t.name))
     else:
         may_create = version < 4 or body.allow_auto_topic_creation
         topics = tuple(_lookup(broker, connection, schema, wanted, admission.topic(t),
-                               may_create) for t, wanted in enumerate(body.topics))
+                               may_create, operations) for t, wanted in enumerate(body.topics))
+    # v8-10 may ask for the cluster's too (v11 moved it to DescribeCluster)
+    cluster = requested(broker, connection,
+                        getattr(body, "include_cluster_authorized_operations", False))
     # the advertised address of the listener this request came in on
     endpoint = getattr(connection, "endpoint", None) or broker.endpoint
     brokers = (make(element(schema, "brokers"), node_id=endpoint.node_id, host=endpoint.host,
                     port=endpoint.port, rack=None),)
     return make(schema, brokers=brokers, cluster_id=broker.cluster_id,
                 controller_id=endpoint.node_id, topics=topics,
-                cluster_authorized_operations=-2147483648, error_code=ErrorCode.none)
+                cluster_authorized_operations=NOT_REQUESTED if cluster is None
+                else cluster.of_cluster(), error_code=ErrorCode.none)
 
 
 SPEC = ApiSpec(API_KEY, "Metadata", 0, 13, handle, resources=(Topics(AclOperation.DESCRIBE),),
