@@ -62,7 +62,7 @@ PEER_SETTINGS = {
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.min.session.timeout.ms": "1000",
 }
-# Kafka-only: a one-node cluster has one replica of everything.
+# Kafka-only: a one-node cluster has one replica of everything; and see below.
 SINGLE_NODE = {
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
@@ -72,6 +72,12 @@ SINGLE_NODE = {
     "default.replication.factor": "1",
     "min.insync.replicas": "1",
     "log.flush.interval.messages": str(2**63 - 1),
+    # Kafka 4.4 batches KIP-848 target assignments (at most one per second) and computes them
+    # off the coordinator thread; roster computes them on the heartbeat that needs one, as
+    # Kafka did before. With these the two answer the same heartbeat with the same epoch
+    # (docs/compatibility.md).
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
 }
 SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
@@ -107,8 +113,12 @@ def _free_port() -> int:
 
 
 def _cluster_id() -> str:
-    # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding; one starting
+    # with "-" would read as an option to the storage tool
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def _jaas_plain() -> str:
