@@ -106,10 +106,10 @@ def test_report_in_chromium(bounced, report_all, tmp_path):
                          check=True).stdout
     generations, _ = counts([e for events in bounced.values() for e in events])
     assert re.search(rf'data-count="generations">{generations}<', dom)
-    assert dom.count('class="group-row"') == 2
+    assert dom.count('class="group-row"') == 2 and dom.count('<td class="reason">') == 2
     assert dom.count('data-plot="bars"') == 4
     shot = tmp_path / "report.png"
     subprocess.run(flags + [f"--user-data-dir={tmp_path / 'p2'}", f"--screenshot={shot}",
-                            "--window-size=1280,1800", out.as_uri()], capture_output=True,
+                            "--window-size=1280,2700", out.as_uri()], capture_output=True,
                    timeout=90, check=True)
     assert distinct_colours(shot.read_bytes()) > 20, "the report looks blank"

@@ -40,8 +40,36 @@ def load_events(spark, bootstrap: str, group: str | None = None, options: dict |
     raw = reader.load()
     if group is not None:
         raw = raw.where(F.col("key") == F.lit(group.encode()))
+    return parse_events(raw)
+
+
+def parse_events(raw):
+    """Records of `__roster_group_events` (a `value` column of event JSON) as event rows."""
+    from pyspark.sql import functions as F
     return raw.select(F.from_json(F.col("value").cast("string"), EVENT_SCHEMA).alias("e")) \
         .select("e.*").where(F.col("kind").isNotNull())
+
+
+def _handed_over(moved):
+    """How many of a generation's moves handed a partition from one member to another: its
+    first assignment is not a move, nor is a partition left without an owner
+    (events.Moved.handed_over, in Spark)."""
+    from pyspark.sql import functions as F
+    return F.size(F.filter(moved, lambda m: m["before"].isNotNull() & m["after"].isNotNull()))
+
+
+def top_reasons(rows) -> dict:
+    """group -> (count, [reasons]) from (group, reason, count) rows: the most common reason
+    of each group's rebalances, every one of them when several share the top count (sorted,
+    so the answer never depends on the order Spark returned the rows in)."""
+    best: dict[str, tuple[int, list]] = {}
+    for group_id, reason, count in rows:
+        top, reasons = best.get(group_id, (0, []))
+        if count > top:
+            best[group_id] = (count, [reason])
+        elif count == top:
+            reasons.append(reason)
+    return {g: (count, sorted(reasons, key=str)) for g, (count, reasons) in best.items()}
 
 
 def aggregate(events) -> dict:
@@ -53,7 +81,7 @@ def aggregate(events) -> dict:
     gens = events.where(F.col("kind") == ev.GENERATION)
     per_hour = (gens.groupBy(hour, F.col("trigger.kind").alias("reason")).count()
                 .orderBy("hour").collect())
-    moved_hour = (gens.groupBy(hour).agg(F.sum(F.size("moved")).alias("moved"))
+    moved_hour = (gens.groupBy(hour).agg(F.sum(_handed_over("moved")).alias("moved"))
                   .orderBy("hour").collect())
     saved_hour = (events.where(F.col("kind") == ev.SAVED).groupBy(hour).count()
                   .orderBy("hour").collect())
@@ -74,17 +102,16 @@ def aggregate(events) -> dict:
     per_group = (events.groupBy("group_id", "protocol").agg(
         F.sum(F.when(F.col("kind") == ev.GENERATION, 1).otherwise(0)).alias("generations"),
         F.sum(F.when(F.col("kind") == ev.SAVED, 1).otherwise(0)).alias("saved"),
-        F.sum(F.when(F.col("kind") == ev.GENERATION, F.size("moved")).otherwise(0))
+        F.sum(F.when(F.col("kind") == ev.GENERATION, _handed_over("moved")).otherwise(0))
         .alias("moved"),
         F.percentile_approx(F.when(F.col("kind") == ev.GENERATION,
                                    F.col("at_ms") - F.col("started_ms")), 0.5)
         .alias("median_ms"),
         F.max("at_ms").alias("last_ms"))
         .orderBy(F.desc("generations")).limit(500).collect())
-    top_reason = {}
-    for r in (gens.groupBy("group_id", F.col("trigger.kind").alias("reason")).count()
-              .orderBy("group_id", F.desc("count")).collect()):
-        top_reason.setdefault(r["group_id"], r["reason"])
+    top_reason = top_reasons(
+        (r["group_id"], r["reason"], r["count"]) for r in
+        gens.groupBy("group_id", F.col("trigger.kind").alias("reason")).count().collect())
     totals = events.groupBy("kind").count().collect()
     span = events.agg(F.min("at_ms").alias("first"), F.max("at_ms").alias("last")).collect()[0]
     events.unpersist()
@@ -95,20 +122,21 @@ def aggregate(events) -> dict:
         "gaps": {"n": gap_row["n"], "max": gap_row["max"], "p": list(gap_row["p"] or []),
                  "bounds": bounds, "buckets": gap_buckets},
         "duration": {"p": list(duration["p"] or []), "max": duration["max"]},
-        "groups": [dict(r.asDict(), top_reason=top_reason.get(r["group_id"]))
+        "groups": [dict(r.asDict(), top_reason=top_reason.get(r["group_id"], (0, [])))
                    for r in per_group],
         "totals": {r["kind"]: r["count"] for r in totals},
         "first_ms": span["first"], "last_ms": span["last"],
     }
 
 
-def lag_by_group(bootstrap: str, group_ids) -> dict:
-    """Committed offsets and lag of the report's groups (the busiest first, bounded)."""
+def lag_by_group(bootstrap: str, group_ids, security=None) -> dict:
+    """Committed offsets and lag of the report's groups (the busiest first, bounded).
+    `security`: client settings for a secured broker (a --command-config file's)."""
     from roster.admin.client import AdminClient, AdminError
     from roster.admin.offsets import committed, log_offsets
     found = {}
     try:
-        with AdminClient(bootstrap) as client:
+        with AdminClient(bootstrap, security=security) as client:
             for group_id in list(group_ids)[:MAX_GROUPS_WITH_LAG]:
                 try:
                     offsets = committed(client, group_id)
@@ -158,7 +186,7 @@ def render(data: dict, group: str | None, lags: dict, elapsed_s: float) -> str:
             ("generations", f"{generations:,}", "rebalances (generations)"),
             ("saved", f"{n_saved:,}", "saved by static membership"),
             ("share", share, "of would-be rebalances saved"),
-            ("moved", f"{sum(moved.values()):,}", "partitions moved"),
+            ("moved", f"{sum(moved.values()):,}", "partitions moved between members"),
             ("gap", _fmt_ms(p[1]), "p90 time without an owner"),
             ("duration", _fmt_ms(dp[1]), "p90 rebalance duration")])
     gap_rows = []
@@ -171,8 +199,7 @@ def render(data: dict, group: str | None, lags: dict, elapsed_s: float) -> str:
         f'<tr class="group-row"><td>{esc(g["group_id"])}</td><td>{esc(g["protocol"])}</td>'
         f'<td class="num">{g["generations"]}</td><td class="num">{g["saved"]}</td>'
         f'<td class="num">{g["moved"]}</td><td class="num">{_fmt_ms(g["median_ms"])}</td>'
-        f'<td><span class="why" style="background:{COLOURS.get(g["top_reason"], "#bbb")}">'
-        f'</span>{esc(WHY.get(g["top_reason"], g["top_reason"] or "—"))}</td>'
+        f'<td class="reason">{_reason_cell(*g["top_reason"])}</td>'
         f'<td class="num">{lags.get(g["group_id"], "—")}</td>'
         f'<td>{_when(g["last_ms"])}</td></tr>' for g in data["groups"])
     body = f"""
@@ -182,7 +209,8 @@ def render(data: dict, group: str | None, lags: dict, elapsed_s: float) -> str:
 <section><h2>Rebalances saved by static membership, per hour</h2>
 {bar_chart([(h[5:], {ev.STATIC_REJOIN: saved.get(h, 0)}) for h in hours],
            label="saved per hour")}</section>
-<section><h2>Partitions moved per hour</h2>
+<section><h2>Partitions moved between members per hour</h2>
+<p class="note">A partition's first assignment is not a move.</p>
 {bar_chart([(h[5:], {"moved": moved.get(h, 0)}) for h in hours], label="partitions moved",
            colours={"moved": "#4e79a7"})}</section>
 <section><h2>Time without an owner</h2>
@@ -202,6 +230,17 @@ Spark in {elapsed_s:.1f} s; written {_when(int(time.time() * 1000))} UTC.</p>"""
             f'</header><main>{body}</main></body></html>')
 
 
+def _reason_cell(count: int, reasons: list) -> str:
+    """The most common reason and how often it was the cause; a tie says so and names each."""
+    if not reasons:
+        return "—"
+    names = ", ".join(f'<span class="why" style="background:{COLOURS.get(r, "#bbb")}">'
+                      f'</span>{esc(WHY.get(r, r))}' for r in reasons)
+    if len(reasons) == 1:
+        return f'{names} <span class="note">({count}×)</span>'
+    return f'tie: {names} <span class="note">({count}× each)</span>'
+
+
 def _when(ms) -> str:
     if ms is None:
         return "—"
@@ -213,7 +252,7 @@ def run(spark, bootstrap: str, out: Path, group: str | None = None,
         options: dict | None = None) -> dict:
     started = time.monotonic()
     data = aggregate(load_events(spark, bootstrap, group, options))
-    lags = lag_by_group(bootstrap, [g["group_id"] for g in data["groups"]])
+    lags = lag_by_group(bootstrap, [g["group_id"] for g in data["groups"]], options)
     elapsed = time.monotonic() - started
     out.write_text(render(data, group, lags, elapsed), encoding="utf-8")
     data["elapsed_s"] = elapsed
@@ -229,7 +268,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--group", help="one group (default: every group)")
     parser.add_argument("--out", type=Path, default=Path("rebalance-report.html"))
     parser.add_argument("--master", default="local[2]", help="Spark master")
+    parser.add_argument("--command-config", metavar="FILE",
+                        help="client properties for a secured broker (docs/security.md)")
     args = parser.parse_args(argv)
+    from roster.security.client import read_properties
+    options = read_properties(args.command_config) if args.command_config else None
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
@@ -243,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     roster.spark.register(spark)
     try:
-        data = run(spark, args.bootstrap_server, args.out, args.group)
+        data = run(spark, args.bootstrap_server, args.out, args.group, options)
     finally:
         spark.stop()
     totals = data["totals"]
