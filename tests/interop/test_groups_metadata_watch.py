@@ -13,17 +13,17 @@ The followers are confluent-kafka consumers.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-import threading
 import time
 
 import pytest
 
 from tests.support import groups
-from tests.support.groups import ConfluentMember, ConfluentProcessMember, Watch
+from tests.support.groups import (
+    ConfluentMember,
+    ConfluentProcessMember,
+    KafkaPythonProcessMember,
+    Watch,
+)
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("groups-metadata-watch")]
 
@@ -31,39 +31,6 @@ BEFORE, AFTER = 3, 9
 LEADER_SESSION_MS = 30_000
 REBALANCE_MS = 6000          # every member's max.poll.interval.ms (group.min.session.timeout.ms)
 HEARTBEAT_MS = 500
-
-
-class KafkaPythonProcessMember(ConfluentProcessMember):
-    """A kafka-python consumer in a child process, reporting its callbacks as JSON lines."""
-
-    client = "kafka-python (process)"
-
-    SCRIPT = textwrap.dedent("""
-        import json, sys
-        from kafka import ConsumerRebalanceListener, KafkaConsumer
-        conf, topic = json.loads(sys.argv[1]), sys.argv[2]
-        def report(kind, ps):
-            print(json.dumps({"kind": kind, "partitions": [p.partition for p in ps]}), flush=True)
-        class Listener(ConsumerRebalanceListener):
-            def on_partitions_revoked(self, revoked):
-                report("revoke", revoked)
-            def on_partitions_assigned(self, assigned):
-                report("assign", assigned)
-        consumer = KafkaConsumer(**conf)
-        consumer.subscribe([topic], listener=Listener())
-        consumer.topics()
-        while True:
-            consumer.poll(timeout_ms=100)
-    """)
-
-    def start(self):
-        conf = {**self._python_client_config(), **self.config}
-        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, json.dumps(conf),
-                                      self.topic], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-        return self
 
 
 def broker_with(tmp_path_factory, name, watch):
@@ -148,3 +115,75 @@ def test_partitions_added_while_the_static_leader_is_down(tmp_path_factory, watc
         groups.stop_all(members)
         print("broker output:\n" + "\n".join(broker.output))
         broker.stop()
+
+
+# -- issue 22: the watch's rebalance does not wait for the dead static leader ---------------------
+#
+# As a user meets it: three static members with the range assignor, session.timeout.ms=20000 and
+# the default max.poll.interval.ms (5 minutes: the rebalance timeout). The leader is SIGKILLed and
+# the topic grows from 3 to 6 partitions. Kafka would keep the survivors on their partitions until
+# the leader's session ends; the watch rebalances at once, and must not then hold the survivors in
+# the join phase for five minutes waiting for the dead leader (coordinator/away.py).
+
+SESSION_MS = 20_000
+GROWN = 6
+LEADERS = {"confluent-kafka": ConfluentProcessMember, "kafka-python": KafkaPythonProcessMember}
+LEADER_CONFIGS = {  # each client's own spelling; everything else its defaults
+    "confluent-kafka": {"session.timeout.ms": SESSION_MS,
+                        "partition.assignment.strategy": "range"},
+    "kafka-python": {"session_timeout_ms": SESSION_MS, "heartbeat_interval_ms": 3000},
+}
+
+
+@pytest.fixture(scope="module")
+def watching_broker(tmp_path_factory):
+    broker = broker_with(tmp_path_factory, "mw-away", True)
+    yield broker
+    broker.stop()
+
+
+@pytest.mark.parametrize("leader_client", sorted(LEADERS))
+def test_a_dead_static_leader_does_not_hold_the_survivors_when_the_topic_grows(
+        watching_broker, leader_client):
+    broker = watching_broker
+    name = f"mw-away-{leader_client}"
+    groups.create_topic(broker.bootstrap, name, BEFORE)
+    watch = Watch()
+    leader = LEADERS[leader_client](watch, broker.bootstrap, name, name, f"{name}-leader",
+                                    f"{name}-leader", LEADER_CONFIGS[leader_client])
+    survivors = [ConfluentMember(watch, broker.bootstrap, name, name, f"{name}-s{i}",
+                                 f"{name}-s{i}", {"session.timeout.ms": SESSION_MS,
+                                                  "heartbeat.interval.ms": 1000,
+                                                  "partition.assignment.strategy": "range"})
+                 for i in (1, 2)]
+    members = [leader, *survivors]
+    try:
+        with groups.broker_output_on_failure(broker):
+            leader.start()
+            watch.wait_for(lambda: leader.assigned == frozenset(range(BEFORE)), groups.DEADLINE_S,
+                           lambda: "the leader to own every partition"
+                           + groups.describe_assignment([leader]))
+            for survivor in survivors:
+                survivor.start()
+            groups.wait_split(watch, members, BEFORE)
+            leader.kill9()
+            killed_at = time.monotonic()
+            add_partitions(broker.bootstrap, name, GROWN)
+            groups.produce_known(broker.bootstrap, name, GROWN, 60, name)
+
+            # the survivors consume from the new partitions well before the leader's session
+            # ends (and far before the 5-minute rebalance timeout)
+            watch.wait_for(lambda: any(r.partition >= BEFORE
+                                       for s in survivors for r in s.records),
+                           SESSION_MS / 1000, lambda: "the survivors to consume new partitions"
+                           + groups.describe_assignment(survivors))
+            took = time.monotonic() - killed_at
+            assert took < SESSION_MS / 1000 * 0.75, took
+            # range over the three members: the dead leader's share is kept for it
+            owned = frozenset().union(*(s.assigned for s in survivors))
+            assert len(owned) == GROWN * 2 // 3 and max(owned) >= BEFORE, \
+                groups.describe_assignment(survivors)
+            log = "\n".join(broker.output)
+            assert f"preparing to rebalance group {name}" in log and "metadata changed" in log
+    finally:
+        groups.stop_all(members)

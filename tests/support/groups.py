@@ -456,6 +456,40 @@ class ConfluentProcessMember(Member):
             self.kill9()
 
 
+class KafkaPythonProcessMember(ConfluentProcessMember):
+    """A kafka-python consumer in a child process (so a test can SIGKILL it), reporting its
+    callbacks as JSON lines like ConfluentProcessMember."""
+
+    client = "kafka-python (process)"
+
+    SCRIPT = textwrap.dedent("""
+        import json, sys
+        from kafka import ConsumerRebalanceListener, KafkaConsumer
+        conf, topic = json.loads(sys.argv[1]), sys.argv[2]
+        def report(kind, ps):
+            print(json.dumps({"kind": kind, "partitions": [p.partition for p in ps]}), flush=True)
+        class Listener(ConsumerRebalanceListener):
+            def on_partitions_revoked(self, revoked):
+                report("revoke", revoked)
+            def on_partitions_assigned(self, assigned):
+                report("assign", assigned)
+        consumer = KafkaConsumer(**conf)
+        consumer.subscribe([topic], listener=Listener())
+        consumer.topics()   # metadata before the first join: see KafkaPythonMember._run
+        while True:
+            consumer.poll(timeout_ms=100)
+    """)
+
+    def start(self) -> Member:
+        conf = {**self._python_client_config(), **self.config}
+        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, json.dumps(conf),
+                                      self.topic], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        threading.Thread(target=self._read_stdout, daemon=True).start()
+        threading.Thread(target=self._read_stderr, daemon=True).start()
+        return self
+
+
 MEMBERS: dict[str, type[Member]] = {
     "confluent-kafka": ConfluentMember,
     "kafka-python": KafkaPythonMember,
