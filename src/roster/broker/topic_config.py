@@ -176,6 +176,8 @@ def incremental(current: Mapping[str, str], operations: Iterable[tuple[str, int,
     configs = dict(current)
     for name, operation, value in operations:
         if operation == SET:
+            if value is None:
+                raise ConfigInvalid(f"Null value not supported for topic configs: {name}")
             configs[name] = value
         elif operation == DELETE:
             configs.pop(name, None)

@@ -57,6 +57,7 @@ KAFKA = {
     "AlterUserScramCredentials": {("CLUSTER", "ALTER")},
     "ConsumerGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE")},
     "ConsumerGroupDescribe": {("GROUP", "DESCRIBE")},
+    "DescribeCluster": set(),   # Kafka asks DESCRIBE on the cluster only to report operations
 }
 
 
