@@ -33,6 +33,8 @@ def time_ticks(t0: int, t1: int, most: int = 7) -> tuple[int, list[int]]:
     that fall in t0..t1, at most `most` of them."""
     span = max(t1 - t0, 1)
     step = next((s for s in _TIME_STEPS_MS if span / s <= most - 1), _TIME_STEPS_MS[-1])
+    while span / step > most - 1:   # longer than the steps above foresee (months of events)
+        step *= 2
     first = -(-t0 // step) * step
     return step, list(range(first, t1 + 1, step))
 

@@ -42,6 +42,7 @@ def test_time_ticks_fall_on_round_clock_times():
     assert [time_label(t, step)[-4:] for t in ticks[:2]] == ["00.5", "01.0"]
     step, ticks = time_ticks(T, T + 3_600_000)
     assert step == 600_000 and time_label(ticks[1], step).endswith("0")
+    assert len(time_ticks(T, T + 3 * 365 * 86_400_000)[1]) <= 7
 
 
 def test_saved_rebalance_of_the_only_generation_is_drawn_at_that_generation():
