@@ -84,7 +84,41 @@ class Session:
             "name": real, "num_partitions": partitions, "replication_factor": 1}])
         assert int(answer.topics[0].error_code) in (0, 36), answer  # 36: already exists
         self.wait(lambda: self.partitions(real) == partitions, f"{real} has {partitions} partitions")
+        self.wait_coordinator_sees(real, partitions)
+        self.trace.symbol("t", str(self.topic_id(real)))
         return real
+
+    def topic_id(self, topic: str):
+        admin = self.conn("setup", traced=False)
+        answer = admin.call(ApiKey.METADATA, topics=[{"name": topic}],
+                            allow_auto_topic_creation=False)
+        admin.close()
+        return answer.topics[0].topic_id
+
+    def wait_coordinator_sees(self, topic: str, partitions: int) -> None:
+        """Kafka's group coordinator learns of a topic from its metadata image a moment after
+        Metadata shows it; a throw-away KIP-848 member heartbeats until it is assigned every
+        partition, so a scenario's first heartbeat never races the image."""
+        probe = self.conn("setup", traced=False)
+        member_id, epoch = f"probe-{topic}", 0
+        group = f"{topic}.probe"
+
+        def assigned() -> bool:
+            nonlocal epoch
+            answer = probe.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, group_id=group,
+                                member_id=member_id, member_epoch=epoch,
+                                rebalance_timeout=30000 if epoch == 0 else -1,
+                                subscribed_topic_names=[topic] if epoch == 0 else None,
+                                topic_partitions=[] if epoch == 0 else None)
+            epoch = answer.member_epoch if int(answer.error_code) == 0 else 0
+            got = answer.assignment
+            return got is not None and sum(len(t.partitions) for t in got.topic_partitions) \
+                == partitions
+
+        self.wait(assigned, f"the group coordinator sees {topic}")
+        probe.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, group_id=group, member_id=member_id,
+                   member_epoch=-1, rebalance_timeout=-1)
+        probe.close()
 
     def partitions(self, topic: str) -> int:
         admin = self.conn("setup", traced=False)
@@ -126,13 +160,15 @@ def run_one(scenario: str, body, peer: str, bootstrap: str, security=None) -> Tr
                           where=traceback.format_exc().splitlines()[-3].strip())
     finally:
         session.close()
+    session.trace.finish()
     return session.trace
 
 
 def apply_expected(name: str, kafka: list[dict], roster: list[dict]) -> None:
     """Check each listed difference shows exactly, then blank it so the rest must be equal."""
     by_step = ({e["step"]: e for e in kafka}, {e["step"]: e for e in roster})
-    for listed in EXPECTED.get(name, ()):
+    everywhere = [listed for listed in EXPECTED.get("*", ()) if listed.step in by_step[0]]
+    for listed in [*EXPECTED.get(name, ()), *everywhere]:
         for entries, want in zip(by_step, (listed.kafka, listed.roster)):
             entry = entries.get(listed.step)
             assert entry is not None, f"listed difference at {listed.step} has no such step"

@@ -7,6 +7,9 @@ observes: generation or epoch, leader, member list, assignment.
 """
 from __future__ import annotations
 
+import base64
+import uuid
+
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.consumer_protocol import (
     Assignment,
@@ -131,3 +134,60 @@ def split(members: list[ClassicMember], topic: str, partitions: int):
         mine = tuple(p for p in range(partitions) if p % len(members) == index)
         plan[member] = {topic: mine}
     return plan
+
+
+HEARTBEAT_FIELDS = ("member_id", "member_epoch", "heartbeat_interval", "assignment")
+
+
+class Kip848Member:
+    """A KIP-848 consumer: ConsumerGroupHeartbeat v1, with the member id it makes itself
+    (KIP-1082) and its owned partitions acknowledged on each full heartbeat."""
+
+    def __init__(self, session, who: str, group: str, topics: tuple[str, ...] | None = None,
+                 regex: str | None = None, instance_id: str | None = None,
+                 rebalance_ms: int = 30000) -> None:
+        self.s, self.who, self.group = session, who, group
+        self.topics, self.regex, self.instance_id = topics, regex, instance_id
+        self.rebalance_ms = rebalance_ms
+        self.conn = session.conn(who)
+        self.quiet = session.conn(who, traced=False)
+        self.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.epoch = 0
+        self.owned: list[dict] = []
+
+    def heartbeat(self, epoch: int | None = None, traced: bool = True):
+        conn = self.conn if traced else self.quiet
+        first = self.epoch == 0
+        answer = conn.call(
+            ApiKey.CONSUMER_GROUP_HEARTBEAT, keep=HEARTBEAT_FIELDS, group_id=self.group,
+            member_id=self.member_id, member_epoch=self.epoch if epoch is None else epoch,
+            instance_id=self.instance_id, rebalance_timeout=self.rebalance_ms if first else -1,
+            subscribed_topic_names=list(self.topics) if first and self.topics else None,
+            subscribed_topic_regex=self.regex if first else None,
+            server_assignor=None, topic_partitions=self.owned if first or epoch is None else None)
+        if int(answer.error_code) == 0 and epoch is None:
+            self.epoch = answer.member_epoch
+            if answer.assignment is not None:
+                self.owned = [{"topic_id": tp.topic_id, "partitions": list(tp.partitions)}
+                              for tp in answer.assignment.topic_partitions]
+        return answer
+
+    def owned_count(self) -> int:
+        return sum(len(tp["partitions"]) for tp in self.owned)
+
+    def converge(self, want_partitions: int, timeout_s: float = 30.0) -> None:
+        """Heartbeat (out of the trace) until the member owns want_partitions, then once in
+        the trace: Kafka resolves regexes and metadata changes asynchronously, so only the
+        converged state is compared, not how many heartbeats it took."""
+        self.s.wait(lambda: self.heartbeat(traced=False) is not None
+                    and self.owned_count() == want_partitions,
+                    f"{self.who} owns {want_partitions} partitions", timeout_s)
+        self.heartbeat()
+
+    def leave(self, static: bool = False):
+        """Leave (epoch -1), or a static member's temporary leave (epoch -2)."""
+        answer = self.conn.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, keep=HEARTBEAT_FIELDS,
+                                group_id=self.group, member_id=self.member_id,
+                                member_epoch=-2 if static else -1,
+                                instance_id=self.instance_id, rebalance_timeout=-1)
+        return answer

@@ -12,8 +12,13 @@ Normalisation (what Kafka leaves open, so it never appears in a trace):
 - node ids, hosts and ports of brokers/coordinators, cluster ids: replaced by "<node>",
   "<host>", "<port>", dropped;
 - throttle times: dropped (quotas are not compared);
+- KIP-848 epochs (member, group and assignment epochs): counted from the first one the trace
+  sees, which becomes 1 (a new Kafka 4.4 group hands its first member epoch 2, roster epoch 1;
+  docs/compatibility.md); -1, -2 and 0 stay as they are, and so do gaps between epochs;
 - lists of members: Kafka keeps them in a hash map, so their order is open; they are sorted by
   instance id, then by symbol;
+- lists of topics by id (assignments): Kafka's order is a hash map's, so they are sorted by
+  topic symbol; a scenario's topics get their symbols in the order it creates them;
 - clocks: a timer outcome is recorded as "within [lo, hi] ms" (the tolerance), never the time.
 """
 from __future__ import annotations
@@ -46,6 +51,7 @@ VERSIONS = {
     ApiKey.DESCRIBE_CONFIGS: 4, ApiKey.API_VERSIONS: 3,
 }
 MEMBER_FIELDS = {"member_id", "leader", "leader_id"}
+EPOCH_FIELDS = {"member_epoch", "group_epoch", "assignment_epoch"}
 DROPPED = {"throttle_time", "cluster_id"}
 HIDDEN = {"node_id": "<node>", "host": "<host>", "port": "<port>", "leader_id_node": "<node>"}
 CONSUMER_BYTES = {"metadata": decode_subscription, "member_metadata": decode_subscription,
@@ -59,6 +65,7 @@ class Trace:
         self.entries: list[dict] = []
         self._symbols: dict[str, dict[str, str]] = {"m": {}, "t": {}}
         self._steps: dict[str, itertools.count] = {}
+        self._first_epoch: int | None = None
 
     def symbol(self, kind: str, real: str) -> str:
         table = self._symbols[kind]
@@ -68,6 +75,11 @@ class Trace:
 
     def member(self, real: str) -> str:
         return self.symbol("m", real) if real else real
+
+    def finish(self) -> None:
+        """The one epoch value the normalisation hides, kept as an entry of its own."""
+        if self._first_epoch is not None:
+            self.add("first KIP-848 epoch", value=self._first_epoch)
 
     def step(self, label: str) -> str:
         """`label#n`: the n-th entry with this label (keys the expected-differences table)."""
@@ -88,6 +100,8 @@ class Trace:
         if isinstance(value, (tuple, list)):
             if value and all(hasattr(v, "member_id") for v in value):
                 value = sorted(value, key=self._member_order)
+            elif value and all(hasattr(v, "topic_id") for v in value):
+                value = sorted(value, key=lambda v: self.symbol("t", str(v.topic_id)))
             return [self.plain(v, key) for v in value]
         if isinstance(value, ErrorCode):
             return value.name
@@ -101,6 +115,10 @@ class Trace:
             return "<zero>" if value.int == 0 else self.symbol("t", str(value))
         if key in HIDDEN and value is not None:
             return HIDDEN[key]
+        if key in EPOCH_FIELDS and isinstance(value, int) and value > 0:
+            if self._first_epoch is None:
+                self._first_epoch = value
+            return value - self._first_epoch + 1
         if key in MEMBER_FIELDS and isinstance(value, str):
             return self.member(value)
         if key in CONSUMER_BYTES and isinstance(value, bytes) and value:

@@ -56,7 +56,8 @@ async def handle(broker, request, connection):
                 member_entry, member_id=m.member_id, instance_id=m.instance_id,
                 rack_id=m.rack_id, member_epoch=m.member_epoch, client_id=m.client_id,
                 client_host=m.client_host, subscribed_topic_names=m.subscribed_topic_names,
-                subscribed_topic_regex=m.subscribed_topic_regex,
+                # Kafka answers "" (not null) for a member subscribed by topic names
+                subscribed_topic_regex=m.subscribed_topic_regex or "",
                 assignment=assignment(m.assignment),
                 target_assignment=assignment(m.target_assignment), member_type=m.member_type)
                 for m in group.members)))
