@@ -8,7 +8,7 @@ import re
 import shutil
 import socket
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -105,7 +105,13 @@ class Console:
     recorded: list      # the main group's generations
     lone: str           # one static member, restarted in time: one generation, one saved
     expired: str        # one static member whose session expired: the group went Empty
-    empty_at_ms: int    # when that group's last (empty) generation began
+    doms: dict = field(default_factory=dict)
+
+    def dom(self, path: str, tmp_path) -> str:
+        """The page's DOM as chromium built it, loaded once for every test that reads it."""
+        if path not in self.doms:
+            self.doms[path] = chromium(self.url + path, tmp_path, "--dump-dom").stdout
+        return self.doms[path]
 
 
 @pytest.fixture(scope="module")
@@ -157,9 +163,8 @@ def console(tmp_path_factory):
                 wait_event(client, name, lambda e: e.kind == ev.SAVED, "saved")
             wait_event(client, expired, lambda e: e.kind == ev.GENERATION
                        and e.members_after == (), "the group went Empty")
-            empty = [e for e in history.events(client, expired) if e.kind == ev.GENERATION]
             recorded = [e for e in history.events(client, group) if e.kind == ev.GENERATION]
-        yield Console(url, group, recorded, lone, expired, empty[-1].started_ms)
+        yield Console(url, group, recorded, lone, expired)
     finally:
         groups.stop_all(members + others)
         broker.stop()
@@ -179,7 +184,7 @@ def x_axis(svg: str) -> list[tuple[str, str]]:
 def test_group_page_in_chromium_shows_every_generation(console, tmp_path):
     page = console.url + f"group/{console.group}"
     recorded = console.recorded
-    dom = chromium(page, tmp_path, "--dump-dom").stdout
+    dom = console.dom(f"group/{console.group}", tmp_path)
     dots = re.findall(r'class="generation" data-generation="(\d+)"', dom)
     assert len(dots) == len(recorded) >= 3, (dots, [e.generation for e in recorded])
     assert sorted(int(d) for d in dots) == sorted(e.generation for e in recorded)
@@ -194,8 +199,7 @@ def test_group_page_in_chromium_shows_every_generation(console, tmp_path):
 
 def test_generation_axis_counts_in_whole_even_steps(console, tmp_path):
     """Generations 1..4 read 1, 2, 3, 4 up the axis, evenly spaced (not 1, 2, 4)."""
-    dom = chromium(console.url + f"group/{console.group}", tmp_path, "--dump-dom").stdout
-    svg = plot_svg(dom, "generations")
+    svg = plot_svg(console.dom(f"group/{console.group}", tmp_path), "generations")
     ticks = [(int(v), float(y)) for y, v in
              re.findall(r'class="ytick" x="[0-9.]+" y="([0-9.]+)"[^>]*>(\d+)<', svg)]
     values = [v for v, _ in ticks]
@@ -207,7 +211,7 @@ def test_generation_axis_counts_in_whole_even_steps(console, tmp_path):
 
 
 def test_both_plots_share_one_time_axis(console, tmp_path):
-    dom = chromium(console.url + f"group/{console.group}", tmp_path, "--dump-dom").stdout
+    dom = console.dom(f"group/{console.group}", tmp_path)
     generations, ownership = x_axis(plot_svg(dom, "generations")), \
         x_axis(plot_svg(dom, "ownership"))
     assert len(generations) >= 3 and generations == ownership, (generations, ownership)
@@ -219,7 +223,7 @@ def test_saved_rebalance_sits_at_the_generation_it_kept(console, tmp_path):
     page = console.url + f"group/{console.lone}"
     png = screenshot(page, tmp_path / "lone.png", tmp_path, "1280,900")
     assert distinct_colours(png) > 20
-    svg = plot_svg(chromium(page, tmp_path, "--dump-dom").stdout, "generations")
+    svg = plot_svg(console.dom(f"group/{console.lone}", tmp_path), "generations")
     dots = re.findall(r'data-generation="(\d+)">.*?<circle cx="[0-9.]+" cy="([0-9.]+)"', svg)
     diamonds = re.findall(r'class="saved" data-generation="(\d+)">.*?<path d="M[0-9.]+ '
                           r'([0-9.]+)', svg)
@@ -233,7 +237,7 @@ def test_owner_whose_session_expired_owns_nothing_after(console, tmp_path):
     having no owner: the group is Empty."""
     page = console.url + f"group/{console.expired}"
     screenshot(page, tmp_path / "expired.png", tmp_path, "1280,1000")
-    svg = plot_svg(chromium(page, tmp_path, "--dump-dom").stdout, "ownership")
+    svg = plot_svg(console.dom(f"group/{console.expired}", tmp_path), "ownership")
     rows = re.findall(r'<text x="[0-9.]+" y="([0-9.]+)"[^>]*><title>', svg)
     assert len(rows) == 3, svg
     rects = re.findall(r'<rect class="(owned|unowned)" data-owner="([^"]*)" x="([0-9.]+)" '
@@ -247,7 +251,7 @@ def test_owner_whose_session_expired_owns_nothing_after(console, tmp_path):
 
 
 def test_index_in_chromium_lists_the_group(console, tmp_path):
-    dom = chromium(console.url, tmp_path, "--dump-dom").stdout
+    dom = console.dom("", tmp_path)
     assert f'href="/group/{console.group}"' in dom and 'data-count="groups">3<' in dom
     png = screenshot(console.url, tmp_path / "index.png", tmp_path, "1280,900")
     assert distinct_colours(png) > 10, "the page looks blank"
