@@ -103,3 +103,18 @@ def test_both_plots_share_a_range_from_the_first_rebalance_to_now():
               saved(1, T + 500)]
     t0, t1 = time_range(events, T + 10_000)
     assert t0 < T - 40 and T + 10_000 < t1 < T + 11_000
+
+
+def test_consumer_protocol_member_whose_session_expired_stops_owning():
+    """The same through the KIP-848 coordinator and its recorder: the group's last epoch
+    is Empty, and the member's partitions have no owner from when its session ended."""
+    from tests.unit.observability.test_recorder_consumer import Recording
+    h = Recording({"t": 2})
+    h.join("a")
+    h.advance(45_000)
+    events = h.take()
+    assert events[-1].outcome == "empty"
+    ended = events[-1].started_ms
+    segments = ownership_segments(events, h.now + 1_000)
+    assert {k: [(who, end) for _, end, who in v] for k, v in segments.items()} == {
+        ("t", p): [("a", ended), (None, h.now + 1_000)] for p in (0, 1)}
