@@ -162,3 +162,12 @@ def test_a_changed_config_applies_to_the_next_produce(shared):
     admin.incremental_alter_configs([resource])[resource].result(30)
     reports = _produce(broker, topic, [(None, b"b", 1_700_000_000_000)])
     assert [err.name() for err, _ in reports] == ["INVALID_RECORD"]
+
+
+def test_segment_ms_rolls_by_the_records_timestamps(shared):
+    broker, admin = shared
+    topic = _topic(admin, {"segment.ms": "60000"})
+    for timestamp in (1_700_000_000_000, 1_700_000_030_000, 1_700_000_070_000):
+        assert [err for err, _ in _produce(broker, topic, [(b"k", b"v", timestamp)])] == [None]
+    # the third batch is 70 s past the segment's first: a second segment
+    assert len(list((broker.data_dir / f"{topic}-0").glob("*.log"))) == 2

@@ -54,11 +54,14 @@ TOPIC_CONFIGS: tuple[TopicConfigSpec, ...] = (
                     _same("log.segment.bytes"), "implemented",
                     "size at which the active segment rolls"),
     TopicConfigSpec("segment.ms", "LONG", "604800000", ("at_least", 1),
-                    (("log.roll.ms", 1), ("log.roll.hours", HOUR_MS)), "accepted",
-                    "reported; segments roll by size only (time-based rolling is not done yet)"),
+                    (("log.roll.ms", 1), ("log.roll.hours", HOUR_MS)), "implemented",
+                    "a batch whose maxTimestamp is this much past the active segment's first "
+                    "batch's (no timestamps: this long after the segment was made) rolls it, as "
+                    "Kafka's LogSegment.shouldRoll; compacted topics roll by "
+                    "max.compaction.lag.ms too, if sooner"),
     TopicConfigSpec("segment.jitter.ms", "LONG", "0", ("at_least", 0),
                     (("log.roll.jitter.ms", 1), ("log.roll.jitter.hours", HOUR_MS)), "accepted",
-                    "reported; goes with segment.ms"),
+                    "reported; roster rolls at segment.ms without jitter"),
     TopicConfigSpec("segment.index.bytes", "INT", "10485760", ("at_least", 4),
                     _same("log.index.size.max.bytes"), "accepted",
                     "reported; roster's index files grow as needed"),

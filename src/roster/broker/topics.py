@@ -368,8 +368,12 @@ class TopicManager:
         values = self.typed(topic_configs)
         # time and size retention would delete a compacted topic's live keys (group state)
         keep_all = "delete" not in values["cleanup.policy"]
+        segment_ms = values["segment.ms"]
+        if "compact" in values["cleanup.policy"]:  # Kafka's maxSegmentMs: dirty records must
+            segment_ms = min(segment_ms, values["max.compaction.lag.ms"])  # leave the active one
         return LogConfig(
             segment_bytes=values["segment.bytes"],
+            segment_ms=segment_ms,
             retention_ms=-1 if keep_all else values["retention.ms"],
             retention_bytes=-1 if keep_all else values["retention.bytes"],
             index_interval_bytes=self._config["log.index.interval.bytes"],

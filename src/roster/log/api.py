@@ -47,6 +47,9 @@ class LogConfig:
     """Per-partition settings, Kafka's topic-level names in comments."""
 
     segment_bytes: int = 1 << 30            # segment.bytes
+    # segment.ms (for compacted topics at most max.compaction.lag.ms, Kafka's maxSegmentMs);
+    # the largest long: never roll by time
+    segment_ms: int = 2**63 - 1
     retention_ms: int = 7 * 24 * 3600_000    # retention.ms; -1 = keep forever
     retention_bytes: int = -1                # retention.bytes; -1 = no size limit
     index_interval_bytes: int = 4096         # index.interval.bytes

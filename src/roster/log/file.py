@@ -201,7 +201,7 @@ class FileLog(SegmentedLog):
         active = self._segments[-1]
         try:
             if should_roll(active.size, active.base_offset, len(batch), header.last_offset,
-                           self._config):
+                           self._config, self._aged(active, header.max_timestamp)):
                 active = self._roll()
             active.append(stored, header)
         except OSError as exc:
@@ -546,6 +546,10 @@ class FileLog(SegmentedLog):
     def _require_open(self) -> None:
         if self._closed:
             raise LogStorageError(f"the log in {self._dir} is closed")
+
+    def _first_timestamp(self, segment: Segment) -> int:
+        """The maxTimestamp of the segment's first batch (segment.ms rolls from it)."""
+        return parse_header(segment.read_bytes(0, BATCH_HEADER_SIZE)).max_timestamp
 
     def _roll(self) -> Segment:
         """Seal the active segment and start an empty one at the log end."""

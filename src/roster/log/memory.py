@@ -165,7 +165,8 @@ class MemoryLog(SegmentedLog):
         stored = set_base_offset(batch, base)
         last_offset = base + header.last_offset_delta
         active = self._segments[-1]
-        if should_roll(active.size, active.base_offset, len(stored), last_offset, self._config):
+        if should_roll(active.size, active.base_offset, len(stored), last_offset, self._config,
+                       self._aged(active, header.max_timestamp)):
             active = self._roll()
         active.bases.append(base)
         active.batches.append(stored)
@@ -289,6 +290,9 @@ class MemoryLog(SegmentedLog):
     def delete(self) -> None:
         self._closed = True
         self._segments = [_Segment(self.log_end_offset, self.log_end_offset)]
+
+    def _first_timestamp(self, segment: _Segment) -> int:
+        return parse_header(segment.batches[0]).max_timestamp
 
     def _roll(self) -> _Segment:
         segment = _Segment(self.log_end_offset, self.log_end_offset)

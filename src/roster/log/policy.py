@@ -21,8 +21,9 @@ def check_batch(batch, config: LogConfig) -> BatchHeader:
 
 
 def should_roll(segment_size: int, segment_base: int, batch_size: int, last_offset: int,
-                config: LogConfig) -> bool:
-    """Whether a batch must start a new segment instead of joining the active one.
+                config: LogConfig, aged: bool = False) -> bool:
+    """Whether a batch must start a new segment instead of joining the active one: it would
+    not fit in segment.bytes, or the segment is `aged` (see aged_out).
 
     An empty segment takes any batch, however large, so an oversized batch cannot wedge the log.
     Index entries hold positions and relative offsets as int32, which bounds a segment too.
@@ -30,7 +31,20 @@ def should_roll(segment_size: int, segment_base: int, batch_size: int, last_offs
     if segment_size == 0:
         return False
     limit = min(config.segment_bytes, INT32_MAX)
-    return segment_size + batch_size > limit or last_offset - segment_base > INT32_MAX
+    return aged or segment_size + batch_size > limit or last_offset - segment_base > INT32_MAX
+
+
+def aged_out(first_timestamp: int, batch_timestamp: int, created_ms: int, now_ms: int,
+             config: LogConfig) -> bool:
+    """Kafka's time-based roll (LogSegment.shouldRoll): the time the active segment has waited
+    is the incoming batch's maxTimestamp minus the segment's first batch's, or, when the
+    segment's first batch has no timestamp, the time since the segment was made; past
+    segment.ms the batch starts a new segment."""
+    if first_timestamp >= 0:
+        waited = batch_timestamp - first_timestamp
+    else:
+        waited = now_ms - created_ms
+    return waited > config.segment_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import bisect
 
+import time
+
 from roster.log.api import LogConfig, OffsetOutOfRange
+from roster.log.policy import aged_out
+
+NEVER = 2**63 - 1   # segment.ms that never rolls by time
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
 
 
 class SegmentedLog:
@@ -35,6 +44,21 @@ class SegmentedLog:
         raise NotImplementedError
 
     def _require_open(self) -> None:
+        raise NotImplementedError
+
+    def _aged(self, active, batch_timestamp: int) -> bool:
+        """Whether segment.ms makes this batch roll the active segment (policy.aged_out). The
+        active segment's first timestamp is read once per segment (`_first_timestamp`); its
+        creation time is when this log first looked at it, as Kafka's LogSegment.created."""
+        if self._config.segment_ms >= NEVER or active.size == 0:
+            return False
+        now = wall_clock_ms()
+        known = getattr(self, "_rolling_base", None)
+        if known is None or known[0] != active.base_offset:
+            known = self._rolling_base = (active.base_offset, self._first_timestamp(active), now)
+        return aged_out(known[1], batch_timestamp, known[2], now, self._config)
+
+    def _first_timestamp(self, segment) -> int:
         raise NotImplementedError
 
     def reconfigure(self, config: LogConfig) -> None:
