@@ -3,6 +3,8 @@ asynchronously (assignments after a metadata or regex change) the trace holds th
 state, reached by heartbeats kept out of the trace."""
 from __future__ import annotations
 
+import time
+
 from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
 from tests.differential.members import Kip848Member
@@ -109,4 +111,66 @@ def test_kip848_create_partitions(s):
     s.conn("admin").call(ApiKey.CREATE_PARTITIONS, keep=("results",), timeout=30000,
                          topics=[{"name": topic, "count": 4, "assignments": None}])
     a.converge(4)
+    describe(s, group)
+
+
+def alter_group_config(s, group: str, **values: str | None) -> None:
+    """IncrementalAlterConfigs on the GROUP resource (type 32): SET, or DELETE for None."""
+    s.conn("admin").call(ApiKey.INCREMENTAL_ALTER_CONFIGS, keep=("responses",), resources=[{
+        "resource_type": 32, "resource_name": group, "configs": [
+            {"name": key.replace("_", "."), "config_operation": 0 if value is not None else 1,
+             "value": value} for key, value in values.items()]}])
+
+
+def describe_group_config(s, group: str, *names: str) -> None:
+    answer = s.conn("admin").call(ApiKey.DESCRIBE_CONFIGS, resources=[{
+        "resource_type": 32, "resource_name": group, "configuration_keys": list(names)}],
+        include_synonyms=False, include_documentation=False)
+    for result in answer.results:
+        s.note("group configs", error=int(result.error_code), configs=sorted(
+            (c.name, c.value, bool(c.read_only), int(c.config_source)) for c in result.configs))
+
+
+@scenario(outcome="""group configs: consumer.session.timeout.ms and
+consumer.heartbeat.interval.ms set on a group are described back (source: dynamic group
+config) and the heartbeat interval reaches the members; values outside the broker's bounds and
+unknown names get INVALID_CONFIG; a deleted config falls back to the broker default""")
+def test_kip848_group_configs(s):
+    topic = s.topic("t", 1)
+    group = s.name("g")
+    alter_group_config(s, group, consumer_session_timeout_ms="5000",
+                       consumer_heartbeat_interval_ms="1000")
+    describe_group_config(s, group, "consumer.session.timeout.ms",
+                          "consumer.heartbeat.interval.ms")
+    a = Kip848Member(s, "a", group, (topic,))
+    a.heartbeat()
+    alter_group_config(s, group, consumer_session_timeout_ms="10")
+    alter_group_config(s, group, consumer_session_timeout_ms="999999999")
+    alter_group_config(s, group, no_such_config="1")
+    alter_group_config(s, group, consumer_heartbeat_interval_ms=None)
+    describe_group_config(s, group, "consumer.heartbeat.interval.ms")
+    a.heartbeat()
+
+
+@scenario(outcome="""a KIP-848 member that stops heartbeating is removed after the group's
+consumer.session.timeout.ms (2 s, within [2000, 4500] ms) and the survivor is given its
+partitions at a new epoch""")
+def test_kip848_session_expiry(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    alter_group_config(s, group, consumer_session_timeout_ms="2000",
+                       consumer_heartbeat_interval_ms="500")
+    a = Kip848Member(s, "a", group, (topic,))
+    b = Kip848Member(s, "b", group, (topic,))
+    a.heartbeat()
+    b.heartbeat()
+    a.heartbeat()
+    a.heartbeat()
+    b.heartbeat()
+    silent_since = time.monotonic()
+    s.wait(lambda: a.heartbeat(traced=False) is not None and a.owned_count() == 2,
+           "the survivor owns both partitions", 15)
+    s.timed("b expired", time.monotonic() - silent_since, 2000, 4500)
+    a.heartbeat()
+    b.heartbeat()
     describe(s, group)

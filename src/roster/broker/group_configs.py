@@ -112,10 +112,8 @@ class GroupConfigStore:
         merged = {name: own.get(name, self._config[BROKER_DEFAULTS[name]]) for name in NAMES}
         for name in NAMES:
             low, high = (self._config[key] for key in LIMITS[name])
-            if merged[name] < low:
-                raise GroupConfigError(f"{name} must be greater than or equal to {LIMITS[name][0]}")
-            if merged[name] > high:
-                raise GroupConfigError(f"{name} must be less than or equal to {LIMITS[name][1]}")
+            if not low <= merged[name] <= high:   # Kafka's words (GroupConfig.validate)
+                raise GroupConfigError(f"{name} must be in the range {low} to {high} inclusive.")
         if merged[SESSION] <= merged[HEARTBEAT]:
             raise GroupConfigError(f"{SESSION} must be greater than {HEARTBEAT}")
 
