@@ -3,18 +3,21 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 import time
 from pathlib import Path
 
+from roster.admin import arguments as kinds
+from roster.admin import command_line
+from roster.admin import group_views
 from roster.admin import groups as group_commands
 from roster.admin import offsets as offset_commands
+from roster.admin import reset as offset_reset
 from roster.admin import topics as topic_commands
 from roster.admin.client import AdminClient, AdminError
 from roster.config import BrokerConfig, ConfigError, parse_assignments
 from roster.security.client import SecurityConfigError
-
-DEFAULT_BOOTSTRAP = "localhost:9092"
 
 
 def _admin(args) -> AdminClient:
@@ -28,23 +31,6 @@ def _admin(args) -> AdminClient:
         if security.tls:
             security.ssl_context()  # unreadable certificate files: a configuration error too
     return AdminClient(args.bootstrap_server, security=security)
-
-
-def _also_after_the_action(actions) -> None:
-    """Kafka's tools take their options in any order: every action of a command accepts the
-    connection options after it too (the command's own defaults stay when they are not)."""
-    for parser in actions.choices.values():
-        parser.add_argument("--bootstrap-server", default=argparse.SUPPRESS,
-                            metavar="HOST:PORT")
-        parser.add_argument("--command-config", default=argparse.SUPPRESS, metavar="FILE")
-
-
-def _connection_options(parser) -> None:
-    parser.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
-    parser.add_argument("--command-config", metavar="FILE",
-                        help="client properties for a secured broker (security.protocol, "
-                             "ssl.truststore.location, sasl.mechanism, sasl.jaas.config, ...; "
-                             "docs/security.md)")
 
 
 def _serve(args) -> int:
@@ -98,7 +84,9 @@ def _groups(args) -> int:
             for group_id, protocol_type, state in rows:
                 print(f"{group_id}\t{state}\t{protocol_type or '-'}")
         elif args.action == "describe":
-            for group_id in args.groups:
+            if args.view:
+                return _kafka_views(client, args, args.view)
+            for group_id in _chosen_groups(client, args):
                 print("\n".join(group_commands.describe_lines(
                     group_commands.describe(client, group_id),
                     group_commands.last_written(client, group_id))))
@@ -153,18 +141,56 @@ def _expect(client, args) -> None:
     print(f"{args.group}: expects {what}; unexpected members are {policy}")
 
 
+def _chosen_groups(client, args) -> list[str]:
+    if args.all_groups:
+        return [group_id for group_id, _, _ in group_commands.list_groups(client)]
+    return args.groups
+
+
+def _kafka_views(client, args, view: str) -> int:
+    """kafka-consumer-groups --describe [--offsets | --members | --state]: a table per group
+    on stdout, what is worth knowing about the group's state on stderr."""
+    show = {"offsets": group_views.offsets_view, "members": group_views.members_view,
+            "state": group_views.state_view}[view]
+    printed = False
+    for group_id in _chosen_groups(client, args):
+        lines, notes = show(client, group_id)
+        for note in notes:
+            print(note, file=sys.stderr)
+        if lines:
+            print(("\n" if printed else "") + "\n".join(lines))
+            printed = True
+    return 0
+
+
+def _reset(client, args) -> int:
+    """Kafka's --reset-offsets: a dry run unless --execute."""
+    scenario, *value = args.to
+    if scenario == "by-duration":   # Kafka's --by-duration: a time that far back from now
+        scenario, value = "datetime", [int(time.time() * 1000) - value[0]]
+    planned = offset_reset.plan(client, args.group,
+                                None if args.all_topics else args.reset_topics,
+                                offset_reset.Target(scenario, *value))
+    for warning in planned.warnings:
+        print(f"WARN: {warning}", file=sys.stderr)
+    if args.execute:
+        offset_reset.execute(client, planned)
+    elif not args.dry_run:
+        print("WARN: nothing was changed: without --execute this only shows the new offsets "
+              "(a dry run, as in Kafka). Add --execute to commit them, or --dry-run to say "
+              "this is what you want.", file=sys.stderr)
+    print("\n".join(offset_reset.plan_lines(planned)))
+    return 0
+
+
 def _offsets(args) -> int:
     with _admin(args) as client:
         if args.action == "describe":
-            print("\n".join(offset_commands.describe_lines(client, args.group)))
+            return _kafka_views(client, args, "offsets")
         elif args.action == "reset":
-            to = "earliest" if args.to_earliest else "latest" if args.to_latest else "offset"
-            targets = offset_commands.reset(client, args.group, args.topic, to, args.to_offset)
-            for partition, offset in sorted(targets.items()):
-                print(f"{args.topic}\t{partition}\t{offset}")
+            return _reset(client, args)
         elif args.action == "delete":
-            partitions = [int(p) for p in args.partitions.split(",")] if args.partitions else None
-            outcome = offset_commands.delete(client, args.group, args.topic, partitions)
+            outcome = offset_commands.delete(client, args.group, args.topic, args.partitions)
             for partition, status in sorted(outcome.items()):
                 print(f"{args.topic}\t{partition}\t{status}")
             return 0 if all(status == "ok" for status in outcome.values()) else 1
@@ -247,188 +273,66 @@ def _acls(args) -> int:
 def _report(args) -> int:
     """The Spark rebalance report (roster.observability.report; needs the spark extra)."""
     from roster.observability.report import main as report_main
-    argv = ["--bootstrap-server", args.bootstrap_server, "--out", str(args.out),
+    out = kinds.report_path(args.out, args.group)
+    if not out.parent.is_dir():
+        args.usage.error(f"--out {args.out}: the directory {out.parent} does not exist")
+    argv = ["--bootstrap-server", args.bootstrap_server, "--out", str(out),
             "--master", args.master]
-    return report_main(argv + (["--group", args.group] if args.group else []))
+    argv += ["--group", args.group] if args.group else []
+    return report_main(argv + (["--command-config", args.command_config]
+                               if args.command_config else []))
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roster", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
-    commands = parser.add_subparsers(dest="command", required=True)
+    kinds.connection_options(parser)   # Kafka's tools take them anywhere: before the command too
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = commands.add_parser("serve", help="run a broker in the foreground")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    serve.add_argument("--port", type=int, default=9092, help="port (0 picks a free one)")
+    serve.add_argument("--port", type=kinds.port, default=9092,
+                       help="port (0 picks a free one)")
     serve.add_argument("--data-dir", default="./data", help="where logs and state live")
     serve.add_argument("--config", type=Path, help="a server.properties-style file")
     serve.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override one setting (Kafka's property names); repeatable")
-    serve.add_argument("--http-port", type=int, metavar="PORT",
+    serve.add_argument("--http-port", type=kinds.port, metavar="PORT",
                        help="serve /metrics and the group console on PORT (http.port; "
                             "loopback unless http.host says otherwise)")
     serve.set_defaults(run=_serve)
 
-    topics = commands.add_parser("topics", help="create, list, describe and delete topics")
-    _connection_options(topics)
-    actions = topics.add_subparsers(dest="action", required=True)
-    create = actions.add_parser("create")
-    create.add_argument("name")
-    create.add_argument("--partitions", type=int, default=-1, help="default: num.partitions")
-    create.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    listing = actions.add_parser("list")
-    listing.add_argument("--internal", action="store_true", help="include internal topics")
-    describe = actions.add_parser("describe")
-    describe.add_argument("names", nargs="*")
-    change = actions.add_parser("alter", help="set or delete a topic's own settings")
-    change.add_argument("name")
-    change.add_argument("--config", action="append", default=[], metavar="KEY=VALUE")
-    change.add_argument("--delete-config", action="append", default=[], metavar="KEY",
-                        help="back to the broker's value")
-    grow = actions.add_parser("add-partitions", help="grow a topic to --partitions in total")
-    grow.add_argument("name")
-    grow.add_argument("--partitions", type=int, required=True, help="the new total")
-    delete = actions.add_parser("delete")
-    delete.add_argument("names", nargs="+")
-    _also_after_the_action(actions)
-    topics.set_defaults(run=_topics)
-
-    groups = commands.add_parser("groups", help="list, describe and delete consumer groups")
-    _connection_options(groups)
-    group_actions = groups.add_subparsers(dest="action", required=True)
-    group_actions.add_parser("list")
-    describe_groups = group_actions.add_parser("describe")
-    describe_groups.add_argument("groups", nargs="+")
-    delete_groups = group_actions.add_parser("delete", help="delete Empty groups and their offsets")
-    delete_groups.add_argument("groups", nargs="+")
-    history = group_actions.add_parser(
-        "history", help="a group's rebalances, one per generation, and those static "
-        "membership saved (the flight recorder: docs/observability.md)")
-    history.add_argument("group")
-    history.add_argument(
-        "--since", default="7d", metavar="WHEN",
-        help="from when: a span back from now (30m, 2h, 7d), a time (2026-11-01T08:30, UTC "
-        "unless a zone is given) or 'all' for every event kept (default: 7d)")
-    history.add_argument("--follow", action="store_true", help="keep printing new events")
-    remove = group_actions.add_parser("remove-members",
-                                      help="remove static members by group.instance.id (KIP-345)")
-    remove.add_argument("group")
-    remove.add_argument("--instance-ids", required=True, metavar="ID[,ID...]")
-    expect = group_actions.add_parser(
-        "expect", help="pre-register a group's static members: it forms once they have all "
-        "joined and refuses others (group configs; docs/groups.md)")
-    expect.add_argument("group")
-    expected = expect.add_mutually_exclusive_group()
-    expected.add_argument("--instance-ids", metavar="ID[,ID...]",
-                          help="exactly these group.instance.ids")
-    expected.add_argument("--size", type=int, metavar="N", help="this many static members")
-    expected.add_argument("--clear", action="store_true", help="expect nothing (Kafka's way)")
-    policy = expect.add_mutually_exclusive_group()
-    policy.add_argument("--refuse-unexpected", dest="unexpected", action="store_const",
-                        const="refuse", help="refuse members not expected (the default)")
-    policy.add_argument("--admit-unexpected", dest="unexpected", action="store_const",
-                        const="admit", help="let them in (and log them)")
-    _also_after_the_action(group_actions)
-    groups.set_defaults(run=_groups)
-
-    offsets = commands.add_parser("offsets",
-                                  help="a group's committed offsets and lag; reset; delete")
-    _connection_options(offsets)
-    offset_actions = offsets.add_subparsers(dest="action", required=True)
-    describe_offsets = offset_actions.add_parser("describe")
-    describe_offsets.add_argument("group")
-    reset = offset_actions.add_parser("reset", help="only while the group has no members")
-    reset.add_argument("group")
-    reset.add_argument("--topic", required=True)
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true")
-    target.add_argument("--to-latest", action="store_true")
-    target.add_argument("--to-offset", type=int, metavar="N")
-    forget = offset_actions.add_parser(
-        "delete", help="delete committed offsets (refused for topics the members consume)")
-    forget.add_argument("group")
-    forget.add_argument("--topic", required=True)
-    forget.add_argument("--partitions", metavar="P[,P...]", help="default: every partition")
-    _also_after_the_action(offset_actions)
-    offsets.set_defaults(run=_offsets)
-
-    report = commands.add_parser(
-        "report", help="a Spark job over __roster_group_events: an HTML rebalance report "
-        "(docs/observability.md)")
-    report.add_argument("--bootstrap-server", default=DEFAULT_BOOTSTRAP, metavar="HOST:PORT")
-    report.add_argument("--group", help="one group (default: every group)")
-    report.add_argument("--out", type=Path, default=Path("rebalance-report.html"))
-    report.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
-    report.set_defaults(run=_report)
-
-    users = commands.add_parser("users", help="SCRAM users: add, list, delete (docs/security.md)")
-    _connection_options(users)
-    users.add_argument("--data-dir", metavar="DIR",
-                       help="change a stopped broker's data directory instead of going over the "
-                            "wire (as kafka-storage format --add-scram)")
-    where = argparse.ArgumentParser(add_help=False)  # also accepted after the action
-    where.add_argument("--bootstrap-server", default=argparse.SUPPRESS, metavar="HOST:PORT")
-    where.add_argument("--data-dir", default=argparse.SUPPRESS, metavar="DIR")
-    where.add_argument("--command-config", default=argparse.SUPPRESS, metavar="FILE")
-    user_actions = users.add_subparsers(dest="action", required=True)
-    add_user = user_actions.add_parser("add", parents=[where],
-                                       help="add a user, or replace its credential")
-    add_user.add_argument("name")
-    add_user.add_argument("--mechanism", default="SCRAM-SHA-256",
-                          choices=["SCRAM-SHA-256", "SCRAM-SHA-512"])
-    add_user.add_argument("--password-file", required=True, metavar="FILE",
-                          help="the password is its first line ('-': stdin)")
-    add_user.add_argument("--iterations", type=int, default=4096)
-    user_actions.add_parser("list", parents=[where])
-    delete_user = user_actions.add_parser("delete", parents=[where])
-    delete_user.add_argument("name")
-    delete_user.add_argument("--mechanism", choices=["SCRAM-SHA-256", "SCRAM-SHA-512"],
-                             help="default: every mechanism")
-    users.set_defaults(run=_users)
-    acl_command = commands.add_parser(
-        "acls", help="ACLs: add, list, remove, in kafka-acls' vocabulary (docs/security.md)")
-    acl_actions = acl_command.add_subparsers(dest="action", required=True)
-    acl_options = argparse.ArgumentParser(add_help=False)
-    _connection_options(acl_options)
-    acl_options.add_argument("--allow-principal", action="append", default=[], metavar="TYPE:NAME")
-    acl_options.add_argument("--deny-principal", action="append", default=[], metavar="TYPE:NAME")
-    acl_options.add_argument("--allow-host", action="append", default=[], metavar="HOST",
-                             help="default: * (every host)")
-    acl_options.add_argument("--deny-host", action="append", default=[], metavar="HOST")
-    acl_options.add_argument("--operation", action="append", default=[],
-                             help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
-                                  "DescribeConfigs, AlterConfigs, IdempotentWrite, All "
-                                  "(default: All); repeatable")
-    acl_options.add_argument("--topic", action="append", default=[])
-    acl_options.add_argument("--group", action="append", default=[])
-    acl_options.add_argument("--cluster", action="store_true")
-    acl_options.add_argument("--transactional-id", action="append", default=[])
-    acl_options.add_argument("--resource-pattern-type", metavar="TYPE",
-                             help="literal (default), prefixed; for list and remove also "
-                                  "match, any")
-    acl_options.add_argument("--principal", action="append", default=[],
-                             help="list: only this principal's ACLs")
-    acl_options.add_argument("--producer", action="store_true",
-                             help="add: WRITE, DESCRIBE, CREATE on --topic (and WRITE, "
-                                  "DESCRIBE on --transactional-id)")
-    acl_options.add_argument("--idempotent", action="store_true",
-                             help="with --producer: IDEMPOTENT_WRITE on the cluster")
-    acl_options.add_argument("--consumer", action="store_true",
-                             help="add: READ, DESCRIBE on --topic, READ on --group")
-    acl_options.add_argument("--force", action="store_true", help="accepted (never asks)")
-    acl_actions.add_parser("add", parents=[acl_options])
-    acl_actions.add_parser("list", parents=[acl_options])
-    acl_actions.add_parser("remove", parents=[acl_options])
-    acl_command.set_defaults(run=_acls)
+    for add, run in ((command_line.add_topics, _topics), (command_line.add_groups, _groups),
+                     (command_line.add_offsets, _offsets), (command_line.add_report, _report),
+                     (command_line.add_users, _users), (command_line.add_acls, _acls)):
+        add(commands, run)
     return parser
 
 
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The command line, with the Kafka spellings merged and the defaults of options that
+    may come anywhere filled in (a usage error exits 2 with the action's usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    problem = kinds.settle(args)
+    if problem:
+        getattr(args, "usage", parser).error(problem)
+    return args
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()   # here, so that a closed pipe is noticed below
+        return code
+    except BrokenPipeError:
+        # `roster ... | head -1`: the reader has gone, which is no error of ours. Point stdout
+        # at /dev/null so that the interpreter's last flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141   # what a shell reports for a process stopped by SIGPIPE (128 + 13)
     except (AdminError, ConfigError) as exc:
         print(f"roster: {exc}", file=sys.stderr)
         return 1

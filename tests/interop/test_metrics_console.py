@@ -106,10 +106,10 @@ def test_prometheus_parser_reads_metrics_and_lag_equals_offsets_describe(http_br
     values = scrape(http_broker)
     described = roster_cli(http_broker, "offsets", "describe", busy_group)
     expected = {}
-    for line in described.splitlines():     # TOPIC PARTITION COMMITTED END LAG
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+    for line in described.splitlines()[1:]:
         fields = line.split()
-        if len(fields) >= 5 and fields[1].isdigit():
-            expected[(fields[0], fields[1])] = float(fields[-1])
+        expected[(fields[1], fields[2])] = float(fields[5])
     got = {}
     for (name, labels), value in values.items():
         if name == "roster_consumer_lag" and dict(labels)["group"] == busy_group:

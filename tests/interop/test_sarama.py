@@ -62,8 +62,9 @@ def roster_cli(bootstrap: str, *args: str) -> str:
 def described_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, int, int]]:
     """`roster offsets describe`: (topic, partition) -> (committed, log end, lag)."""
     rows = {}
-    for line in roster_cli(bootstrap, "offsets", "describe", group).splitlines()[2:]:
-        topic, partition, current, end, lag = line.split()
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+    for line in roster_cli(bootstrap, "offsets", "describe", group).splitlines()[1:]:
+        _, topic, partition, current, end, lag, *_ = line.split()
         rows[(topic, int(partition))] = (int(current), int(end), int(lag))
     return rows
 

@@ -1,8 +1,9 @@
-"""The roster CLI takes its connection options before or after the action, as Kafka's tools
-take theirs in any order."""
+"""The roster CLI takes its options where Kafka's tools take them: the connection options
+before the command, before the action or after it; Kafka's spellings (--bootstrap-servers,
+--group, --topic, --replication-factor 1) beside roster's."""
 import pytest
 
-from roster.cli import build_parser
+from roster.cli import parse_args
 
 
 @pytest.mark.parametrize("argv", [
@@ -13,12 +14,29 @@ from roster.cli import build_parser
     ["topics", "list", "--bootstrap-server", "h:1", "--command-config", "f"],
     ["offsets", "describe", "g", "--command-config", "f", "--bootstrap-server", "h:1"],
     ["users", "list", "--bootstrap-server", "h:1", "--command-config", "f"],
+    ["--bootstrap-server", "h:1", "--command-config", "f", "topics", "list"],
+    ["acls", "list", "--bootstrap-servers", "h:1", "--command-config", "f"],
+    ["--bootstrap-servers", "h:1", "report", "--command-config", "f"],
 ])
 def test_connection_options_anywhere(argv):
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     assert (args.bootstrap_server, args.command_config) == ("h:1", "f")
 
 
 def test_defaults_when_not_given():
-    args = build_parser().parse_args(["groups", "describe", "g"])
+    args = parse_args(["groups", "describe", "g"])
     assert (args.bootstrap_server, args.command_config) == ("localhost:9092", None)
+
+
+@pytest.mark.parametrize("argv, attribute, value", [
+    (["offsets", "describe", "--group", "g"], "groups", ["g"]),
+    (["offsets", "--group", "g", "describe"], "groups", ["g"]),
+    (["groups", "describe", "a", "--group", "b"], "groups", ["a", "b"]),
+    (["offsets", "reset", "--group", "g", "--all-topics", "--to-earliest"], "group", "g"),
+    (["groups", "history", "--group", "g"], "group", "g"),
+    (["topics", "create", "--topic", "t", "--replication-factor", "1"], "name", "t"),
+    (["topics", "delete", "--topic", "t", "--topic", "u"], "names", ["t", "u"]),
+    (["topics", "describe"], "names", []),
+])
+def test_kafka_spellings_stand_for_the_positional_arguments(argv, attribute, value):
+    assert getattr(parse_args(argv), attribute) == value

@@ -27,6 +27,12 @@ from roster.security.client import (
 
 API_VERSIONS = ApiKey.API_VERSIONS
 CLIENT_ID = "roster-admin"
+# The first request's correlation id, chosen so that its bytes read "\r\n\r\n": pointed at an
+# HTTP port by mistake, the server sees the end of a (bad) request head at once and answers 400,
+# which is recognised below, instead of waiting for a head that never ends. Kafka brokers only
+# echo the id back.
+FIRST_CORRELATION = 0x0D0A0D0A
+SECURITY_DOCS = "docs/security.md"
 # The commands address topics by name; these APIs switch to topic ids above these versions.
 HIGHEST_BY_NAME = {8: 9, 9: 9}
 
@@ -80,14 +86,16 @@ class AdminClient:
         except OSError as exc:
             raise AdminError(f"cannot connect to {bootstrap}: {exc.strerror or exc}") from None
         self._answered = False
+        self._answers = 0   # how many answers came: a close after the first one means SASL
         self._tls, self._where = tls is not None, f"{host}:{port}"
+        self._sasl = security is not None and security.sasl
         try:
             if tls is not None:
                 try:
                     self._sock = tls.wrap_socket(self._sock, server_hostname=host)
                 except (ssl.SSLError, ConnectionResetError) as exc:
                     raise tls_failure(exc, f"{host}:{port}") from None
-            self._correlation = itertools.count(1)
+            self._correlation = itertools.count(FIRST_CORRELATION)
             self._versions: dict[int, int] = {}
             answer = self._exchange(API_VERSIONS, 0, make(request_schema(API_VERSIONS, 0)))
             for entry in answer.api_keys:
@@ -153,27 +161,65 @@ class AdminClient:
         correlation_id = next(self._correlation)
         try:
             self._sock.sendall(encode_request(api_key, version, correlation_id, CLIENT_ID, body))
-            (size,) = struct.unpack(">i", self._recv(4))
+            head = self._recv(4)
+            if not self._answered:
+                self._check_kafka(head)
+            (size,) = struct.unpack(">i", head)
             frame = self._recv(size)
         except ssl.SSLError as exc:
             if not self._answered:  # TLS 1.3: a refused client certificate shows here
                 raise AdminError(str(tls_failure(exc, self._where))) from None
             raise AdminError(f"connection to the broker failed: {exc}") from None
+        except ConnectionResetError:
+            raise self._closed() from None
+        except TimeoutError:
+            raise AdminError(f"{self._where} did not answer in time" + (
+                "; is it a Kafka listener?" if not self._answered else "")) from None
         except OSError as exc:
             raise AdminError(f"connection to the broker failed: {exc}") from None
         self._answered = True
+        self._answers += 1
         got, answer = decode_response(api_key, version, frame)
         if got != correlation_id:
             raise AdminError(f"answer {got} does not match request {correlation_id}")
         return answer
+
+    def _check_kafka(self, head: bytes) -> None:
+        """The first bytes of the first answer: a Kafka size, or what a listener of another
+        kind sends, which deserves a hint rather than a garbled answer."""
+        if head.startswith(b"HTTP"):
+            raise AdminError(f"{self._where} answered in HTTP: it is an HTTP port (the broker's "
+                             "console and /metrics?), not a Kafka listener; give "
+                             "--bootstrap-server the port of a Kafka listener")
+        if head[0] in (0x15, 0x16) and head[1] == 0x03 and not self._tls:   # a TLS record
+            raise AdminError(f"{self._where} is a TLS listener (it answered with a TLS alert): "
+                             "pass --command-config FILE with security.protocol=SSL (or "
+                             "SASL_SSL with sasl.mechanism and sasl.jaas.config) and "
+                             f"ssl.truststore.location=CA.pem ({SECURITY_DOCS})")
+
+    def _closed(self) -> AdminError:
+        """Why the broker may have closed the connection, and what to pass."""
+        if self._tls and not self._answered:
+            return AdminError(str(tls_failure(ConnectionResetError(), self._where)))
+        if not self._answered:
+            return AdminError(
+                f"{self._where} closed the connection without answering: a TLS listener does "
+                "that to a plaintext client; pass --command-config FILE with "
+                "security.protocol=SSL (or SASL_SSL) and ssl.truststore.location=CA.pem "
+                f"({SECURITY_DOCS})")
+        if self._answers == 1 and not self._sasl:
+            return AdminError(
+                f"{self._where} closed the connection after ApiVersions, as a SASL listener "
+                "does to a client that did not authenticate: pass --command-config FILE with "
+                "security.protocol=SASL_PLAINTEXT (or SASL_SSL), sasl.mechanism and "
+                f"sasl.jaas.config ({SECURITY_DOCS})")
+        return AdminError("the broker closed the connection")
 
     def _recv(self, size: int) -> bytes:
         chunks = bytearray()
         while len(chunks) < size:
             chunk = self._sock.recv(size - len(chunks))
             if not chunk:
-                if self._tls and not self._answered:
-                    raise AdminError(str(tls_failure(ConnectionResetError(), self._where)))
-                raise AdminError("the broker closed the connection")
+                raise self._closed()
             chunks += chunk
         return bytes(chunks)

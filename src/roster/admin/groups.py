@@ -24,6 +24,10 @@ EXPECTED_IDS, EXPECTED_SIZE, REFUSE_UNEXPECTED = (
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
+class GroupNotFound(AdminError):
+    """The coordinator knows no such group (GROUP_ID_NOT_FOUND)."""
+
+
 def list_groups(client: AdminClient) -> list[tuple[str, str, str]]:
     """(group id, protocol type, state) for every group."""
     return retry_while_loading(lambda: _list_once(client))
@@ -53,6 +57,8 @@ def _describe_once(client: AdminClient, group_id: str):
         consumer = _describe_consumer(client, group_id)
         if consumer is not None:
             return consumer
+    if group.error_code.name == "group_id_not_found":
+        raise GroupNotFound(f"consumer group '{group_id}' does not exist")
     if group.error_code.value:
         raise AdminError(f"cannot describe {group_id}: {group.error_code.name.upper()}")
     return group
@@ -157,7 +163,8 @@ def describe_lines(group, record=None) -> list[str]:
              f"Protocol: {group.protocol_data or '-'}\tMembers: {len(group.members)}"]
     if record is not None:
         lines.append(f"Generation: {record.generation}\tLeader: {record.leader or '-'}"
-                     "\t(as last written to __consumer_offsets)")
+                     "\t(from the group's last saved state; a rebalance under way may have "
+                     "moved on)")
     rows = [("MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT")]
     for m in sorted(group.members, key=lambda m: (m.group_instance_id or "", m.member_id)):
         rows.append((m.member_id, getattr(m, "group_instance_id", None) or "-", m.client_id,

@@ -1,11 +1,10 @@
-"""`roster offsets ...`: a group's committed offsets and lag, resetting them (refused while
-the group has members, as Kafka's kafka-consumer-groups tool refuses), and deleting them."""
+"""`roster offsets ...`: a group's committed offsets and lag, and deleting them (resetting them
+is admin/reset.py)."""
 from __future__ import annotations
 
 import datetime
 
 from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
-from roster.admin.groups import describe
 from roster.admin.topics import metadata
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
@@ -67,37 +66,6 @@ def describe_lines(client: AdminClient, group_id: str) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     return [f"Group: {group_id}"] + ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
                                      for r in rows]
-
-
-def reset(client: AdminClient, group_id: str, topic: str, to: str, offset: int | None):
-    """Commit new offsets for every partition of `topic`; returns {partition: offset}."""
-    group = describe(client, group_id)
-    if group.group_state not in ("Empty", "Dead"):
-        raise AdminError(f"group {group_id} is {group.group_state} with {len(group.members)} "
-                         "members; stop its consumers before resetting offsets")
-    found = metadata(client, [topic]).topics[0]
-    if found.error_code.value:
-        raise AdminError(f"cannot reset offsets for {topic}: {found.error_code.name.upper()}")
-    partitions = sorted(p.partition_index for p in found.partitions)
-    if to == "offset":
-        targets = {p: offset for p in partitions}
-    else:
-        ends = log_offsets(client, {topic: partitions}, EARLIEST if to == "earliest" else LATEST)
-        targets = {p: ends[(topic, p)] for p in partitions}
-    topic_entry = client.entry(OFFSET_COMMIT, "topics")
-    partition_entry = client.entry(OFFSET_COMMIT, "topics", "partitions")
-    answer = client.call(OFFSET_COMMIT, group_id=group_id, generation_id_or_member_epoch=-1,
-                         member_id="", group_instance_id=None,
-                         retention_time=datetime.timedelta(milliseconds=-1),
-                         topics=(make(topic_entry, name=topic, partitions=tuple(
-                             make(partition_entry, partition_index=p, committed_offset=o,
-                                  committed_leader_epoch=-1, committed_metadata="")
-                             for p, o in targets.items())),))
-    failures = [f"{p.partition_index}: {p.error_code.name.upper()}"
-                for t in answer.topics for p in t.partitions if p.error_code.value]
-    if failures:
-        raise AdminError(f"cannot reset {group_id} on {topic}: " + "; ".join(failures))
-    return targets
 
 
 def delete(client: AdminClient, group_id: str, topic: str,
