@@ -164,11 +164,16 @@ def run_one(scenario: str, body, peer: str, bootstrap: str, security=None) -> Tr
     return session.trace
 
 
+def expected_for(name: str) -> list:
+    """The listed differences of a scenario: its own, and those of a key "prefix*" it matches."""
+    return [listed for key, rows in EXPECTED.items() for listed in rows
+            if key == name or (key.endswith("*") and name.startswith(key[:-1]))]
+
+
 def apply_expected(name: str, kafka: list[dict], roster: list[dict]) -> None:
     """Check each listed difference shows exactly, then blank it so the rest must be equal."""
     by_step = ({e["step"]: e for e in kafka}, {e["step"]: e for e in roster})
-    everywhere = [listed for listed in EXPECTED.get("*", ()) if listed.step in by_step[0]]
-    for listed in [*EXPECTED.get(name, ()), *everywhere]:
+    for listed in expected_for(name):
         for entries, want in zip(by_step, (listed.kafka, listed.roster)):
             entry = entries.get(listed.step)
             assert entry is not None, f"listed difference at {listed.step} has no such step"
