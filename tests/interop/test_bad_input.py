@@ -99,7 +99,7 @@ def test_create_topic_errors(broker):
         assert _create(wire, "cfg", configs=[("no.such", "1")]).error_code == ErrorCode.invalid_config
         assert _create(wire, "cfg", configs=[("retention.ms", "soon")]).error_code == \
             ErrorCode.invalid_config
-        assert _create(wire, "cfg", configs=[("cleanup.policy", "compact")]).error_code == \
+        assert _create(wire, "cfg", configs=[("cleanup.policy", "shred")]).error_code == \
             ErrorCode.invalid_config
 
 

@@ -90,7 +90,9 @@ def _old_offsets(wire, topic, timestamp, max_num_offsets, partition=0):
 def test_list_offsets_v0_answers_segment_boundaries_up_to_max_num_offsets(broker):
     now = int(time.time() * 1000)
     with Wire(broker.bootstrap) as wire:
-        assert _create(wire, "segs", 1, configs=[("segment.bytes", "2048")]).error_code == 0
+        # below segment.bytes' 1 MiB minimum: Kafka's internal.segment.bytes
+        assert _create(wire, "segs", 1, configs=[("internal.segment.bytes", "2048")]) \
+            .error_code == 0
         assert _old_offsets(wire, "segs", -1, 5) == (0, [0])  # one empty segment: its base
         assert _old_offsets(wire, "segs", -2, 5) == (0, [0])
         for i in range(7):  # one ~970-byte batch each: segments roll every two batches

@@ -48,16 +48,33 @@ class AppendRules(NamedTuple):
     before_max_ms: int
     after_max_ms: int
     codec: int | None        # compression.type's codec; None: the producer's
+    plain: bool              # none of the above: a batch is checked by its header alone
 
     @classmethod
     def of(cls, settings) -> AppendRules:
         """From a topic's typed effective configs (TopicManager.settings)."""
         compression = settings["compression.type"]
-        return cls("compact" in settings["cleanup.policy"],
-                   settings["message.timestamp.type"] == "LogAppendTime",
-                   settings["message.timestamp.before.max.ms"],
-                   settings["message.timestamp.after.max.ms"],
-                   None if compression == "producer" else CODECS[compression])
+        compacted = "compact" in settings["cleanup.policy"]
+        log_append_time = settings["message.timestamp.type"] == "LogAppendTime"
+        before = settings["message.timestamp.before.max.ms"]
+        codec = None if compression == "producer" else CODECS[compression]
+        plain = not compacted and not log_append_time and before >= LONG_MAX and codec is None
+        return cls(compacted, log_append_time, before,
+                   settings["message.timestamp.after.max.ms"], codec, plain)
+
+
+RULES = "append rules"   # their key in TopicManager.cached
+
+
+def rules_for(topics, topic) -> AppendRules:
+    """The topic's AppendRules, derived once per version of its configs: on the hot path a
+    check of the topic's derived values, without a call into the topic manager."""
+    derived = topic.derived
+    if derived is not None and derived[0] is topic.configs:
+        rules = derived[1].get(RULES)
+        if rules is not None:
+            return rules
+    return topics.cached(topic, RULES, lambda: AppendRules.of(topics.settings(topic)))
 
 
 class Refused(Exception):
@@ -69,15 +86,12 @@ class Refused(Exception):
         self.record_errors = tuple(record_errors)
 
 
-class Validated(NamedTuple):
-    batch: bytes | bytearray | memoryview
-    log_append_time: int      # -1 under CreateTime
-
-
-def validate(batch, header: BatchHeader, rules: AppendRules, now_ms: int,
-             partition_name: str) -> Validated:
-    """`batch` (one magic-2 batch) as the log should store it, and the log append time to
-    answer with; raises Refused (records that cannot be decoded: CORRUPT_MESSAGE)."""
+def validate(batch, header: BatchHeader, rules: AppendRules, now_ms: int, topic: str,
+             partition: int) -> tuple:
+    """(`batch` as the log should store it, the log append time to answer with: -1 under
+    CreateTime); raises Refused (records that cannot be decoded: CORRUPT_MESSAGE)."""
+    if rules.plain and header.max_timestamp - now_ms <= rules.after_max_ms:
+        return batch, -1   # Kafka's defaults: nothing to read, nothing to change
     source = header.compression
     target = source if rules.codec is None else rules.codec
     recompress = target != source and not (header.is_control and source == 0)
@@ -91,12 +105,12 @@ def validate(batch, header: BatchHeader, rules: AppendRules, now_ms: int,
         rules.before_max_ms < LONG_MAX or header.max_timestamp - now_ms > rules.after_max_ms)
     if recompress or check_keys or check_times:
         records = _records(batch)
-        _check_records(records, rules, check_keys, check_times, now_ms, partition_name)
+        _check_records(records, rules, check_keys, check_times, now_ms, f"{topic}-{partition}")
         if recompress:
             batch = _rebuilt(records, header, target)
     if not rules.log_append_time:
-        return Validated(batch, -1)
-    return Validated(_stamped(batch, now_ms), now_ms)
+        return batch, -1
+    return _stamped(batch, now_ms), now_ms
 
 
 def _records(batch) -> list:

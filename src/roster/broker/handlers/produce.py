@@ -21,7 +21,7 @@ import asyncio
 import time
 
 from roster.broker.admission import admit_topics, admit_transactional_id, may_create_topic
-from roster.broker.record_validation import AppendRules, Refused
+from roster.broker.record_validation import Refused, rules_for
 from roster.broker.record_validation import validate as validate_records
 from roster.broker.topics import TopicError, check_topic_name
 from roster.log import batch as batches
@@ -95,10 +95,9 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
     if header.records_count == 0:
         return _Outcome(ErrorCode.invalid_record, message="a record batch must hold records")
     # LogValidator's part: keys, timestamps, LogAppendTime, recompression (record_validation)
-    rules = broker.topics.cached(topic, "append rules",
-                                 lambda: AppendRules.of(broker.topics.settings(topic)))
     try:
-        validated = validate_records(records, header, rules, now_ms(), f"{topic.name}-{index}")
+        stored, log_append_time = validate_records(
+            records, header, rules_for(broker.topics, topic), now_ms(), topic.name, index)
     except Refused as exc:
         return _Outcome(exc.error, message=str(exc), record_errors=exc.record_errors)
     partition_key = (topic.topic_id, index)
@@ -109,7 +108,7 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
         return _Outcome(base_offset=verdict.duplicate_of,
                         log_start_offset=partition.log_start_offset)
     try:
-        appended = partition.append(validated.batch)
+        appended = partition.append(stored)
     except CorruptBatch as exc:
         return _Outcome(ErrorCode.corrupt_message, message=str(exc))
     except RecordTooLarge as exc:
@@ -120,7 +119,7 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
     broker.waiters.notify((topic.name, index))
     broker.durability.appended(partition, header.records_count)
     outcome = _Outcome(base_offset=appended.base_offset, log_start_offset=partition.log_start_offset)
-    outcome.log_append_time = validated.log_append_time
+    outcome.log_append_time = log_append_time
     outcome.partition = partition
     outcome.end_offset = appended.last_offset + 1
     return outcome
