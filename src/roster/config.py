@@ -52,10 +52,20 @@ class Setting:
             if self.parse is int and not isinstance(value, int):
                 raise ValueError("expected an integer")
         except ValueError as exc:
-            raise ConfigError(f"{self.name}={raw!r}: {exc}") from None
+            raise ConfigError(f"{self.name}={raw!r}: {_plain(exc)}") from None
         if value is not None and self.minimum is not None and value < self.minimum:
             raise ConfigError(f"{self.name}={raw!r}: must be at least {self.minimum}")
         return value
+
+
+def _plain(exc: ValueError) -> str:
+    """What was expected, instead of Python's "invalid literal for int() with base 10"."""
+    text = str(exc)
+    if text.startswith("invalid literal for int()"):
+        return "expected an integer"
+    if text.startswith("could not convert string to float"):
+        return "expected a number"
+    return text
 
 
 def _optional_int(text: str) -> int | None:
@@ -278,6 +288,9 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
         if not 0 < values["log.cleaner.io.buffer.load.factor"] <= 1:
             raise ConfigError("log.cleaner.io.buffer.load.factor: must be above 0 and at most 1")
+        if values["http.port"] is not None and values["http.port"] > 65535:
+            # the socket layer would take it modulo 65536 and listen somewhere else
+            raise ConfigError(f"http.port={values['http.port']}: not a port (0-65535)")
         if values["default.replication.factor"] != 1:
             raise ConfigError("default.replication.factor: roster is a single broker; use 1")
         queued = values["queued.max.request.bytes"]

@@ -62,6 +62,14 @@ def test_a_port_out_of_range_is_refused_by_name(option, value, tmp_path):
     assert "listening" not in result.stdout and not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize("setting, complaint", [
+    ("http.port=70000", "http.port=70000: not a port (0-65535)"),
+    ("num.partitions=two", "num.partitions='two': expected an integer")])
+def test_a_bad_setting_is_named_in_plain_words(setting, complaint, tmp_path):
+    result = roster("serve", "--port", "0", "--set", setting, "--data-dir", str(tmp_path / "d"))
+    assert complaint in refused(result) and "listening" not in result.stdout
+
+
 def test_every_action_has_help():
     for command in ("topics", "groups", "offsets", "users", "acls"):
         text = ok(roster(command, "--help"))
