@@ -181,3 +181,32 @@ def test_refusals_name_the_option(broker):
     unknown = roster("offsets", "reset", "g", "--topic", "no-such-topic", "--to-latest",
                      "--bootstrap-server", b)
     assert unknown.returncode == 1 and "no-such-topic" in unknown.stderr
+
+
+def test_views_and_refusal_for_a_consumer_protocol_group(broker):
+    """The same views for a KIP-848 group (ConsumerGroupDescribe rather than DescribeGroups)."""
+    import time
+
+    from confluent_kafka import Consumer
+    b = broker.bootstrap
+    consumer = Consumer({"bootstrap.servers": b, "group.id": "kip848-group",
+                         "group.protocol": "consumer", "client.id": "kip848-client"})
+    try:
+        consumer.subscribe([OTHER])
+        deadline = time.monotonic() + groups.DEADLINE_S
+        while not consumer.assignment():     # each poll waits for the broker's answer
+            assert time.monotonic() < deadline, "no assignment"
+            consumer.poll(0.2)
+        rows = table(ok(roster("offsets", "describe", "kip848-group", "--bootstrap-server",
+                               b)))
+        assert [(r["TOPIC"], r["PARTITION"], r["CURRENT-OFFSET"], r["LOG-END-OFFSET"],
+                 r["CLIENT-ID"]) for r in rows] == [(OTHER, "0", "-", "4", "kip848-client")]
+        assert rows[0]["CONSUMER-ID"] != "-"
+        state = ok(roster("groups", "describe", "--state", "--group", "kip848-group",
+                          "--bootstrap-server", b))
+        assert "Stable" in state and "#MEMBERS" in state
+        refusal = roster("offsets", "reset", "kip848-group", "--all-topics", "--to-latest",
+                         "--execute", "--bootstrap-server", b)
+        assert refusal.returncode == 1 and "inactive" in refusal.stderr
+    finally:
+        consumer.close()
