@@ -14,9 +14,9 @@ from tests.differential.test_classic import static_group
 REBALANCE_IN_PROGRESS = 27
 
 
-def rejoin_everyone(s, group: str, leader, followers, topic: str) -> None:
+def next_generation(s, group: str, leader, followers) -> None:
     """The leader's JoinGroup is parked in PreparingRebalance: the followers learn of it from a
-    heartbeat, rejoin, and the next generation forms and syncs with all three."""
+    heartbeat and rejoin, and the next generation forms with all three, led by the leader."""
     s.wait_state(group, "PreparingRebalance")
     for follower in followers:
         assert follower.heartbeat() == REBALANCE_IN_PROGRESS
@@ -24,6 +24,11 @@ def rejoin_everyone(s, group: str, leader, followers, topic: str) -> None:
     for member in (leader, *followers):
         assert member.finish_join() == 0
     assert leader.leader and len(leader.members) == 3
+
+
+def rejoin_everyone(s, group: str, leader, followers, topic: str) -> None:
+    """next_generation, then everyone syncs and heartbeats without error."""
+    next_generation(s, group, leader, followers)
     for follower in followers:
         follower.send_sync()
     leader.sync(split([leader, *followers], topic, 4))
@@ -53,12 +58,7 @@ def test_classic_static_leader_join_pipelined_behind_its_sync(s):
     topic = s.topic("t", 4)
     group, (leader, *followers) = static_group(s, 3, topic, session_ms=6000)
     leader.send_join()                      # a rebalance, so that the leader syncs again
-    s.wait_state(group, "PreparingRebalance")
-    for follower in followers:
-        assert follower.heartbeat() == REBALANCE_IN_PROGRESS
-        follower.send_join()
-    for member in (leader, *followers):
-        assert member.finish_join() == 0
+    next_generation(s, group, leader, followers)
     for follower in followers:
         follower.send_sync()
     leader.send_sync(split([leader, *followers], topic, 4))

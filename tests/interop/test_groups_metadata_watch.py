@@ -63,18 +63,23 @@ def group_with_killed_leader(broker, name):
                                                   "session.timeout.ms": REBALANCE_MS,
                                                   "max.poll.interval.ms": REBALANCE_MS})
                  for i in (1, 2)]
+    form_with_leader(watch, leader, followers)
+    leader.kill9()
+    killed_at = time.monotonic()
+    add_partitions(broker.bootstrap, topic, AFTER)
+    return leader, followers, watch, killed_at
+
+
+def form_with_leader(watch, leader, followers) -> None:
+    """Start `leader` alone (so it leads), then the followers; wait until the BEFORE
+    partitions are split between all of them."""
     leader.start()
     watch.wait_for(lambda: leader.assigned == frozenset(range(BEFORE)), groups.DEADLINE_S,
                    lambda: "the leader to own every partition"
                    + groups.describe_assignment([leader]))
     for follower in followers:
         follower.start()
-    everyone = [leader, *followers]
-    groups.wait_split(watch, everyone, BEFORE)
-    leader.kill9()
-    killed_at = time.monotonic()
-    add_partitions(broker.bootstrap, topic, AFTER)
-    return leader, followers, watch, killed_at
+    groups.wait_split(watch, [leader, *followers], BEFORE)
 
 
 def owned(members) -> frozenset[int]:
@@ -159,13 +164,7 @@ def test_a_dead_static_leader_does_not_hold_the_survivors_when_the_topic_grows(
     members = [leader, *survivors]
     try:
         with groups.broker_output_on_failure(broker):
-            leader.start()
-            watch.wait_for(lambda: leader.assigned == frozenset(range(BEFORE)), groups.DEADLINE_S,
-                           lambda: "the leader to own every partition"
-                           + groups.describe_assignment([leader]))
-            for survivor in survivors:
-                survivor.start()
-            groups.wait_split(watch, members, BEFORE)
+            form_with_leader(watch, leader, survivors)
             leader.kill9()
             killed_at = time.monotonic()
             add_partitions(broker.bootstrap, name, GROWN)

@@ -422,11 +422,14 @@ class ConfluentProcessMember(Member):
         self.proc: subprocess.Popen | None = None
         self.stderr: list[str] = []
 
+    def process_conf(self) -> dict:
+        """The client configuration handed to SCRIPT."""
+        return ConfluentMember.conf(self)
+
     def start(self) -> Member:
-        conf = ConfluentMember.conf(self)
-        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, json.dumps(conf),
-                                      self.topic], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT,
+                                      json.dumps(self.process_conf()), self.topic],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
         return self
@@ -480,14 +483,8 @@ class KafkaPythonProcessMember(ConfluentProcessMember):
             consumer.poll(timeout_ms=100)
     """)
 
-    def start(self) -> Member:
-        conf = {**self._python_client_config(), **self.config}
-        self.proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, json.dumps(conf),
-                                      self.topic], stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True)
-        threading.Thread(target=self._read_stdout, daemon=True).start()
-        threading.Thread(target=self._read_stderr, daemon=True).start()
-        return self
+    def process_conf(self) -> dict:
+        return {**self._python_client_config(), **self.config}
 
 
 MEMBERS: dict[str, type[Member]] = {
