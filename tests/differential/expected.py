@@ -23,4 +23,11 @@ EXPECTED: dict[str, list[Listed]] = {
                "roster; epochs are only echoed by clients, so the traces count epochs from "
                "the first one (open: not yet aligned)"),
     ],
+    "scram_failures": [
+        Listed("nobody login#1", "rounds", 1, 2,
+               "a SCRAM login for a user that does not exist: Kafka refuses the client's first "
+               "message; roster answers it with a made-up salt and refuses the proof, with the "
+               "same message, so a client cannot tell unknown users from wrong passwords "
+               "(RFC 5802's advice)"),
+    ],
 }

@@ -25,6 +25,7 @@ import pytest
 from roster.protocol.api_keys import ApiKey
 from tests.differential.expected import EXPECTED
 from tests.differential.wire_trace import Trace, TracedConn
+from tests.support.kafka_peer import SECURE_USERS
 
 ROOT = Path(__file__).resolve().parents[2]
 TRACE_DIR = ROOT / ".cache" / "differential"
@@ -49,16 +50,26 @@ SCENARIOS: dict[str, Scenario] = {}
 class Session:
     """One run of one scenario against one peer: its connections, names and trace."""
 
-    def __init__(self, scenario: str, peer: str, bootstrap: str, security=None) -> None:
+    def __init__(self, scenario: str, peer: str, bootstrap: str, secure: bool = False) -> None:
         self.scenario, self.peer, self.bootstrap = scenario, peer, bootstrap
-        self.security = security
+        self.secure = secure
         self.trace = Trace()
         self._conns: list[TracedConn] = []
 
     def name(self, name: str) -> str:
         return f"{self.scenario}.{name}"
 
-    def conn(self, who: str, traced: bool = True) -> TracedConn:
+    def conn(self, who: str, traced: bool = True, user: str = "admin") -> TracedConn:
+        """A connection; on a secure peer it has authenticated as `user` (SCRAM-SHA-256)."""
+        conn = self.anonymous(who, traced=False)
+        if self.secure and not conn.authenticate(user, SECURE_USERS[user],
+                                                 "SCRAM-SHA-256")["accepted"]:
+            raise RuntimeError(f"{self.peer} refused {user}'s SCRAM-SHA-256 login")
+        conn.trace = self.trace if traced else None
+        return conn
+
+    def anonymous(self, who: str, traced: bool = True) -> TracedConn:
+        """A connection that has not authenticated (on a secure peer: the SASL listener)."""
         conn = TracedConn(self.bootstrap, self.trace if traced else None, who)
         self._conns.append(conn)
         return conn
@@ -151,8 +162,8 @@ class Session:
                        f"outside [{low_ms}, {high_ms}] ms: {elapsed_s * 1000:.0f} ms")
 
 
-def run_one(scenario: str, body, peer: str, bootstrap: str, security=None) -> Trace:
-    session = Session(scenario, peer, bootstrap, security)
+def run_one(scenario: str, body, peer: str, bootstrap: str, secure: bool = False) -> Trace:
+    session = Session(scenario, peer, bootstrap, secure)
     try:
         body(session)
     except Exception as exc:  # the trace shows where this peer's story stopped
@@ -209,21 +220,18 @@ def scenario(outcome: str, secure: bool = False):
         path = Path(inspect.getsourcefile(body)).resolve().relative_to(ROOT).as_posix()
         SCENARIOS[name] = Scenario(name, " ".join(outcome.split()), path, secure)
 
-        def run(kafka_peer, roster_peer):
-            security = None
+        def both(kafka_bootstrap: str, roster_bootstrap: str, roster_log: list[str]) -> None:
             with ThreadPoolExecutor(2) as pool:
-                kafka = pool.submit(run_one, name, body, "kafka", kafka_peer.bootstrap, security)
-                roster = pool.submit(run_one, name, body, "roster", roster_peer.bootstrap,
-                                     security)
-                compare(name, kafka.result(), roster.result(), roster_peer.output)
+                kafka = pool.submit(run_one, name, body, "kafka", kafka_bootstrap, secure)
+                roster = pool.submit(run_one, name, body, "roster", roster_bootstrap, secure)
+                compare(name, kafka.result(), roster.result(), roster_log)
+
+        def run(kafka_peer, roster_peer):
+            both(kafka_peer.bootstrap, roster_peer.bootstrap, roster_peer.output)
 
         def run_secure(kafka_peer_secure, roster_peer_secure):
-            with ThreadPoolExecutor(2) as pool:
-                kafka = pool.submit(run_one, name, body, "kafka", kafka_peer_secure.bootstrap,
-                                    kafka_peer_secure)
-                roster = pool.submit(run_one, name, body, "roster",
-                                     roster_peer_secure.bootstrap, roster_peer_secure)
-                compare(name, kafka.result(), roster.result(), roster_peer_secure.output)
+            both(kafka_peer_secure.bootstrap, roster_peer_secure.listener("SASL_PLAINTEXT"),
+                 roster_peer_secure.output)
 
         test = run_secure if secure else run
         test.__name__, test.__doc__ = body.__name__, body.__doc__

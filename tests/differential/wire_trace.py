@@ -19,6 +19,7 @@ Normalisation (what Kafka leaves open, so it never appears in a trace):
   instance id, then by symbol;
 - lists of topics by id (assignments): Kafka's order is a hash map's, so they are sorted by
   topic symbol; a scenario's topics get their symbols in the order it creates them;
+- the SASL mechanisms a broker offers: sorted (Kafka keeps them in a set);
 - clocks: a timer outcome is recorded as "within [lo, hi] ms" (the tolerance), never the time.
 """
 from __future__ import annotations
@@ -38,6 +39,12 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element
 from roster.protocol.codec import decode_response, encode_request, request_schema
 from roster.protocol.consumer_protocol import decode_assignment, decode_subscription
+from roster.security.client import (
+    AuthenticationError,
+    ClientSecurity,
+    run_conversation,
+    sasl_conversation,
+)
 
 # One version per API for both peers: the highest that Kafka 4.4, roster and kio all speak
 # while the APIs still name topics (OffsetCommit/OffsetFetch v10 switch to topic ids).
@@ -48,7 +55,8 @@ VERSIONS = {
     ApiKey.CONSUMER_GROUP_HEARTBEAT: 1, ApiKey.CONSUMER_GROUP_DESCRIBE: 1,
     ApiKey.FIND_COORDINATOR: 6, ApiKey.METADATA: 12, ApiKey.CREATE_TOPICS: 7,
     ApiKey.CREATE_PARTITIONS: 3, ApiKey.INCREMENTAL_ALTER_CONFIGS: 1,
-    ApiKey.DESCRIBE_CONFIGS: 4, ApiKey.API_VERSIONS: 3,
+    ApiKey.DESCRIBE_CONFIGS: 4, ApiKey.API_VERSIONS: 3, ApiKey.CREATE_ACLS: 3,
+    ApiKey.DESCRIBE_ACLS: 3,
 }
 MEMBER_FIELDS = {"member_id", "leader", "leader_id"}
 EPOCH_FIELDS = {"member_epoch", "group_epoch", "assignment_epoch"}
@@ -98,6 +106,8 @@ class Trace:
                     for f in dataclasses.fields(value)
                     if not f.name.startswith("__") and f.name not in DROPPED}
         if isinstance(value, (tuple, list)):
+            if key == "mechanisms":
+                return sorted(value)
             if value and all(hasattr(v, "member_id") for v in value):
                 value = sorted(value, key=self._member_order)
             elif value and all(hasattr(v, "topic_id") for v in value):
@@ -219,6 +229,36 @@ class TracedConn:
         correlation_id = next(self._ids)
         self.sock.sendall(encode_request(api, version, correlation_id, self.who, body))
         self._pending.append((api, version, correlation_id))
+
+    def authenticate(self, user: str, password: str, mechanism: str) -> dict:
+        """SaslHandshake + SaslAuthenticate as `user` (roster's client conversation), out of
+        the trace; returns what a client observes: accepted, the offered mechanisms (sorted:
+        Kafka keeps them in a set), the SaslAuthenticate rounds, the last error and message."""
+        seen = {"accepted": False, "rounds": 0, "error": None, "message": None}
+        trace, self.trace = self.trace, None
+
+        def call(api, version, fields):
+            answer = self.call(api, version, **fields)
+            if api == ApiKey.SASL_HANDSHAKE:
+                seen["mechanisms"] = sorted(answer.mechanisms)
+            else:
+                seen["rounds"] += 1
+            seen["error"] = ErrorCode(int(answer.error_code)).name
+            seen["message"] = getattr(answer, "error_message", None)
+            return answer
+
+        security = ClientSecurity.from_config({
+            "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism,
+            "sasl.username": user, "sasl.password": password})
+        versions = {ApiKey.SASL_HANDSHAKE: 1, ApiKey.SASL_AUTHENTICATE: 2}
+        try:
+            run_conversation(sasl_conversation(security, versions, "broker"), call)
+            seen["accepted"] = True
+        except AuthenticationError:
+            pass
+        finally:
+            self.trace = trace
+        return seen
 
     def send_raw(self, frame: bytes) -> None:
         self.sock.sendall(frame)

@@ -50,7 +50,7 @@ async def handle(broker, request, connection):
         problem = validate_new(binding)
         if problem is None:
             valid.append(binding)
-            answers.append(make(result, error_code=ErrorCode.none, error_message=None))
+            answers.append(make(result, error_code=ErrorCode.none, error_message=""))  # as Kafka
         else:
             answers.append(make(result, error_code=ErrorCode.invalid_request,
                                 error_message=problem))

@@ -31,7 +31,8 @@ async def handle(broker, request, connection):
     if error is not None:
         return make(schema, error_code=ErrorCode.sasl_authentication_failed,
                     error_message=error, auth_bytes=b"", session_lifetime=NEVER)
-    return make(schema, error_code=ErrorCode.none, error_message=None, auth_bytes=token,
+    # Kafka answers an empty message (not null) on success
+    return make(schema, error_code=ErrorCode.none, error_message="", auth_bytes=token,
                 session_lifetime=datetime.timedelta(milliseconds=lifetime))
 
 
