@@ -313,7 +313,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """The command line, with the Kafka spellings merged and the defaults of options that
     may come anywhere filled in (a usage error exits 2 with the action's usage)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(kinds.kafka_actions(sys.argv[1:] if argv is None else argv))
     problem = kinds.settle(args)
     if problem:
         getattr(args, "usage", parser).error(problem)

@@ -24,7 +24,8 @@ def broker(tmp_path_factory):
 
 def test_kafka_spellings_and_options_anywhere(broker):
     b = broker.bootstrap
-    created = roster("--bootstrap-server", b, "topics", "create", "--topic", "habits",
+    # as kafka-topics --bootstrap-server B --create --topic T ...
+    created = roster("--bootstrap-server", b, "topics", "--create", "--topic", "habits",
                      "--partitions", "2", "--replication-factor", "1")
     assert ok(created) == "Created topic habits.\n"
     assert ok(roster("--bootstrap-server", b, "topics", "list")).split() == ["habits"]
@@ -43,7 +44,9 @@ def test_kafka_spellings_and_options_anywhere(broker):
     for argv in (["offsets", "describe", "--group", "habits-group", "--bootstrap-server", b],
                  ["--bootstrap-server", b, "offsets", "--group", "habits-group", "describe"],
                  ["groups", "describe", "--offsets", "--group", "habits-group",
-                  "--bootstrap-servers", b]):
+                  "--bootstrap-servers", b],
+                 # as kafka-consumer-groups --bootstrap-server B --describe --group G
+                 ["groups", "--bootstrap-server", b, "--describe", "--group", "habits-group"]):
         rows = table(ok(roster(*argv)))
         assert [(r["GROUP"], r["TOPIC"], r["PARTITION"]) for r in rows] == \
             [("habits-group", "habits", "1")], argv

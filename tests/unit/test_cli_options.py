@@ -3,6 +3,7 @@ before the command, before the action or after it; Kafka's spellings (--bootstra
 --group, --topic, --replication-factor 1) beside roster's."""
 import pytest
 
+from roster.admin.arguments import kafka_actions
 from roster.cli import parse_args
 
 
@@ -40,3 +41,24 @@ def test_defaults_when_not_given():
 ])
 def test_kafka_spellings_stand_for_the_positional_arguments(argv, attribute, value):
     assert getattr(parse_args(argv), attribute) == value
+
+
+@pytest.mark.parametrize("kafka, roster", [
+    (["groups", "--bootstrap-server", "b:1", "--describe", "--group", "g"],
+     ["groups", "describe", "--bootstrap-server", "b:1", "--group", "g", "--offsets"]),
+    (["--bootstrap-server", "b:1", "groups", "--describe", "--group", "g", "--members"],
+     ["--bootstrap-server", "b:1", "groups", "describe", "--group", "g", "--members"]),
+    (["groups", "--reset-offsets", "--group", "g", "--all-topics", "--to-earliest"],
+     ["offsets", "reset", "--group", "g", "--all-topics", "--to-earliest"]),
+    (["topics", "--alter", "--topic", "t", "--partitions", "6"],
+     ["topics", "add-partitions", "--topic", "t", "--partitions", "6"]),
+    (["topics", "--create", "--topic", "t", "--replication-factor", "1"],
+     ["topics", "create", "--topic", "t", "--replication-factor", "1"]),
+    (["acls", "--add", "--allow-principal", "User:a", "--topic", "t"],
+     ["acls", "add", "--allow-principal", "User:a", "--topic", "t"]),
+    (["topics", "list"], ["topics", "list"]),
+    (["serve", "--port", "0"], ["serve", "--port", "0"]),
+])
+def test_kafka_action_flags_become_actions(kafka, roster):
+    assert kafka_actions(kafka) == roster
+    parse_args(kafka)   # and parse

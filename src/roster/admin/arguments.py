@@ -153,6 +153,46 @@ def topic_option(parser) -> None:
                         help="the topic (Kafka's spelling of the positional argument)")
 
 
+# kafka-topics, kafka-consumer-groups and kafka-acls name the action with a flag: the action
+# roster's command takes instead (group commands: (command, action, extra arguments)).
+_ACTION_FLAGS = {
+    "topics": {"--create": ("topics", "create"), "--list": ("topics", "list"),
+               "--describe": ("topics", "describe"), "--delete": ("topics", "delete"),
+               "--alter": ("topics", "alter")},
+    "groups": {"--list": ("groups", "list"), "--describe": ("groups", "describe"),
+               "--delete": ("groups", "delete"), "--reset-offsets": ("offsets", "reset")},
+    "acls": {"--add": ("acls", "add"), "--list": ("acls", "list"),
+             "--remove": ("acls", "remove")},
+}
+_ACTION_FLAGS["offsets"] = _ACTION_FLAGS["groups"]
+_VALUED = {"--log-level", "--bootstrap-server", "--bootstrap-servers", "--command-config",
+           "--group"}
+
+
+def kafka_actions(argv: list[str]) -> list[str]:
+    """`roster groups --describe --group G` as `roster groups describe --group G`: a Kafka
+    tool's action flag becomes roster's action word, right after the command (where the
+    action's parser then takes every option that follows, whatever their order). Kafka's
+    --describe prints the offsets view; `topics --alter --partitions N` grows the topic."""
+    start = 0
+    while start < len(argv) and argv[start].startswith("-"):   # options before the command
+        start += 2 if argv[start] in _VALUED else 1
+    if start >= len(argv) or argv[start] not in _ACTION_FLAGS:
+        return argv
+    flags = _ACTION_FLAGS[argv[start]]
+    given = [a for a in argv[start + 1:] if a in flags]
+    if len(given) != 1:
+        return argv
+    rest = [a for a in argv[start + 1:] if a != given[0]]
+    command, action = flags[given[0]]
+    if action == "alter" and "--partitions" in rest:
+        action = "add-partitions"
+    if command == "groups" and action == "describe" and \
+            not {"--members", "--state", "--offsets"} & set(rest):
+        rest.append("--offsets")   # Kafka's default view
+    return argv[:start] + [command, action] + rest
+
+
 def settle(args) -> str | None:
     """Fill in the connection options' defaults and merge a Kafka spelling (--group, --topic)
     into the positional argument it stands for (`args.spelled`: positional, option, many,
