@@ -190,10 +190,16 @@ def _offsets(args) -> int:
         elif args.action == "reset":
             return _reset(client, args)
         elif args.action == "delete":
-            outcome = offset_commands.delete(client, args.group, args.topic, args.partitions)
-            for partition, status in sorted(outcome.items()):
-                print(f"{args.topic}\t{partition}\t{status}")
-            return 0 if all(status == "ok" for status in outcome.values()) else 1
+            if args.partitions is not None and len(args.delete_topics) > 1:
+                args.usage.error("--partitions goes with one --topic (or give TOPIC:P,P)")
+            failed = False
+            for topic, partitions in args.delete_topics:
+                outcome = offset_commands.delete(client, args.group, topic,
+                                                 partitions or args.partitions)
+                for partition, status in sorted(outcome.items()):
+                    print(f"{topic}\t{partition}\t{status}")
+                failed |= any(status != "ok" for status in outcome.values())
+            return 1 if failed else 0
     return 0
 
 

@@ -52,6 +52,10 @@ def test_kafka_spellings_and_options_anywhere(broker):
             [("habits-group", "habits", "1")], argv
     which = refused(roster("offsets", "describe", "--bootstrap-server", b))
     assert "--group" in which and "usage: roster offsets describe" in which
+    # as kafka-consumer-groups --delete-offsets --group G --topic T:P
+    deleted = roster("groups", "--delete-offsets", "--group", "habits-group", "--topic",
+                     "habits:1", "--bootstrap-server", b)
+    assert ok(deleted).split() == ["habits", "1", "ok"]
 
 
 @pytest.mark.parametrize("option, value", [

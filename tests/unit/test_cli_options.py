@@ -56,6 +56,8 @@ def test_kafka_spellings_stand_for_the_positional_arguments(argv, attribute, val
      ["topics", "create", "--topic", "t", "--replication-factor", "1"]),
     (["acls", "--add", "--allow-principal", "User:a", "--topic", "t"],
      ["acls", "add", "--allow-principal", "User:a", "--topic", "t"]),
+    (["groups", "--delete-offsets", "--group", "g", "--topic", "t:0,1", "--topic", "u"],
+     ["offsets", "delete", "--group", "g", "--topic", "t:0,1", "--topic", "u"]),
     (["topics", "list"], ["topics", "list"]),
     (["serve", "--port", "0"], ["serve", "--port", "0"]),
 ])

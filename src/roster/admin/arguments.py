@@ -160,7 +160,8 @@ _ACTION_FLAGS = {
                "--describe": ("topics", "describe"), "--delete": ("topics", "delete"),
                "--alter": ("topics", "alter")},
     "groups": {"--list": ("groups", "list"), "--describe": ("groups", "describe"),
-               "--delete": ("groups", "delete"), "--reset-offsets": ("offsets", "reset")},
+               "--delete": ("groups", "delete"), "--reset-offsets": ("offsets", "reset"),
+               "--delete-offsets": ("offsets", "delete")},
     "acls": {"--add": ("acls", "add"), "--list": ("acls", "list"),
              "--remove": ("acls", "remove")},
 }

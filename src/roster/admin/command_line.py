@@ -159,9 +159,11 @@ def add_offsets(commands, run) -> None:
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
     forget = _action(actions, "delete", "delete committed offsets (refused for topics the "
                      "members consume)", group="group")
-    forget.add_argument("--topic", required=True)
+    forget.add_argument("--topic", dest="delete_topics", action="append", required=True,
+                        type=kinds.topic_partitions, metavar="TOPIC[:P,P]",
+                        help="every partition of TOPIC, or the ones listed; repeatable")
     forget.add_argument("--partitions", type=kinds.partition_list, metavar="P[,P...]",
-                        help="default: every partition")
+                        help="with one --topic: these partitions (default: every one)")
 
 
 def add_report(commands, run) -> None:
