@@ -184,5 +184,19 @@ def test_a_dead_static_leader_does_not_hold_the_survivors_when_the_topic_grows(
                 groups.describe_assignment(survivors)
             log = "\n".join(broker.output)
             assert f"preparing to rebalance group {name}" in log and "metadata changed" in log
+
+            # restarted within its session, it gets what was kept for it, and nobody rebalances
+            callbacks = [s.callbacks() for s in survivors]
+            back = LEADERS[leader_client](watch, broker.bootstrap, name, name, f"{name}-leader",
+                                          f"{name}-leader", LEADER_CONFIGS[leader_client])
+            members.append(back)
+            back.start()
+            kept = frozenset(range(GROWN)) - owned
+            watch.wait_for(lambda: back.assigned == kept, groups.DEADLINE_S,
+                           lambda: "the restarted leader to get its kept partitions"
+                           + groups.describe_assignment([back, *survivors]))
+            assert time.monotonic() - killed_at < SESSION_MS / 1000   # still within its session
+            assert [s.callbacks() for s in survivors] == callbacks, \
+                groups.describe_assignment(survivors)
     finally:
         groups.stop_all(members)
