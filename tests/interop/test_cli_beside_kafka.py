@@ -70,3 +70,21 @@ def test_a_kafka_sasl_listener_gets_the_sasl_hint(kafka_peer_secure):
     result = roster("topics", "list", "--bootstrap-server", kafka_peer_secure.bootstrap)
     assert result.returncode == 1 and "security.protocol=SASL_PLAINTEXT" in result.stderr, \
         result.stderr
+
+
+def test_the_views_of_a_live_group_match_kafkas(kafka_peer):
+    k = kafka_peer.bootstrap
+    topic, group = unique_name("cli-live"), unique_name("cli-live-group")
+    ok(roster("topics", "create", topic, "--partitions", "2", "--bootstrap-server", k))
+    produced = groups.produce_known(k, topic, 2, 10, "live")
+    watch = groups.Watch()
+    members = [groups.ConfluentMember(watch, k, group, topic, f"live-{i}", f"live-{i}", {})
+               for i in range(2)]
+    with groups.running(kafka_peer, members):
+        groups.wait_split(watch, members, 2)
+        groups.wait_consumed(watch, members, produced.values)
+        members[0].commit()
+        for view in ("--offsets", "--members", "--state"):
+            ours = ok(roster("groups", "describe", group, view, "--bootstrap-server", k))
+            kafka = kafka_consumer_groups(k, "--describe", "--group", group, view)
+            assert rows(ours) == rows(kafka), (view, ours, kafka)
