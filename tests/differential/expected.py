@@ -9,7 +9,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Listed:
     step: str      # the trace entry, e.g. "m1 JOIN_GROUP#2"
-    field: str     # the entry's key that differs
+    field: str     # the entry's key that differs; "*": the whole entry (values are dicts)
     kafka: object
     roster: object
     reason: str
@@ -29,5 +29,21 @@ EXPECTED: dict[str, list[Listed]] = {
                "message; roster answers it with a made-up salt and refuses the proof, with the "
                "same message, so a client cannot tell unknown users from wrong passwords "
                "(RFC 5802's advice)"),
+    ],
+    "malformed_frames": [
+        Listed("ApiVersions v99, v1 header#1", "*", {"outcome": "closed"},
+               {"outcome": "answered", "error": "unsupported_version", "still_open": True},
+               "roster answers an ApiVersions at a version it does not know from the frame's "
+               "first eight bytes (api key, version, correlation id), so even a header Kafka "
+               "cannot parse (no tagged-field section) gets UNSUPPORTED_VERSION; Kafka closes"),
+    ],
+    "api_versions_group_apis": [
+        Listed("OFFSET_COMMIT#1", "versions", [2, 10], [0, 10],
+               "roster keeps the OffsetCommit versions Kafka 4.0 removed (KIP-896) so that old "
+               "clients (sarama's defaults, kafka-python) still commit"),
+        Listed("OFFSET_FETCH#1", "versions", [1, 10], [0, 10],
+               "as OffsetCommit: the versions Kafka 4.0 removed stay for old clients"),
+        Listed("DELETE_GROUPS#1", "versions", [0, 3], [0, 2],
+               "open: roster does not serve DeleteGroups v3 yet (clients fall back to v2)"),
     ],
 }

@@ -188,10 +188,14 @@ def apply_expected(name: str, kafka: list[dict], roster: list[dict]) -> None:
         for entries, want in zip(by_step, (listed.kafka, listed.roster)):
             entry = entries.get(listed.step)
             assert entry is not None, f"listed difference at {listed.step} has no such step"
-            assert entry.get(listed.field) == want, (
-                f"listed difference {listed.step}.{listed.field}: expected {want!r}, "
-                f"got {entry.get(listed.field)!r}")
-            entry[listed.field] = "<listed difference>"
+            fields = [k for k in entry if k != "step"] if listed.field == "*" else [listed.field]
+            got = {k: entry.get(k) for k in fields} if listed.field == "*" \
+                else entry.get(listed.field)
+            assert got == want, (f"listed difference {listed.step}.{listed.field}: expected "
+                                 f"{want!r}, got {got!r}")
+            for key in fields:
+                entry.pop(key, None)
+            entry["listed difference"] = listed.field
 
 
 def compare(name: str, kafka: Trace, roster: Trace, roster_log: list[str] = ()) -> None:

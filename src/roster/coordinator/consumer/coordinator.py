@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from roster.coordinator.consumer import classic_members, migration
+from roster.coordinator.consumer import classic_members, migration, offset_rules
 from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
 from roster.coordinator.consumer.messages import (
@@ -158,17 +158,18 @@ class ConsumerCoordinator:
     _undo_log: list | None = None
     _now: int = 0
 
+    name = "consumer"
+
     def __init__(self, config: ConsumerConfig | None = None,
                  new_member_id: Callable[[], str] | None = None,
-                 classic_busy: Callable[[str], bool] | None = None) -> None:
+                 classic=None) -> None:
         self.config = config or ConsumerConfig()
         self.groups: dict[str, ConsumerGroup] = {}
         self._new_member_id = new_member_id
-        # whether a classic group of this id has members (then it is not a consumer group)
-        self._classic_busy = classic_busy or (lambda group_id: False)
-        # the classic coordinator (set by the edge): an online upgrade takes a classic group's
-        # members over (migration.py); None: classic groups are never converted
-        self.classic = None
+        # the classic coordinator beside it (coordinator/coordinator.py): a classic group with
+        # members keeps its id from consumer members unless an online upgrade takes it over
+        # (migration.py), and a memberless one gives way; None: no classic groups
+        self.classic = classic
         self.recorder = ConsumerRecorder()  # flight recorder (docs/observability.md)
 
     # -- records ------------------------------------------------------------------------------
@@ -345,9 +346,10 @@ class ConsumerCoordinator:
                       "RebalanceTimeoutMs must be provided in first request.")
             if q.owned is None or any(ps for _, ps in q.owned):
                 _fail(ErrorCode.invalid_request, "TopicPartitions must be empty when (re-)joining.")
-            if not q.subscribed_topic_names and not q.subscribed_topic_regex:
-                _fail(ErrorCode.invalid_request, "SubscribedTopicNames or SubscribedTopicRegex "
-                      "must be set in first request.")
+            # null, not empty: a join may subscribe to an empty list (Kafka's check and words)
+            if q.subscribed_topic_names is None and q.subscribed_topic_regex is None:
+                _fail(ErrorCode.invalid_request, "Either SubscribedTopicNames or "
+                      "SubscribedTopicRegex must be non-null when (re-)joining.")
         elif q.member_epoch == STATIC_LEAVE_EPOCH:
             if q.instance_id is None:
                 _fail(ErrorCode.invalid_request, "InstanceId can't be null.")
@@ -365,6 +367,11 @@ class ConsumerCoordinator:
                       f"SubscribedTopicRegex `{q.subscribed_topic_regex}` is not a valid regular "
                       "expression.")
 
+    def _classic_busy(self, group_id: str) -> bool:
+        """Whether a classic group of this id has members (then it is not a consumer group)."""
+        classic = None if self.classic is None else self.classic.groups.get(group_id)
+        return classic is not None and bool(classic.members)
+
     def _group(self, group_id: str, create: bool, now: int) -> ConsumerGroup:
         group = self.groups.get(group_id)
         if group is not None:
@@ -373,6 +380,10 @@ class ConsumerCoordinator:
             _fail(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group")
         if not create:
             _fail(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+        if self.classic is not None and group_id in self.classic.groups:
+            # a memberless (simple) classic group gives way, as Kafka converts it; its
+            # offsets stay (kept by group id in the shard's OffsetStore)
+            self._undo_log.append(("classic", group_id, self.classic.groups.pop(group_id)))
         # not stored until its first record is replayed
         return ConsumerGroup(group_id, created_ms=now)
 
@@ -391,7 +402,8 @@ class ConsumerCoordinator:
         log.info("classic group %s (generation %d, %d members) becomes a consumer group",
                  group_id, classic.generation, len(classic.members))
         self._undo_log.append(("classic", group_id, classic))
-        self.classic.groups[group_id] = migration.retire_classic(classic, now, result)
+        migration.retire_classic(classic, result)
+        del self.classic.groups[group_id]
         result.records.append(tombstone)     # the classic coordinator's record, not replayed here
         self._write(records, result, now)
         group = self.groups[group_id]
@@ -810,28 +822,65 @@ class ConsumerCoordinator:
                 self._arm_rebalance_deadline(group_id, member, now, result)
         return result
 
-    def delete_group(self, group_id: str, now: int, token) -> Result:
-        """DeleteGroups for one consumer group: only an empty one goes (its tombstones, in
-        Kafka's order: target assignment epoch, subscription metadata, group epoch); the reply
-        is its error code, once they are written. Its committed offsets are the caller's to
-        delete (they live with the offsets of every group)."""
-        result = Result()
+    # -- what the shard asks of a group type (coordinator/group_type.py) ------------------------
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def group_ids(self) -> list[str]:
+        return list(self.groups)
+
+    def is_empty(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is None or not group.members
+
+    def being_deleted(self, group_id: str) -> bool:
+        return False   # its deletion is applied at once (and undone if unwritten)
+
+    def subscribed_topics(self, group_id: str):
+        group = self.groups.get(group_id)
+        return set() if group is None or not group.members else group.subscribed_names()
+
+    def validate_offset_commit(self, request, now: int, result: Result) -> ErrorCode | None:
+        return offset_rules.validate_commit(self.groups[request.group_id], request.member_id,
+                                            request.generation, request.api_version)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              epoch: int) -> ErrorCode | None:
+        return offset_rules.validate_fetch(self.groups[group_id], member_id, epoch)
+
+    def validate_offset_delete(self, group_id: str) -> ErrorCode | None:
+        return None
+
+    def offset_expiry(self, group_id: str):
+        return offset_rules.expiry(self.groups[group_id])
+
+    def goes_with_its_offsets(self, group_id: str) -> bool:
+        return False   # an empty consumer group stays when its last offset goes
+
+    def validate_delete_group(self, group_id: str) -> ErrorCode | None:
+        """DeleteGroups: only an empty consumer group goes."""
         group = self.groups.get(group_id)
         if group is None:
-            result.reply(token, ErrorCode.group_id_not_found)
-            return result
-        if group.members:
-            result.reply(token, ErrorCode.non_empty_group)
-            return result
+            return ErrorCode.group_id_not_found
+        return ErrorCode.non_empty_group if group.members else None
+
+    def delete_group(self, group_id: str, now: int, result: Result) -> tuple:
+        """Delete an empty consumer group: its tombstones, in Kafka's order (target assignment
+        epoch, subscription metadata, group epoch), applied at once and undone if they cannot
+        be written. Its committed offsets are the shard's."""
+        group = self.groups[group_id]
         self._begin()
         self._write([rec.target_epoch_tombstone(group_id),
                      rec.subscription_metadata_tombstone(group_id),
                      rec.group_tombstone(group_id)], result, now)
-        result.after_write.append(ConsumerWritten(group_id, token, ErrorCode.none,
-                                                  tuple(self._undo_log)))
+        result.after_write.append(ConsumerWritten(group_id, None, None, tuple(self._undo_log)))
         log.info("consumer group %s deleted", group_id)
         self.recorder.deleted(group_id, group.group_epoch, now, result)
-        return result
+        return ()
+
+    def replays(self, record) -> bool:
+        return isinstance(record, rec.ConsumerRecord)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -856,28 +905,6 @@ class ConsumerCoordinator:
                                       members=members))
         return out
 
-    def committable(self, group_id: str, member_id: str, epoch: int,
-                    api_version: int = 9) -> ErrorCode | None:
-        """OffsetCommit to a consumer group (v9+: the generation field carries the member
-        epoch; Kafka's ConsumerGroup.validateOffsetCommit): None when the group is not a
-        consumer group, else the error (none: commit it)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return None
-        if epoch < 0 and not group.members:
-            return ErrorCode.none          # an admin commit to an empty group
-        member = group.members.get(member_id)
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if member.classic is not None:      # a classic member commits with its generation
-            return ErrorCode.none if epoch == member.member_epoch \
-                else ErrorCode.illegal_generation
-        if api_version < 9:
-            return ErrorCode.unsupported_version
-        if epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
-
     # -- classic members inside consumer groups (classic_members.py) -----------------------------
 
     def serves_classic(self, group_id: str) -> bool:
@@ -898,19 +925,6 @@ class ConsumerCoordinator:
 
     def classic_leave(self, request, now: int) -> Result:
         return classic_members.leave(self, request, now)
-
-    def fetchable(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
-        """OffsetFetch v9+ from a member (epoch >= 0): the same member and epoch check;
-        None when there is nothing to check."""
-        group = self.groups.get(group_id)
-        if group is None or epoch < 0:
-            return None
-        member = group.members.get(member_id or "")
-        if member is None:
-            return ErrorCode.unknown_member_id
-        if epoch != member.member_epoch:
-            return ErrorCode.stale_member_epoch
-        return ErrorCode.none
 
     def list_groups(self, states: set[str] | None = None, types: set[str] | None = None):
         """(group id, state) of the consumer groups matching the lower-cased filters."""
