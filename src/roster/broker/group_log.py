@@ -2,18 +2,27 @@
 broker reads them back.
 
 Writes are group-committed: records from every operation that arrives while the event loop is
-busy (or within `group.coordinator.append.linger.ms`, when set) go into one record batch per
-partition, one write and one shared fsync, and only then are the operations' replies released.
-The records are ordinary magic-v2 batches in Kafka's key/value layouts, so kcat, Burrow or any
-consumer can read the topic.
+busy (or within `group.coordinator.append.linger.ms`, when set) go into record batches per
+partition, written back to back and made durable by one shared fsync, and only then are the
+operations' replies released. The records are ordinary magic-v2 batches in Kafka's key/value
+layouts, so kcat, Burrow or any consumer can read the topic.
+
+One operation's records are all or nothing across a crash, as Kafka's CoordinatorRuntime
+writes them: they always go into one batch (a batch is one write, and recovery keeps a batch
+whole or cuts it, by its CRC), never split over two. Operations share a batch while it stays
+under BATCH_TARGET_BYTES; one that would take it past that starts a new batch, and one larger
+than that on its own gets a batch to itself (up to INTERNAL_MAX_BATCH; past that it fails
+alone, as Kafka fails it with RECORD_TOO_LARGE).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections import defaultdict
 from collections.abc import Callable
 
+from roster.broker.crash_points import KILL_AFTER_GROUP_WRITES, CrashPoint
 from roster.coordinator.partitioning import partition_for
 from roster.log.api import LogError, LogStorageError, RecordTooLarge
 from roster.protocol.errors import ErrorCode
@@ -25,6 +34,8 @@ log = logging.getLogger("roster.groups")
 OFFSETS_TOPIC = "__consumer_offsets"
 BATCH_TARGET_BYTES = 1 << 20      # start a new batch past this, like a producer's batch.size
 INTERNAL_MAX_BATCH = 64 << 20     # a group record of a very large group still fits
+RECORD_OVERHEAD = 32              # a record's framing at most, beside its key and value
+BATCH_OVERHEAD = 61               # a v2 batch header
 # segment.bytes comes from offsets.topic.segment.bytes when the topic is created (ensure_topic)
 INTERNAL_CONFIGS = {"cleanup.policy": "compact", "max.message.bytes": str(INTERNAL_MAX_BATCH)}
 LOAD_CHUNK_BYTES = 1 << 20
@@ -67,6 +78,7 @@ class GroupLog:
         self._pending: defaultdict[int, list[tuple[list[Record], _Completion]]] = \
             defaultdict(list)
         self._flushing: set[int] = set()
+        self._crash_point = CrashPoint(KILL_AFTER_GROUP_WRITES)   # tests only
 
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.partitions)
@@ -114,43 +126,49 @@ class GroupLog:
         try:
             while self._pending[partition]:
                 waiting, self._pending[partition] = self._pending[partition], []
-                error = await self._write_durably(partition, waiting)
-                for _, completion in waiting:
+                try:
+                    errors = await self._write_durably(partition, [r for r, _ in waiting])
+                except Exception:  # a bug must not leave the operations without an answer
+                    log.exception("writing group records to %s-%d failed", OFFSETS_TOPIC,
+                                  partition)
+                    errors = [ErrorCode.unknown_server_error] * len(waiting)
+                for (_, completion), error in zip(waiting, errors):
                     completion.finish(error)
         finally:
             self._flushing.discard(partition)
 
-    async def _write_durably(self, partition: int, waiting) -> ErrorCode | None:
+    async def _write_durably(self, partition: int,
+                             operations: list[list[Record]]) -> list[ErrorCode | None]:
+        """Append the operations' records, each operation's in one batch, and wait for the fsync;
+        returns each operation's error (None: durable). A failed append fails the operations of
+        that batch and of every later one; those already appended still become durable, so no
+        operation is answered as failed while its records stay in the log."""
         target = self._log(partition)
-        now = self._broker.now_ms()
-        try:
-            end = None
-            for batch in self._batches([r for records, _ in waiting for r in records], now):
+        errors: list[ErrorCode | None] = [None] * len(operations)
+        end = None
+        for batch, included in operation_batches(operations, self._broker.now_ms()):
+            if batch is None:   # one operation cannot be written (logged): it fails alone
+                errors[included[0]] = ErrorCode.unknown_server_error
+                continue
+            try:
                 end = target.append(batch).last_offset + 1
+            except (LogStorageError, RecordTooLarge) as exc:
+                log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition,
+                          exc)
+                error = _storage_error(exc)
+                written = set(range(included[0]))
+                errors = [errors[i] if i in written else error for i in range(len(operations))]
+                break
+            self._crash_point.passed()
+        if end is not None:
             self._broker.waiters.notify((OFFSETS_TOPIC, partition))
-            await self._broker.durability.make_durable(target, end)
-        except (LogStorageError, RecordTooLarge) as exc:
-            log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition, exc)
-            return _storage_error(exc)
-        return None
-
-    @staticmethod
-    def _batches(records: list[Record], timestamp: int):
-        builder, size, count = None, 0, 0
-        for record in records:
-            key, value = record.encode()
-            if builder is None:
-                builder, size, count = DefaultRecordBatchBuilder(
-                    magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                    producer_epoch=-1, base_sequence=-1, batch_size=INTERNAL_MAX_BATCH), 0, 0
-            builder.append(count, timestamp=timestamp, key=key, value=value, headers=[])
-            count += 1
-            size += len(key) + len(value or b"")
-            if size >= BATCH_TARGET_BYTES:
-                yield bytes(builder.build())
-                builder = None
-        if builder is not None:
-            yield bytes(builder.build())
+            try:
+                await self._broker.durability.make_durable(target, end)
+            except LogStorageError as exc:
+                log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition,
+                          exc)
+                return [_storage_error(exc)] * len(operations)
+        return errors
 
     # -- loading -----------------------------------------------------------------------
 
@@ -182,3 +200,47 @@ class GroupLog:
                     since_yield = 0
                     await asyncio.sleep(0)  # let requests in; they get LOAD_IN_PROGRESS
         return applied
+
+
+def _size(records: list[tuple[bytes, bytes | None]]) -> int:
+    return sum(len(key) + len(value or b"") + RECORD_OVERHEAD for key, value in records)
+
+
+def operation_batches(operations: list[list[Record]], timestamp: int,
+                      target_bytes: int = BATCH_TARGET_BYTES, max_bytes: int = INTERNAL_MAX_BATCH):
+    """Yield (batch, indexes of the operations in it): every operation's records in one batch,
+    never split, as Kafka's coordinator writes an operation atomically. (None, [i]) stands for
+    operation i alone being too large for any batch."""
+    builder, size, count, included = None, 0, 0, []
+    for index, records in enumerate(operations):
+        try:
+            encoded = [record.encode() for record in records]
+        except (struct.error, ValueError, OverflowError) as exc:
+            # e.g. offset metadata past its int16 length (offset.metadata.max.bytes set above
+            # 32767): this operation cannot be written, the others can
+            log.error("cannot encode group records: %s", exc)
+            yield None, [index]
+            continue
+        needed = _size(encoded)
+        if BATCH_OVERHEAD + needed > max_bytes:
+            log.error("cannot write group records: one operation's records take more than %d "
+                      "bytes", max_bytes)
+            yield None, [index]
+            continue
+        if builder is not None and size + needed > target_bytes:
+            yield bytes(builder.build()), included
+            builder = None
+        if builder is None:
+            builder, size, count, included = DefaultRecordBatchBuilder(
+                magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                producer_epoch=-1, base_sequence=-1, batch_size=max_bytes), 0, 0, []
+        for key, value in encoded:
+            # the estimate above keeps the batch under its limit, so append always takes it
+            if builder.append(count, timestamp=timestamp, key=key, value=value,
+                              headers=[]) is None:
+                raise RecordTooLarge("group records over the batch limit")
+            count += 1
+        size += needed
+        included.append(index)
+    if builder is not None:
+        yield bytes(builder.build()), included

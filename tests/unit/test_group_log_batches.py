@@ -1,0 +1,55 @@
+"""How `__consumer_offsets` appends are cut into batches: one operation's records always share
+one batch (a batch is one write, and recovery keeps a batch whole or cuts it), so a crash
+between two writes never leaves part of an operation. The crash itself, with a real broker
+killed at every write boundary: tests/interop/test_group_write_atomicity.py."""
+from __future__ import annotations
+
+from roster.broker.group_log import BATCH_TARGET_BYTES, operation_batches
+from roster.coordinator.records import offset_commit
+from roster.protocol.group_records import decode
+from roster.record_codec import MemoryRecords
+
+
+def commit_operation(group: str, partitions: int, metadata_bytes: int, offset: int = 1):
+    return [offset_commit(group, "t", p, offset, -1, "m" * metadata_bytes, 1_700_000_000_000)
+            for p in range(partitions)]
+
+
+def decoded(batch: bytes) -> list:
+    records = MemoryRecords(batch)
+    found = []
+    while (one := records.next_batch()) is not None:
+        found.extend(decode(entry.key, entry.value) for entry in one)
+    return found
+
+
+def test_an_operation_larger_than_a_batch_target_stays_in_one_batch():
+    # 100 commits of 30 kB each: 3 MB, three batch targets' worth, and still one batch
+    big = commit_operation("big", 100, 30_000)
+    small_before, small_after = commit_operation("a", 3, 10), commit_operation("b", 3, 10)
+    batches = list(operation_batches([small_before, big, small_after], 0))
+    assert [included for _, included in batches] == [[0], [1], [2]]
+    assert [decoded(batch) for batch, _ in batches] == [small_before, big, small_after]
+
+
+def test_small_operations_share_a_batch_and_never_straddle_two():
+    operations = [commit_operation(f"g{i}", 14, 30_000) for i in range(8)]  # 420 kB each
+    batches = list(operation_batches(operations, 0))
+    assert len(batches) > 1
+    seen = []
+    for batch, included in batches:
+        assert decoded(batch) == [r for i in included for r in operations[i]]
+        assert len(batch) <= BATCH_TARGET_BYTES + 1024 or len(included) == 1
+        seen += included
+    assert seen == list(range(8))
+
+
+def test_an_operation_over_the_batch_limit_fails_alone():
+    limit = 100_000   # INTERNAL_MAX_BATCH in the broker; smaller here to keep the test small
+    too_big = commit_operation("huge", 5, limit // 4)
+    fine = commit_operation("fine", 2, 10)
+    batches = list(operation_batches([fine, too_big, fine], 0, max_bytes=limit))
+    refused = [included for batch, included in batches if batch is None]
+    written = [(decoded(batch), included) for batch, included in batches if batch is not None]
+    assert refused == [[1]]
+    assert written == [(fine + fine, [0, 2])]
