@@ -53,3 +53,12 @@ def test_an_operation_over_the_batch_limit_fails_alone():
     written = [(decoded(batch), included) for batch, included in batches if batch is not None]
     assert refused == [[1]]
     assert written == [(fine + fine, [0, 2])]
+
+
+def test_an_operation_that_cannot_be_encoded_fails_alone():
+    # offset metadata longer than its int16 length (offset.metadata.max.bytes set above 32767)
+    unwritable = commit_operation("long", 1, 40_000)
+    fine = commit_operation("fine", 2, 10)
+    batches = list(operation_batches([fine, unwritable, fine], 0))
+    assert [included for batch, included in batches if batch is None] == [[1]]
+    assert [decoded(batch) for batch, _ in batches if batch is not None] == [fine + fine]
