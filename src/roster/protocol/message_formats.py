@@ -23,18 +23,18 @@ Down-conversion (fetch), for each stored batch:
   records) is answered CORRUPT_MESSAGE, or the answer stops before it;
 - record headers are dropped; magic 0 drops timestamps; magic 1 keeps each record's timestamp
   (a LogAppendTime batch's append time), and a wrapper's timestamp is the largest inside, or a
-  LogAppendTime batch's append time with the wrapper flagged LogAppendTime. (roster stores
-  CreateTime only; a producer's batch that claims LogAppendTime is read as it claims.)
+  LogAppendTime batch's append time with the wrapper flagged LogAppendTime (a topic with
+  message.timestamp.type=LogAppendTime stores such batches: broker/record_validation.py).
 The result is held to `limit` bytes by whole messages, the first message always included (so a
 consumer moves on past a message larger than its limits).
 
 Up-conversion (produce): a v0/v1 message set is validated as LogValidator does (every message's
 CRC, inner CRCs of a compressed one, one magic throughout, a compressed set is a single wrapper,
 no nested compression, no zstd) and its records become one magic-2 batch with offset deltas 0..n-1
-(the log assigns the offsets), compressed with the codec the producer used (Kafka's default
-`compression.type=producer`). Timestamps: a v1 message keeps its own (CreateTime, the only type
-roster stores); a v0 message has none, and Kafka's LogValidator under CreateTime stores it as
-NO_TIMESTAMP (-1), so roster does too.
+(the log assigns the offsets), compressed with the codec the producer used; the topic's configs
+then apply as to any produced batch (broker/record_validation.py: compression.type,
+LogAppendTime, ...). Timestamps: a v1 message keeps its own; a v0 message has none, and Kafka's
+LogValidator under CreateTime stores it as NO_TIMESTAMP (-1), so roster does too.
 """
 from __future__ import annotations
 
