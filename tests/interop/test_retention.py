@@ -50,7 +50,8 @@ def test_retention_removes_old_segments(broker_factory, config, age_days, expect
     new = [clients.Rec(0, None, b"n" * 900, (), now + i) for i in range(2)]
     with Wire(broker.bootstrap) as wire:
         # segment.bytes may not go below 1 MiB (Kafka 4); Kafka's internal.segment.bytes may
-        assert _create(wire, "ret", 1, configs=[("internal.segment.bytes", "2048"), config]).error_code == 0
+        assert _create(wire, "ret", 1, configs=[("internal.segment.bytes", "2048"), config]) \
+            .error_code == 0
         for record in old + new:  # one batch per record, so segments roll every ~2 batches
             clients.produce_confluent(broker.bootstrap, "ret", [record], "none")
     broker.settings["log.retention.check.interval.ms"] = "100"
