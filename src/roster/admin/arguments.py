@@ -2,9 +2,9 @@
 
 Every type names its option in its error ("argument --port: 70000 is not a port (0-65535)"),
 so a typo never reads "invalid literal for int() with base 10". The Kafka spellings let a
-kafka-topics / kafka-consumer-groups command line carry over: `--bootstrap-servers`, `--group`
-instead of the positional group, `--topic` instead of the positional topic, and
-`--replication-factor 1`.
+kafka-topics / kafka-consumer-groups / kafka-acls command line carry over: the action as a
+flag (`--describe`), `--bootstrap-servers`, `--group` instead of the positional group, `--topic`
+instead of the positional topic, and `--replication-factor 1`.
 """
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from pathlib import Path
 
 DEFAULT_BOOTSTRAP = "localhost:9092"
 HIGHEST_PORT = 65535
+PORTS = f"0-{HIGHEST_PORT}; 0 picks a free one"
 
 
 def port(text: str) -> int:
     """A TCP port: 0 (the system picks a free one) to 65535. Anything else would wrap modulo
     65536 inside the socket layer and listen somewhere the user never asked for."""
-    value = _integer(text, f"a port (0-{HIGHEST_PORT}; 0 picks a free one)")
+    value = _integer(text, f"a port ({PORTS})")
     if not 0 <= value <= HIGHEST_PORT:
-        raise argparse.ArgumentTypeError(
-            f"{text} is not a port (0-{HIGHEST_PORT}; 0 picks a free one)")
+        raise argparse.ArgumentTypeError(f"{text} is not a port ({PORTS})")
     return value
 
 
