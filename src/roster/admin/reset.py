@@ -145,7 +145,11 @@ def _ends(client: AdminClient, partitions: list[TopicPartition], which: int):
     for topic, partition in partitions:
         wanted.setdefault(topic, []).append(partition)
     found = log_offsets(client, wanted, which)
-    return {tp: found.get(tp, -1) for tp in partitions}
+    result = {tp: found.get(tp, -1) for tp in partitions}
+    unknown = [tp for tp, o in result.items() if o < 0 and which in (EARLIEST, LATEST)]
+    if unknown:   # never commit -1: Kafka's tool stops here too
+        raise AdminError(f"cannot read the log offsets of {_names(unknown)}")
+    return result
 
 
 def _within_log(client: AdminClient, requested: dict[TopicPartition, int],
