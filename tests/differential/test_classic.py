@@ -195,3 +195,24 @@ def test_classic_remove_by_instance_id(s):
     a.heartbeat()
     b.heartbeat()
     s.describe(group)
+
+
+@scenario(outcome="""KIP-814: a static leader restarted with the same subscription gets the
+member list back with skip_assignment and the same generation, and its followers keep
+heartbeating without error; restarted again with a changed subscription it gets the same
+answer, and the group stays in its generation""")
+def test_classic_kip814_leader_restart(s):
+    topic, other = s.topic("t", 4), s.topic("u", 2)
+    group, members = static_group(s, 2, topic)
+    leader, follower = members
+    leader.reconnect()
+    leader.join()
+    leader.sync(split(members, topic, 4))
+    follower.heartbeat()
+    leader.reconnect()
+    leader.topics = (topic, other)
+    leader.join()
+    leader.sync(split(members, topic, 4))
+    follower.heartbeat()
+    leader.heartbeat()
+    s.describe(group)
