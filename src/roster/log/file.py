@@ -155,9 +155,9 @@ class FileLog(SegmentedLog):
         recovery_point = read_offset_file(directory / RECOVERY_POINT) or 0
         log_start = read_offset_file(directory / LOG_START_OFFSET) or 0
         cleaned_to = read_offset_file(directory / CLEANER_CHECKPOINT) or 0
-        first_dirty = read_offset_file(directory / FIRST_DIRTY_OFFSET)
-        if first_dirty is None:  # written by a roster that kept one cleaner offset only
-            first_dirty = cleaned_to
+        # Missing until a first swap completes (a directory of an older roster, or a crash in
+        # the first pass): everything is dirty, and the next pass cleans it all again.
+        first_dirty = read_offset_file(directory / FIRST_DIRTY_OFFSET) or 0
         segments: list[Segment] = []
         try:
             changed = load_segments(directory, config, clean, recovery_point, log_start,
