@@ -89,8 +89,8 @@ def before_static_rejoin(ctx, request, now: int) -> Result | None:
 
 def start_rebalance(ctx, group: Group, now: int, result: Result, found: list[str],
                     member_id: str | None, instance_id: str | None) -> None:
-    """The subscribed topics changed: rebalance, without waiting for static members that are
-    away (away.py)."""
+    """The subscribed topics changed: rebalance, without waiting for members that are away
+    (away.py)."""
     away.begin(group)
     rebalance.prepare_rebalance(ctx, group, now, result, reason(found),
                                 trigger(found, member_id, instance_id))

@@ -112,8 +112,11 @@ def maybe_complete_join(ctx, group: Group, now: int, result: Result) -> None:
 def complete_join(ctx, group: Group, now: int, result: Result) -> None:
     if group.state is not S.PREPARING_REBALANCE:
         return
+    away = group.away   # None unless the metadata watch started this rebalance (away.py)
     for member in [m for m in group.members.values() if not group.is_joining(m)]:
-        if not member.is_static:  # static members keep their place while they are away
+        # static members keep their place while they are away, and so does any member a
+        # watch-started rebalance counts as away
+        if not member.is_static and (away is None or member.member_id not in away):
             log.info("removing member %s of group %s: it did not rejoin in time",
                      member.member_id, group.group_id)
             group.remove(member.member_id)  # and with it, its session deadline
@@ -124,11 +127,12 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
                         JoinDeadline(group.group_id))
         return
 
-    # A rebalance the metadata watch started: its static members that did not rejoin are
-    # reserved their place (away.py), neither expected to sync nor given a new session.
-    reserved = () if group.away is None else \
+    # A rebalance the metadata watch started: the members that did not rejoin (away, or
+    # static) are reserved their place (away.py), neither expected to sync nor given a new
+    # session.
+    reserved = () if away is None else \
         {m for m, member in group.members.items() if not group.is_joining(member)}
-    if group.away is not None:
+    if away is not None:
         group.away = None
         result.cancel(away_key(group.group_id))
     group.generation += 1

@@ -18,16 +18,16 @@ AWAY_MS = SESSION_MS // 3          # silent this long: away
 JOIN = dict(protocols=subscribing("orders"), session_ms=SESSION_MS, rebalance_ms=REBALANCE_MS)
 
 
-def dead_leader_and_grown_topic(watch: bool = True):
-    """A Stable static group of three at time 0 whose leader then falls silent; at 3 s the
-    followers heartbeat and the topic grows from 3 to 6 partitions. Returns (harness, leader,
-    followers)."""
+def dead_leader_and_grown_topic(watch: bool = True, instances=("i-a", "i-b", "i-c")):
+    """A Stable group of three (static unless `instances` says None) at time 0 whose leader
+    then falls silent; at 3 s the followers heartbeat and the topic grows from 3 to 6
+    partitions. Returns (harness, leader, followers)."""
     h = Harness(metadata_watch=watch)
     image = DictTopicImage({"orders": (ID_A, 3)})
     h.coordinator.topics = image
-    leader, *followers = h.stable_group("i-a", "i-b", "i-c", **JOIN)
+    leader, *followers = h.stable_group(*instances, **JOIN)
     h.advance(3000)
-    for follower, instance in zip(followers, ("i-b", "i-c")):
+    for follower, instance in zip(followers, instances[1:]):
         assert h.heartbeat(follower, 1, instance) is E.none
     image.topics["orders"] = (ID_A, 6)
     return h, leader, followers
@@ -142,3 +142,26 @@ def test_other_rebalances_wait_for_an_away_static_member_as_kafkas_do():
     h.advance(1)                                          # only its session's end frees them
     assert [h.replies[t].generation for t in joins] == [2, 2]
     assert leader not in h.group().members
+
+
+def test_a_dead_dynamic_member_does_not_hold_the_watchs_rebalance_either():
+    # Kafka's survivors keep consuming until a dead dynamic member's session ends; the watch's
+    # rebalance must not stall them that long
+    h, leader, (f1, f2) = dead_leader_and_grown_topic(instances=(None, None, None))
+    h.advance(1000)
+    joins = []
+    for follower in (f1, f2):
+        assert h.heartbeat(follower, 1) is E.rebalance_in_progress
+        joins.append(h.join(member_id=follower, **JOIN))
+    h.advance(AWAY_MS - h.now)
+    replies = [h.replies[t] for t in joins]
+    assert [r.generation for r in replies] == [2, 2]
+    led = next(r for r in replies if r.member_id == r.leader)
+    assert {m.member_id for m in led.members} == {leader, f1, f2}   # kept, as away
+    group = h.group()
+    assert leader not in group.pending_sync and h.session_deadline(leader) == SESSION_MS
+    for follower in (f1, f2):
+        h.sync(follower, 2, {leader: b"kept", f1: b"b", f2: b"c"}.items()
+               if follower == led.member_id else ())
+    h.advance(SESSION_MS - h.now)                        # its session ends: as in Kafka
+    assert leader not in group.members and group.state is S.PREPARING_REBALANCE
