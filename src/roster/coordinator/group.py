@@ -109,8 +109,8 @@ class Group:
     watched: dict | None = None
     watched_generation: int = -1
     watch_checked_ms: int = 0
-    # During a rebalance the metadata watch started: the static members it no longer waits
-    # for (away.py). None during any other join phase, and between join phases.
+    # During a rebalance the metadata watch started: the members it no longer waits for
+    # (away.py). None during any other join phase, and between join phases.
     away: dict[str, None] | None = None
 
     # -- state ---------------------------------------------------------------------------
