@@ -21,7 +21,7 @@ async def handle(broker, request, connection):
     schema = response_schema(API_KEY, request.api_version)
     endpoint_type = getattr(body, "endpoint_type", BROKERS)
     if endpoint_type != BROKERS:
-        return make(schema, throttle_time=0, error_code=ErrorCode.mismatched_endpoint_type,
+        return make(schema, error_code=ErrorCode.mismatched_endpoint_type,
                     error_message="The request was sent to an endpoint of type BROKER, but we "
                                   f"wanted an endpoint of type {endpoint_type}",
                     endpoint_type=endpoint_type, cluster_id="", controller_id=-1, brokers=(),
@@ -30,7 +30,7 @@ async def handle(broker, request, connection):
     endpoint = getattr(connection, "endpoint", None) or broker.endpoint
     brokers = (make(element(schema, "brokers"), broker_id=endpoint.node_id, host=endpoint.host,
                     port=endpoint.port, rack=None, is_fenced=False),)
-    return make(schema, throttle_time=0, error_code=ErrorCode.none, error_message=None,
+    return make(schema, error_code=ErrorCode.none, error_message=None,
                 endpoint_type=BROKERS, cluster_id=broker.cluster_id,
                 controller_id=endpoint.node_id, brokers=brokers,
                 cluster_authorized_operations=NOT_REQUESTED if operations is None
