@@ -127,6 +127,28 @@ class ClassicMember:
         self.member_id = ""
 
 
+def form_alone(member: ClassicMember, topic: str, partitions: int) -> None:
+    """The first member joins (MEMBER_ID_REQUIRED, then generation 1 as leader) and syncs."""
+    member.join()
+    member.sync(split([member], topic, partitions))
+
+
+def form_pair(a: ClassicMember, b: ClassicMember, topic: str, partitions: int,
+              heartbeat_first: bool = False) -> None:
+    """a forms the group alone; b joins and parks it; a (after a heartbeat that sees
+    REBALANCE_IN_PROGRESS, when asked) rejoins; both sync a range-like plan."""
+    form_alone(a, topic, partitions)
+    b.join_until_parked(a.s)
+    if heartbeat_first:
+        a.heartbeat()
+    a.send_join()
+    a.finish_join()
+    b.finish_join()
+    b.send_sync()
+    a.sync(split([a, b], topic, partitions))
+    b.finish_sync()
+
+
 def split(members: list[ClassicMember], topic: str, partitions: int):
     """A range-like plan: partitions dealt out in member order."""
     plan: dict[ClassicMember, dict[str, tuple[int, ...]]] = {}

@@ -6,7 +6,7 @@ import time
 
 from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
-from tests.differential.members import ClassicMember, split
+from tests.differential.members import ClassicMember, form_pair, split
 
 
 @scenario(outcome="""first join answered MEMBER_ID_REQUIRED then generation 1 as leader; a second
@@ -17,16 +17,7 @@ def test_classic_eager_formation(s):
     group = s.name("g")
     a = ClassicMember(s, "a", group, (topic,))
     b = ClassicMember(s, "b", group, (topic,))
-    a.join()
-    a.sync(split([a], topic, 4))
-    b.join_until_parked(s)
-    a.heartbeat()
-    a.send_join()
-    a.finish_join()
-    b.finish_join()
-    b.send_sync()
-    a.sync(split([a, b], topic, 4))
-    b.finish_sync()
+    form_pair(a, b, topic, 4, heartbeat_first=True)
     a.heartbeat()
     b.heartbeat()
 
@@ -129,15 +120,7 @@ def test_classic_session_expiry(s):
     group = s.name("g")
     a = ClassicMember(s, "a", group, (topic,), session_ms=10000)
     b = ClassicMember(s, "b", group, (topic,), session_ms=2000)
-    a.join()
-    a.sync(split([a], topic, 2))
-    b.join_until_parked(s)
-    a.send_join()
-    a.finish_join()
-    b.finish_join()
-    b.send_sync()
-    a.sync(split([a, b], topic, 2))
-    b.finish_sync()
+    form_pair(a, b, topic, 2)
     b.heartbeat()
     silent_since = time.monotonic()
     quiet = ClassicMember(s, "a-quiet", group, (topic,))   # a's heartbeats, kept out of the trace
@@ -162,15 +145,7 @@ def test_classic_rebalance_timeout(s):
     a = ClassicMember(s, "a", group, (topic,), rebalance_ms=2000)
     b = ClassicMember(s, "b", group, (topic,), rebalance_ms=2000)
     c = ClassicMember(s, "c", group, (topic,), rebalance_ms=2000)
-    a.join()
-    a.sync(split([a], topic, 2))
-    b.join_until_parked(s)
-    a.send_join()
-    a.finish_join()
-    b.finish_join()
-    b.send_sync()
-    a.sync(split([a, b], topic, 2))
-    b.finish_sync()
+    form_pair(a, b, topic, 2)
     c.join_until_parked(s)
     started = time.monotonic()
     a.send_join()

@@ -3,7 +3,7 @@ of bounds, unknown members, illegal generations, protocol mismatches."""
 from __future__ import annotations
 
 from tests.differential.harness import scenario
-from tests.differential.members import ClassicMember, split
+from tests.differential.members import ClassicMember, form_alone, split
 
 
 @scenario(outcome="""with group.max.size=16, a group of sixteen forms in one rebalance; a
@@ -14,8 +14,7 @@ def test_classic_group_max_size(s):
     group = s.name("g")
     members = [ClassicMember(s, f"m{i:02}", group, (topic,)) for i in range(17)]
     first, late = members[0], members[16]
-    first.join()
-    first.sync(split([first], topic, 1))
+    form_alone(first, topic, 1)
     for member in members[1:16]:
         member.send_join()
         member.finish_join()
@@ -50,8 +49,7 @@ def test_classic_unknown_member(s):
     topic = s.topic("t", 2)
     group = s.name("g")
     a = ClassicMember(s, "a", group, (topic,))
-    a.join()
-    a.sync(split([a], topic, 2))
+    form_alone(a, topic, 2)
     stranger = ClassicMember(s, "stranger", group, (topic,))
     stranger.member_id, stranger.generation = "stranger-0000", a.generation
     stranger.heartbeat()
@@ -70,8 +68,7 @@ def test_classic_illegal_generation(s):
     topic = s.topic("t", 2)
     group = s.name("g")
     a = ClassicMember(s, "a", group, (topic,))
-    a.join()
-    a.sync(split([a], topic, 2))
+    form_alone(a, topic, 2)
     right = a.generation
     a.generation = right + 1
     a.heartbeat()
@@ -88,8 +85,7 @@ def test_classic_inconsistent_protocol(s):
     topic = s.topic("t", 2)
     group = s.name("g")
     a = ClassicMember(s, "a", group, (topic,))
-    a.join()
-    a.sync(split([a], topic, 2))
+    form_alone(a, topic, 2)
     other_type = ClassicMember(s, "connect", group, (topic,), protocol_type="connect")
     other_type.send_join()
     other_type.finish_join()

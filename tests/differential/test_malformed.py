@@ -12,7 +12,7 @@ from roster.protocol.build import make
 from roster.protocol.codec import decode_response, request_schema
 from tests.differential.harness import scenario
 from roster.protocol.codec import encode_request
-from tests.differential.wire_trace import ConnectionClosed, build
+from tests.differential.wire_trace import build
 
 CLOSE_WAIT_S = 5.0
 
@@ -37,7 +37,7 @@ def probe(s, who: str, frame: bytes, answer_as: tuple[int, int] | None = None) -
     conn.send_raw(frame)
     try:
         reply = conn.read_frame()
-    except (ConnectionClosed, TimeoutError, OSError):
+    except (ConnectionError, TimeoutError, OSError):
         s.note(who, outcome="closed")
         return
     if answer_as is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
-from tests.differential.members import ClassicMember, split
+from tests.differential.members import ClassicMember, form_alone
 
 
 def fetch(s, group: str, topics, who: str = "admin", require_stable: bool = False) -> None:
@@ -37,8 +37,7 @@ def test_offsets_delete(s):
     topic = s.topic("t", 2)
     group = s.name("g")
     a = ClassicMember(s, "a", group, (topic,))
-    a.join()
-    a.sync(split([a], topic, 2))
+    form_alone(a, topic, 2)
     a.commit(topic, {0: 4, 1: 5})
     admin = s.conn("admin")
 
@@ -60,8 +59,7 @@ def test_delete_groups_live(s):
     topic = s.topic("t", 2)
     group = s.name("g")
     a = ClassicMember(s, "a", group, (topic,))
-    a.join()
-    a.sync(split([a], topic, 2))
+    form_alone(a, topic, 2)
     a.commit(topic, {0: 4})
     admin = s.conn("admin")
 
@@ -81,8 +79,7 @@ answer carries each group's state and type""")
 def test_list_groups_filters(s):
     topic = s.topic("t", 2)
     stable = ClassicMember(s, "stable", s.name("stable"), (topic,))
-    stable.join()
-    stable.sync(split([stable], topic, 2))
+    form_alone(stable, topic, 2)
     empty = ClassicMember(s, "empty", s.name("empty"), (topic,))
     empty.commit(topic, {0: 1})
     admin = s.conn("admin")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
-from tests.differential.members import ClassicMember, Kip848Member, split
+from tests.differential.members import ClassicMember, Kip848Member, form_alone, split
 
 
 def list_mine(s) -> None:
@@ -21,8 +21,7 @@ def test_online_upgrade_and_downgrade(s):
     topic = s.topic("t", 2)
     group = s.name("g")
     old = ClassicMember(s, "old", group, (topic,))
-    old.join()
-    old.sync(split([old], topic, 2))
+    form_alone(old, topic, 2)
     list_mine(s)
     new = Kip848Member(s, "new", group, (topic,))
     new.heartbeat()

@@ -28,8 +28,6 @@ import dataclasses
 import datetime
 import enum
 import itertools
-import socket
-import struct
 import typing
 import uuid
 
@@ -45,6 +43,7 @@ from roster.security.client import (
     run_conversation,
     sasl_conversation,
 )
+from tests.support.wire import Wire
 
 # One version per API for both peers: the highest that Kafka 4.4, roster and kio all speak
 # while the APIs still name topics (OffsetCommit/OffsetFetch v10 switch to topic ids).
@@ -205,23 +204,15 @@ def _empty(name: str, hint):
     raise TypeError(f"no default for a field of type {hint}")
 
 
-class ConnectionClosed(Exception):
-    pass
-
-
-class TracedConn:
-    """One TCP connection; `send` then `recv` (answers come back in request order), or `call`."""
+class TracedConn(Wire):
+    """One TCP connection; `send` then `recv` (answers come back in request order), or `call`.
+    Reading a frame from a connection the broker closed raises ConnectionError."""
 
     def __init__(self, bootstrap: str, trace: Trace | None, who: str,
                  timeout_s: float = 30.0) -> None:
-        host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout_s)
+        super().__init__(bootstrap, timeout_s)
         self.trace, self.who = trace, who
-        self._ids = itertools.count(1)
         self._pending: list[tuple[int, int, int]] = []
-
-    def close(self) -> None:
-        self.sock.close()
 
     def send(self, api: ApiKey, version: int | None = None, **fields) -> None:
         version = VERSIONS[api] if version is None else version
@@ -260,9 +251,6 @@ class TracedConn:
             self.trace = trace
         return seen
 
-    def send_raw(self, frame: bytes) -> None:
-        self.sock.sendall(frame)
-
     def recv(self, keep: tuple[str, ...] = ()):
         """The next answer; the trace gets its API, version, error codes and the `keep` fields."""
         api, version, correlation_id = self._pending.pop(0)
@@ -280,28 +268,7 @@ class TracedConn:
         self.send(api, version, **fields)
         return self.recv(keep)
 
-    def read_frame(self) -> bytes:
-        (size,) = struct.unpack(">i", self._read(4))
-        return self._read(size)
-
-    def _read(self, size: int) -> bytes:
-        data = bytearray()
-        while len(data) < size:
-            try:
-                chunk = self.sock.recv(size - len(data))
-            except ConnectionResetError:
-                chunk = b""
-            if not chunk:
-                raise ConnectionClosed("closed by the broker")
-            data += chunk
-        return bytes(data)
-
-    def closed_by_peer(self, timeout_s: float) -> bool:
+    def closed_by_peer(self, timeout_s: float = 5.0) -> bool:
         """True when the broker closes this connection within timeout_s (EOF or reset)."""
         self.sock.settimeout(timeout_s)
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-        except TimeoutError:
-            return False
+        return super().closed_by_peer()
