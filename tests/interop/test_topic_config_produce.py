@@ -171,3 +171,25 @@ def test_segment_ms_rolls_by_the_records_timestamps(shared):
         assert [err for err, _ in _produce(broker, topic, [(b"k", b"v", timestamp)])] == [None]
     # the third batch is 70 s past the segment's first: a second segment
     assert len(list((broker.data_dir / f"{topic}-0").glob("*.log"))) == 2
+
+
+def test_broker_defaults_govern_topics_without_their_own(broker_factory):
+    """`roster serve --set compression.type=lz4 --set log.message.timestamp.type=LogAppendTime`:
+    a topic that sets neither recompresses into lz4 and stamps LogAppendTime, and reports both
+    as STATIC_BROKER_CONFIG; a topic's own value still wins."""
+    from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+    from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, ResourceType
+    broker = broker_factory({"compression.type": "lz4",
+                             "log.message.timestamp.type": "LogAppendTime"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    plain, own = _topic(admin, {}), _topic(admin, {"compression.type": "producer"})
+    resource = ConfigResource(ResourceType.TOPIC, plain)
+    described = admin.describe_configs([resource])[resource].result(30)
+    assert (described["compression.type"].value, described["compression.type"].source) == \
+        ("lz4", ConfigSource.STATIC_BROKER_CONFIG.value)
+    for topic in (plain, own):
+        reports = _produce(broker, topic, [(b"k", b"v" * 200, 1_700_000_000_000)], "gzip")
+        assert [(err, msg.timestamp()[0]) for err, msg in reports] == \
+            [(None, TIMESTAMP_LOG_APPEND_TIME)]
+    assert {header.compression for header in _stored_batches(broker, plain)} == {3}
+    assert {header.compression for header in _stored_batches(broker, own)} == {1}
