@@ -97,9 +97,10 @@ def test_topics_groups_offsets_over_sasl_ssl(secured, tmp_path):
     groups = roster(broker, config, "groups", "describe", "cli-secure-group")
     assert "cli-member" in ok(groups), groups.stdout
     offsets = roster(broker, config, "offsets", "describe", "cli-secure-group")
-    rows = [line.split() for line in ok(offsets).splitlines() if line.startswith("cli-secure ")]
-    assert sorted(r[1:5] for r in rows) == [["0", "2", "2", "0"], ["1", "2", "2", "0"]], \
-        offsets.stdout
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+    rows = [line.split() for line in ok(offsets).splitlines()[1:]]
+    assert sorted(r[1:6] for r in rows) == [["cli-secure", "0", "2", "2", "0"],
+                                            ["cli-secure", "1", "2", "2", "0"]], offsets.stdout
     for result in (created, listed, described, groups, offsets):
         no_secret(result, secret)
 
