@@ -10,6 +10,16 @@ from tests.differential.harness import scenario
 from tests.differential.members import Kip848Member
 
 
+def converge_pair(a: Kip848Member, b: Kip848Member) -> None:
+    """a joins and takes everything; b joins and gets nothing yet; a is told to revoke b's share
+    and acknowledges it on its next heartbeat; then b receives it."""
+    a.heartbeat()
+    b.heartbeat()
+    a.heartbeat()
+    a.heartbeat()
+    b.heartbeat()
+
+
 def describe(s, group: str) -> None:
     s.conn("admin").call(ApiKey.CONSUMER_GROUP_DESCRIBE, keep=("groups",), group_ids=[group])
 
@@ -23,11 +33,7 @@ def test_kip848_joining(s):
     group = s.name("g")
     a = Kip848Member(s, "a", group, (topic,))
     b = Kip848Member(s, "b", group, (topic,))
-    a.heartbeat()
-    b.heartbeat()
-    a.heartbeat()    # revocation of b's share
-    a.heartbeat()    # acknowledges it
-    b.heartbeat()    # receives it
+    converge_pair(a, b)
     a.heartbeat()
     describe(s, group)
 
@@ -40,11 +46,7 @@ def test_kip848_static_bounce(s):
     group = s.name("g")
     a = Kip848Member(s, "a", group, (topic,), instance_id="ia")
     b = Kip848Member(s, "b", group, (topic,), instance_id="ib")
-    a.heartbeat()
-    b.heartbeat()
-    a.heartbeat()
-    a.heartbeat()
-    b.heartbeat()
+    converge_pair(a, b)
     b.leave(static=True)
     a.heartbeat()
     again = Kip848Member(s, "b2", group, (topic,), instance_id="ib")
@@ -74,10 +76,7 @@ def test_kip848_fenced_member_epoch(s):
     group = s.name("g")
     a = Kip848Member(s, "a", group, (topic,))
     b = Kip848Member(s, "b", group, (topic,))
-    a.heartbeat()
-    b.heartbeat()
-    a.heartbeat()    # revokes one partition
-    a.heartbeat()    # acknowledges: the next epoch
+    converge_pair(a, b)
     a.heartbeat(epoch=a.epoch + 5)
     a.heartbeat(epoch=a.epoch - 1)
     ghost = Kip848Member(s, "ghost", group, (topic,))
@@ -162,11 +161,7 @@ def test_kip848_session_expiry(s):
                        consumer_heartbeat_interval_ms="500")
     a = Kip848Member(s, "a", group, (topic,))
     b = Kip848Member(s, "b", group, (topic,))
-    a.heartbeat()
-    b.heartbeat()
-    a.heartbeat()
-    a.heartbeat()
-    b.heartbeat()
+    converge_pair(a, b)
     silent_since = time.monotonic()
     s.wait(lambda: a.heartbeat(traced=False) is not None and a.owned_count() == 2,
            "the survivor owns both partitions", 15)
