@@ -168,7 +168,8 @@ def test_a_tombstone_stays_for_delete_retention_after_the_pass_that_first_cleane
     clean(log, now=first_pass)
     tomb = [(o, k, v) for o, k, v in records(log) if k == b"gone"]
     assert len(tomb) == 1 and tomb[0][2] is None, "the tombstone alone stands for the key"
-    stamped = [parse_header(b) for _, b in _stored_batches(log) if parse_header(b).attributes & 0x40]
+    stamped = [parse_header(b) for _, b in _stored_batches(log)
+               if parse_header(b).attributes & 0x40]
     assert [h.base_timestamp for h in stamped] == [first_pass + RETENTION]
     fill(log, 20, keys=2, start=20)  # new dirty segments, so there is another pass
     clean(log, now=first_pass + RETENTION - 1)

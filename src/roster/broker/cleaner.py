@@ -36,7 +36,8 @@ _DONE = object()
 
 
 def is_compacted(topic_configs) -> bool:
-    return "compact" in [p.strip() for p in topic_configs.get("cleanup.policy", "delete").split(",")]
+    policy = topic_configs.get("cleanup.policy", "delete")
+    return "compact" in [part.strip() for part in policy.split(",")]
 
 
 def cleaner_settings(topic_configs, config: BrokerConfig) -> CleanerSettings:

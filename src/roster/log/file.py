@@ -51,7 +51,14 @@ from roster.log.cleaning import (
     staged_path,
 )
 from roster.log.batch import BATCH_HEADER_SIZE, parse_header
-from roster.log.compaction import LONG_MAX, REMOVE, REPLACE, CleanerSettings, Source, cleanable_range
+from roster.log.compaction import (
+    LONG_MAX,
+    REMOVE,
+    REPLACE,
+    CleanerSettings,
+    Source,
+    cleanable_range,
+)
 from roster.log.files import open_directory, read_offset_file, write_offset_file
 from roster.log.loading import load_segments
 from roster.log.policy import check_batch, plan_retention, should_roll
