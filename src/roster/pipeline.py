@@ -9,7 +9,8 @@ member of a consumer group.
 4. at the end, show the latest windows from `click-counts` and the group's committed offsets
    and lag, and leave commands to look around.
 
-    python -m roster.pipeline [--seconds 40 | --forever] [--port 9092] [--data-dir ./data]
+    python -m roster.pipeline [--seconds 45 | --forever] [--batches N] [--port 9092]
+                              [--data-dir ./data] [--http-port PORT]
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import asyncio
 import json
 import os
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -25,13 +27,11 @@ import threading
 import time
 from pathlib import Path
 
+DEFAULT_PORT, DEFAULT_DATA = 9092, Path("./data")   # the Makefile's PORT and DATA
 GROUP = "clicks-pipeline"
 INSTANCE = "pipeline-1"
 SOURCE, OUTPUT = "clicks", "click-counts"
 PAGES = ["/", "/pricing", "/docs", "/blog", "/signup", "/login"]
-
-
-CONSOLE: list[str] = []   # the console's address, when the broker serves one
 
 
 def start_broker(port: int, data_dir: Path,
@@ -43,15 +43,18 @@ def start_broker(port: int, data_dir: Path,
          "--data-dir", str(data_dir), "--set", "group.initial.rebalance.delay.ms=0", *http],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    said = ""
     for line in process.stdout:
         if line.startswith("roster listening on "):
             if http_port is not None:   # serving before that line (server.py)
-                CONSOLE.append(f"http://127.0.0.1:{http_port}/")
-                print(f"group console: {CONSOLE[0]}group/{GROUP} "
-                      f"(metrics: {CONSOLE[0]}metrics)", flush=True)
+                console = f"http://127.0.0.1:{http_port}/"
+                print(f"group console: {console}group/{GROUP} (metrics: {console}metrics)",
+                      flush=True)
             threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
             return process, line.split(" on ", 1)[1].strip()
-    sys.exit(f"roster did not start (is port {port} in use?)")
+        said = line.strip() or said
+    # the broker's own last line says why (a port in use, a data directory it cannot use)
+    sys.exit(said if said.startswith("roster") else f"roster did not start: {said}")
 
 
 def ensure_topics(bootstrap: str) -> None:
@@ -167,24 +170,108 @@ def show_results(spark, bootstrap: str) -> None:
         print(f"  {window}  {page:<9} {count:>5}")
 
 
-def look_around(bootstrap: str) -> None:
+def look_around(bootstrap: str, checkpoint: Path) -> None:
     from roster.admin.client import AdminClient
     from roster.admin.groups import describe, describe_lines, last_written
-    from roster.admin.offsets import describe_lines as offset_lines
     with AdminClient(bootstrap) as admin:
         print()
         print("\n".join(describe_lines(describe(admin, GROUP), last_written(admin, GROUP))))
         print()
-        print("\n".join(offset_lines(admin, GROUP)))
+        print("\n".join(lag_lines(admin, spark_processed(checkpoint))))
+
+
+def spark_processed(checkpoint: Path) -> dict[tuple[str, int], int]:
+    """Where Spark has got to: the end offsets of the last batch its checkpoint records as
+    done (offsets/N of the highest N that commits/ has; the source's line is its offsets)."""
+    done = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*") if p.name.isdigit()]
+    if not done:
+        return {}
+    lines = (checkpoint / "offsets" / str(max(done))).read_text().splitlines()
+    source = json.loads(lines[2]) if len(lines) > 2 else {}
+    return {(topic, int(partition)): int(offset)
+            for topic, partitions in source.items() for partition, offset in partitions.items()}
+
+
+def lag_lines(admin, processed: dict[tuple[str, int], int]) -> list[str]:
+    """The group's committed offsets beside Spark's progress: the source commits a batch's
+    offsets to the group when Spark plans the next batch (as Spark's Kafka source does), so
+    after a stop the group trails the checkpoint by the last batch. Lag counts only what Spark
+    has not processed."""
+    from roster.admin.offsets import LATEST, committed, log_offsets
+    group = {tp: o for tp, o in committed(admin, GROUP).items() if tp[0] == SOURCE}
+    partitions = sorted(set(group) | {tp for tp in processed if tp[0] == SOURCE})
+    if not partitions:
+        return [f"Group {GROUP} has no committed offsets yet."]
+    ends = log_offsets(admin, {SOURCE: [p for _, p in partitions]}, LATEST)
+    rows = [("TOPIC", "PARTITION", "GROUP-OFFSET", "SPARK-PROCESSED", "LOG-END-OFFSET", "LAG")]
+    for tp in partitions:
+        done = max(group.get(tp, -1), processed.get(tp, -1))
+        end = ends.get(tp, -1)
+        rows.append((tp[0], str(tp[1]), str(group.get(tp, "-")), str(processed.get(tp, "-")),
+                     str(end), str(max(end - done, 0)) if end >= 0 and done >= 0 else "-"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    table = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in rows]
+    behind = sum(processed.get(tp, -1) - group.get(tp, -1) for tp in partitions
+                 if processed.get(tp, -1) > group.get(tp, -1) >= 0)
+    note = ([f"(Spark processed {behind} more records than the group has committed: the "
+             f"source commits a batch's offsets when the next batch is planned, so the last "
+             f"batch is committed when the pipeline runs again; LAG counts from what Spark "
+             f"processed)"] if behind else [])
+    return [f"Group {GROUP}, source topic {SOURCE}:"] + table + note
+
+
+def print_new_batches(query, printed: int) -> list[int]:
+    """Print every batch Spark finished after batch `printed` (recentProgress keeps the last
+    ones; lastProgress alone would skip batches that finished between two polls); returns the
+    ids of the batches printed."""
+    latest: dict[int, dict] = {}
+    for progress in query.recentProgress:
+        if progress["batchId"] > printed and progress["numInputRows"] is not None:
+            latest[progress["batchId"]] = progress   # a batch's last report wins
+    for batch_id in sorted(latest):
+        progress = latest[batch_id]
+        print(f"batch {batch_id}: {progress['numInputRows']} clicks in, "
+              f"{progress['sources'][0].get('endOffset')}", flush=True)
+    return sorted(latest)
+
+
+def closing_hints(port: int, data_dir: Path, http_port: int | None = None) -> str:
+    """The commands to look around, as they must be typed for this run: with its PORT and DATA
+    when they are not the Makefile's defaults."""
+    make_args = "".join([f" PORT={port}" if port != DEFAULT_PORT else "",
+                         f" DATA={shlex.quote(str(data_dir))}"
+                         if data_dir != DEFAULT_DATA else ""])
+    server = f" --bootstrap-server 127.0.0.1:{port}" if port != DEFAULT_PORT else ""
+    roster = ".venv/bin/roster"
+    commands = [
+        (f"make serve{make_args}", f"the broker again, on port {port}"),
+        (f"{roster} groups describe {GROUP}{server}", "its members and assignment"),
+        (f"{roster} offsets describe {GROUP}{server}", "committed offsets and lag"),
+        (f"kcat -b 127.0.0.1:{port} -C -t {OUTPUT} -o -10 -e", "the latest windows"),
+        (f"make run{make_args}", "run again: it resumes from the group"),
+        (f"{roster} groups history {GROUP}{server}", "its rebalances, and those it avoided"),
+    ]
+    width = max(len(command) for command, _ in commands) + 2
+    lines = [f"The broker has stopped; everything is kept in {data_dir}. To look around:"]
+    lines += [f"  {command.ljust(width)}# {why}" for command, why in commands]
+    if http_port is not None:
+        lines.append(f"The group console was at http://127.0.0.1:{http_port}/group/{GROUP} "
+                     f"while the job ran; `make serve{make_args} HTTP_PORT={http_port}` serves "
+                     f"it again with the broker.")
+    else:
+        lines.append(f"For the group console and /metrics: make run{make_args} HTTP_PORT=9644")
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="roster-pipeline", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, default=9092)
-    parser.add_argument("--data-dir", type=Path, default=Path("./data"))
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--seconds", type=float, default=45.0, help="how long to run")
     parser.add_argument("--forever", action="store_true", help="run until Ctrl-C")
+    parser.add_argument("--batches", type=int, help="stop as soon as Spark has finished this "
+                        "many batches (still at most --seconds)")
     parser.add_argument("--http-port", type=int, help="serve /metrics and the group console "
                         "on this port while the job runs (docs/observability.md)")
     args = parser.parse_args(argv)
@@ -203,22 +290,22 @@ def main(argv: list[str] | None = None) -> int:
         print("producing synthetic clicks; starting Spark (this takes a few seconds) ...",
               flush=True)
         spark = spark_session()
-        query = start_query(spark, bootstrap, args.data_dir / "checkpoints" / "clicks")
+        checkpoint = args.data_dir / "checkpoints" / "clicks"
+        query = start_query(spark, bootstrap, checkpoint)
         deadline = None if args.forever else time.monotonic() + args.seconds
-        last_batch = -1
+        printed: list[int] = []
         while not interrupted.is_set() and (deadline is None or time.monotonic() < deadline):
-            progress = query.lastProgress
-            if progress and progress["batchId"] != last_batch:
-                last_batch = progress["batchId"]
-                print(f"batch {last_batch}: {progress['numInputRows']} clicks in, "
-                      f"{progress['sources'][0].get('endOffset')}", flush=True)
+            printed += print_new_batches(query, printed[-1] if printed else -1)
+            if args.batches is not None and len(printed) >= args.batches:
+                break
             if query.exception() is not None:
                 raise RuntimeError(str(query.exception()))
             interrupted.wait(1.0)
         stop.set()
         stop_between_batches(query)
+        print_new_batches(query, printed[-1] if printed else -1)  # finished while stopping
         show_results(spark, bootstrap)
-        look_around(bootstrap)
+        look_around(bootstrap, checkpoint)
     finally:
         stop.set()
         if query is not None and query.isActive:
@@ -227,20 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             spark.stop()
         broker.send_signal(signal.SIGTERM)
         broker.wait(30)
-    print(f"""
-The broker has stopped; everything is kept in {args.data_dir}. To look around:
-  make serve                                          # the broker again, on port {args.port}
-  .venv/bin/roster groups describe {GROUP}
-  .venv/bin/roster offsets describe {GROUP}
-  kcat -b localhost:{args.port} -C -t {OUTPUT} -o -10 -e
-  make run                                            # run again: it resumes from the group
-  .venv/bin/roster groups history {GROUP}   # its rebalances, and those it avoided
-""")
-    if CONSOLE:
-        print(f"The group console was at {CONSOLE[0]}group/{GROUP} while the job ran; "
-              f"`make serve HTTP_PORT={args.http_port}` serves it again with the broker.")
-    else:
-        print("For the group console and /metrics: make run HTTP_PORT=9644")
+    print()
+    print(closing_hints(int(address.rsplit(":", 1)[1]), args.data_dir, args.http_port))
     return 0
 
 
