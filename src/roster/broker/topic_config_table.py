@@ -83,8 +83,8 @@ TOPIC_CONFIGS: tuple[TopicConfigSpec, ...] = (
                     "largest batch accepted, after broker-side recompression: "
                     "MESSAGE_TOO_LARGE otherwise"),
     TopicConfigSpec("index.interval.bytes", "INT", "4096", ("at_least", 0),
-                    _same("log.index.interval.bytes"), "accepted",
-                    "reported; roster indexes every log.index.interval.bytes of the broker"),
+                    _same("log.index.interval.bytes"), "implemented",
+                    "bytes between offset-index entries, in segments made from then on"),
     TopicConfigSpec("delete.retention.ms", "LONG", "86400000", ("at_least", 0),
                     _same("log.cleaner.delete.retention.ms"), "implemented",
                     "how long the cleaner keeps tombstones (docs/durability.md)"),

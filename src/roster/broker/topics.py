@@ -197,7 +197,8 @@ class TopicManager:
         and a crash before it leaves only directories that the next start removes."""
         check_topic_name(name)
         if name in self._by_name:
-            raise TopicError("topic_already_exists", f"topic {name!r} already exists")
+            # Kafka's wording (ReplicationControlManager): tools print it as it is
+            raise TopicError("topic_already_exists", f"Topic '{name}' already exists.")
         if num_partitions < 1:
             raise TopicError("invalid_partitions", "number of partitions must be at least 1")
         _check_open_files(num_partitions)
@@ -376,7 +377,7 @@ class TopicManager:
             segment_ms=segment_ms,
             retention_ms=-1 if keep_all else values["retention.ms"],
             retention_bytes=-1 if keep_all else values["retention.bytes"],
-            index_interval_bytes=self._config["log.index.interval.bytes"],
+            index_interval_bytes=values["index.interval.bytes"],
             max_message_bytes=values["max.message.bytes"],
         )
 
