@@ -30,6 +30,19 @@ EXPECTED: dict[str, list[Listed]] = {
                "same message, so a client cannot tell unknown users from wrong passwords "
                "(RFC 5802's advice)"),
     ],
+    "kip848_offset_commit_epochs": [
+        Listed("a OFFSET_COMMIT#2", "errors", ["none"], ["stale_member_epoch"],
+               "open divergence, not on purpose: Kafka 4.4 accepts a commit carrying the "
+               "member's previous epoch for a partition the member already owned at that "
+               "epoch; roster still answers STALE_MEMBER_EPOCH for any epoch but the current "
+               "(a Java consumer committing across a rebalance sees a failed commit)"),
+        Listed("a OFFSET_COMMIT#2", "topics",
+               [{"name": "kip848_offset_commit_epochs.t",
+                 "partitions": [{"error_code": "none", "partition_index": 0}]}],
+               [{"name": "kip848_offset_commit_epochs.t",
+                 "partitions": [{"error_code": "stale_member_epoch", "partition_index": 0}]}],
+               "the same divergence, per partition"),
+    ],
     "malformed_frames": [
         Listed("ApiVersions v99, v1 header#1", "*", {"outcome": "closed"},
                {"outcome": "answered", "error": "unsupported_version", "still_open": True},

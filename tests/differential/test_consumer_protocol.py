@@ -7,7 +7,7 @@ import time
 
 from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
-from tests.differential.members import Kip848Member
+from tests.differential.members import ClassicMember, Kip848Member, form_alone
 
 
 def converge_pair(a: Kip848Member, b: Kip848Member) -> None:
@@ -169,3 +169,54 @@ def test_kip848_session_expiry(s):
     a.heartbeat()
     b.heartbeat()
     describe(s, group)
+
+
+@scenario(outcome="""OffsetCommit v9 from a KIP-848 member carries its member epoch: the
+current epoch commits; the previous one commits a partition the member owned then; a newer one
+gets STALE_MEMBER_EPOCH, an unknown member id UNKNOWN_MEMBER_ID; an admin commit (no member, epoch -1) to a group with
+members gets UNKNOWN_MEMBER_ID; OffsetFetch v9 with the member's id and epoch reads the
+offsets back, with a stale epoch STALE_MEMBER_EPOCH""")
+def test_kip848_offset_commit_epochs(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    a = Kip848Member(s, "a", group, (topic,))
+    b = Kip848Member(s, "b", group, (topic,))
+    converge_pair(a, b)
+    conn = a.conn
+
+    def commit(member_id: str, epoch: int) -> None:
+        conn.call(ApiKey.OFFSET_COMMIT, keep=("topics",), group_id=group,
+                  generation_id_or_member_epoch=epoch, member_id=member_id, topics=[
+                      {"name": topic, "partitions": [{"partition_index": 0,
+                                                      "committed_offset": 3,
+                                                      "committed_metadata": ""}]}])
+
+    def fetch(member_id: str | None, epoch: int) -> None:
+        conn.call(ApiKey.OFFSET_FETCH, keep=("groups",), require_stable=True, groups=[
+            {"group_id": group, "member_id": member_id, "member_epoch": epoch,
+             "topics": [{"name": topic, "partition_indexes": [0, 1]}]}])
+
+    commit(a.member_id, a.epoch)
+    commit(a.member_id, a.epoch - 1)
+    commit(a.member_id, a.epoch + 1)
+    commit("stranger-member-id-000", a.epoch)
+    commit("", -1)
+    fetch(a.member_id, a.epoch)
+    fetch(a.member_id, a.epoch - 1)
+    fetch(None, -1)
+
+
+@scenario(outcome="""DescribeGroups (the classic API) on a consumer-protocol group and
+ConsumerGroupDescribe on a classic group: each API answers for the other protocol's group as
+Kafka does (errors, states and protocol types in the trace)""")
+def test_kip848_cross_protocol_describes(s):
+    topic = s.topic("t", 1)
+    modern, classic = s.name("modern"), s.name("classic")
+    a = Kip848Member(s, "a", modern, (topic,))
+    a.heartbeat()
+    old = ClassicMember(s, "old", classic, (topic,))
+    form_alone(old, topic, 1)
+    s.describe(modern)
+    s.describe(classic)
+    describe(s, classic)
+    describe(s, s.name("nobody"))

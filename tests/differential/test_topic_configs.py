@@ -13,6 +13,7 @@ from roster.record_codec import DefaultRecordBatchBuilder
 from tests.interop.test_bad_input import _produce
 from tests.interop.test_topic_configs_all import INVALID
 from tests.support.wire import Wire
+from tests.unit.batches import with_field
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("kafka")]
 
@@ -77,8 +78,9 @@ def test_invalid_values_get_the_same_answer(kafka_peer, roster_peer):
     assert answers["roster"] == answers["kafka"]
 
 
-def _batch(keys, timestamp, codec=0):
-    builder = DefaultRecordBatchBuilder(2, codec, 0, -1, -1, -1, 1 << 30)
+def _batch(keys, timestamp, codec=0, producer_id=-1):
+    builder = DefaultRecordBatchBuilder(2, codec, 0, producer_id, 0 if producer_id >= 0 else -1,
+                                        -1, 1 << 30)
     for i, key in enumerate(keys):
         builder.append(i, timestamp + i, key, b"v", [])
     return bytes(builder.build())
@@ -101,7 +103,11 @@ def _answers(bootstrap):
                ("times", _batch([b"a", b"b"], now - 7_200_000)),
                ("times", _batch([b"a"], now + 7_200_000)),
                ("stamped", _batch([b"a"], 1000)), ("gzip", _batch([b"a"], now, codec=3)),
-               ("small", _batch([b"a"] * 20, now)), ("isr", _batch([b"a"], now))]
+               ("small", _batch([b"a"] * 20, now)), ("isr", _batch([b"a"], now)),
+               # what any client batch may not be (LogValidator.validateBatch)
+               ("isr", with_field(_batch([b"a"], now), "h", 21, 0x20)),       # a control batch
+               ("isr", with_field(_batch([b"a", b"b"], now), "i", 57, 3)),    # count != offsets
+               ("isr", _batch([b"a"], now, producer_id=7))]                   # no sequence
     answers = []
     with Wire(bootstrap) as wire:
         for topic, data in batches:

@@ -889,8 +889,10 @@ class ConsumerCoordinator:
         for group_id in group_ids:
             group = self.groups.get(group_id)
             if group is None:
+                classic = self.classic is not None and group_id in self.classic.groups
                 out.append(DescribedGroup(group_id, ErrorCode.group_id_not_found,
-                                          f"Group {group_id} not found."))
+                                          f"Group {group_id} is not a consumer group." if classic
+                                          else f"Group {group_id} not found."))
                 continue
             members = tuple(DescribedMember(
                 m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,
