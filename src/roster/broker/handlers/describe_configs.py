@@ -78,17 +78,19 @@ def _group_entries(broker, name: str):
         return ErrorCode.invalid_request, "a group config resource needs a group id", ()
     entries = []
     for key, value, own in broker.group_configs.effective(name):
-        # roster's expectations (pre-registered static members) have no broker default
-        origin = BROKER_DEFAULTS.get(key, key)
-        if own:
-            source, origin = GROUP_CONFIG, key
-        elif key not in BROKER_DEFAULTS:
-            source = DEFAULT_CONFIG
-        else:
-            source = STATIC_BROKER_CONFIG if origin in broker.config.explicit else DEFAULT_CONFIG
         text = text_of(value)
+        # Kafka's synonyms, most specific first: the group's own value, then the broker
+        # setting it defaults to as the operator set it, then that setting's default
+        synonyms = [(key, text, GROUP_CONFIG)] if own else []
+        origin = BROKER_DEFAULTS.get(key)
+        if origin is None:   # roster's expectations (pre-registered static members)
+            synonyms = synonyms or [(key, text, DEFAULT_CONFIG)]
+        else:
+            if origin in broker.config.explicit:
+                synonyms.append((origin, text_of(broker.config[origin]), STATIC_BROKER_CONFIG))
+            synonyms.append((origin, text_of(SETTINGS[origin].default), DEFAULT_CONFIG))
         kind = {"list": LIST, "boolean": BOOLEAN}.get(TYPES.get(key), INT)
-        entries.append((key, text, source, False, ((origin, text, source),), kind, None))
+        entries.append((key, text, synonyms[0][2], False, tuple(synonyms), kind, None))
     return ErrorCode.none, None, entries
 
 
