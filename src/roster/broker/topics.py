@@ -56,6 +56,15 @@ class TopicError(Exception):
         self.applied = applied  # the change was made all the same (see TopicManager._commit)
 
 
+def not_an_increase(name: str, current: int, total: int) -> TopicError:
+    """CreatePartitions to no more partitions than the topic has, in Kafka's words
+    (ReplicationControlManager), which kafka-topics --alter prints as they are."""
+    if total == current:
+        return TopicError("invalid_partitions", f"Topic already has {current} partition(s).")
+    return TopicError("invalid_partitions", f"The topic {name} currently has {current} "
+                      f"partition(s); {total} would not be an increase.")
+
+
 def check_topic_name(name: str | None) -> None:
     """Kafka's rules for a topic name (Topic.validate)."""
     if not name:
@@ -229,9 +238,7 @@ class TopicManager:
         if topic is None:
             raise TopicError("unknown_topic_or_partition", f"topic {name!r} does not exist")
         if total <= len(topic.partitions):
-            raise TopicError("invalid_partitions",
-                             f"topic {name!r} has {len(topic.partitions)} partitions; "
-                             f"the new count must be larger, not {total}")
+            raise not_an_increase(name, len(topic.partitions), total)
         _check_open_files(total - len(topic.partitions))
         added = self._open_logs(topic, len(topic.partitions), total, fresh=True)
         entries = self._entries()

@@ -2,7 +2,7 @@
 Kafka; existing data stays where it is (keys may now hash elsewhere)."""
 from __future__ import annotations
 
-from roster.broker.topics import TopicError
+from roster.broker.topics import TopicError, not_an_increase
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
@@ -27,9 +27,7 @@ def _grow(broker, wanted, admitted, validate_only: bool) -> tuple[ErrorCode, str
             f"{broker.endpoint.node_id}"
     try:
         if wanted.count <= len(topic.partitions):
-            raise TopicError("invalid_partitions",
-                             f"topic {wanted.name!r} has {len(topic.partitions)} partitions; "
-                             f"the new count must be larger, not {wanted.count}")
+            raise not_an_increase(wanted.name, len(topic.partitions), wanted.count)
         if not validate_only:
             broker.topics.add_partitions(wanted.name, wanted.count)
     except TopicError as exc:
