@@ -80,9 +80,10 @@ def rules_for(topics, topic) -> AppendRules:
 class Refused(Exception):
     """The batch is refused as Kafka refuses it: error code, message and record_errors."""
 
-    def __init__(self, error: ErrorCode, message: str, record_errors=()) -> None:
+    def __init__(self, error: ErrorCode, message: str | None, record_errors=()) -> None:
         super().__init__(message)
         self.error = error
+        self.message = message
         self.record_errors = tuple(record_errors)
 
 
@@ -90,6 +91,7 @@ def validate(batch, header: BatchHeader, rules: AppendRules, now_ms: int, topic:
              partition: int) -> tuple:
     """(`batch` as the log should store it, the log append time to answer with: -1 under
     CreateTime); raises Refused (records that cannot be decoded: CORRUPT_MESSAGE)."""
+    _check_client_batch(header, topic, partition)
     if rules.plain and header.max_timestamp - now_ms <= rules.after_max_ms:
         return batch, -1   # Kafka's defaults: nothing to read, nothing to change
     source = header.compression
@@ -111,6 +113,17 @@ def validate(batch, header: BatchHeader, rules: AppendRules, now_ms: int, topic:
     if not rules.log_append_time:
         return batch, -1
     return _stamped(batch, now_ms), now_ms
+
+
+def _check_client_batch(header: BatchHeader, topic: str, partition: int) -> None:
+    """What Kafka's LogValidator refuses in any batch a client produces, from the header alone
+    (INVALID_RECORD, answered without a message as Kafka answers it)."""
+    if header.last_offset_delta + 1 != header.records_count:
+        raise Refused(ErrorCode.invalid_record, None)
+    if header.is_control:  # commit and abort markers are the broker's to write
+        raise Refused(ErrorCode.invalid_record, None)
+    if header.producer_id >= 0 and header.base_sequence < 0:
+        raise Refused(ErrorCode.invalid_record, None)
 
 
 def _records(batch) -> list:

@@ -165,7 +165,7 @@ def check(configs: Mapping[str, str | None], tiered_storage: bool = False) -> di
     if parsed.get("remote.storage.enable") and not tiered_storage:
         raise ConfigInvalid("Tiered Storage functionality is disabled in the broker. Topic "
                             "cannot be configured with remote log storage.")
-    return {name: value for name, value in configs.items()}
+    return dict(configs)
 
 
 def incremental(current: Mapping[str, str], operations: Iterable[tuple[str, int, str | None]]

@@ -99,7 +99,7 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
         stored, log_append_time = validate_records(
             records, header, rules_for(broker.topics, topic), now_ms(), topic.name, index)
     except Refused as exc:
-        return _Outcome(exc.error, message=str(exc), record_errors=exc.record_errors)
+        return _Outcome(exc.error, message=exc.message, record_errors=exc.record_errors)
     partition_key = (topic.topic_id, index)
     verdict = broker.sequences.check(partition_key, header)
     if verdict.error is not ErrorCode.none:
