@@ -1,0 +1,286 @@
+"""The transaction coordinator's decisions (Kafka's TransactionCoordinator and
+TransactionStateManager), pure: no I/O, no clock, no event loop.
+
+Every operation takes `now` and answers an `Outcome`: the error (or the producer id and epoch)
+to answer with, and, when the state changes, the `TxnMetadata` to make durable first. A state
+change is never seen before it is durable: until the edge reports the write with `written()`,
+the target is *pending* and every other request for that transactional id is answered
+CONCURRENT_TRANSACTIONS, as Kafka's pendingState does.
+
+Ending a transaction, as Kafka does:
+  1. EndTxn (or a timeout, or a fencing InitProducerId) writes PrepareCommit/PrepareAbort;
+     once durable the client is answered, and `written()` hands the edge a `Markers` job;
+  2. the edge writes a marker to every partition of the transaction, then calls
+     `markers_written()`, which answers the CompleteCommit/CompleteAbort write;
+  3. if the edge fails (or the broker dies) in between, `stalled()` / replay hand the job out
+     again: markers are written at least once, and a repeated marker is harmless.
+
+Transaction versions: this coordinator serves the classic protocol (TV1: partitions are added
+with AddPartitionsToTxn, the epoch stays across transactions). TV2 (KIP-890) is not served;
+the broker does not advertise the `transaction.version` feature (docs/transactions.md).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from roster.protocol.errors import ErrorCode
+from roster.transactions.log_records import TxnRecord
+from roster.transactions.state import (
+    IDLE,
+    NO_EPOCH,
+    PREPARING,
+    TopicPartition,
+    TxnMetadata,
+    TxnState,
+    epoch_exhausted,
+)
+
+NONE = ErrorCode.none
+COORDINATOR_EPOCH = 0   # one broker: __transaction_state never changes leader
+_TOMBSTONE = None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnConfig:
+    max_timeout_ms: int = 900_000               # transaction.max.timeout.ms
+    id_expiration_ms: int = 604_800_000         # transactional.id.expiration.ms
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    error: ErrorCode = NONE
+    producer_id: int = -1
+    producer_epoch: int = -1
+    # the record to make durable before answering (then call written()); None: nothing to write
+    write: TxnRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Markers:
+    """Write a commit or abort marker for this producer to each partition."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    partitions: frozenset[TopicPartition]
+    coordinator_epoch: int = COORDINATOR_EPOCH
+
+
+def _refused(error: ErrorCode) -> Outcome:
+    return Outcome(error)
+
+
+class TransactionCoordinator:
+    def __init__(self, config: TxnConfig, allocate_producer_id: Callable[[], int]) -> None:
+        self.config = config
+        self._allocate = allocate_producer_id
+        self._txns: dict[str, TxnMetadata] = {}
+        self._pending: dict[str, TxnMetadata | None] = {}   # written, not yet durable
+        self._completing: set[str] = set()                  # markers job handed out
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def get(self, transactional_id: str) -> TxnMetadata | None:
+        return self._txns.get(transactional_id)
+
+    def __iter__(self):
+        return iter(list(self._txns.values()))
+
+    def check_produce(self, transactional_id: str | None, producer_id: int, epoch: int,
+                      partition: TopicPartition) -> ErrorCode:
+        """May a transactional batch of this producer be appended to `partition`? (Kafka's
+        partition leader verifies it with the coordinator, KIP-890 part 1.)"""
+        m = self._txns.get(transactional_id) if transactional_id is not None else None
+        if m is None or m.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if epoch < m.producer_epoch:
+            return ErrorCode.invalid_producer_epoch
+        if epoch != m.producer_epoch or m.state is not TxnState.ONGOING \
+                or partition not in m.partitions or transactional_id in self._pending:
+            return ErrorCode.invalid_txn_state
+        return NONE
+
+    # -- InitProducerId ---------------------------------------------------------------------
+
+    def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                         expected: tuple[int, int] | None, now_ms: int) -> Outcome:
+        """`expected`: the (producer id, epoch) the client presents (KIP-360), or None."""
+        if not transactional_id:
+            return _refused(ErrorCode.invalid_request)
+        if not 0 < timeout_ms <= self.config.max_timeout_ms:
+            return _refused(ErrorCode.invalid_transaction_timeout)
+        m = self._txns.get(transactional_id)
+        if m is None:
+            m = TxnMetadata(transactional_id, self._allocate(), NO_EPOCH, timeout_ms,
+                            last_update_ms=now_ms)
+            self._txns[transactional_id] = m
+        if transactional_id in self._pending or m.state in PREPARING \
+                or m.state is TxnState.PREPARE_EPOCH_FENCE or m.state is TxnState.DEAD:
+            return _refused(ErrorCode.concurrent_transactions)
+        if m.state is TxnState.ONGOING:
+            # the previous producer left a transaction open: fence it (epoch bump) and abort
+            # it; the new producer retries on CONCURRENT_TRANSACTIONS until it completes
+            return self._begin(self._fence_abort(m, now_ms),
+                               error=ErrorCode.concurrent_transactions)
+        if expected is not None and not self._valid_producer_id(m, expected):
+            return _refused(ErrorCode.producer_fenced)
+        if expected is not None and m.producer_epoch != NO_EPOCH \
+                and expected[1] != m.producer_epoch:
+            if expected[1] == m.last_producer_epoch:    # a retry of the bump it missed
+                return Outcome(NONE, m.producer_id, m.producer_epoch)
+            return _refused(ErrorCode.producer_fenced)
+        if epoch_exhausted(m.producer_epoch):
+            producer_id, epoch, last, previous = self._allocate(), 0, NO_EPOCH, m.producer_id
+        else:
+            producer_id, epoch = m.producer_id, m.producer_epoch + 1
+            last, previous = m.producer_epoch, m.previous_producer_id
+        target = m.to(TxnState.EMPTY, now_ms, producer_id=producer_id, producer_epoch=epoch,
+                      last_producer_epoch=last, previous_producer_id=previous,
+                      timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1)
+        return self._begin(target)
+
+    @staticmethod
+    def _valid_producer_id(m: TxnMetadata, expected: tuple[int, int]) -> bool:
+        producer_id, epoch = expected
+        return m.producer_epoch == NO_EPOCH or producer_id == m.producer_id or (
+            producer_id == m.previous_producer_id and epoch_exhausted(epoch))
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------
+
+    def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                       partitions: Iterable[TopicPartition], now_ms: int) -> Outcome:
+        m = self._txns.get(transactional_id)
+        error = self._producer_error(m, transactional_id, producer_id, epoch)
+        if error is not NONE:
+            return _refused(error)
+        partitions = frozenset(partitions)
+        if m.state is TxnState.ONGOING and partitions <= m.partitions:
+            return Outcome(NONE, m.producer_id, m.producer_epoch)
+        start = now_ms if m.state in IDLE else m.start_ms
+        return self._begin(m.to(TxnState.ONGOING, now_ms, partitions=m.partitions | partitions,
+                                start_ms=start))
+
+    def _producer_error(self, m: TxnMetadata | None, transactional_id: str, producer_id: int,
+                        epoch: int) -> ErrorCode:
+        if m is None or m.producer_id != producer_id:
+            return ErrorCode.invalid_producer_id_mapping
+        if m.producer_epoch != epoch:
+            return ErrorCode.producer_fenced
+        if transactional_id in self._pending or m.state in PREPARING \
+                or m.state is TxnState.PREPARE_EPOCH_FENCE:
+            return ErrorCode.concurrent_transactions
+        if m.state is TxnState.DEAD:
+            return ErrorCode.invalid_producer_id_mapping
+        return NONE
+
+    # -- EndTxn -----------------------------------------------------------------------------
+
+    def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                now_ms: int) -> Outcome:
+        m = self._txns.get(transactional_id)
+        if m is None or m.producer_id != producer_id:
+            return _refused(ErrorCode.invalid_producer_id_mapping)
+        if m.producer_epoch != epoch:
+            return _refused(ErrorCode.producer_fenced)
+        if transactional_id in self._pending or m.state is TxnState.PREPARE_EPOCH_FENCE:
+            return _refused(ErrorCode.concurrent_transactions)
+        same = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if m.state is TxnState.ONGOING:
+            return self._begin(m.to(same, now_ms))
+        if m.state is done:            # a retry of an EndTxn that completed
+            return Outcome(NONE, m.producer_id, m.producer_epoch)
+        if m.state is same:            # a retry while the markers are written
+            return _refused(ErrorCode.concurrent_transactions)
+        return _refused(ErrorCode.invalid_txn_state)
+
+    # -- the write path ---------------------------------------------------------------------
+
+    def _begin(self, target: TxnMetadata | None, transactional_id: str | None = None,
+               error: ErrorCode = NONE) -> Outcome:
+        tid = transactional_id if target is None else target.transactional_id
+        self._pending[tid] = target
+        if target is None:
+            return Outcome(error, write=TxnRecord(tid, None))
+        return Outcome(error, target.producer_id, target.producer_epoch,
+                       TxnRecord(tid, target))
+
+    def written(self, transactional_id: str, durable: bool) -> list[Markers]:
+        """The edge made a pending write durable (or failed to): apply it, and hand out the
+        markers a Prepare state now needs."""
+        target = self._pending.pop(transactional_id, _TOMBSTONE)
+        if not durable:
+            return []
+        if target is None:
+            self._txns.pop(transactional_id, None)
+            return []
+        self._txns[transactional_id] = target
+        return self._markers_for(target)
+
+    def _markers_for(self, m: TxnMetadata) -> list[Markers]:
+        if m.state not in PREPARING or m.transactional_id in self._completing:
+            return []
+        self._completing.add(m.transactional_id)
+        return [Markers(m.transactional_id, m.producer_id, m.producer_epoch,
+                        m.state is TxnState.PREPARE_COMMIT, m.partitions)]
+
+    def markers_written(self, job: Markers, now_ms: int) -> Outcome:
+        """Every marker of `job` is in its partition: the write completing the transaction."""
+        self._completing.discard(job.transactional_id)
+        m = self._txns.get(job.transactional_id)
+        if m is None or m.state not in PREPARING or job.transactional_id in self._pending:
+            return Outcome()
+        done = TxnState.COMPLETE_COMMIT if m.state is TxnState.PREPARE_COMMIT \
+            else TxnState.COMPLETE_ABORT
+        return self._begin(m.to(done, now_ms, partitions=frozenset()))
+
+    def markers_failed(self, job: Markers) -> None:
+        """The edge could not write them all: stalled() hands the job out again."""
+        self._completing.discard(job.transactional_id)
+
+    def stalled(self) -> list[Markers]:
+        """Markers jobs of transactions left in a Prepare state (after a restart, or a failed
+        write): each is handed out once until reported."""
+        jobs = []
+        for m in list(self._txns.values()):
+            if m.transactional_id not in self._pending:
+                jobs += self._markers_for(m)
+        return jobs
+
+    # -- timers -----------------------------------------------------------------------------
+
+    def timed_out(self, now_ms: int) -> list[Outcome]:
+        """Abort every transaction open past its timeout, fencing its producer with an epoch
+        bump (Kafka's abortTimedOutTransactions)."""
+        aborts = []
+        for m in list(self._txns.values()):
+            if m.state is TxnState.ONGOING and m.transactional_id not in self._pending \
+                    and m.start_ms + m.timeout_ms <= now_ms:
+                aborts.append(self._begin(self._fence_abort(m, now_ms)))
+        return aborts
+
+    @staticmethod
+    def _fence_abort(m: TxnMetadata, now_ms: int) -> TxnMetadata:
+        epoch = m.producer_epoch if epoch_exhausted(m.producer_epoch) else m.producer_epoch + 1
+        return m.to(TxnState.PREPARE_ABORT, now_ms, producer_epoch=epoch,
+                    last_producer_epoch=NO_EPOCH)
+
+    def expired(self, now_ms: int) -> list[Outcome]:
+        """Tombstones for transactional ids idle past transactional.id.expiration.ms."""
+        out = []
+        for m in list(self._txns.values()):
+            tid = m.transactional_id
+            if m.state in IDLE and tid not in self._pending and tid not in self._completing \
+                    and m.last_update_ms + self.config.id_expiration_ms <= now_ms:
+                out.append(self._begin(None, tid))
+        return out
+
+    # -- replay -----------------------------------------------------------------------------
+
+    def replay(self, record: TxnRecord) -> None:
+        """A record read back from __transaction_state at start: the newest one wins."""
+        if record.metadata is None:
+            self._txns.pop(record.transactional_id, None)
+        else:
+            self._txns[record.transactional_id] = record.metadata

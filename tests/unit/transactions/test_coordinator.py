@@ -1,0 +1,207 @@
+"""The pure transaction coordinator, with a manual clock: every transition of Kafka's state
+machine that the classic protocol reaches, durable-before-visible, fencing, timeouts, expiry,
+and replay of its own records (what a restart reads back)."""
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import pytest
+
+from roster.protocol.errors import ErrorCode as E
+from roster.transactions.coordinator import TransactionCoordinator, TxnConfig
+from roster.transactions.log_records import TxnRecord, decode
+from roster.transactions.state import TxnState
+
+TP = ("orders", 0)
+
+
+class Harness:
+    """The coordinator plus an edge that makes every write durable at once (or fails it)."""
+
+    def __init__(self, **config) -> None:
+        self.ids = itertools.count(1000)
+        self.coordinator = TransactionCoordinator(TxnConfig(**config), lambda: next(self.ids))
+        self.log = []          # every durable record, encoded as __transaction_state holds it
+        self.markers = []      # marker jobs handed out
+        self.now = 0
+
+    def run(self, outcome, durable: bool = True):
+        if outcome.write is not None:
+            if durable:
+                self.log.append(outcome.write.encode())
+            self.markers += self.coordinator.written(outcome.write.transactional_id, durable)
+        return outcome
+
+    def init(self, tid="t", timeout_ms=60_000, expected=None):
+        return self.run(self.coordinator.init_producer_id(tid, timeout_ms, expected, self.now))
+
+    def add(self, tid, pid, epoch, *partitions):
+        return self.run(self.coordinator.add_partitions(tid, pid, epoch, partitions or [TP],
+                                                        self.now))
+
+    def end(self, tid, pid, epoch, commit=True):
+        return self.run(self.coordinator.end_txn(tid, pid, epoch, commit, self.now))
+
+    def finish_markers(self):
+        jobs, self.markers = self.markers, []
+        for job in jobs:
+            self.run(self.coordinator.markers_written(job, self.now))
+        return jobs
+
+    def state(self, tid="t"):
+        return self.coordinator.get(tid).state
+
+
+@pytest.fixture
+def h():
+    return Harness()
+
+
+def test_commit_runs_prepare_markers_complete(h):
+    first = h.init()
+    assert (first.error, first.producer_id, first.producer_epoch) == (E.none, 1000, 0)
+    assert h.add("t", 1000, 0, TP, ("orders", 1)).error is E.none
+    assert h.state() is TxnState.ONGOING
+    assert h.end("t", 1000, 0).error is E.none
+    assert h.state() is TxnState.PREPARE_COMMIT
+    # a retry while the markers are written, and any other request, waits
+    assert h.end("t", 1000, 0).error is E.concurrent_transactions
+    assert h.init().error is E.concurrent_transactions
+    assert h.add("t", 1000, 0).error is E.concurrent_transactions
+    [job] = h.finish_markers()
+    assert (job.commit, job.partitions, job.producer_epoch) == (True, {TP, ("orders", 1)}, 0)
+    assert h.state() is TxnState.COMPLETE_COMMIT
+    assert h.coordinator.get("t").partitions == frozenset()
+    # a retried EndTxn that completed is answered again; the other outcome is refused
+    assert h.end("t", 1000, 0).error is E.none
+    assert h.end("t", 1000, 0, commit=False).error is E.invalid_txn_state
+    # the epoch stays across transactions in the classic protocol
+    assert h.add("t", 1000, 0).error is E.none and h.state() is TxnState.ONGOING
+
+
+def test_abort_and_end_without_a_transaction(h):
+    h.init()
+    assert h.end("t", 1000, 0).error is E.invalid_txn_state   # Empty
+    h.add("t", 1000, 0)
+    assert h.end("t", 1000, 0, commit=False).error is E.none
+    assert h.end("t", 1000, 0, commit=True).error is E.invalid_txn_state   # PrepareAbort
+    [job] = h.finish_markers()
+    assert not job.commit and h.state() is TxnState.COMPLETE_ABORT
+
+
+def test_nothing_is_visible_before_it_is_durable(h):
+    h.init()
+    failed = h.run(h.coordinator.add_partitions("t", 1000, 0, [TP], h.now), durable=False)
+    assert failed.write is not None
+    assert h.state() is TxnState.EMPTY            # the failed write left nothing behind
+    assert h.add("t", 1000, 0).error is E.none      # and the next request is not blocked
+    pending = h.coordinator.end_txn("t", 1000, 0, True, h.now)
+    assert h.state() is TxnState.ONGOING           # written but not yet durable
+    assert h.coordinator.add_partitions("t", 1000, 0, [TP], h.now).error \
+        is E.concurrent_transactions
+    h.run(pending)
+    assert h.state() is TxnState.PREPARE_COMMIT
+
+
+def test_a_new_producer_fences_the_old_one_and_aborts_its_transaction(h):
+    h.init()
+    h.add("t", 1000, 0)
+    # the new instance: the open transaction is aborted with the epoch bumped first
+    assert h.init().error is E.concurrent_transactions
+    assert h.state() is TxnState.PREPARE_ABORT and h.coordinator.get("t").producer_epoch == 1
+    [job] = h.finish_markers()
+    assert (job.commit, job.producer_epoch) == (False, 1)
+    again = h.init()
+    assert (again.error, again.producer_id, again.producer_epoch) == (E.none, 1000, 2)
+    # the zombie (epoch 0) is fenced everywhere
+    assert h.add("t", 1000, 0).error is E.producer_fenced
+    assert h.end("t", 1000, 0).error is E.producer_fenced
+    assert h.coordinator.check_produce("t", 1000, 0, TP) is E.invalid_producer_epoch
+    assert h.add("t", 999, 2).error is E.invalid_producer_id_mapping
+    assert h.end("unknown", 1000, 2).error is E.invalid_producer_id_mapping
+
+
+def test_produce_is_checked_against_the_open_transaction(h):
+    h.init()
+    assert h.coordinator.check_produce("t", 1000, 0, TP) is E.invalid_txn_state   # not added
+    h.add("t", 1000, 0)
+    assert h.coordinator.check_produce("t", 1000, 0, TP) is E.none
+    assert h.coordinator.check_produce("t", 1000, 0, ("other", 0)) is E.invalid_txn_state
+    assert h.coordinator.check_produce("t", 7, 0, TP) is E.invalid_producer_id_mapping
+    assert h.coordinator.check_produce(None, 1000, 0, TP) is E.invalid_producer_id_mapping
+
+
+def test_init_producer_id_checks_the_timeout(h):
+    assert h.init(timeout_ms=0).error is E.invalid_transaction_timeout
+    assert h.init(timeout_ms=900_001).error is E.invalid_transaction_timeout
+    assert h.init(tid="").error is E.invalid_request
+    assert h.init(timeout_ms=900_000).error is E.none
+
+
+def test_kip360_epoch_recovery(h):
+    h.init()
+    bumped = h.init(expected=(1000, 0))
+    assert (bumped.error, bumped.producer_epoch) == (E.none, 1)
+    retried = h.init(expected=(1000, 0))          # the answer to the bump was lost: same epoch
+    assert (retried.error, retried.producer_id, retried.producer_epoch) == (E.none, 1000, 1)
+    assert retried.write is None
+    assert h.init(expected=(1000, 5)).error is E.producer_fenced
+    assert h.init(expected=(77, 1)).error is E.producer_fenced
+
+
+def test_an_exhausted_epoch_gets_a_new_producer_id(h):
+    h.init()
+    h.coordinator.replay(TxnRecord("t", replace(h.coordinator.get("t"), producer_epoch=32766)))
+    fresh = h.init()
+    assert (fresh.producer_id, fresh.producer_epoch) == (1001, 0)
+    assert h.coordinator.get("t").previous_producer_id == 1000
+
+
+def test_timeout_aborts_and_fences(h):
+    h.init(timeout_ms=1000)
+    h.now = 500
+    h.add("t", 1000, 0)
+    h.now = 1499
+    assert [o for o in h.coordinator.timed_out(h.now)] == []
+    h.now = 1500
+    [abort] = h.coordinator.timed_out(h.now)
+    h.run(abort)
+    assert h.state() is TxnState.PREPARE_ABORT
+    [job] = h.finish_markers()
+    assert (job.commit, job.producer_epoch) == (False, 1)
+    # the timed-out producer learns it was fenced
+    assert h.end("t", 1000, 0).error is E.producer_fenced
+
+
+def test_idle_transactional_ids_expire(h):
+    h = Harness(id_expiration_ms=10_000)
+    h.init()
+    h.now = 9_999
+    assert h.coordinator.expired(h.now) == []
+    h.now = 10_000
+    [tombstone] = h.coordinator.expired(h.now)
+    assert tombstone.write.metadata is None
+    h.run(tombstone)
+    assert h.coordinator.get("t") is None
+    assert h.log[-1] == (h.log[0][0], None)
+
+
+def test_replay_restores_the_state_and_hands_out_stalled_markers(h):
+    h.init()
+    h.add("t", 1000, 0, TP)
+    h.end("t", 1000, 0)
+    h.markers.clear()               # the broker died before writing them
+    restarted = TransactionCoordinator(TxnConfig(), lambda: 5000)
+    for key, value in h.log:
+        restarted.replay(decode(key, value))
+    assert restarted.get("t") == h.coordinator.get("t")
+    [job] = restarted.stalled()
+    assert (job.commit, job.partitions) == (True, {TP})
+    assert restarted.stalled() == []           # handed out once until reported
+    restarted.markers_failed(job)
+    [again] = restarted.stalled()
+    done = restarted.markers_written(again, 10)
+    restarted.written("t", True)
+    assert done.write.metadata.state is TxnState.COMPLETE_COMMIT
+    assert restarted.get("t").state is TxnState.COMPLETE_COMMIT
