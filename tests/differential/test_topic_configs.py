@@ -19,6 +19,11 @@ pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("kafka")]
 
 # roster flushes every second by default (docs/durability.md); Kafka leaves it to the OS
 ROSTER_OWN = {"flush.ms"}
+# sources a combined KRaft node sets up itself: its metadata log's log.flush.interval.messages
+# (STATIC_BROKER_CONFIG) and the cluster-wide min.insync.replicas `kafka-storage format` writes
+# (DYNAMIC_DEFAULT_BROKER_CONFIG); their values are Kafka's defaults, which roster reports as
+# DEFAULT_CONFIG
+KRAFT_OWN_SOURCES = {"flush.messages", "min.insync.replicas"}
 
 
 def _admin(bootstrap):
@@ -128,3 +133,17 @@ def _answers(bootstrap):
 
 def test_produce_answers_match(kafka_peer, roster_peer):
     assert _answers(roster_peer.bootstrap) == _answers(kafka_peer.bootstrap)
+
+
+def test_create_topics_answers_the_same_configs(kafka_peer, roster_peer):
+    """CreateTopics v5+ lists the new topic's configs with their sources."""
+    from tests.interop.test_bad_input import _create as create_raw
+    answers = {}
+    for side, bootstrap in both(kafka_peer, roster_peer).items():
+        with Wire(bootstrap) as wire:
+            created = create_raw(wire, f"answered-{uuid.uuid4().hex[:8]}",
+                                 configs=[("retention.ms", "60000")])
+        answers[side] = sorted(
+            (c.name, c.value, None if c.name in KRAFT_OWN_SOURCES else int(c.config_source),
+             c.read_only) for c in created.configs if c.name not in ROSTER_OWN)
+    assert answers["roster"] == answers["kafka"]
