@@ -50,9 +50,9 @@ class DataDirLock:
         if listeners:
             fields["listeners"] = ",".join(listeners)
         text = "".join(f"{key}={value}\n" for key, value in fields.items()).encode()
-        try:
-            os.ftruncate(self._fd, 0)
+        try:  # write, then cut what is left of a longer text: never empty for a reader
             os.pwrite(self._fd, text, 0)
+            os.ftruncate(self._fd, len(text))
         except OSError:
             pass  # only the refusal message of another broker would miss it
 
