@@ -54,7 +54,8 @@ def start_broker(port: int, data_dir: Path,
             return process, line.split(" on ", 1)[1].strip()
         said = line.strip() or said
     # the broker's own last line says why (a port in use, a data directory it cannot use)
-    sys.exit(said if said.startswith("roster") else f"roster did not start: {said}")
+    sys.exit(said if said.startswith("roster:") else
+             f"roster did not start: {said or 'it printed nothing'}")
 
 
 def ensure_topics(bootstrap: str) -> None:
