@@ -10,7 +10,7 @@ from roster.coordinator.results import Cancel, Result, Schedule
 
 
 class Recorder:
-    """Stands in for the coordinator's expire(): records which events fired, and when."""
+    """Stands in for the shard's expire(): records which events fired, and when."""
 
     def __init__(self) -> None:
         self.fired: list[tuple[str, float]] = []
@@ -25,7 +25,7 @@ class Recorder:
 def run(scenario):
     async def main():
         runtime = GroupRuntime(GroupConfig())
-        recorder = runtime.coordinator = Recorder()
+        recorder = runtime.shard = Recorder()
         try:
             return await scenario(runtime, recorder)
         finally:

@@ -74,14 +74,14 @@ class Broker:
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
         self.group_configs = GroupConfigStore(data_dir, config)
+        # classic consumer groups read the topic catalog the way KIP-848 groups do (the same
+        # TopicImage view: coordinator/metadata_watch.py); pre-registered static members come
+        # from the group configs (coordinator/expectations.py)
         self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log,
                                    consumer_config=ConsumerConfig.from_broker(
-                                       config, self.group_configs.values))
-        # classic consumer groups read the topic catalog the way KIP-848 groups do (the same
-        # TopicImage view): coordinator/metadata_watch.py
-        self.groups.coordinator.topics = LiveTopics(self.topics)
-        # pre-registered static members (group configs; coordinator/expectations.py)
-        self.groups.coordinator.expected = self.group_configs.expected
+                                       config, self.group_configs.values),
+                                   topics=LiveTopics(self.topics),
+                                   expected=self.group_configs.expected)
         self.group_events = EventLog(self)   # the flight recorder's topic
         self.request_stats = None   # observability/metrics.RequestStats while /metrics is on
         self.groups.on_events = self.group_events.record
@@ -171,7 +171,7 @@ class Broker:
         while True:
             await asyncio.sleep(interval_s)
             if self.groups.loaded:
-                self.groups.apply(self.groups.coordinator.expire_offsets(self.groups.now_ms()))
+                self.groups.expire_offsets()
 
     def enforce_retention(self) -> None:
         now = self.now_ms()

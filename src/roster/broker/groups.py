@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import dataclasses
 import itertools
 import logging
 import time
@@ -19,10 +18,7 @@ from collections.abc import Callable
 
 from roster.broker.timer_queue import TimerQueue
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.consumer import records as consumer_records
-from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
-from roster.coordinator.consumer.model import DictTopicImage
-from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.coordinator.messages import (
     CommitReply,
     CommitRequest,
@@ -35,9 +31,10 @@ from roster.coordinator.messages import (
     SyncRequest,
 )
 from roster.coordinator.results import Result
+from roster.coordinator.shard import GroupShard
 from roster.observability.after_write import EventsAfterWrites
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import Record, UnknownRecord
+from roster.protocol.group_records import Record
 
 log = logging.getLogger("roster.groups")
 
@@ -76,21 +73,20 @@ class MemoryRecordSink:
 
 
 class GroupRuntime:
+    """The runtime around the pure GroupShard (coordinator/shard.py), which decides everything
+    about groups and offsets: this keeps the clock, member ids, reply tokens, timers, the
+    durable sink and loading, and publishes the flight recorder's events once durable."""
+
     def __init__(self, config: GroupConfig, sink=None,
                  clock: Callable[[], float] = time.time,
                  new_member_id: Callable[[str], str] = java_member_id,
-                 consumer_config: ConsumerConfig | None = None) -> None:
-        self.coordinator = Coordinator(config, new_member_id)
-        # consumer groups (KIP-848) live beside the classic ones, on the same runtime
-        self.consumer = ConsumerCoordinator(
-            consumer_config, kafka_uuid,
-            classic_busy=lambda group_id: bool(getattr(
-                self.coordinator.groups.get(group_id), "members", None)))
-        # an online upgrade takes a classic group's members into a consumer group
-        # (coordinator/consumer/migration.py)
-        self.consumer.classic = self.coordinator
-        # offset expiry keeps what a consumer group's members subscribe to (expiry.py)
-        self.coordinator.consumer_topics = self._consumer_topics
+                 consumer_config: ConsumerConfig | None = None,
+                 topics=None, expected=None) -> None:
+        self.shard = GroupShard(config, new_member_id, kafka_uuid, consumer_config,
+                                topics=topics, expected=expected)
+        # read by the flight recorder, /metrics and the console (never to decide)
+        self.coordinator = self.shard.classic
+        self.consumer = self.shard.consumer
         self.sink = sink or MemoryRecordSink()
         self._clock = clock
         self._timers = TimerQueue(self.now_ms, self._fire)
@@ -106,113 +102,46 @@ class GroupRuntime:
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
 
-    # -- the operations handlers call ------------------------------------------------------
-    # A group id names a classic group or a consumer group (KIP-848); which coordinator owns a
-    # request is decided here, once, not in each handler.
+    # -- the operations handlers call: each one of the shard's, run and awaited ---------------
 
     async def join(self, request: JoinRequest) -> JoinReply:
-        while self.consumer.groups.get(request.group_id) is not None:
-            if self.consumer.serves_classic(request.group_id):
-                # a live consumer group takes a classic member in as a classic-protocol member
-                # (an online upgrade under way, coordinator/consumer/classic_members.py)
-                image = self.coordinator.topics or DictTopicImage()
-                return await self.run(
-                    lambda now: self.consumer.classic_join(request, image, now), request.token)
-            # empty: it gives way to the classic group, as in Kafka, once its deletion is
-            # written; a consumer member may have made it again meanwhile: look again
-            token = self.new_token()
-            deleted = await self.run(
-                lambda now, t=token: self.consumer.delete_group(request.group_id, now, t), token)
-            if deleted is not ErrorCode.none:   # still there: no classic group beside it
-                return JoinReply(error=deleted, member_id=request.member_id)
-        return await self._call(self.coordinator.join, request)
+        return await self._call(self.shard.join, request)
 
     async def sync(self, request: SyncRequest) -> SyncReply:
-        if self.consumer.serves_classic(request.group_id):
-            return await self._call(self.consumer.classic_sync, request)
-        return await self._call(self.coordinator.sync, request)
+        return await self._call(self.shard.sync, request)
 
     async def leave(self, request: LeaveRequest) -> LeaveReply:
-        if self.consumer.serves_classic(request.group_id):
-            return await self._call(self.consumer.classic_leave, request)
-        return await self._call(self.coordinator.leave, request)
+        return await self._call(self.shard.leave, request)
 
     async def commit_offsets(self, request: CommitRequest) -> CommitReply:
-        """A consumer group checks the member epoch first (v9+); its offsets are then
-        committed like a simple group's (they live beside the group, as in Kafka)."""
-        checked = self.consumer.committable(request.group_id, request.member_id,
-                                            request.generation, request.api_version)
-        if checked is not None and checked is not ErrorCode.none:
-            return CommitReply(tuple((o.topic, o.partition, checked) for o in request.offsets))
-        if checked is not None:
-            request = dataclasses.replace(request, generation=-1, member_id="",
-                                          group_instance_id=None)  # a simple commit
-        return await self._call(self.coordinator.commit_offsets, request)
+        return await self._call(self.shard.commit_offsets, request)
 
     def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
-        return self.coordinator.fetch_offsets(group_id, wanted)
+        return self.shard.fetch_offsets(group_id, wanted)
 
     def fetch_refused(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
         """OffsetFetch v9+ from a consumer group member: its member id and epoch checked."""
-        checked = self.consumer.fetchable(group_id, member_id, epoch)
-        return None if checked is ErrorCode.none else checked
+        return self.shard.fetch_refused(group_id, member_id, epoch)
 
     async def delete_offsets(self, group_id: str,
                              partitions: list[tuple[str, int]]) -> OffsetDeleteReply:
-        """A consumer group keeps the offsets of the topics its members subscribe to
-        (GROUP_SUBSCRIBED_TO_TOPIC); the rest go as a classic group's do."""
-        consumer_group = self.consumer.groups.get(group_id)
-        kept = []
-        if consumer_group is not None and consumer_group.members:
-            subscribed = consumer_group.subscribed_names()
-            kept = [(t, p, ErrorCode.group_subscribed_to_topic) for t, p in partitions
-                    if t in subscribed]
-            partitions = [(t, p) for t, p in partitions if t not in subscribed]
         token = self.new_token()
-        reply = await self.run(lambda now: self.coordinator.delete_offsets(
+        return await self.run(lambda now: self.shard.delete_offsets(
             group_id, partitions, now, token), token)
-        if reply.error is not ErrorCode.none or not kept:
-            return reply
-        return OffsetDeleteReply(reply.error, tuple(kept) + reply.partitions)
 
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
-        """Only empty groups go. A consumer group's own records go first, then its offsets
-        (kept with every group's, in the classic coordinator)."""
-        outcome: dict[str, ErrorCode] = {}
-        classic = [g for g in group_ids if g not in self.consumer.groups]
-        for group_id in [g for g in group_ids if g in self.consumer.groups]:
-            token = self.new_token()
-            outcome[group_id] = await self.run(
-                lambda now, g=group_id, t=token: self.consumer.delete_group(g, now, t), token)
-            if outcome[group_id] is ErrorCode.none and group_id in self.coordinator.groups:
-                classic.append(group_id)
-        # The writes awaited above let other requests run: a group id that a member has made a
-        # consumer group again meanwhile keeps its offsets (NON_EMPTY_GROUP, unless this
-        # request already deleted the consumer group that was there).
-        for group_id in [g for g in classic if g in self.consumer.groups]:
-            outcome.setdefault(group_id, ErrorCode.non_empty_group)
-            classic.remove(group_id)
-        if classic:
-            token = self.new_token()
-            outcome.update(await self.run(lambda now: self.coordinator.delete_groups(
-                classic, now, token), token))
-        return outcome
+        token = self.new_token()
+        return await self.run(lambda now: self.shard.delete_groups(group_ids, now, token), token)
+
+    def expire_offsets(self) -> None:
+        self.apply(self.shard.expire_offsets(self.now_ms()))
 
     def describe(self, group_id: str):
-        """DescribeGroups: a consumer group is not a classic group (Kafka answers not found)."""
-        if group_id in self.consumer.groups:
-            return None
-        return self.coordinator.describe(group_id)
+        return self.shard.describe(group_id)
 
     def list_groups(self, states: set[str] | None,
                     types: set[str] | None) -> list[tuple[str, str, str, str]]:
-        """(group id, protocol type, state, group type) of both kinds of group."""
-        listed = [(group_id, protocol_type, state, "classic") for group_id, protocol_type, state
-                  in self.coordinator.list_groups(states, types)
-                  if group_id not in self.consumer.groups]  # its offsets' holder only
-        listed += [(group_id, "consumer", state, "consumer")
-                   for group_id, state in self.consumer.list_groups(states, types)]
-        return listed
+        return self.shard.list_groups(states, types)
 
     def steady_consumer_heartbeat(self, group_id: str, member_id: str, epoch: int,
                                   client_id: str, client_host: str, catalog_version: object,
@@ -272,13 +201,8 @@ class GroupRuntime:
         """The busiest operation, without the reply-token round trip: a heartbeat's answer is
         final at once (it writes nothing); only its timer changes, if any, are carried out."""
         result = Result()
-        # (the membership test first: the classic heartbeat is the hot path)
-        if group_id in self.consumer.groups and self.consumer.serves_classic(group_id):
-            error = self.consumer.classic_heartbeat(group_id, generation, member_id,
-                                                    group_instance_id, self.now_ms(), result)
-        else:
-            error = self.coordinator.check_in(group_id, generation, member_id,
-                                              group_instance_id, self.now_ms(), result)
+        error = self.shard.heartbeat(group_id, generation, member_id, group_instance_id,
+                                     self.now_ms(), result)
         if result.records or result.replies or result.after_write:
             self.apply(result)   # e.g. a rebalance it started (coordinator/metadata_watch.py)
         elif result.timers:
@@ -307,7 +231,7 @@ class GroupRuntime:
                 future.set_result(reply.body)
             # else: the requester is gone (connection closed); the reply is dropped
         for step in result.after_write:
-            self.apply(self._owner(step).write_completed(step, error, self.now_ms()))
+            self.apply(self.shard.write_completed(step, error, self.now_ms()))
 
     # -- loading after a restart ---------------------------------------------------------------
 
@@ -326,13 +250,10 @@ class GroupRuntime:
             started = time.monotonic()
             count = await self.sink.load(partition, self._replay)
             self._loading.discard(partition)
-            groups = [g for g in self.coordinator.groups
+            groups = [g for g in self.shard.group_ids()
                       if self.sink.partition_for(g) == partition]
             self._recorders_loaded(partition)
-            self.apply(self.coordinator.groups_loaded(groups, self.now_ms()))
-            self.apply(self.consumer.groups_loaded(
-                [g for g in self.consumer.groups if self.sink.partition_for(g) == partition],
-                self.now_ms()))
+            self.apply(self.shard.groups_loaded(groups, self.now_ms()))
             if count:
                 log.info("loaded %d records, %d groups from partition %d in %.2f s", count,
                          len(groups), partition, time.monotonic() - started)
@@ -353,21 +274,7 @@ class GroupRuntime:
             self.on_events(events)
 
     def _replay(self, record: Record) -> None:
-        key = record.key
-        if isinstance(key, UnknownRecord) and key.key_version in consumer_records.TYPES:
-            decoded = consumer_records.decode_key(key.key_version, key.raw_key)
-            self.consumer.replay(consumer_records.ConsumerRecord(
-                decoded, consumer_records.decode_value(decoded, key.raw_value)), self.now_ms())
-        else:
-            self.coordinator.replay(record, self.now_ms())
-
-    def _consumer_topics(self, group_id: str) -> frozenset[str] | None:
-        group = self.consumer.groups.get(group_id)
-        return None if group is None else group.subscribed_names()
-
-    def _owner(self, step):
-        """Which coordinator a timer event or continuation belongs to."""
-        return self.consumer if getattr(step, "consumer", False) else self.coordinator
+        self.shard.replay(record, self.now_ms())
 
     def _apply_timers(self, result: Result) -> None:
         if result.timers:  # most results (every heartbeat) set none
@@ -375,7 +282,7 @@ class GroupRuntime:
 
     def _fire(self, key: str, event, now: int) -> None:
         try:
-            self.apply(self._owner(event).expire(event, now))
+            self.apply(self.shard.expire(event, now))
         except Exception:  # a bug must not stop the timer service for every other group
             log.exception("timer %s failed", key)
 

@@ -3,12 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.coordinator import tombstones
-from roster.coordinator.continuations import GroupsDeleted
 from roster.coordinator.results import Result
 from roster.coordinator.states import DELETE_GROUP, Action, GroupState
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import Record
 
 S = GroupState
 
@@ -65,37 +62,22 @@ def list_groups(ctx, states: set[str] | None = None, types: set[str] | None = No
     return sorted(listed)
 
 
-def delete(ctx, group_ids: list[str], now: int, token) -> Result:
-    """DeleteGroups, as states.DELETE_GROUP says: only Empty groups go, with their offsets;
-    answered once the tombstones are written."""
-    result = Result()
-    outcome: dict[str, ErrorCode] = {}
-    buried: list[Record] = []
-    for group_id in group_ids:
+def validate_delete(group) -> ErrorCode | None:
+    """DeleteGroups, as states.DELETE_GROUP says: only Empty groups go (with their offsets,
+    shard.py)."""
+    answer = DELETE_GROUP[group.state] if group is not None else ErrorCode.group_id_not_found
+    match answer:
+        case ErrorCode():
+            return answer
+        case Action.DELETE_GROUP:
+            return None
+        case _:
+            raise ValueError(f"DeleteGroups has no answer {answer!r}")
+
+
+def note_deleted(ctx, outcome, now: int, result: Result) -> None:
+    """The flight recorder's word for each classic group DeleteGroups deleted."""
+    for group_id, code in outcome.items():
         group = ctx.groups.get(group_id)
-        answer = DELETE_GROUP[group.state] if group is not None else ErrorCode.group_id_not_found
-        match answer:
-            case ErrorCode():
-                outcome[group_id] = answer
-            case Action.DELETE_GROUP:
-                buried += tombstones.bury(group, sorted(group.offsets), True, now, result)
-                outcome[group_id] = ErrorCode.none
-            case _:
-                raise ValueError(f"DeleteGroups has no answer {answer!r}")
-    result.after_write.append(GroupsDeleted(token, outcome, tuple(buried)))
-    return result
-
-
-def deletion_written(ctx, step: GroupsDeleted, error: ErrorCode | None, now: int,
-                     result: Result) -> None:
-    generations = {g: ctx.groups[g].generation for g in step.outcome if g in ctx.groups}
-    tombstones.settle(ctx, step.tombstones, error, now)
-    outcome = dict(step.outcome)
-    if error is not None:   # none of them was deleted: say why
-        for group_id in tombstones.buried_groups(step.tombstones):
-            outcome[group_id] = error
-    if error is None:
-        for group_id, code in outcome.items():
-            if code is ErrorCode.none:
-                ctx.recorder.deleted(group_id, generations.get(group_id, -1), now, result)
-    result.reply(step.token, outcome)
+        if code is ErrorCode.none and group is not None:
+            ctx.recorder.deleted(group_id, group.generation, now, result)

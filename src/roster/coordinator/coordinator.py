@@ -1,6 +1,8 @@
-"""The coordinator facade: owns the groups, and routes requests, timer events and write
-completions to the modules that decide them. Time comes in with every call; member ids come
-from the injected generator."""
+"""The classic coordinator's facade: owns the classic groups (simple groups included), and
+routes requests, timer events and write completions to the modules that decide them. Time comes
+in with every call; member ids come from the injected generator. It is one of the shard's group
+types (group_type.py, shard.py): offsets live in the shard's OffsetStore, and the classic rules
+for them in offsets.py."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -9,7 +11,6 @@ from roster.coordinator import (
     admin,
     away,
     expectations,
-    expiry,
     heartbeat,
     join,
     leave,
@@ -19,39 +20,39 @@ from roster.coordinator import (
     sync,
     tombstones,
 )
+from roster.coordinator import replay as classic_replay
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.continuations import (
     Continuation,
-    GroupsDeleted,
     LeaderAssignmentWritten,
-    OffsetsCommitted,
-    OffsetsDeleted,
-    OffsetsExpired,
     StaticMemberReplaced,
 )
 from roster.coordinator.group import Group
 from roster.coordinator.messages import CommitRequest, JoinRequest, LeaveRequest, SyncRequest
-from roster.coordinator.replay import replay
+from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
 from roster.observability.recorder import ClassicRecorder
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import Record
+from roster.protocol.group_records import GroupKey, Record
 
 
 class Coordinator:
-    def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str]) -> None:
+    name = "classic"
+
+    def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
+                 topics=None, expected=None) -> None:
         self.config = config
         self.groups: dict[str, Group] = {}
         self._new_member_id = new_member_id
         self.recorder = ClassicRecorder()  # flight recorder (docs/observability.md)
-        # the topic catalog (consumer.model.TopicImage), set by the edge: what
-        # metadata_watch.py compares subscriptions against; None: nothing is watched
-        self.topics = None
-        # group id -> expectations.Expected | None (pre-registered static members), set by
-        # the edge from the group configs
-        self.expected = None
+        # the topic catalog (consumer.model.TopicImage): what metadata_watch.py compares
+        # subscriptions against; None: nothing is watched
+        self.topics = topics
+        # group id -> expectations.Expected | None (pre-registered static members), from the
+        # group configs
+        self.expected = expected
 
     # -- context used by the operation modules ----------------------------------------------
 
@@ -62,8 +63,11 @@ class Coordinator:
         group = self.groups[group_id] = Group(group_id, state_timestamp=now)
         return group
 
+    def replays(self, record: Record) -> bool:
+        return type(record.key) is GroupKey
+
     def replay(self, record: Record, now: int = -1) -> None:
-        replay(self.groups, record, now)
+        classic_replay.replay(self.groups, record, now)
 
     # -- requests ---------------------------------------------------------------------------
 
@@ -91,27 +95,62 @@ class Coordinator:
         metadata_watch.after(self, request.group_id, now)
         return result
 
-    def commit_offsets(self, request: CommitRequest, now: int) -> Result:
-        return offsets.commit(self, request, now)
-
-    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], now: int,
-                       token=None) -> Result:
-        return offsets.delete(self, group_id, partitions, now, token)
-
-    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
-        return offsets.fetch(self, group_id, wanted)
-
     def describe(self, group_id: str):
         return admin.describe(self, group_id)
 
     def list_groups(self, states: set[str] | None = None, types: set[str] | None = None):
         return admin.list_groups(self, states, types)
 
-    def delete_groups(self, group_ids: list[str], now: int, token=None) -> Result:
-        return admin.delete(self, group_ids, now, token)
+    # -- what the shard asks of a group type (group_type.py) ----------------------------------
 
-    def expire_offsets(self, now: int) -> Result:
-        return expiry.expire_offsets(self, now)
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def group_ids(self) -> list[str]:
+        return list(self.groups)
+
+    def is_empty(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is None or not group.members
+
+    def being_deleted(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and group.state is GroupState.DEAD
+
+    def subscribed_topics(self, group_id: str):
+        return offsets.subscribed(self.groups.get(group_id))
+
+    def validate_offset_commit(self, request: CommitRequest, now: int,
+                               result: Result) -> ErrorCode | None:
+        return offsets.validate_commit(self, request, now, result)
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              epoch: int) -> ErrorCode | None:
+        return None   # a classic OffsetFetch names no member to check
+
+    def validate_offset_delete(self, group_id: str) -> ErrorCode | None:
+        return offsets.validate_delete(self.groups.get(group_id))
+
+    def offset_expiry(self, group_id: str) -> OffsetExpiry | None:
+        return offsets.expiry(self.groups.get(group_id))
+
+    def goes_with_its_offsets(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and group.state is GroupState.EMPTY and not group.members
+
+    def validate_delete_group(self, group_id: str) -> ErrorCode | None:
+        return admin.validate_delete(self.groups.get(group_id))
+
+    def delete_group(self, group_id: str, now: int, result: Result) -> tuple[Record, ...]:
+        return tombstones.bury(self.groups[group_id], now, result)
+
+    def tombstones_failed(self, written: tuple[Record, ...], now: int) -> None:
+        tombstones.unwritten(self.groups, written, now)
+
+    def note_deleted(self, outcome, now: int, result: Result) -> None:
+        """DeleteGroups deleted these groups (their tombstones are written): the flight
+        recorder says so."""
+        admin.note_deleted(self, outcome, now, result)
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:
         """After replay: every member's session starts now (one that never returns expires
@@ -148,14 +187,6 @@ class Coordinator:
         error is already the one clients are told (the edge maps storage errors)."""
         result = Result()
         match step:
-            case OffsetsCommitted():
-                offsets.commit_written(self, step, error, result)
-            case OffsetsDeleted():
-                offsets.deletion_written(self, step, error, now, result)
-            case GroupsDeleted():
-                admin.deletion_written(self, step, error, now, result)
-            case OffsetsExpired():
-                tombstones.settle(self, step.tombstones, error, now)
             case LeaderAssignmentWritten():
                 group = self._live(step.group_id)
                 if group is not None:

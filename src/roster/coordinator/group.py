@@ -63,15 +63,6 @@ def rename(members: dict[str, object], old_id: str, new_id: str) -> None:
         members[new_id] = members.pop(old_id)
 
 
-@dataclass(slots=True)
-class CommittedOffset:
-    offset: int
-    leader_epoch: int
-    metadata: str
-    commit_timestamp: int
-    expire_timestamp: int = -1
-
-
 @dataclass(eq=False, slots=True)
 class Group:
     group_id: str
@@ -103,7 +94,6 @@ class Group:
     new_member_added: bool = False        # during an initial rebalance's delay
     session_timer_ms: int | None = None   # the deadline the group's session timer is armed for
     recent_protocols: Protocols = ()      # see share_protocols
-    offsets: dict[tuple[str, int], CommittedOffset] = field(default_factory=dict)
     # the subscribed topics' (id, partitions) when the generation formed (metadata_watch.py);
     # None: not watched
     watched: dict | None = None

@@ -1,55 +1,36 @@
-"""Rebuild coordinator state from `__consumer_offsets` records.
+"""Rebuild classic groups from their `__consumer_offsets` records (offset records are the
+OffsetStore's, offset_store.py; the shard's replay switch hands each record to its owner).
 
-Offset records are applied through here both live (once written) and when a coordinator loads
-its partitions after a restart; group records are applied here only when loading, because the
-live group already is what its record describes (the record is a snapshot of it).
+Group records are applied here only when loading, and a group tombstone once written: the live
+group already is what its record describes (the record is a snapshot of it).
 """
 from __future__ import annotations
 
 import logging
 
-from roster.coordinator.group import CommittedOffset, Group, Member
+from roster.coordinator.group import Group, Member
 from roster.coordinator.sharing import shared_int, shared_str
 from roster.coordinator.states import GroupState
-from roster.protocol.group_records import GroupKey, GroupValue, OffsetKey, Record, UnknownRecord
+from roster.protocol.group_records import GroupKey, GroupValue, Record, UnknownRecord
 
 log = logging.getLogger("roster.coordinator")
 
 
 def replay(groups: dict[str, Group], record: Record, now: int = -1) -> None:
     key, value = record.key, record.value
-    if isinstance(key, OffsetKey):
-        group = groups.get(key.group)
+    if isinstance(key, GroupKey):
         if value is None:
-            if group is not None:
-                group.offsets.pop((key.topic, key.partition), None)
+            groups.pop(key.group, None)   # its offsets stay, apart (Kafka's tombstone too)
             return
-        if group is None:  # offsets without a group record: a simple group
-            group = groups[key.group] = Group(key.group, state_timestamp=now)
-        group.offsets[(key.topic, key.partition)] = CommittedOffset(
-            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
-            value.expire_timestamp)
-    elif isinstance(key, GroupKey):
-        if value is None:
-            gone = groups.pop(key.group, None)
-            if gone is not None and gone.offsets:
-                # Kafka keeps offsets apart from groups: a group's tombstone leaves those not
-                # tombstoned before it (a group converted to a consumer group keeps them all,
-                # consumer/migration.py; DeleteGroups tombstones its offsets first)
-                kept = groups[key.group] = Group(key.group, state_timestamp=now)
-                kept.offsets = gone.offsets
-            return
-        existing = groups.get(key.group)
-        groups[key.group] = _group_from_record(key.group, value, existing)
+        groups[key.group] = _group_from_record(key.group, value)
     elif isinstance(key, UnknownRecord):
         log.warning("skipping a record of unknown type %d", key.key_version)
 
 
-def _group_from_record(group_id: str, value: GroupValue, existing: Group | None) -> Group:
+def _group_from_record(group_id: str, value: GroupValue) -> Group:
     # A loaded group is born Stable if it has members, Empty otherwise: loading creates the
     # group in its state, it does not move one (so there is no transition to make).
     group = Group(group_id, state=GroupState.STABLE if value.members else GroupState.EMPTY)
-    group.offsets = existing.offsets if existing is not None else {}
     group.generation = value.generation
     group.protocol_type = value.protocol_type or None
     group.protocol_name = value.protocol

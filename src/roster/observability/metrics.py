@@ -164,8 +164,9 @@ def lag_rows(broker):
     """(group, topic, partition, committed, log end offset, lag) for every committed offset
     of every group, as `roster offsets describe` computes it."""
     rows = []
-    for group_id, group in sorted(broker.groups.coordinator.groups.items()):
-        for (topic, partition), committed in sorted(group.offsets.items()):
+    offsets = broker.groups.shard.offsets
+    for group_id in sorted(offsets.groups()):
+        for (topic, partition), committed in sorted(offsets.of(group_id).items()):
             log = broker.topics.partition(topic, partition)
             if log is None:
                 continue
@@ -195,8 +196,9 @@ class BrokerCollector:
         for group_id, group in broker.groups.coordinator.groups.items():
             state = group.state.value
             if state == "Dead" or group_id in consumer_groups:
-                continue   # a consumer group's offsets live here too: counted below
-            if not group.members and group.protocol_type is None and not group.offsets:
+                continue
+            if not group.members and group.protocol_type is None and \
+                    not broker.groups.shard.offsets.of(group_id):
                 continue
             by_state[(state, ev.CLASSIC)] = by_state.get((state, ev.CLASSIC), 0) + 1
             members.add_metric([group_id, ev.CLASSIC], len(group.members))

@@ -12,94 +12,27 @@ at or before it, so when the clock reaches a deadline the member's expiry runs a
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
-from roster.broker.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator import rebalance
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.coordinator import Coordinator
 from roster.coordinator.group import Member
-from roster.coordinator.messages import (
-    CommitRequest,
-    JoinRequest,
-    LeaveIdentity,
-    LeaveRequest,
-    OffsetToCommit,
-    SyncRequest,
-)
-from roster.coordinator.results import Cancel, Result, Schedule
+from roster.coordinator.messages import JoinRequest, LeaveIdentity, LeaveRequest, SyncRequest
+from roster.coordinator.results import Result
 from roster.coordinator.timers import heartbeat_key
 from roster.protocol.errors import ErrorCode
+from tests.unit.coordinator.shard_harness import ShardDriver
 
 PROTOCOLS = (("range", b"range-meta"), ("roundrobin", b"rr-meta"))
 
 
-class Harness:
-    def __init__(self, **config) -> None:
+class Harness(ShardDriver):
+    def __init__(self, consumer_config=None, topics=None, **config) -> None:
         config.setdefault("initial_rebalance_delay_ms", 0)
-        self.config = GroupConfig(**config)
-        self.ids = itertools.count(1)
-        self.coordinator = Coordinator(self.config, lambda prefix: f"{prefix}-{next(self.ids)}")
-        self.now = 0
-        self.timers: dict[str, tuple[int, object]] = {}
-        self.records: list = []
-        self.replies: dict[object, object] = {}
-        self.fail_next_write: ErrorCode | None = None
-        self.hold_next_write = False      # keep the next write in flight until release_writes()
-        self.held: list[Result] = []
-        self._tokens = itertools.count(1)
+        super().__init__(GroupConfig(**config), consumer_config, topics)
+        self.coordinator = self.shard.classic   # white-box steps reach the classic groups
 
-    # -- the edge's job ------------------------------------------------------------------
-
-    def apply(self, result: Result) -> None:
-        for op in result.timers:
-            if isinstance(op, Schedule):
-                self.timers[op.key] = (op.deadline_ms, op.event)
-            elif isinstance(op, Cancel):
-                self.timers.pop(op.key, None)
+    def applied(self) -> None:
         self.check_sessions_watched()
-        if result.records and self.hold_next_write:
-            self.hold_next_write = False
-            self.held.append(result)  # its replies wait for the write, as at the edge
-            return
-        error = None
-        if result.records:
-            error, self.fail_next_write = self.fail_next_write, None
-        self._written(result, error)
-
-    def release_writes(self, error: ErrorCode | None = None) -> None:
-        """Complete the held writes, in order, with `error` (None: they succeeded)."""
-        held, self.held = self.held, []
-        for result in held:
-            self._written(result, error)
-
-    def _written(self, result: Result, error: ErrorCode | None) -> None:
-        assert error is None or error in CLIENT_WRITE_ERRORS, \
-            f"the edge never reports {error!r} for a write (broker/group_log.py)"
-        if result.records and error is None:
-            self.records.extend(result.records)
-        for reply in result.replies:
-            assert reply.token not in self.replies, f"token {reply.token} answered twice"
-            self.replies[reply.token] = reply.body
-        for step in result.after_write:
-            self.apply(self.coordinator.write_completed(step, error, self.now))
-
-    def advance(self, ms: int) -> None:
-        """Move the clock, firing due timers in deadline order (as the edge's timer service)."""
-        target = self.now + ms
-        while True:
-            due = sorted((d, k) for k, (d, _) in self.timers.items() if d <= target)
-            if not due:
-                break
-            deadline, key = due[0]
-            _, event = self.timers.pop(key)
-            self.now = deadline
-            self.apply(self.coordinator.expire(event, self.now))
-        self.now = target
-
-    def deadline(self, key: str) -> int | None:
-        entry = self.timers.get(key)
-        return entry[0] if entry else None
 
     def session_deadline(self, member_id: str, group: str = "g") -> int | None:
         """When this member's (or pending member id's) session ends unless it is heard from;
@@ -129,25 +62,12 @@ class Harness:
     def group(self, group_id: str = "g"):
         return self.coordinator.groups.get(group_id)
 
-    def token(self) -> int:
-        return next(self._tokens)
-
-    def reply(self, token):
-        return self.replies.get(token)
-
-    def answered(self, *tokens) -> bool:
-        return all(t in self.replies for t in tokens)
-
     def restarted(self, **config) -> Harness:
-        """A new harness whose coordinator replayed every record written so far, as after a
+        """A new harness whose shard replayed every record written so far, as after a
         coordinator failover. Nothing else carries over: no timers (coordinator.groups_loaded
         arms what Kafka's onLoaded does), no parked requests. Member ids keep counting."""
         fresh = Harness(**{**dataclasses.asdict(self.config), **config})
-        fresh.ids = self.ids
-        fresh.now = self.now
-        fresh.records = list(self.records)
-        for record in self.records:
-            fresh.coordinator.replay(record, self.now)
+        self.replay_into(fresh)
         return fresh
 
     # -- white-box steps, as Kafka's own tests take them ---------------------------------------
@@ -174,7 +94,7 @@ class Harness:
              protocols=PROTOCOLS, session_ms: int = 10_000, rebalance_ms: int = 30_000,
              version: int = 9, client_id: str = "client", protocol_type: str = "consumer"):
         token = self.token()
-        self.apply(self.coordinator.join(JoinRequest(
+        self.apply(self.shard.join(JoinRequest(
             group_id=group, member_id=member_id, group_instance_id=instance,
             protocol_type=protocol_type, protocols=protocols, session_timeout_ms=session_ms,
             rebalance_timeout_ms=rebalance_ms, client_id=client_id, client_host="/127.0.0.1",
@@ -184,7 +104,7 @@ class Harness:
     def sync(self, member_id: str, generation: int, assignments=(), instance=None,
              group: str = "g", version: int = 5, protocol_type=None, protocol_name=None):
         token = self.token()
-        self.apply(self.coordinator.sync(SyncRequest(
+        self.apply(self.shard.sync(SyncRequest(
             group_id=group, generation=generation, member_id=member_id,
             group_instance_id=instance, protocol_type=protocol_type, protocol_name=protocol_name,
             assignments=tuple(assignments), api_version=version, token=token), self.now))
@@ -194,41 +114,17 @@ class Harness:
         """As the edge does (GroupRuntime.heartbeat): the answer comes back at once, and only
         the timers the check-in set are carried out."""
         result = Result()
-        error = self.coordinator.check_in(group, generation, member_id, instance, self.now,
-                                          result)
+        error = self.shard.heartbeat(group, generation, member_id, instance, self.now,
+                                     result)
         assert not (result.records or result.replies or result.after_write), result
         self.apply(result)
         return error
 
     def leave(self, *identities: tuple[str, str | None], group: str = "g"):
         token = self.token()
-        self.apply(self.coordinator.leave(LeaveRequest(
+        self.apply(self.shard.leave(LeaveRequest(
             group, tuple(LeaveIdentity(m, i) for m, i in identities), token), self.now))
         return self.replies[token]
-
-    def commit(self, offsets: dict[tuple[str, int], int], member_id: str = "",
-               generation: int = -1, instance=None, group: str = "g", version: int = 9,
-               metadata: str = "", retention_ms: int = -1):
-        token = self.token()
-        self.apply(self.coordinator.commit_offsets(CommitRequest(
-            group_id=group, generation=generation, member_id=member_id,
-            group_instance_id=instance, api_version=version, token=token,
-            retention_ms=retention_ms,
-            offsets=tuple(OffsetToCommit(t, p, o, metadata=metadata)
-                          for (t, p), o in offsets.items())), self.now))
-        return self.replies.get(token)
-
-    def delete(self, *group_ids: str):
-        """DeleteGroups: {group id: error}, or None while the tombstones' write is held."""
-        token = self.token()
-        self.apply(self.coordinator.delete_groups(list(group_ids), self.now, token))
-        return self.replies.get(token)
-
-    def delete_offsets(self, partitions: list[tuple[str, int]], group: str = "g"):
-        """OffsetDelete: its OffsetDeleteReply, or None while the tombstones' write is held."""
-        token = self.token()
-        self.apply(self.coordinator.delete_offsets(group, partitions, self.now, token))
-        return self.replies.get(token)
 
     # -- compound steps ------------------------------------------------------------------
 

@@ -82,7 +82,7 @@ def test_static_leader_rejoin_gets_skip_assignment_at_v9():
 def test_offsets_commit_and_fetch():
     h = Harness()
     assert h.commit({("t", 0): 42}).errors == (("t", 0, ErrorCode.none),)
-    fetched = h.coordinator.fetch_offsets("g", [("t", 0), ("t", 1)])
+    fetched = h.shard.fetch_offsets("g", [("t", 0), ("t", 1)])
     assert [(f.offset) for f in fetched] == [42, -1]
 
 

@@ -57,7 +57,7 @@ def test_delete_group_writes_offset_tombstones_then_the_group_tombstone():
         Record(OffsetKey("g", "t", 0), None), Record(OffsetKey("g", "t", 1), None),
         Record(OffsetKey("g", "u", 0), None), Record(GroupKey("g"), None)]
     assert h.group() is None
-    assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0)]
+    assert h.shard.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0)]
 
 
 def test_delete_groups_answers_each_group_on_its_own():
@@ -78,7 +78,7 @@ def test_delete_group_write_failure_keeps_the_group():
     h.fail_next_write = E.not_coordinator
     assert h.delete("g") == {"g": E.not_coordinator}
     group = h.group()
-    assert group.state is S.EMPTY and group.offsets[("t", 0)].offset == 9
+    assert group.state is S.EMPTY and h.offsets()[("t", 0)].offset == 9
     assert h.reply(h.join()).error is E.member_id_required
 
 

@@ -33,7 +33,7 @@ def group_record(members=2, rebalance_timeout=9000, session_timeout=6000, leader
 def loaded(*records, **config) -> Harness:
     h = Harness(**config)
     for record in records:
-        h.coordinator.replay(record, h.now)
+        h.shard.replay(record, h.now)
     return h
 
 
@@ -84,9 +84,8 @@ def test_replayed_records_rebuild_stable_groups_with_same_members_assignments_an
                  member.rebalance_timeout_ms, member.client_id, member.client_host)
             assert again.protocols == ((before.protocol_name,
                                         member.metadata(before.protocol_name)),)
-        assert after.offsets == before.offsets
     assert restarted["g"].static_members == {"i-a": a, "i-b": live["g"].static_members["i-b"]}
-    assert restarted["g"].offsets[("t", 0)].offset == 42
+    assert h.restarted().offsets() == h.offsets() and h.offsets()[("t", 0)].offset == 42
 
 
 def test_replay_creation_record_gives_an_empty_group_without_protocol_type():
@@ -115,20 +114,19 @@ def test_replay_tombstones_and_offsets_without_a_group():
     h = loaded(
         Record(OffsetKey("g", "t", 0), OffsetValue(5, 3, "m", 100)),
         Record(OffsetKey("g", "t", 1), OffsetValue(6, -1, "", 100)),
-        Record(UnknownRecord(5), None),
+        Record(UnknownRecord(99), None),
         Record(OffsetKey("g", "t", 1), None))
     group = h.group()
     assert (group.state, group.protocol_type, group.members) == (S.EMPTY, None, {})
-    assert list(group.offsets) == [("t", 0)] and group.offsets[("t", 0)].leader_epoch == 3
-    h.coordinator.replay(group_record())
-    assert list(h.group().offsets) == [("t", 0)]  # a group record keeps the group's offsets
-    # a group's tombstone leaves the offsets not tombstoned (Kafka keeps them apart: a group
-    # converted to a consumer group keeps its offsets); without offsets the group is gone
-    h.coordinator.replay(Record(GroupKey("g"), None))
-    assert h.group().members == {} and list(h.group().offsets) == [("t", 0)]
-    h.coordinator.replay(Record(OffsetKey("g", "t", 0), None))
-    h.coordinator.replay(Record(GroupKey("g"), None))
-    assert h.group() is None
+    assert list(h.offsets()) == [("t", 0)] and h.offsets()[("t", 0)].leader_epoch == 3
+    h.shard.replay(group_record())
+    assert list(h.offsets()) == [("t", 0)]  # a group record leaves the offsets alone
+    # a group's tombstone takes the group, not its offsets (Kafka keeps them apart: a group
+    # converted to a consumer group keeps its offsets)
+    h.shard.replay(Record(GroupKey("g"), None))
+    assert h.group() is None and list(h.offsets()) == [("t", 0)]
+    h.shard.replay(Record(OffsetKey("g", "t", 0), None))
+    assert h.offsets() == {}
 
 
 def test_on_loaded_schedules_classic_group_member_heartbeats():

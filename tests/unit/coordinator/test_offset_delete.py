@@ -16,7 +16,7 @@ SUBSCRIBED_TO_T = (("range", encode_subscription(Subscription(("t",)))),)
 
 
 def _offsets(h, group="g"):
-    return {(f.topic, f.partition): f.offset for f in h.coordinator.fetch_offsets(group, None)}
+    return {(f.topic, f.partition): f.offset for f in h.shard.fetch_offsets(group, None)}
 
 
 def test_missing_group_is_not_found():

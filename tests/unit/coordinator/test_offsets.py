@@ -68,10 +68,10 @@ def test_offset_commit_writes_one_record_per_partition_and_applies_once_written(
     h.now = 1234
     h.hold_next_write = True
     assert h.commit({("t", 0): 10, ("t", 1): 11}, metadata="m") is None  # waits for the write
-    assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0)]
+    assert h.shard.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0)]
     h.release_writes()
     assert h.records == [offset_record(10, 1234, "m"), offset_record(11, 1234, "m", partition=1)]
-    assert h.coordinator.fetch_offsets("g", [("t", 0), ("t", 1), ("t", 2)]) == [
+    assert h.shard.fetch_offsets("g", [("t", 0), ("t", 1), ("t", 2)]) == [
         FetchedOffset("t", 0, 10, -1, "m"), FetchedOffset("t", 1, 11, -1, "m"),
         FetchedOffset("t", 2)]
 
@@ -101,7 +101,7 @@ def test_offset_commit_write_failure_answers_every_partition_with_the_write_erro
     h.fail_next_write = E.not_coordinator
     reply = h.commit({("t", 0): 1, ("u", 3): 2})
     assert reply == CommitReply((("t", 0, E.not_coordinator), ("u", 3, E.not_coordinator)))
-    assert h.coordinator.fetch_offsets("g", None) == [] and h.records == []
+    assert h.shard.fetch_offsets("g", None) == [] and h.records == []
 
 
 def test_offset_commit_in_stable_and_preparing_rebalance_keeps_the_session():
@@ -121,29 +121,29 @@ def test_offset_commit_in_stable_and_preparing_rebalance_keeps_the_session():
     assert h.commit({("t", 0): 3}, member_id=follower, generation=2).errors[0][2] is \
         E.rebalance_in_progress
     assert h.session_deadline(follower) == 15_000
-    assert [f.offset for f in h.coordinator.fetch_offsets("g", [("t", 0)])] == [2]
+    assert [f.offset for f in h.shard.fetch_offsets("g", [("t", 0)])] == [2]
 
 
 def test_offset_fetch_of_a_missing_or_dead_group_answers_minus_one():
     """Fetching from a missing or Dead group is no error: every partition is -1."""
     h = Harness()
-    assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0, -1, -1, "")]
-    assert h.coordinator.fetch_offsets("g", None) == []
+    assert h.shard.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0, -1, -1, "")]
+    assert h.shard.fetch_offsets("g", None) == []
     h.commit({("t", 0): 7})
     h.group().transition_to(S.DEAD, h.now)
-    assert h.coordinator.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0)]
+    assert h.shard.fetch_offsets("g", [("t", 0)]) == [FetchedOffset("t", 0)]
 
 
 def test_offset_fetch_all_partitions_lists_committed_offsets_in_order():
     """Fetching with no partition list returns every committed offset, sorted."""
     h = Harness()
     h.commit({("u", 1): 3, ("t", 2): 2, ("t", 0): 1})
-    assert [(f.topic, f.partition, f.offset) for f in h.coordinator.fetch_offsets("g", None)] == \
+    assert [(f.topic, f.partition, f.offset) for f in h.shard.fetch_offsets("g", None)] == \
         [("t", 0, 1), ("t", 2, 2), ("u", 1, 3)]
 
 
 def _expire(h):
-    h.apply(h.coordinator.expire_offsets(h.now))
+    h.apply(h.shard.expire_offsets(h.now))
 
 
 def test_offset_expiration_condition():
@@ -172,13 +172,13 @@ def test_offset_expiration_condition():
     assert h.records[records_before:] == [
         Record(OffsetKey("simple", "t", 0), None), Record(GroupKey("simple"), None),
         Record(OffsetKey("stable", "u", 0), None)]
-    assert h.group("simple") is None and list(h.group("stable").offsets) == [("t", 0)]
+    assert h.group("simple") is None and list(h.offsets("stable")) == [("t", 0)]
     h.advance(500)  # t=1500: the Empty group's offsets are due
     _expire(h)
     assert h.records[-2:] == [Record(OffsetKey("empty", "t", 0), None),
                               Record(GroupKey("empty"), None)]
     assert h.group("empty") is None
-    assert list(h.group("rebalancing").offsets) == [("u", 0)]
+    assert list(h.offsets("rebalancing")) == [("u", 0)]
 
 
 def test_an_expiring_empty_group_is_dead_while_its_tombstone_is_written():
@@ -192,7 +192,7 @@ def test_an_expiring_empty_group_is_dead_while_its_tombstone_is_written():
     assert h.group().state is S.DEAD
     assert h.reply(h.join()).error is E.coordinator_not_available
     h.release_writes(E.not_coordinator)
-    assert h.group().state is S.EMPTY and list(h.group().offsets) == [("t", 0)]
+    assert h.group().state is S.EMPTY and list(h.offsets()) == [("t", 0)]
     h.hold_next_write = True
     _expire(h)
     h.release_writes()
@@ -209,7 +209,7 @@ def test_offset_with_an_explicit_expire_timestamp_expires_then():
     h.advance(4999)
     h.heartbeat(member, 1)
     _expire(h)
-    assert list(h.group().offsets) == [("t", 0)]
+    assert list(h.offsets()) == [("t", 0)]
     h.advance(1)
     _expire(h)
-    assert h.group().offsets == {} and h.records[-1] == Record(OffsetKey("g", "t", 0), None)
+    assert h.offsets() == {} and h.records[-1] == Record(OffsetKey("g", "t", 0), None)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from roster.broker.group_log import CLIENT_WRITE_ERRORS
-from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.shard import GroupShard
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.coordinator.states import GroupState
 from roster.protocol.errors import ErrorCode
@@ -79,7 +79,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.clients[-1].next_step = "stopped"  # the twin polls once a join or restart starts it
         self.generation = 0
         self.parked: set[int] = set()
-        self.loaded = Coordinator(self.h.config, lambda prefix: prefix)  # replays every record
+        self.loaded = GroupShard(self.h.config, lambda prefix: prefix)  # replays every record
         self.replayed = 0
 
     def _send(self, client: Client, token: int) -> None:
@@ -281,16 +281,16 @@ class GroupMachine(RuleBasedStateMachine):
         for record in self.h.records[self.replayed:]:  # what a restart would load by now
             self.loaded.replay(record, self.h.now)
         self.replayed = len(self.h.records)
-        live, loaded = self.h.group(), self.loaded.groups.get("g")
+        live, loaded = self.h.group(), self.loaded.classic.groups.get("g")
         if live is None:
             assert loaded is None
             return
         if loaded is None:
             # the write that would have recorded the group's creation failed (a commit's or a
             # first JoinGroup's): the group lingers in memory, with nothing committed
-            assert live.offsets == {} and live.state is not S.STABLE
+            assert self.h.offsets() == {} and live.state is not S.STABLE
             return
-        assert loaded.offsets == live.offsets
+        assert dict(self.loaded.offsets.of("g")) == self.h.offsets()
         if live.state is not S.STABLE:
             return
         assert loaded.state is S.STABLE

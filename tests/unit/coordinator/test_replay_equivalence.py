@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.shard import GroupShard
 from roster.coordinator.states import GroupState
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import decode
@@ -47,7 +47,7 @@ def run(h: Harness, steps) -> None:
             if reply is not None and reply.error is ErrorCode.member_id_required:
                 h.join(group=s[1], member_id=reply.member_id)
         elif kind == "delete":
-            h.apply(h.coordinator.delete_groups([s[1]], h.now, h.token()))
+            h.apply(h.shard.delete_groups([s[1]], h.now, h.token()))
         elif not members:
             if kind == "commit":
                 h.commit({("t", s[2]): h.now}, group=s[1])  # a simple group's commit
@@ -85,22 +85,22 @@ def snapshot(group):
 def test_replaying_the_records_rebuilds_the_live_state(steps):
     h = Harness()
     run(h, steps)
-    rebuilt = Coordinator(GroupConfig(), lambda prefix: prefix)
+    rebuilt = GroupShard(GroupConfig(), lambda prefix: prefix)
     for record in h.records:
         # through the real byte layouts, as a restart reads them
         key, value = record.encode()
         rebuilt.replay(decode(key, value))
     live = {g: group for g, group in h.coordinator.groups.items()
             if group.state is not GroupState.DEAD}
+    for group_id in set(live) | set(h.shard.offsets.groups()):
+        assert dict(rebuilt.offsets.of(group_id)) == h.offsets(group_id), group_id
     for group_id, group in live.items():
-        replayed = rebuilt.groups.get(group_id)
-        if group.offsets:
-            assert replayed is not None and replayed.offsets == group.offsets, group_id
+        replayed = rebuilt.classic.groups.get(group_id)
         if group.state in (GroupState.STABLE, GroupState.EMPTY) and (group.members
-                                                                     or group.offsets):
+                                                                     or h.offsets(group_id)):
             assert replayed is not None
             assert replayed.state is group.state
             assert snapshot(replayed) == snapshot(group), group_id
-    for group_id in set(rebuilt.groups) - set(live):
+    for group_id in set(rebuilt.classic.groups) - set(live):
         # a group the live coordinator no longer has left no durable trace of itself
-        assert not rebuilt.groups[group_id].members and not rebuilt.groups[group_id].offsets
+        assert not rebuilt.classic.groups[group_id].members and not h.offsets(group_id)

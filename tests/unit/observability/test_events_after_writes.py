@@ -42,7 +42,7 @@ def with_runtime(scenario):
         harness = Harness()
         sink = HeldSink()
         runtime = GroupRuntime(GroupConfig(), sink)
-        runtime.coordinator = harness.coordinator
+        runtime.shard, runtime.coordinator = harness.shard, harness.coordinator
         published: list = []
         runtime.on_events = published.extend
         try:

@@ -139,8 +139,7 @@ def test_delete_group_and_failed_write_records_nothing_false():
     h.take()
     h.heartbeat("a", -1)
     h.take()
-    token = object()
-    h.apply(h.coordinator.delete_group("g", h.now, token))
+    h.delete("g")
     [event] = h.take()
     assert event.kind == ev.DELETED and event.protocol == ev.CONSUMER
 

@@ -16,8 +16,8 @@ member's current assignment. roster also writes the subscription metadata there 
 to the next heartbeat, which then bumps the epoch): a conversion changes nothing the members
 subscribe to, so it starts no rebalance.
 
-The classic group's committed offsets stay where they are (the classic coordinator keeps every
-group's offsets; replaying the tombstone keeps them, coordinator/replay.py).
+The group's committed offsets stay where they are, in the shard's OffsetStore, kept by group id
+whatever type holds the group (coordinator/offset_store.py): neither direction copies them.
 
 The downgrade (Kafka's validateOnlineDowngradeWithFencedMember / convertToClassicGroup and
 ClassicGroup.fromConsumerGroup): when the last member speaking the consumer protocol is removed
@@ -139,8 +139,8 @@ def upgrade_records(classic: Group, policy: str, max_size: int,
     return group_tombstone(gid), records
 
 
-def retire_classic(classic: Group, now: int, result) -> Group:
-    """The classic group after its tombstone: no members, its offsets kept. Its parked
+def retire_classic(classic: Group, result) -> None:
+    """The classic group goes (its offsets stay, kept by group id apart from it). Its parked
     JoinGroup/SyncGroup requests are told REBALANCE_IN_PROGRESS (they rejoin, into the consumer
     group). Its timers are left to fire on the empty group, where they find nothing to do."""
     for member_id, parked in classic.joining.items():
@@ -152,9 +152,6 @@ def retire_classic(classic: Group, now: int, result) -> Group:
     # without them, and its members rejoin)
     classic.joining.clear()
     classic.syncing.clear()
-    empty = Group(classic.group_id, state_timestamp=now)
-    empty.offsets = classic.offsets
-    return empty
 
 
 def _by_topic_id(partitions, image: TopicImage) -> Assignment:
@@ -208,10 +205,7 @@ def downgrade(ctx, group: ConsumerGroup, leaving: ConsumerMember | None, result,
     tombstones += [rec.subscription_metadata_tombstone(gid), rec.group_tombstone(gid)]
     ctx._write(tombstones, result, now)
     result.records.append(group_metadata(classic))   # the classic coordinator's record
-    previous = ctx.classic.groups.get(gid)
-    ctx._undo_log.append(("classic", gid, previous))
-    if previous is not None:
-        classic.offsets = previous.offsets
+    ctx._undo_log.append(("classic", gid, ctx.classic.groups.get(gid)))
     ctx.classic.groups[gid] = classic
     log.info("consumer group %s (epoch %d) becomes a classic group of %d members: its last "
              "consumer-protocol member %s", gid, classic.generation, len(classic.members),

@@ -272,15 +272,12 @@ def test_replaying_the_written_records_rebuilds_the_same_groups():
 def test_delete_group_only_when_empty():
     h = ConsumerHarness({"t": 1})
     h.join("a")
-    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
-    assert h.replies.pop("tok") == ErrorCode.non_empty_group
+    assert h.delete("g") == {"g": ErrorCode.non_empty_group}
     h.heartbeat("a", -1)
-    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
-    assert h.replies.pop("tok") == ErrorCode.none
+    assert h.delete("g") == {"g": ErrorCode.none}
     assert "g" not in h.coordinator.groups
     assert [r.key.type for r in h.records[-3:]] == [6, 4, 3]
-    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
-    assert h.replies.pop("tok") == ErrorCode.group_id_not_found
+    assert h.delete("g") == {"g": ErrorCode.group_id_not_found}
 
 
 def test_failed_writes_of_timeouts_and_deletions_put_the_group_back():
@@ -297,8 +294,7 @@ def test_failed_writes_of_timeouts_and_deletions_put_the_group_back():
     h.heartbeat("a", -1)
     before = h.group().snapshot()
     h.fail_next_write = ErrorCode.not_coordinator
-    h.apply(h.coordinator.delete_group("g", h.now, "tok"))
-    assert h.replies.pop("tok") == ErrorCode.not_coordinator
+    assert h.delete("g") == {"g": ErrorCode.not_coordinator}
     assert h.group() == before
 
 
@@ -325,17 +321,23 @@ def test_offset_commit_and_fetch_checks():
     h = ConsumerHarness({"t": 2})
     r = h.join("a")
     c = h.coordinator
-    assert c.committable("other", "a", 1) is None
-    assert c.committable("g", "a", r.member_epoch) == ErrorCode.none
-    assert c.committable("g", "a", r.member_epoch + 1) == ErrorCode.stale_member_epoch
-    assert c.committable("g", "zz", 1) == ErrorCode.unknown_member_id
-    assert c.committable("g", "", -1) == ErrorCode.unknown_member_id   # members exist
-    assert c.committable("g", "a", r.member_epoch, api_version=8) == ErrorCode.unsupported_version
-    assert c.fetchable("g", None, -1) is None
-    assert c.fetchable("g", "a", r.member_epoch) == ErrorCode.none
-    assert c.fetchable("g", "a", 99) == ErrorCode.stale_member_epoch
+
+    def committed(member_id, epoch, version=9, group="g"):
+        [(_, _, error)] = h.commit({("t", 0): 5}, member_id, epoch, group=group,
+                                   version=version).errors
+        return error
+
+    assert committed("a", 1, group="other") == ErrorCode.group_id_not_found   # not a group
+    assert committed("a", r.member_epoch) == ErrorCode.none
+    assert committed("a", r.member_epoch + 1) == ErrorCode.stale_member_epoch
+    assert committed("zz", 1) == ErrorCode.unknown_member_id
+    assert committed("", -1) == ErrorCode.unknown_member_id   # members exist
+    assert committed("a", r.member_epoch, version=8) == ErrorCode.unsupported_version
+    assert h.shard.fetch_refused("g", None, -1) is None
+    assert h.shard.fetch_refused("g", "a", r.member_epoch) is None
+    assert h.shard.fetch_refused("g", "a", 99) == ErrorCode.stale_member_epoch
     h.heartbeat("a", -1)
-    assert c.committable("g", "", -1) == ErrorCode.none
+    assert committed("", -1) == ErrorCode.none
     assert c.list_groups() == [("g", "Empty")]
     assert c.list_groups(types={"classic"}) == []
 

@@ -7,21 +7,19 @@ from __future__ import annotations
 
 from roster.coordinator.consumer import classic_members
 from roster.coordinator.consumer import records as consumer_records
-from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
+from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import ClassicMetadata, DictTopicImage, MemberState
 from roster.coordinator.messages import (
     JoinReply,
     JoinRequest,
-    LeaveIdentity,
     LeaveReply,
-    LeaveRequest,
     SyncRequest,
 )
 from roster.coordinator.results import Result
 from roster.protocol import consumer_protocol as cp
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import GroupKey
+from roster.protocol.group_records import GroupKey, decode
 from tests.unit.coordinator.consumer.harness import topic_id
 from tests.unit.coordinator.harness import Harness
 
@@ -41,84 +39,42 @@ def assignment(*partitions: int) -> bytes:
 
 
 class Mixed(Harness):
-    """The classic harness with a consumer coordinator beside it, routing as GroupRuntime."""
+    """The classic harness, whose shard routes classic requests to the consumer coordinator
+    while the group is a consumer group; the consumer coordinator's own requests beside."""
+
+    consumer_id_prefix = "c"
 
     def __init__(self, policy: str = "bidirectional", **config) -> None:
-        super().__init__(**config)
         self.image = DictTopicImage({"t": (T, 6)})
-        self.consumer = ConsumerCoordinator(
-            ConsumerConfig(migration_policy=policy), lambda: f"c{next(self.ids)}",
-            classic_busy=lambda g: bool(getattr(self.coordinator.groups.get(g), "members", 0)))
-        self.consumer.classic = self.coordinator
+        super().__init__(ConsumerConfig(migration_policy=policy), self.image, **config)
+        self.consumer = self.shard.consumer
 
-    def _owner(self, step):
-        return self.consumer if getattr(step, "consumer", False) else self.coordinator
+    def applied(self) -> None:
+        pass   # the classic group's timers are left to fire after it is gone
 
-    def _written(self, result, error) -> None:
-        if result.records and error is None:
-            self.records.extend(result.records)
-        for reply in result.replies:
-            self.replies[reply.token] = reply.body
-        for step in result.after_write:
-            self.apply(self._owner(step).write_completed(step, error, self.now))
+    answered_once = False   # a parked request told to rejoin may be answered again
 
-    def check_sessions_watched(self) -> None:
-        pass   # the classic group's timers are left to fire on its emptied group
-
-    def advance(self, ms: int) -> None:
-        target = self.now + ms
-        while True:
-            due = sorted((d, k) for k, (d, _) in self.timers.items() if d <= target)
-            if not due:
-                break
-            deadline, key = due[0]
-            _, event = self.timers.pop(key)
-            self.now = deadline
-            self.apply(self._owner(event).expire(event, self.now))
-        self.now = target
-
-    # classic requests, routed
+    # classic requests, routed by the shard
     def join(self, member_id="", instance=None, group="g", protocols=protocols(),
              session_ms=10_000, rebalance_ms=30_000, version=9, **_):
         token = self.token()
-        request = JoinRequest(group, member_id, instance, "consumer", protocols, session_ms,
-                              rebalance_ms, "client", "/127.0.0.1", api_version=version,
-                              token=token)
-        if self.consumer.serves_classic(group):
-            self.apply(self.consumer.classic_join(request, self.image, self.now))
-        else:
-            self.apply(self.coordinator.join(request, self.now))
+        self.apply(self.shard.join(JoinRequest(
+            group, member_id, instance, "consumer", protocols, session_ms, rebalance_ms,
+            "client", "/127.0.0.1", api_version=version, token=token), self.now))
         return token
 
     def sync(self, member_id, generation, assignments=(), instance=None, group="g", **_):
         token = self.token()
-        request = SyncRequest(group, generation, member_id, instance, "consumer", "range",
-                              tuple(assignments), token=token)
-        if self.consumer.serves_classic(group):
-            self.apply(self.consumer.classic_sync(request, self.now))
-        else:
-            self.apply(self.coordinator.sync(request, self.now))
+        self.apply(self.shard.sync(SyncRequest(
+            group, generation, member_id, instance, "consumer", "range", tuple(assignments),
+            token=token), self.now))
         return token
 
     def heartbeat(self, member_id, generation, instance=None, group="g"):
         result = Result()
-        if self.consumer.serves_classic(group):
-            error = self.consumer.classic_heartbeat(group, generation, member_id, instance,
-                                                    self.now, result)
-        else:
-            error = self.coordinator.check_in(group, generation, member_id, instance,
-                                              self.now, result)
+        error = self.shard.heartbeat(group, generation, member_id, instance, self.now, result)
         self.apply(result)
         return error
-
-    def leave(self, *identities, group="g"):
-        token = self.token()
-        request = LeaveRequest(group, tuple(LeaveIdentity(m, i) for m, i in identities), token)
-        if self.consumer.serves_classic(group):
-            self.apply(self.consumer.classic_leave(request, self.now))
-        else:
-            self.apply(self.coordinator.leave(request, self.now))
-        return self.replies[token]
 
     # consumer protocol
     def cg_heartbeat(self, member_id, epoch, *, instance=None, owned=None, topics=None,
@@ -163,7 +119,7 @@ def test_a_consumer_member_joining_converts_the_classic_group_and_nothing_moves(
     group = h.consumer.groups["g"]
     assert {m.instance_id for m in group.members.values() if m.classic} == {"a", "b", "c"}
     assert owned_by(h) == {"a": {0, 1}, "b": {2, 3}, "c": {4, 5}, None: set()}
-    assert not h.coordinator.groups["g"].members
+    assert "g" not in h.coordinator.groups   # the classic group is gone (its offsets stay)
     # Kafka's order: the classic group's tombstone, then the consumer group's records
     tombstone = next(i for i, r in enumerate(h.records)
                      if isinstance(r.key, GroupKey) and r.value is None)
@@ -329,11 +285,12 @@ def test_classic_members_commit_with_their_generation():
     ids = h.classic_static_group("a", "b")
     generation = h.coordinator.groups["g"].generation
     h.cg_join("new-a", instance="a")
-    assert h.consumer.committable("g", ids["b"], generation, api_version=2) is ErrorCode.none
-    assert h.consumer.committable("g", ids["b"], generation + 1, api_version=8) \
-        is ErrorCode.illegal_generation
-    assert h.consumer.committable("g", "new-a", generation, api_version=8) \
-        is ErrorCode.unsupported_version
+    assert h.commit({("t", 0): 1}, ids["b"], generation, version=2).errors == \
+        (("t", 0, ErrorCode.none),)
+    assert h.commit({("t", 0): 1}, ids["b"], generation + 1, version=8).errors == \
+        (("t", 0, ErrorCode.illegal_generation),)
+    assert h.commit({("t", 0): 1}, "new-a", generation, version=8).errors == \
+        (("t", 0, ErrorCode.unsupported_version),)
 
 
 def test_a_mixed_group_replays_to_the_same_state_and_keeps_its_offsets():
@@ -346,19 +303,16 @@ def test_a_mixed_group_replays_to_the_same_state_and_keeps_its_offsets():
     for record in h.records:
         if isinstance(record, consumer_records.ConsumerRecord):
             key, value = record.encode()   # through the bytes, as at a restart
-            decoded = consumer_records.decode_key(record.key.type, key)
-            fresh.consumer.replay(consumer_records.ConsumerRecord(
-                decoded, consumer_records.decode_value(decoded, value)), 0)
-        else:
-            fresh.coordinator.replay(record, 0)
+            record = decode(key, value)
+        fresh.shard.replay(record, 0)
     before, after = h.consumer.groups["g"], fresh.consumer.groups["g"]
     assert after.members == before.members
     assert after.target == before.target
     assert (after.group_epoch, after.assignment_epoch) == (before.group_epoch,
                                                            before.assignment_epoch)
     assert after.members[ids["b"]].classic == ClassicMetadata(10_000, protocols())
-    assert not fresh.coordinator.groups["g"].members
-    assert fresh.coordinator.groups["g"].offsets[("t", 0)].offset == 42
+    assert "g" not in fresh.coordinator.groups
+    assert fresh.offsets()[("t", 0)].offset == 42
 
 
 def test_the_last_consumer_member_leaving_turns_the_group_back_into_a_classic_group():
@@ -377,7 +331,7 @@ def test_the_last_consumer_member_leaving_turns_the_group_back_into_a_classic_gr
     assert (classic.generation, classic.protocol_type, classic.protocol_name) == \
         (epoch, "consumer", "range")
     assert classic.state.name == "PREPARING_REBALANCE"
-    assert classic.offsets[("t", 0)].offset == 7
+    assert h.offsets()[("t", 0)].offset == 7
     for member in classic.members.values():     # each holds its target assignment
         held = {p for _, ps in cp.decode_assignment(member.assignment).partitions for p in ps}
         assert held == set(targets[member.member_id].get(T, ()))
@@ -417,7 +371,7 @@ def test_a_downgrade_whose_records_cannot_be_written_leaves_the_consumer_group_a
     h.fail_next_write = ErrorCode.not_coordinator
     assert h.cg_heartbeat("new-d", -1).error is ErrorCode.not_coordinator
     assert h.consumer.groups["g"].members == before
-    assert not h.coordinator.groups["g"].members
+    assert "g" not in h.coordinator.groups   # the classic group is gone (its offsets stay)
 
 
 def test_an_upgrade_whose_records_cannot_be_written_leaves_the_classic_group_as_it_was():

@@ -1,0 +1,43 @@
+"""What a consumer group answers the shard about offsets (Kafka's ConsumerGroup.validateOffset*
+methods): its offsets live in the shard's OffsetStore (coordinator/offset_store.py) like any
+group's; these say who may commit or fetch them."""
+from __future__ import annotations
+
+from roster.coordinator.consumer.model import ConsumerGroup
+from roster.coordinator.offset_store import OffsetExpiry
+from roster.protocol.errors import ErrorCode
+
+MEMBER_EPOCH_FROM = 9   # OffsetCommit v9+: the generation field carries the member epoch
+
+
+def validate_commit(group: ConsumerGroup, member_id: str, epoch: int,
+                    api_version: int) -> ErrorCode | None:
+    if epoch < 0 and not group.members:
+        return None                        # an admin commit to an empty group
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if member.classic is not None:         # a classic member commits with its generation
+        return None if epoch == member.member_epoch else ErrorCode.illegal_generation
+    if api_version < MEMBER_EPOCH_FROM:
+        return ErrorCode.unsupported_version
+    if epoch != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return None
+
+
+def validate_fetch(group: ConsumerGroup, member_id: str | None, epoch: int) -> ErrorCode | None:
+    """OffsetFetch v9+ from a member (epoch >= 0): the same member and epoch check."""
+    if epoch < 0:
+        return None
+    member = group.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if epoch != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return None
+
+
+def expiry(group: ConsumerGroup) -> OffsetExpiry:
+    """Counted from each commit; what the members subscribe to never expires."""
+    return OffsetExpiry(kept=group.subscribed_names())

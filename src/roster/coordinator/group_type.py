@@ -1,0 +1,64 @@
+"""What the shard (shard.py) asks of every type of group, and nothing more (Kafka's Group
+interface, as OffsetMetadataManager uses it). Each type's coordinator answers for the groups of
+that type by group id: the classic coordinator (coordinator.py), the consumer coordinator
+(consumer/coordinator.py); a new type (streams, share) implements this and is added to the
+shard's list of types, the one switch (tests/unit/coordinator/test_stub_group_type.py shows one).
+
+Answers of ErrorCode | None: None lets the operation go ahead.
+"""
+from __future__ import annotations
+
+from collections.abc import Set
+from typing import Protocol
+
+from roster.coordinator.messages import CommitRequest
+from roster.coordinator.offset_store import OffsetExpiry
+from roster.coordinator.results import Result
+from roster.protocol.errors import ErrorCode
+from roster.protocol.group_records import Record
+
+
+class GroupType(Protocol):
+    name: str     # ListGroups' group type: "classic", "consumer"
+
+    def has_group(self, group_id: str) -> bool:
+        """A group of this type by that id exists (being deleted counts: it is still there)."""
+
+    def group_ids(self) -> list[str]: ...
+
+    def being_deleted(self, group_id: str) -> bool:
+        """Its deletion is being written (a classic group is Dead meanwhile): its offsets are
+        neither shown nor expired."""
+
+    def is_empty(self, group_id: str) -> bool: ...
+
+    def subscribed_topics(self, group_id: str) -> Set[str] | None:
+        """The topics its members read, whose offsets OffsetDelete keeps (None: any topic)."""
+
+    def validate_offset_commit(self, request: CommitRequest, now: int,
+                               result: Result) -> ErrorCode | None:
+        """Whether the caller may commit (a classic member's commit also counts as a heartbeat:
+        its timer changes go into `result`). The group may not exist yet: a simple commit
+        (generation -1) makes one where the type allows it."""
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              epoch: int) -> ErrorCode | None: ...
+
+    def validate_offset_delete(self, group_id: str) -> ErrorCode | None: ...
+
+    def offset_expiry(self, group_id: str) -> OffsetExpiry | None:
+        """How its offsets age past offsets.retention.minutes (None: they do not)."""
+
+    def goes_with_its_offsets(self, group_id: str) -> bool:
+        """Whether the group is deleted when its last offset is (an Empty classic group)."""
+
+    def validate_delete_group(self, group_id: str) -> ErrorCode | None: ...
+
+    def delete_group(self, group_id: str, now: int, result: Result) -> tuple[Record, ...]:
+        """Delete one group (validated): its tombstones go into `result`, with whatever must
+        follow once they are written; returns those the shard replays once they are."""
+
+    def replays(self, record: Record) -> bool:
+        """Whether this record is one of this type's (its key's type)."""
+
+    def replay(self, record: Record, now: int) -> None: ...

@@ -1,0 +1,359 @@
+"""The group shard: every group of every type, and their committed offsets, behind one pure
+face (Kafka's GroupCoordinatorShard). The edge (broker/groups.py) hands it a request and `now`
+and carries out the Result; it decides nothing itself.
+
+The shard owns:
+- the group types (group_type.py), in the order it asks them which one holds a group id: the
+  consumer coordinator (KIP-848), then the classic coordinator, which also holds "simple" groups
+  (commits from admin tools and assign() users) and so answers for any id nobody holds;
+- the OffsetStore (offset_store.py): offsets by group id, whatever holds the group;
+- the one replay switch over every record type, and the dispatch of timer events and
+  continuations to whoever scheduled them.
+
+Operations that span group types live here: a classic JoinGroup meeting an empty consumer group
+(it is deleted first, as in Kafka), DeleteGroups and offset expiry (offsets and groups go
+together), the routing of classic requests to a consumer group that has classic members
+(an online upgrade under way, consumer/classic_members.py).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass
+
+from roster.coordinator.config import GroupConfig
+from roster.coordinator.consumer import classic_members
+from roster.coordinator.consumer import records as consumer_records
+from roster.coordinator.consumer.coordinator import (
+    ConsumerConfig,
+    ConsumerCoordinator,
+    ConsumerRebalanceDeadline,
+    ConsumerSessionDeadline,
+    ConsumerWritten,
+)
+from roster.coordinator.consumer.model import DictTopicImage
+from roster.coordinator.continuations import (
+    GroupsDeleted,
+    OffsetsCommitted,
+    OffsetsDeleted,
+    OffsetsExpired,
+)
+from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.group_type import GroupType
+from roster.coordinator.messages import (
+    CommitReply,
+    CommitRequest,
+    JoinReply,
+    JoinRequest,
+    LeaveRequest,
+    OffsetDeleteReply,
+    SyncRequest,
+)
+from roster.coordinator.offset_store import OffsetStore
+from roster.coordinator.results import Result
+from roster.protocol.errors import ErrorCode
+from roster.protocol.group_records import OffsetKey, Record, UnknownRecord
+
+
+@dataclass(frozen=True, slots=True)
+class JoinAfterDeletion:
+    """A classic JoinGroup found an empty consumer group: it was deleted (its records are being
+    written); once they are, the join goes on (or is answered the write's error)."""
+
+    request: JoinRequest
+
+
+class GroupShard:
+    def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
+                 new_consumer_member_id: Callable[[], str] | None = None,
+                 consumer_config: ConsumerConfig | None = None,
+                 topics=None, expected=None) -> None:
+        """`topics`: the topic catalog (consumer.model.TopicImage) groups read; `expected`:
+        group id -> pre-registered static members (coordinator/expectations.py)."""
+        self.config = config
+        self.classic = Coordinator(config, new_member_id, topics=topics, expected=expected)
+        self.consumer = ConsumerCoordinator(consumer_config, new_consumer_member_id,
+                                            classic=self.classic)
+        self.offsets = OffsetStore(config.offset_metadata_max_bytes)
+        # who holds a group id: asked in this order; the last one holds any id nobody does
+        self.types: tuple[GroupType, ...] = (self.consumer, self.classic)
+        self._owners: dict[type, object] = {
+            step: self.consumer for step in (
+                ConsumerSessionDeadline, ConsumerRebalanceDeadline, ConsumerWritten,
+                *classic_members.DEADLINES)}
+
+    @property
+    def topics(self):
+        return self.classic.topics
+
+    # -- which type holds a group --------------------------------------------------------------
+
+    def type_of(self, group_id: str) -> GroupType:
+        for group_type in self.types:
+            if group_type.has_group(group_id):
+                return group_type
+        return self.types[-1]
+
+    def _held(self, group_id: str) -> GroupType | None:
+        for group_type in self.types:
+            if group_type.has_group(group_id):
+                return group_type
+        return None
+
+    # -- classic group membership ----------------------------------------------------------------
+
+    def join(self, request: JoinRequest, now: int) -> Result:
+        gid = request.group_id
+        if gid not in self.consumer.groups:
+            return self.classic.join(request, now)
+        if self.consumer.serves_classic(gid):
+            # a live consumer group takes a classic member in as a classic-protocol member
+            return self.consumer.classic_join(request, self.topics or DictTopicImage(), now)
+        # empty: it gives way to the classic group, as in Kafka, once its deletion is written
+        result = Result()
+        self.consumer.delete_group(gid, now, result)
+        result.after_write.append(JoinAfterDeletion(request))
+        return result
+
+    def sync(self, request: SyncRequest, now: int) -> Result:
+        if self.consumer.serves_classic(request.group_id):
+            return self.consumer.classic_sync(request, now)
+        return self.classic.sync(request, now)
+
+    def leave(self, request: LeaveRequest, now: int) -> Result:
+        if self.consumer.serves_classic(request.group_id):
+            return self.consumer.classic_leave(request, now)
+        return self.classic.leave(request, now)
+
+    def heartbeat(self, group_id: str, generation: int, member_id: str,
+                  group_instance_id: str | None, now: int, result: Result) -> ErrorCode:
+        """The classic Heartbeat: its answer at once; timer changes go into `result`."""
+        # (the membership test first: the classic heartbeat is the hot path)
+        if group_id in self.consumer.groups and self.consumer.serves_classic(group_id):
+            return self.consumer.classic_heartbeat(group_id, generation, member_id,
+                                                   group_instance_id, now, result)
+        return self.classic.check_in(group_id, generation, member_id, group_instance_id, now,
+                                     result)
+
+    # -- offsets -----------------------------------------------------------------------------------
+
+    def commit_offsets(self, request: CommitRequest, now: int) -> Result:
+        """The group's type checks the caller; the offsets take effect (replay) once written,
+        and are answered then."""
+        result = Result()
+        error = self.type_of(request.group_id).validate_offset_commit(request, now, result)
+        if error is not None:
+            result.reply(request.token, CommitReply(tuple(
+                (o.topic, o.partition, error) for o in request.offsets)))
+            return result
+        answers, written = self.offsets.commit(request, now)
+        result.records.extend(written)
+        result.after_write.append(OffsetsCommitted(request.token, answers, written))
+        return result
+
+    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
+        held = self._held(group_id)
+        return self.offsets.fetch(group_id, wanted,
+                                  visible=held is None or not held.being_deleted(group_id))
+
+    def fetch_refused(self, group_id: str, member_id: str | None,
+                      epoch: int) -> ErrorCode | None:
+        """OffsetFetch v9+ names a member and its epoch: the group's type checks them."""
+        return self.type_of(group_id).validate_offset_fetch(group_id, member_id, epoch)
+
+    def delete_offsets(self, group_id: str, partitions: list[tuple[str, int]], now: int,
+                       token: Hashable) -> Result:
+        """OffsetDelete: the offsets of topics the group's members read are kept
+        (GROUP_SUBSCRIBED_TO_TOPIC). A group left without offsets goes too when its type says
+        so (an Empty classic group). Answered once the tombstones are written."""
+        result = Result()
+        held = self._held(group_id)
+        error = ErrorCode.group_id_not_found if held is None \
+            else held.validate_offset_delete(group_id)
+        if error is not None:
+            result.reply(token, OffsetDeleteReply(error))
+            return result
+        answers, removed = self.offsets.delete(group_id, partitions,
+                                               held.subscribed_topics(group_id))
+        whole_group = bool(partitions) and held.goes_with_its_offsets(group_id) and \
+            len(removed) == len(self.offsets.of(group_id))
+        if not removed and not whole_group:
+            result.reply(token, OffsetDeleteReply(partitions=answers))
+            return result
+        tombstones = self.offsets.tombstones(group_id, removed)
+        result.records.extend(tombstones)
+        if whole_group:
+            tombstones += held.delete_group(group_id, now, result)
+        result.after_write.append(OffsetsDeleted(token, answers, tuple(tombstones)))
+        return result
+
+    def expire_offsets(self, now: int) -> Result:
+        """Offsets past offsets.retention.minutes, as each group's type ages them; a group that
+        goes with its offsets and has none left is deleted too."""
+        result = Result()
+        retention = self.config.offsets_retention_ms
+        group_ids = dict.fromkeys(self.offsets.groups())
+        for group_type in self.types:
+            group_ids.update(dict.fromkeys(group_type.group_ids()))
+        for group_id in group_ids:
+            held = self._held(group_id)
+            if held is not None and held.being_deleted(group_id):
+                continue
+            expiry = self.types[-1].offset_expiry(group_id) if held is None \
+                else held.offset_expiry(group_id)
+            expired = self.offsets.expired(group_id, expiry, retention, now)
+            whole_group = held is not None and held.goes_with_its_offsets(group_id) and \
+                len(expired) == len(self.offsets.of(group_id))
+            if not expired and not whole_group:
+                continue
+            tombstones = self.offsets.tombstones(group_id, expired)
+            result.records.extend(tombstones)
+            if whole_group:
+                tombstones += held.delete_group(group_id, now, result)
+            result.after_write.append(OffsetsExpired(tuple(tombstones)))
+        return result
+
+    # -- groups ----------------------------------------------------------------------------------
+
+    def delete_groups(self, group_ids: list[str], now: int, token: Hashable) -> Result:
+        """DeleteGroups: only empty groups go, each with its offsets (their tombstones first,
+        as Kafka writes them); answered once everything is written."""
+        result = Result()
+        outcome: dict[str, ErrorCode] = {}
+        tombstones: list[Record] = []
+        for group_id in group_ids:
+            held = self._held(group_id)
+            error = ErrorCode.group_id_not_found if held is None \
+                else held.validate_delete_group(group_id)
+            if error is not None:
+                outcome[group_id] = error
+                continue
+            offsets = self.offsets.tombstones(group_id, sorted(self.offsets.of(group_id)))
+            result.records.extend(offsets)
+            tombstones += offsets
+            tombstones += held.delete_group(group_id, now, result)
+            outcome[group_id] = ErrorCode.none
+        result.after_write.append(GroupsDeleted(token, outcome, tuple(tombstones)))
+        return result
+
+    def describe(self, group_id: str):
+        """DescribeGroups: a consumer group is not a classic group (Kafka answers not found)."""
+        if group_id in self.consumer.groups:
+            return None
+        return self.classic.describe(group_id)
+
+    def list_groups(self, states: set[str] | None,
+                    types: set[str] | None) -> list[tuple[str, str, str, str]]:
+        """(group id, protocol type, state, group type) of every type's groups."""
+        listed = [(group_id, protocol_type, state, "classic") for group_id, protocol_type, state
+                  in self.classic.list_groups(states, types)
+                  if group_id not in self.consumer.groups]
+        listed += [(group_id, "consumer", state, "consumer")
+                   for group_id, state in self.consumer.list_groups(states, types)]
+        return listed
+
+    # -- records -----------------------------------------------------------------------------------
+
+    def replay(self, record: Record, now: int = -1) -> None:
+        """The one switch over every record type, live and while loading."""
+        key = record.key
+        if type(key) is OffsetKey:
+            if record.value is not None and self._held(key.group) is None:
+                # offsets without a group record: a simple group holds them (as in Kafka)
+                self.classic.create_group(key.group, now)
+            self.offsets.replay(key, record.value)
+            return
+        if isinstance(key, UnknownRecord) and key.key_version in consumer_records.TYPES:
+            decoded = consumer_records.decode_key(key.key_version, key.raw_key)
+            record = consumer_records.ConsumerRecord(
+                decoded, consumer_records.decode_value(decoded, key.raw_value))
+        for group_type in self.types:
+            if group_type.replays(record):
+                group_type.replay(record, now)
+                self._unshadow(record.key.group)
+                return
+        self.classic.replay(record, now)   # (it logs and skips a type it does not know)
+
+    def _unshadow(self, group_id: str) -> None:
+        """A consumer group replaces the memberless classic group of its id (a simple group
+        whose offsets came first, while loading), as Kafka converts it."""
+        if group_id in self.consumer.groups:
+            classic = self.classic.groups.get(group_id)
+            if classic is not None and not classic.members:
+                del self.classic.groups[group_id]
+
+    def groups_loaded(self, group_ids: list[str], now: int) -> Result:
+        """After replay: sessions start now; see each type's groups_loaded."""
+        result = Result()
+        for group_type in (self.classic, self.consumer):
+            loaded = group_type.groups_loaded(
+                [g for g in group_ids if group_type.has_group(g)], now)
+            result.records += loaded.records
+            result.replies += loaded.replies
+            result.timers += loaded.timers
+            result.after_write += loaded.after_write
+            result.events += loaded.events
+        return result
+
+    def group_ids(self) -> list[str]:
+        ids: dict[str, None] = {}
+        for group_type in self.types:
+            ids.update(dict.fromkeys(group_type.group_ids()))
+        return list(ids)
+
+    # -- timers and writes -------------------------------------------------------------------------
+
+    def expire(self, event, now: int) -> Result:
+        return self._owners.get(type(event), self.classic).expire(event, now)
+
+    def write_completed(self, step, error: ErrorCode | None, now: int) -> Result:
+        """Continue an operation whose records were written (error None) or failed to be."""
+        match step:
+            case OffsetsCommitted():
+                result = Result()
+                if error is None:
+                    for record in step.records:
+                        self.replay(record, now)
+                    answers = step.answers
+                else:
+                    answers = tuple((t, p, error) for t, p, _ in step.answers)
+                result.reply(step.token, CommitReply(answers))
+                return result
+            case OffsetsDeleted():
+                self._settle(step.tombstones, error, now)
+                result = Result()
+                result.reply(step.token, OffsetDeleteReply(error) if error is not None
+                             else OffsetDeleteReply(partitions=step.answers))
+                return result
+            case OffsetsExpired():
+                self._settle(step.tombstones, error, now)
+                return Result()
+            case GroupsDeleted():
+                result = Result()
+                if error is None:   # the flight recorder's "deleted" (before they are gone)
+                    self.classic.note_deleted(step.outcome, now, result)
+                self._settle(step.tombstones, error, now)
+                outcome = dict(step.outcome)
+                if error is not None:   # none of them was deleted: say why
+                    outcome.update((g, error) for g, code in outcome.items()
+                                   if code is ErrorCode.none)
+                result.reply(step.token, outcome)
+                return result
+            case JoinAfterDeletion():
+                if error is not None:
+                    result = Result()
+                    result.reply(step.request.token, JoinReply(
+                        error=error, member_id=step.request.member_id))
+                    return result
+                # a consumer member may have made the group again meanwhile: look again
+                return self.join(step.request, now)
+        return self._owners.get(type(step), self.classic).write_completed(step, error, now)
+
+    def _settle(self, tombstones: tuple[Record, ...], error: ErrorCode | None,
+                now: int) -> None:
+        """Tombstones written (error None) take effect; unwritten, every group marked Dead for
+        them is back as it was (tombstones.py)."""
+        if error is None:
+            for record in tombstones:
+                self.replay(record, now)
+        else:
+            self.classic.tombstones_failed(tombstones, now)

@@ -1,0 +1,150 @@
+"""The one manual-clock driver of the pure core: a GroupShard (coordinator/shard.py) driven the
+way the edge (broker/groups.py) drives it. Timers fire only when the test advances time; writes
+complete at once (or fail, when asked to, or wait until released, when held); every reply is
+kept by its token and every written record is kept (and can be replayed into a fresh shard).
+
+The classic harness (harness.py) and the consumer harness (consumer/harness.py) add their
+requests on top of this; tests spanning both group types use either's.
+"""
+from __future__ import annotations
+
+import itertools
+
+from roster.broker.group_log import CLIENT_WRITE_ERRORS
+from roster.coordinator.config import GroupConfig
+from roster.coordinator.consumer.coordinator import ConsumerConfig
+from roster.coordinator.messages import CommitRequest, OffsetToCommit
+from roster.coordinator.results import Cancel, Result, Schedule
+from roster.coordinator.shard import GroupShard
+from roster.protocol.errors import ErrorCode
+
+
+class ShardDriver:
+    consumer_id_prefix = "gen-"   # consumer member ids: <prefix><n>
+    answered_once = True          # check that no token is answered twice
+
+    def __init__(self, config: GroupConfig | None = None,
+                 consumer_config: ConsumerConfig | None = None, topics=None) -> None:
+        self.config = config or GroupConfig()
+        self.consumer_config = consumer_config or ConsumerConfig()
+        self.ids = itertools.count(1)
+        self.shard = GroupShard(self.config, lambda prefix: f"{prefix}-{next(self.ids)}",
+                                lambda: f"{self.consumer_id_prefix}{next(self.ids)}", self.consumer_config,
+                                topics=topics)
+        self.now = 0
+        self.timers: dict[str, tuple[int, object]] = {}
+        self.records: list = []
+        self.replies: dict[object, object] = {}
+        self.fail_next_write: ErrorCode | None = None
+        self.hold_next_write = False      # keep the next write in flight until release_writes()
+        self.held: list[Result] = []
+        self._tokens = itertools.count(1)
+
+    # -- the edge's job ------------------------------------------------------------------
+
+    def apply(self, result: Result) -> None:
+        for op in result.timers:
+            if isinstance(op, Schedule):
+                self.timers[op.key] = (op.deadline_ms, op.event)
+            elif isinstance(op, Cancel):
+                self.timers.pop(op.key, None)
+        self.applied()
+        if result.records and self.hold_next_write:
+            self.hold_next_write = False
+            self.held.append(result)  # its replies wait for the write, as at the edge
+            return
+        error = None
+        if result.records:
+            error, self.fail_next_write = self.fail_next_write, None
+        self._written(result, error)
+
+    def applied(self) -> None:
+        """Called after every result's timers are carried out: a place for invariants."""
+
+    def release_writes(self, error: ErrorCode | None = None) -> None:
+        """Complete the held writes, in order, with `error` (None: they succeeded)."""
+        held, self.held = self.held, []
+        for result in held:
+            self._written(result, error)
+
+    def _written(self, result: Result, error: ErrorCode | None) -> None:
+        assert error is None or error in CLIENT_WRITE_ERRORS, \
+            f"the edge never reports {error!r} for a write (broker/group_log.py)"
+        if result.records and error is None:
+            self.records.extend(result.records)
+        for reply in result.replies:
+            assert not self.answered_once or reply.token not in self.replies, \
+                f"token {reply.token} answered twice"
+            self.replies[reply.token] = reply.body
+        for step in result.after_write:
+            self.apply(self.shard.write_completed(step, error, self.now))
+
+    def advance(self, ms: int) -> None:
+        """Move the clock, firing due timers in deadline order (as the edge's timer service)."""
+        target = self.now + ms
+        while True:
+            due = sorted((d, k) for k, (d, _) in self.timers.items() if d <= target)
+            if not due:
+                break
+            deadline, key = due[0]
+            _, event = self.timers.pop(key)
+            self.now = deadline
+            self.apply(self.shard.expire(event, self.now))
+        self.now = target
+
+    def deadline(self, key: str) -> int | None:
+        entry = self.timers.get(key)
+        return entry[0] if entry else None
+
+    def token(self) -> int:
+        return next(self._tokens)
+
+    def reply(self, token):
+        return self.replies.get(token)
+
+    def answered(self, *tokens) -> bool:
+        return all(t in self.replies for t in tokens)
+
+    def replay_into(self, fresh: ShardDriver) -> None:
+        """`fresh` replays every record written so far, as after a coordinator failover."""
+        fresh.ids = self.ids
+        fresh.now = self.now
+        fresh.records = list(self.records)
+        for record in self.records:
+            fresh.shard.replay(record, self.now)
+
+    # -- offsets, whatever the group's type ----------------------------------------------------
+
+    def offsets(self, group: str = "g") -> dict:
+        """The group's committed offsets: (topic, partition) -> CommittedOffset."""
+        return dict(self.shard.offsets.of(group))
+
+    def commit(self, offsets: dict[tuple[str, int], int], member_id: str = "",
+               generation: int = -1, instance=None, group: str = "g", version: int = 9,
+               metadata: str = "", retention_ms: int = -1):
+        token = self.token()
+        self.apply(self.shard.commit_offsets(CommitRequest(
+            group_id=group, generation=generation, member_id=member_id,
+            group_instance_id=instance, api_version=version, token=token,
+            retention_ms=retention_ms,
+            offsets=tuple(OffsetToCommit(t, p, o, metadata=metadata)
+                          for (t, p), o in offsets.items())), self.now))
+        return self.replies.get(token)
+
+    def fetch(self, wanted=None, group: str = "g"):
+        return self.shard.fetch_offsets(group, wanted)
+
+    def delete(self, *group_ids: str):
+        """DeleteGroups: {group id: error}, or None while the tombstones' write is held."""
+        token = self.token()
+        self.apply(self.shard.delete_groups(list(group_ids), self.now, token))
+        return self.replies.get(token)
+
+    def delete_offsets(self, partitions: list[tuple[str, int]], group: str = "g"):
+        """OffsetDelete: its OffsetDeleteReply, or None while the tombstones' write is held."""
+        token = self.token()
+        self.apply(self.shard.delete_offsets(group, partitions, self.now, token))
+        return self.replies.get(token)
+
+    def expire_offsets(self) -> None:
+        self.apply(self.shard.expire_offsets(self.now))
