@@ -113,6 +113,17 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("offsets.topic.num.partitions", 50, int, 1),
     Setting("offsets.topic.segment.bytes", 104857600, int, 1,
             "segment.bytes of __consumer_offsets, applied when the topic is created"),
+    # transactions (docs/transactions.md); Kafka's names and defaults
+    Setting("transaction.state.log.num.partitions", 50, int, 1,
+            "partitions of __transaction_state, created on the first transactional request"),
+    Setting("transaction.state.log.segment.bytes", 104857600, int, 1),
+    Setting("transaction.max.timeout.ms", 900000, int, 1,
+            "InitProducerId refuses a longer transaction.timeout.ms (INVALID_TRANSACTION_TIMEOUT)"),
+    Setting("transactional.id.expiration.ms", 604800000, int, 1,
+            "a transactional id idle this long (no open transaction) is forgotten"),
+    Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, int, 1,
+            "how often open transactions past their timeout are looked for and aborted"),
+    Setting("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000, int, 1),
     # Compaction of topics whose cleanup.policy includes compact (docs/durability.md); the
     # topic-level settings (min.cleanable.dirty.ratio, delete.retention.ms, ...) override these.
     Setting("log.cleaner.enable", True, _parse_bool),

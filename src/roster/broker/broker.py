@@ -17,6 +17,7 @@ from roster.broker.handlers import build_registry
 from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
 from roster.broker.producers import ProducerIds, SequenceTable
 from roster.broker.topics import Topic, TopicError, TopicManager
+from roster.broker.transactions import TransactionRuntime
 from roster.broker.waiters import AppendWaiters
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
@@ -71,6 +72,8 @@ class Broker:
             self.authorizer = authorizer
         self.producer_ids = ProducerIds(data_dir)
         self.sequences = SequenceTable()
+        # the transaction coordinator (roster.transactions) and its __transaction_state
+        self.transactions = TransactionRuntime(self, config)
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
         self.group_configs = GroupConfigStore(data_dir, config)
@@ -106,6 +109,7 @@ class Broker:
     def start(self) -> None:
         self.topics.load()
         self._restore_producer_state()
+        self._tasks += self.transactions.start()
         self.group_log.ensure_topic()
         self.group_events.ensure_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
@@ -119,6 +123,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.transactions.stop()
         await self.cleaner.stop()
         self.groups.close()
         self.topics.close()

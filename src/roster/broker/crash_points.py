@@ -12,6 +12,9 @@ import os
 import signal
 
 KILL_AFTER_GROUP_WRITES = "ROSTER_TEST_KILL_AFTER_GROUP_WRITES"
+# the same after the Nth __transaction_state append (one record each): N = the write of a
+# PrepareCommit kills the broker before any marker is written
+KILL_AFTER_TXN_WRITES = "ROSTER_TEST_KILL_AFTER_TXN_WRITES"
 
 
 class CrashPoint:

@@ -92,7 +92,8 @@ class SequenceTable:
         headers carry their base offsets). Returns how many idempotent batches there were."""
         restored = 0
         for header in stored_headers:
-            if header.producer_id != NO_PRODUCER:
+            # a transaction marker carries the producer's id but no sequence (-1)
+            if header.producer_id != NO_PRODUCER and not header.is_control:
                 self.record(partition_key, header, header.base_offset)
                 restored += 1
         return restored

@@ -30,7 +30,9 @@ KAFKA = {
     "Metadata": {("TOPIC", "DESCRIBE")},
     "OffsetCommit": {("GROUP", "READ"), ("TOPIC", "READ")},
     "OffsetFetch": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
-    "FindCoordinator": {("GROUP", "DESCRIBE")},
+    # DESCRIBE on the GROUP or on the TRANSACTIONAL_ID, by key type: checked in the handler
+    # (tests/unit/transactions/test_find_coordinator_acls.py)
+    "FindCoordinator": set(),
     "JoinGroup": {("GROUP", "READ")},
     "Heartbeat": {("GROUP", "READ")},
     "LeaveGroup": {("GROUP", "READ")},
@@ -44,6 +46,9 @@ KAFKA = {
     "DeleteTopics": {("TOPIC", "DELETE")},
     "DeleteRecords": {("TOPIC", "DELETE")},
     "InitProducerId": {("TRANSACTIONAL_ID", "WRITE")},
+    "AddPartitionsToTxn": {("TRANSACTIONAL_ID", "WRITE"), ("TOPIC", "WRITE")},
+    "AddOffsetsToTxn": {("TRANSACTIONAL_ID", "WRITE"), ("GROUP", "READ")},
+    "EndTxn": {("TRANSACTIONAL_ID", "WRITE")},
     "DescribeAcls": {("CLUSTER", "DESCRIBE")},
     "CreateAcls": {("CLUSTER", "ALTER")},
     "DeleteAcls": {("CLUSTER", "ALTER")},

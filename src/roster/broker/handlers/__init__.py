@@ -1,6 +1,8 @@
 """One module per Kafka API. Each declares SPEC (its key, advertised versions and handler);
 the registry, and from it the ApiVersions answer, is built from these declarations."""
 from roster.broker.handlers import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_user_scram_credentials,
     api_versions,
@@ -18,6 +20,7 @@ from roster.broker.handlers import (
     describe_configs,
     describe_groups,
     describe_user_scram_credentials,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -45,7 +48,7 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            incremental_alter_configs, delete_records, sasl_handshake, sasl_authenticate,
            describe_user_scram_credentials, alter_user_scram_credentials,
            consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
-           delete_acls, describe_cluster)
+           delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn)
 
 
 def build_registry() -> Registry:

@@ -1,25 +1,38 @@
-"""FindCoordinator (10), v0-6: this broker coordinates every group (the coordinator arrives with
-the group issue; until then the answer is only an address). Admission authorizes DESCRIBE on
-each key's group (a transaction key is authorized as a group too: roster has no transactions);
-a FindCoordinator is not routed to a coordinator, so a loading group is still found."""
+"""FindCoordinator (10), v0-6: this broker coordinates every group and every transactional id.
+
+Authorized per key as Kafka's KafkaApis does: DESCRIBE on the GROUP for a group key, DESCRIBE
+on the TRANSACTIONAL_ID for a transaction key (which key type a request carries decides the
+resource, so the check is made here, not by declaration). A transaction key creates
+__transaction_state when it does not exist yet, as Kafka's does. A FindCoordinator is not
+routed to a coordinator, so a loading group is still found."""
 from __future__ import annotations
 
-from roster.protocol.acl import AclOperation
+from roster.broker.admission import admission_for
+from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec, Group, Groups
+from roster.protocol.registry import ApiSpec, NotAResource
 
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP, TRANSACTION, SHARE = 0, 1, 2
+_AUTHORIZED_AS = {GROUP: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
+                  SHARE: (ResourceType.GROUP, ErrorCode.group_authorization_failed),
+                  TRANSACTION: (ResourceType.TRANSACTIONAL_ID,
+                                ErrorCode.transactional_id_authorization_failed)}
 
 
-def _answer(broker, key_type: int, version: int):
+def _answer(broker, admission, key_type: int, key: str, version: int):
     if key_type == SHARE and version < 6:
         return ErrorCode.invalid_request, "share coordinators need FindCoordinator v6"
-    if key_type not in (GROUP, TRANSACTION, SHARE):
+    if key_type not in _AUTHORIZED_AS:
         return ErrorCode.invalid_request, f"unknown key type {key_type}"
+    resource, refused = _AUTHORIZED_AS[key_type]
+    if not admission.allows(AclOperation.DESCRIBE, resource, key):
+        return refused, None
+    if key_type == TRANSACTION:
+        broker.transactions.log.ensure_topic()
     return ErrorCode.none, None
 
 
@@ -29,8 +42,9 @@ async def handle(broker, request, connection):
     body = request.body
     endpoint = getattr(connection, "endpoint", None) or broker.endpoint  # this listener's
     key_type = getattr(body, "key_type", GROUP)
+    admission = admission_for(broker, connection)
     if version < 4:
-        error, message = _answer(broker, key_type, version)
+        error, message = _answer(broker, admission, key_type, body.key, version)
         ok = error is ErrorCode.none
         return make(schema, error_code=error, error_message=message,
                     node_id=endpoint.node_id if ok else -1, host=endpoint.host if ok else "",
@@ -38,10 +52,7 @@ async def handle(broker, request, connection):
     entry = element(schema, "coordinators")
     coordinators = []
     for key in body.coordinator_keys:
-        error = request.admission.group(key)
-        message = None
-        if error is ErrorCode.none:
-            error, message = _answer(broker, key_type, version)
+        error, message = _answer(broker, admission, key_type, key, version)
         ok = error is ErrorCode.none
         coordinators.append(make(entry, key=key, node_id=endpoint.node_id if ok else -1,
                                  host=endpoint.host if ok else "",
@@ -55,7 +66,8 @@ def refuse(request, error: ErrorCode):
                 error_message=None, node_id=-1, host="", port=-1)
 
 
+_BY_KEY_TYPE = "a group or a transactional id, by key_type: authorized in the handler"
 SPEC = ApiSpec(API_KEY, "FindCoordinator", 0, 6, handle, resources=(
-    Group(AclOperation.DESCRIBE, "key", versions=(0, 3), route=False),
-    Groups(AclOperation.DESCRIBE, "coordinator_keys", versions=(4, 6), route=False)),
+    NotAResource("key", _BY_KEY_TYPE, versions=(0, 3)),
+    NotAResource("coordinator_keys", _BY_KEY_TYPE, versions=(4, 6))),
     refuse=refuse)

@@ -76,7 +76,8 @@ def _create(broker, connection, name):
     return broker.auto_create(name), ErrorCode.unknown_topic_or_partition
 
 
-def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
+def _append(broker, topic, index: int, records: bytes | None,
+            transactional_id: str | None = None) -> _Outcome:
     if topic.internal:
         return _Outcome(ErrorCode.invalid_topic_exception,
                         message=f"cannot append to internal topic {topic.name}")
@@ -100,6 +101,11 @@ def _append(broker, topic, index: int, records: bytes | None) -> _Outcome:
             records, header, rules_for(broker.topics, topic), now_ms(), topic.name, index)
     except Refused as exc:
         return _Outcome(exc.error, message=exc.message, record_errors=exc.record_errors)
+    if header.is_transactional:   # the coordinator must know this producer's transaction
+        error = broker.transactions.check_produce(transactional_id, header.producer_id,
+                                                  header.producer_epoch, topic.name, index)
+        if error is not ErrorCode.none:
+            return _Outcome(error)
     partition_key = (topic.topic_id, index)
     verdict = broker.sequences.check(partition_key, header)
     if verdict.error is not ErrorCode.none:
@@ -140,8 +146,8 @@ def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
     append = _legacy_append if legacy else _append
     acks = body.acks
     results = []  # (topic key for the response: name, or id from v13; [(partition, outcome)])
-    refused = admit_transactional_id(broker, connection, TRANSACTIONAL_ID,
-                                     getattr(body, "transactional_id", None))
+    transactional_id = getattr(body, "transactional_id", None)
+    refused = admit_transactional_id(broker, connection, TRANSACTIONAL_ID, transactional_id)
     admitted = admit_topics(broker, connection, TOPICS, body.topic_data)
     for topic_data, (topic, missing) in zip(body.topic_data, admitted):
         name = getattr(topic_data, "name", None)
@@ -157,7 +163,8 @@ def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
             elif topic is None:
                 outcome = _Outcome(missing)
             else:
-                outcome = append(broker, topic, partition_data.index, partition_data.records)
+                outcome = append(broker, topic, partition_data.index, partition_data.records,
+                                 transactional_id)
             outcomes.append((partition_data.index, outcome))
         results.append((name if name is not None else topic_id, outcomes))
 
@@ -191,7 +198,8 @@ def _response(prefix: RequestPrefix, results) -> bytes:
 
 # -- v0-2: message sets of magic 0 and 1 ----------------------------------------------------------
 
-def _legacy_append(broker, topic, index: int, records: bytes | None) -> _Outcome:
+def _legacy_append(broker, topic, index: int, records: bytes | None,
+                   transactional_id: str | None = None) -> _Outcome:
     """A Produce v0-2 partition: its message set up-converted into one magic-2 batch, then
     appended like any other. A magic-2 batch is taken as it is (Kafka 3.9 did not check the
     magic of v0-2's records either)."""
@@ -201,7 +209,7 @@ def _legacy_append(broker, topic, index: int, records: bytes | None) -> _Outcome
             records = up_convert(records)
         except FormatError as exc:
             return _Outcome(exc.error, message=str(exc))
-    return _append(broker, topic, index, records)
+    return _append(broker, topic, index, records, transactional_id)
 
 
 def _legacy_response(prefix: RequestPrefix, results) -> bytes:

@@ -1,0 +1,45 @@
+"""The one place a transaction marker enters a partition's log.
+
+`write_transaction_marker` appends the control batch (roster.log.control) through the
+partition's normal append path: consumers long-polling the partition are woken and the flush
+policy counts it, as for any produced batch. It deliberately bypasses the idempotent-producer
+sequence table: a marker carries base sequence -1 and must not move the producer's sequence.
+
+Seams (docs/transactions.md):
+- the READ side (last stable offset, aborted-transaction index) hooks in here, right after the
+  append, where `MarkerAppended` describes what was written and at which offset;
+- the GROUP side: a marker written to a __consumer_offsets partition also completes (commit)
+  or drops (abort) the producer's pending transactional offsets in the group coordinator; the
+  caller (broker/transactions.py) tells the group runtime after the marker is durable.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roster.log.control import marker_batch
+
+
+@dataclass(frozen=True, slots=True)
+class MarkerAppended:
+    topic: str
+    partition: int
+    offset: int
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+
+
+def write_transaction_marker(broker, topic: str, partition: int, producer_id: int,
+                             producer_epoch: int, commit: bool, coordinator_epoch: int):
+    """Append one marker; returns (the partition's log, MarkerAppended), or None when the
+    partition no longer exists (a deleted topic: Kafka skips it too). Raises LogError when the
+    log refuses the append."""
+    log = broker.topics.partition(topic, partition)
+    if log is None:
+        return None
+    appended = log.append(marker_batch(producer_id, producer_epoch, commit, coordinator_epoch,
+                                       broker.now_ms()))
+    broker.waiters.notify((topic, partition))
+    broker.durability.appended(log, 1)
+    return log, MarkerAppended(topic, partition, appended.base_offset, producer_id,
+                               producer_epoch, commit)
