@@ -35,14 +35,17 @@ _ERROR_AND_BASE = struct.Struct(">hq")
 CORRELATION_AT = 8  # size int32, api_key int16, api_version int16, then the correlation id
 
 
-def build_batch(value: bytes, batch_bytes: int, now_ms: int) -> tuple[bytes, int]:
+def build_batch(value: bytes, batch_bytes: int, now_ms: int,
+                keyed: bool = False) -> tuple[bytes, int]:
     """(batch, records): as many records of `value` as fit in `batch_bytes`, the way a client with
-    batch.size=batch_bytes fills a batch. Raises ValueError if not even one fits."""
+    batch.size=batch_bytes fills a batch. `keyed`: record i has key b"key-<i>" (a compacted topic
+    refuses records without one). Raises ValueError if not even one fits."""
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
                                         producer_id=-1, producer_epoch=-1, base_sequence=-1,
                                         batch_size=batch_bytes)
     count = 0
-    while builder.append(count, timestamp=now_ms, key=None, value=value, headers=[]) is not None:
+    while builder.append(count, timestamp=now_ms, key=b"key-%d" % count if keyed else None,
+                         value=value, headers=[]) is not None:
         count += 1
     if count == 0:
         raise ValueError(f"a {len(value)}-byte record does not fit in {batch_bytes} bytes")
@@ -88,14 +91,15 @@ class PipelinedProducer:
     """One connection to a broker, producing to one partition with `depth` requests in flight."""
 
     def __init__(self, address: str, topic: str, partition: int, acks: int, value: bytes,
-                 batch_bytes: int, timeout: float) -> None:
+                 batch_bytes: int, timeout: float, keyed: bool = False) -> None:
         host, _, port = address.rpartition(":")
         self._sock = socket.create_connection((host, int(port)), timeout=timeout)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._buffer = bytearray()
         self.topic = topic
         self.version = min(PREFERRED_PRODUCE_VERSION, self._max_version(PRODUCE))
-        self.batch, self.records_per_batch = build_batch(value, batch_bytes, int(time.time() * 1000))
+        self.batch, self.records_per_batch = build_batch(value, batch_bytes,
+                                                         int(time.time() * 1000), keyed)
         self.value_bytes_per_batch = self.records_per_batch * len(value)
         self._frame = bytearray(produce_frame(self.version, topic, partition, acks, self.batch))
         self._error_at = _error_and_base_at(self.version, topic)

@@ -16,15 +16,17 @@ some of them without changing anything a consumer or a producer relies on. Kafka
   * a batch none of whose records survives may still be kept as an *empty* batch (header only,
     recordsCount 0), when it carries a producer's last sequence or ends the cleaned range.
 
-Records are copied byte for byte when the base timestamp does not change; compressed batches
-are decompressed and recompressed with their own codec (kafka-python's codec functions, the
-ones roster.record_codec's builder uses).
+Records are decoded and re-encoded by roster.record_codec's compiled codec (aiokafka's; a
+Python walk over every record is about 15 times slower, and the cleaner reads every record of the
+log twice), the header fields it does not know (lastOffsetDelta, the timestamp type, the leader
+epoch) patched in afterwards. Batches with a delete horizon, whose records' timestamp deltas must
+be relative to it, go through `records` and `rebuilt` here instead, which copy each record's
+bytes and re-encode only its timestamp delta; compressed ones are decompressed and recompressed
+with their own codec (kafka-python's codec functions).
 """
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-
 import crc32c
 from kafka.codec import (
     gzip_decode,
@@ -46,6 +48,7 @@ from roster.log.batch import (
     BatchHeader,
 )
 from roster.protocol.varint import read_zigzag
+from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 DELETE_HORIZON_BIT = 0x40   # KIP-534: baseTimestamp holds the batch's delete horizon
 
@@ -54,17 +57,18 @@ _ENCODE = {1: gzip_encode, 2: snappy_encode, 3: lz4_encode, 4: zstd_encode}
 # the header after the CRC: attributes .. recordsCount
 _TAIL = struct.Struct(">hiqqqhii")
 _HEAD = struct.Struct(">qiibI")   # baseOffset, batchLength, leaderEpoch, magic, crc
+_INT32 = struct.Struct(">i")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
+_LEADER_EPOCH_AT, _CRC_AT, _ATTRIBUTES_AT, _LAST_OFFSET_DELTA_AT = 12, 17, 21, 23
+_KEPT_ATTRIBUTES = ~COMPRESSION_MASK   # the builder sets the codec; everything else is copied
 
 
-@dataclass(slots=True)
-class Record:
-    offset: int
-    timestamp: int
-    key: bytes | None
-    tombstone: bool
-    start: int          # the record's bytes in the payload: [start, end)
-    tail: int           # where its offsetDelta begins (after the timestamp delta)
-    end: int
+# A record, as `records` returns it: a tuple (cheaper to build than an object, and the cleaner
+# builds one per record it reads) with these fields:
+OFFSET, TIMESTAMP, KEY, TOMBSTONE, START, TAIL, END = range(7)
+# START..END are the record's bytes in the payload; TAIL is where its offsetDelta begins (after
+# the timestamp delta, which is what a new baseTimestamp changes).
 
 
 def has_delete_horizon(header: BatchHeader) -> bool:
@@ -83,38 +87,66 @@ def payload(header: BatchHeader, batch) -> bytes:
     return decode(bytes(body))
 
 
-def records(header: BatchHeader, data: bytes) -> list[Record]:
-    """Every record of the (decompressed) payload `data`. Raises ValueError/IndexError when a
-    record runs past its length or the payload has bytes after the last record."""
+def records(header: BatchHeader, data: bytes) -> list[tuple]:
+    """(offset, timestamp, key, is tombstone, start, tail, end) of every record of the
+    (decompressed) payload `data`. Raises ValueError/IndexError when a record runs past its
+    length or the payload has bytes after the last record.
+
+    This is the cleaner's innermost loop, so the one-byte case of each zig-zag varint (nearly
+    every length and delta) is decoded inline rather than through read_zigzag."""
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
-    log_append_time = header.attributes & TIMESTAMP_TYPE_BIT
+    fixed_timestamp = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
     out = []
+    append = out.append
     pos = 0
+    size = len(data)
     for _ in range(header.records_count):
         start = pos
-        length, pos = read_zigzag(data, pos)
+        byte = data[pos]
+        if byte < 0x80:
+            length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            length, pos = read_zigzag(data, pos)
         end = pos + length
-        timestamp_delta, tail = read_zigzag(data, pos + 1)
-        offset_delta, pos = read_zigzag(data, tail)
-        key_length, pos = read_zigzag(data, pos)
+        pos += 1  # attributes
+        byte = data[pos]
+        if byte < 0x80:
+            timestamp_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            timestamp_delta, pos = read_zigzag(data, pos)
+        tail = pos
+        byte = data[pos]
+        if byte < 0x80:
+            offset_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            offset_delta, pos = read_zigzag(data, pos)
+        byte = data[pos]
+        if byte < 0x80:
+            key_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            key_length, pos = read_zigzag(data, pos)
         if key_length >= 0:
             key = data[pos:pos + key_length]
             pos += key_length
         else:
             key = None
-        value_length, pos = read_zigzag(data, pos)
-        if length < 0 or pos + max(value_length, 0) > end or end > len(data):
+        byte = data[pos]
+        if byte < 0x80:
+            value_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
+        else:
+            value_length, pos = read_zigzag(data, pos)
+        if length < 0 or end > size or (value_length > 0 and pos + value_length > end):
             raise ValueError("a record runs past its length")
-        timestamp = header.max_timestamp if log_append_time else base_timestamp + timestamp_delta
-        out.append(Record(base_offset + offset_delta, timestamp, key, value_length < 0,
-                          start, tail, end))
+        append((base_offset + offset_delta,
+                base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp,
+                key, value_length < 0, start, tail, end))
         pos = end
-    if pos != len(data):
-        raise ValueError(f"{len(data) - pos} bytes after the last record")
+    if pos != size:
+        raise ValueError(f"{size - pos} bytes after the last record")
     return out
 
 
-def rebuilt(header: BatchHeader, data: bytes, kept: list[Record],
+def rebuilt(header: BatchHeader, data: bytes, kept: list[tuple],
             delete_horizon_ms: int | None) -> bytes:
     """A batch like `header`'s holding only `kept` (records of `data`, in order). With
     `delete_horizon_ms`, the batch gets that horizon (bit 6 set, baseTimestamp = horizon);
@@ -127,17 +159,17 @@ def rebuilt(header: BatchHeader, data: bytes, kept: list[Record],
         base_timestamp = delete_horizon_ms
         for record in kept:
             # the timestamp delta is relative to baseTimestamp, which changes: re-encode it
-            attribute_byte = data[record.start + _varint_size(data, record.start)]
-            rest = data[record.tail:record.end]
+            start = record[START]
+            attribute_byte = data[start + _varint_size(data, start)]
             delta = (0 if header.attributes & TIMESTAMP_TYPE_BIT
-                     else record.timestamp - base_timestamp)
-            body = bytes((attribute_byte,)) + _zigzag(delta) + rest
+                     else record[TIMESTAMP] - base_timestamp)
+            body = bytes((attribute_byte,)) + _zigzag(delta) + data[record[TAIL]:record[END]]
             parts.append(_zigzag(len(body)) + body)
     else:
-        parts = [data[record.start:record.end] for record in kept]
+        parts = [data[record[START]:record[END]] for record in kept]
     if kept:
         max_timestamp = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT \
-            else max(record.timestamp for record in kept)
+            else max(record[TIMESTAMP] for record in kept)
     else:
         max_timestamp = header.max_timestamp
         base_timestamp = header.max_timestamp if not has_delete_horizon(header) else base_timestamp
@@ -172,3 +204,38 @@ def _zigzag(value: int) -> bytes:
         encoded >>= 7
     out.append(encoded)
     return bytes(out)
+
+
+def decoded(batch) -> list:
+    """The batch's records as roster.record_codec's record objects (offset, timestamp, key,
+    value, headers). Raises on a codec error or damaged records."""
+    return list(DefaultRecordBatch(batch))
+
+
+def rebuilt_from(header: BatchHeader, kept: list) -> bytes:
+    """A batch like `header`'s (no delete horizon) holding the decoded records `kept`, each at
+    its own offset delta and timestamp, encoded by the compiled codec; base offset, leader
+    epoch, attributes other than the codec, producer fields and lastOffsetDelta as `header`
+    has them. `kept` must not be empty (an empty batch comes from `rebuilt`)."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=header.compression, is_transactional=header.is_transactional,
+        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence, batch_size=1 << 62)
+    base = header.base_offset
+    for record in kept:
+        builder.append(record.offset - base, timestamp=record.timestamp, key=record.key,
+                       value=record.value, headers=record.headers)
+    out = bytearray(builder.build())
+    _INT64_BASE.pack_into(out, 0, base)
+    _INT32.pack_into(out, _LEADER_EPOCH_AT, header.partition_leader_epoch)
+    attributes = (header.attributes & _KEPT_ATTRIBUTES) | \
+        (_INT16.unpack_from(out, _ATTRIBUTES_AT)[0] & COMPRESSION_MASK)
+    _INT16.pack_into(out, _ATTRIBUTES_AT, attributes)
+    _INT32.pack_into(out, _LAST_OFFSET_DELTA_AT, header.last_offset_delta)
+    if header.attributes & TIMESTAMP_TYPE_BIT:  # LogAppendTime: the batch's time stays
+        _INT64_BASE.pack_into(out, 35, header.max_timestamp)
+    _UINT32.pack_into(out, _CRC_AT, crc32c.crc32c(memoryview(out)[CRC_COVERAGE_START:]))
+    return bytes(out)
+
+
+_INT64_BASE = struct.Struct(">q")

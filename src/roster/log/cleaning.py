@@ -48,14 +48,29 @@ CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 FIRST_DIRTY_OFFSET = "cleaner-first-dirty-offset"
 CLEANED_TAG = ".cleaned"
 STAGED_SUFFIXES = (LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX)
-SMALLEST_RECORD = 7   # bytes of a v2 record with empty key and value: bounds the keys per byte
 
 
-def offset_map_bytes(settings: CleanerSettings, dirty_bytes: int) -> int:
-    """The map a pass needs: log.cleaner.dedupe.buffer.size, or less when the dirty bytes cannot
-    hold that many keys (so cleaning a small partition does not touch 128 MiB)."""
-    most_keys = dirty_bytes // SMALLEST_RECORD + 16
-    return min(settings.map_bytes, 2 * SLOT_BYTES * int(most_keys / settings.map_load_factor))
+def offset_map_bytes(settings: CleanerSettings, dirty_bytes: int, record_bytes: float) -> int:
+    """The map a pass uses: log.cleaner.dedupe.buffer.size, or less when the dirty bytes hold
+    fewer keys than that (`record_bytes`: the smallest average record size seen in the dirty
+    segments' first batches). A map that has to be touched only where keys land costs a page
+    fault per page, so sizing it to the work keeps a small pass cheap; an estimate that is too
+    low only ends the pass early, and the next one goes on."""
+    keys = int(dirty_bytes / max(record_bytes, 1) * 1.25) + 64
+    return min(settings.map_bytes, 2 * SLOT_BYTES * int(keys / settings.map_load_factor))
+
+
+def smallest_record_bytes(fds: list[int]) -> float:
+    """The smallest bytes-per-record of the first batches of these segments (7, the smallest a
+    v2 record can be, when none can be read)."""
+    smallest = float("inf")
+    for fd in fds:
+        head = os.pread(fd, BATCH_HEADER_SIZE, 0)
+        if len(head) == BATCH_HEADER_SIZE:
+            header = parse_header(head)
+            if header.records_count > 0:
+                smallest = min(smallest, header.size / header.records_count)
+    return smallest if smallest != float("inf") else 7
 
 
 class CleaningCancelled(Exception):
@@ -113,9 +128,10 @@ class FileCleaningJob:
 
     def run(self) -> None:
         started = time.monotonic()
-        dirty = sum(s.source.size for s in self.snapshots if s.source.end > self.first_dirty)
-        offset_map = OffsetMap(offset_map_bytes(self.settings, dirty),
-                               self.settings.map_load_factor)
+        dirty = [s for s in self.snapshots if s.source.end > self.first_dirty]
+        offset_map = OffsetMap(offset_map_bytes(
+            self.settings, sum(s.source.size for s in dirty),
+            smallest_record_bytes([s.fd for s in dirty])), self.settings.map_load_factor)
         self.map_capacity = offset_map.capacity
         plan = Pass([s.source for s in self.snapshots], self.first_dirty, self.now_ms,
                     self.settings, self.segment_bytes, offset_map)

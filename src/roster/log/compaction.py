@@ -42,7 +42,15 @@ from dataclasses import dataclass, field
 
 from roster.log.api import CleaningStats, CleaningStatus, LogStorageError
 from roster.log.batch import BatchHeader
-from roster.log.batch_records import has_delete_horizon, payload, rebuilt, records
+from roster.log.batch_records import (
+    OFFSET,
+    decoded,
+    has_delete_horizon,
+    payload,
+    rebuilt,
+    rebuilt_from,
+    records,
+)
 from roster.log.offset_map import OffsetMap
 from roster.log.policy import INT32_MAX
 
@@ -149,15 +157,15 @@ class Pass:
         if header.is_control:
             self._transaction_hook(header)
         else:
-            found = _records_of(header, batch)
-            offset_map, first_dirty = self.offset_map, self.first_dirty
-            for record in found[1] if found else ():
-                if record.key is not None and record.offset >= first_dirty:
-                    if offset_map.full:
-                        self._mapping = False
-                        self._check_progress(header)
-                        return
-                    offset_map.put(record.key, record.offset)
+            first_dirty = self.first_dirty
+            keyed = [(record.key, record.offset) for record in _records_of(header, batch) or ()
+                     if record.key is not None and record.offset >= first_dirty]
+            if keyed:
+                keys, offsets = zip(*keyed)
+                if self.offset_map.put_all(keys, offsets) < len(keys):
+                    self._mapping = False  # full: this batch is left to the next pass
+                    self._check_progress(header)
+                    return
         self.offset_map.latest_offset = header.last_offset
 
     @property
@@ -219,23 +227,22 @@ class Pass:
             self.records_read += header.records_count
             self.records_kept += header.records_count
             return batch  # past what this pass mapped: all kept
-        found = _records_of(header, batch)
-        if found is None:  # undecodable: kept whole, as it is
+        all_records = _records_of(header, batch)
+        if all_records is None:  # undecodable: kept whole, as it is
             self.records_read += header.records_count
             self.records_kept += header.records_count
             return batch
-        data, all_records = found
-        offset_map, now = self.offset_map, self.now_ms
+        now = self.now_ms
         horizon = header.base_timestamp if has_delete_horizon(header) else None
         tombstones_expired = horizon is not None and now >= horizon
         kept = []
         keeps_tombstone = False
-        for record in all_records:
-            if record.key is None:
+        keyed = [record for record in all_records if record.key is not None]
+        newest = self.offset_map.get_all([record.key for record in keyed])
+        for record, newest_offset in zip(keyed, newest):
+            if record.offset < newest_offset:
                 continue
-            if record.offset < offset_map.get(record.key):
-                continue
-            if record.tombstone:
+            if record.value is None:
                 if tombstones_expired:
                     continue
                 keeps_tombstone = True
@@ -246,9 +253,15 @@ class Pass:
             if keeps_tombstone and horizon is None else None
         if len(kept) == len(all_records) and new_horizon is None:
             return batch
-        if not kept and not self._retain_empty(header):
-            return None
-        return rebuilt(header, data, kept, new_horizon)
+        if not kept:
+            return rebuilt(header, b"", [], None) if self._retain_empty(header) else None
+        if new_horizon is None and horizon is None:
+            return rebuilt_from(header, kept)
+        # A delete horizon: the records' timestamp deltas are relative to it (batch_records)
+        data = payload(header, batch)
+        offsets = {record.offset for record in kept}
+        return rebuilt(header, data, [r for r in records(header, data) if r[OFFSET] in offsets],
+                       new_horizon)
 
     def _retain_empty(self, header: BatchHeader) -> bool:
         return (header.producer_id >= 0 and
@@ -256,13 +269,12 @@ class Pass:
             header.next_offset == self.upper_bound
 
 
-def _records_of(header: BatchHeader, batch):
-    """(payload, records) of a batch, or None when its records cannot be decoded (a codec that
-    is not installed, damage): such a batch is kept whole and maps nothing, which can only make
-    a pass keep more than it could have."""
+def _records_of(header: BatchHeader, batch) -> list | None:
+    """The decoded records of a batch, or None when they cannot be decoded (a codec that is not
+    installed, damage): such a batch is kept whole and maps nothing, which can only make a pass
+    keep more than it could have."""
     try:
-        data = payload(header, batch)
-        return data, records(header, data)
+        return decoded(batch)
     # the codecs raise their own exception types on damaged input (see batch.py)
     except Exception as exc:  # noqa: BLE001
         log.warning("compaction keeps a batch it cannot decode (offset %d): %s",
