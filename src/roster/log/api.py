@@ -169,6 +169,19 @@ class PartitionLog(Protocol):
     def offset_for_timestamp(self, timestamp: int) -> TimestampLookup | None:
         """The first record whose timestamp >= `timestamp`, or None if there is none."""
 
+    # -- transactions (roster.log.producer_state; both log kinds share roster.log.segmented) ---
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the log end."""
+
+    def read_committed(self, offset: int, max_bytes: int) -> tuple[bytes, list]:
+        """read() as a read_committed Fetch sees it: only batches below the last stable offset,
+        with the aborted transactions (AbortedTxn) that range overlaps."""
+
+    def producer_entries(self) -> list:
+        """The partition's producers with their state (DescribeProducers)."""
+
     def advance_log_start(self, offset: int) -> int:
         """DeleteRecords: make `offset` the log start if it is above it (durably, before this
         returns) and delete the segments wholly below it. Returns the log start offset; raises

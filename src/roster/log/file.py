@@ -5,6 +5,8 @@ Directory layout (Kafka's names where Kafka has one):
     recovery-point     offset below which everything is known to be fsynced
     log-start-offset   first offset still readable (advanced by retention)
     clean-shutdown     present only between a clean close() and the next open()
+    <base>.txnindex / <offset>.snapshot   aborted transactions and producer state
+                       (roster.log.txn_files; recovery rebuilds them)
     cleaner-offset-checkpoint  how far compaction has cleaned (compacted topics; roster.log.cleaning)
     *.cleaned          replacement segments a compaction pass is writing; removed on open()
 
@@ -33,6 +35,7 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from roster.log import txn_files
 from roster.log.api import (
     AppendResult,
     CleaningStatus,
@@ -62,6 +65,7 @@ from roster.log.compaction import (
 from roster.log.files import open_directory, read_offset_file, write_offset_file
 from roster.log.loading import load_segments
 from roster.log.policy import check_batch, plan_retention, should_roll
+from roster.log.producer_state import AbortedIndex, ProducerState
 from roster.log.segment import (
     LOG_SUFFIX,
     OFFSET_INDEX_SUFFIX,
@@ -127,6 +131,8 @@ class FileLog(SegmentedLog):
         self._dir_generation = 0
         self._dir_synced_generation = 0
         self._closed = False
+        self._producers = ProducerState()
+        self._aborted = AbortedIndex()
 
     def __repr__(self) -> str:
         return f"FileLog({str(self._dir)!r}, offsets {self.log_start_offset}..{self.log_end_offset})"
@@ -183,6 +189,7 @@ class FileLog(SegmentedLog):
                 changed = True
             if changed:
                 os.fsync(directory_fd)
+            producers, aborted = txn_files.restore(directory, segments, clean, recovery_point)
         except OSError as exc:
             for segment in segments:
                 segment.close()
@@ -193,14 +200,17 @@ class FileLog(SegmentedLog):
             recovery_point = log_end
         if first_dirty > log_end:  # Kafka's rule: a checkpoint past the end cleans all again
             first_dirty = log_start
-        return cls(directory, config, directory_fd, segments, log_start,
-                   min(recovery_point, log_end), recovery_point, cleaned_to, first_dirty)
+        opened = cls(directory, config, directory_fd, segments, log_start,
+                     min(recovery_point, log_end), recovery_point, cleaned_to, first_dirty)
+        opened._producers, opened._aborted = producers, aborted
+        return opened
 
     # -- the PartitionLog protocol (offsets and sizes: SegmentedLog) ---------------------------
 
     def append(self, batch: bytes) -> AppendResult:
         self._require_open()
         header = check_batch(batch, self._config)
+        self._check_control(header, batch)
         base = self.log_end_offset
         stored = restamped(batch, base)  # pieces written with one writev: no copy of the records
         header.base_offset = base
@@ -213,6 +223,9 @@ class FileLog(SegmentedLog):
             active.append(stored, header)
         except OSError as exc:
             raise LogStorageError(f"cannot append to {active.path}: {exc}") from exc
+        if header.producer_id >= 0:
+            txn_files.record_abort(self._dir, active.base_offset,
+                                   self._track_producer(header, batch))
         return AppendResult(base, header.last_offset, header.max_timestamp)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
@@ -351,6 +364,8 @@ class FileLog(SegmentedLog):
                 segment.delete()
             except OSError as exc:
                 log.error("cannot delete segment %s: %s", segment.path, exc)
+        self._aborted.drop_before(self._segments[0].base_offset)
+        txn_files.delete_txn_indexes_below(self._dir, self._segments[0].base_offset)
         self._dir_generation += 1
 
     # -- compaction ----------------------------------------------------------------------------
@@ -521,6 +536,8 @@ class FileLog(SegmentedLog):
             return
         try:
             self._segments[-1].seal()
+            txn_files.sealed(self._dir, self._segments[-1].base_offset, self.log_end_offset,
+                             self._producers)  # a clean start replays nothing
             job = self.prepare_flush(with_active_indexes=True)
             if job is not None:
                 job.run()
@@ -562,6 +579,7 @@ class FileLog(SegmentedLog):
         """Seal the active segment and start an empty one at the log end."""
         old = self._segments[-1]
         old.seal()
+        txn_files.sealed(self._dir, old.base_offset, old.next_offset, self._producers)
         new = Segment.create(self._dir, old.next_offset, self._config.index_interval_bytes)
         self._segments.append(new)
         self._dir_generation += 1
@@ -588,3 +606,4 @@ class FileLog(SegmentedLog):
 
 def _base_offset(segment: Segment) -> int:
     return segment.base_offset
+

@@ -31,6 +31,7 @@ from roster.log.batch import (
 from roster.log.compaction import KEEP, REMOVE, CleanerSettings, Pass, Source, cleanable_range
 from roster.log.offset_map import OffsetMap
 from roster.log.policy import check_batch, plan_retention, should_roll
+from roster.log.producer_state import AbortedIndex, ProducerState
 from roster.log.segmented import SegmentedLog
 
 
@@ -154,6 +155,8 @@ class MemoryLog(SegmentedLog):
         self._cleaned_to = 0
         self._first_dirty = 0
         self._closed = False
+        self._producers = ProducerState()
+        self._aborted = AbortedIndex()
 
     def __repr__(self) -> str:
         return f"MemoryLog(offsets {self.log_start_offset}..{self.log_end_offset})"
@@ -161,6 +164,7 @@ class MemoryLog(SegmentedLog):
     def append(self, batch: bytes) -> AppendResult:
         self._require_open()
         header = check_batch(batch, self._config)
+        self._check_control(header, batch)
         base = self.log_end_offset
         stored = set_base_offset(batch, base)
         last_offset = base + header.last_offset_delta
@@ -176,6 +180,9 @@ class MemoryLog(SegmentedLog):
         if header.max_timestamp > active.max_timestamp:
             active.max_timestamp = header.max_timestamp
             active.offset_of_max_timestamp = base
+        if header.producer_id >= 0:
+            header.base_offset = base
+            self._track_producer(header, batch)
         return AppendResult(base, last_offset, header.max_timestamp)
 
     def read(self, offset: int, max_bytes: int) -> bytes:
@@ -244,6 +251,7 @@ class MemoryLog(SegmentedLog):
             self._roll()
         del self._segments[:plan.delete]
         self._log_start = max(self._log_start, self._segments[0].base_offset)
+        self._aborted.drop_before(self._segments[0].base_offset)
         return plan.delete
 
     def _persist_log_start(self, offset: int) -> None:
@@ -251,6 +259,7 @@ class MemoryLog(SegmentedLog):
 
     def _drop_oldest(self, count: int) -> None:
         del self._segments[:max(count, 0)]
+        self._aborted.drop_before(self._segments[0].base_offset)
 
     def _sources(self, segments: list[_Segment]) -> list[Source]:
         return [Source(s.base_offset, s.next_offset, s.size,

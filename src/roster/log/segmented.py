@@ -4,13 +4,23 @@ log start offset. The two differ in where a segment's bytes live, not in how the
 from __future__ import annotations
 
 import bisect
-
+import struct
 import time
 
-from roster.log.api import LogConfig, OffsetOutOfRange
+from roster.log.api import CorruptBatch, LogConfig, OffsetOutOfRange
+from roster.log.batch import BATCH_HEADER_SIZE, BatchHeader, batch_extent
 from roster.log.policy import aged_out
+from roster.log.producer_state import (
+    AbortedIndex,
+    AbortedTxn,
+    MarkerError,
+    ProducerEntry,
+    ProducerState,
+    read_marker,
+)
 
 NEVER = 2**63 - 1   # segment.ms that never rolls by time
+_INT64 = struct.Struct(">q")
 
 
 def wall_clock_ms() -> int:
@@ -21,6 +31,64 @@ class SegmentedLog:
     _segments: list
     _log_start: int
     _config: LogConfig
+    # transactions (roster.log.producer_state): replaced by FileLog's recovery on open
+    _producers: ProducerState
+    _aborted: AbortedIndex
+
+    # -- transactions: the read side -----------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction, else the high watermark (the log
+        end: there are no replicas). read_committed readers see nothing at or past it."""
+        return self._producers.last_stable_offset(self._log_start, self.log_end_offset)
+
+    def aborted_transactions(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """The aborted transactions a read_committed fetch of [fetch_offset, upper_bound) must
+        report; [] at once when no abort marker lies at or past fetch_offset."""
+        if self._aborted.last_marker() < fetch_offset:
+            return []
+        return self._aborted.overlapping(fetch_offset, upper_bound)
+
+    def read_committed(self, offset: int, max_bytes: int) -> tuple[bytes, list[AbortedTxn]]:
+        """A read_committed Fetch: read() cut before the first batch at or past the last stable
+        offset, and the aborted transactions of the range it returns (Kafka's
+        FetchIsolation.TXN_COMMITTED). Between the LSO and the log end the answer is empty;
+        outside the log, OffsetOutOfRange as for read()."""
+        stable = self.last_stable_offset
+        if self._log_start <= offset <= self.log_end_offset and offset >= stable:
+            return b"", []
+        data = self.read(offset, max_bytes)
+        if stable == self.log_end_offset and self._aborted.last_marker() < offset:
+            return data, []  # no open transaction, no abort in range: nothing to walk
+        data, upper = _cut_at(data, stable)
+        return data, (self.aborted_transactions(offset, upper) if data else [])
+
+    def aborted_between(self, low: int, high: int) -> list[AbortedTxn]:
+        """The aborted transactions whose marker lies in [low, high) (compaction)."""
+        return self._aborted.between(low, high)
+
+    def producer_entries(self) -> list[ProducerEntry]:
+        """The partition's producers (DescribeProducers)."""
+        return list(self._producers.producers.values())
+
+    @staticmethod
+    def _check_control(header: BatchHeader, batch) -> None:
+        """A control batch must hold a transaction marker roster can read (before it is
+        written: producer state is derived from it on every replay)."""
+        if header.is_control:
+            try:
+                read_marker(batch)
+            except MarkerError as exc:
+                raise CorruptBatch(str(exc)) from exc
+
+    def _track_producer(self, header: BatchHeader, batch) -> AbortedTxn | None:
+        """Producer state after an append of `header` (base offset assigned); an abort marker's
+        entry is added to the aborted index and returned."""
+        txn = self._producers.apply(header, batch)
+        if txn is not None:
+            self._aborted.add(txn)
+        return txn
 
     def advance_log_start(self, offset: int) -> int:
         """DeleteRecords: readers lose every record below `offset` (the log start never moves
@@ -105,3 +173,15 @@ class SegmentedLog:
 
 def _base_offset(segment) -> int:
     return segment.base_offset
+
+
+def _cut_at(data: bytes, limit: int) -> tuple[bytes, int]:
+    """(the batches of `data` that start below `limit`, the offset after the last of them)."""
+    position, end, upper = 0, len(data), -1
+    while end - position >= BATCH_HEADER_SIZE:
+        (base,) = _INT64.unpack_from(data, position)
+        if base >= limit:
+            break
+        size, upper = batch_extent(data, position)
+        position += size
+    return (data if position == end else data[:position]), upper

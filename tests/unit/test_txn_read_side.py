@@ -1,0 +1,170 @@
+"""The read side of transactions in the log: producer state, the last stable offset, the
+aborted-transaction index and read_committed reads, checked against a plain model on both log
+kinds, and across clean restarts and crashes of a FileLog."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from roster.log.api import CorruptBatch, LogConfig
+from roster.log.file import CLEAN_SHUTDOWN, FileLog
+from roster.log.memory import MemoryLog
+from roster.log.producer_state import AbortedTxn
+from roster.log.txn_files import read_txn_index, txn_index_bases, txn_index_path
+from tests.unit.batches import make_batch
+from tests.unit.txn_batches import committed_offsets, marker, txn_batch
+
+PRODUCERS = (7, 8, 9)
+
+
+class Model:
+    """Offsets as a reader sees them, computed the plain way."""
+
+    def __init__(self) -> None:
+        self.end = 0
+        self.open: dict[int, list[int]] = {}   # producer -> offsets of its open transaction
+        self.first: dict[int, int] = {}
+        self.aborted: set[int] = set()
+        self.data: list[int] = []              # offsets of data records
+        self.aborts: list[AbortedTxn] = []
+
+    def append(self, op) -> bytes:
+        kind, pid, arg = op
+        if kind == "data":
+            batch = txn_batch(pid, arg)
+            offsets = list(range(self.end, self.end + arg))
+            self.data += offsets
+            self.first.setdefault(pid, self.end)
+            self.open.setdefault(pid, []).extend(offsets)
+            self.end += arg
+            return batch
+        if kind == "plain":
+            self.data += list(range(self.end, self.end + arg))
+            self.end += arg
+            return make_batch(arg)
+        commit = arg
+        offsets = self.open.pop(pid, [])
+        first = self.first.pop(pid, self.end)
+        if not commit:
+            self.aborted.update(offsets)
+            stable = min(self.first.values(), default=self.end + 1)
+            self.aborts.append(AbortedTxn(pid, first, self.end, stable))
+        self.end += 1
+        return marker(pid, commit)
+
+    @property
+    def lso(self) -> int:
+        return min(self.first.values(), default=self.end)
+
+    def committed_from(self, offset: int) -> list[int]:
+        return [o for o in self.data if offset <= o < self.lso and o not in self.aborted]
+
+
+OPS = st.lists(st.one_of(
+    st.tuples(st.just("data"), st.sampled_from(PRODUCERS), st.integers(1, 3)),
+    st.tuples(st.just("plain"), st.just(-1), st.integers(1, 2)),
+    st.tuples(st.just("end"), st.sampled_from(PRODUCERS), st.booleans()),
+), max_size=30)
+
+
+def check(log, model: Model) -> None:
+    assert log.log_end_offset == model.end
+    assert log.last_stable_offset == model.lso
+    for offset in range(0, model.end + 1):
+        data, aborted = log.read_committed(offset, 1 << 20)
+        pairs = [(t.producer_id, t.first_offset) for t in aborted]
+        assert committed_offsets(data, pairs, offset) == model.committed_from(offset), offset
+    assert log.aborted_between(0, model.end) == model.aborts
+
+
+def fill(log, ops) -> Model:
+    model = Model()
+    for op in ops:
+        log.append(model.append(op))
+    return model
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=OPS)
+def test_memory_log_reads_committed_as_the_model(ops):
+    log = MemoryLog(LogConfig(segment_bytes=300))
+    check(log, fill(log, ops))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=OPS, segment_bytes=st.sampled_from([200, 500, 1 << 20]), forget=st.booleans())
+def test_file_log_rebuilds_the_same_state_after_a_restart_or_crash(tmp_path_factory, ops,
+                                                                   segment_bytes, forget):
+    directory = tmp_path_factory.mktemp("p")
+    config = LogConfig(segment_bytes=segment_bytes)
+    log = FileLog.open(directory, config)
+    model = fill(log, ops)
+    check(log, model)
+    log.close()
+    log = FileLog.open(directory, config)  # clean: from the snapshot at the log end
+    check(log, model)
+    log.close()
+    (directory / CLEAN_SHUTDOWN).unlink()  # a crash: the active segment is replayed
+    if forget:  # and whatever was not fsynced is gone: snapshots, the active .txnindex
+        for path in directory.glob("*.snapshot"):
+            path.unlink()
+        bases = sorted(int(p.name[:20]) for p in directory.glob("*.log"))
+        txn_index_path(directory, bases[-1]).unlink(missing_ok=True)
+    log = FileLog.open(directory, config)
+    try:
+        check(log, model)
+    finally:
+        log.close()
+
+
+def test_an_open_transaction_holds_the_lso_and_read_committed_stops_there():
+    log = MemoryLog(LogConfig())
+    log.append(make_batch(2))                 # 0-1
+    log.append(txn_batch(7, 2))               # 2-3 open
+    log.append(make_batch(1))                 # 4
+    assert log.last_stable_offset == 2
+    data, aborted = log.read_committed(0, 1 << 20)
+    assert committed_offsets(data, []) == [0, 1] and aborted == []
+    assert log.read_committed(3, 1 << 20) == (b"", [])  # between the LSO and the end: empty
+    assert log.read(0, 1 << 20).count(b"p7-") == 2       # read_uncommitted sees it all
+    log.append(marker(7, commit=False))       # 5
+    assert log.last_stable_offset == 6
+    data, aborted = log.read_committed(0, 1 << 20)
+    assert aborted == [AbortedTxn(7, 2, 5, 6)]
+    assert committed_offsets(data, [(7, 2)]) == [0, 1, 4]
+
+
+def test_a_control_batch_without_a_marker_is_refused():
+    log = MemoryLog(LogConfig())
+    from tests.unit.batches import with_field
+    with pytest.raises(CorruptBatch):
+        log.append(with_field(marker(7, True), "h", 61 + 7, 9))  # the key type 9: no marker
+    assert log.log_end_offset == 0
+
+
+def test_producers_are_described_with_their_open_transaction():
+    log = MemoryLog(LogConfig())
+    log.append(txn_batch(7, 3, epoch=2, sequence=10, timestamp=5_000))
+    log.append(txn_batch(8, 1, transactional=False, sequence=0))
+    log.append(marker(8, commit=True, coordinator_epoch=4))
+    entries = {e.producer_id: e for e in log.producer_entries()}
+    assert (entries[7].epoch, entries[7].last_sequence, entries[7].last_timestamp,
+            entries[7].txn_first_offset) == (2, 12, 5_002, 0)
+    assert (entries[8].coordinator_epoch, entries[8].txn_first_offset) == (4, -1)
+
+
+def test_retention_deletes_the_txnindex_with_its_segment(tmp_path):
+    log = FileLog.open(tmp_path, LogConfig(segment_bytes=1))  # one batch per segment
+    try:
+        log.append(txn_batch(7, 1))
+        log.append(marker(7, commit=False))   # segment 1 holds the abort
+        log.append(make_batch(1))
+        log.append(make_batch(1))
+        assert txn_index_bases(tmp_path) == [1]
+        assert read_txn_index(txn_index_path(tmp_path, 1)) == [AbortedTxn(7, 0, 1, 2)]
+        log.advance_log_start(3)
+        assert txn_index_bases(tmp_path) == []
+        assert log.aborted_between(0, 10) == []
+    finally:
+        log.close()

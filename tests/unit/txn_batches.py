@@ -1,0 +1,66 @@
+"""Transactional record batches and transaction markers for log tests, and a read_committed
+reader that filters them as the Java consumer does (Fetcher's CompletedFetch)."""
+from __future__ import annotations
+
+import heapq
+import struct
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from roster.log.batch import CONTROL_BIT, iter_batches
+from roster.log.producer_state import ABORT, read_marker
+from tests.unit.batches import restamp_crc
+
+_ATTRIBUTES_AT = 21
+
+
+def txn_batch(producer_id: int, count: int = 1, *, epoch: int = 0, sequence: int = 0,
+              transactional: bool = True, timestamp: int = 1_000) -> bytes:
+    """A producer's batch of `count` records (transactional unless told otherwise)."""
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0,
+                                        is_transactional=transactional, producer_id=producer_id,
+                                        producer_epoch=epoch, base_sequence=sequence,
+                                        batch_size=1 << 30)
+    for i in range(count):
+        builder.append(i, timestamp=timestamp + i, key=f"k{i}".encode(),
+                       value=f"p{producer_id}-{i}".encode(), headers=[])
+    return bytes(builder.build())
+
+
+def marker(producer_id: int, commit: bool, *, epoch: int = 0, coordinator_epoch: int = 0,
+           timestamp: int = 2_000) -> bytes:
+    """A transaction marker: a transactional control batch of one record, key (0, type),
+    value (0, coordinator epoch), as Kafka's EndTransactionMarker writes it."""
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
+                                        producer_id=producer_id, producer_epoch=epoch,
+                                        base_sequence=-1, batch_size=1 << 30)
+    builder.append(0, timestamp=timestamp, key=struct.pack(">hh", 0, 1 if commit else 0),
+                   value=struct.pack(">hi", 0, coordinator_epoch), headers=[])
+    data = bytearray(builder.build())
+    attributes = struct.unpack_from(">h", data, _ATTRIBUTES_AT)[0] | CONTROL_BIT
+    struct.pack_into(">h", data, _ATTRIBUTES_AT, attributes)
+    return restamp_crc(data)
+
+
+def committed_offsets(data: bytes, aborted: list[tuple[int, int]], start: int = 0) -> list[int]:
+    """Offsets (from `start`, the fetch offset) of the data records a read_committed consumer
+    keeps from fetched `data`, given the answer's aborted transactions [(producer id, first
+    offset)]."""
+    from roster.record_codec import DefaultRecordBatch
+
+    queue = sorted((first, pid) for pid, first in aborted)
+    heapq.heapify(queue)
+    aborting: set[int] = set()
+    kept = []
+    for position, header in iter_batches(data):
+        while queue and queue[0][0] <= header.last_offset:
+            aborting.add(heapq.heappop(queue)[1])
+        if header.is_control:
+            if read_marker(data, position).type == ABORT:
+                aborting.discard(header.producer_id)
+            continue
+        if header.is_transactional and header.producer_id in aborting:
+            continue
+        batch = data[position:position + header.size]
+        kept.extend(r.offset for r in DefaultRecordBatch(batch) if r.offset >= start)
+    return kept
