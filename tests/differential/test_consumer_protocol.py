@@ -220,3 +220,53 @@ def test_kip848_cross_protocol_describes(s):
     s.describe(classic)
     describe(s, classic)
     describe(s, s.name("nobody"))
+
+
+@scenario(outcome="""a KIP-848 member told to revoke partitions that keeps heartbeating without
+releasing them is fenced when its rebalance timeout (2 s, within [2000, 4500] ms) runs out:
+it is removed from the group (its next heartbeat gets UNKNOWN_MEMBER_ID) and the other member
+is given everything at a new epoch""")
+def test_kip848_rebalance_timeout(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    a = Kip848Member(s, "a", group, (topic,), rebalance_ms=2000)
+    b = Kip848Member(s, "b", group, (topic,))
+    a.heartbeat()
+    b.heartbeat()
+    held = list(a.owned)
+    a.heartbeat()            # told to revoke one partition
+    told_at = time.monotonic()
+    a.owned = held           # ...and keeps claiming both
+
+    def a_still_in() -> bool:
+        answer = a.heartbeat(traced=False)
+        if int(answer.error_code) != 0:
+            return False
+        a.owned = held
+        return True
+
+    s.wait(lambda: not a_still_in(), "the member holding partitions is fenced", 15)
+    s.timed("a fenced", time.monotonic() - told_at, 2000, 4500)
+    a.heartbeat()
+    b.converge(2)
+    describe(s, group)
+
+
+@scenario(outcome="""a static KIP-848 member that left with epoch -2 and does not come back is
+removed when its session timeout (group config, 2 s, within [2000, 4500] ms) runs out; the
+other member is then given its partitions""")
+def test_kip848_static_member_expiry(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    alter_group_config(s, group, consumer_session_timeout_ms="2000",
+                       consumer_heartbeat_interval_ms="500")
+    a = Kip848Member(s, "a", group, (topic,), instance_id="ia")
+    b = Kip848Member(s, "b", group, (topic,), instance_id="ib")
+    converge_pair(a, b)
+    b.leave(static=True)
+    left_at = time.monotonic()
+    s.wait(lambda: a.heartbeat(traced=False) is not None and a.owned_count() == 2,
+           "the remaining member owns both partitions", 15)
+    s.timed("b removed", time.monotonic() - left_at, 2000, 4500)
+    a.heartbeat()
+    describe(s, group)
