@@ -11,7 +11,7 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
-from roster.log.api import LogConfig
+from roster.log.api import LogConfig, LogStorageError
 from roster.log.compaction import CleanerSettings, clean_now
 from roster.log.file import FileLog
 from roster.log.offset_map import SLOT_BYTES
@@ -86,3 +86,38 @@ def test_a_log_with_more_keys_than_the_map_holds_is_cleaned_in_bounded_memory(tm
     assert large < small * 1.25 + 64 * 1024, \
         f"a pass over 4x the keys must not need more heap ({small} vs {large} bytes)"
     assert large < 1024 * 1024
+
+
+def test_a_batch_with_more_keys_than_the_estimated_map_gets_the_full_map(tmp_path):
+    """The map is sized from the dirty segments' first batches; a later batch of many small
+    records may not fit that estimate, and the pass then maps with the configured size."""
+    log = FileLog.open(tmp_path / "p-0", LogConfig(segment_bytes=100_000, retention_ms=-1))
+    try:
+        log.append(make_batch([(b"big", b"x" * 60_000)], 1_000, False, 0, 0))
+        log.append(make_batch([(b"k%d" % i, b"") for i in range(3_000)], 1_000, False, 0, 0))
+        log.append(make_batch([(b"active", b"y" * 60_000)], 1_000, False, 0, 0))  # rolls
+        flush_file(log)
+        settings = CleanerSettings(map_bytes=1 << 20)
+        passes = 0
+        while clean_now(log, 2_000, settings) is not None:  # the second maps the big batch
+            passes += 1
+        assert passes == 2 and log.cleaning_status(2_000, settings).first_dirty_offset == 3_001
+    finally:
+        log.close()
+
+
+def test_a_map_too_small_for_one_batch_is_an_error_that_names_the_setting(tmp_path):
+    log = FileLog.open(tmp_path / "p-0", LogConfig(segment_bytes=1, retention_ms=-1))
+    try:
+        log.append(make_batch([(b"k%d" % i, b"") for i in range(100)], 1_000, False, 0, 0))
+        log.append(make_batch([(b"active", b"")], 1_000, False, 0, 0))
+        flush_file(log)
+        try:
+            clean_now(log, 2_000, CleanerSettings(map_bytes=SLOT_BYTES * 64))
+        except LogStorageError as exc:
+            assert "log.cleaner.dedupe.buffer.size" in str(exc)
+        else:
+            raise AssertionError("a pass that cannot map one batch must fail")
+        assert not list((tmp_path / "p-0").glob("*.cleaned"))
+    finally:
+        log.close()

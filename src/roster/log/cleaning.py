@@ -36,7 +36,16 @@ from pathlib import Path
 from roster.log import fault_hook
 from roster.log.api import CleaningStats, LogStorageError
 from roster.log.batch import BATCH_HEADER_SIZE, parse_header
-from roster.log.compaction import KEEP, REMOVE, REPLACE, CleanerSettings, Group, Pass, Source
+from roster.log.compaction import (
+    KEEP,
+    REMOVE,
+    REPLACE,
+    CleanerSettings,
+    Group,
+    MapTooSmall,
+    Pass,
+    Source,
+)
 from roster.log.files import open_directory, write_offset_file
 from roster.log.offset_map import SLOT_BYTES, OffsetMap
 from roster.log.segment import LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX, Segment, file_name
@@ -129,16 +138,19 @@ class FileCleaningJob:
     def run(self) -> None:
         started = time.monotonic()
         dirty = [s for s in self.snapshots if s.source.end > self.first_dirty]
-        offset_map = OffsetMap(offset_map_bytes(
-            self.settings, sum(s.source.size for s in dirty),
-            smallest_record_bytes([s.fd for s in dirty])), self.settings.map_load_factor)
-        self.map_capacity = offset_map.capacity
-        plan = Pass([s.source for s in self.snapshots], self.first_dirty, self.now_ms,
-                    self.settings, self.segment_bytes, offset_map)
+        estimate = offset_map_bytes(self.settings, sum(s.source.size for s in dirty),
+                                    smallest_record_bytes([s.fd for s in dirty]))
+        offset_map = OffsetMap(estimate, self.settings.map_load_factor)
         try:
-            for snapshot in self.snapshots:
-                for header, batch in self._batches(snapshot):
-                    plan.map_batch(header, batch)
+            try:
+                plan = self._map(offset_map)
+            except MapTooSmall:
+                if offset_map.memory_bytes >= self.settings.map_bytes:
+                    raise
+                # the estimate missed a batch with more keys than it allowed for: full size
+                offset_map.close()
+                offset_map = OffsetMap(self.settings.map_bytes, self.settings.map_load_factor)
+                plan = self._map(offset_map)
             self.groups = plan.plan()
             bytes_after = 0
             for group in self.groups:
@@ -159,6 +171,16 @@ class FileCleaningJob:
             self.run_ms = (time.monotonic() - started) * 1000
             offset_map.close()  # the map is large; the swap does not need it
             self._close_fds()
+
+    def _map(self, offset_map: OffsetMap) -> Pass:
+        """Pass 1 over the snapshot."""
+        self.map_capacity = offset_map.capacity
+        plan = Pass([s.source for s in self.snapshots], self.first_dirty, self.now_ms,
+                    self.settings, self.segment_bytes, offset_map)
+        for snapshot in self.snapshots:
+            for header, batch in self._batches(snapshot):
+                plan.map_batch(header, batch)
+        return plan
 
     def _batches(self, snapshot: Snapshot):
         """(header, bytes) of each batch of a captured segment."""

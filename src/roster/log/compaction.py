@@ -62,6 +62,10 @@ REPLACE = "replace"    # the group is rewritten into one segment named after its
 REMOVE = "remove"      # nothing in the group survives: its segments are deleted
 
 
+class MapTooSmall(LogStorageError):
+    """Not even the first dirty batch's keys fit in the offset map: no pass could progress."""
+
+
 @dataclass(frozen=True, slots=True)
 class CleanerSettings:
     """A compacted topic's settings (topic-level names; broker defaults log.cleaner.*)."""
@@ -174,7 +178,7 @@ class Pass:
 
     def _check_progress(self, header: BatchHeader) -> None:
         if self.offset_map.latest_offset < self.first_dirty:
-            raise LogStorageError(
+            raise MapTooSmall(
                 f"log.cleaner.dedupe.buffer.size is too small: the batch at offset "
                 f"{header.base_offset} has more keys than the offset map's "
                 f"{self.offset_map.capacity} entries")
