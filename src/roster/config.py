@@ -142,6 +142,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
             "fit and leaves the rest to the next pass"),
     Setting("log.cleaner.io.buffer.load.factor", 0.9, float, 0,
             "how full the cleaner's map may get"),
+    Setting("log.cleaner.io.max.bytes.per.second", 1.7976931348623157e308, float, 1,
+            "the most bytes per second the cleaner reads and writes (it sleeps otherwise)"),
     Setting("producer.id.expiration.ms", 86400000, int, 1,
             "compaction keeps the last batch of a producer active within this time"),
     Setting("group.min.session.timeout.ms", 6000, int, 0),

@@ -93,3 +93,22 @@ def test_a_topics_own_settings_override_the_brokers():
             mine.max_compaction_lag_ms, mine.map_bytes) == (7, 0.1, 3, 9, 4800)
     default = cleaner_settings({"cleanup.policy": "compact"}, config)
     assert (default.delete_retention_ms, default.min_cleanable_ratio) == (5, 0.5)
+
+
+def test_the_cleaner_io_throttle_sleeps_down_to_the_configured_rate():
+    from roster.log.throttle import Throttler
+
+    now = [0.0]
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        now[0] += seconds
+
+    throttle = Throttler(1_000_000, clock=lambda: now[0], sleep=sleep)
+    for _ in range(10):            # 10 MB in 0.5 s: twenty times the rate
+        now[0] += 0.05
+        throttle.observe(1_000_000)
+    assert abs(now[0] - 10.0) < 0.2, "the elapsed time is what 10 MB at 1 MB/s takes"
+    assert Throttler(float("inf"), clock=lambda: 0.0, sleep=sleep).unlimited
+    assert BrokerConfig.from_overrides({})["log.cleaner.io.max.bytes.per.second"] > 1e300

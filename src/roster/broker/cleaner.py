@@ -54,7 +54,8 @@ def cleaner_settings(topic_configs, config: BrokerConfig) -> CleanerSettings:
                                  float),
         producer_expiration_ms=config["producer.id.expiration.ms"],
         map_bytes=config["log.cleaner.dedupe.buffer.size"],
-        map_load_factor=config["log.cleaner.io.buffer.load.factor"])
+        map_load_factor=config["log.cleaner.io.buffer.load.factor"],
+        io_bytes_per_second=config["log.cleaner.io.max.bytes.per.second"])
 
 
 class LogCleaner:

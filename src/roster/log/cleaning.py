@@ -49,6 +49,7 @@ from roster.log.compaction import (
 from roster.log.files import open_directory, write_offset_file
 from roster.log.offset_map import SLOT_BYTES, OffsetMap
 from roster.log.segment import LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX, Segment, file_name
+from roster.log.throttle import Throttler
 from roster.log.window import MAX_WINDOW, ReadWindow
 
 log = logging.getLogger("roster.log")
@@ -127,6 +128,7 @@ class FileCleaningJob:
         self.error: BaseException | None = None
         self.run_ms = 0.0
         self._cancelled = False
+        self._throttler = Throttler(settings.io_bytes_per_second)
 
     def cancel(self) -> None:
         self._cancelled = True
@@ -197,6 +199,7 @@ class FileCleaningJob:
             if data is None:
                 raise LogStorageError(f"{snapshot.segment.path}: no whole batch at position "
                                       f"{position} of {size}")
+            self._throttler.observe(header.size)
             yield header, data
             position += header.size
 
@@ -217,6 +220,7 @@ class FileCleaningJob:
                     if cleaned is None:
                         continue
                     staged.append(cleaned, header if cleaned is batch else parse_header(cleaned))
+                    self._throttler.observe(len(cleaned))
             if not changed:
                 group.action = KEEP
                 return staged.size

@@ -77,6 +77,7 @@ class CleanerSettings:
     producer_expiration_ms: int = 86_400_000     # producer.id.expiration.ms
     map_bytes: int = 128 * 1024 * 1024           # log.cleaner.dedupe.buffer.size
     map_load_factor: float = 0.9                 # log.cleaner.io.buffer.load.factor
+    io_bytes_per_second: float = float("inf")    # log.cleaner.io.max.bytes.per.second
 
 
 @dataclass(frozen=True, slots=True)
