@@ -5,6 +5,11 @@ append to one of its partitions wakes it to look again. MaxBytes bounds the whol
 PartitionMaxBytes each partition, except that the first batch found is always returned whole so a
 consumer can make progress past a batch larger than its limits (KIP-74).
 
+isolation_level=READ_COMMITTED (v4+) reads only up to the partition's last stable offset and
+answers with the aborted transactions of the range read (PartitionLog.read_committed); the client
+drops their batches and the control batches itself. READ_UNCOMMITTED reads up to the high
+watermark, and both report the last stable offset.
+
 Incremental fetch sessions (KIP-227) are not offered: the answer's SessionId is 0, which tells
 clients to keep sending full fetches. A request naming a session therefore gets
 FETCH_SESSION_ID_NOT_FOUND and the client starts over without one.
@@ -46,15 +51,18 @@ TOPICS = Topics(AclOperation.READ, name="topic")
 
 
 class _PartitionRead:
-    __slots__ = ("index", "error", "high_watermark", "log_start_offset", "records")
+    __slots__ = ("index", "error", "high_watermark", "log_start_offset", "records",
+                 "last_stable_offset", "aborted")
 
     def __init__(self, index, error=ErrorCode.none, high_watermark=-1, log_start_offset=-1,
-                 records=b""):
+                 records=b"", last_stable_offset=-1):
         self.index = index
         self.error = error
         self.high_watermark = high_watermark
         self.log_start_offset = log_start_offset
         self.records = records
+        self.last_stable_offset = last_stable_offset
+        self.aborted = ()
 
 
 def _read_all(broker, body, resolved, magic=None) -> tuple[list, int, bool]:
@@ -62,6 +70,7 @@ def _read_all(broker, body, resolved, magic=None) -> tuple[list, int, bool]:
     `magic`: the old message format to answer in (Fetch v0-3), None for stored batches as they
     are."""
     budget = body.max_bytes
+    committed = getattr(body, "isolation_level", 0) == READ_COMMITTED
     total = 0
     failed = False
     reads = []
@@ -76,11 +85,15 @@ def _read_all(broker, body, resolved, magic=None) -> tuple[list, int, bool]:
             else:
                 log = topic.partitions[index]
                 read = _PartitionRead(index, high_watermark=log.log_end_offset,
-                                      log_start_offset=log.log_start_offset)
+                                      log_start_offset=log.log_start_offset,
+                                      last_stable_offset=log.last_stable_offset)
                 if budget > 0 or total == 0:
                     limit = min(requested.partition_max_bytes, max(budget, 1))
                     try:
-                        data = log.read(requested.fetch_offset, limit)
+                        if committed:
+                            data, read.aborted = log.read_committed(requested.fetch_offset, limit)
+                        else:
+                            data = log.read(requested.fetch_offset, limit)
                     except OffsetOutOfRange:
                         read.error = ErrorCode.offset_out_of_range
                         data = b""
@@ -127,15 +140,19 @@ async def handle(broker, request, connection):
 def _response(schema, body, reads):
     topic_entry = element(schema, "responses")
     partition_entry = element(topic_entry, "partitions")
+    aborted_entry = element(partition_entry, "aborted_transactions")
     committed = body.isolation_level == READ_COMMITTED
     responses = tuple(
         make(topic_entry, topic=getattr(wanted, "topic", None),
              topic_id=getattr(wanted, "topic_id", None),
              partitions=tuple(
                  make(partition_entry, partition_index=r.index, error_code=r.error,
-                      high_watermark=r.high_watermark, last_stable_offset=r.high_watermark,
+                      high_watermark=r.high_watermark, last_stable_offset=r.last_stable_offset,
                       log_start_offset=r.log_start_offset,
-                      aborted_transactions=() if committed else None,
+                      aborted_transactions=tuple(
+                          make(aborted_entry, producer_id=t.producer_id,
+                               first_offset=t.first_offset) for t in r.aborted)
+                      if committed else None,
                       preferred_read_replica=-1, records=r.records)
                  for r in partition_reads))
         for wanted, partition_reads in reads)

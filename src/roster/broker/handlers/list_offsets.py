@@ -6,6 +6,10 @@ segment boundaries. Each segment stands for (max(base offset, log start), its fi
 time), and a non-empty active segment adds (log end, now). Latest starts from the last entry,
 earliest from the first, a timestamp from the last entry modified at or before it; the answer is
 up to max_num_offsets offsets from there back towards the log start, newest first.
+
+isolation_level (v2+): LATEST under READ_COMMITTED is the last stable offset, as Kafka's
+(the first offset of the earliest open transaction); READ_UNCOMMITTED's is the high watermark.
+A timestamp lookup under READ_COMMITTED finds nothing at or past the last stable offset.
 """
 from __future__ import annotations
 
@@ -28,9 +32,10 @@ MAX_TIMESTAMP = -3        # v7+
 EARLIEST_LOCAL = -4       # v8+: same as earliest, there is no remote tier
 LATEST_TIERED = -5        # v9+: nothing is tiered, so there is no such offset
 EARLIEST_PENDING_UPLOAD = -6  # v11+: likewise
+READ_COMMITTED = 1
 
 
-def _answer(admitted, index: int, timestamp: int) -> dict:
+def _answer(admitted, index: int, timestamp: int, committed: bool = False) -> dict:
     """One partition's answer, of a topic entry as admission resolved it."""
     error = partition_error(admitted, index)
     if error is not ErrorCode.none:
@@ -38,7 +43,7 @@ def _answer(admitted, index: int, timestamp: int) -> dict:
                 "timestamp": -1, "offset": -1, "leader_epoch": -1}
     topic = admitted[0]
     try:
-        found, offset = _lookup(topic.partitions[index], timestamp)
+        found, offset = _lookup(topic.partitions[index], timestamp, committed)
         error = ErrorCode.none
     except CorruptBatch:  # a stored batch whose records do not decode
         found, offset, error = -1, -1, ErrorCode.corrupt_message
@@ -46,16 +51,20 @@ def _answer(admitted, index: int, timestamp: int) -> dict:
             "leader_epoch": 0}
 
 
-def _lookup(log, timestamp: int) -> tuple[int, int]:
+def _lookup(log, timestamp: int, committed: bool) -> tuple[int, int]:
     """(timestamp, offset) for one partition; (-1, -1) when there is no such record."""
     if timestamp == LATEST:
-        return -1, log.log_end_offset
+        return -1, log.last_stable_offset if committed else log.log_end_offset
     if timestamp in (EARLIEST, EARLIEST_LOCAL):
         return -1, log.log_start_offset
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return -1, -1
     found = log.max_timestamp() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
-    return (found.timestamp, found.offset) if found else (-1, -1)
+    # Kafka's Partition.fetchOffsetForTimestamp: a record at or past what the isolation level
+    # may read is not found
+    if found is None or (committed and found.offset >= log.last_stable_offset):
+        return -1, -1
+    return found.timestamp, found.offset
 
 
 def _old_style_offsets(log, timestamp: int, max_num_offsets: int, now_ms: int) -> list[int]:
@@ -101,9 +110,10 @@ async def handle(broker, request, connection):
     if request.api_version == 0:
         return _v0(broker, request)
     admission = request.admission
+    committed = getattr(request.body, "isolation_level", 0) == READ_COMMITTED
 
     def answer(t: int, _, wanted) -> dict:
-        return _answer(admission.topic(t), wanted.partition_index, wanted.timestamp)
+        return _answer(admission.topic(t), wanted.partition_index, wanted.timestamp, committed)
 
     schema = response_schema(API_KEY, request.api_version)
     return make(schema, topics=per_partition(schema, request.body.topics, answer))

@@ -1,0 +1,175 @@
+"""What read_committed and read_uncommitted consumers see of transactions on a real broker:
+confluent-kafka's transactional producer commits and aborts; confluent-kafka and kafka-python
+consumers read; ListOffsets answers by isolation level; an open transaction holds
+read_committed readers at its first offset; a restart (clean and kill -9) rebuilds the last
+stable offset and the aborted-transaction index."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer
+from confluent_kafka import TopicPartition as CfPartition
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KpPartition
+
+from tests.support.process import BrokerProcess
+from tests.support.transactions import create_topics, log_entries, wait_for
+
+pytestmark = pytest.mark.interop
+
+SETTINGS = {"transaction.state.log.num.partitions": "1", "num.partitions": "1"}
+DEADLINE_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = BrokerProcess(tmp_path_factory.mktemp("read-committed"), SETTINGS).start()
+    yield process
+    process.stop()
+
+
+def txn_producer(broker, transactional_id: str) -> Producer:
+    producer = Producer({"bootstrap.servers": broker.bootstrap,
+                         "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    return producer
+
+
+def transaction(producer: Producer, topic: str, values: list[bytes], commit: bool) -> None:
+    producer.begin_transaction()
+    for value in values:
+        producer.produce(topic, value=value)
+    producer.flush(30)
+    (producer.commit_transaction if commit else producer.abort_transaction)(30)
+
+
+def confluent_read(broker, topic: str, isolation: str, until: int) -> list[bytes]:
+    """Every value a confluent-kafka consumer gets from the start until its position is `until`."""
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{isolation}",
+                         "isolation.level": isolation, "enable.auto.commit": False})
+    consumer.assign([CfPartition(topic, 0, 0)])
+    values, deadline = [], time.monotonic() + DEADLINE_S
+    try:
+        while consumer.position([CfPartition(topic, 0)])[0].offset < until:
+            assert time.monotonic() < deadline, f"{isolation} stuck; got {values}"
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+class KpReader:
+    """A kafka-python consumer of partition 0 from the start."""
+
+    def __init__(self, broker, topic: str, isolation: str) -> None:
+        self.consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level=isolation,
+                                      enable_auto_commit=False, consumer_timeout_ms=500)
+        self.tp = KpPartition(topic, 0)
+        self.consumer.assign([self.tp])
+        self.consumer.seek(self.tp, 0)
+        self.values: list[bytes] = []
+
+    def end_offset(self) -> int:
+        return self.consumer.end_offsets([self.tp])[self.tp]
+
+    def read_to(self, offset: int) -> list[bytes]:
+        deadline = time.monotonic() + DEADLINE_S
+        while self.consumer.position(self.tp) < offset:
+            assert time.monotonic() < deadline, f"stuck at {self.consumer.position(self.tp)}"
+            for records in self.consumer.poll(timeout_ms=200).values():
+                self.values += [r.value for r in records]
+        return self.values
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def end_of_log(broker, topic: str) -> int:
+    """The high watermark (ListOffsets LATEST, read_uncommitted)."""
+    reader = KpReader(broker, topic, "read_uncommitted")
+    try:
+        return reader.end_offset()
+    finally:
+        reader.close()
+
+
+def markers(broker, topic: str) -> list[str]:
+    return [kind for kind, *_ in log_entries(broker.bootstrap, topic) if kind != "data"]
+
+
+def test_commits_are_visible_and_aborts_invisible_to_read_committed(broker):
+    create_topics(broker.bootstrap, "rc-basic")
+    producer = txn_producer(broker, "rc-basic")
+    transaction(producer, "rc-basic", [b"a0", b"a1", b"a2"], commit=True)
+    transaction(producer, "rc-basic", [b"b0", b"b1"], commit=False)
+    transaction(producer, "rc-basic", [b"c0"], commit=True)
+    wait_for(lambda: markers(broker, "rc-basic") == ["commit", "abort", "commit"], "markers")
+    end = end_of_log(broker, "rc-basic")
+    committed = [b"a0", b"a1", b"a2", b"c0"]
+    everything = [b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"]
+    assert confluent_read(broker, "rc-basic", "read_committed", end) == committed
+    assert confluent_read(broker, "rc-basic", "read_uncommitted", end) == everything
+    for isolation, expected in (("read_committed", committed), ("read_uncommitted", everything)):
+        reader = KpReader(broker, "rc-basic", isolation)
+        try:
+            assert reader.end_offset() == end
+            assert reader.read_to(end) == expected
+        finally:
+            reader.close()
+
+
+def test_an_open_transaction_holds_read_committed_at_its_first_offset(broker):
+    create_topics(broker.bootstrap, "rc-open")
+    producer = txn_producer(broker, "rc-open")
+    transaction(producer, "rc-open", [b"before"], commit=True)
+    stable = wait_for(lambda: end_of_log(broker, "rc-open") == 2 and 2, "the first commit")
+    producer.begin_transaction()
+    producer.produce("rc-open", value=b"open")
+    producer.flush(30)
+    plain = Producer({"bootstrap.servers": broker.bootstrap})
+    plain.produce("rc-open", value=b"plain")   # after the open transaction's data
+    plain.flush(30)
+    committed = KpReader(broker, "rc-open", "read_committed")
+    uncommitted = KpReader(broker, "rc-open", "read_uncommitted")
+    try:
+        assert committed.end_offset() == stable        # ListOffsets: the LSO
+        assert uncommitted.end_offset() == stable + 2   # the high watermark
+        assert committed.read_to(stable) == [b"before"]
+        assert uncommitted.read_to(stable + 2) == [b"before", b"open", b"plain"]
+        producer.commit_transaction(30)
+        end = wait_for(lambda: (n := end_of_log(broker, "rc-open")) == stable + 3 and n,
+                       "the commit marker")
+        assert committed.end_offset() == end
+        assert committed.read_to(end) == [b"before", b"open", b"plain"]
+    finally:
+        committed.close()
+        uncommitted.close()
+
+
+@pytest.mark.parametrize("how", ["restart", "kill9"])
+def test_a_restarted_broker_still_hides_aborted_transactions(tmp_path, how):
+    broker = BrokerProcess(tmp_path / "data", SETTINGS).start()
+    try:
+        create_topics(broker.bootstrap, "rc-restart")
+        producer = txn_producer(broker, "rc-restart")
+        transaction(producer, "rc-restart", [b"x0", b"x1"], commit=False)
+        transaction(producer, "rc-restart", [b"y0"], commit=True)
+        wait_for(lambda: markers(broker, "rc-restart") == ["abort", "commit"], "the markers")
+        end = end_of_log(broker, "rc-restart")
+        if how == "kill9":
+            broker.kill9()
+            broker.start()
+        else:
+            broker.restart()
+        assert confluent_read(broker, "rc-restart", "read_committed", end) == [b"y0"]
+        reader = KpReader(broker, "rc-restart", "read_committed")
+        try:
+            assert reader.end_offset() == end
+            assert reader.read_to(end) == [b"y0"]
+        finally:
+            reader.close()
+    finally:
+        broker.stop()
