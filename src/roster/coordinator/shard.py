@@ -17,6 +17,7 @@ together), the routing of classic requests to a consumer group that has classic 
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
@@ -52,6 +53,8 @@ from roster.coordinator.offset_store import OffsetStore
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import OffsetKey, Record, UnknownRecord
+
+log = logging.getLogger("roster.coordinator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,10 +153,39 @@ class GroupShard:
         result.after_write.append(OffsetsCommitted(request.token, answers, written))
         return result
 
-    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
+    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None,
+                      require_stable: bool = False):
         held = self._held(group_id)
         return self.offsets.fetch(group_id, wanted,
-                                  visible=held is None or not held.being_deleted(group_id))
+                                  visible=held is None or not held.being_deleted(group_id),
+                                  require_stable=require_stable)
+
+    # -- offsets inside a transaction (KIP-447; the edge: broker/txn_offsets.py) --------------
+
+    def txn_commit_offsets(self, request: CommitRequest, now: int,
+                           result: Result) -> tuple[tuple, tuple[Record, ...]]:
+        """TxnOffsetCommit: (answers, the records to write in the producer's transactional
+        batch). A caller that names a member is checked by the group's type as for
+        OffsetCommit, so a zombie after a rebalance is fenced (ILLEGAL_GENERATION,
+        UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID); one naming none (an older client) is not, as
+        in Kafka. The offsets stay pending (transaction_written) until the marker."""
+        names_member = request.generation >= 0 or bool(request.member_id) \
+            or request.group_instance_id is not None
+        error = self.type_of(request.group_id).validate_offset_commit(request, now, result) \
+            if names_member else None
+        if error is not None:
+            return tuple((o.topic, o.partition, error) for o in request.offsets), ()
+        return self.offsets.commit(request, now)
+
+    def transaction_written(self, producer_id: int, written) -> None:
+        """Offset records of an open transaction are durable (or replayed): pending."""
+        self.offsets.pending.add(producer_id, written)
+
+    def end_transaction(self, producer_id: int, commit: bool, now: int) -> None:
+        """The producer's marker reached __consumer_offsets: its pending offsets are committed
+        (replayed as any commit) or dropped."""
+        for record in self.offsets.pending.end(producer_id, commit):
+            self.replay(record, now)
 
     def fetch_refused(self, group_id: str, member_id: str | None,
                       epoch: int) -> ErrorCode | None:
@@ -205,6 +237,8 @@ class GroupShard:
                 len(expired) == len(self.offsets.of(group_id))
             if not expired and not whole_group:
                 continue
+            log.info("expiring %d offsets of group %s%s", len(expired), group_id,
+                     " and the group itself" if whole_group else "")
             tombstones = self.offsets.tombstones(group_id, expired)
             result.records.extend(tombstones)
             if whole_group:
