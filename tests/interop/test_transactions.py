@@ -1,26 +1,39 @@
 """Transactions on a real broker: confluent-kafka's transactional producer (the classic
 protocol) commits and aborts, markers land in every partition of the transaction, a zombie is
 fenced, a timed-out transaction is aborted by the coordinator, and a broker killed right after
-PrepareCommit became durable completes the commit after its restart."""
+PrepareCommit became durable completes the commit after its restart. Offsets committed inside
+a transaction (KIP-447) stay pending until the marker, and a zombie group member is fenced."""
 from __future__ import annotations
 
+import time
+
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from roster.protocol.errors import ErrorCode as E
 from tests.support.process import BrokerProcess
-from tests.support.transactions import TxnClient, create_topics, log_entries, wait_for
+from tests.support.transactions import (
+    Member,
+    TxnClient,
+    create_topics,
+    fetch_offsets,
+    join_alone,
+    log_entries,
+    wait_for,
+)
 
 pytestmark = pytest.mark.interop
 
 SETTINGS = {"transaction.state.log.num.partitions": "3", "num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
             "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"}
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     process = BrokerProcess(tmp_path_factory.mktemp("transactions"), SETTINGS).start()
-    create_topics(process.bootstrap, "tx-wire-fence", "tx-wire-errors", "tx-timeout")
+    create_topics(process.bootstrap, "tx-wire-fence", "tx-wire-errors", "tx-timeout", "tx-out")
+    create_topics(process.bootstrap, "tx-in", partitions=2)
     yield process
     process.stop()
 
@@ -152,3 +165,94 @@ def test_broker_killed_after_prepare_commit_completes_it_after_restart(tmp_path,
         again.close()
     finally:
         process.stop()
+
+
+# -- offsets inside transactions (KIP-447) ----------------------------------------------------
+
+def test_offsets_committed_in_a_transaction_are_pending_until_the_marker(broker):
+    client = TxnClient(broker.bootstrap, "wire-offsets")
+    member = join_alone(broker.bootstrap, "eos-group", instance_id="eos-1")
+    try:
+        client.init_until_done()
+        assert client.add("tx-out", 0) == [E.none]
+        assert client.add_offsets("eos-group") is E.none
+        assert client.produce("tx-out", 0, [b"derived"]) is E.none
+        assert client.commit_offsets("eos-group", "tx-in", {0: 41, 1: 7}, member) == [E.none] * 2
+        assert fetch_offsets(broker.bootstrap, "eos-group", "tx-in", [0, 1]) == {0: -1, 1: -1}
+        assert fetch_offsets(broker.bootstrap, "eos-group", "tx-in", [0, 1],
+                             require_stable=True) == {0: E.unstable_offset_commit,
+                                                      1: E.unstable_offset_commit}
+        assert client.end(commit=True) is E.none
+        wait_for(lambda: fetch_offsets(broker.bootstrap, "eos-group", "tx-in", [0, 1],
+                                       require_stable=True) == {0: 41, 1: 7},
+                 "the committed offsets")
+        # an aborted transaction's offsets are dropped
+        assert client.add_offsets("eos-group") is E.none
+        assert client.commit_offsets("eos-group", "tx-in", {0: 99}, member) == [E.none]
+        assert client.end(commit=False) is E.none
+        wait_for(lambda: fetch_offsets(broker.bootstrap, "eos-group", "tx-in", [0],
+                                       require_stable=True) == {0: 41}, "the abort")
+    finally:
+        client.close()
+
+
+def test_a_zombie_member_is_fenced_from_committing_offsets(broker):
+    client = TxnClient(broker.bootstrap, "wire-zombie-member")
+    try:
+        client.init_until_done()
+        # the group's partition was not added (no AddOffsetsToTxn): refused before the group
+        assert client.commit_offsets("zombie-group", "tx-in", {0: 5}) == [E.invalid_txn_state]
+        old = join_alone(broker.bootstrap, "zombie-group", instance_id="static-1")
+        # the same static instance restarts: its old member id is a zombie now
+        new = join_alone(broker.bootstrap, "zombie-group", instance_id="static-1")
+        assert new.member_id != old.member_id
+        assert client.add_offsets("zombie-group") is E.none
+        assert client.commit_offsets("zombie-group", "tx-in", {0: 5}, old) == \
+            [E.fenced_instance_id]
+        dynamic = join_alone(broker.bootstrap, "zombie-dynamic")
+        rejoined = join_alone(broker.bootstrap, "zombie-dynamic", member_id=dynamic.member_id)
+        assert rejoined.generation > dynamic.generation
+        assert client.add_offsets("zombie-dynamic") is E.none
+        assert client.commit_offsets("zombie-dynamic", "tx-in", {0: 5}, dynamic) == \
+            [E.illegal_generation]
+        stranger = Member("not-a-member", rejoined.generation)
+        assert client.commit_offsets("zombie-dynamic", "tx-in", {0: 5}, stranger) == \
+            [E.unknown_member_id]
+        assert client.commit_offsets("zombie-dynamic", "tx-in", {0: 5}, rejoined) == [E.none]
+        assert client.end(commit=True) is E.none
+    finally:
+        client.close()
+
+
+def test_confluent_send_offsets_to_transaction_with_a_static_member(broker):
+    create_topics(broker.bootstrap, "eos-in", "eos-out")
+    source = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(5):
+        source.produce("eos-in", value=b"in-%d" % i)
+    source.flush(30)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "cf-eos",
+                         "group.instance.id": "cf-eos-1", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "isolation.level": "read_committed"})
+    consumer.subscribe(["eos-in"])
+    p = producer(broker, "cf-eos-tx")
+    try:
+        seen = []
+        deadline = time.monotonic() + 30
+        while len(seen) < 5 and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                seen.append(message.value())
+        assert seen == [b"in-%d" % i for i in range(5)]
+        p.begin_transaction()
+        for value in seen:
+            p.produce("eos-out", value=value.replace(b"in", b"out"))
+        p.send_offsets_to_transaction(consumer.position(consumer.assignment()),
+                                      consumer.consumer_group_metadata(), 30)
+        p.commit_transaction(30)
+        [committed] = wait_for(lambda: (c := consumer.committed(
+            [TopicPartition("eos-in", 0)], 10)) and c[0].offset == 5 and c, "the offsets")
+        assert committed.offset == 5
+        assert data_values(log_entries(broker.bootstrap, "eos-out")) == \
+            [b"out-%d" % i for i in range(5)]
+    finally:
+        consumer.close()

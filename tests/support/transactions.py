@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import time
+from dataclasses import dataclass
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
@@ -94,10 +95,78 @@ class TxnClient:
             self.sequence[(topic, partition)] = sequence + len(values)
         return error
 
+    def add_offsets(self, group_id: str, version: int = 3) -> ErrorCode:
+        return self.wire.call(ApiKey.ADD_OFFSETS_TO_TXN, version,
+                              transactional_id=self.transactional_id,
+                              producer_id=self.producer_id, producer_epoch=self.epoch,
+                              group_id=group_id).error_code
+
+    def commit_offsets(self, group_id: str, topic: str, offsets: dict[int, int],
+                       member: Member | None = None, version: int = 3) -> list[ErrorCode]:
+        """TxnOffsetCommit of {partition: offset}, as `member` (None: naming no member)."""
+        answer = self.wire.call(
+            ApiKey.TXN_OFFSET_COMMIT, version, transactional_id=self.transactional_id,
+            group_id=group_id, producer_id=self.producer_id, producer_epoch=self.epoch,
+            generation_id=member.generation if member else -1,
+            member_id=member.member_id if member else "",
+            group_instance_id=member.instance_id if member else None,
+            topics=(part(ApiKey.TXN_OFFSET_COMMIT, version, "topics", name=topic,
+                         partitions=tuple(part(ApiKey.TXN_OFFSET_COMMIT, version, "topics",
+                                               "partitions", partition_index=p,
+                                               committed_offset=o, committed_leader_epoch=-1,
+                                               committed_metadata="")
+                                          for p, o in offsets.items())),))
+        return [p.error_code for t in answer.topics for p in t.partitions]
+
     def end(self, commit: bool, version: int = 3) -> ErrorCode:
         return self.wire.call(ApiKey.END_TXN, version, transactional_id=self.transactional_id,
                               producer_id=self.producer_id, producer_epoch=self.epoch,
                               committed=commit).error_code
+
+
+@dataclass(frozen=True)
+class Member:
+    member_id: str
+    generation: int
+    instance_id: str | None = None
+
+
+def join_alone(bootstrap: str, group_id: str, instance_id: str | None = None,
+               member_id: str = "") -> Member:
+    """JoinGroup + SyncGroup (v5/v3) of a group this member is alone in: it leads and is given
+    nothing (the group only has to exist with this member and generation)."""
+    with Wire(bootstrap) as wire:
+        while True:
+            joined = wire.call(
+                ApiKey.JOIN_GROUP, 5, group_id=group_id,
+                session_timeout=datetime.timedelta(seconds=30),
+                rebalance_timeout=datetime.timedelta(seconds=30), member_id=member_id,
+                group_instance_id=instance_id, protocol_type="consumer",
+                protocols=(part(ApiKey.JOIN_GROUP, 5, "protocols", name="range",
+                                metadata=b""),))
+            if joined.error_code is ErrorCode.member_id_required:
+                member_id = joined.member_id
+                continue
+            assert joined.error_code is ErrorCode.none, joined.error_code
+            break
+        synced = wire.call(ApiKey.SYNC_GROUP, 3, group_id=group_id,
+                           generation_id=joined.generation_id, member_id=joined.member_id,
+                           group_instance_id=instance_id, assignments=())
+        assert synced.error_code is ErrorCode.none, synced.error_code
+    return Member(joined.member_id, joined.generation_id, instance_id)
+
+
+def fetch_offsets(bootstrap: str, group_id: str, topic: str, partitions,
+                  require_stable: bool = False) -> dict[int, object]:
+    """OffsetFetch v7: {partition: offset, or the partition's error}."""
+    with Wire(bootstrap) as wire:
+        answer = wire.call(ApiKey.OFFSET_FETCH, 7, group_id=group_id,
+                           require_stable=require_stable, topics=(part(
+                               ApiKey.OFFSET_FETCH, 7, "topics", name=topic,
+                               partition_indexes=tuple(partitions)),))
+    assert answer.error_code is ErrorCode.none, answer.error_code
+    return {p.partition_index: p.committed_offset if p.error_code is ErrorCode.none
+            else p.error_code for t in answer.topics for p in t.partitions}
 
 
 def create_topics(bootstrap: str, *names: str, partitions: int = 1) -> None:

@@ -88,12 +88,18 @@ class Broker:
         self.group_events = EventLog(self)   # the flight recorder's topic
         self.request_stats = None   # observability/metrics.RequestStats while /metrics is on
         self.groups.on_events = self.group_events.record
+        # a marker durable in __consumer_offsets commits or drops the producer's pending offsets
+        self.transactions.on_offsets_marker = self._transaction_marker_in_offsets
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
         self._tasks: list[asyncio.Task] = []
 
     def now_ms(self) -> int:
         return int(time.time() * 1000)
+
+    def _transaction_marker_in_offsets(self, producer_id: int, commit: bool,
+                                       partitions: list[int]) -> None:
+        self.groups.end_transaction(producer_id, commit)
 
     def advertise(self, host: str, port: int) -> None:
         """Set the address Metadata and FindCoordinator hand out (advertised.listeners wins)."""

@@ -24,6 +24,7 @@ from collections.abc import Callable
 
 from roster.broker.crash_points import KILL_AFTER_GROUP_WRITES, CrashPoint
 from roster.coordinator.partitioning import partition_for
+from roster.log.control import marker_commit
 from roster.log.api import LogError, LogStorageError, RecordTooLarge
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record, RecordFormatError, decode
@@ -170,10 +171,41 @@ class GroupLog:
                 return [_storage_error(exc)] * len(operations)
         return errors
 
+    async def write_transactional(self, group_id: str, records: list[Record], producer_id: int,
+                                  producer_epoch: int) -> ErrorCode | None:
+        """TxnOffsetCommit's records, in a batch of their own carrying the producer's id and
+        epoch with the transactional bit, as Kafka writes them: the marker EndTxn later writes
+        to this partition commits or aborts them, live and on replay. None once durable."""
+        index = self.partition_for(group_id)
+        target = self._log(index)
+        builder = DefaultRecordBatchBuilder(
+            magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
+            producer_epoch=producer_epoch, base_sequence=0, batch_size=INTERNAL_MAX_BATCH)
+        try:
+            for count, (key, value) in enumerate(record.encode() for record in records):
+                if builder.append(count, timestamp=self._broker.now_ms(), key=key, value=value,
+                                  headers=[]) is None:
+                    raise RecordTooLarge("transactional offsets over the batch limit")
+            end = target.append(bytes(builder.build())).last_offset + 1
+            self._broker.waiters.notify((OFFSETS_TOPIC, index))
+            await self._broker.durability.make_durable(target, end)
+        except (struct.error, ValueError, OverflowError) as exc:
+            log.error("cannot encode transactional offsets: %s", exc)
+            return ErrorCode.unknown_server_error
+        except (LogStorageError, RecordTooLarge) as exc:
+            log.error("cannot write transactional offsets to %s-%d: %s", OFFSETS_TOPIC,
+                      index, exc)
+            return _storage_error(exc)
+        return None
+
     # -- loading -----------------------------------------------------------------------
 
-    async def load(self, partition: int, apply: Callable[[Record], None]) -> int:
-        """Replay one partition from its log start; returns how many records were applied."""
+    async def load(self, partition: int, apply: Callable[[Record], None],
+                   apply_transactional: Callable[[int, Record], None] | None = None,
+                   apply_marker: Callable[[int, bool], None] | None = None) -> int:
+        """Replay one partition from its log start; returns how many records were applied.
+        A transactional batch's records go to apply_transactional(producer id, record) and a
+        transaction marker to apply_marker(producer id, commit), when given."""
         target = self._log(partition)
         offset, end, applied = target.log_start_offset, target.log_end_offset, 0
         since_yield = 0
@@ -183,7 +215,14 @@ class GroupLog:
                 break
             batches = MemoryRecords(chunk)
             while (batch := batches.next_batch()) is not None:
+                control = batch.is_control_batch
+                transactional = batch.is_transactional and apply_transactional is not None
                 for entry in batch:
+                    if control:     # a transaction marker is no group record
+                        commit = marker_commit(entry.key)
+                        if commit is not None and apply_marker is not None:
+                            apply_marker(batch.producer_id, commit)
+                        continue
                     if entry.key is None:
                         continue
                     try:
@@ -192,7 +231,10 @@ class GroupLog:
                         log.warning("skipping unreadable record at %s-%d offset %d: %s",
                                     OFFSETS_TOPIC, partition, entry.offset, exc)
                         continue
-                    apply(record)
+                    if transactional:
+                        apply_transactional(batch.producer_id, record)
+                    else:
+                        apply(record)
                     applied += 1
                     since_yield += 1
                 offset = batch.base_offset + batch.last_offset_delta + 1

@@ -68,7 +68,12 @@ class MemoryRecordSink:
         self.records.extend(records)
         done(None)
 
-    async def load(self, partition: int, apply: Callable[[Record], None]) -> int:
+    async def write_transactional(self, group_id: str, records: list[Record], producer_id: int,
+                                  producer_epoch: int) -> ErrorCode | None:
+        self.records.extend(records)
+        return None
+
+    async def load(self, partition: int, apply: Callable[[Record], None], *hooks) -> int:
         return 0
 
 
@@ -116,8 +121,29 @@ class GroupRuntime:
     async def commit_offsets(self, request: CommitRequest) -> CommitReply:
         return await self._call(self.shard.commit_offsets, request)
 
-    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None):
-        return self.shard.fetch_offsets(group_id, wanted)
+    def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None,
+                      require_stable: bool = False):
+        return self.shard.fetch_offsets(group_id, wanted, require_stable)
+
+    async def txn_commit_offsets(self, request: CommitRequest, producer_id: int,
+                                 producer_epoch: int) -> CommitReply:
+        """TxnOffsetCommit: checked by the shard, written in the producer's own transactional
+        batch, then pending until the transaction's marker (end_transaction)."""
+        result = Result()
+        answers, written = self.shard.txn_commit_offsets(request, self.now_ms(), result)
+        self.apply(result)   # a member's commit moves its session timer
+        if written:
+            error = await self.sink.write_transactional(request.group_id, list(written),
+                                                        producer_id, producer_epoch)
+            if error is not None:
+                return CommitReply(tuple((t, p, error if e is ErrorCode.none else e)
+                                         for t, p, e in answers))
+            self.shard.transaction_written(producer_id, written)
+        return CommitReply(answers)
+
+    def end_transaction(self, producer_id: int, commit: bool) -> None:
+        """A transaction marker is durable in __consumer_offsets (transactions.py's hook)."""
+        self.shard.end_transaction(producer_id, commit, self.now_ms())
 
     def fetch_refused(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:
         """OffsetFetch v9+ from a consumer group member: its member id and epoch checked."""
@@ -248,7 +274,8 @@ class GroupRuntime:
         self._loading = set(range(self.sink.partitions))
         for partition in range(self.sink.partitions):
             started = time.monotonic()
-            count = await self.sink.load(partition, self._replay)
+            count = await self.sink.load(partition, self._replay, self._replay_transactional,
+                                         self.end_transaction)
             self._loading.discard(partition)
             groups = [g for g in self.shard.group_ids()
                       if self.sink.partition_for(g) == partition]
@@ -275,6 +302,9 @@ class GroupRuntime:
 
     def _replay(self, record: Record) -> None:
         self.shard.replay(record, self.now_ms())
+
+    def _replay_transactional(self, producer_id: int, record: Record) -> None:
+        self.shard.transaction_written(producer_id, (record,))
 
     def _apply_timers(self, result: Result) -> None:
         if result.timers:  # most results (every heartbeat) set none

@@ -7,8 +7,8 @@ type whether a commit, fetch or deletion may go ahead (group_type.py), and then 
 the records. Offsets change only through replay(), once their records are written, the path a
 restart takes too.
 
-Transactions (KIP-98, OffsetCommit inside a transaction) will add pending offsets here, kept by
-producer id beside `committed` until their marker is replayed; fetch then answers
+Transactions (KIP-98, TxnOffsetCommit): `pending` holds offsets committed inside a transaction,
+by producer id, until their marker (txn_offsets.py); fetch with require_stable answers
 UNSTABLE_OFFSET_COMMIT for a partition with one pending.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from roster.coordinator import records
 from roster.coordinator.messages import CommitRequest, FetchedOffset
+from roster.coordinator.txn_offsets import PendingTxnOffsets
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import OffsetKey, OffsetValue, Record
 
@@ -51,6 +52,7 @@ class OffsetStore:
     def __init__(self, metadata_max_bytes: int) -> None:
         self.metadata_max_bytes = metadata_max_bytes
         self.committed: dict[str, dict[Partition, CommittedOffset]] = {}
+        self.pending = PendingTxnOffsets()
 
     # -- reading ----------------------------------------------------------------------------
 
@@ -62,16 +64,20 @@ class OffsetStore:
         return self.committed.keys()
 
     def fetch(self, group_id: str, wanted: list[Partition] | None,
-              visible: bool = True) -> list[FetchedOffset]:
+              visible: bool = True, require_stable: bool = False) -> list[FetchedOffset]:
         """Committed offsets; `wanted` None means every partition the group has an offset for.
-        `visible` False: the group is being deleted, and shows none."""
+        `visible` False: the group is being deleted, and shows none. `require_stable`: a
+        partition with a transactional offset pending answers UNSTABLE_OFFSET_COMMIT."""
         offsets = self.of(group_id) if visible else _NONE
         if wanted is None:
             wanted = sorted(offsets)
         answers = []
         for topic, partition in wanted:
             committed = offsets.get((topic, partition))
-            if committed is None:
+            if require_stable and self.pending.unstable(group_id, (topic, partition)):
+                answers.append(FetchedOffset(topic, partition,
+                                             error=ErrorCode.unstable_offset_commit))
+            elif committed is None:
                 answers.append(FetchedOffset(topic, partition))
             else:
                 answers.append(FetchedOffset(topic, partition, committed.offset,

@@ -47,6 +47,15 @@ def marker_batch(producer_id: int, producer_epoch: int, commit: bool, coordinato
     return bytes(batch)
 
 
+def marker_commit(key: bytes | None) -> bool | None:
+    """A control record's key: True for a commit marker, False for an abort, None for any other
+    control record (e.g. KRaft's)."""
+    if key is None or len(key) < _KEY.size:
+        return None
+    _, kind = _KEY.unpack_from(key)
+    return {COMMIT: True, ABORT: False}.get(kind)
+
+
 def read_marker(batch: bytes) -> Marker | None:
     """The marker a stored batch carries, or None when it is not a transaction marker."""
     header = parse_header(batch)
@@ -54,12 +63,9 @@ def read_marker(batch: bytes) -> Marker | None:
         return None
     records = MemoryRecords(batch).next_batch()
     for record in records:
-        if record.key is None or len(record.key) < _KEY.size:
+        commit = marker_commit(record.key)
+        if commit is None:
             return None
-        _, kind = _KEY.unpack_from(record.key)
-        if kind not in (ABORT, COMMIT):
-            return None     # another control type (e.g. KRaft's): not a marker
         _, coordinator_epoch = _VALUE.unpack_from(record.value or b"\0" * _VALUE.size)
-        return Marker(header.producer_id, header.producer_epoch, kind == COMMIT,
-                      coordinator_epoch)
+        return Marker(header.producer_id, header.producer_epoch, commit, coordinator_epoch)
     return None

@@ -97,7 +97,11 @@ class TransactionCoordinator:
         if epoch < m.producer_epoch:
             return ErrorCode.invalid_producer_epoch
         if epoch != m.producer_epoch or m.state is not TxnState.ONGOING \
-                or partition not in m.partitions or transactional_id in self._pending:
+                or partition not in m.partitions:
+            return ErrorCode.invalid_txn_state
+        # a pending write that adds partitions leaves this one in; one that ends it does not
+        pending = self._pending.get(transactional_id, m)
+        if pending is None or pending.state is not TxnState.ONGOING:
             return ErrorCode.invalid_txn_state
         return NONE
 

@@ -49,6 +49,7 @@ KAFKA = {
     "AddPartitionsToTxn": {("TRANSACTIONAL_ID", "WRITE"), ("TOPIC", "WRITE")},
     "AddOffsetsToTxn": {("TRANSACTIONAL_ID", "WRITE"), ("GROUP", "READ")},
     "EndTxn": {("TRANSACTIONAL_ID", "WRITE")},
+    "TxnOffsetCommit": {("TRANSACTIONAL_ID", "WRITE"), ("GROUP", "READ"), ("TOPIC", "READ")},
     "DescribeAcls": {("CLUSTER", "DESCRIBE")},
     "CreateAcls": {("CLUSTER", "ALTER")},
     "DeleteAcls": {("CLUSTER", "ALTER")},

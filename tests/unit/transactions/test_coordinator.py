@@ -130,6 +130,14 @@ def test_produce_is_checked_against_the_open_transaction(h):
     assert h.coordinator.check_produce("t", 1000, 0, ("other", 0)) is E.invalid_txn_state
     assert h.coordinator.check_produce("t", 7, 0, TP) is E.invalid_producer_id_mapping
     assert h.coordinator.check_produce(None, 1000, 0, TP) is E.invalid_producer_id_mapping
+    # while more partitions are being added, the ones already in still take batches
+    adding = h.coordinator.add_partitions("t", 1000, 0, [("other", 0)], h.now)
+    assert h.coordinator.check_produce("t", 1000, 0, TP) is E.none
+    h.run(adding)
+    # once EndTxn is under way, none does
+    ending = h.coordinator.end_txn("t", 1000, 0, True, h.now)
+    assert h.coordinator.check_produce("t", 1000, 0, TP) is E.invalid_txn_state
+    h.run(ending)
 
 
 def test_init_producer_id_checks_the_timeout(h):

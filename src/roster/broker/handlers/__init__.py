@@ -38,6 +38,7 @@ from roster.broker.handlers import (
     sasl_authenticate,
     sasl_handshake,
     sync_group,
+    txn_offset_commit,
 )
 from roster.protocol.registry import Registry
 
@@ -48,7 +49,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            incremental_alter_configs, delete_records, sasl_handshake, sasl_authenticate,
            describe_user_scram_credentials, alter_user_scram_credentials,
            consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
-           delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn)
+           delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn,
+           txn_offset_commit)
 
 
 def build_registry() -> Registry:

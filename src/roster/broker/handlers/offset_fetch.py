@@ -1,6 +1,7 @@
 """OffsetFetch (9), v0-10: one group (v0-7) or several (v8+); a null topic list means all.
 
-roster has no transactions, so RequireStable (v7+) never finds an unstable offset.
+RequireStable (v7+): a partition with an offset committed inside a still open transaction
+(TxnOffsetCommit, pending until its marker) answers UNSTABLE_OFFSET_COMMIT, as Kafka's.
 
 v0 (dropped by Kafka 4.0) has v1's layout. Kafka 3.9 read v0 from ZooKeeper, where OffsetCommit
 v0 wrote (and refused both in KRaft mode); roster keeps every commit in __consumer_offsets, so v0
@@ -24,10 +25,10 @@ _REFUSED = (ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_id)
 
 
 def _group_topics(broker, admission, schema_topic, group_id: str, topics, by_id: bool,
-                  within: int | None = None):
+                  within: int | None = None, require_stable: bool = False):
     partition_entry = element(schema_topic, "partitions")
     if topics is None:  # every topic the group has offsets for, that the client may see
-        fetched = broker.groups.fetch_offsets(group_id, None)
+        fetched = broker.groups.fetch_offsets(group_id, None, require_stable)
         by_topic: dict[str, list] = {}
         for f in fetched:
             by_topic.setdefault(f.topic, []).append(f)
@@ -50,7 +51,7 @@ def _group_topics(broker, admission, schema_topic, group_id: str, topics, by_id:
                 continue
             name = entry_name if entry_name is not None else topic.name
             fetched = broker.groups.fetch_offsets(
-                group_id, [(name, p) for p in t.partition_indexes])
+                group_id, [(name, p) for p in t.partition_indexes], require_stable)
             entries.append((entry_name or name, topic_id, fetched))
     result = []
     for name, topic_id, offsets in entries:
@@ -95,7 +96,8 @@ async def handle(broker, request, connection):
     if version < MULTI_GROUP_FROM:
         topic_entry = element(schema, "topics")
         topics = _group_topics(broker, admission, topic_entry, body.group_id, body.topics,
-                               by_id=False)
+                               by_id=False, require_stable=getattr(body, "require_stable",
+                                                                   False))
         return make(schema, topics=topics, error_code=ErrorCode.none)
     group_entry = element(schema, "groups")
     topic_entry = element(group_entry, "topics")
@@ -113,7 +115,8 @@ async def handle(broker, request, connection):
             continue
         groups.append(make(group_entry, group_id=g.group_id, error_code=ErrorCode.none,
                            topics=_group_topics(broker, admission, topic_entry, g.group_id,
-                                                g.topics, by_id=version >= 10, within=within)))
+                                                g.topics, by_id=version >= 10, within=within,
+                                                require_stable=body.require_stable)))
     return make(schema, groups=tuple(groups))
 
 

@@ -1,0 +1,42 @@
+"""Offsets committed inside a transaction (KIP-98/KIP-447 TxnOffsetCommit), pending until the
+transaction's marker: Kafka's pendingTransactionalOffsets.
+
+They are kept per producer id, apart from the committed offsets (offset_store.py): a fetch does
+not see them, and OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for a partition
+that has one. The producer's commit marker makes them committed (their records are replayed
+into the store, in the order they were written); an abort marker drops them. Both happen live
+and while __consumer_offsets is replayed at start, so a restart lands in the same state.
+"""
+from __future__ import annotations
+
+from roster.protocol.group_records import OffsetKey, Record
+
+Partition = tuple[str, int]
+
+
+class PendingTxnOffsets:
+    def __init__(self) -> None:
+        # producer id -> (group, topic, partition) -> the newest pending offset record
+        self._by_producer: dict[int, dict[tuple[str, str, int], Record]] = {}
+
+    def add(self, producer_id: int, records) -> None:
+        """Offset records of this producer's open transaction, written (or replayed)."""
+        pending = self._by_producer.setdefault(producer_id, {})
+        for record in records:
+            key = record.key
+            if type(key) is OffsetKey:
+                pending.pop((key.group, key.topic, key.partition), None)  # newest last
+                pending[(key.group, key.topic, key.partition)] = record
+
+    def end(self, producer_id: int, commit: bool) -> list[Record]:
+        """The producer's marker: the records to replay into the committed offsets (none on
+        abort); either way nothing stays pending for it."""
+        pending = self._by_producer.pop(producer_id, {})
+        return list(pending.values()) if commit else []
+
+    def unstable(self, group_id: str, partition: Partition) -> bool:
+        key = (group_id, *partition)
+        return any(key in pending for pending in self._by_producer.values())
+
+    def producers(self) -> list[int]:
+        return list(self._by_producer)
