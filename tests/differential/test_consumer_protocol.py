@@ -20,6 +20,16 @@ def converge_pair(a: Kip848Member, b: Kip848Member) -> None:
     b.heartbeat()
 
 
+def converged_pair(s, partitions: int, static: bool = False):
+    """A topic, a group and two members a and b that have split it (converge_pair)."""
+    topic = s.topic("t", partitions)
+    group = s.name("g")
+    a = Kip848Member(s, "a", group, (topic,), instance_id="ia" if static else None)
+    b = Kip848Member(s, "b", group, (topic,), instance_id="ib" if static else None)
+    converge_pair(a, b)
+    return topic, group, a, b
+
+
 def describe(s, group: str) -> None:
     s.conn("admin").call(ApiKey.CONSUMER_GROUP_DESCRIBE, keep=("groups",), group_ids=[group])
 
@@ -29,11 +39,7 @@ the next epoch and nothing until the first acknowledges the revocation of its sh
 next heartbeats; then the second receives it; ConsumerGroupDescribe shows both at the group
 epoch with their assignments""")
 def test_kip848_joining(s):
-    topic = s.topic("t", 4)
-    group = s.name("g")
-    a = Kip848Member(s, "a", group, (topic,))
-    b = Kip848Member(s, "b", group, (topic,))
-    converge_pair(a, b)
+    topic, group, a, b = converged_pair(s, 4)
     a.heartbeat()
     describe(s, group)
 
@@ -42,11 +48,7 @@ def test_kip848_joining(s):
 with the same instance id and a new member id joins at epoch 0 and gets the same assignment
 and epoch back with no new group epoch; the other member's heartbeat sees no change""")
 def test_kip848_static_bounce(s):
-    topic = s.topic("t", 2)
-    group = s.name("g")
-    a = Kip848Member(s, "a", group, (topic,), instance_id="ia")
-    b = Kip848Member(s, "b", group, (topic,), instance_id="ib")
-    converge_pair(a, b)
+    topic, group, a, b = converged_pair(s, 2, static=True)
     b.leave(static=True)
     a.heartbeat()
     again = Kip848Member(s, "b2", group, (topic,), instance_id="ib")
@@ -72,11 +74,7 @@ def test_kip848_unreleased_instance_id(s):
 the owned partitions that would show a lost answer, gets FENCED_MEMBER_EPOCH; an unknown member
 id with a non-zero epoch gets UNKNOWN_MEMBER_ID; the member with its own epoch carries on""")
 def test_kip848_fenced_member_epoch(s):
-    topic = s.topic("t", 2)
-    group = s.name("g")
-    a = Kip848Member(s, "a", group, (topic,))
-    b = Kip848Member(s, "b", group, (topic,))
-    converge_pair(a, b)
+    topic, group, a, b = converged_pair(s, 2)
     a.heartbeat(epoch=a.epoch + 5)
     a.heartbeat(epoch=a.epoch - 1)
     ghost = Kip848Member(s, "ghost", group, (topic,))
@@ -177,11 +175,7 @@ gets STALE_MEMBER_EPOCH, an unknown member id UNKNOWN_MEMBER_ID; an admin commit
 members gets UNKNOWN_MEMBER_ID; OffsetFetch v9 with the member's id and epoch reads the
 offsets back, with a stale epoch STALE_MEMBER_EPOCH""")
 def test_kip848_offset_commit_epochs(s):
-    topic = s.topic("t", 2)
-    group = s.name("g")
-    a = Kip848Member(s, "a", group, (topic,))
-    b = Kip848Member(s, "b", group, (topic,))
-    converge_pair(a, b)
+    topic, group, a, b = converged_pair(s, 2)
     conn = a.conn
 
     def commit(member_id: str, epoch: int) -> None:
