@@ -5,6 +5,7 @@ PrepareCommit became durable completes the commit after its restart. Offsets com
 a transaction (KIP-447) stay pending until the marker, and a zombie group member is fenced."""
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -32,7 +33,8 @@ SETTINGS = {"transaction.state.log.num.partitions": "3", "num.partitions": "1",
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     process = BrokerProcess(tmp_path_factory.mktemp("transactions"), SETTINGS).start()
-    create_topics(process.bootstrap, "tx-wire-fence", "tx-wire-errors", "tx-timeout", "tx-out")
+    create_topics(process.bootstrap, "tx-wire-fence", "tx-wire-errors", "tx-timeout", "tx-out",
+                  "tx-aio", "tx-kp")
     create_topics(process.bootstrap, "tx-in", partitions=2)
     yield process
     process.stop()
@@ -256,3 +258,77 @@ def test_confluent_send_offsets_to_transaction_with_a_static_member(broker):
             [b"out-%d" % i for i in range(5)]
     finally:
         consumer.close()
+
+
+def test_aiokafka_commits_and_aborts(broker):
+    from aiokafka import AIOKafkaProducer
+
+    async def run():
+        p = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="aio-1",
+                             enable_idempotence=True)
+        await p.start()
+        try:
+            async with p.transaction():
+                await p.send_and_wait("tx-aio", b"committed")
+            await p.begin_transaction()
+            await p.send_and_wait("tx-aio", b"aborted")
+            await p.abort_transaction()
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+    entries = wait_for(lambda: (e := log_entries(broker.bootstrap, "tx-aio"))
+                       and e[-1][0] == "abort" and e, "aiokafka's abort marker")
+    assert [(e[0], data_values([e]) or None) for e in entries] == [
+        ("data", [b"committed"]), ("commit", None), ("data", [b"aborted"]), ("abort", None)]
+
+
+def test_kafka_python_commits_and_aborts(broker):
+    from kafka import KafkaProducer
+    p = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="kp-1")
+    try:
+        p.init_transactions()
+        p.begin_transaction()
+        p.send("tx-kp", b"committed").get(30)
+        p.commit_transaction()
+        p.begin_transaction()
+        p.send("tx-kp", b"aborted").get(30)
+        p.abort_transaction()
+    finally:
+        p.close(5)
+    entries = wait_for(lambda: (e := log_entries(broker.bootstrap, "tx-kp"))
+                       and e[-1][0] == "abort" and e, "kafka-python's abort marker")
+    assert [(e[0], data_values([e]) or None) for e in entries] == [
+        ("data", [b"committed"]), ("commit", None), ("data", [b"aborted"]), ("abort", None)]
+
+
+def test_pending_offsets_survive_a_restart_and_complete_after_it(tmp_path):
+    process = BrokerProcess(tmp_path, SETTINGS).start()
+    try:
+        create_topics(process.bootstrap, "tx-restart-out", "some-input")
+        client = TxnClient(process.bootstrap, "restart-offsets")
+        client.init_until_done()
+        assert client.add("tx-restart-out", 0) == [E.none]
+        assert client.add_offsets("restart-group") is E.none
+        assert client.produce("tx-restart-out", 0, [b"x"]) is E.none
+        assert client.commit_offsets("restart-group", "some-input", {0: 12}) == [E.none]
+        client.close()
+        process.restart()      # the transaction stays open across it
+        assert fetch_offsets(process.bootstrap, "restart-group", "some-input", [0],
+                             require_stable=True) == {0: E.unstable_offset_commit}
+        restarted = TxnClient(process.bootstrap, "restart-offsets")
+        restarted.init_until_done()     # fences the open transaction: aborted, offsets dropped
+        wait_for(lambda: fetch_offsets(process.bootstrap, "restart-group", "some-input", [0],
+                                       require_stable=True) == {0: -1}, "the dropped offsets")
+        assert restarted.add_offsets("restart-group") is E.none
+        assert restarted.commit_offsets("restart-group", "some-input", {0: 13}) == [E.none]
+        assert restarted.end(commit=True) is E.none
+        wait_for(lambda: fetch_offsets(process.bootstrap, "restart-group", "some-input", [0],
+                                       require_stable=True) == {0: 13}, "the committed offset")
+        restarted.close()
+        process.kill9()
+        process.start()        # replayed: the transactional batches and their markers
+        assert fetch_offsets(process.bootstrap, "restart-group", "some-input", [0],
+                             require_stable=True) == {0: 13}
+    finally:
+        process.stop()
