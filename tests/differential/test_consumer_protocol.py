@@ -34,7 +34,7 @@ def describe(s, group: str) -> None:
     s.conn("admin").call(ApiKey.CONSUMER_GROUP_DESCRIBE, keep=("groups",), group_ids=[group])
 
 
-@scenario(outcome="""the first member gets epoch 1 and every partition; a second member gets
+@scenario(outcome="""the first member gets its first epoch and every partition; a second member gets
 the next epoch and nothing until the first acknowledges the revocation of its share on its
 next heartbeats; then the second receives it; ConsumerGroupDescribe shows both at the group
 epoch with their assignments""")

@@ -11,6 +11,7 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
 from roster.protocol.codec import decode_response, request_schema
 from tests.differential.harness import scenario
+from tests.differential.members import ClassicMember
 from roster.protocol.codec import encode_request
 from tests.differential.wire_trace import build
 
@@ -128,3 +129,35 @@ def test_api_versions_group_apis(s):
     ranges = {entry.api_key: (entry.min_version, entry.max_version) for entry in answer.api_keys}
     for api in GROUP_APIS:
         s.note(ApiKey(api).name, versions=list(ranges.get(api, ())))
+
+
+@scenario(outcome="""edge values in well-formed group requests: commit metadata over
+offset.metadata.max.bytes gets OFFSET_METADATA_TOO_LARGE; a leader's SyncGroup naming a member
+id that is not in the group is answered as Kafka answers it; a LeaveGroup naming no member,
+DescribeGroups and DeleteGroups of an empty group id and ListGroups filtering on a state that
+does not exist are answered as Kafka answers them""")
+def test_group_request_edges(s):
+    topic = s.topic("t", 1)
+    group = s.name("g")
+    leader = ClassicMember(s, "leader", group, (topic,))
+    leader.join()
+    leader.conn.call(ApiKey.SYNC_GROUP, keep=("assignment",), group_id=group,
+                     generation_id=leader.generation, member_id=leader.member_id,
+                     protocol_type="consumer", protocol_name="range", assignments=[
+                         {"member_id": leader.member_id, "assignment": b""},
+                         {"member_id": "not-a-member", "assignment": b""}])
+    leader.commit(topic, {0: 1})
+    big = ClassicMember(s, "big", s.name("big"), (topic,))
+    big.conn.call(ApiKey.OFFSET_COMMIT, keep=("topics",), group_id=big.group,
+                  generation_id_or_member_epoch=-1, member_id="", topics=[
+                      {"name": topic, "partitions": [{"partition_index": 0,
+                                                      "committed_offset": 1,
+                                                      "committed_metadata": "m" * 5000}]}])
+    admin = s.conn("admin")
+    admin.call(ApiKey.LEAVE_GROUP, keep=("members",), group_id=group, members=[])
+    admin.call(ApiKey.DESCRIBE_GROUPS, keep=("groups",), groups=[""])
+    admin.call(ApiKey.DELETE_GROUPS, keep=("results",), groups_names=[""])
+    answer = admin.call(ApiKey.LIST_GROUPS, states_filter=["Bogus"], types_filter=["bogus"])
+    s.note("listed", groups=[g.group_id for g in answer.groups
+                             if g.group_id.startswith(s.name(""))])
+    leader.heartbeat()
