@@ -19,6 +19,7 @@ from confluent_kafka.admin import (
 
 from tests.interop.test_acls import acl_settings, client_conf
 from tests.support.process import BrokerProcess
+from tests.support.wire import Wire
 from tests.support.security import SecureBroker
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("acls")]
@@ -60,6 +61,14 @@ def test_without_an_authorizer_every_supported_operation(tmp_path):
         # not asked for: none reported
         described = admin.describe_topics(TopicCollection(["open"]))["open"].result(30)
         assert not described.authorized_operations
+        # Metadata v8-10 could ask for the cluster's too (v11 moved them to DescribeCluster)
+        with Wire(broker.bootstrap) as wire:
+            answer = wire.call(3, 10, topics=None, allow_auto_topic_creation=False,
+                               include_cluster_authorized_operations=True,
+                               include_topic_authorized_operations=True)
+        assert answer.cluster_authorized_operations == sum(1 << op.value for op in ALL_CLUSTER)
+        assert {t.topic_authorized_operations for t in answer.topics} == {
+            sum(1 << op.value for op in ALL_TOPIC)}
     finally:
         broker.stop()
 
