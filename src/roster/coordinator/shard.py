@@ -21,6 +21,7 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
+from roster.coordinator import heartbeat as classic_heartbeat
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer import classic_members
 from roster.coordinator.consumer import records as consumer_records
@@ -134,8 +135,8 @@ class GroupShard:
         if group_id in self.consumer.groups and self.consumer.serves_classic(group_id):
             return self.consumer.classic_heartbeat(group_id, generation, member_id,
                                                    group_instance_id, now, result)
-        return self.classic.check_in(group_id, generation, member_id, group_instance_id, now,
-                                     result)
+        return classic_heartbeat.check_in(self.classic, group_id, generation, member_id,
+                                          group_instance_id, now, result)
 
     # -- offsets -----------------------------------------------------------------------------------
 
