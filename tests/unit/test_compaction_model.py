@@ -27,6 +27,7 @@ from roster.log.compaction import CleanerSettings, clean_now
 from roster.log.file import FileLog
 from roster.log.memory import MemoryLog
 from roster.record_codec import DefaultRecordBatch
+from tests.unit.test_log_compaction import flush as flush_file
 
 RETENTION = 1_000                 # delete.retention.ms
 TINY_MAP = 24 * 8                 # 8 slots: 7 keys per pass at the 0.9 load factor
@@ -148,13 +149,6 @@ def run(log, ops, flush) -> int:
                 model.check(log, end)
     model.check(log, end)
     return passes
-
-
-def flush_file(log) -> None:
-    job = log.prepare_flush()
-    if job is not None:
-        job.run()
-        log.flushed(job)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kafka.record.util import encode_varint
 
-from roster.protocol.varint import encode_unsigned, read_unsigned, read_zigzag
+from roster.protocol.varint import encode_unsigned, encode_zigzag, read_unsigned, read_zigzag
 
 
 @given(st.integers(0, 2**32 - 1))
@@ -36,3 +36,16 @@ def test_unsigned_stops_at_the_given_end():
 def test_zigzag_refuses_overlong():
     with pytest.raises(IndexError):
         read_zigzag(b"\xff" * 11, 0)
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
+def test_encode_zigzag_writes_what_kafka_python_writes_and_reads_back(value):
+    encoded = encode_zigzag(value)
+    assert encoded == bytes(_kafka_python_zigzag(value))
+    assert read_zigzag(encoded, 0) == (value, len(encoded))
+
+
+def _kafka_python_zigzag(value: int) -> bytearray:
+    out = bytearray()
+    encode_varint(value, out.append)
+    return out

@@ -47,7 +47,7 @@ from roster.log.batch import (
     TIMESTAMP_TYPE_BIT,
     BatchHeader,
 )
-from roster.protocol.varint import read_zigzag
+from roster.protocol.varint import encode_zigzag, read_zigzag
 from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 DELETE_HORIZON_BIT = 0x40   # KIP-534: baseTimestamp holds the batch's delete horizon
@@ -90,59 +90,30 @@ def payload(header: BatchHeader, batch) -> bytes:
 def records(header: BatchHeader, data: bytes) -> list[tuple]:
     """(offset, timestamp, key, is tombstone, start, tail, end) of every record of the
     (decompressed) payload `data`. Raises ValueError/IndexError when a record runs past its
-    length or the payload has bytes after the last record.
-
-    This is the cleaner's innermost loop, so the one-byte case of each zig-zag varint (nearly
-    every length and delta) is decoded inline rather than through read_zigzag."""
+    length or the payload has bytes after the last record. (Only batches with a delete horizon
+    are walked here; the others go through the compiled codec.)"""
     base_offset, base_timestamp = header.base_offset, header.base_timestamp
     fixed_timestamp = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
     out = []
-    append = out.append
     pos = 0
-    size = len(data)
     for _ in range(header.records_count):
         start = pos
-        byte = data[pos]
-        if byte < 0x80:
-            length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-        else:
-            length, pos = read_zigzag(data, pos)
+        length, pos = read_zigzag(data, pos)
         end = pos + length
-        pos += 1  # attributes
-        byte = data[pos]
-        if byte < 0x80:
-            timestamp_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-        else:
-            timestamp_delta, pos = read_zigzag(data, pos)
-        tail = pos
-        byte = data[pos]
-        if byte < 0x80:
-            offset_delta, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-        else:
-            offset_delta, pos = read_zigzag(data, pos)
-        byte = data[pos]
-        if byte < 0x80:
-            key_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-        else:
-            key_length, pos = read_zigzag(data, pos)
-        if key_length >= 0:
-            key = data[pos:pos + key_length]
-            pos += key_length
-        else:
-            key = None
-        byte = data[pos]
-        if byte < 0x80:
-            value_length, pos = (byte >> 1) ^ -(byte & 1), pos + 1
-        else:
-            value_length, pos = read_zigzag(data, pos)
-        if length < 0 or end > size or (value_length > 0 and pos + value_length > end):
+        timestamp_delta, tail = read_zigzag(data, pos + 1)   # after the attributes byte
+        offset_delta, pos = read_zigzag(data, tail)
+        key_length, pos = read_zigzag(data, pos)
+        key = data[pos:pos + key_length] if key_length >= 0 else None
+        pos += max(key_length, 0)
+        value_length, pos = read_zigzag(data, pos)
+        if length < 0 or end > len(data) or pos + max(value_length, 0) > end:
             raise ValueError("a record runs past its length")
-        append((base_offset + offset_delta,
-                base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp,
-                key, value_length < 0, start, tail, end))
+        out.append((base_offset + offset_delta,
+                    base_timestamp + timestamp_delta if fixed_timestamp is None
+                    else fixed_timestamp, key, value_length < 0, start, tail, end))
         pos = end
-    if pos != size:
-        raise ValueError(f"{size - pos} bytes after the last record")
+    if pos != len(data):
+        raise ValueError(f"{len(data) - pos} bytes after the last record")
     return out
 
 
@@ -159,12 +130,12 @@ def rebuilt(header: BatchHeader, data: bytes, kept: list[tuple],
         base_timestamp = delete_horizon_ms
         for record in kept:
             # the timestamp delta is relative to baseTimestamp, which changes: re-encode it
-            start = record[START]
-            attribute_byte = data[start + _varint_size(data, start)]
+            attributes_at = read_zigzag(data, record[START])[1]   # after the length
             delta = (0 if header.attributes & TIMESTAMP_TYPE_BIT
                      else record[TIMESTAMP] - base_timestamp)
-            body = bytes((attribute_byte,)) + _zigzag(delta) + data[record[TAIL]:record[END]]
-            parts.append(_zigzag(len(body)) + body)
+            body = data[attributes_at:attributes_at + 1] + encode_zigzag(delta) + \
+                data[record[TAIL]:record[END]]
+            parts.append(encode_zigzag(len(body)) + body)
     else:
         parts = [data[record[START]:record[END]] for record in kept]
     if kept:
@@ -186,24 +157,6 @@ def rebuilt(header: BatchHeader, data: bytes, kept: list[tuple],
     head = _HEAD.pack(header.base_offset, length, header.partition_leader_epoch, 2, crc)
     assert len(head) == CRC_COVERAGE_START
     return head + tail + body
-
-
-def _varint_size(data: bytes, at: int) -> int:
-    size = 1
-    while data[at] & 0x80:
-        at += 1
-        size += 1
-    return size
-
-
-def _zigzag(value: int) -> bytes:
-    encoded = (value << 1) ^ (value >> 63)
-    out = bytearray()
-    while encoded > 0x7F:
-        out.append((encoded & 0x7F) | 0x80)
-        encoded >>= 7
-    out.append(encoded)
-    return bytes(out)
 
 
 def decoded(batch) -> list:

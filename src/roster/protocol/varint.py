@@ -34,6 +34,11 @@ def encode_unsigned(value: int) -> bytes:
     return bytes(out)
 
 
+def encode_zigzag(value: int) -> bytes:
+    """The zig-zag varlong of `value` (an int64), as a record's fields are written."""
+    return encode_unsigned((value << 1) ^ (value >> 63))
+
+
 def read_zigzag(data: bytes, at: int) -> tuple[int, int]:
     """(value, position after it) of the zig-zag varlong at `at` (a record's fields)."""
     byte = data[at]
