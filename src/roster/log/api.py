@@ -116,7 +116,9 @@ class CleaningJob(Protocol):
     `run()` stop early, leaving nothing behind. The log is changed only by `swap_cleaned`.
     """
 
-    checkpoint: int              # the end of the range this pass cleans
+    first_dirty: int             # where this pass starts mapping
+    checkpoint: int              # segments below it may have gaps (raised by run())
+    end_offset: int              # the first offset this pass leaves dirty (set by run())
     stats: CleaningStats | None  # set once run() has finished
 
     def run(self) -> None: ...
