@@ -119,8 +119,8 @@ def test_protocol_errors(broker):
         assert client.end(commit=True) is E.invalid_txn_state          # nothing is open
         # a batch for a partition the transaction does not hold
         assert client.produce("tx-wire-errors", 0, [b"x"]) is E.invalid_txn_state
-        assert client.add("tx-wire-errors", 0, 7) == [E.operation_not_attempted,
-                                                      E.unknown_topic_or_partition]
+        assert client.add("tx-wire-errors", 0, 7) == [E.unknown_topic_or_partition,
+                                                      E.operation_not_attempted]
         [found] = client.find_coordinator().coordinators
         assert (found.error_code, found.key) == (E.none, "wire-errors")
     finally:

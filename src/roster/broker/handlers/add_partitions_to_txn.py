@@ -21,7 +21,9 @@ API_KEY = ApiKey.ADD_PARTITIONS_TO_TXN
 FENCED_FROM = 2     # KIP-588: older clients are told INVALID_PRODUCER_EPOCH instead
 
 
-def _answer(request, error_of):
+def _answer(request, error_of, first=()):
+    """`first`: (topic entry, partition) answered ahead of the rest of their topic, as Kafka
+    lists the refused partitions before the ones not attempted."""
     schema = response_schema(API_KEY, request.api_version)
     topic_entry = element(schema, "results_by_topic_v3_and_below")
     partition_entry = element(topic_entry, "results_by_partition")
@@ -30,7 +32,7 @@ def _answer(request, error_of):
             make(partition_entry, partition_index=p,
                  partition_error_code=for_version(error_of(t, p), request.api_version,
                                                   FENCED_FROM))
-            for p in topic.partitions))
+            for p in sorted(topic.partitions, key=lambda p: (t, p) not in first)))
         for t, topic in enumerate(request.body.v3_and_below_topics)))
 
 
@@ -51,7 +53,7 @@ async def handle(broker, request, connection):
             wanted.append((topic.name, p))
     if refused:
         return _answer(request, lambda t, p: refused.get(
-            (t, p), ErrorCode.operation_not_attempted))
+            (t, p), ErrorCode.operation_not_attempted), first=refused)
     outcome = await broker.transactions.add_partitions(
         body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
         body.v3_and_below_producer_epoch, wanted)

@@ -1,0 +1,77 @@
+"""The transaction coordinator's answers (classic protocol, request by request), Kafka beside
+roster: FindCoordinator for a transactional id, InitProducerId's timeout check, EndTxn with
+nothing open, AddPartitionsToTxn with an unknown partition, a transactional batch for a
+partition not in the transaction, fencing by a second InitProducerId (the first answer
+CONCURRENT_TRANSACTIONS while the open transaction is aborted), and every request of the fenced
+producer refused, in the versions before and after KIP-588."""
+from __future__ import annotations
+
+import datetime
+
+from roster.protocol.api_keys import ApiKey
+from roster.protocol.errors import ErrorCode
+from tests.differential.harness import scenario
+from tests.support.transactions import txn_batch
+
+RETRIED = (ErrorCode.concurrent_transactions, ErrorCode.coordinator_not_available,
+           ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator)
+
+
+def init(conn, tid: str, timeout_ms: int = 60_000, version: int = 4):
+    return conn.call(ApiKey.INIT_PRODUCER_ID, version, transactional_id=tid,
+                     transaction_timeout=datetime.timedelta(milliseconds=timeout_ms),
+                     producer_id=-1, producer_epoch=-1)
+
+
+def add(conn, tid, producer, topic, partitions, version=3):
+    conn.call(ApiKey.ADD_PARTITIONS_TO_TXN, version, keep=("results_by_topic_v3_and_below",),
+              v3_and_below_transactional_id=tid, v3_and_below_producer_id=producer[0],
+              v3_and_below_producer_epoch=producer[1], v3_and_below_topics=[
+                  {"name": topic, "partitions": list(partitions)}])
+
+
+def produce(conn, tid, producer, topic, sequence=0):
+    conn.call(ApiKey.PRODUCE, 9, transactional_id=tid, acks=-1, timeout=10_000, topic_data=[
+        {"name": topic, "partition_data": [{"index": 0, "records": txn_batch(
+            producer[0], producer[1], sequence, [b"v"])}]}])
+
+
+def end(conn, tid, producer, commit=True, version=3):
+    conn.call(ApiKey.END_TXN, version, transactional_id=tid, producer_id=producer[0],
+              producer_epoch=producer[1], committed=commit)
+
+
+@scenario(outcome="""a transactional id's coordinator is found; InitProducerId refuses a
+timeout above transaction.max.timeout.ms (INVALID_TRANSACTION_TIMEOUT); EndTxn with no open
+transaction is INVALID_TXN_STATE; AddPartitionsToTxn with a partition that does not exist
+answers UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for the others; a
+second producer's InitProducerId is answered CONCURRENT_TRANSACTIONS while the first one's
+transaction is aborted, then succeeds; the first producer's AddPartitionsToTxn and EndTxn are
+PRODUCER_FENCED (INVALID_PRODUCER_EPOCH for EndTxn v1) and its batch is refused""")
+def test_transactions_fencing_and_errors(s):
+    topic = s.topic("t", 1)
+    tid = s.name("tx")
+    setup = s.conn("setup", traced=False)
+    s.wait(lambda: setup.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+           .coordinators[0].error_code == ErrorCode.none, "the transaction coordinator")
+    first = s.conn("first")
+    first.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+    init(first, tid, timeout_ms=900_001)
+    answers = []
+    s.wait(lambda: answers.append(init(setup, tid)) or
+           answers[-1].error_code not in RETRIED, "InitProducerId")
+    producer = (answers[-1].producer_id, answers[-1].producer_epoch)
+    s.note("first producer", error=ErrorCode(answers[-1].error_code).name,
+           epoch=producer[1])
+    end(first, tid, producer)
+    add(first, tid, producer, topic, (0, 7))
+    produce(first, tid, producer, topic)
+    add(first, tid, producer, topic, (0,))
+    produce(first, tid, producer, topic)
+    second = s.conn("second")
+    init(second, tid)
+    s.wait(lambda: init(setup, tid).error_code not in RETRIED, "the fencing abort")
+    produce(first, tid, producer, topic, sequence=1)
+    add(first, tid, producer, topic, (0,))
+    end(first, tid, producer)
+    end(first, tid, producer, version=1)
