@@ -245,3 +245,50 @@ def test_kafka_configs_sets_describes_and_deletes_a_group_config(target):
     empty = tool(target, CONFIGS, "--describe", *name)
     assert empty.returncode == 0
     assert "consumer.session.timeout.ms" not in empty.stdout
+
+
+@BOTH
+def test_kafka_configs_sets_describes_and_deletes_topic_configs(target):
+    topic = unique_name("tools-topic-config")
+    name = ["--entity-type", "topics", "--entity-name", topic]
+    created = tool(target, TOPICS, "--create", "--topic", topic, "--partitions", "1",
+                   "--config", "cleanup.policy=compact", "--config", "min.compaction.lag.ms=100")
+    assert created.returncode == 0
+    compact = ("  cleanup.policy=compact sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+               "cleanup.policy=compact, DEFAULT_CONFIG:log.cleanup.policy=delete}")
+    lag = ("  min.compaction.lag.ms=100 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+           "min.compaction.lag.ms=100, DEFAULT_CONFIG:log.cleaner.min.compaction.lag.ms=0}")
+    segment = ("  segment.bytes=1048576 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:"
+               "segment.bytes=1048576, DEFAULT_CONFIG:log.segment.bytes=1073741824}")
+
+    def dynamic() -> list[str]:
+        done = tool(target, CONFIGS, "--describe", *name)
+        assert done.returncode == 0
+        assert done.stdout.splitlines()[0] == f"Dynamic configs for topic {topic} are:"
+        return done.stdout.splitlines()[1:]
+
+    assert dynamic() == [compact, lag]
+    altered = tool(target, CONFIGS, "--alter", *name, "--add-config",
+                   "retention.ms=3600000,segment.bytes=1048576")
+    assert altered.returncode == 0
+    assert altered.stdout.strip() == f"Completed updating config for topic {topic}."
+    assert dynamic() == [compact, lag, "  retention.ms=3600000 sensitive=false synonyms="
+                         "{DYNAMIC_TOPIC_CONFIG:retention.ms=3600000}", segment]
+    for bad, why in (("retention.ms=abc", "Invalid value abc for configuration retention.ms: "
+                                          "Not a number of type LONG"),
+                     ("no.such.config=1", "Unknown topic config name: no.such.config")):
+        refused = tool(target, CONFIGS, "--alter", *name, "--add-config", bad)
+        assert refused.returncode == 1
+        assert f"InvalidConfigurationException: {why}" in refused.stdout + refused.stderr
+    removed = tool(target, CONFIGS, "--alter", *name, "--delete-config", "retention.ms")
+    assert removed.returncode == 0
+    assert dynamic() == [compact, lag, segment]
+    described = tool(target, TOPICS, "--describe", "--topic", topic)
+    configs = described.stdout.splitlines()[0].split("Configs: ")[1].split(",")
+    assert {"cleanup.policy=compact", "segment.bytes=1048576",
+            "min.compaction.lag.ms=100"} <= set(configs)
+    missing = tool(target, CONFIGS, "--describe", "--entity-type", "topics", "--entity-name",
+                   f"{topic}-nope")
+    assert missing.returncode == 0
+    assert missing.stdout.strip() == \
+        f"The topic '{topic}-nope' doesn't exist and doesn't have dynamic config."
