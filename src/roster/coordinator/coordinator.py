@@ -40,6 +40,7 @@ from roster.protocol.group_records import GroupKey, Record
 
 class Coordinator:
     name = "classic"
+    steps = ()   # the shard hands it every timer event and continuation no other type claims
 
     def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
                  topics=None, expected=None) -> None:

@@ -20,6 +20,7 @@ from roster.protocol.group_records import Record
 
 class GroupType(Protocol):
     name: str     # ListGroups' group type: "classic", "consumer"
+    steps: tuple[type, ...]   # its timer events and continuations: expire/write_completed
 
     def has_group(self, group_id: str) -> bool:
         """A group of this type by that id exists (being deleted counts: it is still there)."""
@@ -62,3 +63,10 @@ class GroupType(Protocol):
         """Whether this record is one of this type's (its key's type)."""
 
     def replay(self, record: Record, now: int) -> None: ...
+
+    def groups_loaded(self, group_ids: list[str], now: int) -> Result:
+        """After loading: what its groups start with (sessions, timers)."""
+
+    def expire(self, event, now: int) -> Result: ...
+
+    def write_completed(self, step, error: ErrorCode | None, now: int) -> Result: ...

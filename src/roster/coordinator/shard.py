@@ -23,15 +23,8 @@ from dataclasses import dataclass
 
 from roster.coordinator import heartbeat as classic_heartbeat
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.consumer import classic_members
 from roster.coordinator.consumer import records as consumer_records
-from roster.coordinator.consumer.coordinator import (
-    ConsumerConfig,
-    ConsumerCoordinator,
-    ConsumerRebalanceDeadline,
-    ConsumerSessionDeadline,
-    ConsumerWritten,
-)
+from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
 from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.continuations import (
     GroupsDeleted,
@@ -70,20 +63,20 @@ class GroupShard:
     def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
                  new_consumer_member_id: Callable[[], str] | None = None,
                  consumer_config: ConsumerConfig | None = None,
-                 topics=None, expected=None) -> None:
+                 topics=None, expected=None, more_types: tuple[GroupType, ...] = ()) -> None:
         """`topics`: the topic catalog (consumer.model.TopicImage) groups read; `expected`:
-        group id -> pre-registered static members (coordinator/expectations.py)."""
+        group id -> pre-registered static members (coordinator/expectations.py); `more_types`:
+        group types beyond the two built in, asked first (see group_type.py)."""
         self.config = config
         self.classic = Coordinator(config, new_member_id, topics=topics, expected=expected)
         self.consumer = ConsumerCoordinator(consumer_config, new_consumer_member_id,
                                             classic=self.classic)
         self.offsets = OffsetStore(config.offset_metadata_max_bytes)
         # who holds a group id: asked in this order; the last one holds any id nobody does
-        self.types: tuple[GroupType, ...] = (self.consumer, self.classic)
-        self._owners: dict[type, object] = {
-            step: self.consumer for step in (
-                ConsumerSessionDeadline, ConsumerRebalanceDeadline, ConsumerWritten,
-                *classic_members.DEADLINES)}
+        self.types: tuple[GroupType, ...] = (*more_types, self.consumer, self.classic)
+        # whose timer events and continuations are whose (the classic coordinator's: the rest)
+        self._owners: dict[type, GroupType] = {
+            step: group_type for group_type in self.types[:-1] for step in group_type.steps}
 
     @property
     def topics(self):
@@ -319,7 +312,7 @@ class GroupShard:
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:
         """After replay: sessions start now; see each type's groups_loaded."""
         result = Result()
-        for group_type in (self.classic, self.consumer):
+        for group_type in reversed(self.types):
             loaded = group_type.groups_loaded(
                 [g for g in group_ids if group_type.has_group(g)], now)
             result.records += loaded.records

@@ -24,13 +24,14 @@ class ShardDriver:
     answered_once = True          # check that no token is answered twice
 
     def __init__(self, config: GroupConfig | None = None,
-                 consumer_config: ConsumerConfig | None = None, topics=None) -> None:
+                 consumer_config: ConsumerConfig | None = None, topics=None,
+                 more_types=()) -> None:
         self.config = config or GroupConfig()
         self.consumer_config = consumer_config or ConsumerConfig()
         self.ids = itertools.count(1)
         self.shard = GroupShard(self.config, lambda prefix: f"{prefix}-{next(self.ids)}",
                                 lambda: f"{self.consumer_id_prefix}{next(self.ids)}", self.consumer_config,
-                                topics=topics)
+                                topics=topics, more_types=more_types)
         self.now = 0
         self.timers: dict[str, tuple[int, object]] = {}
         self.records: list = []

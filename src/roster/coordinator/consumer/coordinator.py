@@ -159,6 +159,9 @@ class ConsumerCoordinator:
     _now: int = 0
 
     name = "consumer"
+    # the timer events and continuations it schedules (the shard hands them back here)
+    steps = (ConsumerSessionDeadline, ConsumerRebalanceDeadline, ConsumerWritten,
+             *classic_members.DEADLINES)
 
     def __init__(self, config: ConsumerConfig | None = None,
                  new_member_id: Callable[[], str] | None = None,

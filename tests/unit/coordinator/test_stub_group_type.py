@@ -1,0 +1,95 @@
+"""Where a new type of group (Kafka's streams or share groups) plugs in: it implements the small
+interface of coordinator/group_type.py and is handed to the shard; nothing else changes. This
+stub type holds groups made by a record of its own and lets only member "m" commit; the shard
+routes to it, keeps its offsets, deletes it with them and replays its records."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roster.coordinator.offset_store import OffsetExpiry
+from roster.coordinator.results import Result
+from roster.protocol.errors import ErrorCode
+from roster.protocol.group_records import OffsetKey, Record
+from tests.unit.coordinator.shard_harness import ShardDriver
+
+
+@dataclass(frozen=True)
+class StubKey:
+    group: str
+
+
+class StubType:
+    name = "stub"
+    steps = ()
+
+    def __init__(self) -> None:
+        self.groups: dict[str, str] = {}    # group id -> its one member
+
+    def has_group(self, group_id):
+        return group_id in self.groups
+
+    def group_ids(self):
+        return list(self.groups)
+
+    def being_deleted(self, group_id):
+        return False
+
+    def is_empty(self, group_id):
+        return False
+
+    def subscribed_topics(self, group_id):
+        return {"kept"}
+
+    def validate_offset_commit(self, request, now, result):
+        member = self.groups[request.group_id]
+        return None if request.member_id == member else ErrorCode.unknown_member_id
+
+    def validate_offset_fetch(self, group_id, member_id, epoch):
+        return None
+
+    def validate_offset_delete(self, group_id):
+        return None
+
+    def offset_expiry(self, group_id):
+        return OffsetExpiry()
+
+    def goes_with_its_offsets(self, group_id):
+        return False
+
+    def validate_delete_group(self, group_id):
+        return None
+
+    def delete_group(self, group_id, now, result):
+        tombstone = Record(StubKey(group_id), None)
+        result.records.append(tombstone)
+        return (tombstone,)    # replayed by the shard once written
+
+    def replays(self, record):
+        return type(record.key) is StubKey
+
+    def replay(self, record, now):
+        if record.value is None:
+            self.groups.pop(record.key.group, None)
+        else:
+            self.groups[record.key.group] = record.value
+
+    def groups_loaded(self, group_ids, now):
+        return Result()
+
+
+def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
+    stub = StubType()
+    h = ShardDriver(more_types=(stub,))
+    h.shard.replay(Record(StubKey("s"), "m"))          # the one replay switch routes it
+    assert stub.groups == {"s": "m"} and "s" not in h.shard.classic.groups
+    assert h.commit({("t", 0): 7}, member_id="x", group="s").errors == \
+        (("t", 0, ErrorCode.unknown_member_id),)       # the type decides who may commit
+    assert h.commit({("t", 0): 7, ("kept", 0): 8}, member_id="m", group="s").errors == \
+        (("t", 0, ErrorCode.none), ("kept", 0, ErrorCode.none))
+    assert [f.offset for f in h.fetch([("t", 0)], group="s")] == [7]
+    reply = h.delete_offsets([("t", 0), ("kept", 0)], group="s")
+    assert reply.partitions == (("t", 0, ErrorCode.none),
+                                ("kept", 0, ErrorCode.group_subscribed_to_topic))
+    assert h.delete("s") == {"s": ErrorCode.none}
+    assert stub.groups == {} and h.offsets("s") == {}
+    assert h.records[-2:] == [Record(OffsetKey("s", "kept", 0), None), Record(StubKey("s"), None)]
