@@ -227,8 +227,10 @@ def print_new_batches(query, printed: int) -> list[int]:
     ids of the batches printed."""
     latest: dict[int, dict] = {}
     for progress in query.recentProgress:
-        if progress["batchId"] > printed and progress["numInputRows"] is not None:
-            latest[progress["batchId"]] = progress   # a batch's last report wins
+        # a trigger that found nothing to run reports the next batch's id: only a report with
+        # addBatch time is of a batch that ran
+        if progress["batchId"] > printed and "addBatch" in progress.get("durationMs", {}):
+            latest[progress["batchId"]] = progress
     for batch_id in sorted(latest):
         progress = latest[batch_id]
         print(f"batch {batch_id}: {progress['numInputRows']} clicks in, "
