@@ -65,6 +65,7 @@ bench: $(STAMP)
 	$(PY) bench/consumer_coordinator.py
 	$(PY) bench/observability.py
 	$(PY) bench/spark_pipeline.py
+	$(PY) bench/compaction.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info
