@@ -8,6 +8,7 @@ from roster.protocol.registry import (
     AllGroups,
     Cluster,
     ConfigResources,
+    CoordinatorKeys,
     Group,
     Groups,
     NotAResource,
@@ -42,6 +43,8 @@ def _needs(declaration) -> str | None:
             text = f"{op} on each resource (a topic; the cluster for the broker; a group)"
         case Cluster():
             text = f"{op} on the cluster"
+        case CoordinatorKeys():
+            text = f"{op} on each group, or on each transactional id for transaction keys"
         case TransactionalId():
             text = f"{op} on the transactional id, when there is one"
             if declaration.idempotent:

@@ -119,6 +119,16 @@ class TransactionalId:
 
 
 @dataclass(frozen=True, slots=True)
+class CoordinatorKeys:
+    """FindCoordinator's key(s) in `field`: a group id (the operation on the GROUP) or a
+    transactional id (on the TRANSACTIONAL_ID) as the request's key type says. Only the
+    handler reads the key type, so it asks the authorizer itself; admission skips this."""
+    operation: AclOperation
+    field: str
+    versions: Versions = None
+
+
+@dataclass(frozen=True, slots=True)
 class NotAResource:
     """A field that names topics or groups but is not checked, and why (the declaration test
     requires every such field to be declared one way or the other)."""
@@ -129,7 +139,7 @@ class NotAResource:
 
 
 Resource = Group | Groups | AllGroups | Topics | ConfigResources | Cluster | TransactionalId \
-    | NotAResource
+    | CoordinatorKeys | NotAResource
 
 
 def applies(declaration, version: int) -> bool:
@@ -164,7 +174,7 @@ class ApiSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "admitting", {
             version: tuple(r for r in self.resources if applies(r, version)
-                           and not isinstance(r, NotAResource))
+                           and not isinstance(r, (NotAResource, CoordinatorKeys)))
             for version in range(self.min_version, self.max_version + 1)})
 
     def supports(self, version: int) -> bool:

@@ -13,6 +13,7 @@ from roster.protocol.registry import (
     AllGroups,
     Cluster,
     ConfigResources,
+    CoordinatorKeys,
     Group,
     Groups,
     NotAResource,
@@ -21,7 +22,8 @@ from roster.protocol.registry import (
 )
 
 KIND = {Group: "GROUP", Groups: "GROUP", AllGroups: "GROUP", Topics: "TOPIC",
-        Cluster: "CLUSTER", TransactionalId: "TRANSACTIONAL_ID", ConfigResources: "CONFIG"}
+        Cluster: "CLUSTER", TransactionalId: "TRANSACTIONAL_ID", ConfigResources: "CONFIG",
+        CoordinatorKeys: "GROUP or TRANSACTIONAL_ID"}
 
 KAFKA = {
     "Produce": {("TOPIC", "WRITE"), ("TRANSACTIONAL_ID", "WRITE")},
@@ -30,9 +32,8 @@ KAFKA = {
     "Metadata": {("TOPIC", "DESCRIBE")},
     "OffsetCommit": {("GROUP", "READ"), ("TOPIC", "READ")},
     "OffsetFetch": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
-    # DESCRIBE on the GROUP or on the TRANSACTIONAL_ID, by key type: checked in the handler
-    # (tests/unit/transactions/test_find_coordinator_acls.py)
-    "FindCoordinator": set(),
+    # by key type: checked in the handler (tests/unit/transactions/test_find_coordinator_acls.py)
+    "FindCoordinator": {("GROUP or TRANSACTIONAL_ID", "DESCRIBE")},
     "JoinGroup": {("GROUP", "READ")},
     "Heartbeat": {("GROUP", "READ")},
     "LeaveGroup": {("GROUP", "READ")},

@@ -2,7 +2,7 @@
 
 Authorized per key as Kafka's KafkaApis does: DESCRIBE on the GROUP for a group key, DESCRIBE
 on the TRANSACTIONAL_ID for a transaction key (which key type a request carries decides the
-resource, so the check is made here, not by declaration). A transaction key creates
+resource, so the check is made here; CoordinatorKeys declares it and admission skips it). A transaction key creates
 __transaction_state when it does not exist yet, as Kafka's does. A FindCoordinator is not
 routed to a coordinator, so a loading group is still found."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec, NotAResource
+from roster.protocol.registry import ApiSpec, CoordinatorKeys
 
 API_KEY = ApiKey.FIND_COORDINATOR
 GROUP, TRANSACTION, SHARE = 0, 1, 2
@@ -66,8 +66,7 @@ def refuse(request, error: ErrorCode):
                 error_message=None, node_id=-1, host="", port=-1)
 
 
-_BY_KEY_TYPE = "a group or a transactional id, by key_type: authorized in the handler"
 SPEC = ApiSpec(API_KEY, "FindCoordinator", 0, 6, handle, resources=(
-    NotAResource("key", _BY_KEY_TYPE, versions=(0, 3)),
-    NotAResource("coordinator_keys", _BY_KEY_TYPE, versions=(4, 6))),
+    CoordinatorKeys(AclOperation.DESCRIBE, "key", versions=(0, 3)),
+    CoordinatorKeys(AclOperation.DESCRIBE, "coordinator_keys", versions=(4, 6))),
     refuse=refuse)
