@@ -13,7 +13,9 @@ API (for tests that put Kafka beside roster):
   SASL_PLAINTEXT with SCRAM-SHA-256/512 and PLAIN for the users of tests/support/security.py
   (PASSWORDS: admin, alice, bob) and Kafka's StandardAuthorizer, `allow.everyone.if.no.acl.found`
   false, `User:admin` a super user. `.bootstrap` is the SASL listener; the broker's own
-  connections use an unadvertised PLAINTEXT listener.
+  connections use a PLAINTEXT listener whose principal (ANONYMOUS) is a super user too
+  (`.internal_bootstrap`). Its roster counterpart is `roster_peer_secure`
+  (tests/differential/conftest.py), as `roster_peer` is the plain one's.
 - `kafka_classpath()` -> the resolved jars as a Java class path; `java_command(main_class, *args,
   heap="256m")` -> an argv running one of Kafka's classes (e.g.
   "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand") on that class path;
@@ -23,13 +25,15 @@ API (for tests that put Kafka beside roster):
 
 Settings mirror roster's test brokers (PEER_SETTINGS), so a scenario can run unchanged against
 both: no initial rebalance delay, replication factor 1 for the internal topics, 5 offsets
-partitions, relaxed KIP-848 heartbeat/session lower bounds and a small `group.max.size`.
+partitions, relaxed heartbeat/session lower bounds (classic and KIP-848) and
+`group.max.size=16`. Kafka alone also gets SINGLE_NODE: replication factor 1 for its internal
+topics, and KIP-848 target assignments computed on the heartbeat (Kafka 4.4 batches them,
+roster does not; docs/compatibility.md).
 Readiness is a real answer (FindCoordinator for a probe group succeeds), never a sleep.
 """
 from __future__ import annotations
 
 import base64
-import os
 import shutil
 import signal
 import socket
@@ -273,10 +277,3 @@ class KafkaPeer:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
-
-
-def environment_check() -> None:
-    """Fail (not skip) with what is missing before any JVM starts."""
-    kafka_classpath()
-    if not shutil.which(JAVA) and not os.path.exists(JAVA):
-        raise KafkaMissing("java (17 or newer) is not on PATH; scripts/ensure-kafka.sh installs it")
