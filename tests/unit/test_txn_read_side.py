@@ -168,3 +168,75 @@ def test_retention_deletes_the_txnindex_with_its_segment(tmp_path):
         assert log.aborted_between(0, 10) == []
     finally:
         log.close()
+
+
+def _contents(log) -> list[tuple]:
+    """(offset, key) of every data record and ("abort"/"commit", offset) of every marker."""
+    from roster.log.batch import iter_batches
+    from roster.log.producer_state import read_marker
+    from roster.record_codec import DefaultRecordBatch
+
+    data, found = log.read(log.log_start_offset, 1 << 30), []
+    for position, header in iter_batches(data):
+        if header.is_control:
+            found.append((("commit" if read_marker(data, position).type else "abort"),
+                          header.base_offset))
+        else:
+            found += [(r.offset, r.key) for r in
+                      DefaultRecordBatch(data[position:position + header.size])]
+    return found
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_compaction_removes_aborted_data_then_its_marker_after_the_horizon(kind, tmp_path):
+    from roster.log.compaction import CleanerSettings, clean_now
+
+    config = LogConfig(segment_bytes=1)  # a batch per segment: every batch but the last is closed
+    log = MemoryLog(config) if kind == "memory" else FileLog.open(tmp_path, config)
+    settings = CleanerSettings(delete_retention_ms=1_000)
+    now = 10**12
+    filler = iter(range(100))
+
+    def fill_and_flush():  # new dirty data, and (FileLog) everything on disk
+        log.append(txn_batch(-1, 1, transactional=False, keys=[b"f%d" % next(filler)]))
+        job = log.prepare_flush()
+        if job is not None:
+            job.run()
+            log.flushed(job)
+
+    try:
+        log.append(txn_batch(-1, 2, transactional=False, sequence=-1))  # 0-1: k0, k1
+        log.append(txn_batch(7, 2))                 # 2-3: k0, k1, aborted
+        log.append(marker(7, commit=False))          # 4
+        log.append(txn_batch(8, 1))                  # 5: k0, committed
+        log.append(marker(8, commit=True))           # 6
+        fill_and_flush()                             # 7
+        fill_and_flush()                             # 8
+        clean_now(log, now, settings)
+        # aborted data gone and never shadowing k1's committed value; k0's older value
+        # superseded by the committed one; both markers kept (their transactions had data)
+        assert _contents(log)[:5] == [(1, b"k1"), ("abort", 4), (5, b"k0"), ("commit", 6),
+                                      (7, b"f0")]
+        assert log.read_committed(0, 1 << 20)[1] == [AbortedTxn(7, 2, 4, 5)]
+        fill_and_flush()
+        clean_now(log, now, settings)               # no data left: the abort marker is stamped
+        assert ("abort", 4) in _contents(log)
+        fill_and_flush()
+        clean_now(log, now + 1_001, settings)       # past its delete horizon: gone
+        assert [e for e in _contents(log) if e[0] == "abort"] == []
+        assert (5, b"k0") in _contents(log) and ("commit", 6) in _contents(log)
+    finally:
+        log.close()
+
+
+def test_compaction_stops_at_the_first_open_transaction():
+    from roster.log.compaction import CleanerSettings
+
+    log = MemoryLog(LogConfig(segment_bytes=1))
+    log.append(make_batch(1))                      # 0
+    log.append(make_batch(1))                      # 1: supersedes 0
+    log.append(txn_batch(7, 1))                    # 2: open
+    log.append(make_batch(1))                      # 3
+    log.append(make_batch(1))                      # 4 (active)
+    status = log.cleaning_status(10**12, CleanerSettings())
+    assert status.first_uncleanable_offset == 2

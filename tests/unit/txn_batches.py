@@ -15,14 +15,16 @@ _ATTRIBUTES_AT = 21
 
 
 def txn_batch(producer_id: int, count: int = 1, *, epoch: int = 0, sequence: int = 0,
-              transactional: bool = True, timestamp: int = 1_000) -> bytes:
-    """A producer's batch of `count` records (transactional unless told otherwise)."""
+              transactional: bool = True, timestamp: int = 1_000,
+              keys: list[bytes] | None = None) -> bytes:
+    """A producer's batch of `count` records (transactional unless told otherwise), keyed
+    `keys`, else k0, k1, ..."""
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0,
                                         is_transactional=transactional, producer_id=producer_id,
                                         producer_epoch=epoch, base_sequence=sequence,
                                         batch_size=1 << 30)
     for i in range(count):
-        builder.append(i, timestamp=timestamp + i, key=f"k{i}".encode(),
+        builder.append(i, timestamp=timestamp + i, key=keys[i] if keys else f"k{i}".encode(),
                        value=f"p{producer_id}-{i}".encode(), headers=[])
     return bytes(builder.build())
 

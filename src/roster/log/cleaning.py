@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +49,7 @@ from roster.log.compaction import (
 )
 from roster.log.files import open_directory, write_offset_file
 from roster.log.offset_map import SLOT_BYTES, OffsetMap
+from roster.log.producer_state import AbortedTxn
 from roster.log.segment import LOG_SUFFIX, OFFSET_INDEX_SUFFIX, TIME_INDEX_SUFFIX, Segment, file_name
 from roster.log.throttle import Throttler
 from roster.log.window import MAX_WINDOW, ReadWindow
@@ -112,8 +114,9 @@ def fsync_directory(directory: Path) -> None:
 class FileCleaningJob:
     def __init__(self, directory: Path, snapshots: list[Snapshot], first_dirty: int,
                  gaps_below: int, now_ms: int, settings: CleanerSettings, segment_bytes: int,
-                 index_interval_bytes: int) -> None:
+                 index_interval_bytes: int, aborted: Sequence[AbortedTxn] = ()) -> None:
         self.directory = directory
+        self.aborted = aborted  # the log's aborted transactions overlapping the snapshot
         self.snapshots = snapshots
         self.first_dirty = first_dirty
         self.checkpoint = gaps_below        # gaps are allowed below it; run() raises it
@@ -178,7 +181,7 @@ class FileCleaningJob:
         """Pass 1 over the snapshot."""
         self.map_capacity = offset_map.capacity
         plan = Pass([s.source for s in self.snapshots], self.first_dirty, self.now_ms,
-                    self.settings, self.segment_bytes, offset_map)
+                    self.settings, self.segment_bytes, offset_map, self.aborted)
         for snapshot in self.snapshots:
             for header, batch in self._batches(snapshot):
                 plan.map_batch(header, batch)

@@ -27,9 +27,10 @@ One pass over [log start, first uncleanable):
          sequence (a producer active within producer.id.expiration.ms) or ends the cleanable
          range, so that offset and sequence information is not lost; otherwise it goes.
      Kept records keep their offsets, timestamps and the batch's lastOffsetDelta.
-     Transactions: roster has no transactional batches yet. When it does, aborted batches are
-     dropped here (Kafka's CleanedTransactionMetadata: never mapped in step 1, removed in step 3)
-     and transaction markers follow the tombstone horizon; `_transaction_hook` marks the place.
+     Transactions (roster.log.txn_cleaning, Kafka's CleanedTransactionMetadata): aborted
+     batches are never mapped in step 1 and removed in step 3; a marker goes once its
+     transaction has no data left, after a delete horizon like a tombstone's. A pass never
+     reaches the first offset of an open transaction (the log cuts its cleanable range there).
 
 Records in the clean part whose keys the map does not hold are kept: an earlier pass already left
 one record per key there.
@@ -53,6 +54,8 @@ from roster.log.batch_records import (
 )
 from roster.log.offset_map import OffsetMap
 from roster.log.policy import INT32_MAX
+from roster.log.producer_state import AbortedTxn
+from roster.log.txn_cleaning import CleanedTransactions
 
 log = logging.getLogger("roster.log")
 
@@ -135,11 +138,19 @@ class Pass:
     settings: CleanerSettings
     segment_bytes: int
     offset_map: OffsetMap
+    # the aborted transactions overlapping the sources (the log's, captured with them)
+    aborted: Sequence[AbortedTxn] = ()
     # producer id -> last offset of its last batch seen (producers active within expiration)
     _producer_last: dict[int, int] = field(default_factory=dict)
     _mapping: bool = True
     records_read: int = 0
     records_kept: int = 0
+    _mapped_txns: CleanedTransactions | None = None    # step 1's view of the transactions
+    _cleaned_txns: CleanedTransactions | None = None   # step 3's
+
+    def __post_init__(self) -> None:
+        self._mapped_txns = CleanedTransactions(self.aborted)
+        self._cleaned_txns = CleanedTransactions(self.aborted)
 
     @property
     def upper_bound(self) -> int:
@@ -160,8 +171,8 @@ class Pass:
         if not self._mapping or header.last_offset < self.first_dirty:
             return
         if header.is_control:
-            self._transaction_hook(header)
-        else:
+            self._mapped_txns.marker_may_go(header, batch)
+        elif not self._mapped_txns.aborted_data(header):
             first_dirty = self.first_dirty
             keyed = [(record.key, record.offset) for record in _records_of(header, batch) or ()
                      if record.key is not None and record.offset >= first_dirty]
@@ -183,10 +194,6 @@ class Pass:
                 f"log.cleaner.dedupe.buffer.size is too small: the batch at offset "
                 f"{header.base_offset} has more keys than the offset map's "
                 f"{self.offset_map.capacity} entries")
-
-    def _transaction_hook(self, header: BatchHeader) -> None:
-        """Transactions (a later issue): control batches would update the aborted-transaction
-        state here, so aborted batches are neither mapped nor kept; none exist yet."""
 
     # -- planning ----------------------------------------------------------------------------
 
@@ -224,10 +231,11 @@ class Pass:
 
     def clean_batch(self, header: BatchHeader, batch):
         """`batch` itself when it stays as it is, None when it goes, else its rewritten bytes."""
-        if header.is_control:  # transaction markers: see _transaction_hook
+        if header.is_control:
+            return self._clean_marker(header, batch)
+        if self._cleaned_txns.aborted_data(header):
             self.records_read += header.records_count
-            self.records_kept += header.records_count
-            return batch
+            return rebuilt(header, b"", [], None) if self._retain_empty(header) else None
         if header.base_offset > self.offset_map.latest_offset:
             self.records_read += header.records_count
             self.records_kept += header.records_count
@@ -267,6 +275,21 @@ class Pass:
         offsets = {record.offset for record in kept}
         return rebuilt(header, data, [r for r in records(header, data) if r[OFFSET] in offsets],
                        new_horizon)
+
+    def _clean_marker(self, header: BatchHeader, batch):
+        """A transaction marker: kept until it may go (txn_cleaning), then stamped with a
+        delete horizon, then removed by a pass after the horizon."""
+        self.records_read += header.records_count
+        if self._cleaned_txns.marker_may_go(header, batch):
+            if not has_delete_horizon(header):
+                self.records_kept += header.records_count
+                data = payload(header, batch)
+                return rebuilt(header, data, records(header, data),
+                               self.now_ms + self.settings.delete_retention_ms)
+            if self.now_ms >= header.base_timestamp:
+                return rebuilt(header, b"", [], None) if self._retain_empty(header) else None
+        self.records_kept += header.records_count
+        return batch
 
     def _retain_empty(self, header: BatchHeader) -> bool:
         return (header.producer_id >= 0 and

@@ -378,7 +378,7 @@ class FileLog(SegmentedLog):
                     segment.write_generation > segment.synced_generation:
                 break
             cleanable.append(segment)
-        return cleanable
+        return self._stable(cleanable)
 
     def _sources(self, segments: list[Segment], settings: CleanerSettings) -> list[Source]:
         wants_first = settings.max_compaction_lag_ms < LONG_MAX  # read a header only then
@@ -416,7 +416,7 @@ class FileLog(SegmentedLog):
             raise LogStorageError(f"cannot prepare a compaction of {self._dir}: {exc}") from exc
         return FileCleaningJob(self._dir, snapshots, status.first_dirty_offset, self._cleaned_to,
                                now_ms, settings, self._config.segment_bytes,
-                               self._config.index_interval_bytes)
+                               self._config.index_interval_bytes, self._aborted_within(segments))
 
     def swap_cleaned(self, job: FileCleaningJob) -> Iterator[Callable[[], None] | None]:
         """Install the job's cleaned segments. Groups go oldest first; for each:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from roster.log.api import (
@@ -31,7 +31,7 @@ from roster.log.batch import (
 from roster.log.compaction import KEEP, REMOVE, CleanerSettings, Pass, Source, cleanable_range
 from roster.log.offset_map import OffsetMap
 from roster.log.policy import check_batch, plan_retention, should_roll
-from roster.log.producer_state import AbortedIndex, ProducerState
+from roster.log.producer_state import AbortedIndex, AbortedTxn, ProducerState
 from roster.log.segmented import SegmentedLog
 
 
@@ -83,6 +83,7 @@ class MemoryCleaningJob:
     settings: CleanerSettings
     segment_bytes: int
     checkpoint: int = 0
+    aborted: Sequence[AbortedTxn] = ()  # the log's aborted transactions overlapping segments
     end_offset: int = 0
     replacement: list[_Segment] | None = None
     stats: CleaningStats | None = None
@@ -99,7 +100,7 @@ class MemoryCleaningJob:
         try:
             sources = [Source(s.base_offset, s.next_offset, s.size) for s in self.segments]
             plan = Pass(sources, self.first_dirty, self.now_ms, self.settings,
-                        self.segment_bytes, offset_map)
+                        self.segment_bytes, offset_map, self.aborted)
             for segment in self.segments:
                 for batch in segment.batches:
                     plan.map_batch(parse_header(batch), batch)
@@ -269,8 +270,8 @@ class MemoryLog(SegmentedLog):
 
     def cleaning_status(self, now_ms: int, settings: CleanerSettings) -> CleaningStatus:
         self._require_open()
-        return cleanable_range(self._sources(self._segments[:-1]), self._first_dirty,
-                               self.log_start_offset, now_ms, settings)
+        return cleanable_range(self._sources(self._stable(self._segments[:-1])),
+                               self._first_dirty, self.log_start_offset, now_ms, settings)
 
     def prepare_cleaning(self, now_ms: int, settings: CleanerSettings
                          ) -> MemoryCleaningJob | None:
@@ -281,7 +282,8 @@ class MemoryLog(SegmentedLog):
         segments = [s for s in self._segments[:-1]
                     if s.base_offset < status.first_uncleanable_offset]
         return MemoryCleaningJob(segments, status.first_dirty_offset, now_ms, settings,
-                                 self._config.segment_bytes, checkpoint=self._cleaned_to)
+                                 self._config.segment_bytes, checkpoint=self._cleaned_to,
+                                 aborted=self._aborted_within(segments))
 
     def swap_cleaned(self, job: MemoryCleaningJob) -> Iterator[None]:
         """A generator like FileLog's, with no steps to yield: the swap happens at once."""

@@ -64,6 +64,21 @@ class SegmentedLog:
         data, upper = _cut_at(data, stable)
         return data, (self.aborted_transactions(offset, upper) if data else [])
 
+    def _stable(self, segments: list) -> list:
+        """The leading `segments` wholly below the first open transaction: compaction never
+        cleans past it (Kafka's firstUncleanableDirtyOffset)."""
+        first = self._producers.first_unstable_offset()
+        if first is None:
+            return segments
+        return [segment for segment in segments if segment.next_offset <= first]
+
+    def _aborted_within(self, segments: list) -> list[AbortedTxn]:
+        """The aborted transactions a compaction of `segments` must know: those overlapping
+        their range (Kafka's collectAbortedTransactions)."""
+        if not segments:
+            return []
+        return self._aborted.overlapping(segments[0].base_offset, segments[-1].next_offset)
+
     def aborted_between(self, low: int, high: int) -> list[AbortedTxn]:
         """The aborted transactions whose marker lies in [low, high) (compaction)."""
         return self._aborted.between(low, high)
