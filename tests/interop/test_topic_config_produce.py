@@ -193,3 +193,20 @@ def test_broker_defaults_govern_topics_without_their_own(broker_factory):
             [(None, TIMESTAMP_LOG_APPEND_TIME)]
     assert {header.compression for header in _stored_batches(broker, plain)} == {3}
     assert {header.compression for header in _stored_batches(broker, own)} == {1}
+
+
+def test_a_broker_default_compact_policy_refuses_delete_records(broker_factory):
+    """log.cleanup.policy=compact on the broker makes topics without their own policy compacted:
+    DeleteRecords gets POLICY_VIOLATION there, as on a topic set compact itself."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient
+    broker = broker_factory({"log.cleanup.policy": "compact"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    compacted, deleting = _topic(admin, {}), _topic(admin, {"cleanup.policy": "delete"})
+    for topic in (compacted, deleting):
+        _produce(broker, topic, [(b"k", b"v", 1_700_000_000_000)] * 3)
+    with pytest.raises(KafkaException, match="POLICY_VIOLATION"):
+        admin.delete_records([TopicPartition(compacted, 0, 1)])[
+            TopicPartition(compacted, 0, 1)].result(30)
+    done = admin.delete_records([TopicPartition(deleting, 0, 1)])
+    assert list(done.values())[0].result(30).low_watermark == 1

@@ -8,7 +8,6 @@ cleaner's business."""
 from __future__ import annotations
 
 from roster.broker.admission import partition_error
-from roster.broker.topics import compacted
 from roster.log.api import LogStorageError, OffsetOutOfRange
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
@@ -21,14 +20,14 @@ API_KEY = ApiKey.DELETE_RECORDS
 HIGH_WATERMARK = -1
 
 
-def _delete(admitted, index: int, offset: int) -> tuple[ErrorCode, int]:
+def _delete(broker, admitted, index: int, offset: int) -> tuple[ErrorCode, int]:
     """(error, low watermark) for one partition of a topic entry as admission resolved it."""
     error = partition_error(admitted, index)
     if error is not ErrorCode.none:
         return error, -1
     topic = admitted[0]
-    if compacted(topic.configs):
-        return ErrorCode.policy_violation, -1
+    if "delete" not in broker.topics.settings(topic)["cleanup.policy"]:  # its own or the
+        return ErrorCode.policy_violation, -1                             # broker's default
     log = topic.partitions[index]
     if offset == HIGH_WATERMARK:
         offset = log.log_end_offset
@@ -46,7 +45,7 @@ async def handle(broker, request, connection):
     admission = request.admission
 
     def answer(t: int, _, requested) -> dict:
-        error, low_watermark = _delete(admission.topic(t), requested.partition_index,
+        error, low_watermark = _delete(broker, admission.topic(t), requested.partition_index,
                                        requested.offset)
         return {"partition_index": requested.partition_index, "low_watermark": low_watermark,
                 "error_code": error}
