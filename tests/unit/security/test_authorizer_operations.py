@@ -65,6 +65,7 @@ KAFKA = {
     "ConsumerGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE")},
     "ConsumerGroupDescribe": {("GROUP", "DESCRIBE")},
     "DescribeCluster": set(),   # Kafka asks DESCRIBE on the cluster only to report operations
+    "DescribeProducers": {("TOPIC", "READ")},
 }
 
 

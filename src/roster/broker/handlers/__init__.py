@@ -18,6 +18,7 @@ from roster.broker.handlers import (
     describe_acls,
     describe_cluster,
     describe_configs,
+    describe_producers,
     describe_groups,
     describe_user_scram_credentials,
     end_txn,
@@ -50,7 +51,7 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            describe_user_scram_credentials, alter_user_scram_credentials,
            consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
            delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn,
-           txn_offset_commit)
+           txn_offset_commit, describe_producers)
 
 
 def build_registry() -> Registry:
