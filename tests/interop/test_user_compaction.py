@@ -158,3 +158,29 @@ def test_kill_9_at_a_cleaning_step_loses_and_duplicates_nothing(broker_factory, 
     seen = read_all(broker.bootstrap, "kv")
     check_view(seen, written)
     assert len(seen) < len(written) / 2
+
+
+def test_an_idempotent_producers_emptied_last_batch_stays_and_readers_step_over_it(
+        broker_factory):
+    """Kafka keeps a producer's last batch, emptied, when compaction removes all its records (its
+    sequence numbers must survive); librdkafka must read past such a batch."""
+    broker = broker_factory(BROKER)
+    create_topic(broker.bootstrap, "seq", "compact")
+    idempotent = Producer({"bootstrap.servers": broker.bootstrap, "enable.idempotence": True})
+    idempotent.produce("seq", key=b"x", value=b"from the idempotent producer")
+    assert idempotent.flush(30) == 0
+    plain = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+    plain.produce("seq", key=b"x", value=b"newer")
+    filler = random.Random(3).randbytes(900)
+    for i in range(1_400):  # past one segment, so both batches are in a closed one
+        plain.produce("seq", key=b"f%d" % (i % 50), value=filler)
+    assert plain.flush(30) == 0
+    wait_until(lambda: first_dirty(broker, "seq") > 0, 60, "a pass")
+    seen = read_all(broker.bootstrap, "seq")
+    assert (0, b"x", b"from the idempotent producer") not in seen
+    assert (1, b"x", b"newer") in seen
+    with open(sorted((broker.data_dir / "seq-0").glob("*.log"))[0], "rb") as segment:
+        head = segment.read(61)
+    assert int.from_bytes(head[:8], "big") == 0 and int.from_bytes(head[57:61], "big") == 0, \
+        "the first batch is kept, with no records"
+    assert int.from_bytes(head[43:51], "big", signed=True) >= 0, "it has the producer id"
