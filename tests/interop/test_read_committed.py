@@ -2,7 +2,8 @@
 confluent-kafka's transactional producer commits and aborts; confluent-kafka and kafka-python
 consumers read; ListOffsets answers by isolation level; an open transaction holds
 read_committed readers at its first offset; a restart (clean and kill -9) rebuilds the last
-stable offset and the aborted-transaction index."""
+stable offset and the aborted-transaction index. The scenarios that need no restart run against
+the Apache Kafka 4.4 peer too, with the same assertions."""
 from __future__ import annotations
 
 import time
@@ -13,20 +14,16 @@ from confluent_kafka import TopicPartition as CfPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KpPartition
 
+from tests.support.judges import KAFKA, ROSTER, roster_broker, target  # noqa: F401 (fixtures)
+from tests.support.kafka_peer import unique_name
 from tests.support.process import BrokerProcess
 from tests.support.transactions import create_topics, log_entries, wait_for
 
 pytestmark = pytest.mark.interop
+BOTH = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 
 SETTINGS = {"transaction.state.log.num.partitions": "1", "num.partitions": "1"}
 DEADLINE_S = 30.0
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("read-committed"), SETTINGS).start()
-    yield process
-    process.stop()
 
 
 def txn_producer(broker, transactional_id: str) -> Producer:
@@ -46,7 +43,7 @@ def transaction(producer: Producer, topic: str, values: list[bytes], commit: boo
 
 def confluent_read(broker, topic: str, isolation: str, until: int) -> list[bytes]:
     """Every value a confluent-kafka consumer gets from the start until its position is `until`."""
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"g-{isolation}",
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique_name("g"),
                          "isolation.level": isolation, "enable.auto.commit": False})
     consumer.assign([CfPartition(topic, 0, 0)])
     values, deadline = [], time.monotonic() + DEADLINE_S
@@ -100,20 +97,23 @@ def markers(broker, topic: str) -> list[str]:
     return [kind for kind, *_ in log_entries(broker.bootstrap, topic) if kind != "data"]
 
 
-def test_commits_are_visible_and_aborts_invisible_to_read_committed(broker):
-    create_topics(broker.bootstrap, "rc-basic")
-    producer = txn_producer(broker, "rc-basic")
-    transaction(producer, "rc-basic", [b"a0", b"a1", b"a2"], commit=True)
-    transaction(producer, "rc-basic", [b"b0", b"b1"], commit=False)
-    transaction(producer, "rc-basic", [b"c0"], commit=True)
-    wait_for(lambda: markers(broker, "rc-basic") == ["commit", "abort", "commit"], "markers")
-    end = end_of_log(broker, "rc-basic")
+@BOTH
+def test_commits_are_visible_and_aborts_invisible_to_read_committed(target):
+    broker, topic = target, unique_name("rc-basic")
+    create_topics(broker.bootstrap, topic)
+    producer = txn_producer(broker, topic)
+    transaction(producer, topic, [b"a0", b"a1", b"a2"], commit=True)
+    transaction(producer, topic, [b"b0", b"b1"], commit=False)
+    transaction(producer, topic, [b"c0"], commit=True)
+    wait_for(lambda: markers(broker, topic) == ["commit", "abort", "commit"], "markers")
+    end = end_of_log(broker, topic)
+    assert end == 9
     committed = [b"a0", b"a1", b"a2", b"c0"]
     everything = [b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"]
-    assert confluent_read(broker, "rc-basic", "read_committed", end) == committed
-    assert confluent_read(broker, "rc-basic", "read_uncommitted", end) == everything
+    assert confluent_read(broker, topic, "read_committed", end) == committed
+    assert confluent_read(broker, topic, "read_uncommitted", end) == everything
     for isolation, expected in (("read_committed", committed), ("read_uncommitted", everything)):
-        reader = KpReader(broker, "rc-basic", isolation)
+        reader = KpReader(broker, topic, isolation)
         try:
             assert reader.end_offset() == end
             assert reader.read_to(end) == expected
@@ -121,26 +121,28 @@ def test_commits_are_visible_and_aborts_invisible_to_read_committed(broker):
             reader.close()
 
 
-def test_an_open_transaction_holds_read_committed_at_its_first_offset(broker):
-    create_topics(broker.bootstrap, "rc-open")
-    producer = txn_producer(broker, "rc-open")
-    transaction(producer, "rc-open", [b"before"], commit=True)
-    stable = wait_for(lambda: end_of_log(broker, "rc-open") == 2 and 2, "the first commit")
+@BOTH
+def test_an_open_transaction_holds_read_committed_at_its_first_offset(target):
+    broker, topic = target, unique_name("rc-open")
+    create_topics(broker.bootstrap, topic)
+    producer = txn_producer(broker, topic)
+    transaction(producer, topic, [b"before"], commit=True)
+    stable = wait_for(lambda: end_of_log(broker, topic) == 2 and 2, "the first commit")
     producer.begin_transaction()
-    producer.produce("rc-open", value=b"open")
+    producer.produce(topic, value=b"open")
     producer.flush(30)
     plain = Producer({"bootstrap.servers": broker.bootstrap})
-    plain.produce("rc-open", value=b"plain")   # after the open transaction's data
+    plain.produce(topic, value=b"plain")   # after the open transaction's data
     plain.flush(30)
-    committed = KpReader(broker, "rc-open", "read_committed")
-    uncommitted = KpReader(broker, "rc-open", "read_uncommitted")
+    committed = KpReader(broker, topic, "read_committed")
+    uncommitted = KpReader(broker, topic, "read_uncommitted")
     try:
         assert committed.end_offset() == stable        # ListOffsets: the LSO
         assert uncommitted.end_offset() == stable + 2   # the high watermark
         assert committed.read_to(stable) == [b"before"]
         assert uncommitted.read_to(stable + 2) == [b"before", b"open", b"plain"]
         producer.commit_transaction(30)
-        end = wait_for(lambda: (n := end_of_log(broker, "rc-open")) == stable + 3 and n,
+        end = wait_for(lambda: (n := end_of_log(broker, topic)) == stable + 3 and n,
                        "the commit marker")
         assert committed.end_offset() == end
         assert committed.read_to(end) == [b"before", b"open", b"plain"]

@@ -240,3 +240,12 @@ def test_compaction_stops_at_the_first_open_transaction():
     log.append(make_batch(1))                      # 4 (active)
     status = log.cleaning_status(10**12, CleanerSettings())
     assert status.first_uncleanable_offset == 2
+
+
+def test_idle_producers_are_forgotten_at_a_roll_but_not_an_open_transaction():
+    log = MemoryLog(LogConfig(segment_bytes=1))
+    log.append(txn_batch(7, 1, transactional=False, timestamp=1_000))   # idle since 1970
+    log.append(txn_batch(8, 1, timestamp=1_000))                        # open, as old
+    log.append(make_batch(1))                                           # rolls
+    assert sorted(e.producer_id for e in log.producer_entries()) == [8]
+    assert log.last_stable_offset == 1

@@ -579,6 +579,7 @@ class FileLog(SegmentedLog):
         """Seal the active segment and start an empty one at the log end."""
         old = self._segments[-1]
         old.seal()
+        self._expire_producers()
         txn_files.sealed(self._dir, old.base_offset, old.next_offset, self._producers)
         new = Segment.create(self._dir, old.next_offset, self._config.index_interval_bytes)
         self._segments.append(new)

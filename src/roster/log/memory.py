@@ -306,6 +306,7 @@ class MemoryLog(SegmentedLog):
         return parse_header(segment.batches[0]).max_timestamp
 
     def _roll(self) -> _Segment:
+        self._expire_producers()
         segment = _Segment(self.log_end_offset, self.log_end_offset)
         self._segments.append(segment)
         return segment

@@ -30,6 +30,9 @@ from roster.log.batch import BATCH_HEADER_SIZE, BatchHeader
 from roster.protocol.varint import read_zigzag
 
 NO_PRODUCER = -1
+# producer.id.expiration.ms's default: a producer idle this long (and with no open transaction)
+# is forgotten at the next roll
+PRODUCER_EXPIRATION_MS = 86_400_000
 ABORT = 0
 COMMIT = 1
 _I16 = struct.Struct(">h")

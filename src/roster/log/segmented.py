@@ -13,6 +13,7 @@ from roster.log.policy import aged_out
 from roster.log.producer_state import (
     AbortedIndex,
     AbortedTxn,
+    PRODUCER_EXPIRATION_MS,
     MarkerError,
     ProducerEntry,
     ProducerState,
@@ -96,6 +97,11 @@ class SegmentedLog:
                 read_marker(batch)
             except MarkerError as exc:
                 raise CorruptBatch(str(exc)) from exc
+
+    def _expire_producers(self) -> None:
+        """At a roll: forget idle producers (ProducerState.expire), so a partition's producer
+        table, and each snapshot of it, holds its recent producers only."""
+        self._producers.expire(wall_clock_ms(), PRODUCER_EXPIRATION_MS, self._log_start)
 
     def _track_producer(self, header: BatchHeader, batch) -> AbortedTxn | None:
         """Producer state after an append of `header` (base offset assigned); an abort marker's
