@@ -30,8 +30,8 @@ class ShardDriver:
         self.consumer_config = consumer_config or ConsumerConfig()
         self.ids = itertools.count(1)
         self.shard = GroupShard(self.config, lambda prefix: f"{prefix}-{next(self.ids)}",
-                                lambda: f"{self.consumer_id_prefix}{next(self.ids)}", self.consumer_config,
-                                topics=topics, more_types=more_types)
+                                lambda: f"{self.consumer_id_prefix}{next(self.ids)}",
+                                self.consumer_config, topics=topics, more_types=more_types)
         self.now = 0
         self.timers: dict[str, tuple[int, object]] = {}
         self.records: list = []

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from roster.broker.group_log import CLIENT_WRITE_ERRORS
-from roster.coordinator.shard import GroupShard
 from roster.coordinator.messages import JoinReply, SyncReply
+from roster.coordinator.shard import GroupShard
 from roster.coordinator.states import GroupState
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import PROTOCOLS, Harness

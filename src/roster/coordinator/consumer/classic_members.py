@@ -56,7 +56,6 @@ class ClassicJoinDeadline:
 
     group_id: str
     member_id: str
-    consumer = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +64,6 @@ class ClassicSyncDeadline:
 
     group_id: str
     member_id: str
-    consumer = True
 
 
 def join_key(group_id: str, member_id: str) -> str:
@@ -124,18 +122,19 @@ def failed_reply(reply, error: ErrorCode):
 
 def join(ctx, q: JoinRequest, image: TopicImage, now: int) -> Result:
     result = Result()
-    ctx._begin()
+    op = ctx.begin(now)
     try:
-        reply = _join(ctx, q, image, result, now)
+        reply = _join(ctx, op, q, image, result)
     except _Refused as refused:
-        ctx._abandon(result)
+        ctx.abandon(op, result)
         result.reply(q.token, JoinReply(error=refused.error, member_id=q.member_id))
         return result
-    ctx._release_after_write(q.group_id, q.token, reply, result, now)
+    ctx.release_after_write(op, q.group_id, q.token, reply, result)
     return result
 
 
-def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> JoinReply:
+def _join(ctx, op, q: JoinRequest, image: TopicImage, result: Result) -> JoinReply:
+    now = op.now
     group = ctx.groups.get(q.group_id)
     if group is None or not group.members:
         raise _Refused(ErrorCode.unknown_member_id)
@@ -143,7 +142,7 @@ def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> J
     if limits is not None and not (limits.min_session_timeout_ms <= q.session_timeout_ms
                                    <= limits.max_session_timeout_ms):
         raise _Refused(ErrorCode.invalid_session_timeout)
-    member_id = q.member_id or ctx._new_member_id()
+    member_id = q.member_id or ctx.new_member_id()
     if len(group.members) >= ctx.config.max_size and member_id not in group.members:
         raise _Refused(ErrorCode.group_max_size_reached)
     if not _supported(group, q.protocol_type, q.protocols):
@@ -175,14 +174,14 @@ def _join(ctx, q: JoinRequest, image: TopicImage, result: Result, now: int) -> J
         records.append(rec.member_record(q.group_id, updated))
     owned = tuple((found[0], tuple(ps)) for name, ps in subscription.owned_partitions
                   if (found := image.lookup(name)) is not None)
-    member = ctx._converge(q.group_id, updated, records, subscription_changed, is_new,
-                           q.group_instance_id, owned, image, result, now)
+    member = ctx.converge(op, q.group_id, updated, records, subscription_changed, is_new,
+                          q.group_instance_id, owned, image, result)
     group = ctx.groups[q.group_id]
     _cancel_deadline(group, result, join_key(q.group_id, member.member_id))
     if downgrade:   # the classic coordinator takes the member's session from here
-        migration.downgrade(ctx, group, None, result, now)
+        migration.downgrade(ctx, op, group, None, result)
     else:
-        ctx._heard_from(group, member.member_id, now, result, q.session_timeout_ms)
+        ctx.heard_from(group, member.member_id, now, result, q.session_timeout_ms)
         key = sync_key(q.group_id, member.member_id)
         group.classic_timers.add(key)
         result.schedule(key, now + q.rebalance_timeout_ms,
@@ -238,7 +237,7 @@ def sync(ctx, q: SyncRequest, now: int) -> Result:
         result.reply(q.token, SyncReply(error=refused.error))
         return result
     _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))
-    ctx._heard_from(group, member.member_id, now, result, member.classic.session_timeout_ms)
+    ctx.heard_from(group, member.member_id, now, result, member.classic.session_timeout_ms)
     result.reply(q.token, SyncReply(protocol_type=q.protocol_type, protocol_name=q.protocol_name,
                                     assignment=_assignment_bytes(group, member)))
     return result
@@ -251,7 +250,7 @@ def heartbeat(ctx, group_id: str, generation: int, member_id: str, instance_id: 
     except _Refused as refused:
         return refused.error
     group = ctx.groups[group_id]
-    ctx._heard_from(group, member.member_id, now, result, member.classic.session_timeout_ms)
+    ctx.heard_from(group, member.member_id, now, result, member.classic.session_timeout_ms)
     if member.member_epoch < group.group_epoch \
             or member.state is MemberState.UNREVOKED_PARTITIONS \
             or (member.state is MemberState.UNRELEASED_PARTITIONS
@@ -341,7 +340,7 @@ def deadline_passed(ctx, group: ConsumerGroup, event) -> ConsumerMember | None:
 
 def leave(ctx, q: LeaveRequest, now: int) -> Result:
     result = Result()
-    ctx._begin()
+    op = ctx.begin(now)
     answers = []
     for identity in q.members:
         group = ctx.groups.get(q.group_id)
@@ -367,15 +366,15 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
             continue
         ctx.recorder.cause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, member.member_id,
                                                   member.instance_id), now)
-        ctx._fence(group, member, result, now)
+        ctx.fence(op, group, member, result)
         _cancel_deadline(group, result, join_key(q.group_id, member.member_id))
         _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))
         # the identity as asked (member id "" for one named by instance id), as Kafka answers:
         # Admin.removeMembersFromConsumerGroup matches its members to the answers by it
         answers.append(LeaveMemberResult(identity.member_id, identity.group_instance_id,
                                          ErrorCode.none))
-    # should the write fail, the members stay (ctx._fenced: every member _fence removed), and
+    # should the write fail, the members stay (op.fenced: every member fence removed), and
     # their sessions run out as if they had not left (ConsumerCoordinator.write_completed)
-    ctx._release_after_write(q.group_id, q.token, LeaveReply(members=tuple(answers)), result,
-                             now)
+    ctx.release_after_write(op, q.group_id, q.token, LeaveReply(members=tuple(answers)),
+                            result)
     return result

@@ -188,13 +188,12 @@ def downgrades(ctx, group: ConsumerGroup, leaving: ConsumerMember,
     return True
 
 
-def downgrade(ctx, group: ConsumerGroup, leaving: ConsumerMember | None, result,
-              now: int) -> None:
+def downgrade(ctx, op, group: ConsumerGroup, leaving: ConsumerMember | None, result) -> None:
     """Replace the consumer group by a classic group of its classic members (see the module's
     docstring). When a member left (`leaving`), the classic coordinator rebalances it; when a
     classic static member replaced the last consumer member (None: its JoinGroup already
     moved it into the group), the group stays Stable as it was."""
-    gid = group.group_id
+    gid, now = group.group_id, op.now
     classic = _classic_group(group, leaving, now)
     members = list(group.members.values())
     tombstones = [rec.current_tombstone(gid, m.member_id) for m in members]
@@ -203,10 +202,9 @@ def downgrade(ctx, group: ConsumerGroup, leaving: ConsumerMember | None, result,
     tombstones += [rec.member_tombstone(gid, m.member_id) for m in members]
     tombstones += [rec.regex_tombstone(gid, regex) for regex in sorted(group.resolved_regex)]
     tombstones += [rec.subscription_metadata_tombstone(gid), rec.group_tombstone(gid)]
-    ctx._write(tombstones, result, now)
+    op.write(tombstones, result)
     result.records.append(group_metadata(classic))   # the classic coordinator's record
-    ctx._undo_log.append(("classic", gid, ctx.classic.groups.get(gid)))
-    ctx.classic.groups[gid] = classic
+    op.put_classic(gid, classic)
     log.info("consumer group %s (epoch %d) becomes a classic group of %d members: its last "
              "consumer-protocol member %s", gid, classic.generation, len(classic.members),
              "was replaced" if leaving is None else f"{leaving.member_id} left")

@@ -1,0 +1,42 @@
+"""The consumer group coordinator's timer events and its one continuation, each marked for the
+shard's dispatch by being listed in ConsumerCoordinator.steps; and the timer keys."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSessionDeadline:
+    """The group's session timer: the earliest member deadline has come."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRebalanceDeadline:
+    group_id: str
+    member_id: str
+    member_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerWritten:
+    """Release `reply` to `token` once the records are written; if they are not, put the
+    group back as it was and answer `error` instead."""
+
+    group_id: str
+    token: object
+    reply: object
+    undo: tuple = ()                   # how to put the group back (operation.undo)
+    fenced: tuple[str, ...] = ()       # the members removed: a session again if unwritten
+
+
+TIMER_RETRY_MS = 500
+
+
+def session_key(group_id: str) -> str:
+    return f"consumer-sessions:{group_id}"
+
+
+def rebalance_key(group_id: str, member_id: str) -> str:
+    return f"consumer-rebalance:{group_id}:{member_id}"
