@@ -3,15 +3,12 @@ reader that filters them as the Java consumer does (Fetcher's CompletedFetch).""
 from __future__ import annotations
 
 import heapq
-import struct
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from roster.log.batch import CONTROL_BIT, iter_batches
+from roster.log.batch import iter_batches
+from roster.log.control import marker_batch
 from roster.log.producer_state import ABORT, read_marker
-from tests.unit.batches import restamp_crc
-
-_ATTRIBUTES_AT = 21
 
 
 def txn_batch(producer_id: int, count: int = 1, *, epoch: int = 0, sequence: int = 0,
@@ -31,17 +28,8 @@ def txn_batch(producer_id: int, count: int = 1, *, epoch: int = 0, sequence: int
 
 def marker(producer_id: int, commit: bool, *, epoch: int = 0, coordinator_epoch: int = 0,
            timestamp: int = 2_000) -> bytes:
-    """A transaction marker: a transactional control batch of one record, key (0, type),
-    value (0, coordinator epoch), as Kafka's EndTransactionMarker writes it."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=True,
-                                        producer_id=producer_id, producer_epoch=epoch,
-                                        base_sequence=-1, batch_size=1 << 30)
-    builder.append(0, timestamp=timestamp, key=struct.pack(">hh", 0, 1 if commit else 0),
-                   value=struct.pack(">hi", 0, coordinator_epoch), headers=[])
-    data = bytearray(builder.build())
-    attributes = struct.unpack_from(">h", data, _ATTRIBUTES_AT)[0] | CONTROL_BIT
-    struct.pack_into(">h", data, _ATTRIBUTES_AT, attributes)
-    return restamp_crc(data)
+    """A transaction marker, as the coordinator writes it (roster.log.control)."""
+    return marker_batch(producer_id, epoch, commit, coordinator_epoch, timestamp)
 
 
 def committed_offsets(data: bytes, aborted: list[tuple[int, int]], start: int = 0) -> list[int]:
