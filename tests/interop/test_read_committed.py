@@ -1,6 +1,6 @@
 """What read_committed and read_uncommitted consumers see of transactions on a real broker:
-confluent-kafka's transactional producer commits and aborts; confluent-kafka and kafka-python
-consumers read; ListOffsets answers by isolation level; an open transaction holds
+confluent-kafka's transactional producer commits and aborts; confluent-kafka, kafka-python and
+Java (kafka-clients 4.4, tests/java) consumers read; ListOffsets answers by isolation level; an open transaction holds
 read_committed readers at its first offset; a restart (clean and kill -9) rebuilds the last
 stable offset and the aborted-transaction index. The scenarios that need no restart run against
 the Apache Kafka 4.4 peer too, with the same assertions."""
@@ -14,7 +14,14 @@ from confluent_kafka import TopicPartition as CfPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KpPartition
 
-from tests.support.judges import KAFKA, ROSTER, roster_broker, target  # noqa: F401 (fixtures)
+from tests.support.judges import (  # noqa: F401 (fixtures)
+    KAFKA,
+    ROSTER,
+    jvm,
+    member_settings,
+    roster_broker,
+    target,
+)
 from tests.support.kafka_peer import unique_name
 from tests.support.process import BrokerProcess
 from tests.support.transactions import create_topics, log_entries, wait_for
@@ -149,6 +156,27 @@ def test_an_open_transaction_holds_read_committed_at_its_first_offset(target):
     finally:
         committed.close()
         uncommitted.close()
+
+
+@BOTH
+def test_the_java_consumer_reads_committed_records_only(target, jvm):
+    """Kafka's own client (4.4) at both isolation levels: the last committed record arrives
+    last, so once it has, everything the consumer will ever show has been shown."""
+    broker, topic = target, unique_name("rc-java")
+    create_topics(broker.bootstrap, topic)
+    producer = txn_producer(broker, topic)
+    transaction(producer, topic, [b"a0", b"a1"], commit=True)
+    transaction(producer, topic, [b"b0"], commit=False)
+    transaction(producer, topic, [b"end"], commit=True)
+    for level, expected in (("read_committed", ["a0", "a1", "end"]),
+                            ("read_uncommitted", ["a0", "a1", "b0", "end"])):
+        name = unique_name("java")
+        jvm.send(f"start {name} {topic} " + member_settings(
+            broker, unique_name("g"), "classic", None, **{"isolation.level": level}))
+        jvm.wait_for(lambda: jvm.select("record", member=name, value="end"),
+                     f"the {level} consumer to reach the last record")
+        assert [e["value"] for e in jvm.select("record", member=name)] == expected
+        jvm.send(f"stop {name}")
 
 
 @pytest.mark.parametrize("how", ["restart", "kill9"])
