@@ -183,7 +183,8 @@ def restore(directory: Path, segments: list, clean: bool,
                 break
     state = state or ProducerState()
     aborted = AbortedIndex()
-    for found in txn_index_bases(directory):
+    files = txn_index_bases(directory)
+    for found in files:
         if found < start:
             for txn in read_txn_index(txn_index_path(directory, found)):
                 if txn.last_offset < start:
@@ -205,7 +206,7 @@ def restore(directory: Path, segments: list, clean: bool,
             if txn is not None:
                 entries.append(txn)
                 aborted.add(txn)
-        for found in txn_index_bases(directory):  # merged-away segments' files within it
+        for found in files:  # merged-away segments' files within it
             if segment.base_offset < found < segment.next_offset:
                 txn_index_path(directory, found).unlink(missing_ok=True)
         if entries or txn_index_path(directory, segment.base_offset).exists():
