@@ -6,11 +6,21 @@ import uuid
 
 from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
 from roster.client.errors import AuthorizationError
+from roster.client import requests
 from roster.client.member import parse_bootstrap
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
+
+
+class CoordinatorUnavailable(ConnectionError):
+    """FindCoordinator answered an error (COORDINATOR_NOT_AVAILABLE while it loads, or an
+    authorization refusal): `error` says which."""
+
+    def __init__(self, error: ErrorCode) -> None:
+        super().__init__(f"no coordinator: {error.name.upper()}")
+        self.error = error
 
 
 class Cluster:
@@ -67,6 +77,33 @@ class Cluster:
         connection = self._connections.get(node)
         if connection is None:
             connection = await BrokerConnection.open(*self.brokers[node], self._client_id,
+                                                     security=self.security)
+            self._connections[node] = connection
+        return connection
+
+    async def coordinator(self, key: str, key_type: int) -> BrokerConnection:
+        """A connection to the coordinator of a group (key_type 0) or transactional id (1).
+        Raises CoordinatorUnavailable with the error while the broker cannot name one
+        (loading, or not available yet): the caller retries."""
+        if self._bootstrap_connection is None:
+            self._bootstrap_connection = await BrokerConnection.open(
+                *self._bootstrap, self._client_id, security=self.security)
+        try:
+            answer = await self._bootstrap_connection.call(
+                ApiKey.FIND_COORDINATOR, lambda v: requests.build(
+                    "FindCoordinator", v, {"key": key, "key_type": key_type}, {}))
+        except ConnectionClosed:
+            self._bootstrap_connection = None
+            raise
+        error, host, port = requests.find_coordinator_answer(answer)
+        if error is not ErrorCode.none:
+            raise CoordinatorUnavailable(error)
+        node = answer.coordinators[0].node_id if hasattr(answer, "coordinators") \
+            else answer.node_id
+        self.brokers[node] = (host, port)
+        connection = self._connections.get(node)
+        if connection is None:
+            connection = await BrokerConnection.open(host, port, self._client_id,
                                                      security=self.security)
             self._connections[node] = connection
         return connection

@@ -143,9 +143,12 @@ class BrokerConnection:
             raise ConnectionClosed(f"the broker does not support api key {api_key}")
         return self.versions[api_key]
 
-    async def call(self, api_key: int, body_for_version):
-        """`body_for_version(version)` builds the request for the negotiated version."""
+    async def call(self, api_key: int, body_for_version, highest: int | None = None):
+        """`body_for_version(version)` builds the request for the negotiated version (at most
+        `highest`, when given)."""
         version = self.version(api_key)
+        if highest is not None:
+            version = min(version, highest)
         return await self._exchange(api_key, version, body_for_version(version))
 
     async def call_version(self, api_key: int, version: int, **fields):

@@ -33,6 +33,7 @@ from roster.protocol.errors import ErrorCode
 log = logging.getLogger("roster.client")
 FETCH, LIST_OFFSETS = 1, 2
 EARLIEST, LATEST = -2, -1
+ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 
 class Consumer:
@@ -43,9 +44,15 @@ class Consumer:
                  max_partition_fetch_bytes: int = 1 << 20, client_id: str = "roster-consumer",
                  on_assigned=None, on_revoked=None, on_lost=None, security=None,
                  group_protocol: str = "classic",
-                 group_remote_assignor: str | None = None) -> None:
+                 group_remote_assignor: str | None = None,
+                 isolation_level: str = "read_uncommitted") -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
+        if isolation_level not in ISOLATION_LEVELS:
+            raise ValueError("isolation_level must be 'read_uncommitted' or 'read_committed'")
+        # read_committed: Fetch returns only up to the last stable offset, and the records of
+        # aborted transactions are dropped here (Kafka's consumer, isolation.level)
+        self._isolation = ISOLATION_LEVELS[isolation_level]
         self._cluster = Cluster(bootstrap, client_id, security)
         self._reset = EARLIEST if auto_offset_reset == "earliest" else LATEST
         self._max_partition_bytes = max_partition_fetch_bytes
@@ -155,7 +162,7 @@ class Consumer:
             schema = request_schema(LIST_OFFSETS, version)
             entry = element(schema, "topics")
             part = element(entry, "partitions")
-            return make(schema, replica_id=-1, isolation_level=0,
+            return make(schema, replica_id=-1, isolation_level=self._isolation,
                         timeout=datetime.timedelta(seconds=30), topics=(make(
                             entry, name=topic, partitions=(make(
                                 part, partition_index=partition, timestamp=which,
@@ -188,7 +195,9 @@ class Consumer:
             raise AuthorizationError(data.error_code, topic, "READ")
         if data.error_code is not ErrorCode.none or not data.records:
             return
-        records, following = decode_fetched(topic, partition, data.records)
+        aborted = [(a.producer_id, a.first_offset)
+                   for a in getattr(data, "aborted_transactions", None) or ()]
+        records, following = decode_fetched(topic, partition, data.records, aborted)
         self._buffer.add(tp, state, offset, records, following)
 
     def _fetch_request(self, version: int, topic: str, partition: int, offset: int, wait_ms: int):
@@ -196,13 +205,17 @@ class Consumer:
         entry = element(schema, "topics")
         part = element(entry, "partitions")
         return make(schema, replica_id=-1, max_wait=datetime.timedelta(milliseconds=wait_ms),
-                    min_bytes=1, max_bytes=self._max_partition_bytes, isolation_level=0,
-                    session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
+                    min_bytes=1, max_bytes=self._max_partition_bytes,
+                    isolation_level=self._isolation, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
                     topics=(make(entry, topic=topic, topic_id=self._cluster.topic_ids.get(topic),
                                  partitions=(make(part, partition=partition, fetch_offset=offset,
                                                   partition_max_bytes=self._max_partition_bytes),)),))
 
     # -- committing ---------------------------------------------------------------------------
+
+    def group_metadata(self):
+        """This member for TransactionalProducer.send_offsets_to_transaction (KIP-447)."""
+        return self.member.group_metadata()
 
     async def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
         """Commit the given offsets, or the position of every owned partition: the offset after

@@ -72,6 +72,16 @@ class MemberDriver:
     def fatal(self) -> Fatal | None:
         return self.machine.fatal
 
+    def group_metadata(self):
+        """This member as TxnOffsetCommit names it (KIP-447): group, generation (the member
+        epoch in the consumer protocol), member id and group.instance.id. Pass it to
+        TransactionalProducer.send_offsets_to_transaction, so a member fenced by a rebalance
+        cannot commit offsets inside a transaction."""
+        from roster.client.transaction_state import GroupMetadata
+        m = self.machine
+        return GroupMetadata(m.config.group_id, m.generation, m.member_id,
+                             m.config.group_instance_id)
+
     async def start(self, topics: list[str]) -> None:
         self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id,
                                                           security=self._security)

@@ -28,12 +28,17 @@ class OutgoingRecord:
     timestamp_ms: int | None = None
 
 
-def encode_batch(records: list[OutgoingRecord], compression: str, now_ms: int) -> bytes:
+def encode_batch(records: list[OutgoingRecord], compression: str, now_ms: int, *,
+                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
+                 transactional: bool = False) -> bytes:
+    """One magic-v2 batch; a transactional producer passes its id, epoch and the partition's
+    next sequence."""
     if compression not in CODECS:
         raise ValueError(f"unknown compression {compression!r}; use one of {sorted(CODECS)}")
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=CODECS[compression], is_transactional=False, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+        magic=2, compression_type=CODECS[compression], is_transactional=transactional,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+        batch_size=1 << 30)
     for delta, record in enumerate(records):
         builder.append(delta, timestamp=record.timestamp_ms if record.timestamp_ms is not None
                        else now_ms, key=record.key, value=record.value,
@@ -46,18 +51,27 @@ class CorruptRecords(ValueError):
     CorruptRecordException): the partition, and what the codec said."""
 
 
-def decode_fetched(topic: str, partition: int, data: bytes) -> tuple[list[ConsumerRecord], int]:
+def decode_fetched(topic: str, partition: int, data: bytes,
+                   aborted: list[tuple[int, int]] | None = None
+                   ) -> tuple[list[ConsumerRecord], int]:
     """Every data record of a Fetch response's whole batches, and the offset after the last
     batch (-1 when there is none): control batches and compacted gaps hold no record to
     return, yet the next Fetch must start past them. CorruptRecords when a batch does not
-    decode."""
+    decode.
+
+    `aborted` is a read_committed answer's aborted transactions, (producer id, first offset):
+    a transactional batch of such a producer from that offset on is dropped, until the
+    producer's abort marker (Kafka's consumer does the same)."""
     records: list[ConsumerRecord] = []
     following = -1
+    skipping = AbortedTransactions(aborted or ())
     try:
         batches = MemoryRecords(data)
         while (batch := batches.next_batch()) is not None:
             after = getattr(batch, "next_offset", None)
-            if not batch.is_control_batch:
+            if skipping.drops(batch):
+                pass
+            elif not batch.is_control_batch:
                 for record in batch:
                     records.append(ConsumerRecord(
                         topic, partition, record.offset, record.timestamp, record.key,
@@ -71,3 +85,29 @@ def decode_fetched(topic: str, partition: int, data: bytes) -> tuple[list[Consum
         raise CorruptRecords(f"{topic}[{partition}]: fetched records after offset "
                              f"{following} do not decode: {exc!r}") from exc
     return records, following
+
+
+class AbortedTransactions:
+    """Which transactional batches a read_committed reader drops: those of a producer whose
+    aborted transaction starts at or before the batch, up to that producer's abort marker."""
+
+    def __init__(self, aborted) -> None:
+        self._waiting = sorted(aborted, key=lambda a: a[1])   # by first offset
+        self._open: set[int] = set()
+
+    def drops(self, batch) -> bool:
+        last = batch.base_offset + batch.last_offset_delta
+        while self._waiting and self._waiting[0][1] <= last:
+            self._open.add(self._waiting.pop(0)[0])
+        if not batch.is_transactional or batch.producer_id not in self._open:
+            return False
+        if batch.is_control_batch and _is_abort_marker(batch):
+            self._open.discard(batch.producer_id)
+        return True
+
+
+def _is_abort_marker(batch) -> bool:
+    for record in batch:       # a marker holds one record: key = version int16, type int16
+        key = record.key
+        return key is not None and len(key) >= 4 and int.from_bytes(key[2:4], "big") == 0
+    return False
