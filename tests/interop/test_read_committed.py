@@ -203,3 +203,41 @@ def test_a_restarted_broker_still_hides_aborted_transactions(tmp_path, how):
             reader.close()
     finally:
         broker.stop()
+
+
+def test_the_cleaner_removes_aborted_data_from_a_compacted_topic(tmp_path):
+    """A compacted topic written by transactions: the broker's cleaner drops the aborted
+    records (an aborted value never supersedes a committed one), and readers at both levels
+    see the committed values after it."""
+    from roster.admin.client import AdminClient
+    from roster.admin.topics import create
+
+    broker = BrokerProcess(tmp_path / "data", {**SETTINGS, "log.cleaner.backoff.ms": "200"})
+    broker.start()
+    try:
+        topic = "rc-compact"
+        with AdminClient(broker.bootstrap) as admin:
+            create(admin, topic, 1, {"cleanup.policy": "compact", "internal.segment.bytes": "2048",
+                                     "min.cleanable.dirty.ratio": "0.01"})
+        producer = txn_producer(broker, topic)
+
+        def keyed(pairs, commit):
+            producer.begin_transaction()
+            for key, value in pairs:
+                producer.produce(topic, key=key, value=value)
+            producer.flush(30)
+            (producer.commit_transaction if commit else producer.abort_transaction)(30)
+
+        keyed([(b"k1", b"committed-1"), (b"k2", b"committed-2")], commit=True)
+        keyed([(b"k1", b"aborted-1"), (b"k3", b"aborted-3")], commit=False)
+        for i in range(40):   # enough to roll 2 KiB segments behind the aborted transaction
+            keyed([(b"f%d" % i, b"x" * 100)], commit=True)
+        wait_for(lambda: any(f"compacted {topic}-0" in line for line in broker.output),
+                 "a compaction pass")
+        end = end_of_log(broker, topic)
+        for isolation in ("read_uncommitted", "read_committed"):
+            values = confluent_read(broker, topic, isolation, end)
+            assert b"committed-1" in values and b"committed-2" in values, values
+            assert b"aborted-1" not in values and b"aborted-3" not in values
+    finally:
+        broker.stop()
