@@ -72,6 +72,13 @@ def _optional_int(text: str) -> int | None:
     return None if text.strip() in ("", "null", "none") else int(text)
 
 
+def _transaction_version(text: str) -> int:
+    level = int(text)
+    if level not in (0, 1, 2):
+        raise ValueError("expected 0, 1 or 2 (Kafka's transaction.version levels)")
+    return level
+
+
 SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("node.id", 0, int, 0, "id of this broker in Metadata answers"),
     # the HTTP listener: /metrics and the group console (docs/observability.md)
@@ -124,6 +131,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", 10000, int, 1,
             "how often open transactions past their timeout are looked for and aborted"),
     Setting("transaction.remove.expired.transaction.cleanup.interval.ms", 3600000, int, 1),
+    Setting("transaction.version", 2, _transaction_version, 0,
+            "the finalized transaction.version feature ApiVersions advertises (Kafka's, set at "
+            "format time there): 2 lets Kafka 4.x clients use Transaction Version 2 (KIP-890); "
+            "0 or 1 keeps them on the classic protocol"),
     # Compaction of topics whose cleanup.policy includes compact (docs/durability.md); the
     # topic-level settings (min.cleanable.dirty.ratio, delete.retention.ms, ...) override these.
     Setting("log.cleaner.enable", True, _parse_bool),

@@ -1,7 +1,10 @@
 """The Java client 4.4 (Kafka's own TransactionalMessageCopier: a consume-transform-produce loop
 with sendOffsetsToTransaction(offsets, groupMetadata) of a subscribed group member) copies a
 topic exactly once through roster's transaction coordinator: every input record once in the
-output, a commit marker per transaction, and the group's offset at the end of the input."""
+output, a commit marker per transaction, and the group's offset at the end of the input. With
+the finalized transaction.version at 2 the client speaks Transaction Version 2 (KIP-890: no
+AddPartitionsToTxn/AddOffsetsToTxn, the epoch bumped by every EndTxn, so each commit marker
+carries the next epoch); at 1 it speaks the classic protocol (one epoch throughout)."""
 from __future__ import annotations
 
 import subprocess
@@ -19,11 +22,12 @@ RECORDS = 50
 PER_TRANSACTION = 10
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
+@pytest.fixture(scope="module", params=[2, 1], ids=["tv2", "classic"])
+def broker(request, tmp_path_factory):
     process = BrokerProcess(tmp_path_factory.mktemp("transactions-java"), {
-        "transaction.state.log.num.partitions": "3",
+        "transaction.state.log.num.partitions": "3", "transaction.version": str(request.param),
         "group.initial.rebalance.delay.ms": "0"}).start()
+    process.transaction_version = request.param
     yield process
     process.stop()
 
@@ -51,3 +55,8 @@ def test_java_copier_copies_exactly_once(broker):
     assert [kind for kind, _, _ in entries].count("commit") == RECORDS // PER_TRANSACTION
     assert "abort" not in [kind for kind, _, _ in entries]
     assert fetch_offsets(broker.bootstrap, "java-copier", "java-in", [0]) == {0: RECORDS}
+    epochs = [epoch for kind, _, epoch in entries if kind == "commit"]
+    if broker.transaction_version == 2:
+        assert epochs == list(range(epochs[0], epochs[0] + len(epochs)))
+    else:
+        assert set(epochs) == {epochs[0]}

@@ -14,12 +14,16 @@ import logging
 
 from roster.broker.transaction_log import TransactionLog
 from roster.broker.transaction_markers import write_transaction_marker
-from roster.log.api import LogError
+from roster.log import batch as batches
+from roster.log.api import CorruptBatch, LogError
 from roster.protocol.errors import ErrorCode
 from roster.transactions.coordinator import Markers, Outcome, TransactionCoordinator, TxnConfig
+from roster.transactions.state import TxnState
 
 log = logging.getLogger("roster.transactions")
-RETRY_MARKERS_S = 1.0
+# an implicit add (TV2) meeting a transaction still completing waits this long for it
+IMPLICIT_ADD_WAIT_S = 10.0
+TV2 = 2
 
 
 class TransactionRuntime:
@@ -36,6 +40,8 @@ class TransactionRuntime:
         self._expire_interval_s = \
             config["transaction.remove.expired.transaction.cleanup.interval.ms"] / 1000
         self._tasks: set[asyncio.Task] = set()
+        self.transaction_version = config["transaction.version"]
+        self._settled = asyncio.Event()     # set (and replaced) after every durable change
         # called with (producer_id, commit, group partitions) once a marker is durable in
         # __consumer_offsets: the group side completes or drops pending offsets (the hook)
         self.on_offsets_marker = None
@@ -92,6 +98,8 @@ class TransactionRuntime:
         self.log.ensure_topic()
         durable = await self.log.write(outcome.write)
         self._complete_all(self.coordinator.written(outcome.write.transactional_id, durable))
+        self._settled.set()
+        self._settled = asyncio.Event()
         if not durable:
             return Outcome(ErrorCode.not_coordinator)
         return outcome
@@ -141,9 +149,64 @@ class TransactionRuntime:
             transactional_id, producer_id, epoch, partitions, self._broker.now_ms()))
 
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int,
-                      commit: bool) -> Outcome:
+                      commit: bool, tv2: bool = False) -> Outcome:
         return await self.carry_out(self.coordinator.end_txn(
-            transactional_id, producer_id, epoch, commit, self._broker.now_ms()))
+            transactional_id, producer_id, epoch, commit, self._broker.now_ms(), tv2))
+
+    # -- Transaction Version 2: partitions added implicitly -------------------------------
+
+    def features(self) -> tuple[list, list]:
+        """ApiVersions' (supported, finalized) features: transaction.version, whose finalized
+        level 2 tells Kafka 4.x clients to use TV2."""
+        finalized = [("transaction.version", self.transaction_version)] \
+            if self.transaction_version > 0 else []
+        return [("transaction.version", 0, TV2)], finalized
+
+    async def add_implicitly(self, transactional_id: str, producer_id: int, epoch: int,
+                             partitions) -> Outcome:
+        """AddPartitionsToTxn on the client's behalf (TV2: Produce v12+, TxnOffsetCommit v5),
+        waiting out the completion of the previous transaction (CONCURRENT_TRANSACTIONS) as
+        Kafka's partition leader retries it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + IMPLICIT_ADD_WAIT_S
+        while True:
+            settled = self._settled
+            outcome = await self.add_partitions(transactional_id, producer_id, epoch, partitions)
+            left = deadline - loop.time()
+            if outcome.error is not ErrorCode.concurrent_transactions or left <= 0:
+                return outcome
+            try:
+                await asyncio.wait_for(settled.wait(), left)
+            except TimeoutError:
+                return outcome
+
+    def produce_adds(self, transactional_id: str | None, topic_data):
+        """A Produce v12+ with transactional batches for partitions its transaction does not
+        hold yet: a coroutine adding them (produce.py answers once it is done), else None."""
+        if transactional_id is None:
+            return None
+        m = self.coordinator.get(transactional_id)
+        wanted, producer = [], None
+        for topic_data_entry in topic_data:
+            name = getattr(topic_data_entry, "name", None)
+            if name is None:
+                topic = self._broker.topics.by_id(getattr(topic_data_entry, "topic_id", None))
+                name = topic.name if topic is not None else None
+            if name is None:
+                continue
+            for partition_data in topic_data_entry.partition_data:
+                try:
+                    header = batches.parse_header(partition_data.records or b"")
+                except CorruptBatch:
+                    continue
+                if header.is_transactional:
+                    producer = (header.producer_id, header.producer_epoch)
+                    wanted.append((name, partition_data.index))
+        if producer is None or (m is not None and m.state is TxnState.ONGOING and
+                                (m.producer_id, m.producer_epoch) == producer and
+                                set(wanted) <= m.partitions):
+            return None
+        return self.add_implicitly(transactional_id, *producer, wanted)
 
     def check_produce(self, transactional_id, producer_id: int, epoch: int, topic: str,
                       partition: int) -> ErrorCode:

@@ -15,9 +15,10 @@ Ending a transaction, as Kafka does:
   3. if the edge fails (or the broker dies) in between, `stalled()` / replay hand the job out
      again: markers are written at least once, and a repeated marker is harmless.
 
-Transaction versions: this coordinator serves the classic protocol (TV1: partitions are added
-with AddPartitionsToTxn, the epoch stays across transactions). TV2 (KIP-890) is not served;
-the broker does not advertise the `transaction.version` feature (docs/transactions.md).
+Transaction versions: the classic protocol (TV1: partitions are added with AddPartitionsToTxn,
+the epoch stays across transactions) and Transaction Version 2 (KIP-890: EndTxn v5 bumps the
+epoch of every transaction and answers it; partitions are added implicitly by the edge, from
+Produce v12+ and TxnOffsetCommit v5, through add_partitions).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ from roster.transactions.log_records import TxnRecord
 from roster.transactions.state import (
     IDLE,
     NO_EPOCH,
+    NO_PRODUCER_ID,
     PREPARING,
     TopicPartition,
     TxnMetadata,
@@ -181,7 +183,11 @@ class TransactionCoordinator:
     # -- EndTxn -----------------------------------------------------------------------------
 
     def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                now_ms: int) -> Outcome:
+                now_ms: int, tv2: bool = False) -> Outcome:
+        """`tv2`: the request is Transaction Version 2's (EndTxn v5): the epoch is bumped by
+        every transaction and the answer carries it (end_txn_tv2)."""
+        if tv2:
+            return self._end_txn_tv2(transactional_id, producer_id, epoch, commit, now_ms)
         m = self._txns.get(transactional_id)
         if m is None or m.producer_id != producer_id:
             return _refused(ErrorCode.invalid_producer_id_mapping)
@@ -198,6 +204,57 @@ class TransactionCoordinator:
         if m.state is same:            # a retry while the markers are written
             return _refused(ErrorCode.concurrent_transactions)
         return _refused(ErrorCode.invalid_txn_state)
+
+    def _end_txn_tv2(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                     now_ms: int) -> Outcome:
+        """Kafka's TV2 table: the request's epoch is the current one, or (a retry) the one
+        before the bump this EndTxn made. An abort is also allowed with nothing open (Empty,
+        Complete*): it only bumps the epoch, which a client does to recover from an abortable
+        error."""
+        m = self._txns.get(transactional_id)
+        if m is None:
+            return _refused(ErrorCode.invalid_producer_id_mapping)
+        retry_on_bump = m.producer_epoch == epoch + 1
+        retry_on_overflow = (m.previous_producer_id == producer_id and m.producer_epoch == 0
+                             and epoch_exhausted(epoch))
+        if m.producer_id != producer_id and not retry_on_overflow:
+            return _refused(ErrorCode.invalid_producer_id_mapping)
+        if m.state in PREPARING:
+            valid = retry_on_bump
+        elif m.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+            valid = retry_on_bump or retry_on_overflow or epoch == m.producer_epoch
+        else:
+            valid = epoch == m.producer_epoch
+        if not valid:
+            return _refused(ErrorCode.producer_fenced)
+        if transactional_id in self._pending:
+            return _refused(ErrorCode.concurrent_transactions)
+        retry = retry_on_bump or retry_on_overflow
+        prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
+        if m.state is TxnState.ONGOING:
+            return self._bump_and_end(m, prepare, now_ms)
+        if m.state is done and retry:
+            return Outcome(NONE, m.producer_id, m.producer_epoch)
+        if m.state is prepare:
+            return _refused(ErrorCode.concurrent_transactions)
+        if not commit and not retry and m.state in IDLE:
+            return self._bump_and_end(m, prepare, now_ms, nothing_added=True)
+        return _refused(ErrorCode.invalid_txn_state)
+
+    def _bump_and_end(self, m: TxnMetadata, prepare: TxnState, now_ms: int,
+                      nothing_added: bool = False) -> Outcome:
+        """Prepare* with the epoch bumped (TV2); an exhausted epoch gets the next producer id,
+        taken at Complete. The client is answered the id and epoch it goes on with."""
+        next_id = self._allocate() if epoch_exhausted(m.producer_epoch) else m.next_producer_id
+        target = m.to(prepare, now_ms, producer_epoch=m.producer_epoch + 1,
+                      last_producer_epoch=m.producer_epoch, next_producer_id=next_id,
+                      client_transaction_version=2,
+                      start_ms=now_ms if nothing_added else m.start_ms)
+        outcome = self._begin(target)
+        if next_id != NO_PRODUCER_ID:
+            return Outcome(NONE, next_id, 0, outcome.write)
+        return outcome
 
     # -- the write path ---------------------------------------------------------------------
 
@@ -237,6 +294,12 @@ class TransactionCoordinator:
             return Outcome()
         done = TxnState.COMPLETE_COMMIT if m.state is TxnState.PREPARE_COMMIT \
             else TxnState.COMPLETE_ABORT
+        if m.next_producer_id != NO_PRODUCER_ID:     # TV2: the epoch ran out at this bump
+            return self._begin(m.to(done, now_ms, partitions=frozenset(),
+                                    producer_id=m.next_producer_id, producer_epoch=0,
+                                    previous_producer_id=m.producer_id,
+                                    next_producer_id=NO_PRODUCER_ID,
+                                    last_producer_epoch=NO_EPOCH))
         return self._begin(m.to(done, now_ms, partitions=frozenset()))
 
     def markers_failed(self, job: Markers) -> None:

@@ -213,3 +213,60 @@ def test_replay_restores_the_state_and_hands_out_stalled_markers(h):
     restarted.written("t", True)
     assert done.write.metadata.state is TxnState.COMPLETE_COMMIT
     assert restarted.get("t").state is TxnState.COMPLETE_COMMIT
+
+
+# -- Transaction Version 2 (KIP-890) ------------------------------------------------------------
+
+def end_tv2(h, epoch, commit=True, tid="t", pid=1000):
+    return h.run(h.coordinator.end_txn(tid, pid, epoch, commit, h.now, tv2=True))
+
+
+def test_tv2_bumps_the_epoch_of_every_transaction(h):
+    h.init()
+    h.add("t", 1000, 0)
+    ended = end_tv2(h, 0)
+    assert (ended.error, ended.producer_id, ended.producer_epoch) == (E.none, 1000, 1)
+    # the markers close the transaction with the bumped epoch
+    [job] = h.finish_markers()
+    assert (job.commit, job.producer_epoch) == (True, 1)
+    assert h.coordinator.get("t").client_transaction_version == 2
+    # a retry of that EndTxn (the old epoch) is answered with the new one
+    retried = end_tv2(h, 0)
+    assert (retried.error, retried.producer_epoch, retried.write) == (E.none, 1, None)
+    # the next transaction runs at the new epoch; the old one is fenced
+    assert h.add("t", 1000, 0).error is E.producer_fenced
+    assert h.add("t", 1000, 1).error is E.none
+    assert end_tv2(h, 1, commit=False).producer_epoch == 2
+
+
+def test_tv2_retries_while_the_markers_are_written_and_the_table_of_refusals(h):
+    h.init()
+    h.add("t", 1000, 0)
+    end_tv2(h, 0)
+    assert end_tv2(h, 0).error is E.concurrent_transactions      # retry, PrepareCommit
+    assert end_tv2(h, 0, commit=False).error is E.invalid_txn_state
+    assert end_tv2(h, 1).error is E.producer_fenced               # not a retry while Prepare
+    h.finish_markers()
+    assert end_tv2(h, 0, commit=False).error is E.invalid_txn_state   # retry, other outcome
+    assert end_tv2(h, 1).error is E.invalid_txn_state                 # CompleteCommit, commit
+    # an abort with nothing open bumps the epoch (a client recovering from an abortable error)
+    bumped = end_tv2(h, 1, commit=False)
+    assert (bumped.error, bumped.producer_epoch) == (E.none, 2)
+    [job] = h.finish_markers()
+    assert job.partitions == frozenset()
+    assert h.state() is TxnState.COMPLETE_ABORT
+    assert end_tv2(h, 9).error is E.producer_fenced
+    assert end_tv2(h, 2, pid=7).error is E.invalid_producer_id_mapping
+
+
+def test_tv2_an_exhausted_epoch_moves_to_the_next_producer_id(h):
+    h.init()
+    h.coordinator.replay(TxnRecord("t", replace(h.coordinator.get("t"), producer_epoch=32766)))
+    h.add("t", 1000, 32766)
+    ended = end_tv2(h, 32766)
+    assert (ended.producer_id, ended.producer_epoch) == (1001, 0)
+    h.finish_markers()
+    m = h.coordinator.get("t")
+    assert (m.producer_id, m.producer_epoch, m.previous_producer_id) == (1001, 0, 1000)
+    retried = end_tv2(h, 32766)      # the retry names the old id and epoch
+    assert (retried.error, retried.producer_id, retried.producer_epoch) == (E.none, 1001, 0)

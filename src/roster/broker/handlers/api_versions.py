@@ -18,13 +18,28 @@ API_KEY = 18
 SOFTWARE_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def _body(registry: Registry, version: int, error: ErrorCode):
+FEATURES_EPOCH = 1   # the finalized features never change while a broker runs
+
+
+def _body(registry: Registry, version: int, error: ErrorCode, features=((), ())):
+    """`features`: (supported [(name, min, max)], finalized [(name, level)]), answered from v3
+    (KIP-584); Kafka 4.x clients read transaction.version from them."""
     schema = response_schema(API_KEY, version)
     entry = element(schema, "api_keys")
     ranges = () if error is ErrorCode.invalid_request else tuple(
         entry(api_key=key, min_version=low, max_version=high)
         for key, low, high in registry.version_ranges())
-    return make(schema, error_code=error, api_keys=ranges)
+    supported, finalized = features
+    if version < 3 or not (supported or finalized):
+        return make(schema, error_code=error, api_keys=ranges)
+    supported_entry = element(schema, "supported_features")
+    finalized_entry = element(schema, "finalized_features")
+    return make(schema, error_code=error, api_keys=ranges, supported_features=tuple(
+        supported_entry(name=name, min_version=low, max_version=high)
+        for name, low, high in supported), finalized_features_epoch=FEATURES_EPOCH,
+        finalized_features=tuple(finalized_entry(name=name, min_version_level=level,
+                                                 max_version_level=level)
+                                 for name, level in finalized))
 
 
 def answer_unsupported_version(registry: Registry, prefix: RequestPrefix) -> bytes:
@@ -39,7 +54,10 @@ async def handle(broker, request, connection):
         if not (SOFTWARE_NAME.fullmatch(body.client_software_name or "")
                 and SOFTWARE_NAME.fullmatch(body.client_software_version or "")):
             error = ErrorCode.invalid_request
-    return _body(broker.registry, request.api_version, error)
+    # a broker without a transaction coordinator (test doubles) finalizes no features
+    transactions = getattr(broker, "transactions", None)
+    features = transactions.features() if transactions is not None else ((), ())
+    return _body(broker.registry, request.api_version, error, features)
 
 
 SPEC = ApiSpec(API_KEY, "ApiVersions", 0, 4, handle)

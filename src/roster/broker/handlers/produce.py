@@ -18,6 +18,7 @@ beat a hand-written Python decoder that left the records in place (~3.5 us).
 from __future__ import annotations
 
 import asyncio
+import inspect
 import time
 
 from roster.broker.admission import admit_topics, admit_transactional_id, may_create_topic
@@ -42,6 +43,7 @@ TOPICS = Topics(AclOperation.WRITE, "topic_data")  # by name; by id from v13
 TRANSACTIONAL_ID = TransactionalId(AclOperation.WRITE, versions=(3, 13))
 ACKS = (-1, 0, 1)
 KIO_FROM = 3  # v0-2: roster.protocol.classic
+IMPLICIT_ADD_FROM = 12  # TV2 (KIP-890): the broker adds a transaction's partitions itself
 
 
 def now_ms() -> int:
@@ -138,9 +140,10 @@ async def _make_durable(broker, outcome: _Outcome) -> None:
         outcome.error, outcome.message = ErrorCode.kafka_storage_error, str(exc)
 
 
-def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
+def answer(broker, frame: bytes, prefix: RequestPrefix, connection, added: bool = False):
     """Serve a Produce frame: the encoded response; None for acks=0; a coroutine for acks=-1,
-    which has to wait for fsync."""
+    which has to wait for fsync, and for a v12+ transactional produce whose partitions the
+    transaction coordinator adds first (`added`: they were)."""
     legacy = prefix.api_version < KIO_FROM
     body = (classic.decode_request if legacy else decode_request)(frame, prefix).body
     append = _legacy_append if legacy else _append
@@ -148,6 +151,10 @@ def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
     results = []  # (topic key for the response: name, or id from v13; [(partition, outcome)])
     transactional_id = getattr(body, "transactional_id", None)
     refused = admit_transactional_id(broker, connection, TRANSACTIONAL_ID, transactional_id)
+    if not added and refused is None and acks != 0 and prefix.api_version >= IMPLICIT_ADD_FROM:
+        adding = broker.transactions.produce_adds(transactional_id, body.topic_data)
+        if adding is not None:
+            return _answer_once_added(adding, broker, frame, prefix, connection)
     admitted = admit_topics(broker, connection, TOPICS, body.topic_data)
     for topic_data, (topic, missing) in zip(body.topic_data, admitted):
         name = getattr(topic_data, "name", None)
@@ -177,6 +184,12 @@ def answer(broker, frame: bytes, prefix: RequestPrefix, connection):
                                    "closing the connection is the only way to tell the producer")
         return None
     return _response(prefix, results)
+
+
+async def _answer_once_added(adding, broker, frame, prefix, connection) -> bytes:
+    await adding   # its refusal, if any, is the batches' (check_produce in _append)
+    answered = answer(broker, frame, prefix, connection, added=True)
+    return await answered if inspect.isawaitable(answered) else answered
 
 
 async def _answer_when_durable(broker, prefix: RequestPrefix, results) -> bytes:

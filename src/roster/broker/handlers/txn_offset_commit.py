@@ -1,4 +1,4 @@
-"""TxnOffsetCommit (28), v0-4: offsets committed inside a transaction (KIP-98; KIP-447 adds the
+"""TxnOffsetCommit (28), v0-5: offsets committed inside a transaction (KIP-98; KIP-447 adds the
 group member's generation, member id and group.instance.id from v3).
 
 WRITE on the transactional id, READ on the group and on each topic, as Kafka checks them
@@ -7,7 +7,8 @@ transaction (AddOffsetsToTxn) at its current epoch: a fenced producer is refused
 (PRODUCER_FENCED; INVALID_PRODUCER_EPOCH before v3). The group checks the member as for
 OffsetCommit, so a zombie after a rebalance is fenced. Accepted offsets are written in the
 producer's transactional batch and stay pending until EndTxn's marker (broker/groups.py,
-coordinator/txn_offsets.py). v5 is Transaction Version 2's, not served.
+coordinator/txn_offsets.py). v5 is Transaction Version 2's: the group's partition is added to
+the transaction here (TV2 clients send no AddOffsetsToTxn).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from roster.transactions.errors import for_version
 
 API_KEY = ApiKey.TXN_OFFSET_COMMIT
 FENCED_FROM = 3
+TV2_FROM = 5
 # the transaction coordinator's verdict on the producer, as a TxnOffsetCommit is told it
 _PRODUCER_ERRORS = {ErrorCode.invalid_producer_epoch: ErrorCode.producer_fenced}
 
@@ -60,6 +62,9 @@ async def handle(broker, request, connection):
                 topic.name, p.partition_index, p.committed_offset,
                 getattr(p, "committed_leader_epoch", -1), p.committed_metadata, -1)))
     offsets_partition = (OFFSETS_TOPIC, broker.group_log.partition_for(body.group_id))
+    if request.api_version >= TV2_FROM:   # its refusal, if any, is check_produce's below
+        await broker.transactions.add_implicitly(body.transactional_id, body.producer_id,
+                                                 body.producer_epoch, [offsets_partition])
     verdict = broker.transactions.check_produce(body.transactional_id, body.producer_id,
                                                 body.producer_epoch, *offsets_partition)
     if verdict is not ErrorCode.none:
@@ -77,6 +82,6 @@ async def handle(broker, request, connection):
     return _answer(request, lambda t, p: errors[(t, p)])
 
 
-SPEC = ApiSpec(API_KEY, "TxnOffsetCommit", 0, 4, handle, resources=(
+SPEC = ApiSpec(API_KEY, "TxnOffsetCommit", 0, 5, handle, resources=(
     TransactionalId(AclOperation.WRITE), Group(AclOperation.READ),
     Topics(AclOperation.READ)), refuse=refuse)
