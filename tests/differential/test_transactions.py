@@ -75,3 +75,49 @@ def test_transactions_fencing_and_errors(s):
     add(first, tid, producer, topic, (0,))
     end(first, tid, producer)
     end(first, tid, producer, version=1)
+
+
+def end_v5(conn, tid, producer, epoch, commit=True):
+    return conn.call(ApiKey.END_TXN, 5, transactional_id=tid, producer_id=producer[0],
+                     producer_epoch=epoch, committed=commit)
+
+
+def produce_v12(conn, tid, producer, epoch, topic, sequence=0):
+    conn.call(ApiKey.PRODUCE, 12, transactional_id=tid, acks=-1, timeout=10_000, topic_data=[
+        {"name": topic, "partition_data": [{"index": 0, "records": txn_batch(
+            producer[0], epoch, sequence, [b"v"])}]}])
+
+
+@scenario(outcome="""Transaction Version 2 (KIP-890): a Produce v12 and a TxnOffsetCommit v5
+need no AddPartitionsToTxn/AddOffsetsToTxn; EndTxn v5 answers the epoch bumped by one; its
+retry with the old epoch is answered the same; the old epoch's batch is refused
+(INVALID_PRODUCER_EPOCH); a commit with nothing open is INVALID_TXN_STATE, an abort with
+nothing open bumps the epoch again""")
+def test_transactions_version_2(s):
+    topic = s.topic("t", 1)
+    tid = s.name("tx")
+    setup = s.conn("setup", traced=False)
+    s.wait(lambda: setup.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+           .coordinators[0].error_code == ErrorCode.none, "the transaction coordinator")
+    answers = []
+    s.wait(lambda: answers.append(init(setup, tid)) or
+           answers[-1].error_code not in RETRIED, "InitProducerId")
+    producer = (answers[-1].producer_id, answers[-1].producer_epoch)
+    first = producer[1]
+    client = s.conn("client")
+    produce_v12(client, tid, producer, first, topic)
+    client.call(ApiKey.TXN_OFFSET_COMMIT, 5, transactional_id=tid, group_id=s.name("g"),
+                producer_id=producer[0], producer_epoch=first, generation_id=-1, member_id="",
+                group_instance_id=None, topics=[{"name": topic, "partitions": [
+                    {"partition_index": 0, "committed_offset": 1,
+                     "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+    ended = end_v5(client, tid, producer, first)
+    s.note("committed", epoch_bump=ended.producer_epoch - first)
+    s.wait(lambda: end_v5(setup, tid, producer, first).error_code
+           != ErrorCode.concurrent_transactions, "the commit to complete")
+    retried = end_v5(client, tid, producer, first)
+    s.note("retried", epoch_bump=retried.producer_epoch - first)
+    produce_v12(client, tid, producer, first, topic, sequence=1)
+    end_v5(client, tid, producer, first + 1)
+    bumped = end_v5(client, tid, producer, first + 1, commit=False)
+    s.note("aborted with nothing open", epoch_bump=bumped.producer_epoch - first)
