@@ -9,10 +9,9 @@ from kio.schema.errors import ErrorCode
 
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
-from roster.protocol.codec import decode_response, request_schema
+from roster.protocol.codec import decode_response, encode_request, request_schema
 from tests.differential.harness import scenario
 from tests.differential.members import ClassicMember
-from roster.protocol.codec import encode_request
 from tests.differential.wire_trace import build
 
 CLOSE_WAIT_S = 5.0

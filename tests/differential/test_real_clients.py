@@ -6,8 +6,8 @@ empty incremental assigns are dropped and consecutive callbacks of one kind are 
 from __future__ import annotations
 
 from tests.differential.harness import scenario
-from tests.support import groups
 from tests.interop.test_consumer_protocol import ConsumerProtocolMember
+from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
 
 QUIET_S = 3.0   # a window in which a rebalance would have reached every member's callbacks
