@@ -276,6 +276,49 @@ def _acls(args) -> int:
     return 0
 
 
+def _transactions(args) -> int:
+    """kafka-transactions' list, describe and abort (admin/transactions.py)."""
+    from roster.admin import table
+    from roster.admin import transactions as txns
+    if args.action == "describe":
+        args.transactional_id = args.transactional_id or args.transactional_id_option
+        if not args.transactional_id:
+            args.usage.error("which transactional id? give it as an argument or with "
+                             "--transactional-id")
+    if args.action == "abort" and args.start_offset is None and (
+            args.producer_id is None or args.producer_epoch is None):
+        args.usage.error("name the transaction with --start-offset, or with --producer-id "
+                         "and --producer-epoch")
+    try:
+        with _admin(args) as client:
+            if args.action == "list":
+                rows, unknown = txns.list_transactions(
+                    client, args.state, args.producer_id, args.duration_filter,
+                    args.transactional_id_pattern)
+                node = str(txns.node_id(client))
+                print("\n".join(table.columns([txns.LIST_HEADER] + [
+                    (tid, node, str(pid), state) for tid, pid, state in rows])))
+                if unknown:
+                    print(f"unknown states: {', '.join(unknown)}", file=sys.stderr)
+            elif args.action == "describe":
+                state = txns.describe(client, args.transactional_id)
+                print("\n".join(table.columns([txns.DESCRIBE_HEADER, txns.describe_row(
+                    state, txns.node_id(client), int(time.time() * 1000))])))
+            else:
+                spec = txns.find_open_transaction(
+                    client, args.topic, args.partition, args.start_offset) \
+                    if args.start_offset is not None else txns.AbortSpec(
+                        args.topic, args.partition, args.producer_id, args.producer_epoch,
+                        args.coordinator_epoch)
+                txns.abort(client, spec)
+                print(f"Aborted the transaction of producer {spec.producer_id} (epoch "
+                      f"{spec.producer_epoch}) on {spec.topic}-{spec.partition}.")
+    except txns.TransactionsError as exc:
+        print(f"roster: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _report(args) -> int:
     """The Spark rebalance report (roster.observability.report; needs the spark extra)."""
     from roster.observability.report import main as report_main
@@ -310,7 +353,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     for add, run in ((command_line.add_topics, _topics), (command_line.add_groups, _groups),
                      (command_line.add_offsets, _offsets), (command_line.add_report, _report),
-                     (command_line.add_users, _users), (command_line.add_acls, _acls)):
+                     (command_line.add_users, _users), (command_line.add_acls, _acls),
+                     (command_line.add_transactions, _transactions)):
         add(commands, run)
     return parser
 

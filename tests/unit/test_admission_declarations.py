@@ -26,6 +26,7 @@ from roster.protocol.registry import (
     NotAResource,
     Topics,
     TransactionalId,
+    TransactionalIds,
     applies,
 )
 
@@ -83,7 +84,8 @@ def served():
 
 def _declared(declaration) -> tuple[tuple[str, ...], set[tuple[str, ...]]]:
     """(the path of the field a declaration names, the paths it covers)."""
-    if isinstance(declaration, (Cluster, AllGroups)):
+    if isinstance(declaration, (Cluster, AllGroups)) or (
+            isinstance(declaration, TransactionalIds) and declaration.field is None):
         return (), set()
     within = getattr(declaration, "within", None)
     path = (within, declaration.field) if within else (declaration.field,)

@@ -157,7 +157,22 @@ class AdminClient:
             schema = element(schema, name)
         return schema
 
+    def call_undecoded(self, api_key: int, **fields) -> tuple[int, bytes]:
+        """As call(), for an answer kio cannot decode: (the version, the answer's frame with
+        its header). Kafka's DescribeTransactions answers start time -1 for an id with no open
+        transaction, and kio's timestamp reader refuses negative values."""
+        version = self.version(api_key)
+        body = make(request_schema(api_key, version), **fields)
+        return version, self._round_trip(api_key, version, body)[1]
+
     def _exchange(self, api_key: int, version: int, body):
+        correlation_id, frame = self._round_trip(api_key, version, body)
+        got, answer = decode_response(api_key, version, frame)
+        if got != correlation_id:
+            raise AdminError(f"answer {got} does not match request {correlation_id}")
+        return answer
+
+    def _round_trip(self, api_key: int, version: int, body) -> tuple[int, bytes]:
         correlation_id = next(self._correlation)
         try:
             self._sock.sendall(encode_request(api_key, version, correlation_id, CLIENT_ID, body))
@@ -179,10 +194,7 @@ class AdminClient:
             raise AdminError(f"connection to the broker failed: {exc}") from None
         self._answered = True
         self._answers += 1
-        got, answer = decode_response(api_key, version, frame)
-        if got != correlation_id:
-            raise AdminError(f"answer {got} does not match request {correlation_id}")
-        return answer
+        return correlation_id, frame
 
     def _check_kafka(self, head: bytes) -> None:
         """The first bytes of the first answer: a Kafka size, or what a listener of another

@@ -240,3 +240,32 @@ def add_acls(commands, run) -> None:
                        ("remove", "remove the ACLs matching")):
         parser = acl_actions.add_parser(name, parents=[options], help=help)
         parser.set_defaults(usage=parser)
+
+
+def add_transactions(commands, run) -> None:
+    command = _command(commands, "transactions", "list, describe and abort transactions "
+                       "(kafka-transactions; docs/transactions.md)", run)
+    actions = _actions(command)
+    listing = _action(actions, "list", "list the transactional ids the coordinator knows")
+    listing.add_argument("--state", action="append", default=[], metavar="STATE",
+                         help="only these states (Ongoing, PrepareCommit, CompleteAbort, ...); "
+                              "repeatable")
+    listing.add_argument("--producer-id", action="append", default=[], type=int,
+                         metavar="ID", help="only these producer ids; repeatable")
+    listing.add_argument("--duration-filter", type=int, default=-1, metavar="MS",
+                         help="only transactions open longer than this")
+    listing.add_argument("--transactional-id-pattern", metavar="REGEX",
+                         help="only the ids the whole of which match")
+    describe = _action(actions, "describe", "describe a transactional id's transaction")
+    describe.add_argument("transactional_id", nargs="?", metavar="TRANSACTIONAL_ID")
+    describe.add_argument("--transactional-id", dest="transactional_id_option",
+                          metavar="TRANSACTIONAL_ID", help="Kafka's spelling of the argument")
+    abort = _action(actions, "abort", "abort a hanging transaction on one partition (an abort "
+                    "marker; needs ClusterAction or Alter on the cluster)")
+    abort.add_argument("--topic", required=True)
+    abort.add_argument("--partition", type=int, required=True)
+    abort.add_argument("--start-offset", type=int, metavar="OFFSET",
+                       help="the first offset of the open transaction (describe-producers)")
+    abort.add_argument("--producer-id", type=int, metavar="ID", help="instead of --start-offset")
+    abort.add_argument("--producer-epoch", type=int, metavar="EPOCH")
+    abort.add_argument("--coordinator-epoch", type=int, default=0, metavar="EPOCH")

@@ -160,6 +160,18 @@ def admit_group(broker, connection, declaration: Group, group_id: str) -> ErrorC
     return None
 
 
+def admit_topic_names(broker, connection, declaration: Topics, names) -> ErrorCode | None:
+    """A raw handler's topics named by a request refused as a whole (`declaration.whole`):
+    None when the declared operation is allowed on every one, else
+    TOPIC_AUTHORIZATION_FAILED."""
+    authorizer = _authorizer(broker)
+    if authorizer is None or all(
+            _allowed(authorizer, connection, declaration.operation, ResourceType.TOPIC, name)
+            for name in names):
+        return None
+    return ErrorCode.topic_authorization_failed
+
+
 def resolve_topic(broker, name: str | None, topic_id) -> Resolved:
     """A topic entry by name, or by id when the name is null."""
     if name is None:
@@ -281,9 +293,11 @@ def admit(broker, connection, spec, request):
             elif declaration.route:
                 routed = (declaration, group_id)
         elif kind is Cluster:
-            if authorizer is not None and not _allowed(authorizer, connection,
-                                                       declaration.operation,
-                                                       ResourceType.CLUSTER, CLUSTER_NAME):
+            if authorizer is not None and not any(
+                    _allowed(authorizer, connection, operation, ResourceType.CLUSTER,
+                             CLUSTER_NAME)
+                    for operation in (declaration.or_operation, declaration.operation)
+                    if operation is not None):
                 refused = ErrorCode.cluster_authorization_failed
         elif kind is TransactionalId:
             transactional_id = getattr(body, declaration.field, None)

@@ -102,9 +102,11 @@ class ConfigResources:
 
 @dataclass(frozen=True, slots=True)
 class Cluster:
-    """The cluster: refused as a whole with CLUSTER_AUTHORIZATION_FAILED."""
+    """The cluster: refused as a whole with CLUSTER_AUTHORIZATION_FAILED; `or_operation`, when
+    given, allows it too (Kafka's WriteTxnMarkers: ALTER, else CLUSTER_ACTION)."""
     operation: AclOperation
     versions: Versions = None
+    or_operation: AclOperation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,17 @@ class TransactionalId:
     field: str = "transactional_id"
     versions: Versions = None
     idempotent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class TransactionalIds:
+    """Transactional ids listed in `field` (DescribeTransactions), or, with `field=None`, every
+    id the coordinator knows (ListTransactions). Kafka checks each one: a described id not
+    allowed is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a listed one is left out; the
+    handler asks request.admission.allows() per id."""
+    operation: AclOperation
+    field: str | None = None
+    versions: Versions = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +152,7 @@ class NotAResource:
 
 
 Resource = Group | Groups | AllGroups | Topics | ConfigResources | Cluster | TransactionalId \
-    | CoordinatorKeys | NotAResource
+    | TransactionalIds | CoordinatorKeys | NotAResource
 
 
 def applies(declaration, version: int) -> bool:

@@ -19,11 +19,12 @@ from roster.protocol.registry import (
     NotAResource,
     Topics,
     TransactionalId,
+    TransactionalIds,
 )
 
 KIND = {Group: "GROUP", Groups: "GROUP", AllGroups: "GROUP", Topics: "TOPIC",
         Cluster: "CLUSTER", TransactionalId: "TRANSACTIONAL_ID", ConfigResources: "CONFIG",
-        CoordinatorKeys: "GROUP or TRANSACTIONAL_ID"}
+        CoordinatorKeys: "GROUP or TRANSACTIONAL_ID", TransactionalIds: "TRANSACTIONAL_ID"}
 
 KAFKA = {
     "Produce": {("TOPIC", "WRITE"), ("TRANSACTIONAL_ID", "WRITE")},
@@ -66,6 +67,10 @@ KAFKA = {
     "ConsumerGroupDescribe": {("GROUP", "DESCRIBE")},
     "DescribeCluster": set(),   # Kafka asks DESCRIBE on the cluster only to report operations
     "DescribeProducers": {("TOPIC", "READ")},
+    # each id; the described partitions of topics without DESCRIBE are left out (the handler)
+    "DescribeTransactions": {("TRANSACTIONAL_ID", "DESCRIBE")},
+    "ListTransactions": {("TRANSACTIONAL_ID", "DESCRIBE")},
+    "WriteTxnMarkers": {("CLUSTER", "CLUSTER_ACTION")},   # or ALTER on the cluster, first
 }
 
 

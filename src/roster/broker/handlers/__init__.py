@@ -19,6 +19,7 @@ from roster.broker.handlers import (
     describe_cluster,
     describe_configs,
     describe_producers,
+    describe_transactions,
     describe_groups,
     describe_user_scram_credentials,
     end_txn,
@@ -31,6 +32,7 @@ from roster.broker.handlers import (
     leave_group,
     list_groups,
     list_offsets,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -40,6 +42,7 @@ from roster.broker.handlers import (
     sasl_handshake,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 from roster.protocol.registry import Registry
 
@@ -51,7 +54,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            describe_user_scram_credentials, alter_user_scram_credentials,
            consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
            delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn,
-           txn_offset_commit, describe_producers)
+           txn_offset_commit, describe_producers, describe_transactions,
+           list_transactions, write_txn_markers)
 
 
 def build_registry() -> Registry:
