@@ -151,7 +151,7 @@ def run(log, ops, flush) -> int:
     return passes
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(segment_bytes=st.sampled_from([1, 150, 400]), ops=operations)
 def test_the_file_log_cleaner_keeps_what_the_model_says(segment_bytes, ops):
     config = LogConfig(segment_bytes=segment_bytes, retention_ms=-1, index_interval_bytes=64)
@@ -163,7 +163,7 @@ def test_the_file_log_cleaner_keeps_what_the_model_says(segment_bytes, ops):
             log.close()
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(segment_bytes=st.sampled_from([1, 150, 400]), ops=operations)
 def test_the_memory_model_cleaner_keeps_what_the_model_says(segment_bytes, ops):
     run(MemoryLog(LogConfig(segment_bytes=segment_bytes, retention_ms=-1)), ops, lambda log: None)

@@ -384,12 +384,12 @@ def build_for_merge(partition) -> tuple[dict, list]:
     log = FileLog.open(partition, LogConfig(segment_bytes=300, retention_ms=-1))
     log.append(batch([(b"dead", b"old")], timestamp=0))
     log.append(batch([(b"dead", None)], timestamp=0))   # its horizon: NOW + RETENTION
-    fill(log, 50, keys=7)
+    fill(log, 30, keys=7)
     clean(log)                 # a first pass shrinks the segments and stamps the horizon
-    for i in range(16):        # segments whose every record a later one supersedes
+    for i in range(8):         # segments whose every record a later one supersedes
         log.append(batch([(b"dup", b"%d" % i + b"d" * 40)]))
     log.append(batch([(b"fresh", None)], timestamp=NOW))  # first cleaned at LATER: kept
-    fill(log, 12, keys=7, start=50)
+    fill(log, 10, keys=7, start=30)
     log.append(batch([(b"dup", b"last")]))
     flush(log)
     log.close()
