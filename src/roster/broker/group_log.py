@@ -25,10 +25,11 @@ from collections.abc import Callable
 from roster.broker.crash_points import KILL_AFTER_GROUP_WRITES, CrashPoint
 from roster.coordinator.partitioning import partition_for
 from roster.log.control import marker_commit
+from roster.log.reading import batches_from_start
 from roster.log.api import LogError, LogStorageError, RecordTooLarge
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record, RecordFormatError, decode
-from roster.record_codec import DefaultRecordBatchBuilder, MemoryRecords
+from roster.record_codec import DefaultRecordBatchBuilder
 
 log = logging.getLogger("roster.groups")
 
@@ -206,41 +207,33 @@ class GroupLog:
         """Replay one partition from its log start; returns how many records were applied.
         A transactional batch's records go to apply_transactional(producer id, record) and a
         transaction marker to apply_marker(producer id, commit), when given."""
-        target = self._log(partition)
-        offset, end, applied = target.log_start_offset, target.log_end_offset, 0
-        since_yield = 0
-        while offset < end:
-            chunk = target.read(offset, LOAD_CHUNK_BYTES)
-            if not chunk:
-                break
-            batches = MemoryRecords(chunk)
-            while (batch := batches.next_batch()) is not None:
-                control = batch.is_control_batch
-                transactional = batch.is_transactional and apply_transactional is not None
-                for entry in batch:
-                    if control:     # a transaction marker is no group record
-                        commit = marker_commit(entry.key)
-                        if commit is not None and apply_marker is not None:
-                            apply_marker(batch.producer_id, commit)
-                        continue
-                    if entry.key is None:
-                        continue
-                    try:
-                        record = decode(entry.key, entry.value)
-                    except (RecordFormatError, UnicodeDecodeError) as exc:
-                        log.warning("skipping unreadable record at %s-%d offset %d: %s",
-                                    OFFSETS_TOPIC, partition, entry.offset, exc)
-                        continue
-                    if transactional:
-                        apply_transactional(batch.producer_id, record)
-                    else:
-                        apply(record)
-                    applied += 1
-                    since_yield += 1
-                offset = batch.base_offset + batch.last_offset_delta + 1
-                if since_yield >= LOAD_YIELD_RECORDS:
-                    since_yield = 0
-                    await asyncio.sleep(0)  # let requests in; they get LOAD_IN_PROGRESS
+        applied = since_yield = 0
+        for batch in batches_from_start(self._log(partition), LOAD_CHUNK_BYTES):
+            control = batch.is_control_batch
+            transactional = batch.is_transactional and apply_transactional is not None
+            for entry in batch:
+                if control:     # a transaction marker is no group record
+                    commit = marker_commit(entry.key)
+                    if commit is not None and apply_marker is not None:
+                        apply_marker(batch.producer_id, commit)
+                    continue
+                if entry.key is None:
+                    continue
+                try:
+                    record = decode(entry.key, entry.value)
+                except (RecordFormatError, UnicodeDecodeError) as exc:
+                    log.warning("skipping unreadable record at %s-%d offset %d: %s",
+                                OFFSETS_TOPIC, partition, entry.offset, exc)
+                    continue
+                if transactional:
+                    apply_transactional(batch.producer_id, record)
+                else:
+                    apply(record)
+                applied += 1
+                since_yield += 1
+            if since_yield >= LOAD_YIELD_RECORDS:
+                since_yield = 0
+                await asyncio.sleep(0)  # let requests in; they get LOAD_IN_PROGRESS
         return applied
 
 

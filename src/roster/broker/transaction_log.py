@@ -13,13 +13,13 @@ import logging
 from roster.broker.crash_points import KILL_AFTER_TXN_WRITES, CrashPoint
 from roster.coordinator.partitioning import partition_for
 from roster.log.api import LogError
-from roster.record_codec import DefaultRecordBatchBuilder, MemoryRecords
+from roster.log.reading import batches_from_start
+from roster.record_codec import DefaultRecordBatchBuilder
 from roster.transactions.log_records import TxnRecord, TxnRecordError, decode
 
 log = logging.getLogger("roster.transactions")
 
 TRANSACTION_TOPIC = "__transaction_state"
-LOAD_CHUNK_BYTES = 1 << 20
 MAX_RECORD_BATCH = 1 << 20
 
 
@@ -69,19 +69,12 @@ class TransactionLog:
             return
         for index in range(self.partitions):
             target = self._broker.topics.partition(TRANSACTION_TOPIC, index)
-            offset, end = target.log_start_offset, target.log_end_offset
-            while offset < end:
-                chunk = target.read(offset, LOAD_CHUNK_BYTES)
-                if not chunk:
-                    break
-                batches = MemoryRecords(chunk)
-                while (batch := batches.next_batch()) is not None:
-                    for entry in batch:
-                        if entry.key is None:
-                            continue
-                        try:
-                            yield decode(entry.key, entry.value)
-                        except TxnRecordError as exc:
-                            log.warning("skipping %s-%d offset %d: %s", TRANSACTION_TOPIC,
-                                        index, entry.offset, exc)
-                    offset = batch.base_offset + batch.last_offset_delta + 1
+            for batch in batches_from_start(target):
+                for entry in batch:
+                    if entry.key is None:
+                        continue
+                    try:
+                        yield decode(entry.key, entry.value)
+                    except TxnRecordError as exc:
+                        log.warning("skipping %s-%d offset %d: %s", TRANSACTION_TOPIC, index,
+                                    entry.offset, exc)

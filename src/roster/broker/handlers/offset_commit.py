@@ -26,9 +26,10 @@ API_KEY = ApiKey.OFFSET_COMMIT
 KIO_FROM = 2
 
 
-def _checked(request):
+def checked_offsets(request):
     """(errors, to commit): each partition refused before the coordinator, (topic entry,
-    partition index) -> error, and the [(topic entry, OffsetToCommit)] that go on."""
+    partition index) -> error, and the [(topic entry, OffsetToCommit)] that go on. Also
+    TxnOffsetCommit's (its topics have the same fields)."""
     admission = request.admission
     errors: dict[tuple[int, int], ErrorCode] = {}
     to_commit = []
@@ -51,7 +52,7 @@ def refuse(request, error: ErrorCode):
     """The group refused (every partition answers `error`) or still loading (the partitions
     that reached it do)."""
     if error is ErrorCode.coordinator_load_in_progress:
-        errors, to_commit = _checked(request)
+        errors, to_commit = checked_offsets(request)
         for t, o in to_commit:
             errors[(t, o.partition)] = error
     else:
@@ -63,7 +64,7 @@ def refuse(request, error: ErrorCode):
 async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
-    errors, to_commit = _checked(request)
+    errors, to_commit = checked_offsets(request)
     retention = getattr(body, "retention_time", None)
     if to_commit:
         reply = await broker.groups.commit_offsets(CommitRequest(

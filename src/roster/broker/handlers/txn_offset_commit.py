@@ -12,9 +12,9 @@ the transaction here (TV2 clients send no AddOffsetsToTxn).
 """
 from __future__ import annotations
 
-from roster.broker.admission import partition_error
 from roster.broker.group_log import OFFSETS_TOPIC
-from roster.coordinator.messages import CommitRequest, OffsetToCommit
+from roster.broker.handlers.offset_commit import checked_offsets
+from roster.coordinator.messages import CommitRequest
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
@@ -49,18 +49,7 @@ def refuse(request, error: ErrorCode):
 
 async def handle(broker, request, connection):
     body = request.body
-    errors: dict[tuple[int, int], ErrorCode] = {}
-    to_commit = []
-    for t, topic in enumerate(body.topics):
-        resolved = request.admission.topic(t)
-        for p in topic.partitions:
-            error = partition_error(resolved, p.partition_index)
-            if error is not ErrorCode.none:
-                errors[(t, p.partition_index)] = error
-                continue
-            to_commit.append((t, OffsetToCommit(
-                topic.name, p.partition_index, p.committed_offset,
-                getattr(p, "committed_leader_epoch", -1), p.committed_metadata, -1)))
+    errors, to_commit = checked_offsets(request)
     offsets_partition = (OFFSETS_TOPIC, broker.group_log.partition_for(body.group_id))
     if request.api_version >= TV2_FROM:   # its refusal, if any, is check_produce's below
         await broker.transactions.add_implicitly(body.transactional_id, body.producer_id,
