@@ -141,30 +141,53 @@ def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(broker):
         client.close()
 
 
-def test_broker_killed_after_prepare_commit_completes_it_after_restart(tmp_path, monkeypatch):
-    # writes to __transaction_state: 1 Empty (InitProducerId), 2 Ongoing, 3 PrepareCommit
-    monkeypatch.setenv("ROSTER_TEST_KILL_AFTER_TXN_WRITES", "3")
+# where the broker dies, counted in __transaction_state writes (1 Empty at InitProducerId,
+# 2 Ongoing, 3 PrepareCommit, 4 CompleteCommit) or markers (1 of the 2 partitions' markers), or
+# killed from outside before EndTxn; and how the transaction ends after the restart: never half
+CRASHES = {
+    "before EndTxn": (None, None, "abort"),
+    "after PrepareCommit": ("ROSTER_TEST_KILL_AFTER_TXN_WRITES", "3", "commit"),
+    "between the markers": ("ROSTER_TEST_KILL_AFTER_TXN_MARKERS", "1", "commit"),
+    "after CompleteCommit": ("ROSTER_TEST_KILL_AFTER_TXN_WRITES", "4", "commit"),
+}
+
+
+@pytest.mark.parametrize("crash", list(CRASHES))
+def test_broker_killed_during_end_txn_completes_the_transaction_after_restart(
+        crash, tmp_path, monkeypatch):
+    variable, count, outcome = CRASHES[crash]
+    if variable is not None:
+        monkeypatch.setenv(variable, count)
     process = BrokerProcess(tmp_path, SETTINGS).start()
     try:
-        create_topics(process.bootstrap, "tx-crash")
+        create_topics(process.bootstrap, "tx-crash", partitions=2)
         client = TxnClient(process.bootstrap, "crash")
         client.init_until_done()
-        assert client.add("tx-crash", 0) == [E.none]
-        assert client.produce("tx-crash", 0, [b"one", b"two"]) is E.none
-        with pytest.raises(ConnectionError):
-            client.end(commit=True)
+        assert client.add("tx-crash", 0, 1) == [E.none, E.none]
+        for partition in (0, 1):
+            assert client.produce("tx-crash", partition, [b"one", b"two"]) is E.none
+        if variable is None:
+            process.kill9()
+        else:
+            try:
+                client.end(commit=True)     # answered or not: the broker dies around it
+            except ConnectionError:
+                pass
+            process.proc.wait(30)
+            monkeypatch.delenv(variable)
         client.close()
-        process.proc.wait(30)
-        monkeypatch.delenv("ROSTER_TEST_KILL_AFTER_TXN_WRITES")
         process.start()
-        entries = wait_for(lambda: (e := log_entries(process.bootstrap, "tx-crash"))
-                           and e[-1][0] != "data" and e, "the commit marker after restart")
-        assert [e[0] for e in entries] == ["data", "commit"]
-        # completed: the same transactional id starts again (once CompleteCommit is durable)
+        # the same transactional id starts again once the transaction is complete (an open
+        # one, never prepared, is aborted for it)
         again = TxnClient(process.bootstrap, "crash")
         again.init_until_done()
-        assert (again.producer_id, again.epoch) == (client.producer_id, client.epoch + 1)
         again.close()
+        for partition in (0, 1):
+            entries = wait_for(lambda: (e := log_entries(process.bootstrap, "tx-crash",
+                                                         partition)) and e[-1][0] != "data"
+                               and e, f"the marker of partition {partition}")
+            kinds = [e[0] for e in entries]
+            assert kinds[0] == "data" and set(kinds[1:]) == {outcome}, (crash, kinds)
     finally:
         process.stop()
 

@@ -15,6 +15,9 @@ KILL_AFTER_GROUP_WRITES = "ROSTER_TEST_KILL_AFTER_GROUP_WRITES"
 # the same after the Nth __transaction_state append (one record each): N = the write of a
 # PrepareCommit kills the broker before any marker is written
 KILL_AFTER_TXN_WRITES = "ROSTER_TEST_KILL_AFTER_TXN_WRITES"
+# ... and after the Nth transaction marker appended to a partition (N=1 of a transaction over two
+# partitions: one has its marker, the other not yet)
+KILL_AFTER_TXN_MARKERS = "ROSTER_TEST_KILL_AFTER_TXN_MARKERS"
 
 
 class CrashPoint:

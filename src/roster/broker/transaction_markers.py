@@ -16,7 +16,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roster.broker.crash_points import KILL_AFTER_TXN_MARKERS, CrashPoint
 from roster.log.control import marker_batch
+
+_crash_point = CrashPoint(KILL_AFTER_TXN_MARKERS)   # tests only
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,7 @@ def write_transaction_marker(broker, topic: str, partition: int, producer_id: in
         return None
     appended = log.append(marker_batch(producer_id, producer_epoch, commit, coordinator_epoch,
                                        broker.now_ms()))
+    _crash_point.passed()
     broker.waiters.notify((topic, partition))
     broker.durability.appended(log, 1)
     return log, MarkerAppended(topic, partition, appended.base_offset, producer_id,
