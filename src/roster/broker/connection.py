@@ -213,6 +213,22 @@ class Connection(asyncio.BufferedProtocol):
             self._closed = True
             self._transport.abort()
 
+    # -- what the security layer may do with a connection (security/listen.py, sasl.py) --------
+
+    def limit_requests(self, max_bytes: int) -> None:
+        """Refuse requests larger than `max_bytes` (before SASL authentication, as Kafka's
+        sasl.server.max.receive.size) until allow_full_requests()."""
+        self._frames.max_size = min(self._frames.max_size, max_bytes)
+
+    def allow_full_requests(self) -> None:
+        """Requests may be as large as socket.request.max.bytes again."""
+        self._frames.max_size = self.broker.config["socket.request.max.bytes"]
+
+    @property
+    def is_open(self) -> bool:
+        """Connected and not closed (or being closed) by either side."""
+        return not self._closed and self._transport is not None
+
     @property
     def busy(self) -> bool:
         """A request is being worked on: the wait is the broker's, not the client's."""

@@ -43,6 +43,15 @@ class FrameBuffer:
         self._last_read = 0
 
     @property
+    def max_size(self) -> int:
+        """The largest frame accepted (a larger one's size prefix is refused)."""
+        return self._max_size
+
+    @max_size.setter
+    def max_size(self, size: int) -> None:
+        self._max_size = size
+
+    @property
     def unserved(self) -> int:
         return self._end - self._start
 

@@ -201,9 +201,7 @@ class _ListenerRuntime:
             connection.auth = self.authenticator.session(connection)
             # as Kafka: before authentication no request may exceed sasl.server.max.receive.size
             # (an anonymous client cannot make the broker hold socket.request.max.bytes)
-            frames = getattr(connection, "_frames", None)
-            if frames is not None:
-                frames._max_size = min(frames._max_size, self.authenticator.max_token)
+            connection.limit_requests(self.authenticator.max_token)
             if self.handshake_timeout_s is not None:
                 asyncio.get_running_loop().call_later(self.handshake_timeout_s,
                                                       _authentication_deadline, connection)
@@ -222,7 +220,7 @@ def _authentication_deadline(connection) -> None:
     session = connection.auth
     if session is None or session.authenticated_once or session.failed:
         return  # a re-authentication in progress is not a first one that never finished
-    if getattr(connection, "_closed", False) or connection._transport is None:
+    if not connection.is_open:
         return
     log.warning("closing connection from %s on listener %s: no SASL authentication within "
                 "authentication.timeout.ms", connection.peer, connection.listener)

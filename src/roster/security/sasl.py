@@ -27,6 +27,7 @@ import logging
 import struct
 import time
 
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import MalformedRequest
 from roster.security.credentials import ScramStore
 from roster.security.jaas import plain_users
@@ -41,7 +42,8 @@ from roster.security.settings import SecuritySettings
 
 log = logging.getLogger("roster.security")
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+API_VERSIONS, SASL_HANDSHAKE = ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE
+SASL_AUTHENTICATE = ApiKey.SASL_AUTHENTICATE
 _API_KEY = struct.Struct(">h")
 _SIZE = struct.Struct(">i")
 
@@ -243,9 +245,7 @@ class SaslSession:
             self._expires = None
         self.state = COMPLETE
         if not self.authenticated_once:  # requests may now be as large as the broker allows
-            frames = getattr(self.connection, "_frames", None)
-            if frames is not None:
-                frames._max_size = self.connection.broker.config["socket.request.max.bytes"]
+            self.connection.allow_full_requests()
         self.authenticated_once = True
         self._exchange = None
         if not self._reauthenticating:

@@ -6,13 +6,15 @@ subscribe with SubscribedTopicRegex (RE2 syntax, matched against whole topic nam
 
 Every member sends one every few seconds, so it is served with its own codec
 (roster.protocol.consumer_heartbeat_wire) rather than kio's generic one, and without a
-coroutine when the answer does not wait for a write. A steady heartbeat (only group, member id
+coroutine when the answer does not wait for a write (its only path: kio's generic one is never
+taken). A steady heartbeat (only group, member id
 and epoch set, and the instance id of a static member) is admitted like any other, then
 offered to the core's steady_heartbeat(),
 which answers it without an operation when it changes nothing but the member's session, as
 the classic Heartbeat is answered; anything else goes the whole way.
-Admission is as the declared resources say: READ on the group, DESCRIBE on each topic
-subscribed to by name (else TOPIC_AUTHORIZATION_FAILED for the whole request).
+Admission is as the declared resources say, through admission's raw-handler entry points like
+every raw handler: READ on the group, DESCRIBE on each topic subscribed to by name (else
+TOPIC_AUTHORIZATION_FAILED for the whole request).
 """
 from __future__ import annotations
 
@@ -20,10 +22,10 @@ import asyncio
 import datetime
 import uuid
 
-from roster.broker.admission import _allowed, _authorizer, admit_group
+from roster.broker.admission import admit_group, admit_topic_names
 from roster.coordinator.consumer.messages import HeartbeatReply, HeartbeatRequest
 from roster.protocol import consumer_heartbeat_wire as wire
-from roster.protocol.acl import AclOperation, ResourceType
+from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
@@ -56,43 +58,10 @@ class LiveTopics:
         return self._topics.version
 
 
-def _ms(value) -> int:
-    if value is None:
-        return -1
-    if isinstance(value, datetime.timedelta):
-        return round(value.total_seconds() * 1000)
-    return int(value)
-
-
-def to_request(request, connection, token) -> HeartbeatRequest:
-    body = request.body
-    owned = None
-    if body.topic_partitions is not None:
-        owned = tuple((tp.topic_id.bytes, tuple(tp.partitions))
-                      for tp in body.topic_partitions if tp.topic_id is not None)
-    names = body.subscribed_topic_names
-    return HeartbeatRequest(
-        group_id=body.group_id, member_id=body.member_id, member_epoch=body.member_epoch,
-        instance_id=body.instance_id, rack_id=body.rack_id,
-        rebalance_timeout_ms=_ms(body.rebalance_timeout),
-        subscribed_topic_names=None if names is None else tuple(names),
-        subscribed_topic_regex=getattr(body, "subscribed_topic_regex", None),
-        server_assignor=body.server_assignor, owned=owned,
-        client_id=request.client_id or "", client_host=connection.client_host,
-        api_version=request.api_version, token=token)
-
-
-async def handle(broker, request, connection):
-    groups = broker.groups
-    image = LiveTopics(broker.topics)
-    reply = groups.consumer_heartbeat(to_request(request, connection, groups.new_token()),
-                                      image)
-    if isinstance(reply, asyncio.Future):
-        reply = await reply
-    return encode(request.api_version, reply)
-
-
 GROUP = Group(AclOperation.READ)
+# as Kafka 4: every topic subscribed to by name must be describable, or the heartbeat fails
+TOPICS = Topics(AclOperation.DESCRIBE, "subscribed_topic_names", name=None, topic_id=None,
+                resolve=False, whole=True)
 
 
 # the fields a steady heartbeat leaves null: rack_id, rebalance_timeout_ms,
@@ -108,11 +77,7 @@ def answer(broker, frame: bytes, prefix, connection):
      assignor, owned) = wire.decode(frame, version) if steady is None else steady + _STEADY_NULLS
     error = admit_group(broker, connection, GROUP, group_id)
     if error is None and names:
-        authorizer = _authorizer(broker)
-        if authorizer is not None and not all(
-                _allowed(authorizer, connection, AclOperation.DESCRIBE, ResourceType.TOPIC, n)
-                for n in names):
-            error = ErrorCode.topic_authorization_failed
+        error = admit_topic_names(broker, connection, TOPICS, names)
     if error is not None:
         return _encoded(correlation_id, HeartbeatReply(error=error))
     groups = broker.groups
@@ -163,11 +128,9 @@ def encode(version: int, reply: HeartbeatReply):
                 assignment=assignment)
 
 
-SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handle, raw=answer, resources=(
+SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handler=None, raw=answer, resources=(
     GROUP,
-    # as Kafka 4: every topic subscribed to by name must be describable, or the heartbeat fails
-    Topics(AclOperation.DESCRIBE, "subscribed_topic_names", name=None, topic_id=None,
-           resolve=False, whole=True),
+    TOPICS,
     NotAResource("subscribed_topic_regex", "matched against the topics the member may see "
                                            "(Kafka filters them by DESCRIBE; roster: every one)",
                  versions=(1, 1)),
