@@ -22,7 +22,7 @@ from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assi
 REFRESH_S = 5
 
 
-def _page(title: str, body: str, refresh: bool = True) -> bytes:
+def page(title: str, body: str, refresh: bool = True) -> bytes:
     meta = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if refresh else ""
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{meta}'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -78,7 +78,7 @@ def index(broker, store) -> bytes:
     else:
         table = '<p class="empty">No consumer groups yet.</p>'
     recent = store.recent(12)
-    return _page("groups", cards + f'<section><h2>Groups</h2>{table}</section>'
+    return page("groups", cards + f'<section><h2>Groups</h2>{table}</section>'
                  + f'<section><h2>Latest rebalances, every group</h2>'
                  f'{_timeline(recent, with_group=True)}</section>')
 
@@ -209,4 +209,4 @@ def group_page(broker, store, group_id: str, now_ms: int) -> bytes | None:
             + f'<section><h2>Members</h2>{member_table}</section>'
             + f'<section><h2>Lag</h2>{lag_table}</section>'
             + f'<section><h2>Timeline</h2>{_timeline(events[-50:])}</section>')
-    return _page(f"group {group_id}", body)
+    return page(f"group {group_id}", body)

@@ -193,7 +193,7 @@ class HttpListener:
             page = console.group_page(self.broker, self.store, path[len("/group/"):],
                                       self.broker.now_ms())
             if page is None:
-                return "404 Not Found", html, console._page(
+                return "404 Not Found", html, console.page(
                     "no such group", '<p class="empty">No such group.</p>', refresh=False)
             return "200 OK", html, page
         if path == "/healthz":
