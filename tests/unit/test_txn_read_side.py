@@ -249,3 +249,80 @@ def test_idle_producers_are_forgotten_at_a_roll_but_not_an_open_transaction():
     log.append(make_batch(1))                                           # rolls
     assert sorted(e.producer_id for e in log.producer_entries()) == [8]
     assert log.last_stable_offset == 1
+
+
+KEYS = [b"a", b"b", b"c"]
+COMPACT_OPS = st.lists(st.one_of(
+    st.tuples(st.just("data"), st.sampled_from(PRODUCERS), st.lists(st.sampled_from(KEYS),
+                                                                     min_size=1, max_size=2)),
+    st.tuples(st.just("plain"), st.just(-1), st.lists(st.sampled_from(KEYS), min_size=1,
+                                                      max_size=2)),
+    st.tuples(st.just("end"), st.sampled_from(PRODUCERS), st.booleans()),
+), max_size=25)
+
+
+@settings(max_examples=120, deadline=None)
+@given(ops=COMPACT_OPS)
+def test_compaction_keeps_what_read_committed_readers_see_of_each_key(ops):
+    """Whatever transactions did, after any number of passes a read_committed reader from the
+    start sees, for every key, the newest committed value, and never an aborted one."""
+    from roster.log.compaction import CleanerSettings, clean_now
+    from tests.unit.txn_batches import committed_records
+
+    log = MemoryLog(LogConfig(segment_bytes=1))     # every batch but the last is closed
+    counter = iter(range(10**6))
+    aborted_values: set[bytes] = set()
+    open_values: dict[int, list[tuple[bytes, bytes]]] = {}
+    # the model: key -> (its position in the log, newest committed value); values are numbered
+    # in the order they are appended, so by offset
+    newest: dict[bytes, tuple[int, bytes]] = {}
+
+    def values_for(keys):
+        return [b"v%d" % next(counter) for _ in keys]
+
+    def committed(key, value):
+        if newest.get(key, (-1,))[0] < int(value[1:]):
+            newest[key] = (int(value[1:]), value)
+
+    def end(pid, commit):
+        log.append(marker(pid, commit))
+        for key, value in open_values.pop(pid, []):
+            if commit:
+                committed(key, value)
+            else:
+                aborted_values.add(value)
+
+    for kind, pid, arg in ops:
+        if kind == "data":
+            values = values_for(arg)
+            log.append(txn_batch(pid, len(arg), keys=arg, values=values))
+            open_values.setdefault(pid, []).extend(zip(arg, values))
+        elif kind == "plain":
+            values = values_for(arg)
+            log.append(txn_batch(-1, len(arg), transactional=False, sequence=-1, keys=arg,
+                                 values=values))
+            for key, value in zip(arg, values):
+                committed(key, value)
+        else:
+            end(pid, arg)
+    for pid in list(open_values):
+        end(pid, False)
+    settings_ = CleanerSettings(delete_retention_ms=10)
+
+    def seen() -> dict[bytes, bytes]:
+        data, aborted = log.read_committed(0, 1 << 30)
+        records = committed_records(data, [(t.producer_id, t.first_offset) for t in aborted])
+        assert not {r.value for r in records} & aborted_values
+        latest: dict[bytes, bytes] = {}
+        for record in records:
+            if record.key in KEYS:
+                latest[record.key] = record.value
+        return latest
+
+    expected = {key: value for key, (_, value) in newest.items()}
+    assert seen() == expected
+    for round_ in range(3):
+        log.append(txn_batch(-1, 1, transactional=False, sequence=-1, keys=[b"f%d" % round_]))
+        log.append(txn_batch(-1, 1, transactional=False, sequence=-1, keys=[b"g%d" % round_]))
+        clean_now(log, 10**12 + 100 * round_, settings_)
+        assert seen() == expected

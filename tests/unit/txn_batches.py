@@ -13,7 +13,7 @@ from roster.log.producer_state import ABORT, read_marker
 
 def txn_batch(producer_id: int, count: int = 1, *, epoch: int = 0, sequence: int = 0,
               transactional: bool = True, timestamp: int = 1_000,
-              keys: list[bytes] | None = None) -> bytes:
+              keys: list[bytes] | None = None, values: list[bytes] | None = None) -> bytes:
     """A producer's batch of `count` records (transactional unless told otherwise), keyed
     `keys`, else k0, k1, ..."""
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=0,
@@ -22,7 +22,8 @@ def txn_batch(producer_id: int, count: int = 1, *, epoch: int = 0, sequence: int
                                         batch_size=1 << 30)
     for i in range(count):
         builder.append(i, timestamp=timestamp + i, key=keys[i] if keys else f"k{i}".encode(),
-                       value=f"p{producer_id}-{i}".encode(), headers=[])
+                       value=values[i] if values else f"p{producer_id}-{i}".encode(),
+                       headers=[])
     return bytes(builder.build())
 
 
@@ -36,6 +37,11 @@ def committed_offsets(data: bytes, aborted: list[tuple[int, int]], start: int = 
     """Offsets (from `start`, the fetch offset) of the data records a read_committed consumer
     keeps from fetched `data`, given the answer's aborted transactions [(producer id, first
     offset)]."""
+    return [record.offset for record in committed_records(data, aborted, start)]
+
+
+def committed_records(data: bytes, aborted: list[tuple[int, int]], start: int = 0) -> list:
+    """The records (roster.record_codec's) committed_offsets keeps."""
     from roster.record_codec import DefaultRecordBatch
 
     queue = sorted((first, pid) for pid, first in aborted)
@@ -52,5 +58,5 @@ def committed_offsets(data: bytes, aborted: list[tuple[int, int]], start: int = 
         if header.is_transactional and header.producer_id in aborting:
             continue
         batch = data[position:position + header.size]
-        kept.extend(r.offset for r in DefaultRecordBatch(batch) if r.offset >= start)
+        kept.extend(r for r in DefaultRecordBatch(batch) if r.offset >= start)
     return kept
