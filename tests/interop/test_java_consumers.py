@@ -74,16 +74,22 @@ JUDGED_RANGE = "partition.assignment.strategy=roster.judge.JudgedAssignors$Range
 JUDGED_COOPERATIVE = "partition.assignment.strategy=roster.judge.JudgedAssignors$CooperativeSticky"
 
 
+def judged_group(target, jvm: JavaProgram, prefix: str, partitions: int, strategy: str):
+    """A fresh topic and group; start(name) adds static classic member `name` whose assignor
+    reports (JudgedAssignors) when it leads."""
+    topic, group = topic_with(target, prefix, partitions), unique_name(prefix)
+
+    def start(name: str) -> None:
+        jvm.send(f"start {name} {topic} {strategy} "
+                 + member_settings(target, group, "classic", f"{group}-{name}"))
+
+    return start, topic, group
+
+
 @pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 def test_static_leader_restart_keeps_its_assignment_and_leads_without_a_rebalance(target, jvm):
     partitions = 6
-    topic = topic_with(target, "java-kip814", partitions)
-    group = unique_name("java-kip814")
-
-    def start(name: str) -> None:
-        jvm.send(f"start {name} {topic} {JUDGED_RANGE} "
-                 + member_settings(target, group, "classic", f"{group}-{name}"))
-
+    start, topic, group = judged_group(target, jvm, "java-kip814", partitions, JUDGED_RANGE)
     names = ["m0", "m1", "m2"]
     for name in names:
         start(name)
@@ -132,13 +138,7 @@ def disjoint_throughout(program: JavaProgram, names: list[str]) -> bool:
 @pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 def test_cooperative_sticky_subscriptions_carry_the_generation_of_what_they_own(target, jvm):
     partitions = 12
-    topic = topic_with(target, "java-kip792", partitions)
-    group = unique_name("java-kip792")
-
-    def start(name: str) -> None:
-        jvm.send(f"start {name} {topic} {JUDGED_COOPERATIVE} "
-                 + member_settings(target, group, "classic", f"{group}-{name}"))
-
+    start, topic, group = judged_group(target, jvm, "java-kip792", partitions, JUDGED_COOPERATIVE)
     names = ["m0", "m1", "m2"]
     for name in names:
         start(name)
