@@ -8,10 +8,19 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "roster"
 FORBIDDEN = {"asyncio", "socket", "time", "uuid", "random", "os", "threading", "selectors"}
 
 
-@pytest.mark.parametrize("package", ["coordinator", "protocol"])
+# observability/'s pure parts: the flight recorder the core feeds, its events, and what holds
+# them back until their records are durable (the rest of observability/ is I/O: its topic, the
+# HTTP console, the report)
+PURE_MODULES = ["observability/events.py", "observability/recorder.py",
+                "observability/consumer_recorder.py", "observability/after_write.py",
+                "observability/axes.py"]
+
+
+@pytest.mark.parametrize("package", ["coordinator", "protocol", *PURE_MODULES])
 def test_pure_packages_import_no_io(package):
     offenders = []
-    for path in sorted((SRC / package).rglob("*.py")):
+    paths = [SRC / package] if package.endswith(".py") else sorted((SRC / package).rglob("*.py"))
+    for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
@@ -20,3 +29,27 @@ def test_pure_packages_import_no_io(package):
                 names = [node.module]
             offenders += [f"{path.name}: {n}" for n in names if n.split(".")[0] in FORBIDDEN]
     assert not offenders, offenders
+
+
+def test_pure_code_imports_only_pure_roster_modules():
+    """The pure core reaches nothing of the edge, even indirectly: what it imports of roster is
+    pure itself (the layering has no arrow back up)."""
+    pure = ("roster.coordinator", "roster.protocol",
+            *("roster." + m[:-3].replace("/", ".") for m in PURE_MODULES))
+    offenders = []
+    paths = [*sorted((SRC / "coordinator").rglob("*.py")), *sorted((SRC / "protocol").rglob("*.py")),
+             *(SRC / m for m in PURE_MODULES)]
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 \
+                    and node.module.startswith("roster.") and node.module not in ("roster",) \
+                    and not node.module.startswith(pure) \
+                    and not any(f"{node.module}.{a.name}".startswith(pure) for a in node.names):
+                offenders.append(f"{path.relative_to(SRC)}: {node.module}")
+    assert offenders == KNOWN_UPWARD, offenders
+
+
+# Left for its owner (issue 25 found it): the magic 0/1 message sets are converted with the log's
+# batch parser and the record codec, which belong below protocol/ or in it.
+KNOWN_UPWARD = ["protocol/message_formats.py: roster.log.batch",
+                "protocol/message_formats.py: roster.record_codec"]
