@@ -142,13 +142,14 @@ def test_a_timed_out_transaction_is_aborted_and_its_producer_fenced(broker):
 
 
 # where the broker dies, counted in __transaction_state writes (1 Empty at InitProducerId,
-# 2 Ongoing, 3 PrepareCommit, 4 CompleteCommit) or markers (1 of the 2 partitions' markers), or
-# killed from outside before EndTxn; and how the transaction ends after the restart: never half
+# 2 Ongoing with the partitions, 3 Ongoing with the group's, 4 PrepareCommit, 5 CompleteCommit)
+# or markers (1 of the 3: two partitions and the group's), or killed from outside before
+# EndTxn; and how the transaction ends after the restart: never half
 CRASHES = {
     "before EndTxn": (None, None, "abort"),
-    "after PrepareCommit": ("ROSTER_TEST_KILL_AFTER_TXN_WRITES", "3", "commit"),
+    "after PrepareCommit": ("ROSTER_TEST_KILL_AFTER_TXN_WRITES", "4", "commit"),
     "between the markers": ("ROSTER_TEST_KILL_AFTER_TXN_MARKERS", "1", "commit"),
-    "after CompleteCommit": ("ROSTER_TEST_KILL_AFTER_TXN_WRITES", "4", "commit"),
+    "after CompleteCommit": ("ROSTER_TEST_KILL_AFTER_TXN_WRITES", "5", "commit"),
 }
 
 
@@ -161,11 +162,14 @@ def test_broker_killed_during_end_txn_completes_the_transaction_after_restart(
     process = BrokerProcess(tmp_path, SETTINGS).start()
     try:
         create_topics(process.bootstrap, "tx-crash", partitions=2)
+        create_topics(process.bootstrap, "crash-input")
         client = TxnClient(process.bootstrap, "crash")
         client.init_until_done()
         assert client.add("tx-crash", 0, 1) == [E.none, E.none]
+        assert client.add_offsets("crash-group") is E.none
         for partition in (0, 1):
             assert client.produce("tx-crash", partition, [b"one", b"two"]) is E.none
+        assert client.commit_offsets("crash-group", "crash-input", {0: 7}) == [E.none]
         if variable is None:
             process.kill9()
         else:
@@ -188,6 +192,11 @@ def test_broker_killed_during_end_txn_completes_the_transaction_after_restart(
                                and e, f"the marker of partition {partition}")
             kinds = [e[0] for e in entries]
             assert kinds[0] == "data" and set(kinds[1:]) == {outcome}, (crash, kinds)
+        # the offsets went with the transaction (the group's marker was written after the
+        # groups were loaded, so it met them pending)
+        wait_for(lambda: fetch_offsets(process.bootstrap, "crash-group", "crash-input", [0],
+                                       require_stable=True) == {0: 7 if outcome == "commit"
+                                                                else -1}, "the offsets")
     finally:
         process.stop()
 

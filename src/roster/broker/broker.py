@@ -90,6 +90,7 @@ class Broker:
         self.groups.on_events = self.group_events.record
         # a marker durable in __consumer_offsets commits or drops the producer's pending offsets
         self.transactions.on_offsets_marker = self._transaction_marker_in_offsets
+        self.transactions.ready = lambda: self.groups.loaded
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
         self._tasks: list[asyncio.Task] = []

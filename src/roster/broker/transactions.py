@@ -24,6 +24,7 @@ log = logging.getLogger("roster.transactions")
 # an implicit add (TV2) meeting a transaction still completing waits this long for it
 IMPLICIT_ADD_WAIT_S = 10.0
 TV2 = 2
+READY_POLL_S = 0.05
 
 
 class TransactionRuntime:
@@ -45,6 +46,9 @@ class TransactionRuntime:
         # called with (producer_id, commit, group partitions) once a marker is durable in
         # __consumer_offsets: the group side completes or drops pending offsets (the hook)
         self.on_offsets_marker = None
+        # whether the groups are loaded: completions resumed at start wait for it, so that a
+        # marker re-written to __consumer_offsets meets the pending offsets it ends
+        self.ready = None
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -57,7 +61,9 @@ class TransactionRuntime:
             replayed += 1
         if replayed:
             log.info("replayed %d %s records", replayed, "__transaction_state")
-        self._complete_all(self.coordinator.stalled())
+        stalled = self.coordinator.stalled()
+        if stalled:
+            self._spawn(self._resume(stalled))
         return [asyncio.ensure_future(self._forever(self._abort_interval_s, self._abort_timed_out)),
                 asyncio.ensure_future(self._forever(self._expire_interval_s, self._expire))]
 
@@ -65,6 +71,14 @@ class TransactionRuntime:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _resume(self, jobs: list[Markers]) -> None:
+        """Complete the transactions a restart found prepared, once the groups are loaded."""
+        while self.ready is not None and not self.ready():
+            await asyncio.sleep(READY_POLL_S)
+        log.info("completing %d transaction(s) prepared before the restart", len(jobs))
+        for job in jobs:
+            await self._complete(job)
 
     async def _forever(self, interval_s: float, tick) -> None:
         while True:
