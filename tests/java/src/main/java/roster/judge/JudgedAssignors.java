@@ -1,11 +1,14 @@
 package roster.judge;
 
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
-import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupAssignment;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.GroupSubscription;
 import org.apache.kafka.clients.consumer.ConsumerPartitionAssignor.Subscription;
 import org.apache.kafka.clients.consumer.CooperativeStickyAssignor;
@@ -42,9 +45,17 @@ final class JudgedAssignors {
         return id == null ? null : id.toString();
     }
 
-    /** partition.assignment.strategy=roster.judge.JudgedAssignors$CooperativeSticky */
-    public static final class CooperativeSticky extends CooperativeStickyAssignor implements Configurable {
+    /**
+     * Kafka's assignor `delegate`, doing all the work, and reporting its input when it leads.
+     * (Composition, not inheritance: the two assignors have different base classes.)
+     */
+    abstract static class Judging implements ConsumerPartitionAssignor, Configurable {
+        private final ConsumerPartitionAssignor delegate;
         private String member;
+
+        Judging(ConsumerPartitionAssignor delegate) {
+            this.delegate = delegate;
+        }
 
         @Override
         public void configure(Map<String, ?> configs) {
@@ -54,23 +65,46 @@ final class JudgedAssignors {
         @Override
         public GroupAssignment assign(Cluster metadata, GroupSubscription group) {
             report(member, group);
-            return super.assign(metadata, group);
+            return delegate.assign(metadata, group);
+        }
+
+        @Override
+        public ByteBuffer subscriptionUserData(Set<String> topics) {
+            return delegate.subscriptionUserData(topics);
+        }
+
+        @Override
+        public void onAssignment(Assignment assignment, ConsumerGroupMetadata metadata) {
+            delegate.onAssignment(assignment, metadata);
+        }
+
+        @Override
+        public List<RebalanceProtocol> supportedProtocols() {
+            return delegate.supportedProtocols();
+        }
+
+        @Override
+        public short version() {
+            return delegate.version();
+        }
+
+        @Override
+        public String name() {
+            return delegate.name();
+        }
+    }
+
+    /** partition.assignment.strategy=roster.judge.JudgedAssignors$CooperativeSticky */
+    public static final class CooperativeSticky extends Judging {
+        public CooperativeSticky() {
+            super(new CooperativeStickyAssignor());
         }
     }
 
     /** partition.assignment.strategy=roster.judge.JudgedAssignors$Range */
-    public static final class Range extends RangeAssignor implements Configurable {
-        private String member;
-
-        @Override
-        public void configure(Map<String, ?> configs) {
-            member = clientId(configs);
-        }
-
-        @Override
-        public GroupAssignment assign(Cluster metadata, GroupSubscription group) {
-            report(member, group);
-            return super.assign(metadata, group);
+    public static final class Range extends Judging {
+        public Range() {
+            super(new RangeAssignor());
         }
     }
 }
