@@ -11,6 +11,8 @@ import datetime
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import ErrorCode
 from tests.differential.harness import scenario
+from tests.differential.members import ClassicMember, form_alone, form_pair
+from tests.differential.test_offsets import fetch
 from tests.support.transactions import txn_batch
 
 RETRIED = (ErrorCode.concurrent_transactions, ErrorCode.coordinator_not_available,
@@ -121,3 +123,53 @@ def test_transactions_version_2(s):
     end_v5(client, tid, producer, first + 1)
     bumped = end_v5(client, tid, producer, first + 1, commit=False)
     s.note("aborted with nothing open", epoch_bump=bumped.producer_epoch - first)
+
+
+def txn_commit(conn, tid, producer, group, topic, offsets, generation=-1, member_id="",
+               instance_id=None):
+    conn.call(ApiKey.TXN_OFFSET_COMMIT, 3, keep=("topics",), transactional_id=tid,
+              group_id=group, producer_id=producer[0], producer_epoch=producer[1],
+              generation_id=generation, member_id=member_id, group_instance_id=instance_id,
+              topics=[{"name": topic, "partitions": [
+                  {"partition_index": p, "committed_offset": o, "committed_leader_epoch": -1,
+                   "committed_metadata": ""} for p, o in sorted(offsets.items())]}])
+
+
+@scenario(outcome="""KIP-447 (classic protocol): offsets committed in a transaction by a group
+member are checked against the group: an old generation is ILLEGAL_GENERATION, an unknown
+member UNKNOWN_MEMBER_ID, a static instance with another member id FENCED_INSTANCE_ID; the
+current member's offsets are pending (OffsetFetch require_stable: UNSTABLE_OFFSET_COMMIT,
+without it the old offset) until the commit, then fetched""")
+def test_transactions_offsets_and_zombie_members(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    a = ClassicMember(s, "a", group, (topic,), instance_id="static-a")
+    b = ClassicMember(s, "b", group, (topic,))
+    form_alone(a, topic, 2)
+    old_generation = a.generation
+    form_pair(a, b, topic, 2)
+    tid = s.name("tx")
+    setup = s.conn("setup", traced=False)
+    s.wait(lambda: setup.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+           .coordinators[0].error_code == ErrorCode.none, "the transaction coordinator")
+    answers = []
+    s.wait(lambda: answers.append(init(setup, tid)) or
+           answers[-1].error_code not in RETRIED, "InitProducerId")
+    producer = (answers[-1].producer_id, answers[-1].producer_epoch)
+    client = s.conn("producer")
+    client.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id=tid, producer_id=producer[0],
+                producer_epoch=producer[1], group_id=group)
+    txn_commit(client, tid, producer, group, topic, {0: 5}, old_generation, a.member_id,
+               "static-a")
+    txn_commit(client, tid, producer, group, topic, {0: 5}, a.generation, "nobody")
+    txn_commit(client, tid, producer, group, topic, {0: 5}, a.generation, "nobody",
+               "static-a")
+    txn_commit(client, tid, producer, group, topic, {0: 5, 1: 6}, a.generation, a.member_id,
+               "static-a")
+    fetch(s, group, [(topic, (0, 1))], require_stable=True)
+    fetch(s, group, [(topic, (0, 1))])
+    end(client, tid, producer)
+    s.wait(lambda: setup.call(ApiKey.OFFSET_FETCH, 7, group_id=group, require_stable=True,
+                              topics=[{"name": topic, "partition_indexes": [0]}])
+           .topics[0].partitions[0].error_code == ErrorCode.none, "the committed offsets")
+    fetch(s, group, [(topic, (0, 1))], require_stable=True)
