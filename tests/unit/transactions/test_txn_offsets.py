@@ -1,0 +1,54 @@
+"""Offsets committed inside a transaction, in the pure group shard: pending (invisible to a
+fetch, UNSTABLE_OFFSET_COMMIT under require_stable) until the producer's marker; a commit
+replays them as committed offsets (a group nobody holds becomes a simple group, as for any
+commit), an abort drops them; producers do not see each other's."""
+from __future__ import annotations
+
+from roster.coordinator.config import GroupConfig
+from roster.coordinator.messages import CommitRequest, OffsetToCommit
+from roster.coordinator.results import Result
+from roster.coordinator.shard import GroupShard
+from roster.protocol.errors import ErrorCode as E
+
+NOW = 1_000
+
+
+def shard() -> GroupShard:
+    return GroupShard(GroupConfig(), lambda prefix: f"{prefix}-member")
+
+
+def commit(s: GroupShard, producer_id: int, offsets: dict[int, int], group="g"):
+    request = CommitRequest(group_id=group, offsets=tuple(
+        OffsetToCommit("t", p, o, -1, "", -1) for p, o in offsets.items()), api_version=3)
+    answers, written = s.txn_commit_offsets(request, NOW, Result())
+    assert {e for _, _, e in answers} == {E.none}
+    s.transaction_written(producer_id, written)   # what the edge does once they are durable
+
+
+def fetched(s: GroupShard, require_stable=False, group="g"):
+    return {f.partition: f.error if f.error is not E.none else f.offset
+            for f in s.fetch_offsets(group, [("t", 0), ("t", 1)], require_stable)}
+
+
+def test_pending_until_the_commit_marker():
+    s = shard()
+    commit(s, 7, {0: 10, 1: 11})
+    commit(s, 7, {0: 12})                     # the newest pending offset of a partition wins
+    assert fetched(s) == {0: -1, 1: -1}
+    assert fetched(s, require_stable=True) == {0: E.unstable_offset_commit,
+                                               1: E.unstable_offset_commit}
+    s.end_transaction(7, commit=True, now=NOW)
+    assert fetched(s, require_stable=True) == {0: 12, 1: 11}
+    assert s.offsets.pending.producers() == []
+
+
+def test_an_abort_drops_them_and_producers_are_apart():
+    s = shard()
+    commit(s, 7, {0: 10})
+    commit(s, 8, {1: 20}, group="other")
+    s.end_transaction(7, commit=False, now=NOW)
+    assert fetched(s, require_stable=True) == {0: -1, 1: -1}
+    assert s.fetch_offsets("other", [("t", 1)], True)[0].error is E.unstable_offset_commit
+    s.end_transaction(8, commit=True, now=NOW)
+    assert s.fetch_offsets("other", [("t", 1)], True)[0].offset == 20
+    s.end_transaction(99, commit=True, now=NOW)   # a marker with nothing pending: nothing
