@@ -28,6 +28,7 @@ from roster.coordinator.continuations import (
     StaticMemberReplaced,
 )
 from roster.coordinator.group import Group
+from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import CommitRequest, JoinRequest, LeaveRequest, SyncRequest
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
@@ -38,7 +39,7 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, Record
 
 
-class Coordinator:
+class Coordinator(GroupsById):
     name = "classic"
     steps = ()   # the shard hands it every timer event and continuation no other type claims
 
@@ -103,16 +104,6 @@ class Coordinator:
         return admin.list_groups(self, states, types)
 
     # -- what the shard asks of a group type (group_type.py) ----------------------------------
-
-    def has_group(self, group_id: str) -> bool:
-        return group_id in self.groups
-
-    def group_ids(self) -> list[str]:
-        return list(self.groups)
-
-    def is_empty(self, group_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is None or not group.members
 
     def being_deleted(self, group_id: str) -> bool:
         group = self.groups.get(group_id)

@@ -70,3 +70,20 @@ class GroupType(Protocol):
     def expire(self, event, now: int) -> Result: ...
 
     def write_completed(self, step, error: ErrorCode | None, now: int) -> Result: ...
+
+
+class GroupsById:
+    """The part of GroupType a type answers from its `groups` (group id -> a group with
+    `members`), shared by the built-in types."""
+
+    groups: dict
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def group_ids(self) -> list[str]:
+        return list(self.groups)
+
+    def is_empty(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is None or not group.members

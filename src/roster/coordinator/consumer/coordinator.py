@@ -62,6 +62,7 @@ from roster.coordinator.consumer.timers import (
     session_key,
 )
 from roster.coordinator.consumer.validation import RequestError, check_epoch, fail, validate
+from roster.coordinator.group_type import GroupsById
 from roster.coordinator.results import Result
 from roster.observability import events as ev
 from roster.observability.consumer_recorder import ConsumerRecorder
@@ -74,7 +75,7 @@ __all__ = ["ConsumerConfig", "ConsumerCoordinator", "ConsumerRebalanceDeadline",
            "ConsumerSessionDeadline", "ConsumerWritten", "rebalance_key", "session_key"]
 
 
-class ConsumerCoordinator:
+class ConsumerCoordinator(GroupsById):
     name = "consumer"
     # the timer events and continuations it schedules (the shard hands them back here)
     steps = (ConsumerSessionDeadline, ConsumerRebalanceDeadline, ConsumerWritten,
@@ -497,16 +498,6 @@ class ConsumerCoordinator:
         return result
 
     # -- what the shard asks of a group type (coordinator/group_type.py) ------------------------
-
-    def has_group(self, group_id: str) -> bool:
-        return group_id in self.groups
-
-    def group_ids(self) -> list[str]:
-        return list(self.groups)
-
-    def is_empty(self, group_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is None or not group.members
 
     def being_deleted(self, group_id: str) -> bool:
         return False   # its deletion is applied at once (and undone if unwritten)
