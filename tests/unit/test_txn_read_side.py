@@ -225,6 +225,12 @@ def test_compaction_removes_aborted_data_then_its_marker_after_the_horizon(kind,
         clean_now(log, now + 1_001, settings)       # past its delete horizon: gone
         assert [e for e in _contents(log) if e[0] == "abort"] == []
         assert (5, b"k0") in _contents(log) and ("commit", 6) in _contents(log)
+        # its index entry went first: a reader would otherwise skip producer 7 for good
+        assert log.aborted_between(0, 100) == []
+        if kind == "file":
+            log.close()
+            log = FileLog.open(tmp_path, config)
+            assert log.aborted_between(0, 100) == []
     finally:
         log.close()
 

@@ -121,6 +121,7 @@ class FileCleaningJob:
         self.first_dirty = first_dirty
         self.checkpoint = gaps_below        # gaps are allowed below it; run() raises it
         self.end_offset = first_dirty       # the next first dirty offset, once run() is done
+        self.removed_aborts: list[tuple[int, int]] = []  # set by run() (compaction.Pass)
         self.index_interval_bytes = index_interval_bytes
         self.now_ms = now_ms
         self.settings = settings
@@ -167,6 +168,7 @@ class FileCleaningJob:
             fsync_directory(self.directory)  # the checkpoint is durable before any swap
             fault_hook.reached("cleaner:checkpointed")
             self.end_offset = plan.end_offset
+            self.removed_aborts = plan.removed_aborts
             self.stats = plan.stats(self.groups, bytes_after)
         except BaseException as exc:
             self.error = exc

@@ -54,7 +54,7 @@ from roster.log.batch_records import (
 )
 from roster.log.offset_map import OffsetMap
 from roster.log.policy import INT32_MAX
-from roster.log.producer_state import AbortedTxn
+from roster.log.producer_state import ABORT, AbortedTxn, read_marker
 from roster.log.txn_cleaning import CleanedTransactions
 
 log = logging.getLogger("roster.log")
@@ -147,6 +147,10 @@ class Pass:
     records_kept: int = 0
     _mapped_txns: CleanedTransactions | None = None    # step 1's view of the transactions
     _cleaned_txns: CleanedTransactions | None = None   # step 3's
+    # (producer id, offset) of each abort marker step 3 removed: the log forgets their
+    # aborted-index entries before the swap (a reader would otherwise skip that producer's
+    # later batches, never meeting the marker that ends the aborted transaction)
+    removed_aborts: list[tuple[int, int]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._mapped_txns = CleanedTransactions(self.aborted)
@@ -287,6 +291,8 @@ class Pass:
                 return rebuilt(header, data, records(header, data),
                                self.now_ms + self.settings.delete_retention_ms)
             if self.now_ms >= header.base_timestamp:
+                if read_marker(batch).type == ABORT:
+                    self.removed_aborts.append((header.producer_id, header.base_offset))
                 return rebuilt(header, b"", [], None) if self._retain_empty(header) else None
         self.records_kept += header.records_count
         return batch

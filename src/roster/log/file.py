@@ -479,6 +479,9 @@ class FileLog(SegmentedLog):
             fsync_directory(directory)
 
         try:
+            # before any marker goes: a crash in between leaves a marker without its entry,
+            # which readers pass over (the transaction has no data left)
+            txn_files.forget_aborts(self._dir, self._aborted, job.removed_aborts)
             for group in job.groups:
                 if group.action not in (REPLACE, REMOVE):
                     continue

@@ -84,6 +84,7 @@ class MemoryCleaningJob:
     segment_bytes: int
     checkpoint: int = 0
     aborted: Sequence[AbortedTxn] = ()  # the log's aborted transactions overlapping segments
+    removed_aborts: list = field(default_factory=list)  # set by run() (compaction.Pass)
     end_offset: int = 0
     replacement: list[_Segment] | None = None
     stats: CleaningStats | None = None
@@ -131,6 +132,7 @@ class MemoryCleaningJob:
             self.replacement = replacement
             self.checkpoint = max(self.checkpoint, groups[-1].end if groups else 0)
             self.end_offset = plan.end_offset
+            self.removed_aborts = plan.removed_aborts
             self.stats = plan.stats(groups, bytes_after)
         finally:
             offset_map.close()
@@ -290,6 +292,7 @@ class MemoryLog(SegmentedLog):
         count = len(job.segments)
         if job.replacement is not None and not self._closed and \
                 self._segments[:count] == job.segments and len(self._segments) > count:
+            self._aborted.remove(job.removed_aborts)
             self._segments[:count] = job.replacement
             self._cleaned_to = max(self._cleaned_to, job.checkpoint)
             self._first_dirty = max(self._first_dirty, job.end_offset)

@@ -218,6 +218,18 @@ class AbortedIndex:
                 break
         return found
 
+    def remove(self, markers) -> None:
+        """Forget the entries of these (producer id, marker offset) pairs (compaction removed
+        the markers)."""
+        doomed = set(markers)
+        if not doomed:
+            return
+        kept = [txn for txn in self if (txn.producer_id, txn.last_offset) not in doomed]
+        for column in (self._pid, self._first, self._last, self._stable):
+            del column[:]
+        for txn in kept:
+            self.add(txn)
+
     def drop_before(self, offset: int) -> None:
         """Forget the entries whose marker is below `offset` (their segment was deleted)."""
         cut = bisect.bisect_left(self._last, offset)

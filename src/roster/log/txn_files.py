@@ -97,6 +97,30 @@ def write_txn_index(directory: Path, base: int, entries: list[AbortedTxn]) -> No
     path.write_bytes(b"".join(encode_entry(txn) for txn in entries))
 
 
+def forget_aborts(directory: Path, aborted: AbortedIndex, markers) -> None:
+    """Compaction is about to remove these abort markers ((producer id, offset) pairs): drop
+    their entries from memory and from the `.txnindex` files that hold them (each rewritten to
+    a temporary file, fsynced, renamed)."""
+    doomed = set(markers)
+    if not doomed:
+        return
+    aborted.remove(doomed)
+    for base in txn_index_bases(directory):
+        path = txn_index_path(directory, base)
+        entries = read_txn_index(path)
+        kept = [txn for txn in entries if (txn.producer_id, txn.last_offset) not in doomed]
+        if len(kept) == len(entries):
+            continue
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_bytes(b"".join(encode_entry(txn) for txn in kept))
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+
+
 def fsync_txn_index(directory: Path, base: int) -> None:
     """Make a sealed segment's entries durable (called at its roll; only segments with aborts
     have a file, so most rolls do nothing here)."""
