@@ -9,7 +9,9 @@
   timeout: Kafka's definition of hanging), describe-producers shows its start offset, and
   `kafka-transactions abort` (partition 0) and `roster transactions abort` (partition 1) write
   the abort markers (WriteTxnMarkers): read_committed readers move on, past the killed
-  producer's records, to what was written after them.
+  producer's records, to what was written after them;
+- (roster only) a transaction its coordinator has lost is what find-hanging reports, and the
+  tools close it; WriteTxnMarkers refuses an unknown partition and an older producer epoch.
 """
 from __future__ import annotations
 
@@ -23,10 +25,13 @@ from confluent_kafka import Producer
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KpPartition
 
+from roster.admin.client import AdminClient
+from roster.admin.transactions import AbortSpec, TransactionsError, abort
 from tests.interop.test_kafka_tools import table, tool
 from tests.interop.test_read_committed import confluent_read, end_of_log
 from tests.support.judges import KAFKA, ROSTER, roster_broker, target  # noqa: F401 (fixtures)
-from tests.support.kafka_peer import unique_name
+from tests.support.kafka_peer import PEER_SETTINGS, unique_name
+from tests.support.process import BrokerProcess
 from tests.support.transactions import create_topics
 
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
@@ -189,3 +194,43 @@ def test_a_killed_producers_transaction_is_aborted_by_the_tools_and_readers_move
     assert confluent_read(target, topic, "read_committed", end) == [b"after-0"]
     assert confluent_read(target, topic, "read_uncommitted", end) == [
         b"killed-0", b"killed-1", b"killed-2", b"after-0"]
+
+
+@pytest.mark.interop
+def test_find_hanging_reports_a_transaction_its_coordinator_lost_and_abort_closes_it(tmp_path):
+    """A transaction is *hanging* (Kafka's word) when the partitions hold it open and no
+    coordinator will ever end it. roster's coordinator refuses transactional writes it does not
+    know, so here the coordinator loses it: the producer is SIGKILLed, the broker stopped and
+    __transaction_state emptied (a lost coordinator log)."""
+    broker = BrokerProcess(tmp_path / "data", PEER_SETTINGS).start()
+    try:
+        topic = unique_name("lost")
+        create_topics(broker.bootstrap, topic, partitions=2)
+        start_killed_producer(broker, topic, unique_name("lost-id"))
+        broker.stop()
+        for state in (tmp_path / "data").glob("__transaction_state-*"):
+            for file in state.iterdir():
+                file.unlink()
+        broker.start()
+        assert rows(kafka_tool(broker, "list"), "TransactionalId") == []
+        hanging = rows(kafka_tool(broker, "find-hanging", "--broker-id", "0",
+                                  "--max-transaction-timeout", "0"), "Topic")
+        assert sorted((h["Topic"], h["Partition"], h["StartOffset"]) for h in hanging) == [
+            (topic, "0", "0"), (topic, "1", "0")]
+        producer_id = int(hanging[0]["ProducerId"])
+        with AdminClient(broker.bootstrap) as admin:       # WriteTxnMarkers' refusals
+            for spec, error in ((AbortSpec(topic, 9, producer_id, 0), "UNKNOWN_TOPIC"),
+                                (AbortSpec(topic, 0, producer_id, -1), "INVALID_PRODUCER_EPOCH")):
+                with pytest.raises(TransactionsError, match=error):
+                    abort(admin, spec)
+        assert kafka_tool(broker, "abort", "--topic", topic, "--partition", "0",
+                          "--start-offset", "0").returncode == 0
+        assert roster_cli(broker, "abort", "--topic", topic, "--partition", "1",
+                          "--producer-id", str(producer_id), "--producer-epoch", "0"
+                          ).returncode == 0
+        assert rows(kafka_tool(broker, "find-hanging", "--broker-id", "0",
+                               "--max-transaction-timeout", "0"), "Topic") == []
+        assert committed_ends(broker, topic) == [4, 4]      # 3 records and the marker each
+        assert confluent_read(broker, topic, "read_committed", 4) == []
+    finally:
+        broker.stop()
