@@ -128,7 +128,9 @@ def _cluster_id() -> str:
 
 def _die_with_parent() -> None:
     """In the child before exec: SIGTERM when the test process dies (even by kill -9), so a
-    crashed or killed run leaves no 512 MB JVM behind (Linux prctl PR_SET_PDEATHSIG)."""
+    crashed or killed run leaves no 512 MB JVM behind (Linux prctl PR_SET_PDEATHSIG). The
+    signal follows the *thread* that started it: start a KafkaPeer from a thread that outlives
+    it (the fixtures use pytest's main thread), never from a short-lived worker thread."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
     except OSError:
