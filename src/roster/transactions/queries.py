@@ -7,15 +7,17 @@ interface (`TransactionCoordinator.get` and iteration), so no admin code reads i
   states by Kafka's names (unknown names are reported back, not refused), producer ids,
   KIP-994's duration (only transactions running longer than it; the start time of an id with
   no open transaction is -1, so it always passes, as in Kafka) and the transactional-id pattern
-  (KIP-1152, ListTransactions v2: the whole id must match, as re2j's matches() does).
+  (KIP-1152, ListTransactions v2: RE2 syntax, as Kafka's re2j, and so matched in linear time
+  whatever a client sends; the whole id must match, as re2j's matches() does).
 
 `Dead` is never shown: it is an id being expired (Kafka hides it too).
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import re2
 
 from roster.transactions.state import TxnMetadata, TxnState
 
@@ -65,14 +67,19 @@ def describe(m: TxnMetadata) -> Description:
                        m.timeout_ms, m.start_ms, partitions)
 
 
+def _reason(exc: Exception) -> str:
+    reason = exc.args[0] if exc.args else exc
+    return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
+
+
 def _compiled(pattern: str | None):
     if not pattern:
         return None
     try:
-        return re.compile(pattern)
-    except re.error as exc:
+        return re2.compile(pattern)
+    except re2.error as exc:
         raise InvalidPattern(f"Transaction ID pattern `{pattern}` is not a valid regular "
-                             f"expression: {exc}.") from None
+                             f"expression: {_reason(exc)}.") from None
 
 
 def select(transactions: Iterable[TxnMetadata], filters: ListFilters, now_ms: int) -> Selection:

@@ -49,8 +49,15 @@ def test_producer_ids_duration_and_pattern_all_hold():
 
 
 def test_a_pattern_that_is_no_regular_expression_is_refused():
-    with pytest.raises(InvalidPattern, match="is not a valid regular expression"):
+    with pytest.raises(InvalidPattern, match="is not a valid regular expression: missing \\)"):
         select(TXNS, ListFilters(pattern="orders-("), NOW)
+    with pytest.raises(InvalidPattern):           # RE2, as Kafka's re2j: no backreferences
+        select(TXNS, ListFilters(pattern=r"(o)\1"), NOW)
+
+
+def test_a_pattern_that_backtracks_is_matched_in_linear_time():
+    long_id = TxnMetadata("a" * 5000 + "!", 14, 0, 60_000)
+    assert select([long_id], ListFilters(pattern="(a+)+$"), NOW).transactions == []
 
 
 def test_describe_groups_partitions_by_topic_in_order():
