@@ -1,9 +1,10 @@
 """What read_committed and read_uncommitted consumers see of transactions on a real broker:
 confluent-kafka's transactional producer commits and aborts; confluent-kafka, kafka-python and
 Java (kafka-clients 4.4, tests/java) consumers read; ListOffsets answers by isolation level; an
-open transaction holds read_committed readers at its first offset; a restart (clean and kill -9) rebuilds the last
-stable offset and the aborted-transaction index. The scenarios that need no restart run against
-the Apache Kafka 4.4 peer too, with the same assertions."""
+open transaction holds read_committed readers at its first offset; a restart (clean and
+kill -9) rebuilds the last stable offset and the aborted-transaction index; the cleaner removes
+aborted records from a compacted topic. The scenarios that need no restart run against the
+Apache Kafka 4.4 peer too, with the same assertions."""
 from __future__ import annotations
 
 import time

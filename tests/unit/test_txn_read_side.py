@@ -92,7 +92,8 @@ def test_memory_log_reads_committed_as_the_model(ops):
     check(log, fill(log, ops))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS, segment_bytes=st.sampled_from([200, 500, 1 << 20]), forget=st.booleans())
 def test_file_log_rebuilds_the_same_state_after_a_restart_or_crash(tmp_path_factory, ops,
                                                                    segment_bytes, forget):

@@ -190,9 +190,10 @@ def restore(directory: Path, segments: list, clean: bool,
 
     `segments` are the opened segments, oldest first. Their files are known to be complete
     below `trusted_to`: the log end after a clean shutdown, else the base of the first segment
-    recovery scanned (roster.log.loading: the one holding the recovery point). Replays the batch headers from the newest readable
-    snapshot at a segment base at or below it (from the first segment without one), rewrites
-    the `.txnindex` files of the replayed segments, and reads the files of the earlier ones."""
+    recovery scanned (roster.log.loading: the one holding the recovery point). Replays the
+    batch headers from the newest readable snapshot at a segment base at or below it (from the
+    first segment without one), rewrites the `.txnindex` files of the replayed segments, and
+    reads the files of the earlier ones."""
     bases = {segment.base_offset for segment in segments}
     end = segments[-1].next_offset
     trusted_to = end if clean else max(

@@ -59,7 +59,8 @@ def _lookup(log, timestamp: int, committed: bool) -> tuple[int, int]:
         return -1, log.log_start_offset
     if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return -1, -1
-    found = log.max_timestamp() if timestamp == MAX_TIMESTAMP else log.offset_for_timestamp(timestamp)
+    found = log.max_timestamp() if timestamp == MAX_TIMESTAMP \
+        else log.offset_for_timestamp(timestamp)
     # Kafka's Partition.fetchOffsetForTimestamp: a record at or past what the isolation level
     # may read is not found
     if found is None or (committed and found.offset >= log.last_stable_offset):
