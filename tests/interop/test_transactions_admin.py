@@ -11,7 +11,8 @@
   the abort markers (WriteTxnMarkers): read_committed readers move on, past the killed
   producer's records, to what was written after them;
 - (roster only) a transaction its coordinator has lost is what find-hanging reports, and the
-  tools close it; WriteTxnMarkers refuses an unknown partition and an older producer epoch.
+  tools close it; WriteTxnMarkers refuses an unknown partition and an older producer epoch,
+  and an abort on the group's __consumer_offsets partition drops the pending offsets.
 """
 from __future__ import annotations
 
@@ -26,13 +27,14 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KpPartition
 
 from roster.admin.client import AdminClient
-from roster.admin.transactions import AbortSpec, TransactionsError, abort
+from roster.admin.transactions import AbortSpec, TransactionsError, abort, describe
+from roster.protocol.errors import ErrorCode
 from tests.interop.test_kafka_tools import table, tool
 from tests.interop.test_read_committed import confluent_read, end_of_log
 from tests.support.judges import KAFKA, ROSTER, roster_broker, target  # noqa: F401 (fixtures)
 from tests.support.kafka_peer import PEER_SETTINGS, unique_name
 from tests.support.process import BrokerProcess
-from tests.support.transactions import create_topics
+from tests.support.transactions import TxnClient, create_topics, fetch_offsets
 
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 BOTH = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
@@ -234,3 +236,27 @@ def test_find_hanging_reports_a_transaction_its_coordinator_lost_and_abort_close
         assert confluent_read(broker, topic, "read_committed", 4) == []
     finally:
         broker.stop()
+
+
+@pytest.mark.interop
+def test_aborting_on_the_offsets_partition_drops_the_pending_offsets(roster_broker):
+    """Offsets committed inside a transaction stay pending (require_stable: UNSTABLE_OFFSET_
+    COMMIT) until a marker reaches the group's __consumer_offsets partition: an administrator's
+    abort there drops them, as the coordinator's own abort marker does."""
+    group, transactional_id = unique_name("admin-group"), unique_name("admin-offsets")
+    create_topics(roster_broker.bootstrap, group)
+    client = TxnClient(roster_broker.bootstrap, transactional_id)
+    try:
+        client.init_until_done()
+        assert client.add_offsets(group) is ErrorCode.none
+        assert client.commit_offsets(group, group, {0: 12}) == [ErrorCode.none]
+        assert fetch_offsets(roster_broker.bootstrap, group, group, [0], require_stable=True) \
+            == {0: ErrorCode.unstable_offset_commit}
+        with AdminClient(roster_broker.bootstrap) as admin:
+            [(topic, partition)] = describe(admin, transactional_id).partitions
+            assert topic == "__consumer_offsets"
+            abort(admin, AbortSpec(topic, partition, client.producer_id, client.epoch))
+        assert fetch_offsets(roster_broker.bootstrap, group, group, [0], require_stable=True) \
+            == {0: -1}
+    finally:
+        client.close()
