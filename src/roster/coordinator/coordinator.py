@@ -109,6 +109,10 @@ class Coordinator(GroupsById):
         group = self.groups.get(group_id)
         return group is not None and group.state is GroupState.DEAD
 
+    def listed(self, states, types) -> list[tuple[str, str, str, str]]:
+        return [(group_id, protocol_type, state, self.name) for group_id, protocol_type, state
+                in self.list_groups(states, types)]
+
     def subscribed_topics(self, group_id: str):
         return offsets.subscribed(self.groups.get(group_id))
 

@@ -42,6 +42,11 @@ class GroupType(Protocol):
         its timer changes go into `result`). The group may not exist yet: a simple commit
         (generation -1) makes one where the type allows it."""
 
+    def listed(self, states: set[str] | None,
+               types: set[str] | None) -> list[tuple[str, str, str, str]]:
+        """ListGroups: (group id, protocol type, state, group type) of its groups matching the
+        lower-cased filters."""
+
     def validate_offset_fetch(self, group_id: str, member_id: str | None,
                               epoch: int) -> ErrorCode | None: ...
 

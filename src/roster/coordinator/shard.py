@@ -271,12 +271,12 @@ class GroupShard:
 
     def list_groups(self, states: set[str] | None,
                     types: set[str] | None) -> list[tuple[str, str, str, str]]:
-        """(group id, protocol type, state, group type) of every type's groups."""
-        listed = [(group_id, protocol_type, state, "classic") for group_id, protocol_type, state
-                  in self.classic.list_groups(states, types)
-                  if group_id not in self.consumer.groups]
-        listed += [(group_id, "consumer", state, "consumer")
-                   for group_id, state in self.consumer.list_groups(states, types)]
+        """(group id, protocol type, state, group type) of every type's groups (each id once:
+        as the type that holds it, the first asked, lists it)."""
+        listed = []
+        for group_type in reversed(self.types):
+            listed = [row for row in listed if not group_type.has_group(row[0])]
+            listed += group_type.listed(states, types)
         return listed
 
     # -- records -----------------------------------------------------------------------------------

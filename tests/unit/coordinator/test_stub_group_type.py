@@ -76,12 +76,17 @@ class StubType:
     def groups_loaded(self, group_ids, now):
         return Result()
 
+    def listed(self, states, types):
+        return [(group_id, "", "Stable", self.name) for group_id in self.groups
+                if not types or self.name in types]
+
 
 def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
     stub = StubType()
     h = ShardDriver(more_types=(stub,))
     h.shard.replay(Record(StubKey("s"), "m"))          # the one replay switch routes it
     assert stub.groups == {"s": "m"} and "s" not in h.shard.classic.groups
+    assert h.shard.list_groups(None, None) == [("s", "", "Stable", "stub")]
     assert h.commit({("t", 0): 7}, member_id="x", group="s").errors == \
         (("t", 0, ErrorCode.unknown_member_id),)       # the type decides who may commit
     assert h.commit({("t", 0): 7, ("kept", 0): 8}, member_id="m", group="s").errors == \

@@ -502,6 +502,10 @@ class ConsumerCoordinator(GroupsById):
     def being_deleted(self, group_id: str) -> bool:
         return False   # its deletion is applied at once (and undone if unwritten)
 
+    def listed(self, states, types) -> list[tuple[str, str, str, str]]:
+        return [(group_id, "consumer", state, self.name)
+                for group_id, state in self.list_groups(states, types)]
+
     def subscribed_topics(self, group_id: str):
         group = self.groups.get(group_id)
         return set() if group is None or not group.members else group.subscribed_names()
