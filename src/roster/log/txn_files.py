@@ -80,7 +80,10 @@ def record_abort(directory: Path, base: int, txn: AbortedTxn | None) -> None:
 def sealed(directory: Path, base: int, end: int, state: ProducerState) -> None:
     """A segment was sealed (a roll, or close): fsync its `.txnindex` and snapshot the producer
     state at its end, so recovery replays from there instead of from the log start."""
-    fsync_txn_index(directory, base)
+    try:
+        fsync_txn_index(directory, base)
+    except OSError as exc:  # a roll must not fail for it; only power loss could cost entries
+        log.error("cannot fsync %s: %s", txn_index_path(directory, base), exc)
     try:
         write_snapshot(directory, end, state)
         prune_snapshots(directory)
