@@ -21,8 +21,8 @@ from roster.transactions.coordinator import Markers, Outcome, TransactionCoordin
 from roster.transactions.state import TxnState
 
 log = logging.getLogger("roster.transactions")
-# an implicit add (TV2) meeting a transaction still completing waits this long for it
-IMPLICIT_ADD_WAIT_S = 10.0
+# an add meeting the previous transaction still completing waits this long for it
+ADD_WAIT_S = 10.0
 TV2 = 2
 READY_POLL_S = 0.05
 
@@ -176,13 +176,15 @@ class TransactionRuntime:
             if self.transaction_version > 0 else []
         return [("transaction.version", 0, TV2)], finalized
 
-    async def add_implicitly(self, transactional_id: str, producer_id: int, epoch: int,
-                             partitions) -> Outcome:
-        """AddPartitionsToTxn on the client's behalf (TV2: Produce v12+, TxnOffsetCommit v5),
-        waiting out the completion of the previous transaction (CONCURRENT_TRANSACTIONS) as
-        Kafka's partition leader retries it."""
+    async def add_when_settled(self, transactional_id: str, producer_id: int, epoch: int,
+                               partitions) -> Outcome:
+        """Partitions into the transaction, waiting out the completion of the previous one
+        (its markers and CompleteCommit/Abort) instead of answering CONCURRENT_TRANSACTIONS at
+        once: what a client's retry would get, without its backoff (a classic client's
+        AddPartitionsToTxn/AddOffsetsToTxn; TV2's implicit adds from Produce v12+ and
+        TxnOffsetCommit v5, as Kafka's partition leader retries them)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + IMPLICIT_ADD_WAIT_S
+        deadline = loop.time() + ADD_WAIT_S
         while True:
             settled = self._settled
             outcome = await self.add_partitions(transactional_id, producer_id, epoch, partitions)
@@ -220,7 +222,7 @@ class TransactionRuntime:
                                 (m.producer_id, m.producer_epoch) == producer and
                                 set(wanted) <= m.partitions):
             return None
-        return self.add_implicitly(transactional_id, *producer, wanted)
+        return self.add_when_settled(transactional_id, *producer, wanted)
 
     def check_produce(self, transactional_id, producer_id: int, epoch: int, topic: str,
                       partition: int) -> ErrorCode:

@@ -24,7 +24,7 @@ def refuse(request, error: ErrorCode):
 async def handle(broker, request, connection):
     body = request.body
     partition = broker.group_log.partition_for(body.group_id)
-    outcome = await broker.transactions.add_partitions(
+    outcome = await broker.transactions.add_when_settled(
         body.transactional_id, body.producer_id, body.producer_epoch,
         [(OFFSETS_TOPIC, partition)])
     return refuse(request, outcome.error)

@@ -54,7 +54,7 @@ async def handle(broker, request, connection):
     if refused:
         return _answer(request, lambda t, p: refused.get(
             (t, p), ErrorCode.operation_not_attempted), first=refused)
-    outcome = await broker.transactions.add_partitions(
+    outcome = await broker.transactions.add_when_settled(
         body.v3_and_below_transactional_id, body.v3_and_below_producer_id,
         body.v3_and_below_producer_epoch, wanted)
     return _answer(request, lambda t, p: outcome.error)

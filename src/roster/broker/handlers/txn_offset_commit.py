@@ -52,7 +52,7 @@ async def handle(broker, request, connection):
     errors, to_commit = checked_offsets(request)
     offsets_partition = (OFFSETS_TOPIC, broker.group_log.partition_for(body.group_id))
     if request.api_version >= TV2_FROM:   # its refusal, if any, is check_produce's below
-        await broker.transactions.add_implicitly(body.transactional_id, body.producer_id,
+        await broker.transactions.add_when_settled(body.transactional_id, body.producer_id,
                                                  body.producer_epoch, [offsets_partition])
     verdict = broker.transactions.check_produce(body.transactional_id, body.producer_id,
                                                 body.producer_epoch, *offsets_partition)

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Transactional produce throughput as a ratio of idempotent produce, in the same run.
+
+One roster broker (subprocess); confluent-kafka (librdkafka) produces --records records of
+--value-bytes to a one-partition topic, alternating --passes times between:
+
+  * idempotent: enable.idempotence, acks=all, no transactions;
+  * transactional: the same, in transactions of --records-per-txn records (begin, produce,
+    commit: InitProducerId once, then AddPartitionsToTxn, EndTxn and the markers per
+    transaction).
+
+Each pass reports records/s and the broker's CPU seconds (from /proc); the ratio is
+transactional / idempotent. Goal (issue 26): >= 0.8 with transactions of 1,000 records.
+
+    .venv/bin/python bench/transactions.py
+    .venv/bin/python bench/transactions.py --records 200000 --passes 3
+
+Prints a Markdown table; progress on stderr. Results and the command: docs/benchmarks.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from confluent_kafka import Producer  # noqa: E402
+
+from tests.support.process import BrokerProcess  # noqa: E402
+from tests.support.transactions import create_topics  # noqa: E402
+
+COMMON = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "batch.size": 65536}
+
+
+def progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run(bootstrap: str, topic: str, args, transactional: bool, pass_no: int) -> float:
+    conf = {"bootstrap.servers": bootstrap, **COMMON}
+    if transactional:
+        conf["transactional.id"] = f"bench-tx-{pass_no}"
+    producer = Producer(conf)
+    if transactional:
+        producer.init_transactions(30)
+    value = b"v" * args.value_bytes
+    started = time.perf_counter()
+    sent = 0
+    while sent < args.records:
+        chunk = min(args.records_per_txn, args.records - sent)
+        if transactional:
+            producer.begin_transaction()
+        for _ in range(chunk):
+            while True:
+                try:
+                    producer.produce(topic, value)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        if transactional:
+            producer.commit_transaction(60)
+        sent += chunk
+    producer.flush(60)
+    return args.records / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--records-per-txn", type=int, default=1000)
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--passes", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as data:
+        broker = BrokerProcess(Path(data), {"transaction.state.log.num.partitions": "3"}).start()
+        try:
+            rows = {"idempotent": [], "transactional": []}
+            cpu = {"idempotent": [], "transactional": []}
+            for n in range(args.passes):
+                for kind in ("idempotent", "transactional"):
+                    topic = f"bench-{kind}-{n}"
+                    create_topics(broker.bootstrap, topic)
+                    before = cpu_seconds(broker.proc.pid)
+                    rate = run(broker.bootstrap, topic, args, kind == "transactional", n)
+                    cpu[kind].append(cpu_seconds(broker.proc.pid) - before)
+                    rows[kind].append(rate)
+                    progress(f"pass {n + 1}: {kind} {rate:,.0f} records/s")
+        finally:
+            broker.stop()
+    idem, txn = statistics.median(rows["idempotent"]), statistics.median(rows["transactional"])
+    print(f"| producer ({args.records:,} x {args.value_bytes} B, transactions of "
+          f"{args.records_per_txn:,}) | records/s (median of {args.passes}) | broker CPU s "
+          "per pass |")
+    print("|---|---:|---:|")
+    for kind, rate in (("idempotent", idem), ("transactional", txn)):
+        print(f"| {kind} | {rate:,.0f} | {statistics.median(cpu[kind]):.2f} |")
+    print(f"| **ratio** transactional / idempotent | **{txn / idem:.2f}** | |")
+
+
+if __name__ == "__main__":
+    main()
