@@ -234,6 +234,10 @@ def test_kafka_configs_sets_describes_and_deletes_a_group_config(target):
         "{DYNAMIC_GROUP_CONFIG:consumer.session.timeout.ms=50000, "
         "STATIC_BROKER_CONFIG:group.consumer.session.timeout.ms=45000, "
         "DEFAULT_CONFIG:group.consumer.session.timeout.ms=45000}"]
+    # every group with a config of its own, existing or not (ListConfigResources)
+    every = tool(target, CONFIGS, "--describe", "--entity-type", "groups")
+    assert every.returncode == 0
+    assert f"Dynamic configs for group {group} are:" in every.stdout.splitlines()
     refused = tool(target, CONFIGS, "--alter", *name, "--add-config",
                    "consumer.session.timeout.ms=5")
     assert refused.returncode == 1
@@ -242,9 +246,11 @@ def test_kafka_configs_sets_describes_and_deletes_a_group_config(target):
     removed = tool(target, CONFIGS, "--alter", *name, "--delete-config",
                    "consumer.session.timeout.ms,consumer.heartbeat.interval.ms")
     assert removed.returncode == 0
+    # a group without members, offsets or configs: the tool asks ListConfigResources
     empty = tool(target, CONFIGS, "--describe", *name)
     assert empty.returncode == 0
-    assert "consumer.session.timeout.ms" not in empty.stdout
+    assert empty.stdout.strip() == \
+        f"The group '{group}' doesn't exist and doesn't have dynamic config."
 
 
 @BOTH

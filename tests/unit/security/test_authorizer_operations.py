@@ -66,6 +66,7 @@ KAFKA = {
     "ConsumerGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE")},
     "ConsumerGroupDescribe": {("GROUP", "DESCRIBE")},
     "DescribeCluster": set(),   # Kafka asks DESCRIBE on the cluster only to report operations
+    "ListConfigResources": {("CLUSTER", "DESCRIBE_CONFIGS")},
     "DescribeProducers": {("TOPIC", "READ")},
     # each id; the described partitions of topics without DESCRIBE are left out (the handler)
     "DescribeTransactions": {("TRANSACTIONAL_ID", "DESCRIBE")},

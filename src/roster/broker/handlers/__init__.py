@@ -30,6 +30,7 @@ from roster.broker.handlers import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
     list_transactions,
@@ -55,7 +56,7 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
            delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn,
            txn_offset_commit, describe_producers, describe_transactions,
-           list_transactions, write_txn_markers)
+           list_transactions, write_txn_markers, list_config_resources)
 
 
 def build_registry() -> Registry:
