@@ -92,7 +92,7 @@ def test_memory_log_reads_committed_as_the_model(ops):
     check(log, fill(log, ops))
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=40, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=OPS, segment_bytes=st.sampled_from([200, 500, 1 << 20]), forget=st.booleans())
 def test_file_log_rebuilds_the_same_state_after_a_restart_or_crash(tmp_path_factory, ops,
@@ -268,7 +268,7 @@ COMPACT_OPS = st.lists(st.one_of(
 ), max_size=25)
 
 
-@settings(max_examples=100, deadline=None,
+@settings(max_examples=50, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ops=COMPACT_OPS, on_file=st.booleans())
 def test_compaction_keeps_what_read_committed_readers_see_of_each_key(tmp_path_factory, ops,
