@@ -11,7 +11,8 @@
   the abort markers (WriteTxnMarkers): read_committed readers move on, past the killed
   producer's records, to what was written after them;
 - (roster only) a transaction its coordinator has lost is what find-hanging reports, and the
-  tools close it; WriteTxnMarkers refuses an unknown partition and an older producer epoch,
+  tools close it; WriteTxnMarkers refuses an unknown partition, an older producer epoch and
+  __transaction_state,
   and an abort on the group's __consumer_offsets partition drops the pending offsets.
 """
 from __future__ import annotations
@@ -222,7 +223,9 @@ def test_find_hanging_reports_a_transaction_its_coordinator_lost_and_abort_close
         producer_id = int(hanging[0]["ProducerId"])
         with AdminClient(broker.bootstrap) as admin:       # WriteTxnMarkers' refusals
             for spec, error in ((AbortSpec(topic, 9, producer_id, 0), "UNKNOWN_TOPIC"),
-                                (AbortSpec(topic, 0, producer_id, -1), "INVALID_PRODUCER_EPOCH")):
+                                (AbortSpec(topic, 0, producer_id, -1), "INVALID_PRODUCER_EPOCH"),
+                                (AbortSpec("__transaction_state", 0, producer_id, 0),
+                                 "INVALID_TOPIC_EXCEPTION")):
                 with pytest.raises(TransactionsError, match=error):
                     abort(admin, spec)
         assert kafka_tool(broker, "abort", "--topic", topic, "--partition", "0",

@@ -10,7 +10,9 @@ UNKNOWN_TOPIC_OR_PARTITION when it does not exist, INVALID_PRODUCER_EPOCH when t
 has seen a newer epoch of the producer and TRANSACTION_COORDINATOR_FENCED when its last marker
 came from a newer coordinator epoch (ProducerAppendInfo.appendEndTxnMarker). A marker in
 __consumer_offsets also completes or drops the producer's pending offsets there, as the
-coordinator's own markers do."""
+coordinator's own markers do. Other internal topics (__transaction_state, roster's own) hold
+no transactional data and their loaders expect none: INVALID_TOPIC_EXCEPTION, as Produce
+answers for them (Kafka does not check this)."""
 from __future__ import annotations
 
 import logging
@@ -41,6 +43,9 @@ def _refusal(partition_log, marker) -> ErrorCode:
 
 
 async def _write(broker, marker, topic: str, partition: int) -> ErrorCode:
+    known = broker.topics.get(topic)
+    if known is not None and known.internal and topic != OFFSETS_TOPIC:
+        return ErrorCode.invalid_topic_exception
     partition_log = broker.topics.partition(topic, partition)
     if partition_log is None:
         return ErrorCode.unknown_topic_or_partition
