@@ -25,6 +25,23 @@ def init(conn, tid: str, timeout_ms: int = 60_000, version: int = 4):
                      producer_id=-1, producer_epoch=-1)
 
 
+def coordinator_ready(s, tid: str):
+    """An untraced connection, once FindCoordinator finds the transactional id's coordinator
+    (Kafka creates __transaction_state on the first lookup)."""
+    setup = s.conn("setup", traced=False)
+    s.wait(lambda: setup.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
+           .coordinators[0].error_code == ErrorCode.none, "the transaction coordinator")
+    return setup
+
+
+def initialized(s, setup, tid: str) -> tuple[int, int]:
+    """InitProducerId retried (untraced) until answered: the (producer id, epoch)."""
+    answers = []
+    s.wait(lambda: answers.append(init(setup, tid)) or
+           answers[-1].error_code not in RETRIED, "InitProducerId")
+    return answers[-1].producer_id, answers[-1].producer_epoch
+
+
 def add(conn, tid, producer, topic, partitions, version=3):
     conn.call(ApiKey.ADD_PARTITIONS_TO_TXN, version, keep=("results_by_topic_v3_and_below",),
               v3_and_below_transactional_id=tid, v3_and_below_producer_id=producer[0],
@@ -53,18 +70,12 @@ PRODUCER_FENCED (INVALID_PRODUCER_EPOCH for EndTxn v1) and its batch is refused"
 def test_transactions_fencing_and_errors(s):
     topic = s.topic("t", 1)
     tid = s.name("tx")
-    setup = s.conn("setup", traced=False)
-    s.wait(lambda: setup.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
-           .coordinators[0].error_code == ErrorCode.none, "the transaction coordinator")
+    setup = coordinator_ready(s, tid)
     first = s.conn("first")
     first.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
     init(first, tid, timeout_ms=900_001)
-    answers = []
-    s.wait(lambda: answers.append(init(setup, tid)) or
-           answers[-1].error_code not in RETRIED, "InitProducerId")
-    producer = (answers[-1].producer_id, answers[-1].producer_epoch)
-    s.note("first producer", error=ErrorCode(answers[-1].error_code).name,
-           epoch=producer[1])
+    producer = initialized(s, setup, tid)
+    s.note("first producer", epoch=producer[1])
     end(first, tid, producer)
     add(first, tid, producer, topic, (0, 7))
     produce(first, tid, producer, topic)
@@ -98,13 +109,8 @@ nothing open bumps the epoch again""")
 def test_transactions_version_2(s):
     topic = s.topic("t", 1)
     tid = s.name("tx")
-    setup = s.conn("setup", traced=False)
-    s.wait(lambda: setup.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
-           .coordinators[0].error_code == ErrorCode.none, "the transaction coordinator")
-    answers = []
-    s.wait(lambda: answers.append(init(setup, tid)) or
-           answers[-1].error_code not in RETRIED, "InitProducerId")
-    producer = (answers[-1].producer_id, answers[-1].producer_epoch)
+    setup = coordinator_ready(s, tid)
+    producer = initialized(s, setup, tid)
     first = producer[1]
     client = s.conn("client")
     produce_v12(client, tid, producer, first, topic)
@@ -149,13 +155,8 @@ def test_transactions_offsets_and_zombie_members(s):
     old_generation = a.generation
     form_pair(a, b, topic, 2)
     tid = s.name("tx")
-    setup = s.conn("setup", traced=False)
-    s.wait(lambda: setup.call(ApiKey.FIND_COORDINATOR, 4, key_type=1, coordinator_keys=[tid])
-           .coordinators[0].error_code == ErrorCode.none, "the transaction coordinator")
-    answers = []
-    s.wait(lambda: answers.append(init(setup, tid)) or
-           answers[-1].error_code not in RETRIED, "InitProducerId")
-    producer = (answers[-1].producer_id, answers[-1].producer_epoch)
+    setup = coordinator_ready(s, tid)
+    producer = initialized(s, setup, tid)
     client = s.conn("producer")
     client.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id=tid, producer_id=producer[0],
                 producer_epoch=producer[1], group_id=group)
