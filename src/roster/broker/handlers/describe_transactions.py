@@ -22,10 +22,11 @@ UTC = datetime.timezone.utc
 
 
 def _refused(entry, transactional_id: str, error: ErrorCode):
+    """Only the error and the id, the other fields at their zero defaults, as Kafka sends."""
     return make(entry, error_code=error, transactional_id=transactional_id,
                 transaction_state="", transaction_timeout=datetime.timedelta(0),
-                transaction_start_time=datetime.datetime.fromtimestamp(-0.001, UTC),
-                producer_id=-1, producer_epoch=-1, topics=())
+                transaction_start_time=datetime.datetime.fromtimestamp(0, UTC),
+                producer_id=0, producer_epoch=0, topics=())
 
 
 def _state(broker, admission, entry, transactional_id: str):
