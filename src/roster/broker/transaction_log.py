@@ -44,8 +44,10 @@ class TransactionLog:
                 f"{TRANSACTION_TOPIC} has {len(topic.partitions)} partitions but "
                 f"transaction.state.log.num.partitions is {self.partitions}; they must agree")
 
-    async def write(self, record: TxnRecord) -> bool:
-        """Append the record and wait until it is durable: True once it is."""
+    async def write(self, record: TxnRecord, fsync: bool = True) -> bool:
+        """Append the record and wait until it is durable: True once it is. `fsync=False`:
+        appended only (the flush policy makes it durable later): for a record whose loss an OS
+        crash may cause without harm (CompleteCommit/Abort: replay completes it again)."""
         target = self._broker.topics.partition(
             TRANSACTION_TOPIC, partition_for(record.transactional_id, self.partitions))
         key, value = record.encode()
@@ -56,7 +58,10 @@ class TransactionLog:
         try:
             end = target.append(bytes(builder.build())).last_offset + 1
             self._crash_point.passed()
-            await self._broker.durability.make_durable(target, end)
+            if fsync:
+                await self._broker.durability.make_durable(target, end)
+            else:
+                self._broker.durability.appended(target, 1)
         except LogError as exc:
             log.error("cannot write %s: %s", TRANSACTION_TOPIC, exc)
             return False

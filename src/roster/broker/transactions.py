@@ -104,13 +104,14 @@ class TransactionRuntime:
 
     # -- carrying out what the coordinator decided ------------------------------------------
 
-    async def carry_out(self, outcome: Outcome) -> Outcome:
+    async def carry_out(self, outcome: Outcome, fsync: bool = True) -> Outcome:
         """Make the outcome's write durable (if any) and start what follows it; the outcome to
-        answer with (NOT_COORDINATOR when the write failed, as Kafka answers it)."""
+        answer with (NOT_COORDINATOR when the write failed, as Kafka answers it). `fsync`
+        False: appended, not waited for (TransactionLog.write)."""
         if outcome.write is None:
             return outcome
         self.log.ensure_topic()
-        durable = await self.log.write(outcome.write)
+        durable = await self.log.write(outcome.write, fsync)
         self._complete_all(self.coordinator.written(outcome.write.transactional_id, durable))
         self._settled.set()
         self._settled = asyncio.Event()
@@ -129,7 +130,10 @@ class TransactionRuntime:
             log.error("cannot write the markers of %r (retried): %s", job.transactional_id, exc)
             self.coordinator.markers_failed(job)
             return
-        await self.carry_out(self.coordinator.markers_written(job, self._broker.now_ms()))
+        # CompleteCommit/Abort is not waited for: the markers before it are durable, and were it
+        # lost with the page cache, replay would find Prepare* and complete it again
+        await self.carry_out(self.coordinator.markers_written(job, self._broker.now_ms()),
+                             fsync=False)
 
     async def _write_markers(self, job: Markers) -> None:
         """A marker in every partition of the transaction, then one fsync wait per log."""
