@@ -14,6 +14,10 @@ the two isolation levels --passes times each:
 
     .venv/bin/python bench/read_committed.py
     .venv/bin/python bench/read_committed.py --transactions 400 --passes 5
+    .venv/bin/python bench/read_committed.py --kafka   # Apache Kafka 4.4 too, same data
+
+With --kafka the same run is repeated on the Apache Kafka 4.4 peer (tests/support/kafka_peer),
+and the wire reads are also given per broker CPU-second (the machine is shared).
 
 Prints a Markdown table; progress on stderr. Results and the command: docs/benchmarks.md.
 """
@@ -107,45 +111,37 @@ def consumer_read(bootstrap: str, isolation: str, end: int) -> int:
     return received
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--transactions", type=int, default=200)
-    parser.add_argument("--records-per-txn", type=int, default=1000)
-    parser.add_argument("--value-bytes", type=int, default=100)
-    parser.add_argument("--abort-every", type=int, default=10)
-    parser.add_argument("--passes", type=int, default=3)
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="bench-rc-") as workdir:
-        broker = BrokerProcess(Path(workdir) / "data").start()
-        try:
-            create_topics(broker.bootstrap, TOPIC)
-            progress(f"producing {args.transactions} transactions of {args.records_per_txn}")
-            fill(broker.bootstrap, args)
-            probe = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "bench-rc"})
-            end = probe.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30)[1]
-            probe.close()
-            times: dict[tuple[str, str], list[float]] = {}
-            cpu: dict[str, list[float]] = {level: [] for level in LEVELS}
-            with Wire(broker.bootstrap, timeout_s=60) as wire:
-                wire_read(wire, 0)  # warm-up: page cache and connection
-                for _ in range(args.passes):
-                    for level, code in LEVELS.items():
-                        before, started = cpu_seconds(broker.proc.pid), time.perf_counter()
-                        requests, read = wire_read(wire, code)
-                        progress(f"wire {level}: {requests} requests, {read} bytes")
-                        times.setdefault(("wire", level), []).append(
-                            time.perf_counter() - started)
-                        cpu[level].append(cpu_seconds(broker.proc.pid) - before)
-            for _ in range(args.passes):
-                for level in LEVELS:
-                    started = time.perf_counter()
-                    consumer_read(broker.bootstrap, level, end)
-                    times.setdefault(("confluent-kafka", level), []).append(
-                        time.perf_counter() - started)
-        finally:
-            broker.stop()
-    print(f"{end} offsets, {args.transactions} transactions of {args.records_per_txn} x "
-          f"{args.value_bytes} B, 1 in {args.abort_every} aborted; median of {args.passes}\n")
+def measure(name: str, bootstrap: str, pid: int, args) -> dict:
+    """Fill a fresh topic on one broker and time both isolation levels on it."""
+    create_topics(bootstrap, TOPIC)
+    progress(f"{name}: producing {args.transactions} transactions of {args.records_per_txn}")
+    fill(bootstrap, args)
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-rc"})
+    end = probe.get_watermark_offsets(TopicPartition(TOPIC, 0), timeout=30)[1]
+    probe.close()
+    times: dict[tuple[str, str], list[float]] = {}
+    cpu: dict[str, list[float]] = {level: [] for level in LEVELS}
+    read: dict[str, int] = {}
+    with Wire(bootstrap, timeout_s=60) as wire:
+        wire_read(wire, 0)  # warm-up: page cache and connection
+        for _ in range(args.passes):
+            for level, code in LEVELS.items():
+                before, started = cpu_seconds(pid), time.perf_counter()
+                requests, read[level] = wire_read(wire, code)
+                times.setdefault(("wire", level), []).append(time.perf_counter() - started)
+                cpu[level].append(cpu_seconds(pid) - before)
+    for _ in range(args.passes):
+        for level in LEVELS:
+            started = time.perf_counter()
+            consumer_read(bootstrap, level, end)
+            times.setdefault(("confluent-kafka", level), []).append(
+                time.perf_counter() - started)
+    return {"end": end, "times": times, "cpu": cpu, "bytes": read}
+
+
+def table(name: str, result: dict, passes: int) -> None:
+    times, cpu = result["times"], result["cpu"]
+    print(f"\n{name}:\n")
     print("| reader | read_uncommitted s | read_committed s | committed / uncommitted "
           "throughput |")
     print("|---|---|---|---|")
@@ -155,8 +151,44 @@ def main(argv=None) -> int:
         print(f"| {reader} | {u:.3f} | {c:.3f} | {u / c:.2f} |")
     # CPU is counted in clock ticks (10 ms), so the sum over all passes is the useful figure
     u, c = sum(cpu["read_uncommitted"]), sum(cpu["read_committed"])
-    print(f"| broker CPU s, all {args.passes} wire passes | {u:.2f} | {c:.2f} | "
+    mb = {level: result["bytes"][level] * passes / 1e6 for level in LEVELS}
+    print(f"| broker CPU s, all {passes} wire passes | {u:.2f} | {c:.2f} | "
           f"{u / c if c else float('nan'):.2f} |")
+    print(f"| MB per broker CPU-second (wire) | {mb['read_uncommitted'] / u if u else 0:.0f} | "
+          f"{mb['read_committed'] / c if c else 0:.0f} | |")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--transactions", type=int, default=200)
+    parser.add_argument("--records-per-txn", type=int, default=1000)
+    parser.add_argument("--value-bytes", type=int, default=100)
+    parser.add_argument("--abort-every", type=int, default=10)
+    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--kafka", action="store_true",
+                        help="the same on the Apache Kafka 4.4 peer, in the same run")
+    args = parser.parse_args(argv)
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-rc-") as workdir:
+        broker = BrokerProcess(Path(workdir) / "data").start()
+        try:
+            results["roster"] = measure("roster", broker.bootstrap, broker.proc.pid, args)
+        finally:
+            broker.stop()
+        if args.kafka:
+            from tests.support.kafka_peer import KafkaPeer
+            peer = KafkaPeer(Path(workdir) / "kafka").start()
+            try:
+                results["Apache Kafka 4.4"] = measure("kafka", peer.bootstrap, peer.proc.pid,
+                                                      args)
+            finally:
+                peer.stop()
+    first = next(iter(results.values()))
+    print(f"{first['end']} offsets, {args.transactions} transactions of "
+          f"{args.records_per_txn} x {args.value_bytes} B, 1 in {args.abort_every} aborted; "
+          f"median of {args.passes}")
+    for name, result in results.items():
+        table(name, result, args.passes)
     return 0
 
 
