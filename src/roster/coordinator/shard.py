@@ -179,7 +179,7 @@ class GroupShard:
         """The producer's marker reached __consumer_offsets: its pending offsets are committed
         (replayed as any commit) or dropped."""
         for record in self.offsets.pending.end(producer_id, commit):
-            self.replay(record, now)
+            self.replay(record, now, committed_by_marker=True)
 
     def fetch_refused(self, group_id: str, member_id: str | None,
                       epoch: int) -> ErrorCode | None:
@@ -281,13 +281,16 @@ class GroupShard:
 
     # -- records -----------------------------------------------------------------------------------
 
-    def replay(self, record: Record, now: int = -1) -> None:
-        """The one switch over every record type, live and while loading."""
+    def replay(self, record: Record, now: int = -1, committed_by_marker: bool = False) -> None:
+        """The one switch over every record type, live and while loading.
+        `committed_by_marker`: an offset record of a transaction its commit marker ends."""
         key = record.key
         if type(key) is OffsetKey:
             if record.value is not None and self._held(key.group) is None:
                 # offsets without a group record: a simple group holds them (as in Kafka)
                 self.classic.create_group(key.group, now)
+            if not committed_by_marker:   # a plain commit written later wins over a pending one
+                self.offsets.pending.superseded(key.group, key.topic, key.partition)
             self.offsets.replay(key, record.value)
             return
         if isinstance(key, UnknownRecord) and key.key_version in consumer_records.TYPES:

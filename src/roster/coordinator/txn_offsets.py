@@ -34,6 +34,14 @@ class PendingTxnOffsets:
         pending = self._by_producer.pop(producer_id, {})
         return list(pending.values()) if commit else []
 
+    def superseded(self, group_id: str, topic: str, partition: int) -> None:
+        """A plain commit (or deletion) of this partition was written after the pending
+        offsets: it wins whatever the transactions decide, as in Kafka, where the later
+        record in __consumer_offsets wins."""
+        key = (group_id, topic, partition)
+        for pending in self._by_producer.values():
+            pending.pop(key, None)
+
     def unstable(self, group_id: str, partition: Partition) -> bool:
         key = (group_id, *partition)
         return any(key in pending for pending in self._by_producer.values())

@@ -52,3 +52,13 @@ def test_an_abort_drops_them_and_producers_are_apart():
     s.end_transaction(8, commit=True, now=NOW)
     assert s.fetch_offsets("other", [("t", 1)], True)[0].offset == 20
     s.end_transaction(99, commit=True, now=NOW)   # a marker with nothing pending: nothing
+
+
+def test_a_plain_commit_written_after_a_pending_offset_wins():
+    from roster.coordinator import records
+    s = shard()
+    commit(s, 7, {0: 10, 1: 11})
+    s.replay(records.offset_commit("g", "t", 0, 50, -1, "", NOW))   # a plain commit, later
+    assert fetched(s, require_stable=True) == {0: 50, 1: E.unstable_offset_commit}
+    s.end_transaction(7, commit=True, now=NOW)
+    assert fetched(s) == {0: 50, 1: 11}
