@@ -36,7 +36,10 @@ BOTH = pytest.mark.parametrize("target", [
 
 
 class App:
-    """The three instances of one application; `instances[i]` is instance i's running JVM."""
+    """The three instances of one application; `instances[i]` is instance i's running JVM.
+    `settings`: more Streams settings (key=value) for every instance (e.g. exactly_once_v2)."""
+
+    settings: tuple[str, ...] = ()
 
     def __init__(self, target, tmp_path, name: str) -> None:
         self.target = target
@@ -51,7 +54,7 @@ class App:
             "roster.judge.CountsApp", self.target.bootstrap, self.name, f"{self.name}-i{i}",
             str(self.state / f"state-{i}"), self.input, self.output,
             f"consumer.session.timeout.ms={SESSION_MS}", "consumer.heartbeat.interval.ms=500",
-            "repartition.purge.interval.ms=100", heap="192m").start()
+            "repartition.purge.interval.ms=100", *self.settings, heap="192m").start()
         self.instances[i] = program
         return program
 
@@ -83,7 +86,8 @@ class App:
         for program in [*self.instances, *self.finished]:
             if program is not None:
                 program.kill9()
-                print(f"{program.command[-7]} stderr:\n" + "\n".join(program.stderr[-30:]))
+                instance = program.command[program.command.index("roster.judge.CountsApp") + 3]
+                print(f"{instance} stderr:\n" + "\n".join(program.stderr[-30:]))
 
 
 @pytest.fixture
