@@ -96,10 +96,14 @@ class AbortedTransactions:
         self._open: set[int] = set()
 
     def drops(self, batch) -> bool:
+        # only a transactional batch can be dropped (old-format batches have no such flag);
+        # the aborted transactions that start before it are opened lazily, offsets only grow
+        if not (self._waiting or self._open) or not getattr(batch, "is_transactional", False):
+            return False
         last = batch.base_offset + batch.last_offset_delta
         while self._waiting and self._waiting[0][1] <= last:
             self._open.add(self._waiting.pop(0)[0])
-        if not batch.is_transactional or batch.producer_id not in self._open:
+        if batch.producer_id not in self._open:
             return False
         if batch.is_control_batch and _is_abort_marker(batch):
             self._open.discard(batch.producer_id)

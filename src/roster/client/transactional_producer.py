@@ -73,10 +73,10 @@ class TransactionalProducer(Producer):
     def begin_transaction(self) -> None:
         self.transaction.begin()
 
-    async def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int],
+    async def send_offsets_to_transaction(self, offsets: dict[tuple[str, int], int | tuple],
                                           group: GroupMetadata | str) -> None:
-        """Commit these offsets (the next offset to read, per partition) for the group inside
-        the transaction. Pass the member's `group_metadata()` (generation, member id and
+        """Commit these offsets (the next offset to read, per partition, or (offset, metadata))
+        for the group inside the transaction. Pass the member's `group_metadata()` (generation, member id and
         group.instance.id): a member fenced by a rebalance then cannot commit (KIP-447), and
         OffsetsFencedError says so."""
         t = self.transaction
@@ -93,6 +93,15 @@ class TransactionalProducer(Producer):
         if offsets:
             await self._txn_offset_commit(offsets, group)
 
+    async def add_partitions(self, partitions) -> None:
+        """Add these partitions to the open transaction (those not in it yet). send() does it
+        itself; a caller that writes its own transactional batches (the Spark sink) calls it
+        before their Produce."""
+        self.transaction.check_sending()
+        missing = self.transaction.to_add(partitions)
+        if missing:
+            await self._add_partitions(missing)
+
     async def commit_transaction(self) -> None:
         await self._end(True)
 
@@ -103,10 +112,8 @@ class TransactionalProducer(Producer):
 
     async def _produce(self, topic: str, partition: int, records: list[OutgoingRecord]) -> int:
         t = self.transaction
-        t.check_sending()
         tp = (topic, partition)
-        if t.to_add([tp]):
-            await self._add_partitions([tp])
+        await self.add_partitions([tp])
         batch = encode_batch(records, self._compression, int(time.time() * 1000),
                              producer_id=t.producer_id, producer_epoch=t.epoch,
                              base_sequence=t.next_sequence(tp, len(records)), transactional=True)
@@ -134,14 +141,8 @@ class TransactionalProducer(Producer):
             await asyncio.sleep(retry.after_ms / 1000)
 
     def _batch_request(self, version: int, topic: str, partition: int, batch: bytes):
-        schema = request_schema(ApiKey.PRODUCE, version)
-        topic_entry = element(schema, "topic_data")
-        partition_entry = element(topic_entry, "partition_data")
-        return make(schema, transactional_id=self.transactional_id, acks=-1, timeout=TIMEOUT,
-                    topic_data=(make(topic_entry, name=topic,
-                                     topic_id=self._cluster.topic_ids.get(topic),
-                                     partition_data=(make(partition_entry, index=partition,
-                                                          records=batch),)),))
+        return produce_request(version, self.transactional_id, {(topic, partition): batch},
+                               self._cluster.topic_ids)
 
     async def _add_partitions(self, partitions: list[tuple[str, int]]) -> None:
         t = self.transaction
@@ -180,10 +181,11 @@ class TransactionalProducer(Producer):
             topic_entry = element(schema, "topics")
             partition_entry = element(topic_entry, "partitions")
             by_topic: dict[str, list] = {}
-            for (topic, partition), offset in sorted(offsets.items()):
+            for (topic, partition), value in sorted(offsets.items()):
+                offset, note = value if isinstance(value, tuple) else (value, "")
                 by_topic.setdefault(topic, []).append(make(
                     partition_entry, partition_index=partition, committed_offset=offset,
-                    committed_leader_epoch=-1, committed_metadata=""))
+                    committed_leader_epoch=-1, committed_metadata=note))
             return make(schema, transactional_id=t.transactional_id, group_id=group.group_id,
                         producer_id=t.producer_id, producer_epoch=t.epoch,
                         generation_id=group.generation_id, member_id=group.member_id,
@@ -250,6 +252,21 @@ class TransactionalProducer(Producer):
 
     def _now(self) -> int:
         return int(self._clock() * 1000)
+
+
+def produce_request(version: int, transactional_id: str | None, batches: dict, topic_ids):
+    """One acks=all Produce request carrying a batch per (topic, partition)."""
+    schema = request_schema(ApiKey.PRODUCE, version)
+    topic_entry = element(schema, "topic_data")
+    partition_entry = element(topic_entry, "partition_data")
+    by_topic: dict[str, list] = {}
+    for (topic, partition), data in batches.items():
+        by_topic.setdefault(topic, []).append(make(partition_entry, index=partition,
+                                                   records=data))
+    return make(schema, transactional_id=transactional_id, acks=-1, timeout=TIMEOUT,
+                topic_data=tuple(make(topic_entry, name=topic, topic_id=topic_ids.get(topic),
+                                      partition_data=tuple(entries))
+                                 for topic, entries in by_topic.items()))
 
 
 __all__ = ["TransactionalProducer", "GroupMetadata", "ProduceError"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from roster.client.records import AbortedTransactions
 from roster.record_codec import MemoryRecords
 
 HEADER = pa.struct([("key", pa.string()), ("value", pa.binary())])
@@ -37,7 +38,7 @@ class FetchedRecords:
     batches (compacted gaps, control batches) that held nothing more to take. `reached_end`
     says a record at or beyond `end` was seen, so the range is complete."""
 
-    def __init__(self, data: bytes, position: int, end: int) -> None:
+    def __init__(self, data: bytes, position: int, end: int, aborted=()) -> None:
         self.keys: list = []
         self.values: list = []
         self.offsets: list[int] = []
@@ -47,19 +48,21 @@ class FetchedRecords:
         self.has_headers = False
         self.reached_end = False
         self.position = position
-        self._decode(data, end)
+        self._decode(data, end, AbortedTransactions(aborted))
 
     def __len__(self) -> int:
         return len(self.offsets)
 
-    def _decode(self, data: bytes, end: int) -> None:
+    def _decode(self, data: bytes, end: int, skipping: AbortedTransactions) -> None:
         keys, values, offsets = self.keys, self.values, self.offsets
         timestamps, headers = self.timestamps, self.headers
         position = self.position
         batches = MemoryRecords(data)
         while (batch := batches.next_batch()) is not None:
             following = getattr(batch, "next_offset", None)
-            if getattr(batch, "is_control_batch", False):
+            # (read_committed) batches of aborted transactions, and control batches; drops()
+            # sees every batch, the abort markers included, which end an aborted transaction
+            if skipping.drops(batch) or getattr(batch, "is_control_batch", False):
                 if following is not None:
                     position = max(position, following)
                 continue

@@ -66,7 +66,7 @@ class GroupSession:
                                         daemon=True)
         self._thread.start()
         self.broker = Broker(settings.bootstrap, settings.client_id,  # used on the loop only
-                             settings.security)
+                             settings.security, settings.isolation_level)
         self.member: GroupMember | ConsumerGroupMember | None = None
         self.consumer_protocol = settings.group_protocol == "consumer"
         self._stable = consumer_membership.State.STABLE if self.consumer_protocol \

@@ -76,6 +76,9 @@ class Settings:
     fail_on_data_loss: bool = True
     max_partition_fetch_bytes: int = 1 << 20
     fetch_max_wait_ms: int = 500
+    # 1: read_committed (the default, as Spark's Kafka source: records of open and aborted
+    # transactions are never read); 0: read_uncommitted
+    isolation_level: int = 1
     # the group (streaming reads)
     group_id: str | None = None
     group_id_generated: bool = False
@@ -96,6 +99,9 @@ class Settings:
     checkpoint_location: str | None = None
     compression: str = "none"
     produce_chunk_records: int = 5_000
+    # a write task's transaction (records + marker); a task killed mid-way leaves it open until
+    # its retry fences it, or until this timeout aborts it
+    sink_transaction_timeout_ms: int = 60_000
 
     def matches(self, topic: str) -> bool:
         if self.subscribe_pattern is not None:
@@ -255,6 +261,7 @@ def read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
     protocol, remote_assignor = _group_protocol(options)
     return Settings(
         **common,
+        isolation_level=_isolation_level(options),
         subscribe=subscribe, subscribe_pattern=pattern, starting=starting,
         ending=None if streaming else _ending(options),
         max_offsets_per_trigger=max_offsets,
@@ -284,6 +291,8 @@ def write_settings(options: Mapping[str, str]) -> Settings:
         checkpoint_location=_get(options, "checkpointLocation"),
         compression=compression,
         produce_chunk_records=_int(options, "sink.chunkRecords", default=5_000, minimum=1),
+        sink_transaction_timeout_ms=_int(options, "sink.transactionTimeoutMs", default=60_000,
+                                         minimum=1),
     )
 
 
@@ -296,6 +305,16 @@ def _security(options) -> ClientSecurity | None:
     except SecurityConfigError as exc:
         raise OptionError(str(exc)) from None
     return None if security.protocol == "PLAINTEXT" else security
+
+
+def _isolation_level(options) -> int:
+    """kafka.isolation.level, as Spark's Kafka source passes it to its consumers."""
+    raw = (_get(options, "isolation.level") or "read_committed").strip().lower()
+    levels = {"read_committed": 1, "read_uncommitted": 0}
+    if raw not in levels:
+        raise OptionError(f"isolation.level must be read_committed or read_uncommitted, "
+                          f"not {raw!r}")
+    return levels[raw]
 
 
 def _common(options) -> dict:

@@ -17,7 +17,6 @@ record order, like a fresh roster.client Producer per task.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import itertools
 import time
 from collections.abc import Iterable
@@ -28,15 +27,13 @@ from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
 from roster.client.producer import RETRIABLE, ProduceError, default_partition
 from roster.client.records import CODECS
+from roster.client.transactional_producer import CLASSIC_PRODUCE, produce_request
 from roster.protocol.api_keys import ApiKey
-from roster.protocol.build import element, make
-from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
 from roster.record_codec import DefaultRecordBatchBuilder
 from roster.spark.options import Settings
 
 RETRIES = 5
-TIMEOUT = datetime.timedelta(seconds=30)
 TopicPartition = tuple[str, int]
 NO_HEADERS: list = []   # shared by records without headers: the builders only read it
 
@@ -58,10 +55,14 @@ def _headers(column) -> list:
 
 
 class Round:
-    """The records of one produce round, one batch builder per partition."""
+    """The records of one produce round, one batch builder per partition. Inside a transaction
+    (`txn`, a TransactionState) the batches are the producer's transactional batches: its id
+    and epoch, and each partition's next sequence (rounds are built one after the other, so
+    the sequence a builder starts at is the one reserved when the round is sealed)."""
 
-    def __init__(self, codec: int) -> None:
+    def __init__(self, codec: int, txn=None) -> None:
         self.codec = codec
+        self.txn = txn
         self.builders: dict[TopicPartition, DefaultRecordBatchBuilder] = {}
         self.counts: dict[TopicPartition, int] = {}
         self.records = 0
@@ -70,20 +71,29 @@ class Round:
     def builder(self, tp: TopicPartition) -> DefaultRecordBatchBuilder:
         builder = self.builders.get(tp)
         if builder is None:
+            txn = self.txn
             builder = self.builders[tp] = DefaultRecordBatchBuilder(
-                magic=2, compression_type=self.codec, is_transactional=0, producer_id=-1,
-                producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+                magic=2, compression_type=self.codec, is_transactional=txn is not None,
+                producer_id=txn.producer_id if txn else -1,
+                producer_epoch=txn.epoch if txn else -1,
+                base_sequence=txn.next_sequence(tp, 0) if txn else -1, batch_size=1 << 30)
             self.counts[tp] = 0
         return builder
 
     def batches(self) -> dict[TopicPartition, bytes]:
+        if self.txn is not None:
+            for tp, count in self.counts.items():
+                self.txn.next_sequence(tp, count)
         return {tp: bytes(builder.build()) for tp, builder in self.builders.items()}
 
 
 class ArrowProducer:
     """Produces the rows of Arrow record batches (acks=all) on a loop the caller drives."""
 
-    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, settings: Settings, loop: asyncio.AbstractEventLoop,
+                 transaction=None) -> None:
+        """`transaction`: a TransactionalProducer with its transaction begun; every batch is
+        then written inside it (its partitions added before each round)."""
         if settings.compression not in CODECS:
             raise ValueError(f"unknown compression {settings.compression!r}; use one of "
                              f"{sorted(CODECS)}")
@@ -92,12 +102,14 @@ class ArrowProducer:
         self.cluster = Cluster(settings.bootstrap, settings.client_id, settings.security)
         self._counters: dict[str, itertools.count] = {}
         self._in_flight: asyncio.Task | None = None
+        self.transaction = transaction
+        self._txn = transaction.transaction if transaction is not None else None
 
     def produce(self, batches: Iterable[pa.RecordBatch]) -> int:
         """Produce every row, a round at a time; returns how many once all are acknowledged."""
         limit = max(1, self.settings.produce_chunk_records)
         total = 0
-        current = Round(CODECS[self.settings.compression])
+        current = Round(CODECS[self.settings.compression], self._txn)
         for batch in batches:
             done = 0
             while done < batch.num_rows:
@@ -107,7 +119,7 @@ class ArrowProducer:
                 if current.records >= limit:
                     total += current.records
                     self._send(current)
-                    current = Round(current.codec)
+                    current = Round(current.codec, self._txn)
         if current.records:
             total += current.records
             self._send(current)
@@ -212,6 +224,8 @@ class ArrowProducer:
         """Every batch acknowledged, or an error: retriable ones are retried after a metadata
         refresh, with only the batches that failed."""
         pending = dict(batches)
+        if self.transaction is not None:
+            await self.transaction.add_partitions(sorted(pending))
         for attempt in range(RETRIES + 1):
             by_leader: dict[int, tuple] = {}
             try:
@@ -227,7 +241,7 @@ class ArrowProducer:
                 continue
             for answer in answers:
                 for tp, (error, message) in answer.items():
-                    if error is ErrorCode.none:
+                    if error in (ErrorCode.none, ErrorCode.duplicate_sequence_number):
                         pending.pop(tp, None)
                     elif error not in RETRIABLE or attempt == RETRIES:
                         raise ProduceError(tp[0], tp[1], error, message)
@@ -240,21 +254,11 @@ class ArrowProducer:
         """One Produce request for several partitions; (error, message) per partition."""
         names = {topic_id: name for name, topic_id in self.cluster.topic_ids.items()}
 
-        def body(version):
-            schema = request_schema(ApiKey.PRODUCE, version)
-            topic_entry = element(schema, "topic_data")
-            partition_entry = element(topic_entry, "partition_data")
-            by_topic: dict[str, list] = {}
-            for (topic, partition), data in batches.items():
-                by_topic.setdefault(topic, []).append(make(partition_entry, index=partition,
-                                                           records=data))
-            return make(schema, transactional_id=None, acks=-1, timeout=TIMEOUT,
-                        topic_data=tuple(make(topic_entry, name=topic,
-                                              topic_id=self.cluster.topic_ids.get(topic),
-                                              partition_data=tuple(entries))
-                                         for topic, entries in by_topic.items()))
+        transactional_id = self.transaction.transactional_id if self.transaction else None
         try:
-            answer = await connection.call(ApiKey.PRODUCE, body)
+            answer = await connection.call(ApiKey.PRODUCE, lambda v: produce_request(
+                v, transactional_id, batches, self.cluster.topic_ids),
+                highest=CLASSIC_PRODUCE if transactional_id else None)
         except ConnectionClosed:
             self.cluster.forget(connection)
             raise

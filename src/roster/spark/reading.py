@@ -46,6 +46,7 @@ class RangePartition(InputPartition):
     wait_ms: int
     fail_on_data_loss: bool
     security: ClientSecurity | None = None
+    isolation_level: int = 1
 
 
 def lost_message(tp, offset: int, log_start: int) -> str:
@@ -61,7 +62,7 @@ def read_range(p: RangePartition):
     # need neither pyarrow.compute nor aiokafka (each Spark query starts a new runner process)
     from roster.spark.arrow_records import FetchedRecords
     loop = asyncio.new_event_loop()
-    broker = Broker(p.bootstrap, p.client_id, p.security)
+    broker = Broker(p.bootstrap, p.client_id, p.security, p.isolation_level)
     ahead: asyncio.Task | None = None         # the next Fetch, sent before yielding
 
     def send(position: int) -> asyncio.Task:
@@ -99,7 +100,7 @@ def read_range(p: RangePartition):
                 time.sleep(0.2 * failures)
                 continue
             failures = 0
-            fetched = FetchedRecords(got.records, position, p.end)
+            fetched = FetchedRecords(got.records, position, p.end, got.aborted)
             if fetched.position == position:
                 empty += 1
                 if got.high_watermark <= position or empty > 20:

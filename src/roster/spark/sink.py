@@ -7,14 +7,15 @@ records are placed by Kafka's default partitioner (murmur2 of the key; round rob
 Records are produced with acks=all. The writers are Arrow writers: Spark hands `write()` Arrow
 record batches, which `roster.spark.producing` turns into Kafka record batches column by column.
 
-Streaming writes are idempotent per micro-batch through markers. Each write task, identified by
-(sink id, task partition id), keeps a marker: an offset committed with OffsetCommit into the
-group `roster-sink-<sink id>` for partition <task partition id> of the marker topic, whose value
-is batchId + 1 and whose metadata describes the batch. A task first reads its marker; if the
-marker says this batch (or a later one) is done, it writes nothing. Otherwise it produces its
-records, waits for every acknowledgement, then commits the marker. The window this leaves: a task
-that dies after some of its records were acknowledged and before its marker commit is
-acknowledged is written again, whole, when Spark retries it or replays the batch.
+Streaming writes are exactly once per micro-batch through markers written in the task's
+transaction. Each write task, identified by (sink id, task partition id), keeps a marker: an
+offset in the group `roster-sink-<sink id>` for partition <task partition id> of the marker
+topic, whose value is batchId + 1 and whose metadata describes the batch. A task initializes its
+transactional.id (`roster-sink-<sink id>-<task>`, the same for every attempt, so an earlier
+attempt is fenced and its open transaction aborted), then reads its marker; if the marker says
+this batch (or a later one) is done, it writes nothing. Otherwise it produces its records and
+commits the marker (TxnOffsetCommit) in one transaction: a task that dies before the commit
+leaves only aborted records, which read_committed readers never see.
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
+import signal
 from dataclasses import dataclass
 
 from pyspark.sql.datasource import (
@@ -78,13 +81,15 @@ def check_schema(schema: StructType, settings: Settings) -> None:
         raise OptionError("say where to write: the option topic or a column named topic")
 
 
-def produce_batches(settings: Settings, batches, loop: asyncio.AbstractEventLoop) -> int:
+def produce_batches(settings: Settings, batches, loop: asyncio.AbstractEventLoop,
+                    transaction=None) -> int:
     """Produce the rows of every Arrow record batch (acks=all), `sink.chunkRecords` records per
-    round; returns the number of records once all of them are acknowledged."""
+    round, inside `transaction` when given; returns the number of records once all of them are
+    acknowledged."""
     # imported here: only executors produce; the driver-side processes that plan and commit
     # the write (a fresh runner per query) do not need the record codecs
     from roster.spark.producing import ArrowProducer
-    producer = ArrowProducer(settings, loop)
+    producer = ArrowProducer(settings, loop, transaction)
     try:
         return producer.produce(batches)
     finally:
@@ -133,7 +138,31 @@ def marker_done(offset: int, metadata: str, batch_id: int, query_id: str | None)
     return written_by is None or query_id is None or written_by == query_id
 
 
+def transactional_id(ident: str, task: int) -> str:
+    """A write task's transactional.id: the same for every attempt of the task."""
+    return f"roster-sink-{ident}-{task}"
+
+
+def fail_point(points: str | None, name: str) -> None:
+    """Tests kill a task at a named point: the file `points` lists the points, one a line; a
+    point is consumed when reached (so the retry gets through) and the process dies with
+    SIGKILL, as an executor lost at that instant would."""
+    if not points or not os.path.exists(points):
+        return
+    with open(points, "r+") as listed:
+        lines = listed.read().split()
+        if name not in lines:
+            return
+        lines.remove(name)
+        listed.seek(0)
+        listed.truncate()
+        listed.write("\n".join(lines))
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 class RosterStreamWriter(DataSourceStreamArrowWriter):
+    fail_points: str | None = None     # tests only: see fail_point
+
     def __init__(self, settings: Settings, schema: StructType) -> None:
         check_schema(schema, settings)
         self.settings = settings
@@ -157,23 +186,36 @@ class RosterStreamWriter(DataSourceStreamArrowWriter):
             loop.close()
 
     def _write_once(self, iterator, loop, ident, task, batch_id, query_id) -> SinkCommitMessage:
+        """One transaction holds the task's records and its marker. Its transactional.id is
+        the task's, the same for every attempt: initializing it fences an earlier attempt that
+        may still run, and aborts what that attempt left open, before the marker is read."""
+        from roster.client.transactional_producer import TransactionalProducer
         s = self.settings
         group, marker = f"roster-sink-{ident}", (s.marker_topic, task)
         broker = Broker(s.bootstrap, s.client_id, s.security)
+        txn = TransactionalProducer(s.bootstrap, transactional_id(ident, task),
+                                    transaction_timeout_ms=s.sink_transaction_timeout_ms,
+                                    client_id=s.client_id, security=s.security)
         try:
             loop.run_until_complete(broker.ensure_partition(*marker))
+            loop.run_until_complete(txn.init_transactions())
             offset, metadata = loop.run_until_complete(broker.committed(group, [marker]))[marker]
             if marker_done(offset, metadata, batch_id, query_id):
                 log.info("sink %s task %d: batch %d already written (%s); skipping", ident,
                          task, batch_id, metadata)
                 return SinkCommitMessage(task, batch_id, 0, skipped=True)
-            count = produce_batches(s, iterator, loop)
+            txn.begin_transaction()
+            count = produce_batches(s, iterator, loop, txn)
             note = json.dumps({"batch": batch_id, "records": count, "query": query_id},
                               separators=(",", ":"))
-            loop.run_until_complete(broker.commit(group, {marker: (batch_id + 1, note)}))
+            loop.run_until_complete(txn.send_offsets_to_transaction(
+                {marker: (batch_id + 1, note)}, group))
+            fail_point(self.fail_points, "before-commit")
+            loop.run_until_complete(txn.commit_transaction())
             return SinkCommitMessage(task, batch_id, count)
         finally:
             broker.close()
+            loop.run_until_complete(txn.close())
 
     def commit(self, messages, batchId: int) -> None:
         written = sum(m.records for m in messages if m is not None)

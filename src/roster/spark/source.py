@@ -92,7 +92,7 @@ class RosterDataSource(DataSource):
 def _partition(s: Settings, tp, start: int, end: int) -> RangePartition:
     return RangePartition(s.bootstrap, s.client_id, tp[0], tp[1], start, end,
                           s.max_partition_fetch_bytes, s.fetch_max_wait_ms, s.fail_on_data_loss,
-                          s.security)
+                          s.security, s.isolation_level)
 
 
 # -- batch ----------------------------------------------------------------------------------------
@@ -104,7 +104,7 @@ class RosterBatchReader(DataSourceReader):
     def partitions(self) -> list[RangePartition]:
         s = self.settings
         planned = run_sync(_plan_batch, s, bootstrap=s.bootstrap, client_id=s.client_id,
-                           security=s.security)
+                           security=s.security, isolation_level=s.isolation_level)
         return [_partition(s, tp, start, end) for tp, start, end in planned]
 
     def read(self, partition: RangePartition):

@@ -35,7 +35,9 @@ TIMEOUT = datetime.timedelta(seconds=30)
 RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.leader_not_available,
              ErrorCode.unknown_topic_or_partition, ErrorCode.request_timed_out,
              ErrorCode.kafka_storage_error, ErrorCode.not_coordinator,
-             ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress}
+             ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
+             # require_stable: an offset is pending in an open transaction (a sink marker)
+             ErrorCode.unstable_offset_commit}
 
 TopicPartition = tuple[str, int]
 
@@ -59,6 +61,7 @@ class FetchResult:
     high_watermark: int
     log_start_offset: int
     records: bytes
+    aborted: tuple[tuple[int, int], ...] = ()   # read_committed: (producer id, first offset)
 
 
 class Broker:
@@ -66,8 +69,11 @@ class Broker:
     a bootstrap connection for whole-cluster metadata, and group coordinators by group."""
 
     def __init__(self, bootstrap: str, client_id: str = "roster-spark",
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, isolation_level: int = 0) -> None:
+        """`isolation_level` 1 (read_committed): ListOffsets' LATEST is the last stable offset
+        and Fetch stops there, with the aborted transactions of what it returns."""
         self.bootstrap = bootstrap
+        self.isolation_level = isolation_level
         self.client_id = client_id
         self.security = security
         self.cluster = Cluster(bootstrap, client_id, security)
@@ -125,7 +131,8 @@ class Broker:
             by_connection.setdefault(id(connection), (connection, []))[1].append(tp)
         result = {}
         for connection, tps in by_connection.values():
-            answer = await connection.call(LIST_OFFSETS, lambda v: _list_offsets(v, tps, which))
+            answer = await connection.call(LIST_OFFSETS, lambda v: _list_offsets(v, tps, which,
+                                                                     self.isolation_level))
             for topic in answer.topics:
                 for p in topic.partitions:
                     if p.error_code is not ErrorCode.none:
@@ -145,15 +152,17 @@ class Broker:
         try:
             answer = await connection.call(FETCH, lambda v: _fetch(
                 v, topic, self.cluster.topic_ids.get(topic), partition, offset, max_bytes,
-                wait_ms))
+                wait_ms, self.isolation_level))
         except ConnectionClosed:
             self.cluster.forget(connection)
             raise
         data = answer.responses[0].partitions[0]
         if data.error_code in RETRIABLE:
             self.cluster.forget(connection)
+        aborted = tuple((a.producer_id, a.first_offset)
+                        for a in getattr(data, "aborted_transactions", None) or ())
         return FetchResult(data.error_code, data.high_watermark,
-                           getattr(data, "log_start_offset", -1), data.records or b"")
+                           getattr(data, "log_start_offset", -1), data.records or b"", aborted)
 
     # -- a group's committed offsets, without membership -----------------------------------
 
@@ -299,10 +308,10 @@ async def retrying(step, what: str, attempts: int = 6, backoff_s: float = 0.2):
 
 
 def run_sync(coroutine_function, *args, bootstrap: str, client_id: str = "roster-spark",
-             security: ClientSecurity | None = None):
+             security: ClientSecurity | None = None, isolation_level: int = 0):
     """Run `coroutine_function(broker, *args)` on a fresh event loop with a fresh Broker."""
     async def main():
-        broker = Broker(bootstrap, client_id, security)
+        broker = Broker(bootstrap, client_id, security, isolation_level)
         try:
             return await coroutine_function(broker, *args)
         finally:
@@ -319,24 +328,23 @@ def _by_topic(partitions) -> dict[str, list[int]]:
     return grouped
 
 
-def _list_offsets(version, partitions, which):
+def _list_offsets(version, partitions, which, isolation_level):
     schema = request_schema(LIST_OFFSETS, version)
     entry = element(schema, "topics")
     part = element(entry, "partitions")
-    return make(schema, replica_id=-1, isolation_level=0, timeout=TIMEOUT, topics=tuple(
-        make(entry, name=topic, partitions=tuple(
-            make(part, partition_index=p, timestamp=which, current_leader_epoch=-1)
-            for p in ps))
-        for topic, ps in sorted(_by_topic(partitions).items())))
+    return make(schema, replica_id=-1, isolation_level=isolation_level, timeout=TIMEOUT,
+                topics=tuple(make(entry, name=topic, partitions=tuple(
+                    make(part, partition_index=p, timestamp=which, current_leader_epoch=-1)
+                    for p in ps)) for topic, ps in sorted(_by_topic(partitions).items())))
 
 
-def _fetch(version, topic, topic_id, partition, offset, max_bytes, wait_ms):
+def _fetch(version, topic, topic_id, partition, offset, max_bytes, wait_ms, isolation_level):
     schema = request_schema(FETCH, version)
     entry = element(schema, "topics")
     part = element(entry, "partitions")
     return make(schema, replica_id=-1, max_wait=datetime.timedelta(milliseconds=wait_ms),
-                min_bytes=1, max_bytes=max_bytes, isolation_level=0, session_id=0,
-                session_epoch=-1, rack_id="", forgotten_topics_data=(), topics=(make(
+                min_bytes=1, max_bytes=max_bytes, isolation_level=isolation_level,
+                session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(), topics=(make(
                     entry, topic=topic, topic_id=topic_id, partitions=(make(
                         part, partition=partition, fetch_offset=offset, log_start_offset=-1,
                         current_leader_epoch=-1, last_fetched_epoch=-1,
