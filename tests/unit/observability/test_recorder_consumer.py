@@ -34,7 +34,7 @@ def test_joins_and_a_leave_give_one_event_per_epoch_with_the_moves():
     h = Recording({"t": 4})
     r = h.join("a")
     [first] = h.take()
-    assert first.protocol == ev.CONSUMER and first.generation == 1
+    assert first.protocol == ev.CONSUMER and first.generation == 2
     assert first.trigger.kind == ev.MEMBER_JOINED and first.trigger.member_id == "a"
     assert first.outcome == "stable" and len(first.moved) == 4
     assert {(m.before, m.after) for m in first.moved} == {(None, "a")}
@@ -45,7 +45,7 @@ def test_joins_and_a_leave_give_one_event_per_epoch_with_the_moves():
     assert h.take() == []                    # b waits for a to revoke
     settle(h, ["a", "b"], owned, epochs)
     [second] = h.take()
-    assert second.generation == 2 and second.trigger.kind == ev.MEMBER_JOINED
+    assert second.generation == 3 and second.trigger.kind == ev.MEMBER_JOINED
     assert second.trigger.member_id == "b" and second.started_ms == 1_000
     assert second.outcome == "stable" and second.members_before == (("a", None),)
     assert len(second.moved) == 2
@@ -58,7 +58,7 @@ def test_joins_and_a_leave_give_one_event_per_epoch_with_the_moves():
     del owned["b"], epochs["b"]
     settle(h, ["a"], owned, epochs)
     [third] = h.take()
-    assert third.generation == 3 and third.trigger.kind == ev.MEMBER_LEFT
+    assert third.generation == 4 and third.trigger.kind == ev.MEMBER_LEFT
     assert third.trigger.member_id == "b" and third.members_after == (("a", None),)
     assert {(m.before, m.after) for m in third.moved} == {("b", "a")}
     assert all(m.unowned_ms == 0 for m in third.moved)
@@ -72,9 +72,9 @@ def test_sessions_expiring_leave_an_empty_group():
     h.advance(45_000)   # neither heartbeats again: both sessions end, a's first
     events = h.take()
     assert [(e.generation, e.outcome, e.trigger.kind, e.trigger.member_id) for e in events] == [
-        (2, "interrupted", ev.MEMBER_JOINED, "b"),
-        (3, "interrupted", ev.SESSION_EXPIRED, "a"),
-        (4, "empty", ev.SESSION_EXPIRED, "b")]
+        (3, "interrupted", ev.MEMBER_JOINED, "b"),
+        (4, "interrupted", ev.SESSION_EXPIRED, "a"),
+        (5, "empty", ev.SESSION_EXPIRED, "b")]
     assert events[1].members_after == (("b", None),) == events[2].members_before
     assert events[2].members_after == ()
 
@@ -84,12 +84,12 @@ def test_rebalance_timeout_names_the_member_that_did_not_revoke():
     ra = h.join("a", rebalance_timeout_ms=5_000)
     h.take()
     h.join("b")
-    h.heartbeat("a", 1, owned=ra.assignment)   # asked to revoke one; never does
-    h.heartbeat("b", 2, owned=())
+    h.heartbeat("a", 2, owned=ra.assignment)   # asked to revoke one; never does
+    h.heartbeat("b", 3, owned=())
     h.advance(5_000)
-    r = h.heartbeat("b", 2, owned=())
+    r = h.heartbeat("b", 3, owned=())
     h.heartbeat("b", r.member_epoch, owned=r.assignment)
-    events = [e for e in h.take() if e.generation == 3]
+    events = [e for e in h.take() if e.generation == 4]
     assert [(e.trigger.kind, e.trigger.member_id, e.outcome) for e in events] == \
         [(ev.REBALANCE_TIMEOUT, "a", "stable")]
     assert {(m.before, m.after) for m in events[0].moved} == {("a", "b")}
@@ -104,11 +104,11 @@ def test_subscription_change_and_new_topic_metadata():
     owned["a"], epochs["a"] = r.assignment, r.member_epoch
     settle(h, ["a"], owned, epochs)
     [event] = h.take()
-    assert event.trigger.kind == ev.SUBSCRIPTION_CHANGED and event.generation == 2
+    assert event.trigger.kind == ev.SUBSCRIPTION_CHANGED and event.generation == 3
     h.set_topic("u", 3)
     settle(h, ["a"], owned, epochs)
     [event] = h.take()
-    assert event.trigger.kind == ev.METADATA_CHANGED and event.generation == 3
+    assert event.trigger.kind == ev.METADATA_CHANGED and event.generation == 4
     assert [(m.topic, m.partition, m.before, m.after) for m in event.moved] == \
         [("u", 2, None, "a")]
 
@@ -176,13 +176,13 @@ def test_an_epoch_under_way_at_the_restart_is_followed_to_its_end():
     h = Recording({"t": 4})
     r = h.join("a")
     owned, epochs = {"a": r.assignment}, {"a": r.member_epoch}
-    r = h.join("b")                         # epoch 2: a must give two partitions to b
+    r = h.join("b")                         # epoch 3: a must give two partitions to b
     owned["b"], epochs["b"] = r.assignment, r.member_epoch
     h.take()
     h = restarted(h)
     settle(h, ["a", "b"], owned, epochs)
     [finished] = h.take()
-    assert finished.generation == 2 and finished.outcome == "stable"
+    assert finished.generation == 3 and finished.outcome == "stable"
     assert finished.trigger.kind == ev.OTHER and "restarted" in finished.trigger.detail
     assert len(finished.moved) == 2 and all(m.before == "a" and m.after == "b"
                                             for m in finished.moved)

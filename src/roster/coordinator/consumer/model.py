@@ -124,7 +124,9 @@ class ConsumerMember:
 @dataclass(slots=True)
 class ConsumerGroup:
     group_id: str
-    group_epoch: int = 0
+    # a new group starts at epoch 1, so its first member's join bumps it to 2 (Kafka 4.4's
+    # ModernGroup constructor sets 1; a restart replays the stored epoch over it)
+    group_epoch: int = 1
     assignment_epoch: int = 0          # the target assignment's epoch (-1 once deleted)
     members: dict[str, ConsumerMember] = field(default_factory=dict)
     static_members: dict[str, str] = field(default_factory=dict)   # instance id -> member id

@@ -10,11 +10,12 @@ from tests.unit.coordinator.consumer.harness import ConsumerHarness, partitions,
 T = topic_id("t")
 
 
-def test_first_member_gets_every_partition_at_epoch_one():
+def test_first_member_gets_every_partition_at_epoch_two():
     h = ConsumerHarness({"t": 6})
     reply = h.join("m1")
     assert reply.error == ErrorCode.none
-    assert (reply.member_id, reply.member_epoch, reply.heartbeat_interval_ms) == ("m1", 1, 5000)
+    # a new group is at epoch 1 (as Kafka 4.4's), so the first join bumps it to 2
+    assert (reply.member_id, reply.member_epoch, reply.heartbeat_interval_ms) == ("m1", 2, 5000)
     assert reply.assignment == ((T, (0, 1, 2, 3, 4, 5)),)
     assert h.group().state() == GroupState.STABLE
     assert h.group().session_deadlines["m1"] == 45_000
@@ -28,20 +29,20 @@ def test_a_partition_moves_only_after_its_owner_revoked_it():
     r1 = h.join("m1")
     r2 = h.join("m2")
     # m2 is at the new epoch but its partitions are still m1's
-    assert r2.member_epoch == 2 and r2.assignment == ()
+    assert r2.member_epoch == 3 and r2.assignment == ()
     assert h.member("m2").state is MemberState.UNRELEASED_PARTITIONS
-    # m1, still owning all six, is asked to give three up and keeps epoch 1
-    r1b = h.heartbeat("m1", 1, owned=r1.assignment)
-    assert r1b.member_epoch == 1
+    # m1, still owning all six, is asked to give three up and keeps epoch 2
+    r1b = h.heartbeat("m1", 2, owned=r1.assignment)
+    assert r1b.member_epoch == 2
     assert len(partitions(r1b)) == 3
     assert h.member("m1").state is MemberState.UNREVOKED_PARTITIONS
     assert rebalance_key("g", "m1") in h.timers
     # until m1 reports them gone, m2 still gets nothing
-    assert h.heartbeat("m2", 2, owned=()).assignment is None
-    r1c = h.heartbeat("m1", 1, owned=r1b.assignment)
-    assert r1c.member_epoch == 2 and h.member("m1").state is MemberState.STABLE
+    assert h.heartbeat("m2", 3, owned=()).assignment is None
+    r1c = h.heartbeat("m1", 2, owned=r1b.assignment)
+    assert r1c.member_epoch == 3 and h.member("m1").state is MemberState.STABLE
     assert rebalance_key("g", "m1") not in h.timers
-    r2b = h.heartbeat("m2", 2, owned=())
+    r2b = h.heartbeat("m2", 3, owned=())
     assert len(partitions(r2b)) == 3
     assert r1c.assignment is None  # unchanged since it revoked
     assert partitions(r2b).isdisjoint(partitions(h.member("m1")))
@@ -71,13 +72,13 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke():
     h = ConsumerHarness({"t": 4})
     r1 = h.join("m1", rebalance_timeout_ms=10_000)
     h.join("m2")
-    h.heartbeat("m1", 1, owned=r1.assignment)      # asked to revoke; never does
-    h.heartbeat("m2", 2, owned=())
+    h.heartbeat("m1", 2, owned=r1.assignment)      # asked to revoke; never does
+    h.heartbeat("m2", 3, owned=())
     h.advance(10_000)
     assert "m1" not in h.group().members
-    assert h.group().group_epoch == 3
-    r2 = h.heartbeat("m2", 2, owned=())
-    assert r2.member_epoch == 3 and len(partitions(r2)) == 4
+    assert h.group().group_epoch == 4
+    r2 = h.heartbeat("m2", 3, owned=())
+    assert r2.member_epoch == 4 and len(partitions(r2)) == 4
 
 
 def test_session_timeout_removes_the_member_and_bumps_the_epoch():
@@ -88,7 +89,7 @@ def test_session_timeout_removes_the_member_and_bumps_the_epoch():
     h.heartbeat("m2", r2.member_epoch, owned=r2.assignment)
     h.advance(1)
     assert set(h.group().members) == {"m2"}
-    assert h.group().group_epoch == 3
+    assert h.group().group_epoch == 4
 
 
 def test_epochs_ahead_or_behind_are_fenced_except_the_previous_one_with_a_subset():
@@ -96,16 +97,16 @@ def test_epochs_ahead_or_behind_are_fenced_except_the_previous_one_with_a_subset
     r = h.join("m1")
     assert h.heartbeat("m1", 5, owned=()).error == ErrorCode.fenced_member_epoch
     h.join("m2")
-    # m1 moves 1 -> 1 (unrevoked), revokes, moves to 2; previous epoch is 1
-    r = h.heartbeat("m1", 1, owned=r.assignment)
+    # m1 moves 2 -> 2 (unrevoked), revokes, moves to 3; previous epoch is 2
+    r = h.heartbeat("m1", 2, owned=r.assignment)
     kept = r.assignment
-    r = h.heartbeat("m1", 1, owned=kept)
-    assert r.member_epoch == 2 and h.member("m1").previous_member_epoch == 1
-    # the answer was lost: epoch 1 again, owning a subset of its partitions: accepted
-    again = h.heartbeat("m1", 1, owned=kept)
-    assert again.error == ErrorCode.none and again.member_epoch == 2
-    # epoch 1 owning a partition it no longer has: fenced
-    assert h.heartbeat("m1", 1, owned=((T, (0, 1)),)).error == ErrorCode.fenced_member_epoch
+    r = h.heartbeat("m1", 2, owned=kept)
+    assert r.member_epoch == 3 and h.member("m1").previous_member_epoch == 2
+    # the answer was lost: epoch 2 again, owning a subset of its partitions: accepted
+    again = h.heartbeat("m1", 2, owned=kept)
+    assert again.error == ErrorCode.none and again.member_epoch == 3
+    # epoch 2 owning a partition it no longer has: fenced
+    assert h.heartbeat("m1", 2, owned=((T, (0, 1)),)).error == ErrorCode.fenced_member_epoch
     assert h.heartbeat("m1", 0 - 0 + 0, topics=("t",), owned=(),
                        rebalance_timeout_ms=1).error == ErrorCode.fenced_member_epoch
 
@@ -138,7 +139,7 @@ def test_invalid_requests():
 def test_v0_gets_a_member_id_from_the_coordinator():
     h = ConsumerHarness({"t": 1})
     r = h.join("", version=0)
-    assert r.member_id == "gen-1" and r.member_epoch == 1
+    assert r.member_id == "gen-1" and r.member_epoch == 2
 
 
 def test_leave_removes_the_member():
@@ -350,9 +351,9 @@ def test_a_deleted_topic_is_revoked_and_a_recreated_one_assigned_by_its_new_id()
     r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
     assert partitions(r) == {(topic_id("u"), 0)}
     # like any revocation, it is done once the member says so (it keeps its epoch till then)
-    assert h.group().state() == GroupState.RECONCILING and r.member_epoch == 1
+    assert h.group().state() == GroupState.RECONCILING and r.member_epoch == 2
     r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
-    assert h.group().state() == GroupState.STABLE and r.member_epoch == 2
+    assert h.group().state() == GroupState.STABLE and r.member_epoch == 3
     h.image.topics["t"] = (b"new-id-for-t-000", 1)
     r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
     assert partitions(r) == {(topic_id("u"), 0), (b"new-id-for-t-000", 0)}
@@ -362,10 +363,10 @@ def test_a_subscription_change_revokes_then_assigns():
     h = ConsumerHarness({"t": 2, "u": 2})
     r = h.join("a", topics=("t",))
     r = h.heartbeat("a", r.member_epoch, topics=("u",), owned=r.assignment)
-    # first t's partitions go (the member keeps epoch 1), then u's come with epoch 2
-    assert r.assignment == () and r.member_epoch == 1 and h.group().group_epoch == 2
+    # first t's partitions go (the member keeps epoch 2), then u's come with epoch 3
+    assert r.assignment == () and r.member_epoch == 2 and h.group().group_epoch == 3
     r = h.heartbeat("a", r.member_epoch, owned=r.assignment)
-    assert partitions(r) == {(topic_id("u"), 0), (topic_id("u"), 1)} and r.member_epoch == 2
+    assert partitions(r) == {(topic_id("u"), 0), (topic_id("u"), 1)} and r.member_epoch == 3
 
 
 def test_light_heartbeats_of_a_stable_member_write_nothing():
