@@ -40,20 +40,25 @@ def test_list_config_resources_by_type(target):
                                                         value="50000"),)),))
             assert [r.error_code for r in answer.responses] == [ErrorCode.none]
 
-        # Kafka lists a topic once its broker's metadata has it: a moment after CreateTopics
-        deadline = time.monotonic() + 10
-        while (topic, TOPIC) not in (topics := listed(TOPIC)):
-            assert time.monotonic() < deadline, f"{topic} never listed: {topics}"
-            threading.Event().wait(0.05)
-        assert ("__consumer_offsets", TOPIC) in topics
+        def eventually(predicate, what: str) -> set[tuple[str, int]]:
+            """Kafka's broker lists what its metadata has: a moment after the change."""
+            deadline = time.monotonic() + 10
+            while not predicate(found := listed()):
+                assert time.monotonic() < deadline, f"{what}: {found}"
+                threading.Event().wait(0.05)
+            return found
+
+        everything = eventually(lambda found: (topic, TOPIC) in found, f"{topic} listed")
+        assert ("__consumer_offsets", TOPIC) in everything and (group, GROUP) not in everything
+        topics = listed(TOPIC)
+        assert {(topic, TOPIC), ("__consumer_offsets", TOPIC)} <= topics
+        assert {t for _, t in topics} == {TOPIC}
         assert {t for _, t in listed(BROKER)} == {BROKER} and len(listed(BROKER)) == 1
-        assert (group, GROUP) not in listed(GROUP)
         set_group_config(0)   # SET
+        eventually(lambda found: (group, GROUP) in found, f"{group} listed")
         assert (group, GROUP) in listed(GROUP)
-        everything = listed()   # no type: every type
-        assert {(topic, TOPIC), (group, GROUP)} <= everything
-        set_group_config(1)   # DELETE
-        assert (group, GROUP) not in listed(GROUP)
+        set_group_config(1)   # DELETE: no config of its own any more
+        eventually(lambda found: (group, GROUP) not in found, f"{group} no longer listed")
         refused = admin.call(ApiKey.LIST_CONFIG_RESOURCES, resource_types=(99,))
         assert refused.error_code is ErrorCode.unsupported_version
         assert refused.config_resources == ()
