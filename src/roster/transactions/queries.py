@@ -22,6 +22,8 @@ import re2
 from roster.transactions.state import TxnMetadata, TxnState
 
 STATE_NAMES = {state.kafka_name: state for state in TxnState}
+_QUIET = re2.Options()
+_QUIET.log_errors = False     # a client's bad pattern is its answer, not a line on our stderr
 
 
 class InvalidPattern(ValueError):
@@ -76,7 +78,7 @@ def _compiled(pattern: str | None):
     if not pattern:
         return None
     try:
-        return re2.compile(pattern)
+        return re2.compile(pattern, _QUIET)
     except re2.error as exc:
         raise InvalidPattern(f"Transaction ID pattern `{pattern}` is not a valid regular "
                              f"expression: {_reason(exc)}.") from None
