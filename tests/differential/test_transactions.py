@@ -90,6 +90,51 @@ def test_transactions_fencing_and_errors(s):
     end(first, tid, producer, version=1)
 
 
+def described(conn, tid):
+    return conn.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, transactional_ids=[tid]) \
+        .transaction_states[0]
+
+
+@scenario(outcome="""an open transaction aborted by the coordinator, because a second
+InitProducerId fences its producer or because it timed out, with a classic client's transaction
+(AddPartitionsToTxn) and a TV2 client's (Produce v12), transaction.version 2 finalized: the
+abort completes at the epoch bumped once (Kafka 4.4 does not bump again for a TV2 abort here),
+the successor gets the next one, and the fenced producer's EndTxn is PRODUCER_FENCED""")
+def test_transactions_fence_epochs(s):
+    topic = s.topic("t", 1)
+    for kind in ("classic", "tv2"):
+        tid = s.name(f"tx-{kind}")
+        setup = coordinator_ready(s, tid)
+        producer = initialized(s, setup, tid)
+        if kind == "classic":
+            add(setup, tid, producer, topic, (0,))
+            produce(setup, tid, producer, topic)
+        else:
+            produce_v12(setup, tid, producer, producer[1], topic)
+        successor = s.conn(f"successor-{kind}")
+        init(successor, tid)
+        s.wait(lambda: described(setup, tid).transaction_state == "CompleteAbort", "the abort")
+        s.note(f"{kind} aborted", epoch_bump=described(setup, tid).producer_epoch - producer[1])
+        answer = init(successor, tid)
+        s.note(f"{kind} successor", epoch_bump=answer.producer_epoch - producer[1])
+        end(successor, tid, producer)
+    for kind in ("classic", "tv2"):
+        tid = s.name(f"tx-timeout-{kind}")
+        setup = coordinator_ready(s, tid)
+        answers = []
+        s.wait(lambda: answers.append(init(setup, tid, timeout_ms=1000)) or
+               answers[-1].error_code not in RETRIED, "InitProducerId")
+        producer = answers[-1].producer_id, answers[-1].producer_epoch
+        if kind == "classic":
+            add(setup, tid, producer, topic, (0,))
+            produce(setup, tid, producer, topic)
+        else:
+            produce_v12(setup, tid, producer, producer[1], topic)
+        s.wait(lambda: described(setup, tid).transaction_state == "CompleteAbort",
+               "the timeout abort")
+        s.note(f"{kind} timed out", epoch_bump=described(setup, tid).producer_epoch - producer[1])
+
+
 def end_v5(conn, tid, producer, epoch, commit=True):
     return conn.call(ApiKey.END_TXN, 5, transactional_id=tid, producer_id=producer[0],
                      producer_epoch=epoch, committed=commit)

@@ -66,6 +66,8 @@ PEER_SETTINGS = {
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.min.session.timeout.ms": "1000",
+    # a timed-out transaction is aborted within half a second, not Kafka's 10 s check interval
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 }
 # Kafka-only: a one-node cluster has one replica of everything; and see below.
 SINGLE_NODE = {

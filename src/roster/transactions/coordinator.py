@@ -29,6 +29,7 @@ from roster.protocol.errors import ErrorCode
 from roster.transactions.log_records import TxnRecord
 from roster.transactions.state import (
     IDLE,
+    MAX_EPOCH,
     NO_EPOCH,
     NO_PRODUCER_ID,
     PREPARING,
@@ -329,7 +330,11 @@ class TransactionCoordinator:
 
     @staticmethod
     def _fence_abort(m: TxnMetadata, now_ms: int) -> TxnMetadata:
-        epoch = m.producer_epoch if epoch_exhausted(m.producer_epoch) else m.producer_epoch + 1
+        """Kafka's prepareFenceProducerEpoch and the abort it leads to: the epoch bumped once
+        (never past the maximum: MAX - 1 becomes MAX, and the next InitProducerId moves to a
+        new producer id). Kafka 4.4 bumps only once here, TV2 finalized or not, whichever
+        version the fenced client used (the differential scenario transactions_fence_epochs)."""
+        epoch = m.producer_epoch if m.producer_epoch >= MAX_EPOCH else m.producer_epoch + 1
         return m.to(TxnState.PREPARE_ABORT, now_ms, producer_epoch=epoch,
                     last_producer_epoch=NO_EPOCH)
 

@@ -180,6 +180,21 @@ def test_timeout_aborts_and_fences(h):
     assert (job.commit, job.producer_epoch) == (False, 1)
     # the timed-out producer learns it was fenced
     assert h.end("t", 1000, 0).error is E.producer_fenced
+    # one bump only, with TV2 finalized too, as Kafka 4.4 (differential transactions_fence_epochs)
+    assert h.init().producer_epoch == 2
+
+
+def test_a_fence_at_the_last_epochs_does_not_overflow(h):
+    """Kafka's fence bumps MAX - 1 to MAX (never beyond); the next InitProducerId then moves to
+    a new producer id."""
+    h.init()
+    h.add("t", 1000, 0)
+    h.coordinator.replay(TxnRecord("t", replace(h.coordinator.get("t"), producer_epoch=32766)))
+    assert h.init().error is E.concurrent_transactions
+    [job] = h.finish_markers()
+    assert job.producer_epoch == 32767
+    fresh = h.init()
+    assert (fresh.producer_id, fresh.producer_epoch) == (1001, 0)
 
 
 def test_idle_transactional_ids_expire(h):
