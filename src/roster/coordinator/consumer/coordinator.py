@@ -511,8 +511,7 @@ class ConsumerCoordinator(GroupsById):
         return set() if group is None or not group.members else group.subscribed_names()
 
     def validate_offset_commit(self, request, now: int, result: Result) -> ErrorCode | None:
-        return offset_rules.validate_commit(self.groups[request.group_id], request.member_id,
-                                            request.generation, request.api_version)
+        return offset_rules.validate_commit(self.groups[request.group_id], request)
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None,
                               epoch: int) -> ErrorCode | None:

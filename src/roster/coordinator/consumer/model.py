@@ -17,6 +17,8 @@ from typing import Iterable, Protocol
 
 Assignment = dict[bytes, frozenset[int]]
 EMPTY: Assignment = {}
+# (topic id, partition) -> the epoch at which the member was given the partition (KIP-1251)
+PartitionEpochs = dict[tuple[bytes, int], int]
 
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
@@ -106,6 +108,9 @@ class ConsumerMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # the assignment epoch of each partition in `assigned` and `pending_revocation`: an
+    # OffsetCommit at an older member epoch is accepted for a partition held since then
+    assignment_epochs: PartitionEpochs = field(default_factory=dict)
     # None: the member speaks the consumer protocol; set: the classic protocol (an online
     # upgrade in progress, consumer/classic_members.py)
     classic: ClassicMetadata | None = None
@@ -119,6 +124,15 @@ class ConsumerMember:
 
     def reconciled_to(self, epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == epoch
+
+    def assignment_epoch(self, topic_id: bytes, partition: int) -> int | None:
+        """The epoch the member was given a partition it holds (assigned or still revoking),
+        None for one it does not hold. A partition without a recorded epoch (a record written
+        before assignment epochs) counts from the member's epoch, as Kafka's replay does."""
+        if partition not in self.assigned.get(topic_id, ()) \
+                and partition not in self.pending_revocation.get(topic_id, ()):
+            return None
+        return self.assignment_epochs.get((topic_id, partition), max(self.member_epoch, 0))
 
 
 @dataclass(slots=True)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from roster.coordinator.consumer.model import Assignment, ConsumerMember, MemberState
+from roster.coordinator.consumer.model import (Assignment, ConsumerMember, MemberState,
+                                               PartitionEpochs)
 
 Owned = tuple[tuple[bytes, tuple[int, ...]], ...] | None
 
@@ -85,12 +86,26 @@ def _next(member: ConsumerMember, epoch: int, target_epoch: int, target: Assignm
             revoking[topic_id] = frozenset(give_up)
     if revoking and owns_any(owned, revoking):
         # first the member gives these up; it keeps its epoch meanwhile
+        kept = {t: current[t] & target.get(t, frozenset()) for t in current
+                if current[t] & target.get(t, frozenset())}
         return member.replace(state=MemberState.UNREVOKED_PARTITIONS,
                               previous_member_epoch=member.member_epoch, member_epoch=epoch,
-                              assigned={t: current[t] & target.get(t, frozenset())
-                                        for t in current
-                                        if current[t] & target.get(t, frozenset())},
-                              pending_revocation=revoking)
+                              assigned=kept, pending_revocation=revoking,
+                              assignment_epochs=_epochs(member, target_epoch, kept, revoking))
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
     return member.replace(state=state, previous_member_epoch=member.member_epoch,
-                          member_epoch=target_epoch, assigned=assigned, pending_revocation={})
+                          member_epoch=target_epoch, assigned=assigned, pending_revocation={},
+                          assignment_epochs=_epochs(member, target_epoch, assigned))
+
+
+def _epochs(member: ConsumerMember, target_epoch: int, *held: Assignment) -> PartitionEpochs:
+    """Each held partition's assignment epoch (KIP-1251): what the member already had keeps
+    the epoch it was given at, a partition new to it gets the target's epoch."""
+    epochs: PartitionEpochs = {}
+    for assignment in held:
+        for topic_id, partitions in assignment.items():
+            had = member.assigned.get(topic_id, ())
+            for p in partitions:
+                epochs[topic_id, p] = member.assignment_epoch(topic_id, p) if p in had \
+                    else target_epoch
+    return epochs

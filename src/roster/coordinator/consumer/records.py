@@ -19,7 +19,9 @@ value = int16 version (0) + the value struct (flexible: compact strings and arra
   7 ConsumerGroupTargetAssignmentMember    group, member -> TopicPartitions[TopicId, Partitions[]]
   8 ConsumerGroupCurrentMemberAssignment   group, member -> MemberEpoch, PreviousMemberEpoch,
                                                         State, AssignedPartitions[],
-                                                        PartitionsPendingRevocation[]
+                                                        PartitionsPendingRevocation[] (each
+                                                        topic's tag 0: AssignmentEpochs[], one
+                                                        int32 a partition, Kafka 4.3+)
   16 ConsumerGroupRegularExpression  group, regex   -> Topics[], Version, Timestamp
                                      (what a subscribed regex resolved to; roster's Version is
                                      0: it resolves again against the catalog at each heartbeat)
@@ -27,13 +29,14 @@ value = int16 version (0) + the value struct (flexible: compact strings and arra
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from roster.coordinator.consumer.model import (
     Assignment,
     ClassicMetadata,
     ConsumerMember,
     MemberState,
+    PartitionEpochs,
 )
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 from roster.protocol.varint import encode_unsigned, read_unsigned
@@ -101,6 +104,9 @@ class CurrentAssignmentValue:
     state: int
     assigned: Assignment
     pending_revocation: Assignment
+    # (topic id, partition) -> assignment epoch; a partition missing here (a record from before
+    # KIP-1251) takes the member epoch when replayed
+    epochs: PartitionEpochs = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,7 +192,7 @@ def current_record(group: str, m: ConsumerMember) -> ConsumerRecord:
     return ConsumerRecord(ConsumerKey(CURRENT_ASSIGNMENT, group, m.member_id),
                           CurrentAssignmentValue(m.member_epoch, m.previous_member_epoch,
                                                  int(m.state), m.assigned,
-                                                 m.pending_revocation))
+                                                 m.pending_revocation, m.assignment_epochs))
 
 
 def current_tombstone(group: str, member_id: str) -> ConsumerRecord:
@@ -242,7 +248,8 @@ class _Flexible:
         self.out += v
         return self
 
-    def assignment(self, a: Assignment) -> _Flexible:
+    def assignment(self, a: Assignment, epochs: PartitionEpochs | None = None) -> _Flexible:
+        """TopicPartitions[]; with `epochs`, each topic's AssignmentEpochs as its tag 0."""
         self.count(len(a))
         for topic_id in sorted(a):
             self.uuid(topic_id)
@@ -250,7 +257,13 @@ class _Flexible:
             self.count(len(ps))
             for p in ps:
                 self.int32(p)
-            self.tags()
+            if epochs is None or any((topic_id, p) not in epochs for p in ps):
+                self.tags()
+                continue
+            field_ = _Flexible(None).count(len(ps))
+            for p in ps:
+                field_.int32(epochs[topic_id, p])
+            self.out += b"\x01\x00" + encode_unsigned(len(field_.out)) + field_.out
         return self
 
 
@@ -287,7 +300,8 @@ def encode_value(value) -> bytes:
             w.assignment(value.partitions)
         case CurrentAssignmentValue():
             w.int32(value.member_epoch).int32(value.previous_member_epoch).int8(value.state)
-            w.assignment(value.assigned).assignment(value.pending_revocation)
+            w.assignment(value.assigned, value.epochs)
+            w.assignment(value.pending_revocation, value.epochs)
         case RegexValue():
             w.count(len(value.topics))
             for name in value.topics:
@@ -396,14 +410,26 @@ class _Reader:
                 raise ConsumerRecordError("malformed ClassicMemberMetadata")
         return classic
 
-    def assignment(self) -> Assignment:
+    def assignment(self, epochs: PartitionEpochs | None = None) -> Assignment:
+        """TopicPartitions[]; each topic's AssignmentEpochs (tag 0) go into `epochs` when
+        given and as long as the partitions (else the topic has none, as Kafka logs and
+        defaults)."""
         out: Assignment = {}
         for _ in range(self.count()):
             tid = self.take(16)
-            ps = frozenset(self.int32() for _ in range(self.count()))
-            self.tags()
+            ps = [self.int32() for _ in range(self.count())]
+            for _ in range(self.uvarint()):
+                tag, size = self.uvarint(), self.uvarint()
+                end = self.at + size
+                if tag == 0 and epochs is not None:
+                    given = [self.int32() for _ in range(self.count())]
+                    if len(given) == len(ps):
+                        epochs.update(((tid, p), e) for p, e in zip(ps, given))
+                if self.at > end:
+                    raise ConsumerRecordError("malformed AssignmentEpochs")
+                self.at = end
             if ps:
-                out[tid] = ps
+                out[tid] = frozenset(ps)
         return out
 
 
@@ -444,7 +470,9 @@ def decode_value(key: ConsumerKey, data: bytes | None):
         return TargetMemberValue(r.assignment())
     if t == CURRENT_ASSIGNMENT:
         epoch, previous, state = r.int32(), r.int32(), r.int8()
-        return CurrentAssignmentValue(epoch, previous, state, r.assignment(), r.assignment())
+        epochs: PartitionEpochs = {}
+        return CurrentAssignmentValue(epoch, previous, state, r.assignment(epochs),
+                                      r.assignment(epochs), epochs)
     if t == REGULAR_EXPRESSION:
         topics = tuple(r.string() or "" for _ in range(r.count()))
         version, timestamp = struct.unpack(">qq", r.take(16))

@@ -54,10 +54,12 @@ def replay(groups: dict[str, ConsumerGroup], record: r.ConsumerRecord, now: int 
         old = group.members.get(key.member) or ConsumerMember(key.member)
         if value is None:
             group.put_member(old.replace(member_epoch=-1, previous_member_epoch=-1,
-                                         assigned={}, pending_revocation={}))
+                                         assigned={}, pending_revocation={},
+                                         assignment_epochs={}))
         else:
             group.put_member(old.replace(
                 member_epoch=value.member_epoch,
                 previous_member_epoch=value.previous_member_epoch,
                 state=r.member_state(value.state), assigned=value.assigned,
-                pending_revocation=value.pending_revocation))
+                pending_revocation=value.pending_revocation,
+                assignment_epochs=value.epochs))
