@@ -73,6 +73,25 @@ def test_delete_groups_live(s):
     s.describe(group)
 
 
+@scenario(outcome="""DeleteGroups v3 (Kafka 4.4; each result carries an error message): a group
+with members answers NON_EMPTY_GROUP, an unknown group GROUP_ID_NOT_FOUND, an empty group is
+deleted (no message)""")
+def test_delete_groups_v3(s):
+    topic = s.topic("t", 1)
+    group = s.name("g")
+    a = ClassicMember(s, "a", group, (topic,))
+    form_alone(a, topic, 1)
+    admin = s.conn("admin")
+
+    def delete(*names):
+        admin.call(ApiKey.DELETE_GROUPS, 3, keep=("results",), groups_names=list(names))
+
+    delete(group)
+    delete(s.name("nobody"))    # one group a request: Kafka orders results by its shards
+    a.leave()
+    delete(group)
+
+
 @scenario(outcome="""ListGroups with a states filter returns only groups in those states (names
 compared case-insensitively), with a types filter only classic or consumer groups; the
 answer carries each group's state and type""")

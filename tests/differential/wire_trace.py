@@ -33,6 +33,7 @@ import uuid
 
 from kio.schema.errors import ErrorCode
 
+from roster.protocol import newer_versions
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element
 from roster.protocol.codec import decode_response, encode_request, request_schema
@@ -216,9 +217,11 @@ class TracedConn(Wire):
 
     def send(self, api: ApiKey, version: int | None = None, **fields) -> None:
         version = VERSIONS[api] if version is None else version
-        body = build(request_schema(api, version), fields)
+        body = build(request_schema(api, newer_versions.kio_version(api, version)), fields)
         correlation_id = next(self._ids)
-        self.sock.sendall(encode_request(api, version, correlation_id, self.who, body))
+        encode = newer_versions.encode_request if newer_versions.has_layout(api, version) \
+            else encode_request
+        self.sock.sendall(encode(api, version, correlation_id, self.who, body))
         self._pending.append((api, version, correlation_id))
 
     def authenticate(self, user: str, password: str, mechanism: str) -> dict:
@@ -254,7 +257,9 @@ class TracedConn(Wire):
     def recv(self, keep: tuple[str, ...] = ()):
         """The next answer; the trace gets its API, version, error codes and the `keep` fields."""
         api, version, correlation_id = self._pending.pop(0)
-        got, answer = decode_response(api, version, self.read_frame())
+        decode = newer_versions.decode_response if newer_versions.has_layout(api, version) \
+            else decode_response
+        got, answer = decode(api, version, self.read_frame())
         assert got == correlation_id, (got, correlation_id)
         if self.trace is not None:
             observed = {"api": ApiKey(api).name, "v": version, "errors": error_codes(answer)}

@@ -14,7 +14,7 @@ import dataclasses
 import pytest
 
 from roster.broker.handlers import build_registry
-from roster.protocol import classic
+from roster.protocol import classic, newer_versions
 from roster.protocol.build import element
 from roster.protocol.codec import request_schema
 from roster.protocol.registry import (
@@ -69,7 +69,7 @@ def _classic_tree(layout) -> dict:
 
 def request_tree(api_key: int, version: int) -> dict:
     """{field: nested tree or None} of a request at one version."""
-    schema = request_schema(api_key, version)
+    schema = request_schema(api_key, newer_versions.kio_version(api_key, version))
     if schema is not None:
         return _kio_tree(schema)
     return _classic_tree(classic._LAYOUTS[(api_key, version)][0])

@@ -2,7 +2,8 @@
 handler as the rest.
 
 `serving(api_key, kio_from, handle)` is an ApiSpec `raw` answer: a request below `kio_from` is
-decoded and its answer encoded by roster.protocol.classic, any other by kio, exactly as the
+decoded and its answer encoded by roster.protocol.classic, one above `kio_to` (when given) by
+roster.protocol.newer_versions, any other by kio, exactly as the
 connection does for a plain handler (admitted first, then run without a task until it has to
 wait).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from roster.broker.admission import admit
 from roster.broker.resume import resume
-from roster.protocol import classic
+from roster.protocol import classic, newer_versions
 from roster.protocol.codec import decode_request, encode_response
 
 
@@ -23,7 +24,9 @@ async def _answered(handle, encode, broker, request, connection) -> bytes | None
     return encode(request.api_key, request.api_version, request.correlation_id, body)
 
 
-def serving(api_key: int, kio_from: int, handle):
+def serving(api_key: int, kio_from: int, handle, kio_to: int | None = None):
+    """`kio_to`: the last version kio knows; the ones above it are newer_versions' (kio has
+    no schema for them yet)."""
     for version in range(kio_from):
         assert classic.has_layout(api_key, version), (api_key, version)
 
@@ -31,6 +34,9 @@ def serving(api_key: int, kio_from: int, handle):
         if prefix.api_version < kio_from:
             request = classic.decode_request(frame, prefix)
             encode = classic.encode_response
+        elif kio_to is not None and prefix.api_version > kio_to:
+            request = newer_versions.decode_request(frame, prefix)
+            encode = newer_versions.encode_response
         else:
             request = decode_request(frame, prefix)
             encode = encode_response
