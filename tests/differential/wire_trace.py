@@ -13,8 +13,9 @@ Normalisation (what Kafka leaves open, so it never appears in a trace):
   "<host>", "<port>", dropped;
 - throttle times: dropped (quotas are not compared);
 - KIP-848 epochs (member, group and assignment epochs): counted from the first one the trace
-  sees, which becomes 1 (a new Kafka 4.4 group hands its first member epoch 2, roster epoch 1;
-  docs/compatibility.md); -1, -2 and 0 stay as they are, and so do gaps between epochs;
+  sees, which becomes 1 (the first value itself is an entry of its own, "first KIP-848 epoch":
+  a new group hands its first member epoch 2 in both); -1, -2 and 0 stay as they are, and so do
+  gaps between epochs;
 - lists of members: Kafka keeps them in a hash map, so their order is open; they are sorted by
   instance id, then by symbol;
 - lists of topics by id (assignments): Kafka's order is a hash map's, so they are sorted by
