@@ -219,3 +219,33 @@ def test_transactions_offsets_and_zombie_members(s):
                               topics=[{"name": topic, "partition_indexes": [0]}])
            .topics[0].partitions[0].error_code == ErrorCode.none, "the committed offsets")
     fetch(s, group, [(topic, (0, 1))], require_stable=True)
+
+
+@scenario(outcome="""pending transactional offsets do not stop DeleteGroups or OffsetDelete:
+DeleteGroups of an empty group with offsets pending in an open transaction deletes it, and its
+tombstones drop the pending offsets too, so the transaction's commit brings none back (the
+group stays unknown); OffsetDelete of a partition whose offset is only pending drops it the
+same way, the other pending partition is committed""")
+def test_transactions_pending_offsets_and_deletion(s):
+    topic = s.topic("t", 2)
+    admin = s.conn("admin")
+    for how in ("delete-group", "delete-offset"):
+        group = s.name(f"g-{how}")
+        ClassicMember(s, f"admin-{how}", group, (topic,)).commit(topic, {0: 5})
+        tid = s.name(f"tx-{how}")
+        setup = coordinator_ready(s, tid)
+        producer = initialized(s, setup, tid)
+        client = s.conn(f"producer-{how}")
+        client.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id=tid, producer_id=producer[0],
+                    producer_epoch=producer[1], group_id=group)
+        txn_commit(client, tid, producer, group, topic, {0: 10, 1: 11})
+        if how == "delete-group":
+            admin.call(ApiKey.DELETE_GROUPS, keep=("results",), groups_names=[group])
+        else:
+            admin.call(ApiKey.OFFSET_DELETE, keep=("topics",), group_id=group, topics=[
+                {"name": topic, "partitions": [{"partition_index": 1}]}])
+        end(client, tid, producer)
+        s.wait(lambda: described(setup, tid).transaction_state == "CompleteCommit",
+               "the commit marker")
+        fetch(s, group, [(topic, (0, 1))], require_stable=True)
+        admin.call(ApiKey.DESCRIBE_GROUPS, keep=("groups",), groups=[group])

@@ -117,7 +117,8 @@ class OffsetStore:
                 answers.append((topic, partition, ErrorCode.group_subscribed_to_topic))
                 continue
             answers.append((topic, partition, ErrorCode.none))
-            if (topic, partition) in offsets:
+            # a pending transactional offset gets a tombstone too: it drops it (as in Kafka)
+            if (topic, partition) in offsets or self.pending.unstable(group_id, (topic, partition)):
                 removed[(topic, partition)] = None
         return tuple(answers), list(removed)
 
@@ -125,9 +126,12 @@ class OffsetStore:
                 now: int) -> list[Partition]:
         """The offsets past retention (offsets.retention.minutes), in order. An offset committed
         with an explicit expire timestamp (OffsetCommit v2-4) expires then, whatever the group;
-        the others as the group's `expiry` says (None: they do not expire)."""
+        the others as the group's `expiry` says (None: they do not expire). A partition with a
+        transactional offset pending does not expire yet (Kafka's cleanupExpiredOffsets)."""
         out = []
         for key, offset in sorted(self.of(group_id).items()):
+            if self.pending.unstable(group_id, key):
+                continue
             if offset.expire_timestamp >= 0:
                 if offset.expire_timestamp <= now:
                     out.append(key)
@@ -138,6 +142,12 @@ class OffsetStore:
             if base + retention_ms <= now:
                 out.append(key)
         return out
+
+    def everything(self, group_id: str) -> list[Partition]:
+        """Every partition DeleteGroups removes: the committed offsets, then those only pending
+        in an open transaction, whose tombstones drop them (Kafka's deleteAllOffsets)."""
+        committed = sorted(self.of(group_id))
+        return committed + sorted(self.pending.partitions(group_id) - set(committed))
 
     @staticmethod
     def tombstones(group_id: str, partitions: Iterable[Partition]) -> list[Record]:

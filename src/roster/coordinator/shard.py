@@ -201,7 +201,7 @@ class GroupShard:
         answers, removed = self.offsets.delete(group_id, partitions,
                                                held.subscribed_topics(group_id))
         whole_group = bool(partitions) and held.goes_with_its_offsets(group_id) and \
-            len(removed) == len(self.offsets.of(group_id))
+            set(self.offsets.of(group_id)) <= set(removed)
         if not removed and not whole_group:
             result.reply(token, OffsetDeleteReply(partitions=answers))
             return result
@@ -227,8 +227,10 @@ class GroupShard:
             expiry = self.types[-1].offset_expiry(group_id) if held is None \
                 else held.offset_expiry(group_id)
             expired = self.offsets.expired(group_id, expiry, retention, now)
+            # a group an open transaction committed offsets to stays (as in Kafka)
             whole_group = held is not None and held.goes_with_its_offsets(group_id) and \
-                len(expired) == len(self.offsets.of(group_id))
+                len(expired) == len(self.offsets.of(group_id)) and \
+                not self.offsets.pending.open_for(group_id)
             if not expired and not whole_group:
                 continue
             log.info("expiring %d offsets of group %s%s", len(expired), group_id,
@@ -255,7 +257,7 @@ class GroupShard:
             if error is not None:
                 outcome[group_id] = error
                 continue
-            offsets = self.offsets.tombstones(group_id, sorted(self.offsets.of(group_id)))
+            offsets = self.offsets.tombstones(group_id, self.offsets.everything(group_id))
             result.records.extend(offsets)
             tombstones += offsets
             tombstones += held.delete_group(group_id, now, result)

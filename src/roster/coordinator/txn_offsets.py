@@ -18,13 +18,18 @@ class PendingTxnOffsets:
     def __init__(self) -> None:
         # producer id -> (group, topic, partition) -> the newest pending offset record
         self._by_producer: dict[int, dict[tuple[str, str, int], Record]] = {}
+        # producer id -> the groups its open transaction committed offsets to, until its marker
+        # (Kafka's openTransactionsByGroup: a superseded offset leaves the transaction open)
+        self._groups: dict[int, set[str]] = {}
 
     def add(self, producer_id: int, records) -> None:
         """Offset records of this producer's open transaction, written (or replayed)."""
         pending = self._by_producer.setdefault(producer_id, {})
+        groups = self._groups.setdefault(producer_id, set())
         for record in records:
             key = record.key
             if type(key) is OffsetKey:
+                groups.add(key.group)
                 pending.pop((key.group, key.topic, key.partition), None)  # newest last
                 pending[(key.group, key.topic, key.partition)] = record
 
@@ -32,6 +37,7 @@ class PendingTxnOffsets:
         """The producer's marker: the records to replay into the committed offsets (none on
         abort); either way nothing stays pending for it."""
         pending = self._by_producer.pop(producer_id, {})
+        self._groups.pop(producer_id, None)
         return list(pending.values()) if commit else []
 
     def superseded(self, group_id: str, topic: str, partition: int) -> None:
@@ -45,6 +51,16 @@ class PendingTxnOffsets:
     def unstable(self, group_id: str, partition: Partition) -> bool:
         key = (group_id, *partition)
         return any(key in pending for pending in self._by_producer.values())
+
+    def partitions(self, group_id: str) -> set[Partition]:
+        """The group's partitions with an offset pending in some open transaction."""
+        return {(topic, partition) for pending in self._by_producer.values()
+                for group, topic, partition in pending if group == group_id}
+
+    def open_for(self, group_id: str) -> bool:
+        """Whether an open transaction committed offsets to the group: Kafka then keeps the
+        group through offset expiry."""
+        return any(group_id in groups for groups in self._groups.values())
 
     def producers(self) -> list[int]:
         return list(self._by_producer)

@@ -62,3 +62,57 @@ def test_a_plain_commit_written_after_a_pending_offset_wins():
     assert fetched(s, require_stable=True) == {0: 50, 1: E.unstable_offset_commit}
     s.end_transaction(7, commit=True, now=NOW)
     assert fetched(s) == {0: 50, 1: 11}
+
+
+def written(s: GroupShard, result: Result) -> list[tuple]:
+    """Make a result's records durable (replayed as the edge does); their offset keys."""
+    for record in result.records:
+        s.replay(record, NOW)
+    return [(r.key.topic, r.key.partition) for r in result.records if hasattr(r.key, "topic")]
+
+
+def plain_commit(s: GroupShard, partition: int, offset: int, at: int = NOW):
+    from roster.coordinator import records
+    s.replay(records.offset_commit("g", "t", partition, offset, -1, "", at), at)
+
+
+def test_delete_groups_drops_the_pending_offsets_too():
+    """Kafka's deleteAllOffsets: a tombstone for every committed offset and for every partition
+    only pending, which drops the pending offsets: a later commit marker brings nothing back."""
+    s = shard()
+    plain_commit(s, 0, 5)                      # an Empty simple group with one offset
+    commit(s, 7, {0: 10, 1: 11})
+    deleted = s.delete_groups(["g"], NOW, "token")
+    assert written(s, deleted) == [("t", 0), ("t", 1)]
+    assert s.offsets.pending.partitions("g") == set()
+    s.end_transaction(7, commit=True, now=NOW)
+    assert fetched(s) == {0: -1, 1: -1}
+
+
+def test_offset_delete_drops_a_pending_offset():
+    s = shard()
+    plain_commit(s, 0, 5)
+    commit(s, 7, {1: 11})
+    deleted = s.delete_offsets("g", [("t", 1)], NOW, "token")
+    assert written(s, deleted) == [("t", 1)]
+    s.end_transaction(7, commit=True, now=NOW)
+    assert fetched(s) == {0: 5, 1: -1}
+
+
+def test_expiry_skips_pending_partitions_and_keeps_a_group_with_an_open_transaction():
+    """Kafka's cleanupExpiredOffsets: an offset with a transactional offset pending for its
+    partition does not expire yet, and the group is not removed while a transaction that
+    committed offsets to it is open."""
+    s = shard()
+    plain_commit(s, 0, 5)
+    plain_commit(s, 1, 6)
+    commit(s, 7, {1: 11})
+    later = NOW + s.config.offsets_retention_ms
+    assert written(s, s.expire_offsets(later)) == [("t", 0)]
+    assert fetched(s) == {0: -1, 1: 6}
+    s.offsets.pending.superseded("g", "t", 1)     # even with its offset gone, the
+    plain_commit(s, 1, 6)                         # transaction keeps the group
+    assert written(s, s.expire_offsets(later)) == [("t", 1)] and s.classic.has_group("g")
+    s.end_transaction(7, commit=False, now=later)
+    written(s, s.expire_offsets(later))
+    assert not s.classic.has_group("g")           # no offset, no open transaction: it goes
