@@ -82,7 +82,7 @@ def test_two_members_join_split_and_leave():
     link = Link(h)
     a, b = member("a"), member("b")
     link.tick(a)
-    assert a.state is State.STABLE and a.epoch == 1 and len(a.owned) == 4
+    assert a.state is State.STABLE and a.epoch == 2 and len(a.owned) == 4
     assert any(isinstance(e, Assigned) for e in link.events["a"])
     link.tick(b)
     settle(link, [a, b])
@@ -149,7 +149,7 @@ def test_commits_carry_the_member_epoch():
     a = member("a")
     link.tick(a)
     send = a.commit_request({("t", 0): 5})
-    assert send.fields["generation_id_or_member_epoch"] == a.epoch == 1
+    assert send.fields["generation_id_or_member_epoch"] == a.epoch == 2
     assert send.fields["member_id"] == "a"
 
 
