@@ -78,8 +78,10 @@ def test_kafka_topics_creates_describes_alters_lists_and_deletes(target):
     assert described.returncode == 0
     assert f"Topic: {topic}\tTopicId: " in described.stdout
     assert "PartitionCount: 3\tReplicationFactor: 1" in described.stdout
-    assert [row.split("\t")[2] for row in described.stdout.splitlines()
-            if row.startswith("\tTopic:")] == [f"Partition: {p}" for p in range(3)]
+    rows = [row for row in described.stdout.splitlines() if row.startswith("\tTopic:")]
+    assert [row.split("\t")[2] for row in rows] == [f"Partition: {p}" for p in range(3)]
+    # DescribeTopicPartitions: the ELR is known, and empty (Metadata's fallback prints N/A)
+    assert all(row.endswith("\tElr: \tLastKnownElr: ") for row in rows), rows
     altered = tool(target, TOPICS, "--alter", "--topic", topic, "--partitions", "5")
     assert altered.returncode == 0 and altered.stdout.strip() == ""
     fewer = tool(target, TOPICS, "--alter", "--topic", topic, "--partitions", "2")

@@ -67,6 +67,7 @@ KAFKA = {
     "ConsumerGroupDescribe": {("GROUP", "DESCRIBE")},
     "DescribeCluster": set(),   # Kafka asks DESCRIBE on the cluster only to report operations
     "ListConfigResources": {("CLUSTER", "DESCRIBE_CONFIGS")},
+    "DescribeTopicPartitions": {("TOPIC", "DESCRIBE")},
     "DescribeProducers": {("TOPIC", "READ")},
     # each id; the described partitions of topics without DESCRIBE are left out (the handler)
     "DescribeTransactions": {("TRANSACTIONAL_ID", "DESCRIBE")},

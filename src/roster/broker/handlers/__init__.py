@@ -21,6 +21,7 @@ from roster.broker.handlers import (
     describe_producers,
     describe_transactions,
     describe_groups,
+    describe_topic_partitions,
     describe_user_scram_credentials,
     end_txn,
     fetch,
@@ -56,7 +57,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            consumer_group_heartbeat, consumer_group_describe, describe_acls, create_acls,
            delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn,
            txn_offset_commit, describe_producers, describe_transactions,
-           list_transactions, write_txn_markers, list_config_resources)
+           list_transactions, write_txn_markers, list_config_resources,
+           describe_topic_partitions)
 
 
 def build_registry() -> Registry:
