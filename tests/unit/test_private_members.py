@@ -9,10 +9,13 @@ import ast
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "roster"
+# public by convention despite the underscore: namedtuple's methods (the underscore keeps them
+# clear of field names)
+PUBLIC = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
 
 
 def _private(name: str) -> bool:
-    return name.startswith("_") and not name.startswith("__")
+    return name.startswith("_") and not name.startswith("__") and name not in PUBLIC
 
 
 def _is_self(node: ast.expr) -> bool:
