@@ -34,10 +34,10 @@ def coordinator_ready(s, tid: str):
     return setup
 
 
-def initialized(s, setup, tid: str) -> tuple[int, int]:
+def initialized(s, setup, tid: str, timeout_ms: int = 60_000) -> tuple[int, int]:
     """InitProducerId retried (untraced) until answered: the (producer id, epoch)."""
     answers = []
-    s.wait(lambda: answers.append(init(setup, tid)) or
+    s.wait(lambda: answers.append(init(setup, tid, timeout_ms)) or
            answers[-1].error_code not in RETRIED, "InitProducerId")
     return answers[-1].producer_id, answers[-1].producer_epoch
 
@@ -95,6 +95,16 @@ def described(conn, tid):
         .transaction_states[0]
 
 
+def open_transaction(conn, tid, producer, topic, kind: str) -> None:
+    """A transaction with one batch in partition 0: a classic client adds the partition first
+    (AddPartitionsToTxn), a TV2 client's Produce v12 has the broker add it."""
+    if kind == "classic":
+        add(conn, tid, producer, topic, (0,))
+        produce(conn, tid, producer, topic)
+    else:
+        produce_v12(conn, tid, producer, producer[1], topic)
+
+
 @scenario(outcome="""an open transaction aborted by the coordinator, because a second
 InitProducerId fences its producer or because it timed out, with a classic client's transaction
 (AddPartitionsToTxn) and a TV2 client's (Produce v12), transaction.version 2 finalized: the
@@ -106,11 +116,7 @@ def test_transactions_fence_epochs(s):
         tid = s.name(f"tx-{kind}")
         setup = coordinator_ready(s, tid)
         producer = initialized(s, setup, tid)
-        if kind == "classic":
-            add(setup, tid, producer, topic, (0,))
-            produce(setup, tid, producer, topic)
-        else:
-            produce_v12(setup, tid, producer, producer[1], topic)
+        open_transaction(setup, tid, producer, topic, kind)
         successor = s.conn(f"successor-{kind}")
         init(successor, tid)
         s.wait(lambda: described(setup, tid).transaction_state == "CompleteAbort", "the abort")
@@ -121,15 +127,8 @@ def test_transactions_fence_epochs(s):
     for kind in ("classic", "tv2"):
         tid = s.name(f"tx-timeout-{kind}")
         setup = coordinator_ready(s, tid)
-        answers = []
-        s.wait(lambda: answers.append(init(setup, tid, timeout_ms=1000)) or
-               answers[-1].error_code not in RETRIED, "InitProducerId")
-        producer = answers[-1].producer_id, answers[-1].producer_epoch
-        if kind == "classic":
-            add(setup, tid, producer, topic, (0,))
-            produce(setup, tid, producer, topic)
-        else:
-            produce_v12(setup, tid, producer, producer[1], topic)
+        producer = initialized(s, setup, tid, timeout_ms=1000)
+        open_transaction(setup, tid, producer, topic, kind)
         s.wait(lambda: described(setup, tid).transaction_state == "CompleteAbort",
                "the timeout abort")
         s.note(f"{kind} timed out", epoch_bump=described(setup, tid).producer_epoch - producer[1])
