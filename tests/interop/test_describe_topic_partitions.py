@@ -4,6 +4,9 @@ where the next page starts, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, an empt
 Admin's describeTopics uses it: kafka-topics --describe in test_kafka_tools.py.)"""
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 
 from roster.admin.client import AdminClient
@@ -36,6 +39,11 @@ def test_describe_topic_partitions_pages_in_name_order(target):
             nxt = answer.next_cursor
             return shown, None if nxt is None else (nxt.topic_name, nxt.partition_index)
 
+        # Kafka's broker describes a topic once its metadata has it: a moment after creation
+        deadline = time.monotonic() + 10
+        while [e for _, e, _ in page(100)[0]] != ["none", "none", "unknown_topic_or_partition"]:
+            assert time.monotonic() < deadline, f"{a} and {b} never described: {page(100)}"
+            threading.Event().wait(0.05)
         first, cursor = page(4)
         assert first == [(a, "none", [0, 1, 2]), (b, "none", [0])]
         assert cursor == (b, 1)
