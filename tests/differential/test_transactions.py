@@ -248,3 +248,26 @@ def test_transactions_pending_offsets_and_deletion(s):
                "the commit marker")
         fetch(s, group, [(topic, (0, 1))], require_stable=True)
         admin.call(ApiKey.DESCRIBE_GROUPS, keep=("groups",), groups=[group])
+
+
+@scenario(outcome="""KIP-360 recovery: a producer presenting its current epoch gets it bumped,
+and its retry presenting the same epoch again gets the bumped one; once a new producer has
+initialised the id (presenting nothing), the old producer presenting its epoch is
+PRODUCER_FENCED""")
+def test_transactions_kip360_recovery_and_zombie(s):
+    tid = s.name("tx")
+    setup = coordinator_ready(s, tid)
+    producer = initialized(s, setup, tid)
+    client = s.conn("client")
+
+    def recover(epoch: int):
+        answer = client.call(ApiKey.INIT_PRODUCER_ID, 4, transactional_id=tid,
+                             transaction_timeout=datetime.timedelta(milliseconds=60_000),
+                             producer_id=producer[0], producer_epoch=epoch)
+        s.note("recovered", epoch_bump=answer.producer_epoch - producer[1])
+
+    recover(producer[1])
+    recover(producer[1])                       # the retry of the same bump
+    newcomer = initialized(s, setup, tid)
+    s.note("newcomer", epoch_bump=newcomer[1] - producer[1])
+    recover(producer[1] + 1)                   # the epoch it had: a zombie now

@@ -137,11 +137,15 @@ class TransactionCoordinator:
             if expected[1] == m.last_producer_epoch:    # a retry of the bump it missed
                 return Outcome(NONE, m.producer_id, m.producer_epoch)
             return _refused(ErrorCode.producer_fenced)
+        # the epoch a KIP-360 retry may present is remembered only for a producer that
+        # presented its own (Kafka's lastProducerEpoch): after a new producer's bump the old
+        # epoch is a zombie's, answered PRODUCER_FENCED, never handed the new epoch
+        last = m.producer_epoch if expected is not None else NO_EPOCH
         if epoch_exhausted(m.producer_epoch):
-            producer_id, epoch, last, previous = self._allocate(), 0, NO_EPOCH, m.producer_id
+            producer_id, epoch, previous = self._allocate(), 0, m.producer_id
         else:
-            producer_id, epoch = m.producer_id, m.producer_epoch + 1
-            last, previous = m.producer_epoch, m.previous_producer_id
+            producer_id, epoch, previous = m.producer_id, m.producer_epoch + 1, \
+                m.previous_producer_id
         target = m.to(TxnState.EMPTY, now_ms, producer_id=producer_id, producer_epoch=epoch,
                       last_producer_epoch=last, previous_producer_id=previous,
                       timeout_ms=timeout_ms, partitions=frozenset(), start_ms=-1)

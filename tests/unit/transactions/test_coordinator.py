@@ -158,6 +158,15 @@ def test_kip360_epoch_recovery(h):
     assert h.init(expected=(77, 1)).error is E.producer_fenced
 
 
+def test_a_zombie_presenting_its_old_epoch_after_a_new_producer_is_fenced(h):
+    """A new producer's InitProducerId (no epoch presented) forgets the previous epoch, so the
+    old producer's KIP-360 recovery with it is PRODUCER_FENCED, not handed the new epoch."""
+    h.init()
+    assert h.init().producer_epoch == 1                 # a new instance, nothing presented
+    assert h.init(expected=(1000, 0)).error is E.producer_fenced
+    assert h.coordinator.get("t").producer_epoch == 1
+
+
 def test_an_exhausted_epoch_gets_a_new_producer_id(h):
     h.init()
     h.coordinator.replay(TxnRecord("t", replace(h.coordinator.get("t"), producer_epoch=32766)))
