@@ -8,12 +8,16 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "roster"
 FORBIDDEN = {"asyncio", "socket", "time", "uuid", "random", "os", "threading", "selectors"}
 
 
-# observability/'s pure parts: the flight recorder the core feeds, its events, and what holds
-# them back until their records are durable (the rest of observability/ is I/O: its topic, the
-# HTTP console, the report)
-PURE_MODULES = ["observability/events.py", "observability/recorder.py",
+# observability/'s pure parts: the facts the core notes, the flight recorder the edge derives
+# events with, its events, and what holds them back until their records are durable (the rest
+# of observability/ is I/O: its topic, the HTTP console, the report)
+PURE_MODULES = ["observability/events.py", "observability/facts.py",
+                "observability/flight_recorder.py", "observability/recorder.py",
                 "observability/consumer_recorder.py", "observability/after_write.py",
                 "observability/axes.py"]
+# what derives the flight recorder's events: the edge runs it, the core only notes facts
+RECORDERS = ("roster.observability.flight_recorder", "roster.observability.recorder",
+             "roster.observability.consumer_recorder")
 
 
 @pytest.mark.parametrize("package", ["coordinator", "protocol", *PURE_MODULES])
@@ -53,3 +57,21 @@ def test_pure_code_imports_only_pure_roster_modules():
 # batch parser and the record codec, which belong below protocol/ or in it.
 KNOWN_UPWARD = ["protocol/message_formats.py: roster.log.batch",
                 "protocol/message_formats.py: roster.record_codec"]
+
+
+def test_the_core_does_not_call_the_flight_recorder():
+    """The core notes facts in its Result (observability/facts.py); the edge derives the events
+    from them (observability/flight_recorder.py), so no coordinator module reaches a recorder."""
+    offenders = []
+    for path in sorted((SRC / "coordinator").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.Attribute) and node.attr == "recorder":
+                names = [".recorder"]   # a recorder handed in, or kept, by the core
+            offenders += [f"{path.relative_to(SRC)}: {n}" for n in names
+                          if n in RECORDERS or n == ".recorder"]
+    assert not offenders, offenders

@@ -33,6 +33,7 @@ from roster.coordinator.messages import (
 from roster.coordinator.results import Result
 from roster.coordinator.shard import GroupShard
 from roster.observability.after_write import EventsAfterWrites
+from roster.observability.flight_recorder import FlightRecorder
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
@@ -103,6 +104,8 @@ class GroupRuntime:
         # where the flight recorder's events go (observability/event_log.py); None: dropped
         self.on_events: Callable[[list], None] | None = None
         self._events = EventsAfterWrites(self._publish_events)  # once their records are durable
+        # turns the facts each result carries into the events above (flight_recorder.py)
+        self.flight = FlightRecorder()
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -229,7 +232,7 @@ class GroupRuntime:
         result = Result()
         error = self.shard.heartbeat(group_id, generation, member_id, group_instance_id,
                                      self.now_ms(), result)
-        if result.records or result.replies or result.after_write:
+        if result.records or result.replies or result.after_write or result.facts:
             self.apply(result)   # e.g. a rebalance it started (coordinator/metadata_watch.py)
         elif result.timers:
             self._timers.apply(result.timers)
@@ -237,6 +240,8 @@ class GroupRuntime:
 
     def apply(self, result: Result) -> None:
         self._apply_timers(result)
+        if result.facts:   # the recorders read them in the order the operations ran
+            result.events += self.flight.derive(result.facts)
         if result.records:
             if result.events:   # they wait for the records they describe (after_write.py)
                 self._events.hold(result.events)
@@ -291,10 +296,10 @@ class GroupRuntime:
         now = self.now_ms()
         for group_id, group in self.coordinator.groups.items():
             if self.sink.partition_for(group_id) == partition:
-                self.coordinator.recorder.loaded(group)
+                self.flight.classic.loaded(group)
         for group_id, group in self.consumer.groups.items():
             if self.sink.partition_for(group_id) == partition:
-                self.consumer.recorder.loaded(group, now)
+                self.flight.consumer.loaded(group, now)
 
     def _publish_events(self, events: list) -> None:
         if self.on_events is not None:

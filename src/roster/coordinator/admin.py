@@ -5,6 +5,8 @@ from dataclasses import dataclass
 
 from roster.coordinator.results import Result
 from roster.coordinator.states import DELETE_GROUP, Action, GroupState
+from roster.observability import events as ev
+from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 S = GroupState
@@ -80,4 +82,4 @@ def note_deleted(ctx, outcome, now: int, result: Result) -> None:
     for group_id, code in outcome.items():
         group = ctx.groups.get(group_id)
         if code is ErrorCode.none and group is not None:
-            ctx.recorder.deleted(group_id, group.generation, now, result)
+            result.facts.append(facts.GroupDeleted(ev.CLASSIC, group_id, group.generation, now))

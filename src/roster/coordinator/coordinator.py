@@ -34,7 +34,6 @@ from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
-from roster.observability.recorder import ClassicRecorder
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, Record
 
@@ -48,7 +47,6 @@ class Coordinator(GroupsById):
         self.config = config
         self.groups: dict[str, Group] = {}
         self._new_member_id = new_member_id
-        self.recorder = ClassicRecorder()  # flight recorder (docs/observability.md)
         # the topic catalog (consumer.model.TopicImage): what metadata_watch.py compares
         # subscriptions against; None: nothing is watched
         self.topics = topics
@@ -144,8 +142,8 @@ class Coordinator(GroupsById):
         tombstones.unwritten(self.groups, written, now)
 
     def note_deleted(self, outcome, now: int, result: Result) -> None:
-        """DeleteGroups deleted these groups (their tombstones are written): the flight
-        recorder says so."""
+        """DeleteGroups deleted these groups (their tombstones are written): noted for the
+        flight recorder."""
         admin.note_deleted(self, outcome, now, result)
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:

@@ -32,6 +32,7 @@ from roster.coordinator.states import (
 )
 from roster.coordinator.validation import member_error
 from roster.observability import events as ev
+from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -261,8 +262,9 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
                 result.after_write.append(StaticMemberReplaced(
                     group.group_id, old_id, new_id, leader_before, previous,
                     request.api_version))
-                ctx.recorder.saved(group, request.group_instance_id, new_id, old_id,
-                                   request.reason, now, result)
+                result.facts.append(facts.StaticMemberSaved(
+                    group.group_id, group.generation, facts.classic_members(group),
+                    request.group_instance_id, new_id, old_id, request.reason, now))
             else:
                 prepare_rebalance(ctx, group, now, result,
                                   f"static member {request.group_instance_id} changed protocols",

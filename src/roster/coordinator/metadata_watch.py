@@ -102,6 +102,7 @@ def merged(first: Result, then: Result) -> Result:
     first.replies.extend(then.replies)
     first.timers.extend(then.timers)
     first.after_write.extend(then.after_write)
+    first.facts.extend(then.facts)
     return first
 
 

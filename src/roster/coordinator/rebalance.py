@@ -15,6 +15,7 @@ from roster.coordinator.sessions import reschedule_heartbeat
 from roster.coordinator.states import CAN_REBALANCE, GroupState
 from roster.coordinator.timers import JoinDeadline, SyncDeadline, away_key, join_key, sync_key
 from roster.observability import events as ev
+from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -55,7 +56,7 @@ def current_generation_reply(group: Group, member_id: str, members=(), leader=No
 
 def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str,
                       trigger: ev.Trigger | None = None) -> None:
-    ctx.recorder.rebalance_started(group, trigger, reason, now, result)
+    result.facts.append(facts.RebalanceStarted.of(group, trigger, reason, now))
     if group.state is S.COMPLETING_REBALANCE:
         reset_assignments_with_error(ctx, group, now, result, ErrorCode.rebalance_in_progress)
     cancel_pending_sync(group, result)
@@ -92,7 +93,7 @@ def maybe_prepare_rebalance_or_complete_join(ctx, group: Group, now: int, result
     if group.state in CAN_REBALANCE:
         prepare_rebalance(ctx, group, now, result, reason, trigger)
     else:
-        ctx.recorder.also(group)
+        result.facts.append(facts.AlsoRebalancing(group.group_id))
         maybe_complete_join(ctx, group, now, result)
 
 
@@ -140,13 +141,13 @@ def complete_join(ctx, group: Group, now: int, result: Result) -> None:
         group.protocol_name = None
         group.transition_to(S.EMPTY, now)
         result.records.append(records.group_metadata(group))
-        ctx.recorder.generation_formed(group, now, result)
+        result.facts.append(facts.GenerationFormed.of(group, now))
         log.info("group %s is empty in generation %d", group.group_id, group.generation)
         return
 
     group.protocol_name = group.select_protocol()
     group.transition_to(S.COMPLETING_REBALANCE, now)
-    ctx.recorder.generation_formed(group, now, result)
+    result.facts.append(facts.GenerationFormed.of(group, now))
     log.info("group %s enters generation %d with %d members (protocol %s)", group.group_id,
              group.generation, len(group.members), group.protocol_name)
     everyone = member_list(group)

@@ -49,7 +49,11 @@ class Result:
     timers: list[Schedule | Cancel] = field(default_factory=list)
     # what to do once the records are written (continuations.py), in order
     after_write: list[Continuation] = field(default_factory=list)
-    # flight recorder events (roster.observability.events.GroupEvent): observed, never steer
+    # what the flight recorder is told (roster.observability.facts), in the order decided;
+    # observed, never steer
+    facts: list = field(default_factory=list)
+    # the GroupEvents the edge derives from the facts (observability/flight_recorder.py); the
+    # core never fills this
     events: list = field(default_factory=list)
 
     def reply(self, token: Hashable, body: Any) -> None:

@@ -324,7 +324,7 @@ class GroupShard:
             result.replies += loaded.replies
             result.timers += loaded.timers
             result.after_write += loaded.after_write
-            result.events += loaded.events
+            result.facts += loaded.facts
         return result
 
     def group_ids(self) -> list[str]:

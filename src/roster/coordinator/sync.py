@@ -18,6 +18,7 @@ from roster.coordinator.results import Parked, Result
 from roster.coordinator.states import SYNC_GROUP, Action, GroupState, Refuse
 from roster.coordinator.timers import sync_key
 from roster.coordinator.validation import generation_member_error
+from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -105,4 +106,4 @@ def leader_assignment_written(ctx, group: Group, step: LeaderAssignmentWritten,
     propagate_assignment(group, now, result, ErrorCode.none)
     group.transition_to(S.STABLE, now)
     log.info("group %s is Stable in generation %d", group.group_id, group.generation)
-    ctx.recorder.generation_stable(group, now, result)
+    result.facts.append(facts.GenerationStable.of(group, now))

@@ -1,6 +1,7 @@
 """The consumer protocol's (KIP-848) flight recorder. A generation here is a group epoch: the
-coordinator names the cause just before it bumps the epoch (cause()), and after every operation
-that wrote records it lets the recorder look at the group (observe()). The recorder follows
+coordinator notes the cause just before it bumps the epoch (facts.EpochCause, read by cause()),
+and after every operation that wrote records what the group looks like then
+(facts.ConsumerObserved, read by observe()). The recorder follows
 partition ownership (a member's assigned plus pending-revocation partitions) to tell which
 partitions changed owner and how long each had none; the event is written once every member
 has reconciled to the new epoch ("stable"), or when the next epoch begins first
@@ -111,7 +112,8 @@ class ConsumerRecorder:
         self._extra_causes.clear()
         self._saved.clear()
 
-    def observe(self, group_id: str, group, now: int, result) -> None:
+    def observe(self, group_id: str, group, now: int, out: list) -> None:
+        """`group` is what the operation left (facts.ConsumerView), None once it is gone."""
         cause = self._cause.pop(group_id, None)
         extra = self._extra_causes.pop(group_id, 0)
         saved, self._saved = self._saved, []
@@ -130,7 +132,7 @@ class ConsumerRecorder:
         if epoch != last:
             current = self._open.pop(group_id, None)
             if current is not None:
-                self._emit(group, current, now, result, "interrupted")
+                self._emit(group, current, now, out, "interrupted")
             trigger, started = cause if cause is not None else (Trigger(OTHER), now)
             self._open[group_id] = _Open(trigger, started, epoch, self._last.get(group_id, ()),
                                          triggers_after=extra,
@@ -140,7 +142,7 @@ class ConsumerRecorder:
             self._open[group_id].triggers_after += 1 + extra
         for _, instance_id, new_id, old_id in saved:
             members = _members(group)
-            result.events.append(GroupEvent(
+            out.append(GroupEvent(
                 group_id, CONSUMER, SAVED, epoch,
                 Trigger(STATIC_REJOIN, new_id, instance_id, None, old_id,
                         f"static member {instance_id} rejoined as {new_id} (was {old_id})"),
@@ -153,11 +155,11 @@ class ConsumerRecorder:
             return
         if not group.members:
             del self._open[group_id]
-            self._emit(group, current, now, result, "empty")
+            self._emit(group, current, now, out, "empty")
         elif group.assignment_epoch >= current.epoch \
                 and not self._still_reconciling(group_id, group):
             del self._open[group_id]
-            self._emit(group, current, now, result, "stable")
+            self._emit(group, current, now, out, "stable")
 
     @staticmethod
     def _settled(group, epoch: int) -> bool:
@@ -166,12 +168,12 @@ class ConsumerRecorder:
             m.member_epoch == STATIC_LEAVE_EPOCH or m.reconciled_to(group.assignment_epoch)
             for m in group.members.values())
 
-    def deleted(self, group_id: str, epoch: int, now: int, result) -> None:
+    def deleted(self, group_id: str, epoch: int, now: int, out: list) -> None:
         for table in (self._epoch, self._owners, self._released, self._open, self._seen,
                       self._unreconciled):
             table.pop(group_id, None)
         before = self._last.pop(group_id, ())
-        result.events.append(GroupEvent(
+        out.append(GroupEvent(
             group_id, CONSUMER, DELETED, epoch, Trigger(GROUP_DELETED, detail="DeleteGroups"),
             now, now, members_before=before))
 
@@ -253,10 +255,10 @@ class ConsumerRecorder:
                 m.member_id for m in group.members.values() if not _reconciled(m, epoch)})
         return bool(known[1])
 
-    def _emit(self, group, current: _Open, now: int, result, outcome: str) -> None:
+    def _emit(self, group, current: _Open, now: int, out: list, outcome: str) -> None:
         # an epoch cut short by the next one had the members it began with
         after = current.members_at_open if outcome == "interrupted" else _members(group)
-        result.events.append(GroupEvent(
+        out.append(GroupEvent(
             group.group_id, CONSUMER, GENERATION, current.epoch, current.trigger, now,
             current.started_ms, outcome=outcome, members_before=current.members_before,
             members_after=after,

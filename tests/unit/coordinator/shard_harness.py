@@ -16,6 +16,7 @@ from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
 from roster.coordinator.results import Cancel, Result, Schedule
 from roster.coordinator.shard import GroupShard
+from roster.observability.flight_recorder import FlightRecorder
 from roster.protocol.errors import ErrorCode
 
 
@@ -40,10 +41,15 @@ class ShardDriver:
         self.hold_next_write = False      # keep the next write in flight until release_writes()
         self.held: list[Result] = []
         self._tokens = itertools.count(1)
+        self.flight = FlightRecorder()    # as the edge's: each result's facts, as applied
 
     # -- the edge's job ------------------------------------------------------------------
 
     def apply(self, result: Result) -> None:
+        if result.facts:
+            events = self.flight.derive(result.facts)
+            result.events += events
+            self.recorded(events)
         for op in result.timers:
             if isinstance(op, Schedule):
                 self.timers[op.key] = (op.deadline_ms, op.event)
@@ -58,6 +64,9 @@ class ShardDriver:
         if result.records:
             error, self.fail_next_write = self.fail_next_write, None
         self._written(result, error)
+
+    def recorded(self, events: list) -> None:
+        """The flight recorder's events of a result being applied (derived as the edge does)."""
 
     def applied(self) -> None:
         """Called after every result's timers are carried out: a place for invariants."""

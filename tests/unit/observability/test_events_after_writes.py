@@ -10,6 +10,7 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.messages import JoinRequest, SyncRequest
 from roster.coordinator.results import Result
 from roster.observability import events as ev
+from roster.observability import facts
 from roster.observability.after_write import EventsAfterWrites
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import PROTOCOLS, Harness
@@ -43,6 +44,7 @@ def with_runtime(scenario):
         sink = HeldSink()
         runtime = GroupRuntime(GroupConfig(), sink)
         runtime.shard, runtime.coordinator = harness.shard, harness.coordinator
+        runtime.flight = harness.flight   # the recorders have seen the harness's operations
         published: list = []
         runtime.on_events = published.extend
         try:
@@ -54,13 +56,14 @@ def with_runtime(scenario):
 
 def static_rejoin(runtime, harness) -> tuple[str, Result]:
     """A static member of a Stable group comes back with a new id within its session: the
-    result holds the "saved" event and the group record naming the new id."""
+    result holds the fact the "saved" event is made of and the group record naming the new
+    id."""
     [old_id] = harness.stable_group("i-a")
     result = runtime.coordinator.join(JoinRequest(
         group_id="g", member_id="", group_instance_id="i-a", protocol_type="consumer",
         protocols=PROTOCOLS, session_timeout_ms=10_000, rebalance_timeout_ms=30_000,
         token="rejoin"), runtime.now_ms())
-    assert [e.kind for e in result.events] == [ev.SAVED] and result.records
+    assert [type(f) for f in result.facts] == [facts.StaticMemberSaved] and result.records
     return old_id, result
 
 

@@ -12,9 +12,8 @@ class Recording(Harness):
         super().__init__(**config)
         self.events: list[GroupEvent] = []
 
-    def apply(self, result) -> None:
-        self.events.extend(result.events)
-        super().apply(result)
+    def recorded(self, events) -> None:
+        self.events.extend(events)
 
     def take(self) -> list[GroupEvent]:
         taken, self.events = self.events, []

@@ -10,9 +10,8 @@ class Recording(ConsumerHarness):
         super().__init__(*args, **kw)
         self.events = []
 
-    def apply(self, result) -> None:
-        self.events.extend(result.events)
-        super().apply(result)
+    def recorded(self, events) -> None:
+        self.events.extend(events)
 
     def take(self):
         taken, self.events = self.events, []
@@ -152,7 +151,7 @@ def restarted(h: Recording) -> Recording:
     for record in h.records:
         fresh.coordinator.replay(record, h.now)
     for group in fresh.coordinator.groups.values():
-        fresh.coordinator.recorder.loaded(group, fresh.now)
+        fresh.flight.consumer.loaded(group, fresh.now)
     return fresh
 
 

@@ -41,6 +41,7 @@ from roster.coordinator.messages import (
 )
 from roster.coordinator.results import Result
 from roster.observability import events as ev
+from roster.observability import facts
 from roster.protocol import consumer_protocol as cp
 from roster.protocol.errors import ErrorCode
 
@@ -364,8 +365,8 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
             answers.append(LeaveMemberResult(identity.member_id, identity.group_instance_id,
                                              error))
             continue
-        ctx.recorder.cause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, member.member_id,
-                                                  member.instance_id), now)
+        result.facts.append(facts.EpochCause(
+            q.group_id, ev.Trigger(ev.MEMBER_LEFT, member.member_id, member.instance_id), now))
         ctx.fence(op, group, member, result)
         _cancel_deadline(group, result, join_key(q.group_id, member.member_id))
         _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))

@@ -65,7 +65,7 @@ from roster.coordinator.consumer.validation import RequestError, check_epoch, fa
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.results import Result
 from roster.observability import events as ev
-from roster.observability.consumer_recorder import ConsumerRecorder
+from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -91,7 +91,6 @@ class ConsumerCoordinator(GroupsById):
         # members keeps its id from consumer members unless an online upgrade takes it over
         # (migration.py), and a memberless one gives way; None: no classic groups
         self.classic = classic
-        self.recorder = ConsumerRecorder()  # flight recorder (docs/observability.md)
 
     # -- records ------------------------------------------------------------------------------
 
@@ -111,7 +110,8 @@ class ConsumerCoordinator(GroupsById):
         """Answer `reply` to `token` at once when nothing was written, else once the records
         are (and undo them if they cannot be)."""
         if result.records:
-            self.recorder.observe(group_id, self.groups.get(group_id), op.now, result)
+            result.facts.append(facts.ConsumerObserved.of(group_id, self.groups.get(group_id),
+                                                          op.now))
             result.after_write.append(op.written(group_id, token, reply))
         else:
             result.reply(token, reply)
@@ -119,7 +119,7 @@ class ConsumerCoordinator(GroupsById):
     def abandon(self, op: Operation, result: Result) -> None:
         """The operation is refused: the group as it was before it, nothing to write."""
         op.revert()
-        self.recorder.forget_operation()
+        result.facts.append(facts.OperationUndone())
         result.records.clear()
 
     def new_member_id(self) -> str:
@@ -247,7 +247,7 @@ class ConsumerCoordinator(GroupsById):
                 check_epoch(member, q)
         else:
             member = static_members.static_member(group, member_id, q, records,
-                                                   self.recorder)
+                                                   result.facts)
         before_assigned = member.assigned
         # a null field means "unchanged" (a steady heartbeat changes nothing: no copy)
         changes = {}
@@ -314,8 +314,8 @@ class ConsumerCoordinator(GroupsById):
                 kind = ev.STATIC_MEMBER_JOINED if instance_id else ev.MEMBER_JOINED
             else:
                 kind = ev.SUBSCRIPTION_CHANGED if subscription_changed else ev.METADATA_CHANGED
-            self.recorder.cause(group_id, ev.Trigger(kind, updated.member_id, instance_id),
-                                now)
+            result.facts.append(facts.EpochCause(
+                group_id, ev.Trigger(kind, updated.member_id, instance_id), now))
             records.append(rec.epoch_record(group_id, group.group_epoch + 1))
             log.info("consumer group %s: epoch %d", group_id, group.group_epoch + 1)
         op.write(records, result)
@@ -359,7 +359,8 @@ class ConsumerCoordinator(GroupsById):
                 fail(ErrorCode.unknown_member_id,
                      f"Member {q.member_id} is not a member of group {q.group_id}.")
             log.info("member %s left consumer group %s", q.member_id, q.group_id)
-            self.recorder.cause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id), now)
+            result.facts.append(facts.EpochCause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id),
+                                                 now))
             self.fence(op, group, member, result)
             return reply
         member = group.static_member(q.instance_id)
@@ -377,8 +378,8 @@ class ConsumerCoordinator(GroupsById):
             return reply
         log.info("static member %s (instance %s) left consumer group %s", q.member_id,
                  q.instance_id, q.group_id)
-        self.recorder.cause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id, q.instance_id),
-                            now)
+        result.facts.append(facts.EpochCause(
+            q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id, q.instance_id), now))
         self.fence(op, group, member, result)
         return reply
 
@@ -447,11 +448,12 @@ class ConsumerCoordinator(GroupsById):
                      member.rebalance_timeout_ms)
             kind = ev.REBALANCE_TIMEOUT
         op = self.begin(now)
-        self.recorder.cause(group.group_id, ev.Trigger(kind, member.member_id,
-                                                       member.instance_id), now)
+        result.facts.append(facts.EpochCause(
+            group.group_id, ev.Trigger(kind, member.member_id, member.instance_id), now))
         self.fence(op, group, member, result)
         member_sessions.rearm(group, result)
-        self.recorder.observe(group.group_id, self.groups.get(group.group_id), now, result)
+        result.facts.append(facts.ConsumerObserved.of(group.group_id,
+                                                      self.groups.get(group.group_id), now))
         result.after_write.append(op.written(group.group_id, None, None))
         return result
 
@@ -544,7 +546,7 @@ class ConsumerCoordinator(GroupsById):
                   rec.group_tombstone(group_id)], result)
         result.after_write.append(op.written(group_id, None, None))
         log.info("consumer group %s deleted", group_id)
-        self.recorder.deleted(group_id, group.group_epoch, now, result)
+        result.facts.append(facts.GroupDeleted(ev.CONSUMER, group_id, group.group_epoch, now))
         return ()
 
     def replays(self, record) -> bool:

@@ -8,13 +8,14 @@ from roster.coordinator.consumer import classic_members
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember
 from roster.coordinator.consumer.validation import check_epoch, fail
+from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
 
 
 def static_member(group: ConsumerGroup, member_id: str, q: HeartbeatRequest, records: list,
-                  recorder) -> ConsumerMember:
+                  noted: list) -> ConsumerMember:
     """The member a heartbeat with an instance id speaks for (Kafka's
     getOrMaybeSubscribeStaticConsumerGroupMember): a new static member, the one it replaces
     after a temporary leave (its records go into `records`), or itself."""
@@ -38,7 +39,7 @@ def static_member(group: ConsumerGroup, member_id: str, q: HeartbeatRequest, rec
         gid = group.group_id
         log.info("static member %s (instance %s) rejoins consumer group %s, replacing %s",
                  member_id, q.instance_id, gid, existing.member_id)
-        recorder.saved(gid, q.instance_id, member_id, existing.member_id)
+        noted.append(facts.ConsumerSaved(gid, q.instance_id, member_id, existing.member_id))
         return new
     if existing is None:
         fail(ErrorCode.unknown_member_id, f"Instance id {q.instance_id} is unknown.")
