@@ -14,13 +14,17 @@ from confluent_kafka import Consumer as ConfluentConsumer
 from roster.client.consumer import Consumer
 from roster.client.producer import Producer
 from roster.client.transactional_producer import TransactionalProducer
+from roster.protocol.api_keys import ApiKey
+from roster.protocol.build import make
+from roster.protocol.codec import encode_request, request_schema
+from roster.protocol.errors import ErrorCode as E
 from roster.client.transaction_state import (
     OffsetsFencedError,
     ProducerFencedError,
     TransactionError,
 )
 from tests.support.process import BrokerProcess
-from tests.support.transactions import create_topics, log_entries
+from tests.support.transactions import TxnClient, create_topics, log_entries
 
 pytestmark = pytest.mark.interop
 
@@ -203,3 +207,25 @@ def test_send_offsets_commits_a_static_member_s_offsets_and_fences_an_old_genera
         return await read_all(broker.bootstrap, "ct-eos-out", "read_committed", 7)
 
     assert asyncio.run(scenario()) == [b"out-%d" % i for i in range(4)]
+
+
+def test_a_client_gone_during_end_txn_does_not_leave_its_id_pending(broker):
+    """The connection closes while EndTxn waits for its __transaction_state write: the
+    transaction still completes, and the next InitProducerId of the id gets through (the
+    broker used to cancel the write's settling with the request, and answered
+    CONCURRENT_TRANSACTIONS forever)."""
+    for attempt in range(5):
+        tx_id = f"ct-gone-{attempt}"
+        client = TxnClient(broker.bootstrap, tx_id)
+        client.init_until_done()
+        assert client.add("ct-out", 0) == [E.none]
+        assert client.produce("ct-out", 0, [b"gone-%d" % attempt]) is E.none
+        body = make(request_schema(ApiKey.END_TXN, 3), transactional_id=tx_id,
+                    producer_id=client.producer_id, producer_epoch=client.epoch, committed=True)
+        client.wire.send_raw(encode_request(ApiKey.END_TXN, 3, 999, "gone", body))
+        client.close()                     # gone before the answer
+        successor = TxnClient(broker.bootstrap, tx_id)
+        try:
+            successor.init_until_done()    # asserts it ends within the wait
+        finally:
+            successor.close()

@@ -110,6 +110,15 @@ class TransactionRuntime:
         False: appended, not waited for (TransactionLog.write)."""
         if outcome.write is None:
             return outcome
+        # Shielded: the connection that asked may close (its request task is then cancelled),
+        # but the coordinator's pending change must still be settled by written(), or the id
+        # would answer CONCURRENT_TRANSACTIONS forever.
+        task = asyncio.ensure_future(self._write_and_settle(outcome, fsync))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return await asyncio.shield(task)
+
+    async def _write_and_settle(self, outcome: Outcome, fsync: bool) -> Outcome:
         self.log.ensure_topic()
         durable = await self.log.write(outcome.write, fsync)
         self._complete_all(self.coordinator.written(outcome.write.transactional_id, durable))
