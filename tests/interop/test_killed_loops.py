@@ -17,10 +17,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.support.process import BrokerProcess
-from tests.support.transactions import create_topics
+from tests.support.read_to_end import values_to_end
+from tests.support.transactions import create_topics, fetch_offsets
 
 pytestmark = pytest.mark.interop
 
@@ -75,39 +76,6 @@ def _kill_at(worker: subprocess.Popen, step: str, occurrence: int) -> str:
     raise AssertionError(f"the worker exited with {worker.wait(30)} before {step}")
 
 
-def read_committed(bootstrap: str, topic: str) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "loop-check",
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.subscribe([topic])
-    values, ended = [], set()
-    deadline = time.monotonic() + 60
-    try:
-        while len(ended) < PARTITIONS and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(message.partition())
-                continue
-            values.append(message.value())
-        assert len(ended) == PARTITIONS, f"{topic}: did not reach the end of every partition"
-        return values
-    finally:
-        consumer.close()
-
-
-# Two broker bugs make this fail today (reported to the coordinator's engineer, see the report
-# of issue 26's client/Spark work): (1) a client disconnecting while its EndTxn (or any
-# transactional request) waits in TransactionRuntime.carry_out cancels the handler between the
-# __transaction_state write and coordinator.written(), so the id answers CONCURRENT_TRANSACTIONS
-# forever; (2) an abort marker written while a TxnOffsetCommit awaits its fsync
-# (groups.txn_commit_offsets: write_transactional, then transaction_written) leaves the offsets
-# pending forever, so a read_committed consumer's OffsetFetch (require_stable) never ends.
-@pytest.mark.xfail(reason="broker: a disconnect during carry_out leaves the transactional id "
-                          "pending; an abort during TxnOffsetCommit's fsync leaves offsets "
-                          "pending", strict=False)
 def test_a_killed_consume_transform_produce_loop_outputs_every_record_exactly_once(broker):
     create_topics(broker.bootstrap, "loop-in", "loop-out", partitions=PARTITIONS)
     source = Producer({"bootstrap.servers": broker.bootstrap})
@@ -134,9 +102,12 @@ def test_a_killed_consume_transform_produce_loop_outputs_every_record_exactly_on
         assert kill_at(final, "never", 1) == "done"      # runs to the end
     except AssertionError:
         print("\n".join(broker.output[-40:]))
+        print("offsets, require_stable:", fetch_offsets(broker.bootstrap, "loop", "loop-in",
+                                                        range(PARTITIONS), require_stable=True),
+              "not:", fetch_offsets(broker.bootstrap, "loop", "loop-in", range(PARTITIONS)))
         raise
 
-    output = read_committed(broker.bootstrap, "loop-out")
+    output = values_to_end(broker.bootstrap, "loop-out", "read_committed", PARTITIONS)
     counts = Counter(output)
     assert [v for v, n in counts.items() if n > 1] == []
     assert set(counts) == {b"RECORD-%d" % i for i in range(RECORDS)}

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import time
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, KafkaError
 from pyspark.sql.utils import StreamingQueryException
 
 from roster.client.transactional_producer import TransactionalProducer
@@ -19,6 +17,7 @@ from roster.spark.options import write_settings
 from roster.spark.sink import RosterStreamWriter
 from roster.spark.source import RosterDataSource
 from tests.spark.helpers import stream, wait_until
+from tests.support.read_to_end import values_to_end
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
@@ -36,30 +35,6 @@ class KilledSource(RosterDataSource):
         writer = KilledWriter(write_settings(self.options), schema)
         writer.fail_points = self.options["failpoints"]
         return writer
-
-
-def values(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
-    """Every value in `topic` (2 partitions) at this isolation level, read to the end."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{isolation}",
-                         "auto.offset.reset": "earliest", "isolation.level": isolation,
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.subscribe([topic])
-    got, ended = [], set()
-    deadline = time.monotonic() + 60
-    try:
-        while len(ended) < 2 and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None:
-                continue
-            if message.error() is not None:
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    ended.add(message.partition())
-                continue
-            got.append(message.value())
-        assert len(ended) == 2, f"{topic}: did not reach the end ({ended})"
-        return got
-    finally:
-        consumer.close()
 
 
 def test_a_task_killed_between_produce_and_commit_writes_nothing_twice(spark, kafka, tmp_path):
@@ -91,9 +66,9 @@ def test_a_task_killed_between_produce_and_commit_writes_nothing_twice(spark, ka
     assert points.read_text().split() == []
     assert run()                           # from the checkpoint: the batch is replayed
 
-    committed = values(kafka.bootstrap, "eos-dst", "read_committed")
+    committed = values_to_end(kafka.bootstrap, "eos-dst", "read_committed", 2)
     assert Counter(committed) == Counter(f"v{i}".encode() for i in range(30))
-    everything = values(kafka.bootstrap, "eos-dst", "read_uncommitted")
+    everything = values_to_end(kafka.bootstrap, "eos-dst", "read_uncommitted", 2)
     written_twice = [v for v, n in Counter(everything).items() if n > 1]
     assert written_twice, "the killed attempt wrote nothing: the test did not test the window"
 
