@@ -13,7 +13,7 @@ HTTP_PORT ?=
 # the group console and /metrics (docs/observability.md) when HTTP_PORT is given
 HTTP := $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
-.PHONY: run serve test bench system-deps kafka-deps clean fuzz report
+.PHONY: run serve test bench system-deps kafka-deps clean fuzz report soak
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,12 @@ FUZZ_SECONDS ?= 600
 fuzz: $(STAMP)
 	@$(PY) -c 'import atheris' 2>/dev/null || $(PY) -m pip install --quiet -e '.[fuzz]'
 	$(PY) -m fuzz all --seconds $(FUZZ_SECONDS)
+
+# Longer runs of the kill -9 tests (docs/transactions.md): the consume-transform-produce loop
+# killed SOAK_KILLS times instead of make test's 20.
+SOAK_KILLS ?= 300
+soak: $(STAMP)
+	ROSTER_KILLED_LOOP_KILLS=$(SOAK_KILLS) $(PY) -m pytest -n 0 tests/interop/test_killed_loops.py
 
 bench: $(STAMP)
 	$(PY) bench/produce_fetch.py
