@@ -26,7 +26,7 @@ from tests.support.transactions import create_topics, fetch_offsets
 pytestmark = pytest.mark.interop
 
 KILLS = int(os.environ.get("ROSTER_KILLED_LOOP_KILLS", "20"))
-RECORDS = max(300, 15 * KILLS)   # enough input that no worker runs out before its kill
+RECORDS = max(300, 25 * KILLS)   # a kill comes within 3 transactions of 7: input to spare
 PARTITIONS = 2
 STEPS = ("ready", "begin", "produced", "offsets", "committed")
 ROOT = Path(__file__).resolve().parents[2]
