@@ -207,7 +207,9 @@ def test_stream_as_static_member_and_write_over_sasl_ssl(spark, secured, tmp_pat
         return await b.committed("sec-pipeline", [("sec-clicks", 0), ("sec-clicks", 1)])
     offsets = run_sync(committed, bootstrap=broker.listener("PLAINTEXT"))
     assert sum(o for o, _ in offsets.values()) == COUNT
-    assert log_end(broker, "sec-copied", 1) == COUNT
+    # the copies and, after them, one commit marker per write task's transaction: the read
+    # below finds each record once
+    assert log_end(broker, "sec-copied", 1) > COUNT
 
     # a batch read through spark.sql, the password in the view's OPTIONS
     options = ", ".join(f"`{k}` '{v}'" for k, v in {**java_options(broker, pki),

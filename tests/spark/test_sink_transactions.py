@@ -22,17 +22,13 @@ from tests.support.read_to_end import values_to_end
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 
-class KilledWriter(RosterStreamWriter):
-    pass
-
-
 class KilledSource(RosterDataSource):
     @classmethod
     def name(cls):
         return "roster_killed"
 
     def streamWriter(self, schema, overwrite):
-        writer = KilledWriter(write_settings(self.options), schema)
+        writer = RosterStreamWriter(write_settings(self.options), schema)
         writer.fail_points = self.options["failpoints"]
         return writer
 
