@@ -269,7 +269,19 @@ class ConfluentMember(Member):
                 consumer.close()
 
     def commit(self, timeout_s: float = DEADLINE_S) -> None:
-        self.call(lambda c: c.commit(asynchronous=False), timeout_s)
+        self.call(_commit_stored, timeout_s)
+
+
+def _commit_stored(consumer) -> None:
+    """Commit what the consumer has stored; auto-commit may already have committed all of it,
+    which librdkafka reports as _NO_OFFSET: then the committed offsets are already the wanted
+    ones."""
+    from confluent_kafka import KafkaError, KafkaException
+    try:
+        consumer.commit(asynchronous=False)
+    except KafkaException as error:
+        if error.args[0].code() != KafkaError._NO_OFFSET:
+            raise
 
 
 class KafkaPythonMember(Member):
