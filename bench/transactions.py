@@ -35,6 +35,23 @@ from tests.support.process import BrokerProcess  # noqa: E402
 from tests.support.transactions import create_topics  # noqa: E402
 
 COMMON = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "batch.size": 65536}
+# fsyncs a transaction waits on in sequence besides its data's: AddPartitionsToTxn's Ongoing,
+# EndTxn's PrepareCommit, the markers (docs/transactions.md, "What is durable when")
+FSYNCS_PER_TXN = 3
+
+
+def fsync_seconds(directory: Path, rounds: int = 50) -> float:
+    """The median time of one small append + fsync in `directory`: the physical limit a
+    transaction's sequential durable writes run into, measured in the same run."""
+    times = []
+    with open(directory / "fsync-probe", "ab") as probe:
+        for _ in range(rounds):
+            started = time.perf_counter()
+            probe.write(b"x" * 128)
+            probe.flush()
+            os.fsync(probe.fileno())
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
 
 
 def progress(message: str) -> None:
@@ -97,6 +114,7 @@ def main() -> None:
                     progress(f"pass {n + 1}: {kind} {rate:,.0f} records/s")
         finally:
             broker.stop()
+        fsync_s = fsync_seconds(Path(data))
     idem, txn = statistics.median(rows["idempotent"]), statistics.median(rows["transactional"])
     print(f"| producer ({args.records:,} x {args.value_bytes} B, transactions of "
           f"{args.records_per_txn:,}) | records/s (median of {args.passes}) | broker CPU s "
@@ -105,6 +123,12 @@ def main() -> None:
     for kind, rate in (("idempotent", idem), ("transactional", txn)):
         print(f"| {kind} | {rate:,.0f} | {statistics.median(cpu[kind]):.2f} |")
     print(f"| **ratio** transactional / idempotent | **{txn / idem:.2f}** | |")
+    ceiling = args.records_per_txn / (FSYNCS_PER_TXN * fsync_s)
+    print(f"\nphysical limit, same run: one fsync in the data dir takes {fsync_s * 1000:.2f} ms "
+          f"(median of 50); {FSYNCS_PER_TXN} in sequence per transaction of "
+          f"{args.records_per_txn:,} records cap transactional produce at {ceiling:,.0f} "
+          f"records/s, a ratio of at most {min(ceiling / idem, 1):.2f} against this run's "
+          "idempotent rate (the data's own fsync comes on top)")
 
 
 if __name__ == "__main__":
