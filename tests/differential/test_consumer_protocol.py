@@ -265,3 +265,24 @@ def test_kip848_static_member_expiry(s):
     s.timed("b removed", time.monotonic() - left_at, 1750, 4500)
     a.heartbeat()
     describe(s, group)
+
+
+@scenario(outcome="""an admin LeaveGroup naming two static KIP-848 members by group.instance.id
+(Admin.removeMembersFromConsumerGroup) removes both in one change: the member left sees the
+group epoch move by one, and gets their partitions""")
+def test_kip848_remove_two_members_by_instance_id(s):
+    topic = s.topic("t", 3)
+    group = s.name("g")
+    members = [Kip848Member(s, who, group, (topic,), instance_id=f"i{who}") for who in "abc"]
+    a, b, c = members
+    for member in members:
+        member.heartbeat()
+    a.converge(1)
+    b.converge(1)
+    c.converge(1)
+    s.conn("admin").call(ApiKey.LEAVE_GROUP, keep=("members",), group_id=group, members=[
+        {"member_id": "", "group_instance_id": "ib", "reason": "admin removal"},
+        {"member_id": "", "group_instance_id": "ic", "reason": "admin removal"}])
+    a.converge(3)
+    a.heartbeat()
+    describe(s, group)

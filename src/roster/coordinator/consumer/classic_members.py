@@ -343,6 +343,7 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
     result = Result()
     op = ctx.begin(now)
     answers = []
+    removed = False
     for identity in q.members:
         group = ctx.groups.get(q.group_id)
         member = None
@@ -367,13 +368,18 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
             continue
         result.facts.append(facts.EpochCause(
             q.group_id, ev.Trigger(ev.MEMBER_LEFT, member.member_id, member.instance_id), now))
-        ctx.fence(op, group, member, result)
+        # every member named goes in one change: one new epoch for all of them, as Kafka's
+        # classicGroupLeaveToConsumerGroup writes (written after the loop)
+        removed = ctx.fence(op, group, member, result, bump_epoch=False)
         _cancel_deadline(group, result, join_key(q.group_id, member.member_id))
         _cancel_deadline(group, result, sync_key(q.group_id, member.member_id))
         # the identity as asked (member id "" for one named by instance id), as Kafka answers:
         # Admin.removeMembersFromConsumerGroup matches its members to the answers by it
         answers.append(LeaveMemberResult(identity.member_id, identity.group_instance_id,
                                          ErrorCode.none))
+    group = ctx.groups.get(q.group_id)
+    if removed and group is not None:   # not turned into a classic group by the last removal
+        ctx.bump_epoch(op, group, result)
     # should the write fail, the members stay (op.fenced: every member fence removed), and
     # their sessions run out as if they had not left (ConsumerCoordinator.write_completed)
     ctx.release_after_write(op, q.group_id, q.token, LeaveReply(members=tuple(answers)),

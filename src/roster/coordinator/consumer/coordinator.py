@@ -384,15 +384,18 @@ class ConsumerCoordinator(GroupsById):
         return reply
 
     def fence(self, op: Operation, group: ConsumerGroup, member: ConsumerMember,
-              result: Result) -> None:
+              result: Result, bump_epoch: bool = True) -> bool:
         """Remove a member (it left, or its session or rebalance timeout passed): the group
-        moves to a new epoch, or becomes a classic group again (migration.py)."""
+        moves to a new epoch, or becomes a classic group again (migration.py). With
+        `bump_epoch` False the caller writes the new epoch once for several members removed as
+        one change (a LeaveGroup naming several: Kafka bumps once). Whether the group is still
+        a consumer group afterwards."""
         gid = group.group_id
         if migration.downgrades(self, group, member):   # its last consumer-protocol member
             migration.downgrade(self, op, group, member, result)
             result.cancel(rebalance_key(gid, member.member_id))
             op.fenced += (member.member_id,)
-            return
+            return False
         records = [rec.current_tombstone(gid, member.member_id),
                    rec.target_tombstone(gid, member.member_id),
                    rec.member_tombstone(gid, member.member_id)]
@@ -405,11 +408,17 @@ class ConsumerCoordinator(GroupsById):
         records = []
         if metadata != group.subscription_metadata:
             records.append(rec.subscription_metadata_record(gid, metadata))
-        records.append(rec.epoch_record(gid, group.group_epoch + 1))
+        if bump_epoch:
+            records.append(rec.epoch_record(gid, group.group_epoch + 1))
         op.write(records, result)
         # its session deadline went with it (ConsumerGroup.remove_member)
         result.cancel(rebalance_key(gid, member.member_id))
         op.fenced += (member.member_id,)
+        return True
+
+    def bump_epoch(self, op: Operation, group: ConsumerGroup, result: Result) -> None:
+        """The new group epoch after members removed with `fence(bump_epoch=False)`."""
+        op.write([rec.epoch_record(group.group_id, group.group_epoch + 1)], result)
 
     # -- sessions -------------------------------------------------------------------------------
 

@@ -258,6 +258,23 @@ def test_classic_leave_removes_consumer_protocol_members_too():
     assert len(h.coordinator.groups["g"].members) == 2
 
 
+def test_one_leave_naming_several_members_bumps_the_epoch_once():
+    """Kafka's classicGroupLeaveToConsumerGroup removes every member a LeaveGroup names and then
+    writes one new group epoch (Admin.removeMembersFromConsumerGroup naming two static members:
+    the members left see the epoch move by one, as on Kafka 4.4)."""
+    h = Mixed()
+    h.classic_static_group("a", "b")
+    h.cg_join("new-c", instance="c")
+    h.cg_join("new-d", instance="d")
+    h.cg_join("new-e")
+    epoch = h.consumer.groups["g"].group_epoch
+    reply = h.leave(("", "c"), ("", "d"), ("", "nobody"))
+    assert [m.error for m in reply.members] == \
+        [ErrorCode.none, ErrorCode.none, ErrorCode.unknown_member_id]
+    assert {"new-c", "new-d"}.isdisjoint(h.consumer.groups["g"].members)
+    assert h.consumer.groups["g"].group_epoch == epoch + 1
+
+
 def test_a_classic_member_that_never_rejoins_is_fenced_after_its_rebalance_timeout():
     h = Mixed()
     ids = h.classic_static_group("a", "b")
