@@ -1,8 +1,7 @@
 """DescribeGroups, ListGroups and DeleteGroups (reference §5)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from roster.coordinator.messages import GroupDescription, MemberDescription
 from roster.coordinator.results import Result
 from roster.coordinator.states import DELETE_GROUP, Action, GroupState
 from roster.observability import events as ev
@@ -10,28 +9,6 @@ from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 S = GroupState
-
-
-@dataclass(frozen=True, slots=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupDescription:
-    group_id: str
-    error: ErrorCode
-    state: str
-    protocol_type: str
-    protocol_data: str
-    members: tuple[MemberDescription, ...]
-    generation: int = -1
-    leader: str | None = None
 
 
 def describe(ctx, group_id: str) -> GroupDescription | None:
@@ -50,18 +27,11 @@ def describe(ctx, group_id: str) -> GroupDescription | None:
                             group.generation, group.leader_id)
 
 
-def list_groups(ctx, states: set[str] | None = None, types: set[str] | None = None):
-    """(group id, protocol type, state) for groups matching the (lower-cased) filters."""
-    listed = []
-    for group in ctx.groups.values():
-        if group.state is S.DEAD:
-            continue
-        if states and group.state.value.lower() not in states:
-            continue
-        if types and "classic" not in types:
-            continue
-        listed.append((group.group_id, group.protocol_type or "", group.state.value))
-    return sorted(listed)
+def listed(ctx) -> list[tuple[str, str, str]]:
+    """ListGroups: (group id, protocol type, state) of every group but a Dead one (its deletion
+    is being written), in group id order; the shard filters them."""
+    return sorted((group.group_id, group.protocol_type or "", group.state.value)
+                  for group in ctx.groups.values() if group.state is not S.DEAD)
 
 
 def validate_delete(group) -> ErrorCode | None:

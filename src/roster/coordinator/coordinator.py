@@ -29,7 +29,13 @@ from roster.coordinator.continuations import (
 )
 from roster.coordinator.group import Group
 from roster.coordinator.group_type import GroupsById
-from roster.coordinator.messages import CommitRequest, JoinRequest, LeaveRequest, SyncRequest
+from roster.coordinator.messages import (
+    CommitRequest,
+    GroupDescription,
+    JoinRequest,
+    LeaveRequest,
+    SyncRequest,
+)
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
@@ -95,21 +101,17 @@ class Coordinator(GroupsById):
         metadata_watch.after(self, request.group_id, now)
         return result
 
-    def describe(self, group_id: str):
-        return admin.describe(self, group_id)
-
-    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None):
-        return admin.list_groups(self, states, types)
-
     # -- what the shard asks of a group type (group_type.py) ----------------------------------
 
     def being_deleted(self, group_id: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and group.state is GroupState.DEAD
 
-    def listed(self, states, types) -> list[tuple[str, str, str, str]]:
-        return [(group_id, protocol_type, state, self.name) for group_id, protocol_type, state
-                in self.list_groups(states, types)]
+    def listed(self) -> list[tuple[str, str, str]]:
+        return admin.listed(self)
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        return admin.describe(self, group_id)
 
     def subscribed_topics(self, group_id: str):
         return offsets.subscribed(self.groups.get(group_id))

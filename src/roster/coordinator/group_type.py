@@ -8,10 +8,10 @@ Answers of ErrorCode | None: None lets the operation go ahead.
 """
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Iterable, Set
 from typing import Protocol
 
-from roster.coordinator.messages import CommitRequest
+from roster.coordinator.messages import CommitRequest, GroupDescription
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
@@ -42,10 +42,14 @@ class GroupType(Protocol):
         its timer changes go into `result`). The group may not exist yet: a simple commit
         (generation -1) makes one where the type allows it."""
 
-    def listed(self, states: set[str] | None,
-               types: set[str] | None) -> list[tuple[str, str, str, str]]:
-        """ListGroups: (group id, protocol type, state, group type) of its groups matching the
-        lower-cased filters."""
+    def listed(self) -> Iterable[tuple[str, str, str]]:
+        """ListGroups: (group id, protocol type, state) of the groups it holds and shows; the
+        shard applies the state and type filters to every type alike (`name` is the type)."""
+
+    def describe_group(self, group_id: str) -> GroupDescription | None:
+        """DescribeGroups (the classic API) on a group it holds; None answers it as a group that
+        does not exist (Dead; GROUP_ID_NOT_FOUND from v6), as Kafka answers for any group that
+        is not a classic one."""
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None,
                               epoch: int) -> ErrorCode | None: ...

@@ -140,3 +140,26 @@ class FetchedOffset:
     leader_epoch: int = -1
     metadata: str = ""
     error: ErrorCode = ErrorCode.none
+
+
+@dataclass(frozen=True, slots=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDescription:
+    """DescribeGroups' answer for one group (the classic API; any group type answers it)."""
+    group_id: str
+    error: ErrorCode
+    state: str
+    protocol_type: str
+    protocol_data: str
+    members: tuple[MemberDescription, ...]
+    generation: int = -1
+    leader: str | None = None

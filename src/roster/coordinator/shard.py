@@ -37,6 +37,7 @@ from roster.coordinator.group_type import GroupType
 from roster.coordinator.messages import (
     CommitReply,
     CommitRequest,
+    GroupDescription,
     JoinReply,
     JoinRequest,
     LeaveRequest,
@@ -265,20 +266,24 @@ class GroupShard:
         result.after_write.append(GroupsDeleted(token, outcome, tuple(tombstones)))
         return result
 
-    def describe(self, group_id: str):
-        """DescribeGroups: a consumer group is not a classic group (Kafka answers not found)."""
-        if group_id in self.consumer.groups:
-            return None
-        return self.classic.describe(group_id)
+    def describe(self, group_id: str) -> GroupDescription | None:
+        """DescribeGroups: as the type that holds the group answers it (None: not found)."""
+        held = self._held(group_id)
+        return None if held is None else held.describe_group(group_id)
 
     def list_groups(self, states: set[str] | None,
                     types: set[str] | None) -> list[tuple[str, str, str, str]]:
-        """(group id, protocol type, state, group type) of every type's groups (each id once:
-        as the type that holds it, the first asked, lists it)."""
+        """ListGroups: (group id, protocol type, state, group type) of the groups of every type
+        whose state and type are in the lower-cased filters (None: any), as Kafka's listGroups
+        filters every group alike; each id once, as the type that holds it lists it."""
         listed = []
-        for group_type in reversed(self.types):
-            listed = [row for row in listed if not group_type.has_group(row[0])]
-            listed += group_type.listed(states, types)
+        for group_type in reversed(self.types):   # the classic groups first, as always
+            if types and group_type.name not in types:
+                continue
+            listed += [(group_id, protocol_type, state, group_type.name)
+                       for group_id, protocol_type, state in group_type.listed()
+                       if (not states or state.lower() in states)
+                       and self._held(group_id) is group_type]
         return listed
 
     # -- records -----------------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def test_group_being_deleted_is_dead_to_other_requests():
     assert h.reply(h.join()) == JoinReply(error=E.coordinator_not_available)
     assert h.commit({("t", 0): 2}).errors == (("t", 0, E.coordinator_not_available),)
     assert h.heartbeat("m", 0) is E.coordinator_not_available
-    assert h.coordinator.describe("g") is None and h.coordinator.list_groups() == []
+    assert h.shard.describe("g") is None and h.shard.list_groups(None, None) == []
     h.release_writes()
     assert h.group() is None
     assert h.reply(h.join()).error is E.member_id_required and h.group().generation == 0
@@ -102,7 +102,7 @@ def test_describe_stable_group():
     """A Stable group is described with its protocol, each member's metadata and assignment."""
     h = Harness()
     leader, follower = h.stable_group("i-a", None)
-    assert h.coordinator.describe("g") == GroupDescription(
+    assert h.shard.describe("g") == GroupDescription(
         "g", E.none, "Stable", "consumer", "range", (
             MemberDescription(leader, "i-a", "client", "/127.0.0.1", b"range-meta",
                               f"assignment-of-{leader}".encode()),
@@ -117,7 +117,7 @@ def test_describe_rebalancing_group_shows_no_protocol_or_metadata():
     h = Harness()
     leader, follower = h.stable_group(None, None)
     h.join(member_id=leader)
-    described = h.coordinator.describe("g")
+    described = h.shard.describe("g")
     assert (described.state, described.protocol_type, described.protocol_data) == \
         ("PreparingRebalance", "consumer", "")
     assert [(m.member_id, m.metadata, m.assignment) for m in described.members] == [
@@ -129,9 +129,9 @@ def test_describe_missing_and_simple_groups():
     """A missing group is None (the edge answers per version); a simple group is Empty with
     no protocol type and no members."""
     h = Harness()
-    assert h.coordinator.describe("g") is None
+    assert h.shard.describe("g") is None
     h.commit({("t", 0): 1})
-    assert h.coordinator.describe("g") == GroupDescription(
+    assert h.shard.describe("g") == GroupDescription(
         "g", E.none, "Empty", "", "", (), generation=0, leader=None)
 
 
@@ -141,12 +141,17 @@ def test_is_in_states():
     h.commit({("t", 0): 1}, group="simple")
     h.stable_group(None, group="stable")
     h.join(instance="i-a", group="preparing")
-    listed = h.coordinator.list_groups
-    assert listed() == [("preparing", "consumer", "PreparingRebalance"),
-                        ("simple", "", "Empty"), ("stable", "consumer", "Stable")]
-    assert listed({"empty"}) == [("simple", "", "Empty")]
+
+    def listed(states=None, types=None):
+        return h.shard.list_groups(states, types)
+
+    assert listed() == [("preparing", "consumer", "PreparingRebalance", "classic"),
+                        ("simple", "", "Empty", "classic"),
+                        ("stable", "consumer", "Stable", "classic")]
+    assert listed({"empty"}) == [("simple", "", "Empty", "classic")]
     assert listed({"preparingrebalance", "stable"}) == [
-        ("preparing", "consumer", "PreparingRebalance"), ("stable", "consumer", "Stable")]
+        ("preparing", "consumer", "PreparingRebalance", "classic"),
+        ("stable", "consumer", "Stable", "classic")]
     assert listed({"PreparingRebalance"}) == []
     assert listed({"completingrebalance"}) == []
     assert listed(types={"classic"}) == listed()

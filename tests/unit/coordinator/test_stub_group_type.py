@@ -1,11 +1,13 @@
 """Where a new type of group (Kafka's streams or share groups) plugs in: it implements the small
 interface of coordinator/group_type.py and is handed to the shard; nothing else changes. This
 stub type holds groups made by a record of its own and lets only member "m" commit; the shard
-routes to it, keeps its offsets, deletes it with them and replays its records."""
+routes to it, lists and describes its groups, keeps its offsets, deletes it with them and replays
+its records."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roster.coordinator.messages import GroupDescription
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
@@ -76,9 +78,11 @@ class StubType:
     def groups_loaded(self, group_ids, now):
         return Result()
 
-    def listed(self, states, types):
-        return [(group_id, "", "Stable", self.name) for group_id in self.groups
-                if not types or self.name in types]
+    def listed(self):
+        return [(group_id, "stub-protocol", "Stable") for group_id in self.groups]
+
+    def describe_group(self, group_id):
+        return GroupDescription(group_id, ErrorCode.none, "Stable", "stub-protocol", "", ())
 
 
 def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
@@ -86,7 +90,12 @@ def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
     h = ShardDriver(more_types=(stub,))
     h.shard.replay(Record(StubKey("s"), "m"))          # the one replay switch routes it
     assert stub.groups == {"s": "m"} and "s" not in h.shard.classic.groups
-    assert h.shard.list_groups(None, None) == [("s", "", "Stable", "stub")]
+    listed = h.shard.list_groups
+    assert listed(None, None) == [("s", "stub-protocol", "Stable", "stub")]
+    assert listed({"stable"}, {"stub"}) == listed(None, {"stub", "classic"}) == listed(None, None)
+    assert listed({"empty"}, None) == listed(None, {"classic", "consumer"}) == []
+    assert h.shard.describe("s") == GroupDescription(
+        "s", ErrorCode.none, "Stable", "stub-protocol", "", ())   # the type describes it
     assert h.commit({("t", 0): 7}, member_id="x", group="s").errors == \
         (("t", 0, ErrorCode.unknown_member_id),)       # the type decides who may commit
     assert h.commit({("t", 0): 7, ("kept", 0): 8}, member_id="m", group="s").errors == \
@@ -96,5 +105,5 @@ def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
     assert reply.partitions == (("t", 0, ErrorCode.none),
                                 ("kept", 0, ErrorCode.group_subscribed_to_topic))
     assert h.delete("s") == {"s": ErrorCode.none}
-    assert stub.groups == {} and h.offsets("s") == {}
+    assert stub.groups == {} and h.offsets("s") == {} and h.shard.describe("s") is None
     assert h.records[-2:] == [Record(OffsetKey("s", "kept", 0), None), Record(StubKey("s"), None)]

@@ -513,9 +513,13 @@ class ConsumerCoordinator(GroupsById):
     def being_deleted(self, group_id: str) -> bool:
         return False   # its deletion is applied at once (and undone if unwritten)
 
-    def listed(self, states, types) -> list[tuple[str, str, str, str]]:
-        return [(group_id, "consumer", state, self.name)
-                for group_id, state in self.list_groups(states, types)]
+    def listed(self) -> list[tuple[str, str, str]]:
+        return describing.listed(self.groups)
+
+    def describe_group(self, group_id: str) -> None:
+        """DescribeGroups, the classic API: Kafka answers a consumer group as one that does not
+        exist (Dead; GROUP_ID_NOT_FOUND, "not a classic group", from v6)."""
+        return None
 
     def subscribed_topics(self, group_id: str):
         group = self.groups.get(group_id)
@@ -586,6 +590,3 @@ class ConsumerCoordinator(GroupsById):
 
     def classic_leave(self, request, now: int) -> Result:
         return classic_members.leave(self, request, now)
-
-    def list_groups(self, states: set[str] | None = None, types: set[str] | None = None):
-        return describing.list_groups(self.groups, states, types)

@@ -38,15 +38,7 @@ def describe(groups: dict[str, ConsumerGroup], config: ConsumerConfig, classic,
     return out
 
 
-def list_groups(groups: dict[str, ConsumerGroup], states: set[str] | None = None,
-                types: set[str] | None = None):
-    """(group id, state) of the consumer groups matching the lower-cased filters."""
-    if types and "consumer" not in types:
-        return []
-    out = []
-    for group in groups.values():
-        state = group.state()
-        if states and state.lower() not in states:
-            continue
-        out.append((group.group_id, state))
-    return out
+def listed(groups: dict[str, ConsumerGroup]) -> list[tuple[str, str, str]]:
+    """ListGroups: (group id, protocol type, state) of every consumer group; the shard filters
+    them."""
+    return [(group.group_id, "consumer", group.state()) for group in groups.values()]

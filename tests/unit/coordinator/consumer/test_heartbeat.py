@@ -321,7 +321,6 @@ def test_the_assignor_most_members_ask_for_is_used():
 def test_offset_commit_and_fetch_checks():
     h = ConsumerHarness({"t": 2})
     r = h.join("a")
-    c = h.coordinator
 
     def committed(member_id, epoch, version=9, group="g"):
         [(_, _, error)] = h.commit({("t", 0): 5}, member_id, epoch, group=group,
@@ -339,8 +338,8 @@ def test_offset_commit_and_fetch_checks():
     assert h.shard.fetch_refused("g", "a", 99) == ErrorCode.stale_member_epoch
     h.heartbeat("a", -1)
     assert committed("", -1) == ErrorCode.none
-    assert c.list_groups() == [("g", "Empty")]
-    assert c.list_groups(types={"classic"}) == []
+    assert h.shard.list_groups(None, None) == [("g", "consumer", "Empty", "consumer")]
+    assert h.shard.list_groups(None, {"classic"}) == []
 
 
 def test_a_deleted_topic_is_revoked_and_a_recreated_one_assigned_by_its_new_id():
