@@ -1,7 +1,9 @@
 """The old message formats, for the Fetch and Produce versions that carry them (Fetch v0-3,
 Produce v0-2): message sets of magic 0 (Kafka 0.8-0.9) and magic 1 (0.10), converted from and to
 the magic-2 record batches roster stores, as Kafka 3.9 did (its RecordsUtil.downConvert and
-LazyDownConversionRecords on the way out, LogValidator on the way in).
+LazyDownConversionRecords on the way out, LogValidator on the way in). It reads stored batches with the log's header parser and builds
+batches with the record codec, so it sits above log/, beside record_validation.py (what Kafka's
+LogValidator does to a magic-2 batch), not in the pure wire layer protocol/.
 
 A message set is a sequence of messages, each `offset int64, size int32, crc uint32 (CRC-32 of
 what follows), magic int8, attributes int8, [timestamp int64, magic 1], key bytes, value bytes`.
