@@ -261,6 +261,8 @@ class GroupRuntime:
             if future is not None and not future.done():
                 future.set_result(reply.body)
             # else: the requester is gone (connection closed); the reply is dropped
+        if error is not None and result.changes:
+            self.shard.revert(result.changes, self.now_ms())
         for step in result.after_write:
             self.apply(self.shard.write_completed(step, error, self.now_ms()))
 

@@ -3,7 +3,9 @@ kind of continuation. A Result carries them in `after_write`; the edge hands eac
 untouched, to Coordinator.write_completed, which dispatches on the type.
 
 Records that take effect only once durable (offset commits, tombstones) are the continuation's
-own field: the same objects the Result writes, replayed by the coordinator itself.
+own field: the same objects the Result writes, replayed by the coordinator itself. What an
+operation changed at once is not here: it is in the Result's `changes`, reverted by the shard
+before any continuation hears of a failed write (changes.py).
 """
 from __future__ import annotations
 
@@ -12,8 +14,6 @@ from dataclasses import dataclass
 
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
-
-Protocols = tuple[tuple[str, bytes], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +39,13 @@ class LeaderAssignmentWritten:
 @dataclass(frozen=True, slots=True)
 class StaticMemberReplaced:
     """A static member rejoined with a new id (KIP-345) and the group record naming it was
-    written: answer it, or undo the replacement."""
+    written: answer it; or, the replacement undone (changes.StaticIdReplaced), answer the
+    write's error."""
 
     group_id: str
     old_id: str
     new_id: str
     leader_before: str | None
-    previous: tuple[Protocols, int, int]   # protocols, rebalance and session timeouts
     api_version: int
 
 

@@ -84,7 +84,7 @@ class Coordinator(GroupsById):
         first = metadata_watch.before_static_rejoin(self, request, now)
         result = join.join(self, request, now)
         metadata_watch.after(self, request.group_id, now)
-        return result if first is None else metadata_watch.merged(first, result)
+        return result if first is None else first.merge(result)
 
     def sync(self, request: SyncRequest, now: int) -> Result:
         return sync.sync(self, request, now)
@@ -139,9 +139,6 @@ class Coordinator(GroupsById):
 
     def delete_group(self, group_id: str, now: int, result: Result) -> tuple[Record, ...]:
         return tombstones.bury(self.groups[group_id], now, result)
-
-    def tombstones_failed(self, written: tuple[Record, ...], now: int) -> None:
-        tombstones.unwritten(self.groups, written, now)
 
     def note_deleted(self, outcome, now: int, result: Result) -> None:
         """DeleteGroups deleted these groups (their tombstones are written): noted for the

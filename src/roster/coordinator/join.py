@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 from roster.coordinator import records
+from roster.coordinator.changes import StaticIdReplaced
 from roster.coordinator.continuations import StaticMemberReplaced
 from roster.coordinator.group import Group, Member
 from roster.coordinator.messages import JoinReply, JoinRequest, SyncReply
@@ -259,9 +260,9 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
             if group.select_protocol() == group.protocol_name:
                 # Same assignor: no rebalance. Persist the new id, answer once it is written.
                 result.records.append(records.group_metadata(group))
+                result.changes.append(StaticIdReplaced(group, old_id, new_id, previous))
                 result.after_write.append(StaticMemberReplaced(
-                    group.group_id, old_id, new_id, leader_before, previous,
-                    request.api_version))
+                    group.group_id, old_id, new_id, leader_before, request.api_version))
                 result.facts.append(facts.StaticMemberSaved(
                     group.group_id, group.generation, facts.classic_members(group),
                     request.group_instance_id, new_id, old_id, request.reason, now))
@@ -281,23 +282,22 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
 
 def static_replacement_written(ctx, group: Group, step: StaticMemberReplaced,
                                error: ErrorCode | None, now: int, result: Result) -> None:
-    new_id = step.new_id
-    member = group.members.get(new_id)
-    if member is None:
-        return
     if error is not None:
-        # Undo: the old id comes back, and the joiner must try again.
-        protocols, rebalance_timeout, session_timeout = step.previous
-        group.set_protocols(member, protocols)
-        member.rebalance_timeout_ms = rebalance_timeout
-        member.session_timeout_ms = session_timeout
-        parked = group.take_join(member)
-        restored = group.replace_static(new_id, step.old_id)
+        # The shard put the old id back (changes.StaticIdReplaced): the joiner, parked under
+        # it now, must try again.
+        restored = group.members.get(step.old_id)
+        if restored is None:
+            return   # the member left meanwhile
+        parked = group.take_join(restored)
         reschedule_heartbeat(result, group, restored, now)
         if parked is not None:
             result.reply(parked.token, JoinReply(
                 error=error, generation=group.generation, protocol_type=group.protocol_type,
                 protocol_name=group.protocol_name, leader=step.leader_before or ""))
+        return
+    new_id = step.new_id
+    member = group.members.get(new_id)
+    if member is None:
         return
     if step.api_version >= SKIP_ASSIGNMENT_FROM:
         leader = group.is_leader(new_id)

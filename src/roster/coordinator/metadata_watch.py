@@ -97,13 +97,6 @@ def start_rebalance(ctx, group: Group, now: int, result: Result, found: list[str
     away.check(ctx, group, now, result)
 
 
-def merged(first: Result, then: Result) -> Result:
-    first.records.extend(then.records)
-    first.replies.extend(then.replies)
-    first.timers.extend(then.timers)
-    first.after_write.extend(then.after_write)
-    first.facts.extend(then.facts)
-    return first
 
 
 def take_note(ctx, group: Group, now: int) -> None:

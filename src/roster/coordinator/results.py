@@ -4,6 +4,13 @@ timers to set. The core never performs I/O; the edge carries these out in order.
 Replies are addressed by an opaque token the edge attached to the request. A reply in a result is
 released only after that result's records are durable; then its continuations (continuations.py)
 go back to Coordinator.write_completed.
+
+Every group type mutates the same way (docs/architecture.md, "One model of mutation"): an
+operation changes state at once and notes in `changes` how to put each change back
+(changes.py); if its records cannot be written, the edge hands them to the shard's `revert`
+before any continuation runs. What nobody may see before it is durable (committed offsets, a
+deletion taking effect, a classic generation's assignment) is not changed at once: a
+continuation applies it once written.
 """
 from __future__ import annotations
 
@@ -55,6 +62,9 @@ class Result:
     # the GroupEvents the edge derives from the facts (observability/flight_recorder.py); the
     # core never fills this
     events: list = field(default_factory=list)
+    # what the operation changed at once, each able to put itself back (changes.Change), in
+    # the order made; reverted, newest first, if the records are not written
+    changes: list = field(default_factory=list)
 
     def reply(self, token: Hashable, body: Any) -> None:
         self.replies.append(Reply(token, body))
@@ -64,3 +74,13 @@ class Result:
 
     def cancel(self, key: str) -> None:
         self.timers.append(Cancel(key))
+
+    def merge(self, then: Result) -> Result:
+        """This result followed by `then`, as one (their records go in one write)."""
+        self.records += then.records
+        self.replies += then.replies
+        self.timers += then.timers
+        self.after_write += then.after_write
+        self.facts += then.facts
+        self.changes += then.changes
+        return self

@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from roster.coordinator import heartbeat as classic_heartbeat
+from roster.coordinator.changes import revert
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer import records as consumer_records
 from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
@@ -323,13 +324,8 @@ class GroupShard:
         """After replay: sessions start now; see each type's groups_loaded."""
         result = Result()
         for group_type in reversed(self.types):
-            loaded = group_type.groups_loaded(
-                [g for g in group_ids if group_type.has_group(g)], now)
-            result.records += loaded.records
-            result.replies += loaded.replies
-            result.timers += loaded.timers
-            result.after_write += loaded.after_write
-            result.facts += loaded.facts
+            result.merge(group_type.groups_loaded(
+                [g for g in group_ids if group_type.has_group(g)], now))
         return result
 
     def group_ids(self) -> list[str]:
@@ -342,6 +338,11 @@ class GroupShard:
 
     def expire(self, event, now: int) -> Result:
         return self._owners.get(type(event), self.classic).expire(event, now)
+
+    def revert(self, changes: list, now: int) -> None:
+        """A result's records could not be written: what its operations changed at once is put
+        back (changes.py), before any of its continuations hears of the error."""
+        revert(changes, now)
 
     def write_completed(self, step, error: ErrorCode | None, now: int) -> Result:
         """Continue an operation whose records were written (error None) or failed to be."""
@@ -388,10 +389,8 @@ class GroupShard:
 
     def _settle(self, tombstones: tuple[Record, ...], error: ErrorCode | None,
                 now: int) -> None:
-        """Tombstones written (error None) take effect; unwritten, every group marked Dead for
-        them is back as it was (tombstones.py)."""
+        """Tombstones written (error None) take effect; unwritten, nothing happens: the groups
+        marked Dead for them were put back by `revert`."""
         if error is None:
             for record in tombstones:
                 self.replay(record, now)
-        else:
-            self.classic.tombstones_failed(tombstones, now)

@@ -86,6 +86,8 @@ class ShardDriver:
             assert not self.answered_once or reply.token not in self.replies, \
                 f"token {reply.token} answered twice"
             self.replies[reply.token] = reply.body
+        if error is not None and result.changes:
+            self.shard.revert(result.changes, self.now)
         for step in result.after_write:
             self.apply(self.shard.write_completed(step, error, self.now))
 

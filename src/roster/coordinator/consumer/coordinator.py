@@ -4,7 +4,8 @@ session and rebalance timeouts, and loading from records.
 Each operation takes `now` (and the topic catalog it needs) and returns a Result, like the
 classic coordinator. An operation decides, builds the records of its change, and applies them
 through replay() (the function a restart uses); its reply waits for the records to be written
-(a continuation releases it), and if they cannot be, the group goes back to what it was.
+(a continuation releases it), and if they cannot be, the group goes back to what it was (the
+shard reverts the operation's changes; coordinator/changes.py).
 
 What a heartbeat does (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
 1. validate the request; find or create the group, find or create the member (static rules);
@@ -16,7 +17,8 @@ What a heartbeat does (Kafka's GroupMetadataManager.consumerGroupHeartbeat):
    full one, its assignment.
 
 Its parts: config.py (settings), timers.py (timer events, keys, the continuation),
-operation.py (the undo log an operation carries, passed explicitly), validation.py (the request's
+operation.py (the Operation passed explicitly: records applied, each noted as the change that
+puts it back, consumer/changes.py), validation.py (the request's
 checks), subscriptions.py (regexes, topic metadata, the target assignment), member_sessions.py
 (sessions, kept as the classic groups keep theirs: a deadline per member, one timer per group),
 offset_rules.py (what the shard asks about offsets); classic_members.py and migration.py use the
@@ -35,7 +37,6 @@ from roster.coordinator.consumer import (
     member_sessions,
     migration,
     offset_rules,
-    operation,
     static_members,
     subscriptions,
 )
@@ -112,7 +113,7 @@ class ConsumerCoordinator(GroupsById):
         if result.records:
             result.facts.append(facts.ConsumerObserved.of(group_id, self.groups.get(group_id),
                                                           op.now))
-            result.after_write.append(op.written(group_id, token, reply))
+            op.finish(result, group_id, token, reply)
         else:
             result.reply(token, reply)
 
@@ -463,7 +464,7 @@ class ConsumerCoordinator(GroupsById):
         member_sessions.rearm(group, result)
         result.facts.append(facts.ConsumerObserved.of(group.group_id,
                                                       self.groups.get(group.group_id), now))
-        result.after_write.append(op.written(group.group_id, None, None))
+        op.finish(result, group.group_id, None, None)
         return result
 
     def write_completed(self, step: ConsumerWritten, error: ErrorCode | None,
@@ -473,9 +474,7 @@ class ConsumerCoordinator(GroupsById):
             if step.token is not None:
                 result.reply(step.token, step.reply)
             return result
-        operation.undo(self.groups, None if self.classic is None else self.classic.groups,
-                       step.undo)
-        group = self.groups.get(step.group_id)
+        group = self.groups.get(step.group_id)   # as it was: the shard reverted the changes
         if group is not None:
             member_sessions.rearm(group, result)   # a deadline put back may need the group's timer
             # still members: a timeout's fencing is tried again shortly (Kafka's timers retry
@@ -557,7 +556,7 @@ class ConsumerCoordinator(GroupsById):
         op.write([rec.target_epoch_tombstone(group_id),
                   rec.subscription_metadata_tombstone(group_id),
                   rec.group_tombstone(group_id)], result)
-        result.after_write.append(op.written(group_id, None, None))
+        op.finish(result, group_id, None, None)
         log.info("consumer group %s deleted", group_id)
         result.facts.append(facts.GroupDeleted(ev.CONSUMER, group_id, group.group_epoch, now))
         return ()

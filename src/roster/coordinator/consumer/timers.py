@@ -21,13 +21,12 @@ class ConsumerRebalanceDeadline:
 
 @dataclass(frozen=True, slots=True)
 class ConsumerWritten:
-    """Release `reply` to `token` once the records are written; if they are not, put the
-    group back as it was and answer `error` instead."""
+    """Release `reply` to `token` once the records are written; if they are not (the shard
+    has put the group back as it was), answer `error` instead."""
 
     group_id: str
     token: object
     reply: object
-    undo: tuple = ()                   # how to put the group back (operation.undo)
     fenced: tuple[str, ...] = ()       # the members removed: a session again if unwritten
 
 

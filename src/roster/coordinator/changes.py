@@ -1,0 +1,65 @@
+"""What an operation changed at once, able to put itself back: the one model of mutation every
+group type shares (results.py; docs/architecture.md, "One model of mutation").
+
+An operation applies its changes to the groups as it decides them, so the next request sees
+them, and notes each one here, in its Result's `changes`. A refused operation reverts its own
+at once; one whose records cannot be written is reverted by the shard (`revert`) before its
+continuations answer. A change is a small typed value: what it changed and what was there
+before, so an operation costs what it changes, not what its group holds.
+
+The classic group's changes are here; a consumer group's, one per record type it replays, are
+in consumer/changes.py.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple, Protocol
+
+from roster.coordinator.group import Group
+from roster.coordinator.states import GroupState
+
+Protocols = tuple[tuple[str, bytes], ...]
+
+
+class Change(Protocol):
+    def undo(self, now: int) -> None:
+        """Put back what this change did (the changes made after it are already undone)."""
+
+
+def revert(changes: Iterable[Change], now: int) -> None:
+    """Undo these changes, newest first."""
+    for change in reversed(tuple(changes)):
+        change.undo(now)
+
+
+class StaticIdReplaced(NamedTuple):
+    """A static member rejoined with a new id (KIP-345) and new protocols and timeouts; undone,
+    the member has its old id and what it had before (a JoinGroup parked under the new id moves
+    with it, for the continuation to answer)."""
+
+    group: Group
+    old_id: str
+    new_id: str
+    previous: tuple[Protocols, int, int]   # protocols, rebalance and session timeouts
+
+    def undo(self, now: int) -> None:
+        group = self.group
+        member = group.members.get(self.new_id)
+        if member is None or group.state is GroupState.DEAD:
+            return   # it left meanwhile, or the group is going: nothing to give back
+        protocols, rebalance_timeout, session_timeout = self.previous
+        group.set_protocols(member, protocols)
+        member.rebalance_timeout_ms = rebalance_timeout
+        member.session_timeout_ms = session_timeout
+        group.replace_static(self.new_id, self.old_id)
+
+
+class Buried(NamedTuple):
+    """A classic group was marked Dead while its tombstone is written (tombstones.py); undone,
+    it is Empty again."""
+
+    group: Group
+
+    def undo(self, now: int) -> None:
+        if self.group.state is GroupState.DEAD:
+            self.group.transition_to(GroupState.EMPTY, now, undo=True)
