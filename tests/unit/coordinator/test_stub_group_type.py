@@ -2,10 +2,12 @@
 interface of coordinator/group_type.py and is handed to the shard; nothing else changes. This
 stub type holds groups made by a record of its own and lets only member "m" commit; the shard
 routes to it, lists and describes its groups, keeps its offsets, deletes it with them and replays
-its records."""
+its records. It mutates as every type does (coordinator/changes.py): a group being deleted is
+marked at once, noted as a change the shard reverts if the write fails."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from roster.coordinator.messages import GroupDescription
 from roster.coordinator.offset_store import OffsetExpiry
@@ -20,12 +22,23 @@ class StubKey:
     group: str
 
 
+class Deleting(NamedTuple):
+    """The stub's one change: a group marked as being deleted; undone, it is not."""
+
+    deleting: set
+    group_id: str
+
+    def undo(self, now):
+        self.deleting.discard(self.group_id)
+
+
 class StubType:
     name = "stub"
     steps = ()
 
     def __init__(self) -> None:
         self.groups: dict[str, str] = {}    # group id -> its one member
+        self.deleting: set[str] = set()     # its tombstone is being written
 
     def has_group(self, group_id):
         return group_id in self.groups
@@ -34,7 +47,7 @@ class StubType:
         return list(self.groups)
 
     def being_deleted(self, group_id):
-        return False
+        return group_id in self.deleting
 
     def is_empty(self, group_id):
         return False
@@ -63,6 +76,8 @@ class StubType:
 
     def delete_group(self, group_id, now, result):
         tombstone = Record(StubKey(group_id), None)
+        self.deleting.add(group_id)
+        result.changes.append(Deleting(self.deleting, group_id))
         result.records.append(tombstone)
         return (tombstone,)    # replayed by the shard once written
 
@@ -72,6 +87,7 @@ class StubType:
     def replay(self, record, now):
         if record.value is None:
             self.groups.pop(record.key.group, None)
+            self.deleting.discard(record.key.group)
         else:
             self.groups[record.key.group] = record.value
 
@@ -107,3 +123,19 @@ def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
     assert h.delete("s") == {"s": ErrorCode.none}
     assert stub.groups == {} and h.offsets("s") == {} and h.shard.describe("s") is None
     assert h.records[-2:] == [Record(OffsetKey("s", "kept", 0), None), Record(StubKey("s"), None)]
+
+
+def test_a_stub_groups_deletion_whose_write_fails_is_reverted_by_the_shard():
+    stub = StubType()
+    h = ShardDriver(more_types=(stub,))
+    h.shard.replay(Record(StubKey("s"), "m"))
+    h.commit({("t", 0): 7}, member_id="m", group="s")
+    h.hold_next_write = True
+    token = h.token()
+    h.apply(h.shard.delete_groups(["s"], h.now, token))
+    assert stub.deleting == {"s"}                      # changed at once
+    assert h.fetch([("t", 0)], group="s")[0].offset == -1   # not visible while it goes
+    h.release_writes(ErrorCode.not_coordinator)
+    assert h.reply(token) == {"s": ErrorCode.not_coordinator}
+    assert stub.deleting == set() and stub.groups == {"s": "m"}   # put back
+    assert [f.offset for f in h.fetch([("t", 0)], group="s")] == [7]
