@@ -4,7 +4,9 @@ that type by group id: the classic coordinator (coordinator.py), the consumer co
 (consumer/coordinator.py); a new type (streams, share) implements this and is added to the
 shard's list of types, the one switch (tests/unit/coordinator/test_stub_group_type.py shows one).
 
-Answers of ErrorCode | None: None lets the operation go ahead.
+Answers of ErrorCode | None: None lets the operation go ahead. A type changes its groups as
+every type does (changes.py): at once, each change noted in the Result's `changes`, so the shard
+can put it back if the write fails.
 """
 from __future__ import annotations
 
@@ -66,7 +68,8 @@ class GroupType(Protocol):
 
     def delete_group(self, group_id: str, now: int, result: Result) -> tuple[Record, ...]:
         """Delete one group (validated): its tombstones go into `result`, with whatever must
-        follow once they are written; returns those the shard replays once they are."""
+        follow once they are written, and the changes made meanwhile (e.g. the group marked as
+        being deleted) in `result.changes`; returns those the shard replays once written."""
 
     def replays(self, record: Record) -> bool:
         """Whether this record is one of this type's (its key's type)."""
