@@ -2,7 +2,9 @@
 
 It owns the sockets (a bootstrap connection for metadata, one to the group coordinator), the
 clock, metadata refreshes and backoff, and calls the application's callbacks. All group
-decisions are the machine's.
+decisions are the machine's. A callback is awaited where its action comes, while this loop goes
+on: an on_revoked that takes its time (finishing work, committing) does not stop the heartbeats
+that keep the member in the group; the JoinGroup goes once it has returned.
 
     member = GroupMember("localhost:9092", MemberConfig("billing", group_instance_id="w-3"),
                          on_assigned=print)
@@ -25,6 +27,7 @@ from roster.client.membership import (
     MemberConfig,
     Membership,
     NeedMetadata,
+    RejoinWhenRevoked,
     Send,
     State,
 )
@@ -73,6 +76,9 @@ class GroupMember(MemberDriver):
     def _own_action(self, action) -> bool:
         if isinstance(action, NeedMetadata):
             self._spawn(self._refresh_metadata(action.topics))
+            return True
+        if isinstance(action, RejoinWhenRevoked):   # on_revoked has returned (it comes first)
+            self._spawn(self._handle(self.machine.revoked(self.now())))
             return True
         return False
 

@@ -198,7 +198,14 @@ class MemberDriver:
                 if callback is not None:
                     outcome = callback(action.partitions)
                     if inspect.isawaitable(outcome):
+                        # the machine has moved (e.g. to REVOKING, with a heartbeat due): the
+                        # loop must see that now, not once the callback has returned
+                        await self._tell_changed()
                         await outcome
+        await self._tell_changed()
+
+    async def _tell_changed(self) -> None:
+        """Wake the loop and the waiters of wait_for: the machine's state has changed."""
         self._wake.set()
         async with self._changed:
             self._changed.notify_all()

@@ -14,7 +14,10 @@ What it does beyond a basic member:
   longer match what the group has assigned (e.g. partitions were added);
 - KIP-792: subscriptions carry the generation in which the owned partitions were owned;
 - KIP-429 cooperative rebalancing: with a cooperative assignor, partitions are revoked first,
-  then the member rejoins so they can be assigned elsewhere.
+  then the member rejoins so they can be assigned elsewhere;
+- REVOKING: on_revoked runs before the JoinGroup goes out, and the member heartbeats meanwhile,
+  as Kafka's Java client (its heartbeat thread runs through onPartitionsRevoked) and librdkafka
+  do; REBALANCE_IN_PROGRESS is then expected and changes nothing.
 """
 from __future__ import annotations
 
@@ -53,8 +56,12 @@ class State(Enum):
     AWAITING_METADATA = "awaiting-metadata"  # leader needs partition counts to assign
     SYNCING = "syncing"          # SyncGroup sent
     STABLE = "stable"
+    REVOKING = "revoking"        # on_revoked is running; still heartbeating; JoinGroup follows
     FATAL = "fatal"
     CLOSED = "closed"
+
+
+HEARTBEATING = frozenset({State.STABLE, State.REVOKING})   # a member of its generation
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +87,12 @@ class Assigned:
 @dataclass(frozen=True, slots=True)
 class Revoked:
     partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RejoinWhenRevoked:
+    """Comes after a Revoked: the driver reaches it once the application's callback for those
+    partitions has returned, and then calls `Membership.revoked`, which sends the JoinGroup."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +252,7 @@ class Membership:
             self.state = State.FINDING
             return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
                          to_coordinator=False)]
-        if self.state is State.STABLE and self.next_heartbeat_ms is not None \
+        if self.state in HEARTBEATING and self.next_heartbeat_ms is not None \
                 and now >= self.next_heartbeat_ms:
             self.next_heartbeat_ms = None  # re-armed when the answer arrives
             return [Send("Heartbeat", {
@@ -250,7 +263,7 @@ class Membership:
 
     def next_deadline(self) -> int | None:
         """When tick() may next have something to do."""
-        if self.state is State.STABLE:
+        if self.state in HEARTBEATING:
             return self.next_heartbeat_ms
         if self.state is State.UNJOINED:
             return self.retry_at_ms or 0
@@ -345,17 +358,18 @@ class Membership:
         actions: list = []
         if revoked:
             actions.append(Revoked(revoked))
-            if self._cooperative():  # KIP-429: give them up, then rejoin so others get them
-                actions += self._request_rejoin("partitions revoked for a cooperative move", now)
         if added or not self.owned:
             actions.append(Assigned(added))
+        if revoked and self._cooperative():  # KIP-429: give them up, then rejoin so others get them
+            self.rejoin_reason = "partitions revoked for a cooperative move"
+            actions += self._rejoin_after_revocation(now)
         if outdated:
             actions += self._request_rejoin(
                 "subscribed topics' partitions changed while this leader was away", now)
         return actions
 
     def on_heartbeat(self, error: ErrorCode, now: int) -> list:
-        if self.state is not State.STABLE:
+        if self.state not in HEARTBEATING:
             return []
         if error is E.none:
             self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
@@ -368,10 +382,25 @@ class Membership:
             return self._lose_membership(error, now)
         if error in COORDINATOR_GONE:
             return self._coordinator_gone(now)
+        if self.state is State.REVOKING:
+            # the group is rebalancing, which is why this member is revoking: the answer is
+            # expected and keeps the member in the group until it rejoins (Kafka's heartbeat
+            # thread counts it as a success); any other error is tried again after a backoff
+            self.next_heartbeat_ms = now + (self.config.heartbeat_interval_ms
+                                            if error is E.rebalance_in_progress
+                                            else self.config.retry_backoff_ms)
+            return []
         return self._request_rejoin(f"heartbeat answered {error.name}", now)
 
     def on_leave(self, error: ErrorCode, now: int) -> list:
         return []
+
+    def revoked(self, now: int) -> list:
+        """The application's on_revoked callback has returned (RejoinWhenRevoked): rejoin."""
+        if self.state is not State.REVOKING:
+            return []   # closed or fenced meanwhile
+        self.next_heartbeat_ms = None
+        return self._join_request()
 
     # -- internals --------------------------------------------------------------------------
 
@@ -460,14 +489,26 @@ class Membership:
         if self.state in (State.FATAL, State.CLOSED):
             return []
         self.rejoin_reason = reason
+        if self.state is State.REVOKING:
+            return []   # the JoinGroup already follows the callback
         actions: list = []
         if not self._cooperative():
             actions += self._give_up_partitions(Revoked)  # eager: revoke all before rejoining
+        if actions and self.state is State.STABLE:
+            return actions + self._rejoin_after_revocation(now)
         if self.state in (State.STABLE, State.SYNCING, State.AWAITING_METADATA):
             return actions + self._join_request()
         if self.state is State.UNJOINED:
             return actions + self.tick(now)
         return actions  # FINDING / JOINING: the answer in flight moves things on
+
+    def _rejoin_after_revocation(self, now: int) -> list:
+        """The Revoked just emitted runs the application's callback; until it returns the
+        member heartbeats on (it is still a member of its generation), then rejoins."""
+        self.state = State.REVOKING
+        if self.next_heartbeat_ms is None:   # e.g. the heartbeat answer that asked for this
+            self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
+        return [RejoinWhenRevoked()]
 
     def _lose_membership(self, error: ErrorCode, now: int) -> list:
         actions = self._give_up_partitions(Lost)
@@ -475,6 +516,11 @@ class Membership:
             self.member_id = ""
         self.generation = -1
         self.rejoin_reason = f"{error.name}: rejoining"
+        if self.state is State.REVOKING:
+            # no longer a member: nothing to keep alive; the JoinGroup that follows the
+            # callback asks for a new membership
+            self.next_heartbeat_ms = None
+            return actions
         return actions + self._join_request()
 
     def _give_up_partitions(self, kind) -> list:
@@ -486,6 +532,11 @@ class Membership:
         return [kind(given_up)]
 
     def _coordinator_gone(self, now: int) -> list:
+        if self.state is State.REVOKING:
+            # heartbeats stop; the JoinGroup that follows the callback finds out and looks the
+            # coordinator up again (Kafka's heartbeat thread would look it up at once)
+            self.next_heartbeat_ms = None
+            return []
         self.state = State.UNJOINED
         return self._retry_later(now)
 

@@ -11,6 +11,7 @@ from roster.client.membership import (
     MemberConfig,
     Membership,
     NeedMetadata,
+    RejoinWhenRevoked,
     Revoked,
     Send,
     State,
@@ -51,6 +52,16 @@ def sync_answer(partitions=(), error=E.none):
 def sends(actions, api=None):
     found = [a for a in actions if isinstance(a, Send)]
     return [a for a in found if api is None or a.api == api]
+
+
+def revoke_then(m: Membership, actions: list, now: int) -> list:
+    """Play the driver: the Revoked callback returns, then the member rejoins."""
+    if RejoinWhenRevoked() not in actions:
+        return actions
+    revoked = [i for i, a in enumerate(actions) if isinstance(a, Revoked)]
+    assert m.state is State.REVOKING and not sends(actions, "JoinGroup")
+    assert revoked and revoked[-1] < actions.index(RejoinWhenRevoked())
+    return actions + m.revoked(now)
 
 
 def member(**config) -> Membership:
@@ -126,14 +137,14 @@ def test_kip_814_leader_with_skip_assignment_keeps_assignment_and_watches_partit
     m.on_sync(sync_answer([("t", 0)]), 0)
     assert m.on_metadata({"t": 2}, 100) == []              # the baseline after the restart
     assert m.on_metadata({"t": 2}, 150) == []              # unchanged: nothing to do
-    rejoin = sends(m.on_metadata({"t": 3}, 200), "JoinGroup")  # a partition was added
+    rejoin = sends(revoke_then(m, m.on_metadata({"t": 3}, 200), 200), "JoinGroup")  # grown
     assert rejoin and "partitions changed" in rejoin[0].fields["reason"]
 
 
 def test_rebalance_in_progress_revokes_eagerly_and_rejoins():
     m = member()
     joined(m, partitions=[("t", 0)])
-    actions = m.on_heartbeat(E.rebalance_in_progress, 100)
+    actions = revoke_then(m, m.on_heartbeat(E.rebalance_in_progress, 100), 150)
     assert Revoked((("t", 0),)) in actions and sends(actions, "JoinGroup")
     # KIP-792: the rejoin still reports the last assignment and its generation to assignors
     subscription = decode_subscription(sends(actions, "JoinGroup")[0].fields["protocols"][0][1])
@@ -205,7 +216,8 @@ def test_commit_errors_drive_the_membership():
     joined(m, partitions=[("t", 0)])
     request = m.commit_request({("t", 0): 9})
     assert request.fields["generation_id_or_member_epoch"] == 1
-    assert sends(m.on_commit({("t", 0): E.rebalance_in_progress}, 10), "JoinGroup")
+    assert sends(revoke_then(m, m.on_commit({("t", 0): E.rebalance_in_progress}, 10), 10),
+                 "JoinGroup")
     m2 = member()
     joined(m2, partitions=[("t", 0)])
     assert Lost((("t", 0),)) in m2.on_commit({("t", 0): E.illegal_generation}, 10)
@@ -221,7 +233,7 @@ def test_cooperative_member_revokes_then_rejoins_keeping_the_rest():
     actions = m.on_heartbeat(E.rebalance_in_progress, 10)
     assert not any(isinstance(a, Revoked) for a in actions) and m.owned == (("t", 0), ("t", 1))
     m.on_join(join_answer(generation=2, protocol="cooperative-sticky"), 20)
-    actions = m.on_sync(sync_answer([("t", 0)]), 30)
+    actions = revoke_then(m, m.on_sync(sync_answer([("t", 0)]), 30), 30)
     assert Revoked((("t", 1),)) in actions and sends(actions, "JoinGroup")
     assert m.owned == (("t", 0),)
 
@@ -262,7 +274,7 @@ def test_kip_814_leader_rejoins_for_a_topic_that_grew_while_it_was_down_metadata
     sync, stored = _skip_rejoin(m, {"t": 2})
     assert sync.fields["assignments"] == {}
     assert m.on_metadata({"t": 3}, 10) == []    # before the answer: nothing to compare yet
-    rejoin = sends(m.on_sync(stored, 20), "JoinGroup")
+    rejoin = sends(revoke_then(m, m.on_sync(stored, 20), 20), "JoinGroup")
     assert rejoin and "while this leader was away" in rejoin[0].fields["reason"]
 
 
@@ -270,7 +282,7 @@ def test_kip_814_leader_rejoins_for_a_topic_that_grew_while_it_was_down_metadata
     m = member(group_instance_id="i-0")
     sync, stored = _skip_rejoin(m, {"t": 2})
     assert not sends(m.on_sync(stored, 10), "JoinGroup")
-    rejoin = sends(m.on_metadata({"t": 3}, 20), "JoinGroup")
+    rejoin = sends(revoke_then(m, m.on_metadata({"t": 3}, 20), 20), "JoinGroup")
     assert rejoin and "partitions changed" in rejoin[0].fields["reason"]
 
 
@@ -290,4 +302,4 @@ def test_kip_814_leader_without_a_stored_baseline_takes_the_partitions_as_they_a
     m.on_metadata({"t": 3}, 10)
     assert not sends(m.on_sync(stored, 20), "JoinGroup")
     assert m.on_metadata({"t": 3}, 30) == []
-    assert sends(m.on_metadata({"t": 4}, 40), "JoinGroup")
+    assert sends(revoke_then(m, m.on_metadata({"t": 4}, 40), 40), "JoinGroup")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from roster.client.membership import MemberConfig, Membership, Send
 from roster.protocol.errors import ErrorCode as E
-from tests.unit.client.test_membership import join_answer, sync_answer
+from tests.unit.client.test_membership import join_answer, revoke_then, sync_answer
 
 
 def join_requests(actions):
@@ -21,5 +21,5 @@ def test_first_join_gives_no_reason_and_a_later_subscription_change_does():
     assert again[0].fields["reason"] is None            # KIP-394: the same first join
     m.on_join(join_answer(member_id="m-1", leader="m-0"), 0)
     m.on_sync(sync_answer([("t", 0)]), 0)
-    change = join_requests(m.subscribe(["t", "u"], 10))
+    change = join_requests(revoke_then(m, m.subscribe(["t", "u"], 10), 10))
     assert change and change[0].fields["reason"] == "subscription changed to t, u"
