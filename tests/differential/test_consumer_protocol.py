@@ -286,3 +286,17 @@ def test_kip848_remove_two_members_by_instance_id(s):
     a.converge(3)
     a.heartbeat()
     describe(s, group)
+
+
+@scenario(outcome="""DescribeGroups v6 (KIP-1043) answers a group that does not exist and a consumer
+group alike, GROUP_ID_NOT_FOUND in state Dead, each with its own message ("Group X not found."
+and "Group X is not a classic group."); a classic group is described""")
+def test_kip848_describe_groups_v6_errors(s):
+    topic = s.topic("t", 1)
+    modern, classic = s.name("modern"), s.name("classic")
+    a = Kip848Member(s, "a", modern, (topic,))
+    a.heartbeat()
+    old = ClassicMember(s, "old", classic, (topic,))
+    form_alone(old, topic, 1)
+    s.conn("admin").call(ApiKey.DESCRIBE_GROUPS, 6, keep=("groups",),
+                         groups=[modern, classic, s.name("nobody")])

@@ -49,9 +49,10 @@ class GroupType(Protocol):
         shard applies the state and type filters to every type alike (`name` is the type)."""
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
-        """DescribeGroups (the classic API) on a group it holds; None answers it as a group that
-        does not exist (Dead; GROUP_ID_NOT_FOUND from v6), as Kafka answers for any group that
-        is not a classic one."""
+        """DescribeGroups (the classic API) on a group it holds. Kafka answers any group that is
+        not a classic one as not found (Dead; from v6 GROUP_ID_NOT_FOUND, with a message saying
+        why): an answer with that error and its `error_message`, or None (the message then says
+        the group was not found)."""
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None,
                               epoch: int) -> ErrorCode | None: ...

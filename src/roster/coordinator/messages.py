@@ -163,3 +163,4 @@ class GroupDescription:
     members: tuple[MemberDescription, ...]
     generation: int = -1
     leader: str | None = None
+    error_message: str | None = None   # with an error, from DescribeGroups v6 (KIP-1043)

@@ -33,13 +33,14 @@ async def handle(broker, request, connection):
                 error_code=refused, error_message=None))
             continue
         found = broker.groups.describe(group_id)
-        if found is None:
+        if found is None or found.error is ErrorCode.group_id_not_found:
             missing = version >= NOT_FOUND_FROM
+            message = f"Group {group_id} not found." if found is None else found.error_message
             described.append(make(
                 group_entry, group_id=group_id, group_state="Dead", protocol_type="",
                 protocol_data="", members=(), authorized_operations=operations,
                 error_code=ErrorCode.group_id_not_found if missing else ErrorCode.none,
-                error_message=f"group {group_id} not found" if missing else None))
+                error_message=message if missing else None))
             continue
         described.append(make(
             group_entry, error_code=ErrorCode.none, error_message=None, group_id=group_id,

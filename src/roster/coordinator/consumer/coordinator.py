@@ -64,6 +64,7 @@ from roster.coordinator.consumer.timers import (
 )
 from roster.coordinator.consumer.validation import RequestError, check_epoch, fail, validate
 from roster.coordinator.group_type import GroupsById
+from roster.coordinator.messages import GroupDescription
 from roster.coordinator.results import Result
 from roster.observability import events as ev
 from roster.observability import facts
@@ -515,10 +516,11 @@ class ConsumerCoordinator(GroupsById):
     def listed(self) -> list[tuple[str, str, str]]:
         return describing.listed(self.groups)
 
-    def describe_group(self, group_id: str) -> None:
+    def describe_group(self, group_id: str) -> GroupDescription:
         """DescribeGroups, the classic API: Kafka answers a consumer group as one that does not
-        exist (Dead; GROUP_ID_NOT_FOUND, "not a classic group", from v6)."""
-        return None
+        exist (Dead; from v6 GROUP_ID_NOT_FOUND, saying it is not a classic group)."""
+        return GroupDescription(group_id, ErrorCode.group_id_not_found, "Dead", "", "", (),
+                                error_message=f"Group {group_id} is not a classic group.")
 
     def subscribed_topics(self, group_id: str):
         group = self.groups.get(group_id)
