@@ -12,13 +12,16 @@ Handing partitions over. The on_revoked callback waits for the micro-batch in fl
 (for at most 90% of the rebalance timeout, max.poll.interval.ms), then commits the offsets of the
 last completed batch for the revoked partitions, so the next owner starts where this reader
 stopped. Spark calls latestOffset() only once the previous batch is over (and checkpointed), so
-that call ends the batch in flight, and its `start` is what has been processed.
-- classic: with an eager assignor, a rebalance revokes everything, and roster.client awaits the
-  callback before sending JoinGroup, so the callback itself sends Heartbeats while it waits;
-- consumer: only the partitions taken away are revoked. The member's own loop keeps sending
-  ConsumerGroupHeartbeats while the callback waits, still reporting those partitions as owned
-  until it returns, so the broker keeps the member at its epoch (the handover commit is
-  accepted) and gives them to their next owner only afterwards.
+that call ends the batch in flight, and its `start` is what has been processed. The wait is on
+an event the reader's thread sets (through the loop) when it records a completed batch, or
+when the session closes; its deadline is on the loop's clock. Heartbeats are not this module's
+business: the member's own loop keeps sending them while the callback runs.
+- classic: with an eager assignor, a rebalance revokes everything, and roster.client sends
+  JoinGroup once the callback has returned, heartbeating until then (as Kafka's Java client
+  does through onPartitionsRevoked);
+- consumer: only the partitions taken away are revoked; the member still reports them as owned
+  until the callback returns, so the broker keeps the member at its epoch (the handover commit
+  is accepted) and gives them to their next owner only afterwards.
 """
 from __future__ import annotations
 
@@ -26,7 +29,6 @@ import asyncio
 import logging
 import os
 import threading
-import time
 
 from roster.client import consumer_membership
 from roster.client.connection import ConnectionClosed
@@ -76,6 +78,9 @@ class GroupSession:
         self.in_flight: set[TopicPartition] = set()    # read by the batch Spark is running
         self.starts: dict[TopicPartition, int] = {}    # start positions (not yet processed)
         self.last_committed: dict[TopicPartition, int] = {}
+        # set (on the loop) whenever a batch completes or the session closes: what a
+        # revocation waiting for the batch in flight wakes on
+        self._batch_over = asyncio.Event()
         self.closing = False
         self.closed = False
 
@@ -148,8 +153,9 @@ class GroupSession:
         once the previous batch is over (batch_over); commit() comes later, lagging a batch."""
         with self._lock:
             self.done.update(offsets)
-            if batch_over:
+            if batch_over and self.in_flight:
                 self.in_flight = set()
+                self._tell_batch_over()
 
     def planning(self, start: dict[TopicPartition, int], end: dict[TopicPartition, int]) -> None:
         """Spark is about to run the batch start..end."""
@@ -170,6 +176,27 @@ class GroupSession:
     def _in_flight(self, partitions) -> list[TopicPartition]:
         with self._lock:
             return [tp for tp in partitions if tp in self.in_flight]
+
+    def _tell_batch_over(self) -> None:
+        """From any thread: wake a revocation waiting for the batch in flight."""
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._batch_over.set)
+
+    async def _wait_for_batch(self, partitions, wait_s: float) -> list[TopicPartition]:
+        """Wait until no batch in flight reads `partitions`, the session closes, or `wait_s`
+        (on the loop's clock) is over; the partitions still being read."""
+        deadline = self.loop.time() + wait_s
+        while True:
+            # cleared before looking: a batch completing after the look sets it again
+            self._batch_over.clear()
+            late = self._in_flight(partitions)
+            remaining = deadline - self.loop.time()
+            if not late or self.closing or remaining <= 0:
+                return late
+            try:
+                await asyncio.wait_for(self._batch_over.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass      # the next look reports what is still in flight
 
     def _progress(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         with self._lock:
@@ -222,33 +249,18 @@ class GroupSession:
     async def _on_revoked(self, partitions) -> None:
         if not partitions or self.closing:
             return
-        machine = self.member.machine
-        generation, member_id = machine.generation, machine.member_id
-        wait_s = self.settings.rebalance_timeout_ms * 0.9 / 1000
-        beat_s = self.settings.heartbeat_interval_ms / 1000
-        started = time.monotonic()
-        next_beat = started + beat_s
-        while not self.closing and self._in_flight(partitions) \
-                and time.monotonic() - started < wait_s:
-            if time.monotonic() >= next_beat and not self.consumer_protocol:
-                # JoinGroup is not sent until this returns; keep the session alive meanwhile
-                # (a consumer-protocol member's own loop heartbeats through the wait)
-                next_beat = time.monotonic() + beat_s
-                try:
-                    await self.broker.heartbeat(self.settings.group_id, generation, member_id,
-                                                self.settings.group_instance_id)
-                except Exception as exc:  # noqa: BLE001 - the rejoin will tell
-                    log.info("heartbeat while finishing a batch failed: %s", exc)
-            await asyncio.sleep(0.05)
-        late = self._in_flight(partitions)
-        if time.monotonic() - started > 0.05 and not late:
-            log.info("group %s: waited %.2fs for the micro-batch in flight before handing "
-                     "over %s", self.settings.group_id, time.monotonic() - started,
-                     list(partitions))
+        # the member goes on heartbeating while this waits (its loop, not this callback)
+        started = self.loop.time()
+        late = await self._wait_for_batch(
+            partitions, self.settings.rebalance_timeout_ms * 0.9 / 1000)
+        waited = self.loop.time() - started
         if late:
             log.warning("group %s: handing over %s before the micro-batch reading them "
                         "completed (waited %.1fs); the next owner re-reads that batch",
-                        self.settings.group_id, late, time.monotonic() - started)
+                        self.settings.group_id, late, waited)
+        elif waited > 0.05:
+            log.info("group %s: waited %.2fs for the micro-batch in flight before handing "
+                     "over %s", self.settings.group_id, waited, list(partitions))
         if not self.settings.commit_offsets:
             return
         with self._lock:
@@ -277,6 +289,7 @@ class GroupSession:
             return
         self.closed = True
         self.closing = True       # a revocation waiting for a batch gives up now
+        self._tell_batch_over()
 
         with self._lock:     # taken here, in the caller's thread, not on the loop
             final = self._progress(dict(self.done))

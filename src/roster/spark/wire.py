@@ -244,15 +244,6 @@ class Broker:
                     raise BrokerError(f"OffsetCommit to {group} for {topic.name}-"
                                       f"{p.partition_index}: {p.error_code.name}", p.error_code)
 
-    async def heartbeat(self, group: str, generation: int, member_id: str,
-                        instance_id: str | None) -> ErrorCode:
-        """A Heartbeat on behalf of a member (any connection may carry it): keeps its session
-        alive while it finishes work before rejoining."""
-        answer = await self._call_coordinator(group, 12, lambda v: requests.build(
-            "Heartbeat", v, {"group_id": group, "generation_id": generation,
-                             "member_id": member_id, "group_instance_id": instance_id}, {}))
-        return answer.error_code
-
     # -- topics --------------------------------------------------------------------------------
 
     async def ensure_partition(self, topic: str, partition: int) -> None:
