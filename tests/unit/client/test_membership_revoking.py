@@ -15,7 +15,7 @@ from roster.client.membership import (
 )
 from roster.protocol.consumer_protocol import decode_subscription
 from roster.protocol.errors import ErrorCode as E
-from tests.unit.client.test_membership import joined, member, sends
+from tests.unit.client.test_membership import join_answer, joined, member, sends, sync_answer
 
 INTERVAL = 100
 
@@ -116,7 +116,6 @@ def test_closing_during_the_callback_sends_no_join():
 
 def test_a_cooperative_member_keeps_heartbeating_with_what_it_keeps_while_revoking():
     m = member(assignors=("cooperative-sticky",), heartbeat_interval_ms=INTERVAL)
-    from tests.unit.client.test_membership import join_answer, sync_answer
     m.subscribe(["t"], 0)
     m.on_find_coordinator(E.none, 0)
     m.on_join(join_answer(protocol="cooperative-sticky"), 0)
