@@ -21,21 +21,23 @@ What it does beyond a basic member:
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from roster.client.assignment_data import (
+    assignment_bytes,
+    baseline_bytes,
+    member_subscription,
+    read_baseline,
+)
 from roster.client.assignors import get as get_assignor
 from roster.client.assignors.api import AssignmentError, MemberSubscription, TopicPartition
 from roster.protocol.consumer_protocol import (
-    Assignment,
     ConsumerProtocolError,
     Subscription,
     decode_assignment,
-    decode_subscription,
-    encode_assignment,
     encode_subscription,
 )
 from roster.protocol.errors import ErrorCode
@@ -307,7 +309,7 @@ class Membership:
         if not self.is_leader:
             self.group_members, self.group_assigned = (), None
             return self._sync_request({})
-        self.group_members = tuple(_member_subscription(m) for m in response.members)
+        self.group_members = tuple(member_subscription(m) for m in response.members)
         if getattr(response, "skip_assignment", False):
             # KIP-814: the group is Stable and keeps its assignment; this (restarted) leader
             # only has to watch the subscribed topics from now on. It cannot see the others'
@@ -450,9 +452,9 @@ class Membership:
             # withheld partitions are still owned by their previous member this round
             self.group_assigned |= frozenset(p for m in self.group_members
                                              for p in m.owned_partitions)
-        baseline = _baseline_bytes(counts)
+        baseline = baseline_bytes(counts)
         return self._sync_request({
-            member_id: _encode(parts, baseline if member_id == self.member_id else None)
+            member_id: assignment_bytes(parts, baseline if member_id == self.member_id else None)
             for member_id, parts in plan.items()})
 
     def _restore_baseline(self, assignment: bytes) -> bool:
@@ -460,7 +462,7 @@ class Membership:
         its own stored assignment. True if the topics it watches differ from them now (when
         their metadata is known; otherwise on_metadata finds out)."""
         try:
-            counts = _read_baseline(decode_assignment(assignment).user_data)
+            counts = read_baseline(decode_assignment(assignment).user_data)
         except ConsumerProtocolError:
             counts = None
         if counts is None:   # assigned by someone else: the partitions as they are now
@@ -556,47 +558,3 @@ class Membership:
         self.fatal = Fatal(error, message, operation)
         actions = self._give_up_partitions(Lost)
         return actions + [self.fatal]
-
-
-def _encode(partitions: list[TopicPartition], user_data: bytes | None = None) -> bytes:
-    by_topic: dict[str, list[int]] = {}
-    for topic, partition in partitions:
-        by_topic.setdefault(topic, []).append(partition)
-    return encode_assignment(Assignment(tuple((t, tuple(sorted(ps)))
-                                              for t, ps in sorted(by_topic.items())),
-                                        user_data))
-
-
-# What a leader leaves itself in its own assignment: the partition counts it assigned against,
-# so that after a restart with SkipAssignment (KIP-814) it still knows them. Only the leader
-# reads its own assignment's user data; other members never see it.
-BASELINE_MAGIC = b"roster.kip814.baseline/1\n"
-
-
-def _baseline_bytes(counts: dict[str, int]) -> bytes:
-    return BASELINE_MAGIC + json.dumps(counts, sort_keys=True).encode()
-
-
-def _read_baseline(user_data: bytes | None) -> dict[str, int] | None:
-    if not user_data or not user_data.startswith(BASELINE_MAGIC):
-        return None
-    try:
-        counts = json.loads(user_data[len(BASELINE_MAGIC):])
-    except ValueError:
-        return None
-    if not isinstance(counts, dict):
-        return None
-    return {str(t): int(n) for t, n in counts.items() if isinstance(n, int)}
-
-
-def _member_subscription(member) -> MemberSubscription:
-    try:
-        subscription = decode_subscription(member.metadata)
-    except ConsumerProtocolError:
-        subscription = Subscription(topics=())
-    return MemberSubscription(
-        member_id=member.member_id, group_instance_id=member.group_instance_id,
-        topics=tuple(subscription.topics),
-        owned_partitions=tuple((t, p) for t, parts in subscription.owned_partitions
-                               for p in parts),
-        generation=subscription.generation_id, rack_id=subscription.rack_id)

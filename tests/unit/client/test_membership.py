@@ -242,20 +242,20 @@ def test_cooperative_member_revokes_then_rejoins_keeping_the_rest():
 
 def _skip_rejoin(m, baseline_counts=None):
     """A restarted static leader told to skip the assignment; returns the SyncGroup it sent."""
-    from roster.client.membership import _baseline_bytes
+    from roster.client.assignment_data import baseline_bytes
     m.subscribe(["t"], 0)
     m.on_find_coordinator(E.none, 0)
     meta = encode_subscription(Subscription(("t",)))
     actions = m.on_join(join_answer(member_id="m-0", leader="m-0", skip=True, generation=4,
                                     members=[("m-0", "i-0", meta), ("m-1", "i-1", meta)]), 0)
-    user_data = None if baseline_counts is None else _baseline_bytes(baseline_counts)
+    user_data = None if baseline_counts is None else baseline_bytes(baseline_counts)
     stored = make(SYNC, error_code=E.none, protocol_type="consumer", protocol_name="range",
                   assignment=encode_assignment(Assignment((("t", (0,)),), user_data)))
     return sends(actions, "SyncGroup")[0], stored
 
 
 def test_a_leader_leaves_itself_the_partition_counts_it_assigned_against():
-    from roster.client.membership import _read_baseline
+    from roster.client.assignment_data import read_baseline
     from roster.protocol.consumer_protocol import decode_assignment
     m = member()
     m.subscribe(["t"], 0)
@@ -266,7 +266,7 @@ def test_a_leader_leaves_itself_the_partition_counts_it_assigned_against():
     sync = sends(m.on_metadata({"t": 3}, 0), "SyncGroup")[0]
     own = decode_assignment(sync.fields["assignments"]["m-0"]).user_data
     other = decode_assignment(sync.fields["assignments"]["m-1"]).user_data
-    assert _read_baseline(own) == {"t": 3} and other is None
+    assert read_baseline(own) == {"t": 3} and other is None
 
 
 def test_kip_814_leader_rejoins_for_a_topic_that_grew_while_it_was_down_metadata_first():
