@@ -152,6 +152,7 @@ class Membership:
     baseline_pending: bool = False
     next_heartbeat_ms: int | None = None
     retry_at_ms: int | None = None
+    coordinator_lost: bool = False   # REVOKING: looking the coordinator up again
     rejoin_reason: str | None = "starting"
     fatal: Fatal | None = None
 
@@ -252,8 +253,12 @@ class Membership:
         if self.state is State.UNJOINED and self.subscription:
             self.retry_at_ms = None
             self.state = State.FINDING
-            return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
-                         to_coordinator=False)]
+            return self._find_request()
+        if self.state is State.REVOKING and self.coordinator_lost:
+            if self.retry_at_ms is None:
+                return []         # the lookup is in flight
+            self.retry_at_ms = None
+            return self._find_request()
         if self.state in HEARTBEATING and self.next_heartbeat_ms is not None \
                 and now >= self.next_heartbeat_ms:
             self.next_heartbeat_ms = None  # re-armed when the answer arrives
@@ -265,6 +270,8 @@ class Membership:
 
     def next_deadline(self) -> int | None:
         """When tick() may next have something to do."""
+        if self.state is State.REVOKING and self.coordinator_lost:
+            return self.retry_at_ms
         if self.state in HEARTBEATING:
             return self.next_heartbeat_ms
         if self.state is State.UNJOINED:
@@ -274,8 +281,16 @@ class Membership:
     # -- responses --------------------------------------------------------------------------
 
     def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
+        if self.state not in (State.FINDING, State.REVOKING):
+            return []   # answered after we moved on (closed, fenced)
         if error is E.group_authorization_failed:  # Kafka's client: fatal, DESCRIBE on the group
             return self._fail(error, "FindCoordinator refused", "DESCRIBE")
+        if self.state is State.REVOKING:   # looked up while the callback runs: heartbeat on
+            if self.coordinator_lost and error is not E.none:
+                self.retry_at_ms = now + self.config.retry_backoff_ms
+            elif self.coordinator_lost:
+                self.coordinator_lost, self.next_heartbeat_ms = False, now
+            return []
         if error is not E.none:
             return self._retry_later(now)
         return self._join_request()
@@ -402,6 +417,10 @@ class Membership:
         if self.state is not State.REVOKING:
             return []   # closed or fenced meanwhile
         self.next_heartbeat_ms = None
+        if self.coordinator_lost:      # join once it is found
+            self.coordinator_lost = False
+            self.state = State.UNJOINED if self.retry_at_ms is not None else State.FINDING
+            return self.tick(now)
         return self._join_request()
 
     # -- internals --------------------------------------------------------------------------
@@ -418,6 +437,10 @@ class Membership:
             topics=self.subscription, user_data=None,
             owned_partitions=tuple((t, tuple(ps)) for t, ps in sorted(owned.items())),
             generation_id=self.claimed_generation, rack_id=self.config.rack_id))
+
+    def _find_request(self) -> list:
+        return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
+                     to_coordinator=False)]
 
     def _join_request(self) -> list:
         self.state = State.JOINING
@@ -535,9 +558,10 @@ class Membership:
 
     def _coordinator_gone(self, now: int) -> list:
         if self.state is State.REVOKING:
-            # heartbeats stop; the JoinGroup that follows the callback finds out and looks the
-            # coordinator up again (Kafka's heartbeat thread would look it up at once)
-            self.next_heartbeat_ms = None
+            # look it up again, after the backoff, and heartbeat on once it is found (as
+            # Kafka's heartbeat thread does); the JoinGroup still waits for the callback
+            self.coordinator_lost, self.next_heartbeat_ms = True, None
+            self.retry_at_ms = now + self.config.retry_backoff_ms
             return []
         self.state = State.UNJOINED
         return self._retry_later(now)

@@ -90,14 +90,45 @@ def test_fenced_during_the_callback_is_fatal_and_nothing_is_sent_after_it():
     assert m.revoked(1200) == [] and m.tick(5000) == []
 
 
-def test_a_lost_coordinator_stops_the_heartbeats_and_the_rejoin_looks_for_it_again():
-    m = revoking()
+def test_a_lost_coordinator_is_looked_up_again_and_the_heartbeats_resume():
+    """As Kafka's heartbeat thread: the member stays REVOKING, finds the coordinator again
+    after the backoff (a failed lookup is retried) and heartbeats on at once."""
+    m = revoking(retry_backoff_ms=50)
     sends(m.tick(1100), "Heartbeat")
     assert m.on_connection_lost(1105) == [] and m.state is State.REVOKING
-    assert m.next_deadline() is None and m.tick(3000) == []
-    assert sends(m.revoked(3100), "JoinGroup")     # the driver finds no coordinator for it:
-    m.on_connection_lost(3101)                    # ... and looks it up again after the backoff
-    assert sends(m.tick(3101 + m.config.retry_backoff_ms), "FindCoordinator")
+    assert m.next_deadline() == 1155 and m.tick(1154) == []
+    assert sends(m.tick(1155), "FindCoordinator") and m.tick(1156) == []   # one in flight
+    assert m.on_find_coordinator(E.coordinator_not_available, 1160) == []
+    assert sends(m.tick(1210), "FindCoordinator")
+    assert m.on_find_coordinator(E.none, 1215) == [] and m.state is State.REVOKING
+    assert sends(m.tick(1215), "Heartbeat")                      # at once
+    assert m.on_heartbeat(E.rebalance_in_progress, 1220) == []
+    assert sends(m.revoked(1250), "JoinGroup")
+
+
+def test_a_callback_returning_while_the_coordinator_is_lost_rejoins_once_it_is_found():
+    m = revoking(retry_backoff_ms=50)
+    sends(m.tick(1100), "Heartbeat")
+    m.on_connection_lost(1105)
+    assert m.revoked(1110) == [] and m.state is State.UNJOINED   # the lookup is not due yet
+    assert sends(m.tick(1155), "FindCoordinator")
+    assert sends(m.on_find_coordinator(E.none, 1160), "JoinGroup")
+    # ... and with the lookup already in flight, its answer is the one that rejoins
+    m = revoking(retry_backoff_ms=50)
+    sends(m.tick(1100), "Heartbeat")
+    m.on_connection_lost(1105)
+    sends(m.tick(1155), "FindCoordinator")
+    assert m.revoked(1156) == [] and m.state is State.FINDING
+    assert sends(m.on_find_coordinator(E.none, 1160), "JoinGroup")
+
+
+def test_a_lookup_answered_after_closing_sends_nothing():
+    m = revoking(retry_backoff_ms=50)
+    sends(m.tick(1100), "Heartbeat")
+    m.on_connection_lost(1105)
+    sends(m.tick(1155), "FindCoordinator")
+    m.close(1156)
+    assert m.on_find_coordinator(E.none, 1160) == [] and m.state is State.CLOSED
 
 
 def test_a_rejoin_asked_for_during_the_callback_is_the_one_that_follows_it():
