@@ -13,7 +13,7 @@ HTTP_PORT ?=
 # the group console and /metrics (docs/observability.md) when HTTP_PORT is given
 HTTP := $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
-.PHONY: run serve test bench system-deps kafka-deps clean fuzz report soak
+.PHONY: run serve test bench system-deps kafka-deps go-deps clean fuzz report soak
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ system-deps:
 kafka-deps: system-deps
 	@scripts/ensure-kafka.sh
 
+# The Go modules of tests/go/ (franz-go and IBM/sarama judging transactions) through the Go module
+# proxy into Go's module cache; tests/support/go_judges.py builds the programs into .cache/.
+go-deps:
+	@scripts/ensure-go-modules.sh
+
 # The main job: broker + synthetic clicks + a PySpark pipeline that reads them as a static
 # group member (bounded; `make run ARGS=--forever` runs until Ctrl-C).
 run: $(STAMP) system-deps
@@ -42,7 +47,7 @@ serve: $(STAMP)
 report: $(STAMP) system-deps
 	$(PY) -m roster report --bootstrap-server $(HOST):$(PORT) $(ARGS)
 
-test: $(STAMP) system-deps kafka-deps
+test: $(STAMP) system-deps kafka-deps go-deps
 	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # Longer fuzzing (docs/protocol.md, Fuzzing): the regression corpus, the live-broker campaign

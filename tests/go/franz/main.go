@@ -1,0 +1,203 @@
+// Command franz judges roster's transactions with franz-go (pkg/kgo), printing JSON lines:
+//
+//	franz produce -brokers B -topic T -txid ID -count N
+//	    one transaction of N records committed ("c-0".."c-N-1"), then one aborted ("a-...").
+//	franz read -brokers B -topic T -isolation committed|uncommitted
+//	    every record from the start to the end offsets listed when it starts, markers included.
+//	franz loop -brokers B -in T -out T -group G -txid ID -instance I
+//	    a GroupTransactSession consume-transform-produce loop (static member I): each polled
+//	    batch's records go to -out as "<value>|copied" with the offsets in one transaction,
+//	    until "quit" (or end of file) on stdin, or SIGTERM. It can be SIGKILLed anywhere and
+//	    restarted.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"roster/tests/go/events"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		events.Fail("usage", errors.New("franz produce|read|loop [flags]"))
+	}
+	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	brokers := flags.String("brokers", "", "bootstrap servers, comma separated")
+	topic := flags.String("topic", "", "topic to produce to or read")
+	txid := flags.String("txid", "", "transactional.id")
+	count := flags.Int("count", 3, "records per transaction (produce)")
+	isolation := flags.String("isolation", "committed", "committed or uncommitted (read)")
+	in := flags.String("in", "", "input topic (loop)")
+	out := flags.String("out", "", "output topic (loop)")
+	group := flags.String("group", "", "consumer group (loop)")
+	instance := flags.String("instance", "", "group.instance.id (loop)")
+	batch := flags.Int("batch", 25, "records per transaction at most (loop)")
+	flags.Parse(os.Args[2:])
+	seeds := kgo.SeedBrokers(strings.Split(*brokers, ",")...)
+
+	switch os.Args[1] {
+	case "produce":
+		produce(seeds, *topic, *txid, *count)
+	case "read":
+		read(seeds, *topic, *isolation)
+	case "loop":
+		loop(seeds, *in, *out, *group, *txid, *instance, *batch)
+	default:
+		events.Fail("usage", fmt.Errorf("unknown command %q", os.Args[1]))
+	}
+}
+
+func produce(seeds kgo.Opt, topic, txid string, count int) {
+	client, err := kgo.NewClient(seeds, kgo.TransactionalID(txid), kgo.DefaultProduceTopic(topic),
+		kgo.TransactionTimeout(30*time.Second))
+	if err != nil {
+		events.Fail("creating the producer", err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	for _, end := range []struct {
+		prefix string
+		how    kgo.TransactionEndTry
+		event  string
+	}{{"c", kgo.TryCommit, "committed"}, {"a", kgo.TryAbort, "aborted"}} {
+		if err := client.BeginTransaction(); err != nil {
+			events.Fail("beginning a transaction", err)
+		}
+		for i := 0; i < count; i++ {
+			value := fmt.Sprintf("%s-%d", end.prefix, i)
+			if err := client.ProduceSync(ctx, kgo.StringRecord(value)).FirstErr(); err != nil {
+				events.Fail("producing "+value, err)
+			}
+		}
+		if err := client.EndTransaction(ctx, end.how); err != nil {
+			events.Fail("ending a transaction ("+end.event+")", err)
+		}
+		events.Emit(end.event, map[string]any{"records": count})
+	}
+}
+
+// read consumes from the start up to the end offsets listed first, keeping control records so
+// that it knows where the end is even when it is a marker (at read_committed the aborted data
+// before it is never returned).
+func read(seeds kgo.Opt, topic, isolation string) {
+	level := kgo.ReadCommitted()
+	if isolation == "uncommitted" {
+		level = kgo.ReadUncommitted()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	admin, err := kgo.NewClient(seeds)
+	if err != nil {
+		events.Fail("creating the admin client", err)
+	}
+	listed, err := kadm.NewClient(admin).ListEndOffsets(ctx, topic)
+	admin.Close()
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		events.Fail("listing end offsets", err)
+	}
+	remaining := map[int32]int64{}
+	listed.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			remaining[o.Partition] = o.Offset
+		}
+	})
+	client, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		events.Fail("creating the reader", err)
+	}
+	defer client.Close()
+	for len(remaining) > 0 {
+		fetches := client.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			events.Fail(fmt.Sprintf("reading to the end (left: %v)", remaining), err)
+		}
+		fetches.EachError(func(t string, p int32, err error) { events.Fail("fetching", err) })
+		fetches.EachRecord(func(r *kgo.Record) {
+			if r.Attrs.IsControl() {
+				events.Emit("marker", map[string]any{"partition": r.Partition, "offset": r.Offset})
+			} else {
+				events.Emit("record", map[string]any{"partition": r.Partition,
+					"offset": r.Offset, "value": string(r.Value)})
+			}
+			if end, ok := remaining[r.Partition]; ok && r.Offset+1 >= end {
+				delete(remaining, r.Partition)
+			}
+		})
+	}
+	events.Emit("end", nil)
+}
+
+func loop(seeds kgo.Opt, in, out, group, txid, instance string, batch int) {
+	session, err := kgo.NewGroupTransactSession(seeds,
+		kgo.TransactionalID(txid), kgo.TransactionTimeout(20*time.Second),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
+		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.InstanceID(instance),
+		kgo.SessionTimeout(10*time.Second), kgo.DefaultProduceTopic(out),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			events.Emit("assigned", map[string]any{"partitions": assigned[in]})
+		}))
+	if err != nil {
+		events.Fail("creating the session", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() { // "quit" or the end of stdin: finish the transaction under way, then leave
+		lines := bufio.NewScanner(os.Stdin)
+		for lines.Scan() && lines.Text() != "quit" {
+		}
+		stop()
+	}()
+	events.Emit("started", nil)
+	for ctx.Err() == nil {
+		fetches := session.PollRecords(ctx, batch)
+		if ctx.Err() != nil {
+			break
+		}
+		fetches.EachError(func(t string, p int32, err error) { events.Fail("fetching", err) })
+		if fetches.NumRecords() == 0 {
+			continue
+		}
+		if err := session.Begin(); err != nil {
+			events.Fail("beginning a transaction", err)
+		}
+		next := map[string]int64{}
+		fetches.EachRecord(func(r *kgo.Record) {
+			copied := &kgo.Record{Key: r.Key, Value: append(append([]byte{}, r.Value...), "|copied"...)}
+			session.Produce(context.Background(), copied, func(_ *kgo.Record, err error) {
+				if err != nil {
+					events.Emit("produce-failed", map[string]any{"error": err.Error()})
+				}
+			})
+			next[fmt.Sprint(r.Partition)] = r.Offset + 1
+		})
+		events.Emit("produced", map[string]any{"records": fetches.NumRecords()})
+		committed, err := session.End(context.Background(), kgo.TryCommit)
+		if err != nil {
+			events.Fail("ending a transaction", err)
+		}
+		if committed {
+			events.Emit("committed", map[string]any{"records": fetches.NumRecords(), "next": next})
+		} else {
+			events.Emit("aborted", map[string]any{"records": fetches.NumRecords()})
+		}
+	}
+	session.Close()
+	events.Emit("closed", nil)
+}

@@ -1,0 +1,143 @@
+"""Go clients judge transactions, on roster and on Apache Kafka 4.4 alike: franz-go (pkg/kgo) and
+IBM/sarama, pinned in tests/go/go.mod (programs in tests/go/, built once per source checksum by
+tests/support/go_judges.py).
+
+- A transactional producer of each commits one transaction and aborts one: franz-go's readers see
+  the commit and not the abort at read_committed, both at read_uncommitted (and both markers).
+- franz-go's GroupTransactSession (a static member: kgo.InstanceID) copies a topic while it is
+  SIGKILLed at several points and restarted: the output at read_committed holds every input record
+  exactly once, and the group's committed offsets are the input's end.
+- sarama's consumer group copies a topic with AddMessageToTxnWithGroupMetadata (KIP-447): every
+  record exactly once, offsets at the end.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+from confluent_kafka import Producer
+
+from tests.support import go_judges
+from tests.support.go_judges import GoProgram
+from tests.support.judges import roster_broker, target, topic_with  # noqa: F401
+from tests.support.kafka_peer import unique_name
+from tests.support.transactions import fetch_offsets
+
+ROSTER = pytest.param("roster", marks=[pytest.mark.interop, pytest.mark.xdist_group("go-judges")])
+KAFKA = pytest.param("kafka", marks=[pytest.mark.interop, pytest.mark.xdist_group("kafka")])
+TARGETS = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
+
+PER_TRANSACTION = 3
+LOOP_PARTITIONS = 2
+LOOP_RECORDS = 400            # 200 a partition; each run is killed within its first transactions
+LOOP_BATCH = 25
+# (the event after which the loop is SIGKILLed, and how many of them in that run first)
+KILLS = (("committed", 1), ("produced", 2), ("assigned", 1), ("produced", 1))
+
+
+@pytest.fixture(scope="session")
+def binaries():
+    return go_judges.build()
+
+
+def run(binaries, name: str, *args: str, until: str) -> GoProgram:
+    """Run a program to the end: its `until` event, then a clean exit."""
+    program = GoProgram(binaries, name, *args).start()
+    try:
+        program.wait_for(lambda: program.select(until) or program.select("error"),
+                         f"{name} {args[0]}: '{until}'")
+        assert not program.select("error"), program.select("error")
+        assert program.proc.wait(30) == 0, program.stderr[-30:]
+    finally:
+        program.kill9()
+    return program
+
+
+def read(binaries, bootstrap: str, topic: str, isolation: str) -> tuple[list[str], int]:
+    """franz-go reading the topic to its end at `isolation`: the values, and how many markers."""
+    reader = run(binaries, "franz", "read", "-brokers", bootstrap, "-topic", topic,
+                 "-isolation", isolation, until="end")
+    return [e["value"] for e in reader.select("record")], len(reader.select("marker"))
+
+
+@TARGETS
+@pytest.mark.parametrize("client", ["franz", "sarama"])
+def test_a_commit_is_visible_and_an_abort_is_not_at_read_committed(binaries, target, client):
+    topic = topic_with(target, f"go-{client}-txn", 1)
+    producer = run(binaries, client, "produce", "-brokers", target.bootstrap, "-topic", topic,
+                   "-txid", unique_name(f"{client}-producer"), "-count", str(PER_TRANSACTION),
+                   until="aborted")
+    assert [e["event"] for e in producer.events] == ["committed", "aborted"]
+    committed = [f"c-{i}" for i in range(PER_TRANSACTION)]
+    aborted = [f"a-{i}" for i in range(PER_TRANSACTION)]
+    assert read(binaries, target.bootstrap, topic, "committed") == (committed, 2)
+    assert read(binaries, target.bootstrap, topic, "uncommitted") == (committed + aborted, 2)
+
+
+def produce_input(bootstrap: str, topic: str, count: int, partitions: int) -> list[str]:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    values = [f"in-{i}" for i in range(count)]
+    for i, value in enumerate(values):
+        producer.produce(topic, value=value.encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+    return values
+
+
+def copied_ends(runs: list[GoProgram]) -> dict[int, int]:
+    """The highest next offset per input partition that any run saw committed."""
+    ends: dict[int, int] = {}
+    for program in runs:
+        for event in program.select("committed"):
+            for partition, offset in event["next"].items():
+                ends[int(partition)] = max(ends.get(int(partition), 0), offset)
+    return ends
+
+
+@TARGETS
+def test_franz_group_transact_session_copies_exactly_once_through_kill9(binaries, target):
+    source = topic_with(target, "go-loop-in", LOOP_PARTITIONS)
+    sink = topic_with(target, "go-loop-out", LOOP_PARTITIONS)
+    values = produce_input(target.bootstrap, source, LOOP_RECORDS, LOOP_PARTITIONS)
+    ends = {p: LOOP_RECORDS // LOOP_PARTITIONS for p in range(LOOP_PARTITIONS)}
+    group, txid = unique_name("go-loop"), unique_name("go-loop-tx")
+    args = ("loop", "-brokers", target.bootstrap, "-in", source, "-out", sink, "-group", group,
+            "-txid", txid, "-instance", "copier-1", "-batch", str(LOOP_BATCH))
+    runs: list[GoProgram] = []
+    try:
+        for event, times in KILLS:
+            program = GoProgram(binaries, "franz", *args).start()
+            runs.append(program)
+            program.wait_for(lambda: len(program.select(event)) >= times or copied_ends(runs) == ends,
+                             f"the loop's {event} #{times}")
+            program.kill9()
+        last = GoProgram(binaries, "franz", *args).start()
+        runs.append(last)
+        last.wait_for(lambda: copied_ends(runs) == ends,
+                      lambda: f"the copy to reach {ends}: {copied_ends(runs)}")
+        last.stop()
+        assert last.select("closed"), last.stderr[-30:]
+    finally:
+        for program in runs:
+            program.kill9()
+    assert not [e for program in runs for e in program.select("error")]
+    output, markers = read(binaries, target.bootstrap, sink, "committed")
+    duplicates = [value for value, n in Counter(output).items() if n > 1]
+    assert duplicates == []
+    assert sorted(output) == sorted(f"{value}|copied" for value in values)
+    assert fetch_offsets(target.bootstrap, group, source, range(LOOP_PARTITIONS)) == ends
+
+
+@TARGETS
+def test_sarama_consumer_group_copies_exactly_once_with_add_message_to_txn(binaries, target):
+    source = topic_with(target, "go-sarama-in", 2)
+    sink = topic_with(target, "go-sarama-out", 1)
+    values = produce_input(target.bootstrap, source, 20, 2)
+    group = unique_name("go-sarama")
+    copier = run(binaries, "sarama", "copy", "-brokers", target.bootstrap, "-in", source,
+                 "-out", sink, "-group", group, "-txid", unique_name("go-sarama-tx"),
+                 "-expect", str(len(values)), until="done")
+    assert copier.select("done") == [{"event": "done", "copied": len(values)}]
+    output, markers = read(binaries, target.bootstrap, sink, "committed")
+    assert sorted(output) == sorted(f"{value}|copied" for value in values)
+    assert markers == len(values)      # one transaction a record
+    assert fetch_offsets(target.bootstrap, group, source, range(2)) == {0: 10, 1: 10}
