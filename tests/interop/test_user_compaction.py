@@ -137,6 +137,18 @@ def test_a_compacted_topic_read_from_the_start_shows_every_newest_record(broker_
         "a deleted key is read as its tombstone (delete.retention.ms has not passed)"
 
 
+def test_the_brokers_log_cleanup_policy_compacts_a_topic_without_its_own(broker_factory):
+    broker = broker_factory({**BROKER, "log.cleanup.policy": "compact"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    admin.create_topics([NewTopic("plain", 1, 1, config={
+        "segment.bytes": str(SEGMENT_BYTES)})])["plain"].result(30)
+    written = produce(broker.bootstrap, "plain", rounds=12, seed=2)   # past one segment
+    wait_until(lambda: first_dirty(broker, "plain") > 0, 60, "the cleaner to compact the topic")
+    seen = read_all(broker.bootstrap, "plain")
+    check_view(seen, written)
+    assert len(seen) < len(written), "compaction removed older versions"
+
+
 @pytest.mark.parametrize("step", ["cleaner:staged", "cleaner:checkpointed", "cleaner:swap-3",
                                   "cleaner:swap-9"])
 def test_kill_9_at_a_cleaning_step_loses_and_duplicates_nothing(broker_factory, monkeypatch,

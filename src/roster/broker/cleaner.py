@@ -35,11 +35,6 @@ log = logging.getLogger("roster.cleaner")
 _DONE = object()
 
 
-def is_compacted(topic_configs) -> bool:
-    policy = topic_configs.get("cleanup.policy", "delete")
-    return "compact" in [part.strip() for part in policy.split(",")]
-
-
 def cleaner_settings(topic_configs, config: BrokerConfig) -> CleanerSettings:
     """A topic's compaction settings: its own, else the broker's defaults."""
     def pick(topic_key: str, broker_key: str, parse=int):
@@ -88,7 +83,8 @@ class LogCleaner:
         """Clean every partition that is dirty enough; returns how many were cleaned."""
         cleaned = 0
         for topic in list(self._topics):
-            if not is_compacted(topic.configs):
+            # the effective policy: the topic's own, else the broker's log.cleanup.policy
+            if "compact" not in self._topics.settings(topic)["cleanup.policy"]:
                 continue
             try:
                 settings = cleaner_settings(topic.configs, self._config)

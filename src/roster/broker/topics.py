@@ -79,12 +79,6 @@ def check_topic_name(name: str | None) -> None:
                          f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
 
 
-def compacted(configs: Mapping[str, str]) -> bool:
-    """Kafka's test: a topic whose cleanup.policy lacks "delete" keeps every key's newest record
-    however old, so nothing deletes records by age, size or offset (DeleteRecords)."""
-    return "delete" not in configs.get("cleanup.policy", "delete")
-
-
 SET, DELETE, APPEND, SUBTRACT = topic_config.SET, topic_config.DELETE, \
     topic_config.APPEND, topic_config.SUBTRACT   # IncrementalAlterConfigs' operations
 
