@@ -44,10 +44,30 @@ class TransactionLog:
                 f"{TRANSACTION_TOPIC} has {len(topic.partitions)} partitions but "
                 f"transaction.state.log.num.partitions is {self.partitions}; they must agree")
 
-    async def write(self, record: TxnRecord, fsync: bool = True) -> bool:
-        """Append the record and wait until it is durable: True once it is. `fsync=False`:
-        appended only (the flush policy makes it durable later): for a record whose loss an OS
-        crash may cause without harm (CompleteCommit/Abort: replay completes it again)."""
+    async def write(self, record: TxnRecord) -> bool:
+        """Append the record and wait until it is durable: True once it is."""
+        try:
+            target, end = self._append(record)
+            await self._broker.durability.make_durable(target, end)
+        except LogError as exc:
+            log.error("cannot write %s: %s", TRANSACTION_TOPIC, exc)
+            return False
+        return True
+
+    def append(self, record: TxnRecord) -> bool:
+        """Append the record only (the flush policy makes it durable later): for a record whose
+        loss an OS crash may cause without harm (CompleteCommit/Abort: replay completes it
+        again). True once appended."""
+        try:
+            target, _ = self._append(record)
+        except LogError as exc:
+            log.error("cannot write %s: %s", TRANSACTION_TOPIC, exc)
+            return False
+        self._broker.durability.appended(target, 1)
+        return True
+
+    def _append(self, record: TxnRecord):
+        """(the partition's log, the end offset of the record just appended to it)."""
         target = self._broker.topics.partition(
             TRANSACTION_TOPIC, partition_for(record.transactional_id, self.partitions))
         key, value = record.encode()
@@ -55,17 +75,9 @@ class TransactionLog:
             magic=2, compression_type=0, is_transactional=False, producer_id=-1,
             producer_epoch=-1, base_sequence=-1, batch_size=MAX_RECORD_BATCH)
         builder.append(0, timestamp=self._broker.now_ms(), key=key, value=value, headers=[])
-        try:
-            end = target.append(bytes(builder.build())).last_offset + 1
-            self._crash_point.passed()
-            if fsync:
-                await self._broker.durability.make_durable(target, end)
-            else:
-                self._broker.durability.appended(target, 1)
-        except LogError as exc:
-            log.error("cannot write %s: %s", TRANSACTION_TOPIC, exc)
-            return False
-        return True
+        end = target.append(bytes(builder.build())).last_offset + 1
+        self._crash_point.passed()
+        return target, end
 
     def load(self):
         """Every record of the topic, partition by partition, oldest first (the newest record

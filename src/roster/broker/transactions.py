@@ -107,20 +107,25 @@ class TransactionRuntime:
     async def carry_out(self, outcome: Outcome, fsync: bool = True) -> Outcome:
         """Make the outcome's write durable (if any) and start what follows it; the outcome to
         answer with (NOT_COORDINATOR when the write failed, as Kafka answers it). `fsync`
-        False: appended, not waited for (TransactionLog.write)."""
+        False: appended, not waited for (TransactionLog.append)."""
         if outcome.write is None:
             return outcome
+        if not fsync:   # nothing to wait for: settled at once, no task to shield
+            self.log.ensure_topic()
+            return self._settle(outcome, self.log.append(outcome.write))
         # Shielded: the connection that asked may close (its request task is then cancelled),
         # but the coordinator's pending change must still be settled by written(), or the id
         # would answer CONCURRENT_TRANSACTIONS forever.
-        task = asyncio.ensure_future(self._write_and_settle(outcome, fsync))
+        task = asyncio.ensure_future(self._write_and_settle(outcome))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return await asyncio.shield(task)
 
-    async def _write_and_settle(self, outcome: Outcome, fsync: bool) -> Outcome:
+    async def _write_and_settle(self, outcome: Outcome) -> Outcome:
         self.log.ensure_topic()
-        durable = await self.log.write(outcome.write, fsync)
+        return self._settle(outcome, await self.log.write(outcome.write))
+
+    def _settle(self, outcome: Outcome, durable: bool) -> Outcome:
         self._complete_all(self.coordinator.written(outcome.write.transactional_id, durable))
         self._settled.set()
         self._settled = asyncio.Event()
@@ -158,8 +163,11 @@ class TransactionRuntime:
             ends[id(target)] = (target, appended.offset + 1)
             if topic == "__consumer_offsets":
                 offsets_partitions.append(partition)
-        await asyncio.gather(*(self._broker.durability.make_durable(target, end)
-                               for target, end in ends.values()))
+        if len(ends) == 1:      # the common case: no gather (a task per log) for one log
+            await self._broker.durability.make_durable(*next(iter(ends.values())))
+        else:
+            await asyncio.gather(*(self._broker.durability.make_durable(target, end)
+                                   for target, end in ends.values()))
         if offsets_partitions and self.on_offsets_marker is not None:
             self.on_offsets_marker(job.producer_id, job.commit, offsets_partitions)
 
