@@ -2,8 +2,11 @@
 IBM/sarama, pinned in tests/go/go.mod (programs in tests/go/, built once per source checksum by
 tests/support/go_judges.py).
 
-- A transactional producer of each commits one transaction and aborts one: franz-go's readers see
-  the commit and not the abort at read_committed, both at read_uncommitted (and both markers).
+- A transactional producer of each commits one transaction and aborts one: franz-go's and
+  sarama's readers see the commit and not the abort at read_committed, both at read_uncommitted
+  (franz-go also shows both markers).
+- Three franz-go producers' transactions interleaved, two aborted: both readers keep only the
+  committed ones at read_committed, fetching whole or batch by batch.
 - franz-go's GroupTransactSession (a static member: kgo.InstanceID) copies a topic while it is
   SIGKILLed at several points and restarted: the output at read_committed holds every input record
   exactly once, and the group's committed offsets are the input's end.
@@ -28,6 +31,7 @@ KAFKA = pytest.param("kafka", marks=[pytest.mark.interop, pytest.mark.xdist_grou
 TARGETS = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 
 PER_TRANSACTION = 3
+SENTINEL = "end-of-test"     # written plainly after the transactions: where a reader may stop
 LOOP_PARTITIONS = 2
 LOOP_RECORDS = 400            # 200 a partition; each run is killed within its first transactions
 LOOP_BATCH = 25
@@ -60,6 +64,13 @@ def read(binaries, bootstrap: str, topic: str, isolation: str) -> tuple[list[str
     return [e["value"] for e in reader.select("record")], len(reader.select("marker"))
 
 
+def read_with_sarama(binaries, bootstrap: str, topic: str, isolation: str) -> list[str]:
+    """sarama reading partition 0 up to the SENTINEL record (it never shows markers)."""
+    reader = run(binaries, "sarama", "read", "-brokers", bootstrap, "-topic", topic,
+                 "-isolation", isolation, "-until", SENTINEL, until="end")
+    return [e["value"] for e in reader.select("record")]
+
+
 @TARGETS
 @pytest.mark.parametrize("client", ["franz", "sarama"])
 def test_a_commit_is_visible_and_an_abort_is_not_at_read_committed(binaries, target, client):
@@ -68,15 +79,41 @@ def test_a_commit_is_visible_and_an_abort_is_not_at_read_committed(binaries, tar
                    "-txid", unique_name(f"{client}-producer"), "-count", str(PER_TRANSACTION),
                    until="aborted")
     assert [e["event"] for e in producer.events] == ["committed", "aborted"]
-    committed = [f"c-{i}" for i in range(PER_TRANSACTION)]
-    aborted = [f"a-{i}" for i in range(PER_TRANSACTION)]
+    produce_input(target.bootstrap, topic, [SENTINEL], 1)
+    committed = [f"c-{i}" for i in range(PER_TRANSACTION)] + [SENTINEL]
+    both = committed[:-1] + [f"a-{i}" for i in range(PER_TRANSACTION)] + [SENTINEL]
     assert read(binaries, target.bootstrap, topic, "committed") == (committed, 2)
-    assert read(binaries, target.bootstrap, topic, "uncommitted") == (committed + aborted, 2)
+    assert read(binaries, target.bootstrap, topic, "uncommitted") == (both, 2)
+    assert read_with_sarama(binaries, target.bootstrap, topic, "committed") == committed
+    assert read_with_sarama(binaries, target.bootstrap, topic, "uncommitted") == both
 
 
-def produce_input(bootstrap: str, topic: str, count: int, partitions: int) -> list[str]:
+@TARGETS
+@pytest.mark.parametrize("fetch_bytes", ["0", "1"], ids=["whole", "batch-by-batch"])
+def test_interleaved_transactions_read_committed(binaries, target, fetch_bytes):
+    """Three franz-go producers interleave in one partition, two transactions aborted; both Go
+    readers drop exactly the aborted ranges, also when every fetch returns one batch (so each
+    starts inside an open range and relies on the fetch's aborted-transactions list)."""
+    topic = topic_with(target, "go-interleaved", 1)
+    run(binaries, "franz", "interleave", "-brokers", target.bootstrap, "-topic", topic,
+        "-txid", unique_name("interleaved"), until="done")
+    produce_input(target.bootstrap, topic, [SENTINEL], 1)
+    reader = run(binaries, "franz", "read", "-brokers", target.bootstrap, "-topic", topic,
+                 "-isolation", "committed", "-fetch-bytes", fetch_bytes, until="end")
+    assert [e["value"] for e in reader.select("record")] == ["b1", "c1", "c2", SENTINEL]
+    sarama = run(binaries, "sarama", "read", "-brokers", target.bootstrap, "-topic", topic,
+                 "-isolation", "committed", "-until", SENTINEL, "-fetch-bytes", fetch_bytes,
+                 until="end")
+    assert [e["value"] for e in sarama.select("record")] == ["b1", "c1", "c2", SENTINEL]
+
+
+def input_values(count: int) -> list[str]:
+    return [f"in-{i}" for i in range(count)]
+
+
+def produce_input(bootstrap: str, topic: str, values: list[str], partitions: int) -> list[str]:
+    """Plain (non-transactional) records, round robin over the partitions."""
     producer = Producer({"bootstrap.servers": bootstrap})
-    values = [f"in-{i}" for i in range(count)]
     for i, value in enumerate(values):
         producer.produce(topic, value=value.encode(), partition=i % partitions)
     assert producer.flush(30) == 0
@@ -97,7 +134,8 @@ def copied_ends(runs: list[GoProgram]) -> dict[int, int]:
 def test_franz_group_transact_session_copies_exactly_once_through_kill9(binaries, target):
     source = topic_with(target, "go-loop-in", LOOP_PARTITIONS)
     sink = topic_with(target, "go-loop-out", LOOP_PARTITIONS)
-    values = produce_input(target.bootstrap, source, LOOP_RECORDS, LOOP_PARTITIONS)
+    values = produce_input(target.bootstrap, source, input_values(LOOP_RECORDS),
+                           LOOP_PARTITIONS)
     ends = {p: LOOP_RECORDS // LOOP_PARTITIONS for p in range(LOOP_PARTITIONS)}
     group, txid = unique_name("go-loop"), unique_name("go-loop-tx")
     args = ("loop", "-brokers", target.bootstrap, "-in", source, "-out", sink, "-group", group,
@@ -131,7 +169,7 @@ def test_franz_group_transact_session_copies_exactly_once_through_kill9(binaries
 def test_sarama_consumer_group_copies_exactly_once_with_add_message_to_txn(binaries, target):
     source = topic_with(target, "go-sarama-in", 2)
     sink = topic_with(target, "go-sarama-out", 1)
-    values = produce_input(target.bootstrap, source, 20, 2)
+    values = produce_input(target.bootstrap, source, input_values(20), 2)
     group = unique_name("go-sarama")
     copier = run(binaries, "sarama", "copy", "-brokers", target.bootstrap, "-in", source,
                  "-out", sink, "-group", group, "-txid", unique_name("go-sarama-tx"),

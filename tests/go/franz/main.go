@@ -2,6 +2,9 @@
 //
 //	franz produce -brokers B -topic T -txid ID -count N
 //	    one transaction of N records committed ("c-0".."c-N-1"), then one aborted ("a-...").
+//	franz interleave -brokers B -topic T -txid ID
+//	    three producers' transactions interleaved in one partition (see interleave), two of
+//	    them aborted, so a read_committed fetch has aborted ranges to drop around committed data.
 //	franz read -brokers B -topic T -isolation committed|uncommitted
 //	    every record from the start to the end offsets listed when it starts, markers included.
 //	franz loop -brokers B -in T -out T -group G -txid ID -instance I
@@ -44,14 +47,18 @@ func main() {
 	group := flags.String("group", "", "consumer group (loop)")
 	instance := flags.String("instance", "", "group.instance.id (loop)")
 	batch := flags.Int("batch", 25, "records per transaction at most (loop)")
+	fetchBytes := flags.Int("fetch-bytes", 0, "max bytes a fetch asks for, 0 for the default (read); "+
+		"1 makes every fetch return one batch, starting mid-transaction")
 	flags.Parse(os.Args[2:])
 	seeds := kgo.SeedBrokers(strings.Split(*brokers, ",")...)
 
 	switch os.Args[1] {
 	case "produce":
 		produce(seeds, *topic, *txid, *count)
+	case "interleave":
+		interleave(seeds, *topic, *txid)
 	case "read":
-		read(seeds, *topic, *isolation)
+		read(seeds, *topic, *isolation, int32(*fetchBytes))
 	case "loop":
 		loop(seeds, *in, *out, *group, *txid, *instance, *batch)
 	default:
@@ -88,10 +95,48 @@ func produce(seeds kgo.Opt, topic, txid string, count int) {
 	}
 }
 
+// interleave writes, in this order of offsets, a1 b1 c1 a2 b2 a3 c2 with A's transaction
+// (a1 a2 a3) aborted, B's first (b1) committed and its second (b2) aborted, and C's (c1 c2)
+// committed: read_committed sees b1 c1 c2.
+func interleave(seeds kgo.Opt, topic, txid string) {
+	ctx := context.Background()
+	producers := map[string]*kgo.Client{}
+	for _, name := range []string{"a", "b", "c"} {
+		client, err := kgo.NewClient(seeds, kgo.TransactionalID(txid+"-"+name),
+			kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(30*time.Second))
+		if err != nil {
+			events.Fail("creating producer "+name, err)
+		}
+		defer client.Close()
+		producers[name] = client
+	}
+	steps := []string{"a begin", "b begin", "c begin", "a a1", "b b1", "c c1", "a a2",
+		"b commit", "b begin", "b b2", "a a3", "a abort", "c c2", "b abort", "c commit"}
+	for _, step := range steps {
+		name, what, _ := strings.Cut(step, " ")
+		client := producers[name]
+		var err error
+		switch what {
+		case "begin":
+			err = client.BeginTransaction()
+		case "commit":
+			err = client.EndTransaction(ctx, kgo.TryCommit)
+		case "abort":
+			err = client.EndTransaction(ctx, kgo.TryAbort)
+		default:
+			err = client.ProduceSync(ctx, kgo.StringRecord(what)).FirstErr()
+		}
+		if err != nil {
+			events.Fail(step, err)
+		}
+	}
+	events.Emit("done", nil)
+}
+
 // read consumes from the start up to the end offsets listed first, keeping control records so
 // that it knows where the end is even when it is a marker (at read_committed the aborted data
 // before it is never returned).
-func read(seeds kgo.Opt, topic, isolation string) {
+func read(seeds kgo.Opt, topic, isolation string, fetchBytes int32) {
 	level := kgo.ReadCommitted()
 	if isolation == "uncommitted" {
 		level = kgo.ReadUncommitted()
@@ -116,8 +161,12 @@ func read(seeds kgo.Opt, topic, isolation string) {
 			remaining[o.Partition] = o.Offset
 		}
 	})
-	client, err := kgo.NewClient(seeds, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
-		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	options := []kgo.Opt{seeds, kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(level),
+		kgo.KeepControlRecords(), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}
+	if fetchBytes > 0 {
+		options = append(options, kgo.FetchMaxBytes(fetchBytes), kgo.FetchMaxPartitionBytes(fetchBytes))
+	}
+	client, err := kgo.NewClient(options...)
 	if err != nil {
 		events.Fail("creating the reader", err)
 	}

@@ -2,6 +2,9 @@
 //
 //	sarama produce -brokers B -topic T -txid ID -count N
 //	    one transaction of N records committed ("c-0".."c-N-1"), then one aborted ("a-...").
+//	sarama read -brokers B -topic T -isolation committed|uncommitted -until V
+//	    partition 0 of T from the start up to the record whose value is V (a sentinel the test
+//	    writes last, as sarama never returns control records), each record as an event.
 //	sarama copy -brokers B -in T -out T -group G -txid ID -expect N
 //	    a consumer-group member (read_committed) copying each input record to -out as
 //	    "<value>|copied" in a transaction of its own, with its offset added by
@@ -37,12 +40,19 @@ func main() {
 	group := flags.String("group", "", "consumer group (copy)")
 	expect := flags.Int("expect", 0, "records to copy before stopping (copy)")
 	version := flags.String("version", "4.0.0", "the Kafka version sarama speaks")
+	isolation := flags.String("isolation", "committed", "committed or uncommitted (read)")
+	until := flags.String("until", "", "the value of the last record to read (read)")
+	fetchBytes := flags.Int("fetch-bytes", 0, "max bytes a fetch asks for, 0 for the default (read)")
 	flags.Parse(os.Args[2:])
 	kafkaVersion, err := sarama.ParseKafkaVersion(*version)
 	if err != nil {
 		events.Fail("parsing -version", err)
 	}
 	addrs := strings.Split(*brokers, ",")
+	if os.Args[1] == "read" {
+		read(addrs, kafkaVersion, *topic, *isolation, *until, int32(*fetchBytes))
+		return
+	}
 	producer, err := sarama.NewSyncProducer(addrs, producerConfig(kafkaVersion, *txid))
 	if err != nil {
 		events.Fail("creating the producer", err)
@@ -92,6 +102,47 @@ func produce(producer sarama.SyncProducer, topic string, count int) {
 			events.Fail("ending a transaction ("+end.event+")", err)
 		}
 		events.Emit(end.event, map[string]any{"records": count})
+	}
+}
+
+func read(addrs []string, version sarama.KafkaVersion, topic, isolation, until string,
+	fetchBytes int32) {
+	cfg := sarama.NewConfig()
+	cfg.Version = version
+	cfg.Consumer.IsolationLevel = sarama.ReadCommitted
+	if isolation == "uncommitted" {
+		cfg.Consumer.IsolationLevel = sarama.ReadUncommitted
+	}
+	if fetchBytes > 0 {
+		cfg.Consumer.Fetch.Default = fetchBytes
+		cfg.Consumer.Fetch.Min = 1
+		cfg.Consumer.Fetch.MaxBytes = fetchBytes
+	}
+	consumer, err := sarama.NewConsumer(addrs, cfg)
+	if err != nil {
+		events.Fail("creating the consumer", err)
+	}
+	defer consumer.Close()
+	partition, err := consumer.ConsumePartition(topic, 0, sarama.OffsetOldest)
+	if err != nil {
+		events.Fail("consuming partition 0", err)
+	}
+	defer partition.Close()
+	deadline := time.After(60 * time.Second)
+	for {
+		select {
+		case message := <-partition.Messages():
+			events.Emit("record", map[string]any{"partition": message.Partition,
+				"offset": message.Offset, "value": string(message.Value)})
+			if string(message.Value) == until {
+				events.Emit("end", nil)
+				return
+			}
+		case err := <-partition.Errors():
+			events.Fail("fetching", err)
+		case <-deadline:
+			events.Fail("reading", fmt.Errorf("no record %q within 60 s", until))
+		}
 	}
 }
 
