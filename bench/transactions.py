@@ -44,6 +44,15 @@ COMMON = {"enable.idempotence": True, "acks": "all", "linger.ms": 5, "batch.size
 # fsyncs a transaction waits on in sequence besides its data's: AddPartitionsToTxn's Ongoing,
 # EndTxn's PrepareCommit, the markers (docs/transactions.md, "What is durable when")
 FSYNCS_PER_TXN = 3
+# a record's bytes in a batch besides its value (librdkafka: 595 of 100 B in 64 KB)
+RECORD_OVERHEAD = 10
+
+
+def data_batches(args) -> int:
+    """Produce requests per transaction, each waiting on its own fsync: librdkafka sends a
+    partition's next one only once the previous is answered (docs/benchmarks.md)."""
+    return -(-args.records_per_txn * (args.value_bytes + RECORD_OVERHEAD)
+             // COMMON["batch.size"])
 
 
 def fsync_seconds(directory: Path, rounds: int = 50) -> float:
@@ -139,12 +148,14 @@ def main() -> None:
     print(f"| **ratio** transactional / idempotent | **{txn / idem:.2f}** | | |")
     print(f"\nload average {load_before:.1f} before, {load_after:.1f} after "
           f"({os.cpu_count()} CPUs)")
-    ceiling = args.records_per_txn / (FSYNCS_PER_TXN * fsync_s)
+    in_sequence = FSYNCS_PER_TXN + data_batches(args)
+    ceiling = args.records_per_txn / (in_sequence * fsync_s)
     print(f"\nphysical limits, same run:\n- fsync: one in the data dir takes "
-          f"{fsync_s * 1000:.2f} ms (median of 50); {FSYNCS_PER_TXN} in sequence per "
-          f"transaction of {args.records_per_txn:,} records cap transactional produce at "
+          f"{fsync_s * 1000:.2f} ms (median of 50); {in_sequence} in sequence per "
+          f"transaction of {args.records_per_txn:,} records ({FSYNCS_PER_TXN} of the "
+          f"coordinator, {data_batches(args)} Produce) cap transactional produce at "
           f"{ceiling:,.0f} records/s, a ratio of at most {min(ceiling / idem, 1):.2f} against "
-          "this run's idempotent rate (the data's own fsync comes on top)")
+          "this run's idempotent rate")
     print(f"- CPU: a pass costs {used['idempotent']:.2f} s idempotent and "
           f"{used['transactional']:.2f} s transactional (producer + broker); where the CPU is "
           "the bottleneck the ratio tends to "
