@@ -26,7 +26,8 @@ EXPECTED: dict[str, list[Listed]] = {
     ],
     "malformed_frames": [
         Listed("ApiVersions v99, v1 header#1", "*", {"outcome": "closed"},
-               {"outcome": "answered", "error": "unsupported_version", "still_open": True},
+               {"outcome": "answered", "error": "unsupported_version", "ranges_of": [18],
+                "still_open": True},
                "roster answers an ApiVersions at a version it does not know from the frame's "
                "first eight bytes (api key, version, correlation id), so even a header Kafka "
                "cannot parse (no tagged-field section) gets UNSUPPORTED_VERSION; Kafka closes"),

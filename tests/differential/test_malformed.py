@@ -44,7 +44,12 @@ def probe(s, who: str, frame: bytes, answer_as: tuple[int, int] | None = None) -
         s.note(who, outcome="answered", still_open=not conn.closed_by_peer(0.5))
         return
     _, answer = decode_response(*answer_as, reply)
-    s.note(who, outcome="answered", error=ErrorCode(int(answer.error_code)).name,
+    error = ErrorCode(int(answer.error_code))
+    ranges = {}
+    if answer_as[0] == ApiKey.API_VERSIONS and error is ErrorCode.unsupported_version:
+        # KIP-511: the keys whose ranges come back (not the versions, which differ by broker)
+        ranges["ranges_of"] = [int(entry.api_key) for entry in answer.api_keys]
+    s.note(who, outcome="answered", error=error.name, **ranges,
            still_open=not conn.closed_by_peer(0.5))
 
 
@@ -59,7 +64,8 @@ def join_frame(group: str, **overrides) -> bytes:
 @scenario(outcome="""an unknown API key, an unsupported JoinGroup version, a truncated body, a
 negative or oversized frame size, and an array count past the frame's end: Kafka closes the
 connection without answering, and so does roster; ApiVersions at an unknown version is
-answered UNSUPPORTED_VERSION (v0 layout) and the connection stays open""")
+answered UNSUPPORTED_VERSION (v0 layout) with ApiVersions' own range alone, and the connection
+stays open""")
 def test_malformed_frames(s):
     probe(s, "unknown api key", framed(header(9999, 0)))
     probe(s, "JoinGroup v99", framed(header(ApiKey.JOIN_GROUP, 99) + b"\0" * 32))

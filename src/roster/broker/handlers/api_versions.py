@@ -1,7 +1,10 @@
 """ApiVersions (18), v0-4: the version ranges come from the registry, never from a list here.
 
-A request at a version above ours is answered in v0 layout with UNSUPPORTED_VERSION and our
-ranges, so the client can retry at a version both sides speak (KIP-511).
+A request at a version above ours is answered as Kafka answers it (KIP-511): v0 layout,
+UNSUPPORTED_VERSION, and one range, ApiVersions' own, so the client retries at the newest
+version both sides speak. Not all ranges: a client given every range in that answer may take it
+as the real one (franz-go does) and never learn the finalized features that only v3+ carries,
+so it would not use Transaction Version 2.
 """
 from __future__ import annotations
 
@@ -26,9 +29,13 @@ def _body(registry: Registry, version: int, error: ErrorCode, features=((), ()))
     (KIP-584); Kafka 4.x clients read transaction.version from them."""
     schema = response_schema(API_KEY, version)
     entry = element(schema, "api_keys")
-    ranges = () if error is ErrorCode.invalid_request else tuple(
-        entry(api_key=key, min_version=low, max_version=high)
-        for key, low, high in registry.version_ranges())
+    ranges = registry.version_ranges()
+    if error is ErrorCode.invalid_request:
+        ranges = []
+    elif error is ErrorCode.unsupported_version:
+        ranges = [r for r in ranges if r[0] == API_KEY]
+    ranges = tuple(entry(api_key=key, min_version=low, max_version=high)
+                   for key, low, high in ranges)
     supported, finalized = features
     if version < 3 or not (supported or finalized):
         return make(schema, error_code=error, api_keys=ranges)
