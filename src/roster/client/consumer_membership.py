@@ -18,8 +18,13 @@ How it behaves (as the Java and librdkafka members do):
 - FENCED_MEMBER_EPOCH or UNKNOWN_MEMBER_ID: its partitions are lost, it rejoins with epoch 0
   and the same member id; a changed or unavailable coordinator: it finds the coordinator again
   and carries on with its epoch;
-- closing leaves with epoch -1, or -2 for a static member (its partitions wait for it for the
-  session timeout); UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID and other configuration errors
+- closing gives the partitions up first (Revoked with an epoch, else Lost), heartbeating and
+  reporting them as owned while the callback runs, so a commit from it is accepted; then
+  (LeaveWhenRevoked) it leaves with epoch -1, or -2 for a static member (its partitions wait
+  for it for the session timeout), as Kafka's Java member (PREPARE_LEAVING) does; fenced
+  meanwhile, it sends no leave;
+- one FindCoordinator at a time: a lookup asked for while one is in flight waits for it;
+- UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID and other configuration errors
   are fatal.
 """
 from __future__ import annotations
@@ -28,10 +33,11 @@ import logging
 from dataclasses import dataclass, field
 from enum import Enum
 
-from roster.client.membership import (
+from roster.client.member_actions import (
     Assigned,
     Fatal,
     FencedError,
+    LeaveWhenRevoked,
     Lost,
     MemberConfig,
     Revoked,
@@ -59,8 +65,12 @@ class State(Enum):
     FINDING = "finding"        # FindCoordinator sent
     JOINING = "joining"        # in the group's view not yet a member (epoch 0)
     STABLE = "stable"          # a member, heartbeating
+    LEAVING = "leaving"        # closing: the callback runs first, heartbeating; the leave follows
     FATAL = "fatal"
     CLOSED = "closed"
+
+
+HEARTBEATING = frozenset({State.JOINING, State.STABLE, State.LEAVING})
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +113,8 @@ class ConsumerMembership:
     reported: frozenset | None = None
     reporting: frozenset | None = None
     subscription_changed: bool = False
+    finding: bool = False             # a FindCoordinator is in flight
+    leave_epoch: int | None = None    # LEAVING: the epoch the leave heartbeat carries (None: none)
     fatal: Fatal | None = None
 
     def __post_init__(self) -> None:
@@ -129,11 +141,22 @@ class ConsumerMembership:
         """Stop: a static member leaves with epoch -2 (its partitions wait for it for the
         session timeout), a dynamic one with -1."""
         epoch = STATIC_LEAVE_EPOCH if self.config.group_instance_id is not None else LEAVE_EPOCH
-        return self._leave(epoch)
+        return self._prepare_leaving(epoch, now)
 
     def leave(self, now: int) -> list:
         """Leave for good, static member or not (epoch -1): its partitions move at once."""
-        return self._leave(LEAVE_EPOCH)
+        return self._prepare_leaving(LEAVE_EPOCH, now)
+
+    def finish_leaving(self, now: int) -> list:
+        """The callback for the partitions given up on closing has returned (LeaveWhenRevoked):
+        send the leave heartbeat, unless the member is no longer in the group."""
+        if self.state is State.FATAL:
+            self.state = State.CLOSED
+        if self.state is not State.LEAVING:
+            return []
+        actions = [self._leave_heartbeat(self.leave_epoch)] if self.leave_epoch is not None else []
+        self.state, self.revoking, self.next_heartbeat_ms = State.CLOSED, frozenset(), None
+        return actions
 
     def commit_request(self, offsets: dict[tuple[str, int], int]) -> Send:
         if self.fatal is not None:
@@ -164,9 +187,12 @@ class ConsumerMembership:
         if self.state is State.UNJOINED and self.subscription:
             self.retry_at_ms = None
             self.state = State.FINDING
+            if self.finding:
+                return []   # its answer moves the member on
+            self.finding = True
             return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
                          to_coordinator=False)]
-        if self.state in (State.JOINING, State.STABLE) and not self.in_flight \
+        if self.state in HEARTBEATING and not self.in_flight \
                 and self.next_heartbeat_ms is not None and now >= self.next_heartbeat_ms:
             return [self._heartbeat()]
         return []
@@ -174,7 +200,7 @@ class ConsumerMembership:
     def next_deadline(self) -> int | None:
         if self.state is State.UNJOINED:
             return self.retry_at_ms or 0
-        if self.state in (State.JOINING, State.STABLE) and not self.in_flight:
+        if self.state in HEARTBEATING and not self.in_flight:
             return self.next_heartbeat_ms
         return None
 
@@ -190,6 +216,9 @@ class ConsumerMembership:
     # -- answers -------------------------------------------------------------------------------
 
     def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
+        self.finding = False
+        if self.state is not State.FINDING:
+            return []   # answered after we moved on (closed, fenced)
         if error is not E.none:
             return self._retry_later(now)
         self.state = State.JOINING if self.epoch == 0 else State.STABLE
@@ -206,6 +235,8 @@ class ConsumerMembership:
         self.in_flight = False
         if self.state in (State.CLOSED, State.FATAL):
             return []
+        if self.state is State.LEAVING:
+            return self._on_heartbeat_leaving(error, member_epoch, interval_ms, now)
         if error is not E.none:
             return self._on_error(error, now)
         self.full = False
@@ -298,20 +329,59 @@ class ConsumerMembership:
         self.revoking = frozenset()
         return [kind(owned)] if owned else []
 
-    def _leave(self, epoch: int) -> list:
-        actions: list = []
-        if self.state in (State.JOINING, State.STABLE) and self.epoch > 0:
-            actions.append(Send("ConsumerGroupHeartbeat", {
-                "group_id": self.config.group_id, "member_id": self.member_id,
-                "member_epoch": epoch, "instance_id": self.config.group_instance_id,
-                "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
-                "subscribed_topic_regex": None, "server_assignor": None,
-                "topic_partitions": None}))
-        actions += self._give_up(Revoked)
-        self.state = State.CLOSED
-        return actions
+    def _prepare_leaving(self, epoch: int, now: int) -> list:
+        """Give the partitions up first: Revoked as a member (epoch > 0), reported as owned
+        until the callback returns; Lost otherwise (as Kafka's Java member)."""
+        if self.state is State.LEAVING:
+            return []
+        if self.state in (State.FATAL, State.CLOSED):
+            self.state = State.CLOSED
+            return []
+        member = self.state in (State.JOINING, State.STABLE) and self.epoch > 0
+        self.leave_epoch = epoch if member else None
+        held = self.owned_ids | self.revoking
+        actions = self._give_up(Revoked if self.epoch > 0 else Lost)
+        if member:
+            self.revoking = held
+        else:
+            self.next_heartbeat_ms = None
+        self.state = State.LEAVING
+        if not actions:
+            return self.finish_leaving(now)
+        return actions + [LeaveWhenRevoked()]
+
+    def _on_heartbeat_leaving(self, error: ErrorCode, member_epoch: int, interval_ms: int,
+                              now: int) -> list:
+        """An answer while the closing callback runs: an assignment no longer matters; fenced
+        or unknown, the member is out of the group already and sends no leave."""
+        if error is E.none:
+            self.epoch, self.full, self.reported = member_epoch, False, self.reporting
+            self.interval_ms = interval_ms if interval_ms > 0 else self.interval_ms
+            self.next_heartbeat_ms = now + self.interval_ms
+            return []
+        if error in REJOIN:
+            self.leave_epoch, self.next_heartbeat_ms = None, None
+            return []
+        if error in FATAL:
+            return self._fail(error, f"ConsumerGroupHeartbeat: {error.name}")
+        # the coordinator moved or is busy: heartbeat again after the backoff (the leave, when
+        # the callback returns, goes to the coordinator the driver knows by then)
+        self.full = True
+        self.next_heartbeat_ms = now + self.config.retry_backoff_ms
+        return []
+
+    def _leave_heartbeat(self, epoch: int) -> Send:
+        return Send("ConsumerGroupHeartbeat", {
+            "group_id": self.config.group_id, "member_id": self.member_id,
+            "member_epoch": epoch, "instance_id": self.config.group_instance_id,
+            "rack_id": None, "rebalance_timeout_ms": -1, "subscribed_topic_names": None,
+            "subscribed_topic_regex": None, "server_assignor": None,
+            "topic_partitions": None})
 
     def _coordinator_gone(self, now: int) -> list:
+        if self.state is State.LEAVING:   # heartbeat again after the backoff, as above
+            self.full, self.next_heartbeat_ms = True, now + self.config.retry_backoff_ms
+            return []
         if self.state not in (State.FATAL, State.CLOSED):
             self.state = State.UNJOINED
             self.full = True

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from roster.client import requests
 from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
 from roster.client.errors import fatal_exception
-from roster.client.membership import Assigned, Fatal, Lost, Revoked, Send
+from roster.client.member_actions import Assigned, Fatal, LeaveWhenRevoked, Lost, Revoked, Send
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.errors import ErrorCode
+from roster.security.client import SecurityError
 
 log = logging.getLogger("roster.client")
 TOPIC_IDS_FROM = 10   # OffsetCommit / OffsetFetch v10 name topics by id
@@ -98,12 +99,20 @@ class MemberDriver:
             await asyncio.wait_for(self._changed.wait_for(condition), timeout_s)
 
     async def leave(self) -> None:
-        await self._handle(self.machine.leave(self.now()))
-        await self._shutdown()
+        await self._stop(self.machine.leave)
 
     async def close(self) -> None:
-        await self._handle(self.machine.close(self.now()))
-        await self._shutdown()
+        await self._stop(self.machine.close)
+
+    async def _stop(self, how) -> None:
+        """Close or leave: on_revoked (or on_lost) runs first, heartbeats going on meanwhile,
+        and the leave follows it (LeaveWhenRevoked), as Kafka's clients do. A callback that
+        raises still leaves the group, then the error reaches the caller."""
+        try:
+            await self._handle(how(self.now()))
+        finally:
+            await self._handle(self.machine.finish_leaving(self.now()))   # (done: nothing)
+            await self._shutdown()
 
     async def commit(self, offsets: dict[tuple[str, int], int]) -> None:
         """Commit offsets as this member. Raises the member's fatal error once it is fenced,
@@ -193,6 +202,8 @@ class MemberDriver:
                 self._spawn(self._send(action))
             elif isinstance(action, Fatal):
                 log.error("group member stopped: %s", action.message)
+            elif isinstance(action, LeaveWhenRevoked):   # the callback before it has returned
+                await self._handle(self.machine.finish_leaving(self.now()))
             elif not self._own_action(action):
                 callback = self._callbacks.get(type(action))
                 if callback is not None:
@@ -216,11 +227,20 @@ class MemberDriver:
         task.add_done_callback(self._tasks.discard)
 
     async def _find_coordinator(self, send: Send) -> None:
-        answer = await self._metadata_conn.call(
-            ApiKey.FIND_COORDINATOR, lambda v: requests.build("FindCoordinator", v, send.fields, {}))
-        error, host, port = requests.find_coordinator_answer(answer)
-        if error is ErrorCode.none:
-            await self._connect_coordinator(host, port)
+        """The machine has one lookup in flight at a time: its end, whatever it is, is the
+        answer (a broker or coordinator out of reach is COORDINATOR_NOT_AVAILABLE)."""
+        try:
+            answer = await self._metadata_conn.call(ApiKey.FIND_COORDINATOR, lambda v:
+                                                    requests.build("FindCoordinator", v,
+                                                                   send.fields, {}))
+            error, host, port = requests.find_coordinator_answer(answer)
+            if error is ErrorCode.none:
+                await self._connect_coordinator(host, port)
+        except (ConnectionClosed, SecurityError) as exc:   # SecurityError: retried, loudly
+            (log.error if isinstance(exc, SecurityError) else log.info)(
+                "cannot reach the group coordinator: %s", exc)
+            self._drop_coordinator()
+            error = ErrorCode.coordinator_not_available
         await self._handle(self.machine.on_find_coordinator(error, self.now()))
 
     async def _connect_coordinator(self, host: str, port: int) -> None:

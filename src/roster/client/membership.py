@@ -8,6 +8,12 @@ it is tested with a manual clock and no network.
 What it does beyond a basic member:
 - static membership (KIP-345): a group.instance.id is sent on every request; closing does not
   leave the group (`leave()` does, explicitly);
+- closing (LEAVING): the partitions are given up first (Revoked, or Lost when the member is
+  between generations) and the LeaveGroup goes once that callback has returned, heartbeating
+  meanwhile, as Kafka's Java client (onLeavePrepare before maybeLeaveGroup) and librdkafka do:
+  a commit from the callback is still a member's;
+- one FindCoordinator at a time: a lookup asked for while one is in flight waits for its answer
+  (as Kafka's lookupCoordinator), so one answer sends one JoinGroup;
 - fencing: FENCED_INSTANCE_ID is fatal — reported once, and no further requests or commits;
 - KIP-814 as leader: with SkipAssignment it sends SyncGroup without assignments, keeps the
   member list's subscriptions, and asks for a rejoin when a subscribed topic's partitions no
@@ -24,7 +30,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 from roster.client.assignment_data import (
     assignment_bytes,
@@ -34,6 +39,18 @@ from roster.client.assignment_data import (
 )
 from roster.client.assignors import get as get_assignor
 from roster.client.assignors.api import AssignmentError, MemberSubscription, TopicPartition
+from roster.client.member_actions import (  # noqa: F401 (re-exported: where drivers and tests import them)
+    Assigned,
+    Fatal,
+    FencedError,
+    LeaveWhenRevoked,
+    Lost,
+    MemberConfig,
+    NeedMetadata,
+    RejoinWhenRevoked,
+    Revoked,
+    Send,
+)
 from roster.protocol.consumer_protocol import (
     ConsumerProtocolError,
     Subscription,
@@ -59,74 +76,14 @@ class State(Enum):
     SYNCING = "syncing"          # SyncGroup sent
     STABLE = "stable"
     REVOKING = "revoking"        # on_revoked is running; still heartbeating; JoinGroup follows
+    LEAVING = "leaving"          # closing: on_revoked/on_lost runs first; LeaveGroup follows
     FATAL = "fatal"
     CLOSED = "closed"
 
 
-HEARTBEATING = frozenset({State.STABLE, State.REVOKING})   # a member of its generation
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    """A request for the driver to send; `api` is the Kafka API name, `fields` its body in
-    newest-version field names. The response comes back through the matching on_* method."""
-
-    api: str
-    fields: dict[str, Any]
-    to_coordinator: bool = True
-
-
-@dataclass(frozen=True, slots=True)
-class NeedMetadata:
-    topics: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Assigned:
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Revoked:
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RejoinWhenRevoked:
-    """Comes after a Revoked: the driver reaches it once the application's callback for those
-    partitions has returned, and then calls `Membership.revoked`, which sends the JoinGroup."""
-
-
-@dataclass(frozen=True, slots=True)
-class Lost:
-    """Partitions this member no longer owns and could not revoke cleanly (its generation or
-    member id is no longer valid): their offsets must not be committed."""
-
-    partitions: tuple[TopicPartition, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Fatal:
-    error: ErrorCode
-    message: str
-    operation: str = ""  # for an authorization refusal: the operation refused (READ, ...)
-
-
-class FencedError(RuntimeError):
-    """This member's group.instance.id was taken over by another process (FENCED_INSTANCE_ID).
-    The member is finished: create a new one (after fixing the duplicate configuration)."""
-
-
-@dataclass(slots=True)
-class MemberConfig:
-    group_id: str
-    group_instance_id: str | None = None
-    session_timeout_ms: int = 45_000
-    rebalance_timeout_ms: int = 300_000
-    heartbeat_interval_ms: int = 3_000
-    retry_backoff_ms: int = 100
-    assignors: tuple[str, ...] = ("range",)   # preference order
-    rack_id: str | None = None
+HEARTBEATING = frozenset({State.STABLE, State.REVOKING, State.LEAVING})  # (while in a generation)
+AWAITING_CALLBACK = frozenset({State.REVOKING, State.LEAVING})   # a JoinGroup/LeaveGroup follows it
+REBALANCING = frozenset({State.JOINING, State.AWAITING_METADATA, State.SYNCING})
 
 
 @dataclass(slots=True)
@@ -152,7 +109,9 @@ class Membership:
     baseline_pending: bool = False
     next_heartbeat_ms: int | None = None
     retry_at_ms: int | None = None
-    coordinator_lost: bool = False   # REVOKING: looking the coordinator up again
+    coordinator_lost: bool = False   # REVOKING/LEAVING: looking the coordinator up again
+    finding: bool = False            # a FindCoordinator is in flight
+    send_leave: bool = False         # LEAVING: a LeaveGroup follows the callback
     rejoin_reason: str | None = "starting"
     fatal: Fatal | None = None
 
@@ -174,19 +133,23 @@ class Membership:
 
     def close(self, now: int) -> list:
         """Stop. A dynamic member leaves the group; a static one stays silent so a restart
-        within the session timeout moves no partitions (KIP-345)."""
-        actions: list = []
-        if self.state not in (State.FATAL, State.CLOSED) and self.config.group_instance_id is None:
-            actions = self._leave_request(now)
-        actions += self._give_up_partitions(Revoked)
-        self.state = State.CLOSED
-        return actions
+        within the session timeout moves no partitions (KIP-345). Either way its partitions
+        are given up first: the LeaveGroup (if any) follows the callback (LeaveWhenRevoked)."""
+        return self._prepare_leaving(self.config.group_instance_id is None, now)
 
     def leave(self, now: int) -> list:
         """Leave the group explicitly, static member or not: its partitions move at once."""
-        actions = self._leave_request(now) if self.state not in (State.FATAL, State.CLOSED) else []
-        actions += self._give_up_partitions(Revoked)
-        self.state = State.CLOSED
+        return self._prepare_leaving(True, now)
+
+    def finish_leaving(self, now: int) -> list:
+        """The callback for the partitions given up on closing has returned (LeaveWhenRevoked):
+        send the LeaveGroup, unless the member has no coordinator or membership left."""
+        if self.state is State.FATAL:
+            self.state = State.CLOSED
+        if self.state is not State.LEAVING:
+            return []
+        actions = self._leave_request() if self.send_leave and not self.coordinator_lost else []
+        self.state, self.next_heartbeat_ms, self.coordinator_lost = State.CLOSED, None, False
         return actions
 
     def commit_request(self, offsets: dict[TopicPartition, int]) -> Send:
@@ -254,9 +217,7 @@ class Membership:
             self.retry_at_ms = None
             self.state = State.FINDING
             return self._find_request()
-        if self.state is State.REVOKING and self.coordinator_lost:
-            if self.retry_at_ms is None:
-                return []         # the lookup is in flight
+        if self.state in AWAITING_CALLBACK and self.coordinator_lost:
             self.retry_at_ms = None
             return self._find_request()
         if self.state in HEARTBEATING and self.next_heartbeat_ms is not None \
@@ -270,8 +231,8 @@ class Membership:
 
     def next_deadline(self) -> int | None:
         """When tick() may next have something to do."""
-        if self.state is State.REVOKING and self.coordinator_lost:
-            return self.retry_at_ms
+        if self.state in AWAITING_CALLBACK and self.coordinator_lost:
+            return None if self.finding else self.retry_at_ms or 0
         if self.state in HEARTBEATING:
             return self.next_heartbeat_ms
         if self.state is State.UNJOINED:
@@ -281,15 +242,19 @@ class Membership:
     # -- responses --------------------------------------------------------------------------
 
     def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
-        if self.state not in (State.FINDING, State.REVOKING):
+        """The answer to the FindCoordinator in flight (the driver reports a lookup that could
+        not reach the broker or the coordinator as COORDINATOR_NOT_AVAILABLE)."""
+        self.finding = False
+        if self.state is not State.FINDING and self.state not in AWAITING_CALLBACK:
             return []   # answered after we moved on (closed, fenced)
         if error is E.group_authorization_failed:  # Kafka's client: fatal, DESCRIBE on the group
             return self._fail(error, "FindCoordinator refused", "DESCRIBE")
-        if self.state is State.REVOKING:   # looked up while the callback runs: heartbeat on
+        if self.state in AWAITING_CALLBACK:   # looked up while the callback runs: heartbeat on
             if self.coordinator_lost and error is not E.none:
                 self.retry_at_ms = now + self.config.retry_backoff_ms
             elif self.coordinator_lost:
-                self.coordinator_lost, self.next_heartbeat_ms = False, now
+                self.coordinator_lost = False
+                self.next_heartbeat_ms = now if self.generation >= 0 else None
             return []
         if error is not E.none:
             return self._retry_later(now)
@@ -399,9 +364,9 @@ class Membership:
             return self._lose_membership(error, now)
         if error in COORDINATOR_GONE:
             return self._coordinator_gone(now)
-        if self.state is State.REVOKING:
-            # the group is rebalancing, which is why this member is revoking: the answer is
-            # expected and keeps the member in the group until it rejoins (Kafka's heartbeat
+        if self.state in AWAITING_CALLBACK:
+            # the group is rebalancing (which is why a member revokes): the answer is expected
+            # and keeps the member in the group until it rejoins or leaves (Kafka's heartbeat
             # thread counts it as a success); any other error is tried again after a backoff
             self.next_heartbeat_ms = now + (self.config.heartbeat_interval_ms
                                             if error is E.rebalance_in_progress
@@ -417,9 +382,9 @@ class Membership:
         if self.state is not State.REVOKING:
             return []   # closed or fenced meanwhile
         self.next_heartbeat_ms = None
-        if self.coordinator_lost:      # join once it is found
+        if self.coordinator_lost:      # join once it is found (by the lookup in flight, if any)
             self.coordinator_lost = False
-            self.state = State.UNJOINED if self.retry_at_ms is not None else State.FINDING
+            self.state = State.FINDING if self.finding else State.UNJOINED
             return self.tick(now)
         return self._join_request()
 
@@ -439,6 +404,9 @@ class Membership:
             generation_id=self.claimed_generation, rack_id=self.config.rack_id))
 
     def _find_request(self) -> list:
+        if self.finding:
+            return []   # its answer moves the member on
+        self.finding = True
         return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
                      to_coordinator=False)]
 
@@ -514,12 +482,12 @@ class Membership:
         if self.state in (State.FATAL, State.CLOSED):
             return []
         self.rejoin_reason = reason
-        if self.state is State.REVOKING:
-            return []   # the JoinGroup already follows the callback
+        if self.state in AWAITING_CALLBACK:
+            return []   # the JoinGroup (or the LeaveGroup) already follows the callback
         actions: list = []
         if not self._cooperative():
             actions += self._give_up_partitions(Revoked)  # eager: revoke all before rejoining
-        if actions and self.state is State.STABLE:
+        if actions and self.state in (State.STABLE, State.UNJOINED, State.FINDING):
             return actions + self._rejoin_after_revocation(now)
         if self.state in (State.STABLE, State.SYNCING, State.AWAITING_METADATA):
             return actions + self._join_request()
@@ -529,11 +497,41 @@ class Membership:
 
     def _rejoin_after_revocation(self, now: int) -> list:
         """The Revoked just emitted runs the application's callback; until it returns the
-        member heartbeats on (it is still a member of its generation), then rejoins."""
-        self.state = State.REVOKING
-        if self.next_heartbeat_ms is None:   # e.g. the heartbeat answer that asked for this
+        member heartbeats on (it is still a member of its generation), then rejoins. Without a
+        coordinator (UNJOINED, FINDING) it looks one up meanwhile, and heartbeats once found."""
+        if self.state is not State.STABLE:
+            self._lookup_while_waiting(now)
+        elif self.next_heartbeat_ms is None:   # e.g. the heartbeat answer that asked for this
             self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
+        self.state = State.REVOKING
         return [RejoinWhenRevoked()]
+
+    def _lookup_while_waiting(self, now: int) -> None:
+        """UNJOINED or FINDING, about to wait for a callback: the lookup in flight, or one now
+        (or when the backoff ends), finds the coordinator the callback's commits need."""
+        self.coordinator_lost, self.next_heartbeat_ms = True, None
+        if not self.finding and self.retry_at_ms is None:
+            self.retry_at_ms = now
+
+    def _prepare_leaving(self, send_leave: bool, now: int) -> list:
+        """Give the partitions up first (Revoked as a member of its generation; Lost between
+        generations, where a commit is refused anyway), heartbeating while the callback runs."""
+        if self.state is State.LEAVING:
+            return []
+        if self.state in (State.FATAL, State.CLOSED):
+            self.state = State.CLOSED
+            return []
+        self.send_leave = send_leave
+        in_generation = self.generation >= 0 and self.state not in REBALANCING
+        actions = self._give_up_partitions(Revoked if in_generation else Lost)
+        if self.state in (State.UNJOINED, State.FINDING) and actions and in_generation:
+            self._lookup_while_waiting(now)
+        elif self.state not in HEARTBEATING or not in_generation:
+            self.next_heartbeat_ms = None
+        self.state = State.LEAVING
+        if not actions:
+            return self.finish_leaving(now)
+        return actions + [LeaveWhenRevoked()]
 
     def _lose_membership(self, error: ErrorCode, now: int) -> list:
         actions = self._give_up_partitions(Lost)
@@ -541,7 +539,7 @@ class Membership:
             self.member_id = ""
         self.generation = -1
         self.rejoin_reason = f"{error.name}: rejoining"
-        if self.state is State.REVOKING:
+        if self.state in AWAITING_CALLBACK:
             # no longer a member: nothing to keep alive; the JoinGroup that follows the
             # callback asks for a new membership
             self.next_heartbeat_ms = None
@@ -557,7 +555,9 @@ class Membership:
         return [kind(given_up)]
 
     def _coordinator_gone(self, now: int) -> list:
-        if self.state is State.REVOKING:
+        if self.state in (State.FATAL, State.CLOSED):
+            return []
+        if self.state in AWAITING_CALLBACK:
             # look it up again, after the backoff, and heartbeat on once it is found (as
             # Kafka's heartbeat thread does); the JoinGroup still waits for the callback
             self.coordinator_lost, self.next_heartbeat_ms = True, None
@@ -571,7 +571,7 @@ class Membership:
         self.retry_at_ms = now + self.config.retry_backoff_ms
         return []
 
-    def _leave_request(self, now: int) -> list:
+    def _leave_request(self) -> list:
         if not self.member_id:
             return []
         return [Send("LeaveGroup", {"group_id": self.config.group_id, "members": [

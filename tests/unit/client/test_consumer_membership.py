@@ -9,7 +9,15 @@ from roster.client.consumer_membership import (
     Reconciled,
     State,
 )
-from roster.client.membership import Assigned, Fatal, Lost, MemberConfig, Revoked, Send
+from roster.client.membership import (
+    Assigned,
+    Fatal,
+    LeaveWhenRevoked,
+    Lost,
+    MemberConfig,
+    Revoked,
+    Send,
+)
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.consumer.harness import ConsumerHarness, topic_id
@@ -51,6 +59,8 @@ class Link:
                     self.held.append((member, action))
                 else:
                     actions += member.reconciled(action, self.h.now)
+            elif isinstance(action, LeaveWhenRevoked):   # the driver: the callback returned
+                actions += member.finish_leaving(self.h.now)
             elif isinstance(action, NeedTopicIds):
                 actions += member.on_topic_names({t: names[t] for t in action.topic_ids},
                                                  self.h.now)

@@ -199,16 +199,18 @@ def test_load_in_progress_retries_the_join():
 
 
 def test_close_leaves_only_when_dynamic_and_leave_always_leaves():
+    """(After the callback for its partitions: test_membership_closing.py.)"""
     static = member(group_instance_id="i-1")
     joined(static)
-    assert sends(static.close(0), "LeaveGroup") == []
+    assert sends(static.close(0) + static.finish_leaving(0), "LeaveGroup") == []
     dynamic = member()
     joined(dynamic)
-    assert sends(dynamic.close(0), "LeaveGroup")[0].fields["members"] == \
-        [("m-1", None, "the consumer is closing")]
+    assert sends(dynamic.close(0) + dynamic.finish_leaving(0), "LeaveGroup")[0] \
+        .fields["members"] == [("m-1", None, "the consumer is closing")]
     explicit = member(group_instance_id="i-2")
     joined(explicit)
-    assert sends(explicit.leave(0), "LeaveGroup")[0].fields["members"][0][1] == "i-2"
+    assert sends(explicit.leave(0) + explicit.finish_leaving(0), "LeaveGroup")[0] \
+        .fields["members"][0][1] == "i-2"
 
 
 def test_commit_errors_drive_the_membership():

@@ -1,0 +1,80 @@
+"""What a group member's state machine tells its driver, and how it is configured: the values
+membership.py (classic) and consumer_membership.py (KIP-848) return from their methods. The
+driver sends each `Send`, runs the application's callback for `Assigned`/`Revoked`/`Lost`, and
+carries out the rest as each names."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from roster.client.assignors.api import TopicPartition
+from roster.protocol.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """A request for the driver to send; `api` is the Kafka API name, `fields` its body in
+    newest-version field names. The response comes back through the matching on_* method."""
+
+    api: str
+    fields: dict[str, Any]
+    to_coordinator: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class NeedMetadata:
+    topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Assigned:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Revoked:
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RejoinWhenRevoked:
+    """Comes after a Revoked: the driver reaches it once the application's callback for those
+    partitions has returned, and then calls `Membership.revoked`, which sends the JoinGroup."""
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveWhenRevoked:
+    """Comes after the Revoked (or Lost) of closing: the driver reaches it once the application's
+    callback has returned, and then calls `finish_leaving`, which sends the LeaveGroup."""
+
+
+@dataclass(frozen=True, slots=True)
+class Lost:
+    """Partitions this member no longer owns and could not revoke cleanly (its generation or
+    member id is no longer valid): their offsets must not be committed."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Fatal:
+    error: ErrorCode
+    message: str
+    operation: str = ""  # for an authorization refusal: the operation refused (READ, ...)
+
+
+class FencedError(RuntimeError):
+    """This member's group.instance.id was taken over by another process (FENCED_INSTANCE_ID).
+    The member is finished: create a new one (after fixing the duplicate configuration)."""
+
+
+@dataclass(slots=True)
+class MemberConfig:
+    group_id: str
+    group_instance_id: str | None = None
+    session_timeout_ms: int = 45_000
+    rebalance_timeout_ms: int = 300_000
+    heartbeat_interval_ms: int = 3_000
+    retry_backoff_ms: int = 100
+    assignors: tuple[str, ...] = ("range",)   # preference order
+    rack_id: str | None = None
