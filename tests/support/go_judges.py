@@ -3,9 +3,10 @@ run as child processes that print one JSON event a line.
 
 - `build()` runs `go build` in tests/go/ into .cache/go-judges/<checksum of the sources>/ unless
   that folder already holds the binaries (a file lock keeps two pytest workers from building at
-  once). Modules come through GOPROXY as the environment sets it, with GOFLAGS=-mod=mod;
-  scripts/ensure-go-modules.sh (`make test` runs it) has downloaded them already, so a test
-  run fetches nothing. go.mod pins the versions and go.sum their checksums.
+  once). Modules come through GOPROXY as the environment sets it, with GOFLAGS=-mod=mod (and
+  -buildvcs=false: no git stamping); scripts/ensure-go-modules.sh (`make test` runs it) has
+  downloaded and compiled them already, so a test run fetches nothing and mostly links.
+  go.mod pins the versions and go.sum their checksums.
 - `GoProgram(binaries, name, *args)` is a `JavaProgram` (tests/support/java_judges.py: events,
   wait_for, send, kill9, stop) running one of those binaries; it counts as alive until its
   output has been read to the end, so a wait sees the last events of a program that exited.
@@ -36,7 +37,7 @@ def _sources_checksum() -> str:
 
 
 def go_environment() -> dict[str, str]:
-    env = {**os.environ, "GOFLAGS": "-mod=mod", "CGO_ENABLED": "0"}
+    env = {**os.environ, "GOFLAGS": "-mod=mod -buildvcs=false", "CGO_ENABLED": "0"}
     env.pop("GO111MODULE", None)    # module mode, whatever the caller's shell says
     return env
 
