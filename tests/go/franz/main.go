@@ -34,7 +34,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		events.Fail("usage", errors.New("franz produce|read|loop [flags]"))
+		events.Fail("usage", errors.New("franz produce|interleave|read|loop [flags]"))
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	brokers := flags.String("brokers", "", "bootstrap servers, comma separated")

@@ -28,7 +28,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		events.Fail("usage", errors.New("sarama produce|copy [flags]"))
+		events.Fail("usage", errors.New("sarama produce|read|copy [flags]"))
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	brokers := flags.String("brokers", "", "bootstrap servers, comma separated")
