@@ -47,3 +47,33 @@ def test_offsets_committed_in_on_revoked_on_close_are_the_groups(target, protoco
     revoked, failed = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert revoked == [((topic, 0), (topic, 1))] and failed == []
     assert groups.committed_offsets(target.bootstrap, group, topic) == {0: 40, 1: 41}
+
+
+class HandOverFailed(RuntimeError):
+    pass
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+@pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
+def test_a_raising_on_revoked_still_leaves_the_group_then_close_raises(target, protocol):
+    """The leave waits for the callback, but not on its success: the group is left empty at
+    once (not after the session timeout), and the caller hears the callback's error."""
+    from confluent_kafka.admin import AdminClient
+    topic = unique_name("closing-raise")
+    group = unique_name("closing-raise")
+    groups.create_topic(target.bootstrap, topic, 1)
+
+    async def scenario():
+        async def on_revoked(partitions):
+            raise HandOverFailed(f"could not hand over {partitions}")
+
+        member = MEMBERS[protocol](target.bootstrap, MemberConfig(group, heartbeat_interval_ms=500),
+                                   on_revoked=on_revoked)
+        await member.start([topic])
+        await member.wait_for(lambda: len(member.assignment) == 1, 30)
+        with pytest.raises(HandOverFailed):
+            await member.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    admin = AdminClient({"bootstrap.servers": target.bootstrap})
+    assert admin.describe_consumer_groups([group])[group].result(20).members == []
