@@ -22,7 +22,7 @@ How it behaves (as the Java and librdkafka members do):
   reporting them as owned while the callback runs, so a commit from it is accepted; then
   (LeaveWhenRevoked) it leaves with epoch -1, or -2 for a static member (its partitions wait
   for it for the session timeout), as Kafka's Java member (PREPARE_LEAVING) does; fenced
-  meanwhile, it sends no leave;
+  meanwhile, it sends no leave; a coordinator lost meanwhile is looked up again;
 - one FindCoordinator at a time: a lookup asked for while one is in flight waits for it;
 - UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID and other configuration errors
   are fatal.
@@ -114,6 +114,7 @@ class ConsumerMembership:
     reporting: frozenset | None = None
     subscription_changed: bool = False
     finding: bool = False             # a FindCoordinator is in flight
+    coordinator_lost: bool = False    # LEAVING: looking the coordinator up again
     leave_epoch: int | None = None    # LEAVING: the epoch the leave heartbeat carries (None: none)
     fatal: Fatal | None = None
 
@@ -154,8 +155,10 @@ class ConsumerMembership:
             self.state = State.CLOSED
         if self.state is not State.LEAVING:
             return []
-        actions = [self._leave_heartbeat(self.leave_epoch)] if self.leave_epoch is not None else []
+        actions = [] if self.leave_epoch is None or self.coordinator_lost \
+            else [self._leave_heartbeat(self.leave_epoch)]
         self.state, self.revoking, self.next_heartbeat_ms = State.CLOSED, frozenset(), None
+        self.coordinator_lost = False
         return actions
 
     def commit_request(self, offsets: dict[tuple[str, int], int]) -> Send:
@@ -187,17 +190,18 @@ class ConsumerMembership:
         if self.state is State.UNJOINED and self.subscription:
             self.retry_at_ms = None
             self.state = State.FINDING
-            if self.finding:
-                return []   # its answer moves the member on
-            self.finding = True
-            return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
-                         to_coordinator=False)]
+            return self._find_request()
+        if self.state is State.LEAVING and self.coordinator_lost:
+            self.retry_at_ms = None
+            return self._find_request()
         if self.state in HEARTBEATING and not self.in_flight \
                 and self.next_heartbeat_ms is not None and now >= self.next_heartbeat_ms:
             return [self._heartbeat()]
         return []
 
     def next_deadline(self) -> int | None:
+        if self.state is State.LEAVING and self.coordinator_lost:
+            return None if self.finding else self.retry_at_ms or 0
         if self.state is State.UNJOINED:
             return self.retry_at_ms or 0
         if self.state in HEARTBEATING and not self.in_flight:
@@ -217,6 +221,12 @@ class ConsumerMembership:
 
     def on_find_coordinator(self, error: ErrorCode, now: int) -> list:
         self.finding = False
+        if self.state is State.LEAVING and self.coordinator_lost:   # heartbeat on once found
+            if error is not E.none:
+                self.retry_at_ms = now + self.config.retry_backoff_ms
+            else:
+                self.coordinator_lost, self.full, self.next_heartbeat_ms = False, True, now
+            return []
         if self.state is not State.FINDING:
             return []   # answered after we moved on (closed, fenced)
         if error is not E.none:
@@ -360,15 +370,22 @@ class ConsumerMembership:
             self.next_heartbeat_ms = now + self.interval_ms
             return []
         if error in REJOIN:
-            self.leave_epoch, self.next_heartbeat_ms = None, None
+            self.leave_epoch, self.next_heartbeat_ms, self.coordinator_lost = None, None, False
             return []
         if error in FATAL:
             return self._fail(error, f"ConsumerGroupHeartbeat: {error.name}")
-        # the coordinator moved or is busy: heartbeat again after the backoff (the leave, when
-        # the callback returns, goes to the coordinator the driver knows by then)
-        self.full = True
+        if error in COORDINATOR_GONE:
+            return self._coordinator_gone(now)
+        self.full = True   # e.g. COORDINATOR_LOAD_IN_PROGRESS: again after the backoff
         self.next_heartbeat_ms = now + self.config.retry_backoff_ms
         return []
+
+    def _find_request(self) -> list:
+        if self.finding:
+            return []   # its answer moves the member on
+        self.finding = True
+        return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
+                     to_coordinator=False)]
 
     def _leave_heartbeat(self, epoch: int) -> Send:
         return Send("ConsumerGroupHeartbeat", {
@@ -379,8 +396,13 @@ class ConsumerMembership:
             "topic_partitions": None})
 
     def _coordinator_gone(self, now: int) -> list:
-        if self.state is State.LEAVING:   # heartbeat again after the backoff, as above
-            self.full, self.next_heartbeat_ms = True, now + self.config.retry_backoff_ms
+        if self.state is State.LEAVING:
+            # as a member (a leave to send, a callback that may commit): find it again, after
+            # the backoff, and heartbeat on; the leave goes only to a coordinator found
+            self.next_heartbeat_ms = None
+            if self.leave_epoch is not None:
+                self.coordinator_lost = True
+                self.retry_at_ms = now + self.config.retry_backoff_ms
             return []
         if self.state not in (State.FATAL, State.CLOSED):
             self.state = State.UNJOINED

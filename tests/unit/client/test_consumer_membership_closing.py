@@ -80,3 +80,30 @@ def test_one_lookup_at_a_time():
     assert m.state is State.JOINING and m.on_find_coordinator(ErrorCode.none, 1020) == []
     m.close(1030)
     assert m.on_find_coordinator(ErrorCode.none, 1040) == [] and m.state is State.CLOSED
+
+
+def test_a_coordinator_lost_while_closing_is_found_again_and_the_leave_goes_to_it():
+    h, link, a, b = two_members()
+    b.close(h.now)
+    assert b.on_connection_lost(h.now) == [] and b.state is State.LEAVING
+    assert b.tick(h.now) == [] and b.next_deadline() == h.now + b.config.retry_backoff_ms
+    h.advance(b.config.retry_backoff_ms)
+    [find] = b.tick(h.now)
+    assert find.api == "FindCoordinator" and b.tick(h.now) == []     # one in flight
+    assert b.on_find_coordinator(ErrorCode.coordinator_not_available, h.now) == []
+    h.advance(b.config.retry_backoff_ms)
+    [find] = b.tick(h.now)
+    assert b.on_find_coordinator(ErrorCode.none, h.now) == []
+    link.tick(b)                                  # a heartbeat at once, every field again
+    beat = [e for e in link.events["b"] if isinstance(e, Send)][-1].fields
+    assert beat["member_epoch"] == b.epoch and beat["topic_partitions"] is not None
+    link.run(b, b.finish_leaving(h.now))
+    assert "b" not in h.group().members
+
+
+def test_a_callback_returning_with_the_coordinator_still_lost_sends_no_leave():
+    h, link, a, b = two_members()
+    b.close(h.now)
+    b.on_heartbeat(ErrorCode.not_coordinator, 0, 0, None, h.now)
+    assert b.finish_leaving(h.now) == [] and b.state is State.CLOSED
+    assert b.tick(h.now + 60_000) == []
