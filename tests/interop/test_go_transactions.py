@@ -7,6 +7,8 @@ tests/support/go_judges.py).
   (franz-go also shows both markers). franz-go does so with Transaction Version 2 from its first
   transaction (it learns the finalized transaction.version from ApiVersions, which it first asks
   at a version roster does not serve), sarama with the classic protocol.
+- A franz-go producer fenced by a second one with its transactional.id (a zombie): its write is
+  refused with INVALID_PRODUCER_EPOCH, its commit fails, nothing of it is read.
 - Three franz-go producers' transactions interleaved, two aborted: both readers keep only the
   committed ones at read_committed, fetching whole or batch by batch.
 - franz-go's GroupTransactSession (a static member: kgo.InstanceID) copies a topic while it is
@@ -111,6 +113,21 @@ def test_interleaved_transactions_read_committed(binaries, target, fetch_bytes):
                  "-isolation", "committed", "-until", SENTINEL, "-fetch-bytes", fetch_bytes,
                  until="end")
     assert [e["value"] for e in sarama.select("record")] == ["b1", "c1", "c2", SENTINEL]
+
+
+@TARGETS
+def test_a_fenced_franz_producer_cannot_write_or_commit(binaries, target):
+    """A zombie: producer A's transaction is open when producer B starts with the same
+    transactional.id; A's next write is refused with INVALID_PRODUCER_EPOCH (both brokers answer
+    it so), its commit fails, and read_committed sees B's record alone."""
+    topic = topic_with(target, "go-zombie", 1)
+    zombie = run(binaries, "franz", "zombie", "-brokers", target.bootstrap, "-topic", topic,
+                 "-txid", unique_name("zombie"), until="fenced")
+    [fenced] = zombie.select("fenced")
+    assert fenced["produce"].startswith("INVALID_PRODUCER_EPOCH"), fenced
+    assert fenced["commit"], fenced
+    produce_input(target.bootstrap, topic, [SENTINEL], 1)
+    assert read(binaries, target.bootstrap, topic, "committed")[0] == ["b-0", SENTINEL]
 
 
 def input_values(count: int) -> list[str]:

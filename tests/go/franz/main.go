@@ -5,6 +5,10 @@
 //	franz interleave -brokers B -topic T -txid ID
 //	    three producers' transactions interleaved in one partition (see interleave), two of
 //	    them aborted, so a read_committed fetch has aborted ranges to drop around committed data.
+//	franz zombie -brokers B -topic T -txid ID
+//	    producer A writes "z-0" in a transaction; producer B, the same transactional.id, starts
+//	    (fencing A), writes "b-0" and commits; then A writes "z-1" and tries to commit: the
+//	    errors A gets are reported ("fenced"), and read_committed must see b-0 alone.
 //	franz read -brokers B -topic T -isolation committed|uncommitted
 //	    every record from the start to the end offsets listed when it starts, markers included.
 //	franz loop -brokers B -in T -out T -group G -txid ID -instance I
@@ -34,7 +38,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		events.Fail("usage", errors.New("franz produce|interleave|read|loop [flags]"))
+		events.Fail("usage", errors.New("franz produce|interleave|zombie|read|loop [flags]"))
 	}
 	flags := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	brokers := flags.String("brokers", "", "bootstrap servers, comma separated")
@@ -57,6 +61,8 @@ func main() {
 		produce(seeds, *topic, *txid, *count)
 	case "interleave":
 		interleave(seeds, *topic, *txid)
+	case "zombie":
+		zombie(seeds, *topic, *txid)
 	case "read":
 		read(seeds, *topic, *isolation, int32(*fetchBytes))
 	case "loop":
@@ -131,6 +137,44 @@ func interleave(seeds kgo.Opt, topic, txid string) {
 		}
 	}
 	events.Emit("done", nil)
+}
+
+func zombie(seeds kgo.Opt, topic, txid string) {
+	ctx := context.Background()
+	producer := func(name string) *kgo.Client {
+		client, err := kgo.NewClient(seeds, kgo.TransactionalID(txid), kgo.DefaultProduceTopic(topic),
+			kgo.TransactionTimeout(30*time.Second), kgo.RecordRetries(2))
+		if err != nil {
+			events.Fail("creating producer "+name, err)
+		}
+		if err := client.BeginTransaction(); err != nil {
+			events.Fail("beginning "+name+"'s transaction", err)
+		}
+		return client
+	}
+	a := producer("a")
+	defer a.Close()
+	if err := a.ProduceSync(ctx, kgo.StringRecord("z-0")).FirstErr(); err != nil {
+		events.Fail("a producing z-0", err)
+	}
+	b := producer("b")
+	defer b.Close()
+	if err := b.ProduceSync(ctx, kgo.StringRecord("b-0")).FirstErr(); err != nil {
+		events.Fail("b producing b-0", err)
+	}
+	if err := b.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		events.Fail("b committing", err)
+	}
+	produced := a.ProduceSync(ctx, kgo.StringRecord("z-1")).FirstErr()
+	ended := a.EndTransaction(ctx, kgo.TryCommit)
+	events.Emit("fenced", map[string]any{"produce": errorText(produced), "commit": errorText(ended)})
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 // read consumes from the start up to the end offsets listed first, keeping control records so
