@@ -20,6 +20,16 @@ def converge_pair(a: Kip848Member, b: Kip848Member) -> None:
     b.heartbeat()
 
 
+def a_group_of_each_protocol(s) -> tuple[str, str]:
+    """A consumer group "modern" with one KIP-848 member and a classic group "classic" with one
+    classic member, both Stable on one topic."""
+    topic = s.topic("t", 1)
+    modern, classic = s.name("modern"), s.name("classic")
+    Kip848Member(s, "a", modern, (topic,)).heartbeat()
+    form_alone(ClassicMember(s, "old", classic, (topic,)), topic, 1)
+    return modern, classic
+
+
 def converged_pair(s, partitions: int, static: bool = False):
     """A topic, a group and two members a and b that have split it (converge_pair)."""
     topic = s.topic("t", partitions)
@@ -205,12 +215,7 @@ def test_kip848_offset_commit_epochs(s):
 ConsumerGroupDescribe on a classic group: each API answers for the other protocol's group as
 Kafka does (errors, states and protocol types in the trace)""")
 def test_kip848_cross_protocol_describes(s):
-    topic = s.topic("t", 1)
-    modern, classic = s.name("modern"), s.name("classic")
-    a = Kip848Member(s, "a", modern, (topic,))
-    a.heartbeat()
-    old = ClassicMember(s, "old", classic, (topic,))
-    form_alone(old, topic, 1)
+    modern, classic = a_group_of_each_protocol(s)
     s.describe(modern)
     s.describe(classic)
     describe(s, classic)
@@ -292,11 +297,6 @@ def test_kip848_remove_two_members_by_instance_id(s):
 group alike, GROUP_ID_NOT_FOUND in state Dead, each with its own message ("Group X not found."
 and "Group X is not a classic group."); a classic group is described""")
 def test_kip848_describe_groups_v6_errors(s):
-    topic = s.topic("t", 1)
-    modern, classic = s.name("modern"), s.name("classic")
-    a = Kip848Member(s, "a", modern, (topic,))
-    a.heartbeat()
-    old = ClassicMember(s, "old", classic, (topic,))
-    form_alone(old, topic, 1)
+    modern, classic = a_group_of_each_protocol(s)
     s.conn("admin").call(ApiKey.DESCRIBE_GROUPS, 6, keep=("groups",),
                          groups=[modern, classic, s.name("nobody")])
