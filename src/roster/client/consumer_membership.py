@@ -42,6 +42,7 @@ from roster.client.member_actions import (
     MemberConfig,
     Revoked,
     Send,
+    find_coordinator,
 )
 from roster.protocol.errors import ErrorCode
 
@@ -384,8 +385,7 @@ class ConsumerMembership:
         if self.finding:
             return []   # its answer moves the member on
         self.finding = True
-        return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
-                     to_coordinator=False)]
+        return [find_coordinator(self.config.group_id)]
 
     def _leave_heartbeat(self, epoch: int) -> Send:
         return Send("ConsumerGroupHeartbeat", {

@@ -21,6 +21,11 @@ class Send:
     to_coordinator: bool = True
 
 
+def find_coordinator(group_id: str) -> Send:
+    """FindCoordinator for a group, to the cluster (not to a coordinator it does not know)."""
+    return Send("FindCoordinator", {"key": group_id, "key_type": 0}, to_coordinator=False)
+
+
 @dataclass(frozen=True, slots=True)
 class NeedMetadata:
     topics: tuple[str, ...]

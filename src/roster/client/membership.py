@@ -50,6 +50,7 @@ from roster.client.member_actions import (  # noqa: F401 (re-exported: where dri
     RejoinWhenRevoked,
     Revoked,
     Send,
+    find_coordinator,
 )
 from roster.protocol.consumer_protocol import (
     ConsumerProtocolError,
@@ -407,8 +408,7 @@ class Membership:
         if self.finding:
             return []   # its answer moves the member on
         self.finding = True
-        return [Send("FindCoordinator", {"key": self.config.group_id, "key_type": 0},
-                     to_coordinator=False)]
+        return [find_coordinator(self.config.group_id)]
 
     def _join_request(self) -> list:
         self.state = State.JOINING
