@@ -1,6 +1,6 @@
-"""The edge around the pure coordinator: it supplies time and member ids, runs timers on the event
-loop, writes the records an operation produced, and releases replies to the requests waiting on
-them.
+"""The edge around the pure group shard (coordinator/shard.py): it supplies time and member ids,
+runs timers on the event loop, writes the records an operation produced, releases replies to the
+requests waiting on them, and hands a failed write's changes back to the shard to revert.
 
 Everything runs on the event loop thread, and each coordinator call runs to completion without
 awaiting, so group logic never sees concurrent changes and needs no locks. A reply that is part of

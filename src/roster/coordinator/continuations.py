@@ -1,9 +1,12 @@
 """What an operation does once its records are written (or failed to be): one frozen type per
 kind of continuation. A Result carries them in `after_write`; the edge hands each back,
-untouched, to Coordinator.write_completed, which dispatches on the type.
+untouched, to GroupShard.write_completed (shard.py), which settles its own (offsets, deletions)
+and hands the others, by type, to the group type that listed it in its `steps` (the classic
+coordinator takes the rest). These are the shard's and the classic coordinator's; the shard's
+JoinAfterDeletion is in shard.py, the consumer coordinator's ConsumerWritten in consumer/timers.py.
 
 Records that take effect only once durable (offset commits, tombstones) are the continuation's
-own field: the same objects the Result writes, replayed by the coordinator itself. What an
+own field: the same objects the Result writes, replayed by the shard itself. What an
 operation changed at once is not here: it is in the Result's `changes`, reverted by the shard
 before any continuation hears of a failed write (changes.py).
 """

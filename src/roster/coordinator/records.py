@@ -1,4 +1,5 @@
-"""The only place coordinator records are built (Kafka's newXxxRecord factories)."""
+"""The only place the classic groups' and the offsets' records are built (Kafka's newXxxRecord
+factories); a consumer group's are built in consumer/records.py."""
 from __future__ import annotations
 
 from roster.coordinator.group import Group

@@ -3,7 +3,7 @@ timers to set. The core never performs I/O; the edge carries these out in order.
 
 Replies are addressed by an opaque token the edge attached to the request. A reply in a result is
 released only after that result's records are durable; then its continuations (continuations.py)
-go back to Coordinator.write_completed.
+go back to GroupShard.write_completed (shard.py).
 
 Every group type mutates the same way (docs/architecture.md, "One model of mutation"): an
 operation changes state at once and notes in `changes` how to put each change back

@@ -102,7 +102,8 @@ class ConsumerCoordinator(GroupsById):
     # -- the interface classic_members.py and migration.py use ----------------------------------
     # An operation begins (begin), changes groups through its Operation (operation.py), and is
     # either released (release_after_write) or abandoned; in between: converge, fence,
-    # heard_from and new_member_id.
+    # bump_epoch, heard_from and new_member_id (and `groups`, `config`; a downgrade also
+    # uses `classic`, the classic coordinator beside it).
 
     def begin(self, now: int) -> Operation:
         return Operation(self.groups, None if self.classic is None else self.classic.groups, now)
