@@ -1,8 +1,13 @@
 """Idempotent producers: producer ids, and the per-partition sequence checks that make retries safe.
 
 A producer with an id numbers its batches per partition. A retried batch that was already
-written is answered with its original offset instead of being written twice; a batch that skips
+written is answered as the original was instead of being written twice; a batch that skips
 sequence numbers is refused with OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch is fenced.
+
+The answer to a duplicate is Kafka's (UnifiedLog.append with a duplicate found in the producer's
+last five BatchMetadata): the original batch's base offset, and as log_append_time the stored
+batch's maxTimestamp -- the broker's time under LogAppendTime, but the batch's largest create
+time under CreateTime, where the first answer said -1 (Kafka does not tell the two apart here).
 
 Producer ids are handed out from blocks whose end is persisted before use, so an id is never
 reused after a restart. Sequence state is kept in memory and rebuilt at start from the batches
@@ -19,6 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roster.log.api import AppendResult
 from roster.protocol.errors import ErrorCode
 
 NO_PRODUCER = -1
@@ -55,7 +61,9 @@ class _Producer:
 @dataclass(frozen=True, slots=True)
 class Verdict:
     error: ErrorCode = ErrorCode.none
-    duplicate_of: int | None = None  # base offset already assigned to this very batch
+    # this very batch is already in the log, as the log took it (Kafka's BatchMetadata): its
+    # offsets and maxTimestamp, the log append time under LogAppendTime
+    duplicate_of: AppendResult | None = None
 
 
 def _next_sequence(sequence: int) -> int:
@@ -80,9 +88,9 @@ class SequenceTable:
             ok = header.base_sequence == 0
             return Verdict() if ok else Verdict(ErrorCode.out_of_order_sequence_number)
         last_sequence = header.base_sequence + header.last_offset_delta
-        for first, last, base_offset in state.batches:
+        for first, last, written in state.batches:
             if (first, last) == (header.base_sequence, last_sequence):
-                return Verdict(duplicate_of=base_offset)
+                return Verdict(duplicate_of=written)
         if header.base_sequence != _next_sequence(state.last_sequence):
             return Verdict(ErrorCode.out_of_order_sequence_number)
         return Verdict()
@@ -94,11 +102,14 @@ class SequenceTable:
         for header in stored_headers:
             # a transaction marker carries the producer's id but no sequence (-1)
             if header.producer_id != NO_PRODUCER and not header.is_control:
-                self.record(partition_key, header, header.base_offset)
+                self.record(partition_key, header, AppendResult(
+                    header.base_offset, header.last_offset, header.max_timestamp))
                 restored += 1
         return restored
 
-    def record(self, partition_key: tuple, header, base_offset: int) -> None:
+    def record(self, partition_key: tuple, header, written: AppendResult) -> None:
+        """Remember a batch the log took: `header` as produced, `written` what the log made
+        of it (offsets and the stored maxTimestamp)."""
         if header.producer_id == NO_PRODUCER:
             return
         producers = self._states.setdefault(partition_key, {})
@@ -106,4 +117,4 @@ class SequenceTable:
         if state is None or header.producer_epoch != state.epoch:
             state = producers[header.producer_id] = _Producer(header.producer_epoch, -1)
         state.last_sequence = header.base_sequence + header.last_offset_delta
-        state.batches.append((header.base_sequence, state.last_sequence, base_offset))
+        state.batches.append((header.base_sequence, state.last_sequence, written))

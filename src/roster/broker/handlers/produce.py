@@ -112,9 +112,12 @@ def _append(broker, topic, index: int, records: bytes | None,
     verdict = broker.sequences.check(partition_key, header)
     if verdict.error is not ErrorCode.none:
         return _Outcome(verdict.error)
-    if verdict.duplicate_of is not None:  # a retry of a batch already written: same answer
-        return _Outcome(base_offset=verdict.duplicate_of,
-                        log_start_offset=partition.log_start_offset)
+    if verdict.duplicate_of is not None:
+        # a retry of a batch already written, answered as Kafka answers it: the original's
+        # offset and stored maxTimestamp as log_append_time (under CreateTime too), once the
+        # original is as durable as acks asks
+        written = verdict.duplicate_of
+        return _written(partition, written, written.max_timestamp)
     try:
         appended = partition.append(stored)
     except CorruptBatch as exc:
@@ -123,13 +126,19 @@ def _append(broker, topic, index: int, records: bytes | None,
         return _Outcome(ErrorCode.message_too_large)
     except LogStorageError as exc:
         return _Outcome(ErrorCode.kafka_storage_error, message=str(exc))
-    broker.sequences.record(partition_key, header, appended.base_offset)
+    broker.sequences.record(partition_key, header, appended)
     broker.waiters.notify((topic.name, index))
     broker.durability.appended(partition, header.records_count)
-    outcome = _Outcome(base_offset=appended.base_offset, log_start_offset=partition.log_start_offset)
+    return _written(partition, appended, log_append_time)
+
+
+def _written(partition, written, log_append_time: int) -> _Outcome:
+    """The answer for a batch in the log (`written`: its AppendResult); acks=-1 waits until
+    its last offset is durable."""
+    outcome = _Outcome(base_offset=written.base_offset, log_start_offset=partition.log_start_offset)
     outcome.log_append_time = log_append_time
     outcome.partition = partition
-    outcome.end_offset = appended.last_offset + 1
+    outcome.end_offset = written.last_offset + 1
     return outcome
 
 
