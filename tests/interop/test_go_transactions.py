@@ -14,6 +14,8 @@ tests/support/go_judges.py).
 - franz-go's GroupTransactSession (a static member: kgo.InstanceID) copies a topic while it is
   SIGKILLed at several points and restarted: the output at read_committed holds every input record
   exactly once, and the group's committed offsets are the input's end.
+- Two such sessions (static members, a transactional.id each) copy a topic through a
+  rebalance and a SIGKILL of each: exactly once, offsets at the end.
 - sarama's consumer group copies a topic with AddMessageToTxnWithGroupMetadata (KIP-447): every
   record exactly once, offsets at the end.
 """
@@ -153,6 +155,15 @@ def copied_ends(runs: list[GoProgram]) -> dict[int, int]:
     return ends
 
 
+def wait_for_the_copy(program: GoProgram, runs: list[GoProgram], bootstrap: str, group: str,
+                      source: str, ends: dict[int, int]) -> None:
+    """Until the group's committed offsets are the input's end: seen in the runs' commit events,
+    or else asked of the broker (a run killed between its commit and the event never told)."""
+    program.wait_for(
+        lambda: copied_ends(runs) == ends or fetch_offsets(bootstrap, group, source, ends) == ends,
+        lambda: f"the copy to reach {ends}: {copied_ends(runs)}")
+
+
 @TARGETS
 def test_franz_group_transact_session_copies_exactly_once_through_kill9(binaries, target):
     source = topic_with(target, "go-loop-in", LOOP_PARTITIONS)
@@ -173,8 +184,7 @@ def test_franz_group_transact_session_copies_exactly_once_through_kill9(binaries
             program.kill9()
         last = GoProgram(binaries, "franz", *args).start()
         runs.append(last)
-        last.wait_for(lambda: copied_ends(runs) == ends,
-                      lambda: f"the copy to reach {ends}: {copied_ends(runs)}")
+        wait_for_the_copy(last, runs, target.bootstrap, group, source, ends)
         last.stop()
         assert last.select("closed"), last.stderr[-30:]
     finally:
@@ -186,6 +196,50 @@ def test_franz_group_transact_session_copies_exactly_once_through_kill9(binaries
     assert duplicates == []
     assert sorted(output) == sorted(f"{value}|copied" for value in values)
     assert fetch_offsets(target.bootstrap, group, source, range(LOOP_PARTITIONS)) == ends
+
+
+@TARGETS
+def test_two_franz_sessions_copy_exactly_once_through_rebalances_and_kill9(binaries, target):
+    """Two static members, each with its own transactional.id: B joins while A copies (a
+    rebalance: KIP-447 fences commits of the old generation), A is SIGKILLed and comes back,
+    then B is; the output still holds every input record once and the offsets are the end."""
+    partitions, records = 4, 400
+    source = topic_with(target, "go-pair-in", partitions)
+    sink = topic_with(target, "go-pair-out", partitions)
+    values = produce_input(target.bootstrap, source, input_values(records), partitions)
+    ends = {p: records // partitions for p in range(partitions)}
+    group = unique_name("go-pair")
+    runs: list[GoProgram] = []
+
+    def member(name: str) -> GoProgram:
+        program = GoProgram(binaries, "franz", "loop", "-brokers", target.bootstrap, "-in",
+                            source, "-out", sink, "-group", group, "-txid", f"{group}-{name}",
+                            "-instance", name, "-batch", "10").start()
+        runs.append(program)
+        return program
+
+    def commits(program: GoProgram, count: int) -> None:
+        program.wait_for(lambda: len(program.select("committed")) >= count
+                         or copied_ends(runs) == ends, f"{count} commits")
+
+    try:
+        a = member("a")
+        commits(a, 3)
+        b = member("b")
+        commits(b, 2)
+        a.kill9()
+        commits(member("a"), 1)
+        b.kill9()
+        wait_for_the_copy(member("b"), runs, target.bootstrap, group, source, ends)
+        for program in runs:
+            program.stop()
+    finally:
+        for program in runs:
+            program.kill9()
+    assert not [e for program in runs for e in program.select("error")]
+    output, _ = read(binaries, target.bootstrap, sink, "committed")
+    assert sorted(output) == sorted(f"{value}|copied" for value in values)
+    assert fetch_offsets(target.bootstrap, group, source, range(partitions)) == ends
 
 
 @TARGETS

@@ -257,6 +257,16 @@ func loop(seeds kgo.Opt, in, out, group, txid, instance string, batch int) {
 		}
 		stop()
 	}()
+	// Like the Java client's initTransactions(): take the transactional.id now (InitProducerId),
+	// which aborts what a killed predecessor left open. franz-go would otherwise do it at the
+	// first Begin, after polling, and a poll can wait on that very transaction: the partitions
+	// it wrote to are held at their last stable offset until it ends (its timeout, 20 s).
+	if err := session.Begin(); err != nil {
+		events.Fail("taking the transactional.id", err)
+	}
+	if _, err := session.End(context.Background(), kgo.TryAbort); err != nil {
+		events.Fail("ending the empty transaction", err)
+	}
 	events.Emit("started", nil)
 	for ctx.Err() == nil {
 		fetches := session.PollRecords(ctx, batch)
