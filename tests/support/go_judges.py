@@ -61,6 +61,9 @@ def build() -> Path:
         if done.returncode != 0:
             shutil.rmtree(out, ignore_errors=True)
             raise RuntimeError("building tests/go failed:\n" + done.stderr[-4000:])
+        for older in CACHE.iterdir():     # the builds of earlier sources
+            if older.is_dir() and older != out:
+                shutil.rmtree(older, ignore_errors=True)
         return out
 
 
