@@ -88,11 +88,12 @@ class Session:
         admin.close()
 
     # -- set-up steps that are not part of the trace ------------------------------------------
-    def topic(self, name: str, partitions: int) -> str:
+    def topic(self, name: str, partitions: int, configs: dict[str, str] | None = None) -> str:
         real = self.name(name)
         admin = self.conn("setup", traced=False)
         answer = admin.call(ApiKey.CREATE_TOPICS, timeout=30000, topics=[{
-            "name": real, "num_partitions": partitions, "replication_factor": 1}])
+            "name": real, "num_partitions": partitions, "replication_factor": 1,
+            "configs": [{"name": k, "value": v} for k, v in (configs or {}).items()]}])
         assert int(answer.topics[0].error_code) in (0, 36), answer  # 36: already exists
         self.wait(lambda: self.partitions(real) == partitions, f"{real} has {partitions} partitions")
         self.wait_coordinator_sees(real, partitions)
