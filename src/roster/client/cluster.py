@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
+from roster.client.connection import (
+    REQUEST_TIMEOUT_MS,
+    BrokerConnection,
+    ConnectionClosed,
+    as_security,
+)
 from roster.client.errors import AuthorizationError
 from roster.client import requests
 from roster.client.member import parse_bootstrap
@@ -24,8 +29,10 @@ class CoordinatorUnavailable(ConnectionError):
 
 
 class Cluster:
-    def __init__(self, bootstrap: str, client_id: str, security=None) -> None:
+    def __init__(self, bootstrap: str, client_id: str, security=None,
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
+        self.request_timeout_ms = request_timeout_ms
         self._client_id = client_id
         self.security = as_security(security)
         self._connections: dict[int, BrokerConnection] = {}
@@ -37,9 +44,8 @@ class Cluster:
 
     async def refresh(self, topics, create: bool = False) -> dict[str, int]:
         """Metadata for these topics; returns partition counts of those that exist."""
-        if self._bootstrap_connection is None:
-            self._bootstrap_connection = await BrokerConnection.open(
-                *self._bootstrap, self._client_id, security=self.security)
+        if self._bootstrap_connection is None or self._bootstrap_connection.closed:
+            self._bootstrap_connection = await self._open(*self._bootstrap)
 
         def body(version):
             schema = request_schema(ApiKey.METADATA, version)
@@ -74,20 +80,14 @@ class Cluster:
             node = self.leaders.get((topic, partition))
             if node is None:
                 raise ConnectionClosed(f"no leader known for {topic}-{partition}")
-        connection = self._connections.get(node)
-        if connection is None:
-            connection = await BrokerConnection.open(*self.brokers[node], self._client_id,
-                                                     security=self.security)
-            self._connections[node] = connection
-        return connection
+        return await self._node(node)
 
     async def coordinator(self, key: str, key_type: int) -> BrokerConnection:
         """A connection to the coordinator of a group (key_type 0) or transactional id (1).
         Raises CoordinatorUnavailable with the error while the broker cannot name one
         (loading, or not available yet): the caller retries."""
-        if self._bootstrap_connection is None:
-            self._bootstrap_connection = await BrokerConnection.open(
-                *self._bootstrap, self._client_id, security=self.security)
+        if self._bootstrap_connection is None or self._bootstrap_connection.closed:
+            self._bootstrap_connection = await self._open(*self._bootstrap)
         try:
             answer = await self._bootstrap_connection.call(
                 ApiKey.FIND_COORDINATOR, lambda v: requests.build(
@@ -101,12 +101,19 @@ class Cluster:
         node = answer.coordinators[0].node_id if hasattr(answer, "coordinators") \
             else answer.node_id
         self.brokers[node] = (host, port)
+        return await self._node(node)
+
+    async def _node(self, node: int) -> BrokerConnection:
+        """The connection to this broker, opened anew once closed (e.g. a request on it timed
+        out)."""
         connection = self._connections.get(node)
-        if connection is None:
-            connection = await BrokerConnection.open(host, port, self._client_id,
-                                                     security=self.security)
-            self._connections[node] = connection
+        if connection is None or connection.closed:
+            connection = self._connections[node] = await self._open(*self.brokers[node])
         return connection
+
+    async def _open(self, host: str, port: int) -> BrokerConnection:
+        return await BrokerConnection.open(host, port, self._client_id, security=self.security,
+                                           request_timeout_ms=self.request_timeout_ms)
 
     def forget(self, connection: BrokerConnection) -> None:
         """A connection failed: reconnect (and refresh leaders) next time."""

@@ -7,6 +7,12 @@ With a ClientSecurity (roster.security.client) the connection is TLS-wrapped (SS
 and authenticates with SASL right after ApiVersions (SASL_PLAINTEXT, SASL_SSL). A session
 lifetime the broker sets (KIP-368) is renewed on the same connection before it ends. Failures
 raise TlsError or AuthenticationError (not ConnectionClosed: retrying would not help).
+
+A request not answered within `request_timeout_ms` (Kafka's `request.timeout.ms`, 30 s by
+default) raises RequestTimedOut and closes the connection, as Kafka's NetworkClient disconnects a
+node on a request timeout: a broker that accepts but hangs, or a half-open TCP connection after a
+network partition, would otherwise stall the caller for ever. The requests queued behind it fail
+with ConnectionClosed too, so callers retry as for any lost connection (on a new connection).
 """
 from __future__ import annotations
 
@@ -30,10 +36,16 @@ from roster.security.client import (
 )
 
 API_VERSIONS = ApiKey.API_VERSIONS
+REQUEST_TIMEOUT_MS = 30_000   # Kafka's request.timeout.ms default (Java clients, librdkafka)
 
 
 class ConnectionClosed(ConnectionError):
     """The broker closed the connection or could not be reached."""
+
+
+class RequestTimedOut(ConnectionClosed):
+    """No answer within the request timeout: the connection was closed (a ConnectionClosed, so
+    every caller retries as for a lost connection)."""
 
 
 def _highest(api_key: int, low: int, high: int, cap: int | None) -> int | None:
@@ -42,6 +54,13 @@ def _highest(api_key: int, low: int, high: int, cap: int | None) -> int | None:
         if request_schema(api_key, version) is not None:
             return version
     return None
+
+
+def _api_name(api_key: int) -> str:
+    try:
+        return ApiKey(api_key).name
+    except ValueError:
+        return f"api key {api_key}"
 
 
 def as_security(security) -> ClientSecurity | None:
@@ -55,7 +74,12 @@ def as_security(security) -> ClientSecurity | None:
 
 
 class BrokerConnection:
-    def __init__(self, reader, writer, client_id: str) -> None:
+    def __init__(self, reader, writer, client_id: str,
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
+        if request_timeout_ms <= 0:
+            raise ValueError(f"request_timeout_ms must be positive, got {request_timeout_ms}")
+        self.request_timeout_ms = request_timeout_ms
+        self._closed_because: str | None = None   # set once closed: why later calls fail
         self._reader = reader
         self._writer = writer
         self._client_id = client_id
@@ -70,7 +94,8 @@ class BrokerConnection:
     @classmethod
     async def open(cls, host: str, port: int, client_id: str,
                    caps: dict[int, int] | None = None, timeout_s: float = 10.0,
-                   security: ClientSecurity | None = None):
+                   security: ClientSecurity | None = None,
+                   request_timeout_ms: int = REQUEST_TIMEOUT_MS):
         where = f"{host}:{port}"
         tls = security.ssl_context() if security is not None and security.tls else None
         try:
@@ -89,7 +114,7 @@ class BrokerConnection:
             if tls is not None and isinstance(exc, ConnectionResetError):
                 raise tls_failure(exc, where) from None
             raise ConnectionClosed(f"cannot connect to {where}: {exc}") from None
-        connection = cls(reader, writer, client_id)
+        connection = cls(reader, writer, client_id, request_timeout_ms)
         connection._security, connection._where = security, where
         try:
             try:
@@ -143,20 +168,30 @@ class BrokerConnection:
             raise ConnectionClosed(f"the broker does not support api key {api_key}")
         return self.versions[api_key]
 
-    async def call(self, api_key: int, body_for_version, highest: int | None = None):
+    @property
+    def closed(self) -> bool:
+        return self._closed_because is not None
+
+    async def call(self, api_key: int, body_for_version, highest: int | None = None,
+                   timeout_ms: int | None = None):
         """`body_for_version(version)` builds the request for the negotiated version (at most
-        `highest`, when given)."""
+        `highest`, when given). `timeout_ms` replaces the connection's request timeout for this
+        request (JoinGroup, which the broker may hold for the rebalance timeout)."""
         version = self.version(api_key)
         if highest is not None:
             version = min(version, highest)
-        return await self._exchange(api_key, version, body_for_version(version))
+        return await self._exchange(api_key, version, body_for_version(version), timeout_ms)
 
-    async def call_version(self, api_key: int, version: int, **fields):
+    async def call_version(self, api_key: int, version: int, *, timeout_ms: int | None = None,
+                           **fields):
         return await self._exchange(api_key, version,
-                                    make(request_schema(api_key, version), **fields))
+                                    make(request_schema(api_key, version), **fields), timeout_ms)
 
-    async def _exchange(self, api_key: int, version: int, body):
+    async def _exchange(self, api_key: int, version: int, body, timeout_ms: int | None = None):
         async with self._lock:
+            if self._closed_because is not None:   # e.g. the request before this one timed out
+                raise ConnectionClosed(f"connection to {self._where or 'the broker'} closed: "
+                                       f"{self._closed_because}")
             if self._reauthenticate_at is not None \
                     and time.monotonic() >= self._reauthenticate_at:
                 try:
@@ -164,28 +199,22 @@ class BrokerConnection:
                 except SecurityError:
                     self.close()
                     raise
-            return await self._roundtrip(api_key, version, body)
+            return await self._roundtrip(api_key, version, body, timeout_ms)
 
-    async def _roundtrip(self, api_key: int, version: int, body):
+    async def _roundtrip(self, api_key: int, version: int, body, timeout_ms: int | None = None):
+        timeout_ms = self.request_timeout_ms if timeout_ms is None else timeout_ms
         correlation_id = next(self._ids)
         try:
-            self._writer.write(encode_request(api_key, version, correlation_id,
-                                              self._client_id, body))
-            await self._writer.drain()
-            (size,) = struct.unpack(">i", await self._reader.readexactly(4))
-            frame = await self._reader.readexactly(size)
-        except ssl.SSLError as exc:
-            self.close()
-            if not self._answered:
-                # TLS 1.3: a refused client certificate shows at the first read, as an alert
-                raise tls_failure(exc, self._where) from None
-            raise ConnectionClosed(f"connection lost: {exc}") from None
-        except (OSError, asyncio.IncompleteReadError) as exc:
-            self.close()
-            if not self._answered and self._security is not None and self._security.tls:
-                # asyncio reports a TLS alert right after the handshake as a lost connection
-                raise tls_failure(exc, self._where) from None
-            raise ConnectionClosed(f"connection lost: {exc}") from None
+            frame = await asyncio.wait_for(self._send_and_read(api_key, version, body,
+                                                               correlation_id),
+                                           timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            # (_send_and_read turns every OSError, TimeoutError included, into its own errors)
+            reason = (f"no answer to {_api_name(api_key)} within {timeout_ms} ms "
+                      f"(request.timeout.ms)")
+            self.close(reason)
+            raise RequestTimedOut(f"{self._where or 'the broker'}: {reason}; "
+                                  f"connection closed") from None
         self._answered = True
         got, answer = decode_response(api_key, version, frame)
         if got != correlation_id:
@@ -193,5 +222,28 @@ class BrokerConnection:
             raise ConnectionClosed(f"answer {got} does not match request {correlation_id}")
         return answer
 
-    def close(self) -> None:
+    async def _send_and_read(self, api_key: int, version: int, body, correlation_id: int):
+        """The answer's frame."""
+        try:
+            self._writer.write(encode_request(api_key, version, correlation_id,
+                                              self._client_id, body))
+            await self._writer.drain()
+            (size,) = struct.unpack(">i", await self._reader.readexactly(4))
+            return await self._reader.readexactly(size)
+        except ssl.SSLError as exc:
+            self.close(f"connection lost: {exc}")
+            if not self._answered:
+                # TLS 1.3: a refused client certificate shows at the first read, as an alert
+                raise tls_failure(exc, self._where) from None
+            raise ConnectionClosed(f"connection lost: {exc}") from None
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            self.close(f"connection lost: {exc}")
+            if not self._answered and self._security is not None and self._security.tls:
+                # asyncio reports a TLS alert right after the handshake as a lost connection
+                raise tls_failure(exc, self._where) from None
+            raise ConnectionClosed(f"connection lost: {exc}") from None
+
+    def close(self, reason: str = "closed by the client") -> None:
+        if self._closed_because is None:
+            self._closed_because = reason
         self._writer.close()

@@ -19,7 +19,7 @@ import datetime
 import logging
 
 from roster.client.cluster import Cluster
-from roster.client.connection import ConnectionClosed
+from roster.client.connection import REQUEST_TIMEOUT_MS, ConnectionClosed
 from roster.client.consumer_member import ConsumerGroupMember
 from roster.client.errors import REFUSALS, AuthorizationError, fatal_exception
 from roster.client.fetch_buffer import FetchBuffer
@@ -45,7 +45,8 @@ class Consumer:
                  on_assigned=None, on_revoked=None, on_lost=None, security=None,
                  group_protocol: str = "classic",
                  group_remote_assignor: str | None = None,
-                 isolation_level: str = "read_uncommitted") -> None:
+                 isolation_level: str = "read_uncommitted",
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
         if isolation_level not in ISOLATION_LEVELS:
@@ -53,7 +54,7 @@ class Consumer:
         # read_committed: Fetch returns only up to the last stable offset, and the records of
         # aborted transactions are dropped here (Kafka's consumer, isolation.level)
         self._isolation = ISOLATION_LEVELS[isolation_level]
-        self._cluster = Cluster(bootstrap, client_id, security)
+        self._cluster = Cluster(bootstrap, client_id, security, request_timeout_ms)
         self._reset = EARLIEST if auto_offset_reset == "earliest" else LATEST
         self._max_partition_bytes = max_partition_fetch_bytes
         self._user = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
@@ -71,7 +72,7 @@ class Consumer:
                                     rebalance_timeout_ms, heartbeat_interval_ms,
                                     assignors=tuple(assignors)),
             client_id=client_id, metadata_max_age_ms=metadata_max_age_ms,
-            security=self._cluster.security,
+            security=self._cluster.security, request_timeout_ms=request_timeout_ms,
             on_assigned=self._assigned, on_revoked=self._revoked, on_lost=self._lost, **extra)
 
     @property
@@ -178,8 +179,10 @@ class Consumer:
         offset = state.fetch_offset
         try:
             connection = await self._cluster.connection_for(topic, partition)
+            # the broker may hold the Fetch for wait_ms (poll's timeout_ms) before answering
             answer = await connection.call(FETCH, lambda v: self._fetch_request(
-                v, topic, partition, offset, wait_ms))
+                v, topic, partition, offset, wait_ms),
+                timeout_ms=self._cluster.request_timeout_ms + wait_ms)
         except ConnectionClosed as exc:
             log.info("fetch from %s-%d failed: %s", topic, partition, exc)
             return

@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from roster.client.connection import ConnectionClosed
+from roster.client.connection import REQUEST_TIMEOUT_MS, ConnectionClosed
 from roster.client.consumer_membership import (
     ConsumerMembership,
     NeedTopicIds,
@@ -42,11 +42,13 @@ class ConsumerGroupMember(MemberDriver):
                  server_assignor: str | None = None, on_assigned: Callable | None = None,
                  on_revoked: Callable | None = None, on_lost: Callable | None = None,
                  clock: Callable[[], float] = time.time, security=None,
-                 member_id: str | None = None, **_ignored) -> None:
+                 member_id: str | None = None, request_timeout_ms: int = REQUEST_TIMEOUT_MS,
+                 **_ignored) -> None:
         super().__init__(ConsumerMembership(config, member_id or str(uuid.uuid4()),
                                             server_assignor),
                          bootstrap, client_id=client_id, on_assigned=on_assigned,
-                         on_revoked=on_revoked, on_lost=on_lost, clock=clock, security=security)
+                         on_revoked=on_revoked, on_lost=on_lost, clock=clock, security=security,
+                         request_timeout_ms=request_timeout_ms)
 
     # -- public API (as GroupMember's; the rest is MemberDriver's) --------------------------------
 
@@ -114,7 +116,7 @@ class ConsumerGroupMember(MemberDriver):
                         allow_auto_topic_creation=False,
                         include_topic_authorized_operations=False)
         try:
-            answer = await self._metadata_conn.call(ApiKey.METADATA, body)
+            answer = await (await self._bootstrap_connection()).call(ApiKey.METADATA, body)
         except ConnectionClosed as exc:
             log.warning("metadata by topic id failed: %s", exc)
             return

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from roster.client import requests
-from roster.client.connection import ConnectionClosed
+from roster.client.connection import REQUEST_TIMEOUT_MS, ConnectionClosed
 from roster.client.member_driver import CommitFailed, MemberDriver, parse_bootstrap  # noqa: F401 (CommitFailed, parse_bootstrap: re-exported)
 from roster.client.membership import (
     MemberConfig,
@@ -34,16 +34,21 @@ from roster.client.membership import (
 from roster.security.client import SecurityError
 
 log = logging.getLogger("roster.client")
+# The broker holds a JoinGroup until the rebalance completes (up to the rebalance timeout): Kafka's
+# Java client waits that long plus this lapse before it gives the JoinGroup up
+# (AbstractCoordinator.JOIN_GROUP_TIMEOUT_LAPSE), and never less than request.timeout.ms.
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000
 
 
 class GroupMember(MemberDriver):
     def __init__(self, bootstrap: str, config: MemberConfig, *, client_id: str = "roster-client",
                  on_assigned: Callable | None = None, on_revoked: Callable | None = None,
                  on_lost: Callable | None = None, metadata_max_age_ms: int = 300_000,
-                 clock: Callable[[], float] = time.time, security=None) -> None:
+                 clock: Callable[[], float] = time.time, security=None,
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
         super().__init__(Membership(config), bootstrap, client_id=client_id,
                          on_assigned=on_assigned, on_revoked=on_revoked, on_lost=on_lost,
-                         clock=clock, security=security)
+                         clock=clock, security=security, request_timeout_ms=request_timeout_ms)
         self._metadata_age_ms = metadata_max_age_ms
         self._next_metadata_ms = 0
 
@@ -112,7 +117,16 @@ class GroupMember(MemberDriver):
             raise ConnectionClosed("no coordinator")
         api_key = requests.API_KEYS[send.api]
         return await self._coordinator.call(
-            api_key, lambda v: requests.build(send.api, v, send.fields, self.topic_ids))
+            api_key, lambda v: requests.build(send.api, v, send.fields, self.topic_ids),
+            timeout_ms=self._timeout_ms(send.api))
+
+    def _timeout_ms(self, api: str) -> int | None:
+        """JoinGroup's own timeout (None: the connection's request timeout). SyncGroup keeps
+        request.timeout.ms, as in Kafka's Java client."""
+        if api != "JoinGroup":
+            return None
+        return join_group_timeout_ms(self.request_timeout_ms,
+                                     self.machine.config.rebalance_timeout_ms)
 
     async def _refresh_metadata(self, topics: tuple[str, ...]) -> None:
         try:
@@ -122,3 +136,7 @@ class GroupMember(MemberDriver):
             return
         await self._handle(self.machine.on_metadata(counts, self.now()))
 
+
+def join_group_timeout_ms(request_timeout_ms: int, rebalance_timeout_ms: int) -> int:
+    """How long a JoinGroup may go unanswered: the broker parks it until the rebalance ends."""
+    return max(request_timeout_ms, rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS)

@@ -16,7 +16,12 @@ import uuid
 from collections.abc import Callable
 
 from roster.client import requests
-from roster.client.connection import BrokerConnection, ConnectionClosed, as_security
+from roster.client.connection import (
+    REQUEST_TIMEOUT_MS,
+    BrokerConnection,
+    ConnectionClosed,
+    as_security,
+)
 from roster.client.errors import fatal_exception
 from roster.client.member_actions import Assigned, Fatal, LeaveWhenRevoked, Lost, Revoked, Send
 from roster.protocol.api_keys import ApiKey
@@ -44,14 +49,16 @@ class MemberDriver:
     def __init__(self, machine, bootstrap: str, *, client_id: str,
                  on_assigned: Callable | None, on_revoked: Callable | None,
                  on_lost: Callable | None, clock: Callable[[], float] = time.time,
-                 security=None) -> None:
+                 security=None, request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
         self.machine = machine
+        self.request_timeout_ms = request_timeout_ms
         self._bootstrap = parse_bootstrap(bootstrap)
         self._client_id = client_id
         self._security = as_security(security)
         self._callbacks = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
         self._clock = clock
         self._metadata_conn: BrokerConnection | None = None
+        self._metadata_opening = asyncio.Lock()   # one reconnect, however many tasks ask
         self._coordinator: BrokerConnection | None = None
         self._coordinator_address: tuple[str, int] | None = None
         self.topic_ids: dict[str, uuid.UUID] = {}
@@ -84,8 +91,7 @@ class MemberDriver:
                              m.config.group_instance_id)
 
     async def start(self, topics: list[str]) -> None:
-        self._metadata_conn = await BrokerConnection.open(*self._bootstrap, self._client_id,
-                                                          security=self._security)
+        await self._bootstrap_connection()
         await self.subscribe(topics)
         self._runner = asyncio.ensure_future(self._run())
 
@@ -175,7 +181,7 @@ class MemberDriver:
             return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
                         allow_auto_topic_creation=False,
                         include_topic_authorized_operations=False)
-        answer = await self._metadata_conn.call(ApiKey.METADATA, body)
+        answer = await (await self._bootstrap_connection()).call(ApiKey.METADATA, body)
         counts = {}
         for topic in answer.topics:
             if topic.error_code is ErrorCode.none:
@@ -230,9 +236,9 @@ class MemberDriver:
         """The machine has one lookup in flight at a time: its end, whatever it is, is the
         answer (a broker or coordinator out of reach is COORDINATOR_NOT_AVAILABLE)."""
         try:
-            answer = await self._metadata_conn.call(ApiKey.FIND_COORDINATOR, lambda v:
-                                                    requests.build("FindCoordinator", v,
-                                                                   send.fields, {}))
+            bootstrap = await self._bootstrap_connection()
+            answer = await bootstrap.call(ApiKey.FIND_COORDINATOR, lambda v: requests.build(
+                "FindCoordinator", v, send.fields, {}))
             error, host, port = requests.find_coordinator_answer(answer)
             if error is ErrorCode.none:
                 await self._connect_coordinator(host, port)
@@ -243,12 +249,24 @@ class MemberDriver:
             error = ErrorCode.coordinator_not_available
         await self._handle(self.machine.on_find_coordinator(error, self.now()))
 
+    async def _bootstrap_connection(self) -> BrokerConnection:
+        """The connection for metadata and FindCoordinator, opened again once it has failed
+        (a request on it timed out, or the broker closed it): every lookup after would fail."""
+        async with self._metadata_opening:
+            if self._metadata_conn is None or self._metadata_conn.closed:
+                self._metadata_conn = await self._open(*self._bootstrap)
+            return self._metadata_conn
+
+    async def _open(self, host: str, port: int) -> BrokerConnection:
+        return await BrokerConnection.open(host, port, self._client_id, security=self._security,
+                                           request_timeout_ms=self.request_timeout_ms)
+
     async def _connect_coordinator(self, host: str, port: int) -> None:
-        if self._coordinator is not None and self._coordinator_address == (host, port):
+        if self._coordinator is not None and self._coordinator_address == (host, port) \
+                and not self._coordinator.closed:
             return
         self._drop_coordinator()
-        self._coordinator = await BrokerConnection.open(host, port, self._client_id,
-                                                        security=self._security)
+        self._coordinator = await self._open(host, port)
         self._coordinator_address = (host, port)
 
     def _drop_coordinator(self) -> None:

@@ -9,7 +9,7 @@ import time
 from kafka.partitioner.default import murmur2
 
 from roster.client.cluster import Cluster
-from roster.client.connection import ConnectionClosed
+from roster.client.connection import REQUEST_TIMEOUT_MS, ConnectionClosed
 from roster.client.errors import AuthorizationError
 from roster.client.records import OutgoingRecord, encode_batch
 from roster.protocol.api_keys import ApiKey
@@ -39,8 +39,9 @@ def default_partition(key: bytes | None, partitions: int, counter) -> int:
 
 class Producer:
     def __init__(self, bootstrap: str, *, acks: int = -1, compression: str = "none",
-                 client_id: str = "roster-producer", retries: int = 5, security=None) -> None:
-        self._cluster = Cluster(bootstrap, client_id, security)
+                 client_id: str = "roster-producer", retries: int = 5, security=None,
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
+        self._cluster = Cluster(bootstrap, client_id, security, request_timeout_ms)
         self._acks = acks
         self._compression = compression
         self._retries = retries

@@ -19,7 +19,7 @@ import datetime
 import time
 
 from roster.client.cluster import CoordinatorUnavailable
-from roster.client.connection import BrokerConnection, ConnectionClosed
+from roster.client.connection import REQUEST_TIMEOUT_MS, BrokerConnection, ConnectionClosed
 from roster.client.errors import AuthorizationError
 from roster.client.producer import Producer, ProduceError
 from roster.client.records import OutgoingRecord, encode_batch
@@ -44,9 +44,10 @@ class TransactionalProducer(Producer):
     def __init__(self, bootstrap: str, transactional_id: str, *,
                  transaction_timeout_ms: int = 60_000, max_block_ms: int = 60_000,
                  compression: str = "none", client_id: str = "roster-transactional-producer",
-                 security=None, clock=time.monotonic) -> None:
+                 security=None, clock=time.monotonic,
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
         super().__init__(bootstrap, acks=-1, compression=compression, client_id=client_id,
-                         security=security)
+                         security=security, request_timeout_ms=request_timeout_ms)
         self.transaction = TransactionState(transactional_id, max_block_ms=max_block_ms)
         self._timeout_ms = transaction_timeout_ms
         self._clock = clock
