@@ -151,3 +151,15 @@ def test_markers_count_only_for_the_same_query():
     s = write_settings({**BOOT, "checkpointlocation": "/cp"})
     assert sink_id(s, "qid") == "qid" and sink_id(s, None).startswith("cp-")
     assert sink_id(write_settings({**BOOT, "sink.id": "mine"}), "qid") == "mine"
+
+
+def test_request_timeout_is_kafkas_request_timeout_ms_for_reads_and_writes():
+    from roster.spark.source import _partition
+    assert read_settings(spark_options(subscribe="t"), streaming=True).request_timeout_ms == 30_000
+    s = read_settings(spark_options(subscribe="t", **{"kafka.request.timeout.ms": 5000}),
+                      streaming=True)
+    assert s.request_timeout_ms == 5000
+    assert _partition(s, ("t", 0), 0, 1).request_timeout_ms == 5000   # the executors' reads
+    assert write_settings(spark_options(**{"request.timeout.ms": 700})).request_timeout_ms == 700
+    with pytest.raises(OptionError, match="request.timeout.ms must be at least 1"):
+        write_settings(spark_options(**{"kafka.request.timeout.ms": 0}))

@@ -68,7 +68,8 @@ class GroupSession:
                                         daemon=True)
         self._thread.start()
         self.broker = Broker(settings.bootstrap, settings.client_id,  # used on the loop only
-                             settings.security, settings.isolation_level)
+                             settings.security, settings.isolation_level,
+                             settings.request_timeout_ms)
         self.member: GroupMember | ConsumerGroupMember | None = None
         self.consumer_protocol = settings.group_protocol == "consumer"
         self._stable = consumer_membership.State.STABLE if self.consumer_protocol \
@@ -109,11 +110,13 @@ class GroupSession:
         if self.consumer_protocol:
             self.member = ConsumerGroupMember(s.bootstrap, config, client_id=s.client_id,
                                               security=s.security,
+                                              request_timeout_ms=s.request_timeout_ms,
                                               server_assignor=s.group_remote_assignor,
                                               **callbacks)
         else:
             self.member = GroupMember(s.bootstrap, config, client_id=s.client_id,
                                       security=s.security,
+                                      request_timeout_ms=s.request_timeout_ms,
                                       metadata_max_age_ms=s.metadata_max_age_ms, **callbacks)
         await self.member.start(topics)
 

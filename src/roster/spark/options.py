@@ -92,6 +92,9 @@ class Settings:
     group_remote_assignor: str | None = None   # consumer only; None: the broker's default
     join_timeout_ms: int = 60_000
     metadata_max_age_ms: int = 30_000
+    # a request unanswered this long fails and its connection is closed (Kafka's
+    # request.timeout.ms; JoinGroup waits at least the rebalance timeout + 5 s)
+    request_timeout_ms: int = 30_000
     # writing
     topic: str | None = None
     sink_id: str | None = None
@@ -323,4 +326,6 @@ def _common(options) -> dict:
         raise OptionError("set the option kafka.bootstrap.servers (or bootstrap.servers), "
                           "e.g. localhost:9092")
     return {"bootstrap": bootstrap, "client_id": _get(options, "client.id") or "roster-spark",
-            "security": _security(options)}
+            "security": _security(options),
+            "request_timeout_ms": _int(options, "request.timeout.ms", default=30_000,
+                                       minimum=1)}

@@ -99,7 +99,8 @@ class ArrowProducer:
                              f"{sorted(CODECS)}")
         self.settings = settings
         self.loop = loop
-        self.cluster = Cluster(settings.bootstrap, settings.client_id, settings.security)
+        self.cluster = Cluster(settings.bootstrap, settings.client_id, settings.security,
+                               settings.request_timeout_ms)
         self._counters: dict[str, itertools.count] = {}
         self._in_flight: asyncio.Task | None = None
         self.transaction = transaction

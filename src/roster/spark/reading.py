@@ -47,6 +47,7 @@ class RangePartition(InputPartition):
     fail_on_data_loss: bool
     security: ClientSecurity | None = None
     isolation_level: int = 1
+    request_timeout_ms: int = 30_000
 
 
 def lost_message(tp, offset: int, log_start: int) -> str:
@@ -62,7 +63,8 @@ def read_range(p: RangePartition):
     # need neither pyarrow.compute nor aiokafka (each Spark query starts a new runner process)
     from roster.spark.arrow_records import FetchedRecords
     loop = asyncio.new_event_loop()
-    broker = Broker(p.bootstrap, p.client_id, p.security, p.isolation_level)
+    broker = Broker(p.bootstrap, p.client_id, p.security, p.isolation_level,
+                    p.request_timeout_ms)
     ahead: asyncio.Task | None = None         # the next Fetch, sent before yielding
 
     def send(position: int) -> asyncio.Task:

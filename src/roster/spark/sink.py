@@ -192,10 +192,12 @@ class RosterStreamWriter(DataSourceStreamArrowWriter):
         from roster.client.transactional_producer import TransactionalProducer
         s = self.settings
         group, marker = f"roster-sink-{ident}", (s.marker_topic, task)
-        broker = Broker(s.bootstrap, s.client_id, s.security)
+        broker = Broker(s.bootstrap, s.client_id, s.security,
+                        request_timeout_ms=s.request_timeout_ms)
         txn = TransactionalProducer(s.bootstrap, transactional_id(ident, task),
                                     transaction_timeout_ms=s.sink_transaction_timeout_ms,
-                                    client_id=s.client_id, security=s.security)
+                                    client_id=s.client_id, security=s.security,
+                                    request_timeout_ms=s.request_timeout_ms)
         try:
             loop.run_until_complete(broker.ensure_partition(*marker))
             loop.run_until_complete(txn.init_transactions())

@@ -92,7 +92,7 @@ class RosterDataSource(DataSource):
 def _partition(s: Settings, tp, start: int, end: int) -> RangePartition:
     return RangePartition(s.bootstrap, s.client_id, tp[0], tp[1], start, end,
                           s.max_partition_fetch_bytes, s.fetch_max_wait_ms, s.fail_on_data_loss,
-                          s.security, s.isolation_level)
+                          s.security, s.isolation_level, s.request_timeout_ms)
 
 
 # -- batch ----------------------------------------------------------------------------------------

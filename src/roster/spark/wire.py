@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from roster.client import requests
 from roster.client.cluster import Cluster
-from roster.client.connection import BrokerConnection, ConnectionClosed
+from roster.client.connection import REQUEST_TIMEOUT_MS, BrokerConnection, ConnectionClosed
 from roster.client.errors import refusal
 from roster.client.member import parse_bootstrap
 from roster.protocol.api_keys import ApiKey
@@ -69,23 +69,26 @@ class Broker:
     a bootstrap connection for whole-cluster metadata, and group coordinators by group."""
 
     def __init__(self, bootstrap: str, client_id: str = "roster-spark",
-                 security: ClientSecurity | None = None, isolation_level: int = 0) -> None:
+                 security: ClientSecurity | None = None, isolation_level: int = 0,
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
         """`isolation_level` 1 (read_committed): ListOffsets' LATEST is the last stable offset
         and Fetch stops there, with the aborted transactions of what it returns."""
         self.bootstrap = bootstrap
         self.isolation_level = isolation_level
         self.client_id = client_id
         self.security = security
-        self.cluster = Cluster(bootstrap, client_id, security)
+        self.request_timeout_ms = request_timeout_ms
+        self.cluster = Cluster(bootstrap, client_id, security, request_timeout_ms)
         self._meta: BrokerConnection | None = None
         self._coordinators: dict[str, BrokerConnection] = {}
 
     # -- metadata ------------------------------------------------------------------------------
 
     async def _metadata(self, topics: list[str] | None):
-        if self._meta is None:
+        if self._meta is None or self._meta.closed:   # (closed: a request on it timed out)
             self._meta = await BrokerConnection.open(*parse_bootstrap(self.bootstrap),
-                                                     self.client_id, security=self.security)
+                                                     self.client_id, security=self.security,
+                                                     request_timeout_ms=self.request_timeout_ms)
 
         def body(version):
             schema = request_schema(METADATA, version)
@@ -152,7 +155,7 @@ class Broker:
         try:
             answer = await connection.call(FETCH, lambda v: _fetch(
                 v, topic, self.cluster.topic_ids.get(topic), partition, offset, max_bytes,
-                wait_ms, self.isolation_level))
+                wait_ms, self.isolation_level), timeout_ms=self.request_timeout_ms + wait_ms)
         except ConnectionClosed:
             self.cluster.forget(connection)
             raise
@@ -180,7 +183,7 @@ class Broker:
         connection = self._coordinators.get(group)
         if connection is not None:
             return connection
-        if self._meta is None:
+        if self._meta is None or self._meta.closed:
             await self._metadata([])
         answer = await self._meta.call(FIND_COORDINATOR, lambda v: requests.build(
             "FindCoordinator", v, {"key": group, "key_type": 0}, {}))
@@ -189,7 +192,8 @@ class Broker:
             _refused(error, group, "DESCRIBE")
             raise BrokerError(f"no coordinator for group {group}: {error.name}", error)
         connection = await BrokerConnection.open(host, port, self.client_id, caps=BY_NAME,
-                                                 security=self.security)
+                                                 security=self.security,
+                                                 request_timeout_ms=self.request_timeout_ms)
         self._coordinators[group] = connection
         return connection
 
@@ -257,7 +261,7 @@ class Broker:
             have = counts.get(topic, 0)
             if have > partition:
                 return
-            if self._meta is None:
+            if self._meta is None or self._meta.closed:
                 await self._metadata([])
             if have == 0:
                 answer = await self._meta.call(CREATE_TOPICS, lambda v: _create_topic(
