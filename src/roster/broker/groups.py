@@ -90,7 +90,8 @@ class GroupRuntime:
                  topics=None, expected=None) -> None:
         self.shard = GroupShard(config, new_member_id, kafka_uuid, consumer_config,
                                 topics=topics, expected=expected)
-        # read by the flight recorder, /metrics and the console (never to decide)
+        # each type's own groups, read (never to decide) where a view is type-specific: the
+        # flight recorder's loading and the console's group page; counts come from overview()
         self.coordinator = self.shard.classic
         self.consumer = self.shard.consumer
         self.sink = sink or MemoryRecordSink()
@@ -172,26 +173,26 @@ class GroupRuntime:
                     types: set[str] | None) -> list[tuple[str, str, str, str]]:
         return self.shard.list_groups(states, types)
 
+    def overview(self) -> list:
+        """Every live group of every type (GroupShard.overview): the console and /metrics."""
+        return self.shard.overview()
+
     def steady_consumer_heartbeat(self, group_id: str, member_id: str, epoch: int,
                                   client_id: str, client_host: str, catalog_version: object,
                                   instance_id: str | None) -> int | None:
-        """A ConsumerGroupHeartbeat that changes nothing but the member's session (see
-        ConsumerCoordinator.steady_heartbeat): the heartbeat interval to answer with, or None
-        when it must go through consumer_heartbeat."""
-        consumer = self.consumer
-        if consumer.steady_heartbeat(group_id, member_id, epoch, client_id, client_host,
-                                     catalog_version, self.now_ms(), instance_id) is None:
-            return None
-        return consumer.config.heartbeat_ms(group_id)
+        """See GroupShard.steady_consumer_heartbeat: the interval, or None."""
+        return self.shard.steady_consumer_heartbeat(group_id, member_id, epoch, client_id,
+                                                    client_host, catalog_version,
+                                                    self.now_ms(), instance_id)
 
     def consumer_heartbeat(self, request, image) -> object:
         """ConsumerGroupHeartbeat: the reply at once when nothing is written (a steady
         heartbeat), otherwise a future for it (see start)."""
-        return self.start(lambda now: self.consumer.heartbeat(request, image, now),
+        return self.start(lambda now: self.shard.consumer_heartbeat(request, image, now),
                           request.token)
 
     def describe_consumer_groups(self, group_ids: list[str], image):
-        return self.consumer.describe(group_ids, image)
+        return self.shard.describe_consumer_groups(group_ids, image)
 
     async def _call(self, operation: Callable, request) -> object:
         """Run one coordinator operation on `request` and wait for the reply addressed to its

@@ -1,7 +1,7 @@
 """DescribeGroups, ListGroups and DeleteGroups (reference §5)."""
 from __future__ import annotations
 
-from roster.coordinator.messages import GroupDescription, MemberDescription
+from roster.coordinator.messages import GroupDescription, GroupOverview, MemberDescription
 from roster.coordinator.results import Result
 from roster.coordinator.states import DELETE_GROUP, Action, GroupState
 from roster.observability import events as ev
@@ -27,11 +27,13 @@ def describe(ctx, group_id: str) -> GroupDescription | None:
                             group.generation, group.leader_id)
 
 
-def listed(ctx) -> list[tuple[str, str, str]]:
-    """ListGroups: (group id, protocol type, state) of every group but a Dead one (its deletion
-    is being written), in group id order; the shard filters them."""
-    return sorted((group.group_id, group.protocol_type or "", group.state.value)
-                  for group in ctx.groups.values() if group.state is not S.DEAD)
+def listed(ctx) -> list[GroupOverview]:
+    """Every group but a Dead one (its deletion is being written), in group id order; the
+    shard filters them."""
+    return sorted((GroupOverview(group.group_id, ctx.name, group.protocol_type or "",
+                                 group.state.value, len(group.members), group.generation)
+                   for group in ctx.groups.values() if group.state is not S.DEAD),
+                  key=lambda overview: overview.group_id)
 
 
 def validate_delete(group) -> ErrorCode | None:

@@ -32,6 +32,7 @@ from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import (
     CommitRequest,
     GroupDescription,
+    GroupOverview,
     JoinRequest,
     LeaveRequest,
     SyncRequest,
@@ -107,7 +108,7 @@ class Coordinator(GroupsById):
         group = self.groups.get(group_id)
         return group is not None and group.state is GroupState.DEAD
 
-    def listed(self) -> list[tuple[str, str, str]]:
+    def listed(self) -> list[GroupOverview]:
         return admin.listed(self)
 
     def describe_group(self, group_id: str) -> GroupDescription | None:

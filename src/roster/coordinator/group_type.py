@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Set
 from typing import Protocol
 
-from roster.coordinator.messages import CommitRequest, GroupDescription
+from roster.coordinator.messages import CommitRequest, GroupDescription, GroupOverview
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
@@ -44,9 +44,9 @@ class GroupType(Protocol):
         its timer changes go into `result`). The group may not exist yet: a simple commit
         (generation -1) makes one where the type allows it."""
 
-    def listed(self) -> Iterable[tuple[str, str, str]]:
-        """ListGroups: (group id, protocol type, state) of the groups it holds and shows; the
-        shard applies the state and type filters to every type alike (`name` is the type)."""
+    def listed(self) -> Iterable[GroupOverview]:
+        """The groups it holds and shows (ListGroups, the console, /metrics); the shard applies
+        the state and type filters to every type alike."""
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
         """DescribeGroups (the classic API) on a group it holds. Kafka answers any group that is

@@ -153,6 +153,19 @@ class MemberDescription:
 
 
 @dataclass(frozen=True, slots=True)
+class GroupOverview:
+    """One live group as every type shows it: ListGroups' row (id, protocol type, state, group
+    type) and what the console and /metrics count (members; the classic generation or the
+    consumer group epoch)."""
+    group_id: str
+    group_type: str        # GroupType.name: "classic", "consumer"
+    protocol_type: str     # "" for a simple group (commits only)
+    state: str
+    members: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
 class GroupDescription:
     """DescribeGroups' answer for one group (the classic API; any group type answers it)."""
     group_id: str

@@ -39,6 +39,7 @@ from roster.coordinator.messages import (
     CommitReply,
     CommitRequest,
     GroupDescription,
+    GroupOverview,
     JoinReply,
     JoinRequest,
     LeaveRequest,
@@ -132,6 +133,26 @@ class GroupShard:
                                                    group_instance_id, now, result)
         return classic_heartbeat.check_in(self.classic, group_id, generation, member_id,
                                           group_instance_id, now, result)
+
+    # -- consumer groups (KIP-848) -----------------------------------------------------------------
+
+    def consumer_heartbeat(self, request, image, now: int) -> Result:
+        return self.consumer.heartbeat(request, image, now)
+
+    def steady_consumer_heartbeat(self, group_id: str, member_id: str, epoch: int,
+                                  client_id: str, client_host: str, catalog_version: object,
+                                  now: int, instance_id: str | None) -> int | None:
+        """A ConsumerGroupHeartbeat that changes nothing but the member's session
+        (ConsumerCoordinator.steady_heartbeat): the heartbeat interval to answer with, or None
+        when it must go through consumer_heartbeat."""
+        consumer = self.consumer
+        if consumer.steady_heartbeat(group_id, member_id, epoch, client_id, client_host,
+                                     catalog_version, now, instance_id) is None:
+            return None
+        return consumer.config.heartbeat_ms(group_id)
+
+    def describe_consumer_groups(self, group_ids: list[str], image):
+        return self.consumer.describe(group_ids, image)
 
     # -- offsets -----------------------------------------------------------------------------------
 
@@ -272,20 +293,25 @@ class GroupShard:
         held = self._held(group_id)
         return None if held is None else held.describe_group(group_id)
 
-    def list_groups(self, states: set[str] | None,
-                    types: set[str] | None) -> list[tuple[str, str, str, str]]:
-        """ListGroups: (group id, protocol type, state, group type) of the groups of every type
-        whose state and type are in the lower-cased filters (None: any), as Kafka's listGroups
-        filters every group alike; each id once, as the type that holds it lists it."""
+    def overview(self, states: set[str] | None = None,
+                 types: set[str] | None = None) -> list[GroupOverview]:
+        """The groups of every type whose state and type are in the lower-cased filters (None:
+        any), as Kafka's listGroups filters every group alike; each id once, as the type that
+        holds it lists it. ListGroups, the console and /metrics all read this."""
         listed = []
         for group_type in reversed(self.types):   # the classic groups first, as always
             if types and group_type.name not in types:
                 continue
-            listed += [(group_id, protocol_type, state, group_type.name)
-                       for group_id, protocol_type, state in group_type.listed()
-                       if (not states or state.lower() in states)
-                       and self._held(group_id) is group_type]
+            listed += [overview for overview in group_type.listed()
+                       if (not states or overview.state.lower() in states)
+                       and self._held(overview.group_id) is group_type]
         return listed
+
+    def list_groups(self, states: set[str] | None,
+                    types: set[str] | None) -> list[tuple[str, str, str, str]]:
+        """ListGroups: (group id, protocol type, state, group type) of `overview`."""
+        return [(o.group_id, o.protocol_type, o.state, o.group_type)
+                for o in self.overview(states, types)]
 
     # -- records -----------------------------------------------------------------------------------
 

@@ -35,19 +35,10 @@ def page(title: str, body: str, refresh: bool = True) -> bytes:
 
 def _groups(broker):
     """(group id, protocol, state, members, generation) of every live group."""
-    rows = []
-    for group_id, group in broker.groups.coordinator.groups.items():
-        if group.state.value == "Dead" or group_id in broker.groups.consumer.groups:
-            continue
-        if group.protocol_type is None and not group.members:
-            continue   # a group that only holds committed offsets (or nothing)
-        rows.append((group_id, ev.CLASSIC, group.state.value, len(group.members),
-                     group.generation))
-    for group_id, group in broker.groups.consumer.groups.items():
-        state = group.state()
-        rows.append((group_id, ev.CONSUMER, getattr(state, "value", str(state)),
-                     len(group.members), group.group_epoch))
-    return sorted(rows)
+    return sorted((g.group_id, g.group_type, g.state, g.members, g.generation)
+                  for g in broker.groups.overview()
+                  # not a simple group, which only holds committed offsets (or nothing)
+                  if g.protocol_type or g.members)
 
 
 def index(broker, store) -> bytes:

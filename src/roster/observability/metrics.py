@@ -192,20 +192,13 @@ class BrokerCollector:
         members = GaugeMetricFamily("roster_group_members", "Members of a group",
                                     labels=["group", "protocol"])
         by_state: dict[tuple[str, str], int] = {}
-        consumer_groups = broker.groups.consumer.groups
-        for group_id, group in broker.groups.coordinator.groups.items():
-            state = group.state.value
-            if state == "Dead" or group_id in consumer_groups:
-                continue
-            if not group.members and group.protocol_type is None and \
-                    not broker.groups.shard.offsets.of(group_id):
-                continue
-            by_state[(state, ev.CLASSIC)] = by_state.get((state, ev.CLASSIC), 0) + 1
-            members.add_metric([group_id, ev.CLASSIC], len(group.members))
-        for group_id, group in broker.groups.consumer.groups.items():
-            state = group.state().value if hasattr(group.state(), "value") else str(group.state())
-            by_state[(state, ev.CONSUMER)] = by_state.get((state, ev.CONSUMER), 0) + 1
-            members.add_metric([group_id, ev.CONSUMER], len(group.members))
+        offsets = broker.groups.shard.offsets
+        for group in broker.groups.overview():
+            if not group.protocol_type and not group.members and not offsets.of(group.group_id):
+                continue   # a simple group that holds nothing (its offsets expired)
+            key = (group.state, group.group_type)
+            by_state[key] = by_state.get(key, 0) + 1
+            members.add_metric([group.group_id, group.group_type], group.members)
         for (state, protocol), n in sorted(by_state.items()):
             groups.add_metric([state, protocol], n)
         yield groups

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from roster.coordinator.messages import GroupDescription
+from roster.coordinator.messages import GroupDescription, GroupOverview
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
@@ -95,7 +95,8 @@ class StubType:
         return Result()
 
     def listed(self):
-        return [(group_id, "stub-protocol", "Stable") for group_id in self.groups]
+        return [GroupOverview(group_id, self.name, "stub-protocol", "Stable", 1, 1)
+                for group_id in self.groups]
 
     def describe_group(self, group_id):
         return GroupDescription(group_id, ErrorCode.none, "Stable", "stub-protocol", "", ())
@@ -110,6 +111,7 @@ def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
     assert listed(None, None) == [("s", "stub-protocol", "Stable", "stub")]
     assert listed({"stable"}, {"stub"}) == listed(None, {"stub", "classic"}) == listed(None, None)
     assert listed({"empty"}, None) == listed(None, {"classic", "consumer"}) == []
+    assert h.shard.overview() == [GroupOverview("s", "stub", "stub-protocol", "Stable", 1, 1)]
     assert h.shard.describe("s") == GroupDescription(
         "s", ErrorCode.none, "Stable", "stub-protocol", "", ())   # the type describes it
     assert h.commit({("t", 0): 7}, member_id="x", group="s").errors == \

@@ -37,11 +37,10 @@ def test_a_frame_that_is_not_a_request_counts_as_other():
 def test_the_collector_exposes_a_histogram_per_api():
     from types import SimpleNamespace
 
-    from roster.coordinator.offset_store import OffsetStore
+    from roster.broker.groups import GroupRuntime
+    from roster.coordinator.config import GroupConfig
     from roster.observability.metrics import Metrics
-    broker = SimpleNamespace(groups=SimpleNamespace(
-        coordinator=SimpleNamespace(groups={}), consumer=SimpleNamespace(groups={}),
-        shard=SimpleNamespace(offsets=OffsetStore(4096))))
+    broker = SimpleNamespace(groups=GroupRuntime(GroupConfig()))
     metrics = Metrics(broker)
     try:
         metrics.stats.observe(JOIN_GROUP, 2_000_000)

@@ -64,7 +64,7 @@ from roster.coordinator.consumer.timers import (
 )
 from roster.coordinator.consumer.validation import RequestError, check_epoch, fail, validate
 from roster.coordinator.group_type import GroupsById
-from roster.coordinator.messages import GroupDescription
+from roster.coordinator.messages import GroupDescription, GroupOverview
 from roster.coordinator.results import Result
 from roster.observability import events as ev
 from roster.observability import facts
@@ -514,8 +514,8 @@ class ConsumerCoordinator(GroupsById):
     def being_deleted(self, group_id: str) -> bool:
         return False   # its deletion is applied at once (and undone if unwritten)
 
-    def listed(self) -> list[tuple[str, str, str]]:
-        return describing.listed(self.groups)
+    def listed(self) -> list[GroupOverview]:
+        return describing.listed(self.groups, self.name)
 
     def describe_group(self, group_id: str) -> GroupDescription:
         """DescribeGroups, the classic API: Kafka answers a consumer group as one that does not

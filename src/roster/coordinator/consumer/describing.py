@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.messages import DescribedGroup, DescribedMember
+from roster.coordinator.messages import GroupOverview
 from roster.coordinator.consumer.model import Assignment, ConsumerGroup
 from roster.coordinator.consumer.subscriptions import assignor_name
 from roster.protocol.errors import ErrorCode
@@ -38,7 +39,7 @@ def describe(groups: dict[str, ConsumerGroup], config: ConsumerConfig, classic,
     return out
 
 
-def listed(groups: dict[str, ConsumerGroup]) -> list[tuple[str, str, str]]:
-    """ListGroups: (group id, protocol type, state) of every consumer group; the shard filters
-    them."""
-    return [(group.group_id, "consumer", group.state()) for group in groups.values()]
+def listed(groups: dict[str, ConsumerGroup], type_name: str) -> list[GroupOverview]:
+    """Every consumer group (protocol type "consumer"); the shard filters them."""
+    return [GroupOverview(group.group_id, type_name, "consumer", group.state(),
+                          len(group.members), group.group_epoch) for group in groups.values()]
