@@ -37,19 +37,30 @@ class GroupPutBack(NamedTuple):
         self.group.group_epoch = self.group_epoch
 
 
-class FieldPutBack(NamedTuple):
-    """One of the group's own fields as it was: its subscription metadata (a partition
-    metadata record) or its target assignment epoch (a target metadata record)."""
+class MetadataPutBack(NamedTuple):
+    """A partition metadata record: the group's subscription metadata as it was."""
 
     groups: dict
     group_id: str
-    field: str
-    value: object
+    subscription_metadata: object
 
     def undo(self, now: int) -> None:
         group = self.groups.get(self.group_id)
         if group is not None:
-            setattr(group, self.field, self.value)
+            group.subscription_metadata = self.subscription_metadata
+
+
+class TargetEpochPutBack(NamedTuple):
+    """A target metadata record: the group's target assignment epoch as it was."""
+
+    groups: dict
+    group_id: str
+    assignment_epoch: int
+
+    def undo(self, now: int) -> None:
+        group = self.groups.get(self.group_id)
+        if group is not None:
+            group.assignment_epoch = self.assignment_epoch
 
 
 class MemberPutBack(NamedTuple):

@@ -10,11 +10,12 @@ from roster.coordinator.changes import revert
 from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.changes import (
     ClassicGroupPutBack,
-    FieldPutBack,
     GroupAbsent,
     GroupPutBack,
     MemberPutBack,
+    MetadataPutBack,
     RegexPutBack,
+    TargetEpochPutBack,
     TargetPutBack,
 )
 from roster.coordinator.consumer.model import ConsumerGroup
@@ -81,13 +82,12 @@ def _change(groups: dict[str, ConsumerGroup], record):
     if t == rec.GROUP_METADATA:
         return GroupPutBack(groups, key.group, group, group.group_epoch)
     if t == rec.PARTITION_METADATA:
-        return FieldPutBack(groups, key.group, "subscription_metadata",
-                            group.subscription_metadata)
+        return MetadataPutBack(groups, key.group, group.subscription_metadata)
     if t in (rec.MEMBER_METADATA, rec.CURRENT_ASSIGNMENT):
         return MemberPutBack(groups, key.group, key.member, group.members.get(key.member),
                              group.session_deadlines.get(key.member))
     if t == rec.TARGET_METADATA:
-        return FieldPutBack(groups, key.group, "assignment_epoch", group.assignment_epoch)
+        return TargetEpochPutBack(groups, key.group, group.assignment_epoch)
     if t == rec.TARGET_MEMBER:
         return TargetPutBack(groups, key.group, key.member, group.target.get(key.member))
     if t == rec.REGULAR_EXPRESSION:
