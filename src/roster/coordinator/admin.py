@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 from roster.coordinator.messages import GroupDescription, GroupOverview, MemberDescription
-from roster.coordinator.results import Result
 from roster.coordinator.states import DELETE_GROUP, Action, GroupState
-from roster.observability import events as ev
-from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 
 S = GroupState
@@ -47,11 +44,3 @@ def validate_delete(group) -> ErrorCode | None:
             return None
         case _:
             raise ValueError(f"DeleteGroups has no answer {answer!r}")
-
-
-def note_deleted(ctx, outcome, now: int, result: Result) -> None:
-    """The flight recorder's word for each classic group DeleteGroups deleted."""
-    for group_id, code in outcome.items():
-        group = ctx.groups.get(group_id)
-        if code is ErrorCode.none and group is not None:
-            result.facts.append(facts.GroupDeleted(ev.CLASSIC, group_id, group.generation, now))

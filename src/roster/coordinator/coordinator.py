@@ -41,6 +41,8 @@ from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
+from roster.observability import events as ev
+from roster.observability import facts
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, Record
 
@@ -139,12 +141,10 @@ class Coordinator(GroupsById):
         return admin.validate_delete(self.groups.get(group_id))
 
     def delete_group(self, group_id: str, now: int, result: Result) -> tuple[Record, ...]:
-        return tombstones.bury(self.groups[group_id], now, result)
-
-    def note_deleted(self, outcome, now: int, result: Result) -> None:
-        """DeleteGroups deleted these groups (their tombstones are written): noted for the
-        flight recorder."""
-        admin.note_deleted(self, outcome, now, result)
+        group = self.groups[group_id]
+        # noted now; its event waits for the tombstone's write (and goes if that fails)
+        result.facts.append(facts.GroupDeleted(ev.CLASSIC, group_id, group.generation, now))
+        return tombstones.bury(group, now, result)
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:
         """After replay: every member's session starts now (one that never returns expires

@@ -394,8 +394,6 @@ class GroupShard:
                 return Result()
             case GroupsDeleted():
                 result = Result()
-                if error is None:   # the flight recorder's "deleted" (before they are gone)
-                    self.classic.note_deleted(step.outcome, now, result)
                 self._settle(step.tombstones, error, now)
                 outcome = dict(step.outcome)
                 if error is not None:   # none of them was deleted: say why
