@@ -117,7 +117,7 @@ class ConsumerGroupMember(MemberDriver):
                         include_topic_authorized_operations=False)
         try:
             answer = await (await self._bootstrap_connection()).call(ApiKey.METADATA, body)
-        except ConnectionClosed as exc:
+        except (ConnectionClosed, SecurityError) as exc:   # (SecurityError: reconnecting)
             log.warning("metadata by topic id failed: %s", exc)
             return
         names = {}

@@ -131,7 +131,7 @@ class GroupMember(MemberDriver):
     async def _refresh_metadata(self, topics: tuple[str, ...]) -> None:
         try:
             counts = await self.fetch_metadata(topics)
-        except ConnectionClosed as exc:
+        except (ConnectionClosed, SecurityError) as exc:   # (SecurityError: reconnecting)
             log.warning("metadata refresh failed: %s", exc)
             return
         await self._handle(self.machine.on_metadata(counts, self.now()))
