@@ -77,5 +77,8 @@ class OffsetsExpired:
     tombstones: tuple[Record, ...]
 
 
+# the shard's (offsets, deletions) and the classic coordinator's; other types list theirs in
+# their `steps` (consumer/timers.py's ConsumerWritten), the shard's own JoinAfterDeletion is
+# in shard.py
 Continuation = (OffsetsCommitted | LeaderAssignmentWritten | StaticMemberReplaced
                 | OffsetsDeleted | GroupsDeleted | OffsetsExpired)

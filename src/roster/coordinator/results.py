@@ -15,10 +15,7 @@ continuation applies it once written.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Hashable
-
-if TYPE_CHECKING:
-    from roster.coordinator.continuations import Continuation
+from typing import Any, Hashable
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,8 +51,10 @@ class Result:
     records: list = field(default_factory=list)
     replies: list[Reply] = field(default_factory=list)
     timers: list[Schedule | Cancel] = field(default_factory=list)
-    # what to do once the records are written (continuations.py), in order
-    after_write: list[Continuation] = field(default_factory=list)
+    # what to do once the records are written, in order: continuations.py's, and each group
+    # type's own (listed in its `steps`; the consumer type's ConsumerWritten, the shard's
+    # JoinAfterDeletion), handed back to GroupShard.write_completed
+    after_write: list = field(default_factory=list)
     # what the flight recorder is told (roster.observability.facts), in the order decided;
     # observed, never steer
     facts: list = field(default_factory=list)

@@ -21,7 +21,6 @@ import logging
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
-from roster.coordinator import heartbeat as classic_heartbeat
 from roster.coordinator.changes import revert
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer import records as consumer_records
@@ -88,10 +87,8 @@ class GroupShard:
     # -- which type holds a group --------------------------------------------------------------
 
     def type_of(self, group_id: str) -> GroupType:
-        for group_type in self.types:
-            if group_type.has_group(group_id):
-                return group_type
-        return self.types[-1]
+        """The type that holds the group, else the last (it answers for any id nobody holds)."""
+        return self._held(group_id) or self.types[-1]
 
     def _held(self, group_id: str) -> GroupType | None:
         for group_type in self.types:
@@ -131,8 +128,8 @@ class GroupShard:
         if group_id in self.consumer.groups and self.consumer.serves_classic(group_id):
             return self.consumer.classic_heartbeat(group_id, generation, member_id,
                                                    group_instance_id, now, result)
-        return classic_heartbeat.check_in(self.classic, group_id, generation, member_id,
-                                          group_instance_id, now, result)
+        return self.classic.check_in(group_id, generation, member_id, group_instance_id, now,
+                                     result)
 
     # -- consumer groups (KIP-848) -----------------------------------------------------------------
 
@@ -247,8 +244,7 @@ class GroupShard:
             held = self._held(group_id)
             if held is not None and held.being_deleted(group_id):
                 continue
-            expiry = self.types[-1].offset_expiry(group_id) if held is None \
-                else held.offset_expiry(group_id)
+            expiry = (held or self.types[-1]).offset_expiry(group_id)
             expired = self.offsets.expired(group_id, expiry, retention, now)
             # a group an open transaction committed offsets to stays (as in Kafka)
             whole_group = held is not None and held.goes_with_its_offsets(group_id) and \

@@ -86,13 +86,6 @@ def session_ms(member: ConsumerMember) -> int | None:
     return None if member.classic is None else member.classic.session_timeout_ms
 
 
-def serves(ctx, group_id: str) -> bool:
-    """Whether classic requests for this group id belong to the consumer coordinator: the group
-    is a consumer group with members (an empty one gives way to a classic group, as in Kafka)."""
-    group = ctx.groups.get(group_id)
-    return group is not None and bool(group.members)
-
-
 def replace_static_member(group: ConsumerGroup, existing: ConsumerMember, member_id: str,
                           records: list) -> ConsumerMember:
     """A static member returning under a new member id takes over its predecessor: same

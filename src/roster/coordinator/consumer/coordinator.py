@@ -576,8 +576,9 @@ class ConsumerCoordinator(GroupsById):
 
     def serves_classic(self, group_id: str) -> bool:
         """Whether JoinGroup/SyncGroup/Heartbeat/LeaveGroup for this group id are this
-        coordinator's: it is a consumer group with members."""
-        return classic_members.serves(self, group_id)
+        coordinator's: it is a consumer group with members (an empty one gives way to a
+        classic group, as in Kafka)."""
+        return not self.is_empty(group_id)
 
     def classic_join(self, request, image: TopicImage, now: int) -> Result:
         return classic_members.join(self, request, image, now)
