@@ -54,6 +54,21 @@ class StaticIdReplaced(NamedTuple):
         group.replace_static(self.new_id, self.old_id)
 
 
+class SimpleGroupCreated(NamedTuple):
+    """A commit from outside any group made a simple group (offsets.validate_commit, as Kafka
+    does); undone, the group is gone again if it is still that empty group (its offsets were
+    not written, so none were replayed)."""
+
+    groups: dict
+    group: Group
+
+    def undo(self, now: int) -> None:
+        group = self.group
+        if self.groups.get(group.group_id) is group and not group.members \
+                and group.state is GroupState.EMPTY:
+            del self.groups[group.group_id]
+
+
 class Buried(NamedTuple):
     """A classic group was marked Dead while its tombstone is written (tombstones.py); undone,
     it is Empty again."""

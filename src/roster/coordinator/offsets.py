@@ -11,6 +11,7 @@ keeps, and how they age (offsets.retention.minutes, as Kafka decides it):
 """
 from __future__ import annotations
 
+from roster.coordinator.changes import SimpleGroupCreated
 from roster.coordinator.group import Group
 from roster.coordinator.messages import CommitRequest
 from roster.coordinator.offset_store import OffsetExpiry
@@ -26,13 +27,15 @@ GROUP_ID_NOT_FOUND_FROM = 9
 
 def validate_commit(ctx, request: CommitRequest, now: int, result: Result) -> ErrorCode | None:
     """A commit naming no group member (generation -1) to an unknown group makes a "simple"
-    group. A member's commit counts as hearing from it (its session timer moves)."""
+    group (a change: gone again if the offsets are not written). A member's commit counts as
+    hearing from it (its session timer moves)."""
     group = ctx.groups.get(request.group_id)
     if group is None:
         if request.generation >= 0:
             return ErrorCode.group_id_not_found \
                 if request.api_version >= GROUP_ID_NOT_FOUND_FROM else ErrorCode.illegal_generation
         group = ctx.create_group(request.group_id, now)   # admin tools and assign() users
+        result.changes.append(SimpleGroupCreated(ctx.groups, group))
     error = _validate(group, request)
     if error is not None:
         return error

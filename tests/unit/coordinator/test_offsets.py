@@ -213,3 +213,13 @@ def test_offset_with_an_explicit_expire_timestamp_expires_then():
     h.advance(1)
     _expire(h)
     assert h.offsets() == {} and h.records[-1] == Record(OffsetKey("g", "t", 0), None)
+
+
+def test_a_simple_group_whose_first_commit_is_not_written_is_gone_again():
+    h = Harness()
+    h.fail_next_write = ErrorCode.not_coordinator
+    reply = h.commit({("t", 0): 5}, group="simple")
+    assert reply.errors == (("t", 0, ErrorCode.not_coordinator),)
+    assert h.shard.list_groups(None, None) == [] and h.shard.describe("simple") is None
+    assert h.commit({("t", 0): 6}, group="simple").errors == (("t", 0, ErrorCode.none),)
+    assert h.shard.list_groups(None, None) == [("simple", "", "Empty", "classic")]
