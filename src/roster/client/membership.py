@@ -14,6 +14,13 @@ What it does beyond a basic member:
   a commit from the callback is still a member's;
 - one FindCoordinator at a time: a lookup asked for while one is in flight waits for its answer
   (as Kafka's lookupCoordinator), so one answer sends one JoinGroup;
+- a lost coordinator (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, a broken or timed-out
+  connection) is only forgotten by a member of a generation: it keeps its member id, generation
+  and partitions, looks the coordinator up again after retry.backoff.ms and heartbeats on in
+  the same generation, and the heartbeat's answer decides whether it rejoins — as Kafka's Java
+  client (AbstractCoordinator.markCoordinatorUnknown, then its heartbeat thread's lookup) and
+  librdkafka (rd_kafka_cgrp_coord_dead) do. Mid-rebalance (JoinGroup, SyncGroup) it finds the
+  coordinator again and sends the JoinGroup again, as Java's joinGroupIfNeeded does;
 - fencing: FENCED_INSTANCE_ID is fatal — reported once, and no further requests or commits;
 - KIP-814 as leader: with SkipAssignment it sends SyncGroup without assignments, keeps the
   member list's subscriptions, and asks for a rejoin when a subscribed topic's partitions no
@@ -110,7 +117,7 @@ class Membership:
     baseline_pending: bool = False
     next_heartbeat_ms: int | None = None
     retry_at_ms: int | None = None
-    coordinator_lost: bool = False   # REVOKING/LEAVING: looking the coordinator up again
+    coordinator_lost: bool = False   # HEARTBEATING: looking the coordinator up again
     finding: bool = False            # a FindCoordinator is in flight
     send_leave: bool = False         # LEAVING: a LeaveGroup follows the callback
     rejoin_reason: str | None = "starting"
@@ -218,7 +225,7 @@ class Membership:
             self.retry_at_ms = None
             self.state = State.FINDING
             return self._find_request()
-        if self.state in AWAITING_CALLBACK and self.coordinator_lost:
+        if self.state in HEARTBEATING and self.coordinator_lost:
             self.retry_at_ms = None
             return self._find_request()
         if self.state in HEARTBEATING and self.next_heartbeat_ms is not None \
@@ -232,7 +239,7 @@ class Membership:
 
     def next_deadline(self) -> int | None:
         """When tick() may next have something to do."""
-        if self.state in AWAITING_CALLBACK and self.coordinator_lost:
+        if self.state in HEARTBEATING and self.coordinator_lost:
             return None if self.finding else self.retry_at_ms or 0
         if self.state in HEARTBEATING:
             return self.next_heartbeat_ms
@@ -246,20 +253,20 @@ class Membership:
         """The answer to the FindCoordinator in flight (the driver reports a lookup that could
         not reach the broker or the coordinator as COORDINATOR_NOT_AVAILABLE)."""
         self.finding = False
-        if self.state is not State.FINDING and self.state not in AWAITING_CALLBACK:
+        if self.state is not State.FINDING and self.state not in HEARTBEATING:
             return []   # answered after we moved on (closed, fenced)
         if error is E.group_authorization_failed:  # Kafka's client: fatal, DESCRIBE on the group
             return self._fail(error, "FindCoordinator refused", "DESCRIBE")
-        if self.state in AWAITING_CALLBACK:   # looked up while the callback runs: heartbeat on
+        if self.state in HEARTBEATING:   # a member of its generation looked it up: heartbeat on
             if self.coordinator_lost and error is not E.none:
                 self.retry_at_ms = now + self.config.retry_backoff_ms
-            elif self.coordinator_lost:
-                self.coordinator_lost = False
+            elif self.coordinator_lost:   # (a loss told since it went: the heartbeat checks)
+                self.coordinator_lost, self.retry_at_ms = False, None
                 self.next_heartbeat_ms = now if self.generation >= 0 else None
             return []
         if error is not E.none:
             return self._retry_later(now)
-        return self._join_request()
+        return self._join_request(now)
 
     def on_connection_lost(self, now: int) -> list:
         """The coordinator's connection broke while a request was outstanding."""
@@ -271,10 +278,10 @@ class Membership:
         error = response.error_code
         if error is E.member_id_required:
             self.member_id = response.member_id
-            return self._join_request()
+            return self._join_request(now)
         if error in (E.unknown_member_id, E.illegal_generation):
             self.member_id, self.generation = "", -1
-            return self._join_request()
+            return self._join_request(now)
         if error in FATAL_JOIN:
             return self._fail(error, f"JoinGroup failed: {error.name}", "READ")
         if error in COORDINATOR_GONE:
@@ -355,7 +362,8 @@ class Membership:
         if self.state not in HEARTBEATING:
             return []
         if error is E.none:
-            self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
+            if not self.coordinator_lost:   # (else the heartbeat resumes once it is found)
+                self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
             return []
         if error is E.fenced_instance_id:
             return self._fail(error, "fenced: another consumer uses this group.instance.id")
@@ -383,11 +391,7 @@ class Membership:
         if self.state is not State.REVOKING:
             return []   # closed or fenced meanwhile
         self.next_heartbeat_ms = None
-        if self.coordinator_lost:      # join once it is found (by the lookup in flight, if any)
-            self.coordinator_lost = False
-            self.state = State.FINDING if self.finding else State.UNJOINED
-            return self.tick(now)
-        return self._join_request()
+        return self._join_request(now)
 
     # -- internals --------------------------------------------------------------------------
 
@@ -410,7 +414,11 @@ class Membership:
         self.finding = True
         return [find_coordinator(self.config.group_id)]
 
-    def _join_request(self) -> list:
+    def _join_request(self, now: int) -> list:
+        if self.coordinator_lost:      # join once it is found (by the lookup in flight, if any)
+            self.coordinator_lost, self.next_heartbeat_ms = False, None
+            self.state = State.FINDING if self.finding else State.UNJOINED
+            return self.tick(now)
         self.state = State.JOINING
         metadata = self._subscription_bytes()
         return [Send("JoinGroup", {
@@ -490,7 +498,7 @@ class Membership:
         if actions and self.state in (State.STABLE, State.UNJOINED, State.FINDING):
             return actions + self._rejoin_after_revocation(now)
         if self.state in (State.STABLE, State.SYNCING, State.AWAITING_METADATA):
-            return actions + self._join_request()
+            return actions + self._join_request(now)
         if self.state is State.UNJOINED:
             return actions + self.tick(now)
         return actions  # FINDING / JOINING: the answer in flight moves things on
@@ -498,10 +506,12 @@ class Membership:
     def _rejoin_after_revocation(self, now: int) -> list:
         """The Revoked just emitted runs the application's callback; until it returns the
         member heartbeats on (it is still a member of its generation), then rejoins. Without a
-        coordinator (UNJOINED, FINDING) it looks one up meanwhile, and heartbeats once found."""
+        coordinator (UNJOINED, FINDING) it looks one up meanwhile, and heartbeats once found;
+        a STABLE member whose coordinator is lost goes on with the lookup it has."""
         if self.state is not State.STABLE:
             self._lookup_while_waiting(now)
-        elif self.next_heartbeat_ms is None:   # e.g. the heartbeat answer that asked for this
+        elif self.next_heartbeat_ms is None and not self.coordinator_lost:
+            # e.g. the heartbeat answer that asked for this
             self.next_heartbeat_ms = now + self.config.heartbeat_interval_ms
         self.state = State.REVOKING
         return [RejoinWhenRevoked()]
@@ -544,7 +554,7 @@ class Membership:
             # callback asks for a new membership
             self.next_heartbeat_ms = None
             return actions
-        return actions + self._join_request()
+        return actions + self._join_request(now)
 
     def _give_up_partitions(self, kind) -> list:
         if kind is Lost:
@@ -557,9 +567,12 @@ class Membership:
     def _coordinator_gone(self, now: int) -> list:
         if self.state in (State.FATAL, State.CLOSED):
             return []
-        if self.state in AWAITING_CALLBACK:
-            # look it up again, after the backoff, and heartbeat on once it is found (as
-            # Kafka's heartbeat thread does); the JoinGroup still waits for the callback
+        if self.state in HEARTBEATING:
+            # a member of its generation only forgets the coordinator: it keeps its member id,
+            # generation and partitions, looks the coordinator up again after the backoff and
+            # heartbeats on once it is found (Kafka's markCoordinatorUnknown, then its heartbeat
+            # thread's lookup); the answer decides whether to rejoin. A JoinGroup or LeaveGroup
+            # still waits for any callback running.
             self.coordinator_lost, self.next_heartbeat_ms = True, None
             self.retry_at_ms = now + self.config.retry_backoff_ms
             return []

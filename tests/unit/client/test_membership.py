@@ -175,9 +175,10 @@ def test_fenced_is_fatal_once_and_blocks_commits():
 
 @pytest.mark.parametrize("error", [E.not_coordinator, E.coordinator_not_available])
 def test_coordinator_loss_rediscovers_after_backoff(error):
+    """A stable member stays in its generation (test_membership_coordinator_loss.py)."""
     m = member(retry_backoff_ms=100)
     joined(m)
-    assert m.on_heartbeat(error, 1000) == [] and m.state is State.UNJOINED
+    assert m.on_heartbeat(error, 1000) == [] and m.state is State.STABLE
     assert m.tick(1099) == []
     assert sends(m.tick(1100), "FindCoordinator")
 

@@ -93,7 +93,7 @@ def test_a_member_dropped_by_the_group_while_closing_sends_no_leave():
 
 def test_a_coordinator_lost_before_closing_is_found_again_for_the_callback():
     m = stable()
-    assert m.on_connection_lost(900) == [] and m.owned == OWNED   # UNJOINED, lookup at 950
+    assert m.on_connection_lost(900) == [] and m.owned == OWNED   # lookup at 950
     assert m.close(1000) == [Revoked(OWNED), LeaveWhenRevoked()]
     assert m.state is State.LEAVING
     assert sends(m.tick(1000), "FindCoordinator") and m.tick(1001) == []
@@ -121,10 +121,10 @@ def test_a_fatal_error_while_closing_ends_closed_without_a_leave():
 
 
 def test_a_rejoin_asked_for_while_the_coordinator_is_lost_waits_for_the_callback():
-    """UNJOINED still owning partitions (the coordinator was lost): an eager rejoin revokes
-    them, and the JoinGroup waits for the callback, the lookup going on meanwhile."""
+    """Still owning partitions, the coordinator lost: an eager rejoin revokes them, and the
+    JoinGroup waits for the callback, the lookup going on meanwhile."""
     m = stable()
-    m.on_connection_lost(900)                          # UNJOINED, lookup due at 950
+    m.on_connection_lost(900)                          # lookup due at 950
     actions = m.subscribe(["t", "u"], 1000)
     assert actions == [Revoked(OWNED), RejoinWhenRevoked()] and m.state is State.REVOKING
     [find] = sends(m.tick(1000), "FindCoordinator")
@@ -138,7 +138,7 @@ def test_a_rejoin_asked_for_while_the_coordinator_is_lost_waits_for_the_callback
 def test_a_rejoin_asked_for_while_finding_waits_for_the_callback():
     m = stable()
     m.on_connection_lost(900)
-    sends(m.tick(950), "FindCoordinator")              # FINDING, owning t-0 and t-1
+    sends(m.tick(950), "FindCoordinator")              # owning t-0 and t-1
     actions = m.on_commit({("t", 0): E.rebalance_in_progress}, 960)
     assert actions == [Revoked(OWNED), RejoinWhenRevoked()] and m.tick(970) == []
     assert m.on_find_coordinator(E.none, 980) == []    # the lookup in flight: no JoinGroup
