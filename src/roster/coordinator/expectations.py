@@ -48,7 +48,7 @@ class Expected:
 
 
 def expected(ctx, group_id: str) -> Expected | None:
-    lookup = getattr(ctx, "expected", None)
+    lookup = ctx.expected
     return None if lookup is None else lookup(group_id)
 
 

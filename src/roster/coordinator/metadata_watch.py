@@ -31,7 +31,7 @@ Note = dict[str, "tuple[bytes, int] | None"]
 
 
 def watching(ctx, group: Group) -> bool:
-    return (ctx.config.metadata_watch and getattr(ctx, "topics", None) is not None
+    return (ctx.config.metadata_watch and ctx.topics is not None
             and group.protocol_type == "consumer")
 
 

@@ -132,8 +132,7 @@ class ConsumerCoordinator(GroupsById):
 
     def heartbeat(self, request: HeartbeatRequest, image: TopicImage, now: int) -> Result:
         result = Result()
-        version = getattr(image, "version", None)
-        version = version() if callable(version) else None
+        version = image.version()
         op = self.begin(now)
         try:
             validate(request, self.config)

@@ -53,8 +53,9 @@ class TopicImage(Protocol):
 
     def names(self) -> Iterable[str]: ...
 
-    # optional: `version() -> int`, which changes whenever the catalog does; without it, every
-    # heartbeat compares the group's topics with the catalog
+    def version(self) -> int | None:
+        """Changes whenever the catalog does; None (unknown): every heartbeat compares the
+        group's topics with the catalog."""
 
 
 class DictTopicImage:
@@ -74,6 +75,9 @@ class DictTopicImage:
 
     def names(self) -> Iterable[str]:
         return self.topics.keys()
+
+    def version(self) -> None:
+        return None   # it may be changed in place: compare every time
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,7 @@ from roster.coordinator.consumer.validation import regex_engine
 def resolve_regexes(group: ConsumerGroup, image: TopicImage, now: int) -> list:
     """Records for what the members' regexes resolve to now (type 16), and tombstones for
     regexes no member uses any more."""
-    version = getattr(image, "version", None)
-    version = version() if callable(version) else None
+    version = image.version()
     regexes = group.regexes()
     if not regexes and not group.resolved_regex:
         return []
