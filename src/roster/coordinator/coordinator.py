@@ -72,8 +72,8 @@ class Coordinator(GroupsById):
         group = self.groups[group_id] = Group(group_id, state_timestamp=now)
         return group
 
-    def replays(self, record: Record) -> bool:
-        return type(record.key) is GroupKey
+    def own(self, record: Record) -> Record | None:
+        return record if type(record.key) is GroupKey else None
 
     def replay(self, record: Record, now: int = -1) -> None:
         classic_replay.replay(self.groups, record, now)

@@ -72,8 +72,9 @@ class GroupType(Protocol):
         follow once they are written, and the changes made meanwhile (e.g. the group marked as
         being deleted) in `result.changes`; returns those the shard replays once written."""
 
-    def replays(self, record: Record) -> bool:
-        """Whether this record is one of this type's (its key's type)."""
+    def own(self, record: Record) -> Record | None:
+        """This record as this type reads it (decoded from the bytes the classic layouts leave
+        unread, if need be), or None when it is not one of this type's."""
 
     def replay(self, record: Record, now: int) -> None: ...
 

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 from roster.coordinator.changes import revert
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.consumer import records as consumer_records
 from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
 from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.continuations import (
@@ -48,7 +47,7 @@ from roster.coordinator.messages import (
 from roster.coordinator.offset_store import OffsetStore
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import OffsetKey, Record, UnknownRecord
+from roster.protocol.group_records import OffsetKey, Record
 
 log = logging.getLogger("roster.coordinator")
 
@@ -323,24 +322,21 @@ class GroupShard:
                 self.offsets.pending.superseded(key.group, key.topic, key.partition)
             self.offsets.replay(key, record.value)
             return
-        if isinstance(key, UnknownRecord) and key.key_version in consumer_records.TYPES:
-            decoded = consumer_records.decode_key(key.key_version, key.raw_key)
-            record = consumer_records.ConsumerRecord(
-                decoded, consumer_records.decode_value(decoded, key.raw_value))
         for group_type in self.types:
-            if group_type.replays(record):
-                group_type.replay(record, now)
-                self._unshadow(record.key.group)
+            own = group_type.own(record)
+            if own is not None:
+                group_type.replay(own, now)
+                if group_type is not self.classic:
+                    self._unshadow(own.key.group)
                 return
         self.classic.replay(record, now)   # (it logs and skips a type it does not know)
 
     def _unshadow(self, group_id: str) -> None:
-        """A consumer group replaces the memberless classic group of its id (a simple group
-        whose offsets came first, while loading), as Kafka converts it."""
-        if group_id in self.consumer.groups:
-            classic = self.classic.groups.get(group_id)
-            if classic is not None and not classic.members:
-                del self.classic.groups[group_id]
+        """A group of another type replaces the memberless classic group of its id (a simple
+        group whose offsets came first, while loading), as Kafka converts it."""
+        classic = self.classic.groups.get(group_id)
+        if classic is not None and not classic.members:
+            del self.classic.groups[group_id]
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:
         """After replay: sessions start now; see each type's groups_loaded."""

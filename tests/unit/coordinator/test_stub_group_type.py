@@ -81,8 +81,8 @@ class StubType:
         result.records.append(tombstone)
         return (tombstone,)    # replayed by the shard once written
 
-    def replays(self, record):
-        return type(record.key) is StubKey
+    def own(self, record):
+        return record if type(record.key) is StubKey else None
 
     def replay(self, record, now):
         if record.value is None:

@@ -563,8 +563,8 @@ class ConsumerCoordinator(GroupsById):
         result.facts.append(facts.GroupDeleted(ev.CONSUMER, group_id, group.group_epoch, now))
         return ()
 
-    def replays(self, record) -> bool:
-        return isinstance(record, rec.ConsumerRecord)
+    def own(self, record) -> rec.ConsumerRecord | None:
+        return rec.as_consumer_record(record)
 
     # -- reading --------------------------------------------------------------------------------
 

@@ -39,6 +39,7 @@ from roster.coordinator.consumer.model import (
     PartitionEpochs,
 )
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
+from roster.protocol.group_records import UnknownRecord
 from roster.protocol.varint import encode_unsigned, read_unsigned
 
 GROUP_METADATA = 3
@@ -485,3 +486,15 @@ def member_state(value: int) -> MemberState:
         return MemberState(value)
     except ValueError:
         return MemberState.UNKNOWN
+
+
+def as_consumer_record(record) -> ConsumerRecord | None:
+    """A consumer group record (types 3-8, 16) as built by an operation, or as it arrives from
+    the log, undecoded by the classic layouts (UnknownRecord); None: not one."""
+    if isinstance(record, ConsumerRecord):
+        return record
+    key = record.key
+    if isinstance(key, UnknownRecord) and key.key_version in TYPES:
+        decoded = decode_key(key.key_version, key.raw_key)
+        return ConsumerRecord(decoded, decode_value(decoded, key.raw_value))
+    return None
