@@ -136,14 +136,11 @@ class GroupRuntime:
         result = Result()
         answers, written = self.shard.txn_commit_offsets(request, self.now_ms(), result)
         self.apply(result)   # a member's commit moves its session timer
-        if written:
-            error = await self.sink.write_transactional(request.group_id, list(written),
-                                                        producer_id, producer_epoch)
-            if error is not None:
-                return CommitReply(tuple((t, p, error if e is ErrorCode.none else e)
-                                         for t, p, e in answers))
-            self.shard.transaction_written(producer_id, written)
-        return CommitReply(answers)
+        if not written:
+            return CommitReply(answers)
+        error = await self.sink.write_transactional(request.group_id, list(written),
+                                                    producer_id, producer_epoch)
+        return self.shard.txn_offsets_written(producer_id, answers, written, error)
 
     def end_transaction(self, producer_id: int, commit: bool) -> None:
         """A transaction marker is durable in __consumer_offsets (transactions.py's hook)."""

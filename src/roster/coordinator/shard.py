@@ -194,6 +194,15 @@ class GroupShard:
         """Offset records of an open transaction are durable (or replayed): pending."""
         self.offsets.pending.add(producer_id, written)
 
+    def txn_offsets_written(self, producer_id: int, answers: tuple, written,
+                            error: ErrorCode | None) -> CommitReply:
+        """TxnOffsetCommit's batch was written (error None: its offsets are pending until the
+        marker) or not: then every partition gets the write's error, as for OffsetCommit."""
+        if error is not None:
+            return CommitReply(_unwritten(answers, error))
+        self.transaction_written(producer_id, written)
+        return CommitReply(answers)
+
     def end_transaction(self, producer_id: int, commit: bool, now: int) -> None:
         """The producer's marker reached __consumer_offsets: its pending offsets are committed
         (replayed as any commit) or dropped."""
@@ -372,7 +381,7 @@ class GroupShard:
                         self.replay(record, now)
                     answers = step.answers
                 else:
-                    answers = tuple((t, p, error) for t, p, _ in step.answers)
+                    answers = _unwritten(step.answers, error)
                 result.reply(step.token, CommitReply(answers))
                 return result
             case OffsetsDeleted():
@@ -410,3 +419,8 @@ class GroupShard:
         if error is None:
             for record in tombstones:
                 self.replay(record, now)
+
+
+def _unwritten(answers: tuple, error: ErrorCode) -> tuple:
+    """An offset commit whose records were not written: every partition is told the error."""
+    return tuple((topic, partition, error) for topic, partition, _ in answers)
