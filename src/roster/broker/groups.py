@@ -188,8 +188,8 @@ class GroupRuntime:
         return self.start(lambda now: self.shard.consumer_heartbeat(request, image, now),
                           request.token)
 
-    def describe_consumer_groups(self, group_ids: list[str], image):
-        return self.shard.describe_consumer_groups(group_ids, image)
+    def describe_consumer_groups(self, group_ids: list[str]):
+        return self.shard.describe_consumer_groups(group_ids)
 
     async def _call(self, operation: Callable, request) -> object:
         """Run one coordinator operation on `request` and wait for the reply addressed to its

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from roster.coordinator.changes import revert
 from roster.coordinator.config import GroupConfig
+from roster.coordinator.consumer import describing as consumer_describing
 from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
 from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.continuations import (
@@ -147,8 +148,11 @@ class GroupShard:
             return None
         return consumer.config.heartbeat_ms(group_id)
 
-    def describe_consumer_groups(self, group_ids: list[str], image):
-        return self.consumer.describe(group_ids, image)
+    def describe_consumer_groups(self, group_ids: list[str]):
+        """ConsumerGroupDescribe: a group another type holds is "not a consumer group"."""
+        return [self.consumer.describe([group_id])[0] if held is self.consumer
+                else consumer_describing.not_described(group_id, held is not None)
+                for group_id, held in ((g, self._held(g)) for g in group_ids)]
 
     # -- offsets -----------------------------------------------------------------------------------
 

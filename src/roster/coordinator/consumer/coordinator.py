@@ -568,8 +568,8 @@ class ConsumerCoordinator(GroupsById):
 
     # -- reading --------------------------------------------------------------------------------
 
-    def describe(self, group_ids, image: TopicImage) -> list[DescribedGroup]:
-        return describing.describe(self.groups, self.config, self.classic, group_ids)
+    def describe(self, group_ids) -> list[DescribedGroup]:
+        return describing.describe(self.groups, self.config, group_ids)
 
     # -- classic members inside consumer groups (classic_members.py) -----------------------------
 

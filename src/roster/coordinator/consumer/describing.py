@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.messages import DescribedGroup, DescribedMember
-from roster.coordinator.messages import GroupOverview
 from roster.coordinator.consumer.model import Assignment, ConsumerGroup
 from roster.coordinator.consumer.subscriptions import assignor_name
+from roster.coordinator.messages import GroupOverview
 from roster.protocol.errors import ErrorCode
 
 
@@ -13,17 +13,21 @@ def pairs(a: Assignment) -> tuple[tuple[bytes, tuple[int, ...]], ...]:
     return tuple((t, tuple(sorted(ps))) for t, ps in sorted(a.items()))
 
 
-def describe(groups: dict[str, ConsumerGroup], config: ConsumerConfig, classic,
+def not_described(group_id: str, another_type: bool) -> DescribedGroup:
+    """ConsumerGroupDescribe of a group that is not a consumer group: another type's, or none."""
+    return DescribedGroup(group_id, ErrorCode.group_id_not_found,
+                          f"Group {group_id} is not a consumer group." if another_type
+                          else f"Group {group_id} not found.")
+
+
+def describe(groups: dict[str, ConsumerGroup], config: ConsumerConfig,
              group_ids) -> list[DescribedGroup]:
-    """ConsumerGroupDescribe (`classic`: the classic coordinator, to tell its groups apart)."""
+    """ConsumerGroupDescribe of consumer groups (one not found: not_described)."""
     out = []
     for group_id in group_ids:
         group = groups.get(group_id)
         if group is None:
-            classic = classic is not None and group_id in classic.groups
-            out.append(DescribedGroup(group_id, ErrorCode.group_id_not_found,
-                                      f"Group {group_id} is not a consumer group." if classic
-                                      else f"Group {group_id} not found."))
+            out.append(not_described(group_id, False))
             continue
         members = tuple(DescribedMember(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id,

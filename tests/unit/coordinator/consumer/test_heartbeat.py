@@ -312,9 +312,9 @@ def test_the_assignor_most_members_ask_for_is_used():
     h.join("a", assignor="range")
     h.join("b", assignor="range")
     h.join("c")
-    [described] = h.coordinator.describe(["g"], h.image)
+    [described] = h.coordinator.describe(["g"])
     assert described.assignor_name == "range"
-    [missing] = h.coordinator.describe(["nope"], h.image)
+    [missing] = h.coordinator.describe(["nope"])
     assert missing.error == ErrorCode.group_id_not_found
 
 

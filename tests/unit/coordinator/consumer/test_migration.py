@@ -426,7 +426,7 @@ def test_consumer_group_describe_tells_classic_members_apart():
     h = Mixed()
     ids = h.classic_static_group("a", "b")
     h.cg_join("new-a", instance="a")
-    (described,) = h.consumer.describe(["g"], h.image)
+    (described,) = h.consumer.describe(["g"])
     types = {m.member_id: m.member_type for m in described.members}
     assert types == {"new-a": 1, ids["b"]: 0}
 
