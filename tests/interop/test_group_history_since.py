@@ -13,7 +13,7 @@ import pytest
 from roster.admin import groups as group_admin
 from roster.admin import offsets as offset_admin
 from roster.admin.client import AdminClient
-from roster.coordinator.partitioning import partition_for
+from roster.protocol.partitioning import partition_for
 from roster.observability import events as ev
 from roster.observability import history
 from roster.observability.event_log import EVENTS_TOPIC

@@ -1,4 +1,4 @@
-from roster.coordinator.partitioning import java_string_hash, partition_for
+from roster.protocol.partitioning import java_string_hash, partition_for
 
 
 def test_java_string_hash_values():

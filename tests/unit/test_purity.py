@@ -87,3 +87,22 @@ def test_the_core_does_not_call_the_flight_recorder():
             offenders += [f"{path.relative_to(SRC)}: {n}" for n in names
                           if n in RECORDERS or n == ".recorder"]
     assert not offenders, offenders
+
+
+def test_observability_does_not_import_the_coordinator():
+    """The core notes facts (observability/facts.py, events.py) in its results, so the arrow
+    runs from coordinator/ to observability/ only; the other way would make the two packages a
+    cycle (which __consumer_offsets partition holds a group is protocol/partitioning.py)."""
+    offenders = []
+    for path in sorted((SRC / "observability").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            offenders += [f"{path.relative_to(SRC)}: {n}" for n in names
+                          if n.startswith("roster.coordinator")]
+    assert not offenders, offenders
+

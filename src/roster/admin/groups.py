@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 
 from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
-from roster.coordinator.partitioning import partition_for
+from roster.protocol.partitioning import partition_for
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment

@@ -23,7 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from roster.broker.crash_points import KILL_AFTER_GROUP_WRITES, CrashPoint
-from roster.coordinator.partitioning import partition_for
+from roster.protocol.partitioning import partition_for
 from roster.log.control import marker_commit
 from roster.log.reading import batches_from_start
 from roster.log.api import LogError, LogStorageError, RecordTooLarge

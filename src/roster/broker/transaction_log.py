@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 from roster.broker.crash_points import KILL_AFTER_TXN_WRITES, CrashPoint
-from roster.coordinator.partitioning import partition_for
+from roster.protocol.partitioning import partition_for
 from roster.log.api import LogError
 from roster.log.reading import batches_from_start
 from roster.record_codec import DefaultRecordBatchBuilder

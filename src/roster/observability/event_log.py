@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections import defaultdict
 
-from roster.coordinator.partitioning import partition_for
+from roster.protocol.partitioning import partition_for
 from roster.log.api import LogError
 from roster.record_codec import DefaultRecordBatchBuilder
 

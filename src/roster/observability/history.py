@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from roster.admin.client import AdminClient, AdminError
 from roster.admin.offsets import EARLIEST, LATEST, log_offsets
 from roster.admin.topics import metadata
-from roster.coordinator.partitioning import partition_for
+from roster.protocol.partitioning import partition_for
 from roster.observability import events as ev
 from roster.observability.event_log import EVENTS_TOPIC
 from roster.observability.events import GroupEvent
