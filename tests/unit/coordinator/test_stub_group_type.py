@@ -66,7 +66,7 @@ class StubType:
         return None
 
     def offset_expiry(self, group_id):
-        return OffsetExpiry()
+        return OffsetExpiry(kept=self.subscribed_topics(group_id))
 
     def goes_with_its_offsets(self, group_id):
         return False
@@ -141,3 +141,15 @@ def test_a_stub_groups_deletion_whose_write_fails_is_reverted_by_the_shard():
     assert h.reply(token) == {"s": ErrorCode.not_coordinator}
     assert stub.deleting == set() and stub.groups == {"s": "m"}   # put back
     assert [f.offset for f in h.fetch([("t", 0)], group="s")] == [7]
+
+
+def test_a_stub_groups_offsets_age_as_the_type_says():
+    stub = StubType()
+    h = ShardDriver(more_types=(stub,))
+    h.shard.replay(Record(StubKey("s"), "m"))
+    h.commit({("t", 0): 7, ("kept", 0): 8}, member_id="m", group="s")
+    h.now += h.config.offsets_retention_ms + 1
+    h.apply(h.shard.expire_offsets(h.now))
+    # the topic its members read is kept (OffsetExpiry.kept); the group stays (goes_with_its_offsets)
+    assert set(h.offsets("s")) == {("kept", 0)} and stub.groups == {"s": "m"}
+
