@@ -101,6 +101,7 @@ class GroupRuntime:
         self._running: int | None = None  # the token of the operation being applied right now
         self._running_reply: object = _NO_REPLY  # its reply, when released while it is applied
         self._tokens = itertools.count(1)
+        self._heartbeat_result = Result()   # see heartbeat
         self._loading: set[int] = set()
         # where the flight recorder's events go (observability/event_log.py); None: dropped
         self.on_events: Callable[[list], None] | None = None
@@ -226,14 +227,19 @@ class GroupRuntime:
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   group_instance_id: str | None) -> ErrorCode:
         """The busiest operation, without the reply-token round trip: a heartbeat's answer is
-        final at once (it writes nothing); only its timer changes, if any, are carried out."""
-        result = Result()
+        final at once (it writes nothing); only its timer changes, if any, are carried out.
+        Its Result is reused while heartbeats leave nothing in it but timers (a fresh one
+        costs eight lists per heartbeat)."""
+        result = self._heartbeat_result
         error = self.shard.heartbeat(group_id, generation, member_id, group_instance_id,
                                      self.now_ms(), result)
-        if result.records or result.replies or result.after_write or result.facts:
+        if result.records or result.replies or result.after_write or result.facts \
+                or result.changes:
+            self._heartbeat_result = Result()   # this one is carried out, and may be kept
             self.apply(result)   # e.g. a rebalance it started (coordinator/metadata_watch.py)
         elif result.timers:
             self._timers.apply(result.timers)
+            result.timers.clear()
         return error
 
     def apply(self, result: Result) -> None:

@@ -76,6 +76,10 @@ class GroupShard:
         self.offsets = OffsetStore(config.offset_metadata_max_bytes)
         # who holds a group id: asked in this order; the last one holds any id nobody does
         self.types: tuple[GroupType, ...] = (*more_types, self.consumer, self.classic)
+        # A ConsumerGroupHeartbeat that changes nothing but the member's session: the interval
+        # to answer with, or None when it must go through consumer_heartbeat. The busiest
+        # consumer request, so the type's method itself (ConsumerCoordinator.steady_heartbeat).
+        self.steady_consumer_heartbeat = self.consumer.steady_heartbeat
         # whose timer events and continuations are whose (the classic coordinator's: the rest)
         self._owners: dict[type, GroupType] = {
             step: group_type for group_type in self.types[:-1] for step in group_type.steps}
@@ -136,17 +140,6 @@ class GroupShard:
     def consumer_heartbeat(self, request, image, now: int) -> Result:
         return self.consumer.heartbeat(request, image, now)
 
-    def steady_consumer_heartbeat(self, group_id: str, member_id: str, epoch: int,
-                                  client_id: str, client_host: str, catalog_version: object,
-                                  now: int, instance_id: str | None) -> int | None:
-        """A ConsumerGroupHeartbeat that changes nothing but the member's session
-        (ConsumerCoordinator.steady_heartbeat): the heartbeat interval to answer with, or None
-        when it must go through consumer_heartbeat."""
-        consumer = self.consumer
-        if consumer.steady_heartbeat(group_id, member_id, epoch, client_id, client_host,
-                                     catalog_version, now, instance_id) is None:
-            return None
-        return consumer.config.heartbeat_ms(group_id)
 
     def describe_consumer_groups(self, group_ids: list[str]):
         """ConsumerGroupDescribe: a group another type holds is "not a consumer group"."""

@@ -154,14 +154,14 @@ class ConsumerCoordinator(GroupsById):
 
     def steady_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
                          client_id: str, client_host: str, catalog_version: object,
-                         now: int, instance_id: str | None = None) -> ConsumerMember | None:
+                         now: int, instance_id: str | None = None) -> int | None:
         """A heartbeat with every optional field null but the instance id (what members send
         between changes), answered only if heartbeat() would change nothing but the member's
         session: the member, at `member_epoch`, reconciled to a target that is current, its
         client id, host and instance id (if sent) as recorded, and the group found unchanged by
-        a heartbeat at this catalog version. Returns the member (its session moved: the answer
-        is its member id and epoch, no assignment), or None: then heartbeat() decides, as for
-        any other request."""
+        a heartbeat at this catalog version. Returns the heartbeat interval to answer with (its
+        session moved: the answer is its member id and epoch, no assignment), or None: then
+        heartbeat() decides, as for any other request."""
         group = self.groups.get(group_id)
         if group is None or catalog_version is None or group.steady_version != catalog_version:
             return None
@@ -178,8 +178,9 @@ class ConsumerCoordinator(GroupsById):
                                         group.static_members.get(instance_id) != member_id):
             return None
         # later than the armed timer's deadline (it is the earliest): no timer work
-        group.session_deadlines[member_id] = now + self.config.session_ms(group_id)
-        return member
+        config = self.config
+        group.session_deadlines[member_id] = now + config.session_ms(group_id)
+        return config.heartbeat_ms(group_id)
 
     def _classic_busy(self, group_id: str) -> bool:
         """Whether a classic group of this id has members (then it is not a consumer group)."""
