@@ -59,6 +59,11 @@ def test_rolling_bounce_of_four_static_members_calls_no_callback_on_the_others(
                      f"{jvm.since(restart, member=name)}")
         assert callbacks_of(jvm, mark, others) == [], f"restarting {name} called the others back"
         back = jvm.since(restart, "assigned", member=name)
+        # The KIP-848 Java client calls onPartitionsAssigned with nothing first when its first
+        # assignment names a topic it has no metadata for yet (its Metadata answer came after
+        # the heartbeat's), on either broker; what the broker gave it is the rest.
+        while protocol == "consumer" and back and not back[0]["partitions"]:
+            back = back[1:]
         assert [sorted(e["partitions"]) for e in back] == [sorted(before[name])]
         if protocol == "classic":   # no rebalance: the group's generation did not move
             assert back[0]["generation"] == generation[name]
