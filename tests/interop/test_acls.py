@@ -60,6 +60,12 @@ def roster_acls(broker, user: str, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=60)
 
 
+def add_acls(broker, *args: str) -> None:
+    """`roster acls add ...` as the admin user, which must succeed."""
+    done = roster_acls(broker, "admin", "add", *args)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     root = tmp_path_factory.mktemp("acls")

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.interop.test_acls import acl_settings, client_conf, roster_acls
+from tests.interop.test_acls import acl_settings, add_acls, client_conf, roster_acls
 from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
 from tests.support.security import PASSWORDS, SecureBroker
@@ -32,11 +32,6 @@ def broker(tmp_path_factory):
         future.result(timeout=10)
     yield broker
     broker.stop()
-
-
-def add(broker, *args):
-    done = roster_acls(broker, "admin", "add", *args)
-    assert done.returncode == 0, done.stderr
 
 
 def remove(broker, *args):
@@ -80,14 +75,14 @@ def test_confluent_producer_and_consumer_refused_then_allowed(broker):
               "DESCRIBE from host = 127.0.0.1 on resource = Topic:LITERAL:orders based on "
               "rule DefaultDeny" in line]
     assert len(denied) == 1, denied
-    add(broker, "--allow-principal", "User:bob", "--producer", "--topic", "orders")
+    add_acls(broker, "--allow-principal", "User:bob", "--producer", "--topic", "orders")
     assert produce(broker, "bob", "orders") == [None, None, None]
 
     conf = {**client_conf(broker, "alice"), "group.id": "order-readers"}
-    add(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic", "orders")
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic", "orders")
     got, error = consume_first_error_or_records(conf, "orders", 3)
     assert error is not None and error.name() == "GROUP_AUTHORIZATION_FAILED", error
-    add(broker, "--allow-principal", "User:alice", "--consumer", "--topic", "orders",
+    add_acls(broker, "--allow-principal", "User:alice", "--consumer", "--topic", "orders",
         "--group", "order-readers")
     got, error = consume_first_error_or_records(conf, "orders", 3)
     assert error is None and sorted(got) == [b"bob-0", b"bob-1", b"bob-2"]
@@ -109,10 +104,10 @@ def test_an_idempotent_producer_needs_write_on_some_topic_or_idempotent_write(br
             return (exc if isinstance(exc, KafkaException) else exc.__cause__).args[0]
         return outcomes
 
-    add(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic", "idem")
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic", "idem")
     refused = produce_idempotent("alice")
     assert (refused.name(), refused.fatal()) == ("CLUSTER_AUTHORIZATION_FAILED", True)
-    add(broker, "--allow-principal", "User:alice", "--producer", "--topic", "idem")
+    add_acls(broker, "--allow-principal", "User:alice", "--producer", "--topic", "idem")
     assert produce_idempotent("alice") == [None]  # WRITE on a topic is enough: no --idempotent
 
 def test_kafka_python_sees_kafkas_exceptions(broker):
@@ -127,7 +122,7 @@ def test_kafka_python_sees_kafkas_exceptions(broker):
             producer.send("payments", b"x").get(timeout=10)
     finally:
         producer.close()
-    add(broker, "--allow-principal", "User:bob", "--operation", "Read", "--topic", "payments")
+    add_acls(broker, "--allow-principal", "User:bob", "--operation", "Read", "--topic", "payments")
     consumer = KafkaConsumer("payments", **common, group_id="payment-readers",
                              consumer_timeout_ms=5000)
     try:
@@ -168,7 +163,7 @@ def test_roster_client_names_the_resource_and_operation(broker):
 
 def test_static_group_under_acls_bounces_without_rebalance_and_stops_when_revoked(broker):
     topic, group, partitions = "static-events", "static-readers", 3
-    add(broker, "--allow-principal", "User:alice", "--consumer", "--topic", topic, "--group",
+    add_acls(broker, "--allow-principal", "User:alice", "--consumer", "--topic", topic, "--group",
         group)
     watch = Watch()
 
@@ -195,7 +190,7 @@ def test_static_group_under_acls_bounces_without_rebalance_and_stops_when_revoke
         assert again.assigned == before
         assert slots[1].callbacks() == others_before, "the bounce rebalanced the other member"
         # revoke: an explicit DENY wins over the ALLOW
-        add(broker, "--deny-principal", "User:alice", "--operation", "Read", "--group", group)
+        add_acls(broker, "--deny-principal", "User:alice", "--operation", "Read", "--group", group)
         watch.wait_for(lambda: any(e.name() == "GROUP_AUTHORIZATION_FAILED"
                                    for m in (again, slots[1]) for e in m.errors),
                        groups.DEADLINE_S, lambda: "a member refused at its next heartbeat")
@@ -226,7 +221,7 @@ def test_aiokafka_and_kcat(broker):
     with pytest.raises(TopicAuthorizationFailedError):
         asyncio.run(aiokafka_produce())
 
-    add(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic",
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic",
         "visible")
     kcat = ["kcat", "-b", broker.listener("SASL_PLAINTEXT"), "-X",
             "security.protocol=SASL_PLAINTEXT", "-X", "sasl.mechanism=PLAIN", "-X",
@@ -257,7 +252,7 @@ def test_allow_everyone_if_no_acl_found(tmp_path):
             return outcomes
 
         assert produce_anonymously("open") == [None]
-        add(broker, "--allow-principal", "User:alice", "--operation", "Write", "--topic", "open")
+        add_acls(broker, "--allow-principal", "User:alice", "--operation", "Write", "--topic", "open")
         refused = produce_anonymously("open")
         assert [e.name() for e in refused] == ["TOPIC_AUTHORIZATION_FAILED"]
         assert produce_anonymously("still-open") == [None]
@@ -269,13 +264,13 @@ def test_the_consumer_group_protocol_under_acls(broker):
     """KIP-848 (ConsumerGroupHeartbeat): READ on the group, DESCRIBE on the subscribed topics."""
     from roster.client.consumer import Consumer as RosterConsumer
     from roster.client.errors import AuthorizationError
-    add(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic", "payments")
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic", "payments")
     conf = {**client_conf(broker, "alice"), "group.id": "kip848-readers",
             "group.protocol": "consumer"}
     got, error = consume_first_error_or_records(conf, "payments", 1)
     assert error is not None and error.name() == "GROUP_AUTHORIZATION_FAILED", error
 
-    add(broker, "--allow-principal", "User:alice", "--operation", "Read", "--group",
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Read", "--group",
         "kip848-roster")
     security = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
                 "sasl.username": "alice", "sasl.password": PASSWORDS["alice"]}

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.interop.test_acls import acl_settings, client_conf, roster_acls
+from tests.interop.test_acls import acl_settings, add_acls, client_conf
 from tests.support.security import SecureBroker
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("acls")]
@@ -27,22 +27,17 @@ def broker(tmp_path_factory):
     broker.stop()
 
 
-def add(broker, *args):
-    done = roster_acls(broker, "admin", "add", *args)
-    assert done.returncode == 0, done.stderr
-
-
 def transactional(broker, user: str, transactional_id: str) -> Producer:
     return Producer({**client_conf(broker, user), "transactional.id": transactional_id})
 
 
 def test_a_transactional_producer_needs_its_transactional_id(broker):
-    add(broker, "--allow-principal", "User:alice", "--producer", "--topic", "tx-acl")
+    add_acls(broker, "--allow-principal", "User:alice", "--producer", "--topic", "tx-acl")
     refused = transactional(broker, "alice", "tx-alice")
     with pytest.raises(KafkaException) as caught:
         refused.init_transactions(20)
     assert caught.value.args[0].name() == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
-    add(broker, "--allow-principal", "User:alice", "--producer", "--topic", "tx-acl",
+    add_acls(broker, "--allow-principal", "User:alice", "--producer", "--topic", "tx-acl",
         "--transactional-id", "tx-alice")
     allowed = transactional(broker, "alice", "tx-alice")
     allowed.init_transactions(20)

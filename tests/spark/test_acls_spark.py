@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.interop.test_acls import acl_settings, roster_acls
+from tests.interop.test_acls import acl_settings, add_acls
 from tests.support.security import PASSWORDS, SecureBroker
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
@@ -36,11 +36,6 @@ def options(broker) -> dict[str, str]:
             "sasl.username": "alice", "sasl.password": PASSWORDS["alice"]}
 
 
-def add(broker, *args):
-    done = roster_acls(broker, "admin", "add", *args)
-    assert done.returncode == 0, done.stderr
-
-
 def test_refused_queries_name_the_resource_and_operation(spark, broker, tmp_path):
     def batch_error() -> str:
         with pytest.raises(Exception) as caught:
@@ -51,7 +46,7 @@ def test_refused_queries_name_the_resource_and_operation(spark, broker, tmp_path
     message = batch_error()
     assert "not authorized to DESCRIBE topic 'spark-acl' (TOPIC_AUTHORIZATION_FAILED)" \
         in message, message[-2000:]
-    add(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic",
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic",
         "spark-acl")
     message = batch_error()
     assert "not authorized to READ topic 'spark-acl' (TOPIC_AUTHORIZATION_FAILED)" in message, \
@@ -59,7 +54,7 @@ def test_refused_queries_name_the_resource_and_operation(spark, broker, tmp_path
     assert "roster acls add --allow-principal <principal> --operation Read --topic spark-acl" \
         in message
 
-    add(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic",
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Read", "--topic",
         "spark-acl")
     query = spark.readStream.format("roster").options(**options(broker)) \
         .option("subscribe", "spark-acl").option("group.id", "spark-acl-readers") \

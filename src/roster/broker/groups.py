@@ -231,8 +231,12 @@ class GroupRuntime:
         Its Result is reused while heartbeats leave nothing in it but timers (a fresh one
         costs eight lists per heartbeat)."""
         result = self._heartbeat_result
-        error = self.shard.heartbeat(group_id, generation, member_id, group_instance_id,
-                                     self.now_ms(), result)
+        try:
+            error = self.shard.heartbeat(group_id, generation, member_id, group_instance_id,
+                                         self.now_ms(), result)
+        except BaseException:
+            self._heartbeat_result = Result()   # nothing half-made reaches the next heartbeat
+            raise
         if result.records or result.replies or result.after_write or result.facts \
                 or result.changes:
             self._heartbeat_result = Result()   # this one is carried out, and may be kept
