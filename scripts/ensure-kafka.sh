@@ -12,8 +12,17 @@ CACHE=.cache/kafka-$KAFKA_VERSION
 LIBS=$CACHE/libs
 STAMP=$CACHE/.resolved
 
+# MirrorMaker 2 (the tested move to a Kafka cluster) has a class path of its own, resolved from its
+# own POM with its own stamp (tests/kafka/mirror-maker/pom.xml says why it is separate).
+MM_POM=tests/kafka/mirror-maker/pom.xml
+MM_LIBS=$CACHE/mirror-maker-libs
+MM_STAMP=$CACHE/.mirror-maker-resolved
+
 pom_sum=$(sha256sum "$POM" | cut -d' ' -f1)
-if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$pom_sum" ] && [ -f "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" ]; then
+mm_sum=$(sha256sum "$MM_POM" | cut -d' ' -f1)
+main_done() { [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$pom_sum" ] && [ -f "$LIBS/kafka_2.13-$KAFKA_VERSION.jar" ]; }
+mm_done() { [ -f "$MM_STAMP" ] && [ "$(cat "$MM_STAMP")" = "$mm_sum" ] && ls "$MM_LIBS"/connect-mirror-[0-9]*.jar >/dev/null 2>&1; }
+if main_done && mm_done; then
   exit 0
 fi
 
@@ -37,17 +46,38 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
-echo "resolving Apache Kafka $KAFKA_VERSION into $LIBS (Maven)"
-rm -rf "$LIBS"
-mkdir -p "$LIBS"
-if ! mvn -q -B -f "$POM" dependency:copy-dependencies -DincludeScope=runtime \
-     -DoutputDirectory="$PWD/$LIBS" >"$CACHE/mvn.log" 2>&1; then
-  cat "$CACHE/mvn.log" >&2
-  echo "Maven could not resolve Apache Kafka $KAFKA_VERSION (see above); the tests need it." >&2
-  exit 1
+mkdir -p "$CACHE"
+if ! main_done; then
+  echo "resolving Apache Kafka $KAFKA_VERSION into $LIBS (Maven)"
+  # resolve beside the live folder and swap it in only once complete, so a failed resolution
+  # never leaves the tests that are running without their jars
+  rm -rf "$LIBS.new"
+  mkdir -p "$LIBS.new"
+  if ! mvn -q -B -f "$POM" dependency:copy-dependencies -DincludeScope=runtime \
+       -DoutputDirectory="$PWD/$LIBS.new" >"$CACHE/mvn.log" 2>&1; then
+    cat "$CACHE/mvn.log" >&2
+    echo "Maven could not resolve Apache Kafka $KAFKA_VERSION (see above); the tests need it." >&2
+    exit 1
+  fi
+  for jar in "kafka_2.13-$KAFKA_VERSION" "kafka-tools-$KAFKA_VERSION" "kafka-clients-$KAFKA_VERSION" \
+             "kafka-streams-$KAFKA_VERSION"; do
+    [ -f "$LIBS.new/$jar.jar" ] || { echo "missing $LIBS.new/$jar.jar after resolving" >&2; exit 1; }
+  done
+  rm -rf "$LIBS" && mv "$LIBS.new" "$LIBS"
+  echo "$pom_sum" >"$STAMP"
 fi
-for jar in "kafka_2.13-$KAFKA_VERSION" "kafka-tools-$KAFKA_VERSION" "kafka-clients-$KAFKA_VERSION" \
-           "kafka-streams-$KAFKA_VERSION"; do
-  [ -f "$LIBS/$jar.jar" ] || { echo "missing $LIBS/$jar.jar after resolving" >&2; exit 1; }
-done
-echo "$pom_sum" >"$STAMP"
+if ! mm_done; then
+  echo "resolving MirrorMaker 2 into $MM_LIBS (Maven)"
+  rm -rf "$MM_LIBS.new"
+  mkdir -p "$MM_LIBS.new"
+  if ! mvn -q -B -f "$MM_POM" dependency:copy-dependencies -DincludeScope=runtime \
+       -DoutputDirectory="$PWD/$MM_LIBS.new" >"$CACHE/mvn-mirror-maker.log" 2>&1; then
+    cat "$CACHE/mvn-mirror-maker.log" >&2
+    echo "Maven could not resolve MirrorMaker 2 (see above); the cut-over tests need it." >&2
+    exit 1
+  fi
+  ls "$MM_LIBS.new"/connect-mirror-[0-9]*.jar >/dev/null 2>&1 \
+    || { echo "missing connect-mirror in $MM_LIBS.new after resolving" >&2; exit 1; }
+  rm -rf "$MM_LIBS" && mv "$MM_LIBS.new" "$MM_LIBS"
+  echo "$mm_sum" >"$MM_STAMP"
+fi
