@@ -109,7 +109,15 @@ class TimerQueue:
             # are handled first).
             due = []
             while self._heap and self._heap[0][0] <= now:
-                due.append(heapq.heappop(self._heap))
+                queued, key = heapq.heappop(self._heap)
+                timer = self._timers.get(key)
+                if timer is not None and timer.queued_ms == queued < timer.deadline_ms:
+                    # pushed later: queued again at its deadline, which sorts it among the
+                    # others when the loop comes late and that deadline has passed too
+                    timer.queued_ms = timer.deadline_ms
+                    heapq.heappush(self._heap, (timer.deadline_ms, key))
+                    continue
+                due.append((queued, key))
             for queued, key in due:
                 timer = self._timers.get(key)
                 if timer is None or timer.queued_ms != queued:
