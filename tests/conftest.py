@@ -42,3 +42,15 @@ def kafka_peer_secure():
     peer = KafkaPeer(secure=True).start()
     yield peer
     peer.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_cluster():
+    """Three Kafka 4.4 KRaft nodes (replication factor 3, min.insync.replicas 2), started only
+    when a test asks for it (tests/support/kafka_cluster.py); those tests are marked
+    xdist_group("kafka_cluster") so one worker owns the three JVMs."""
+    from tests.support.kafka_cluster import KafkaCluster
+
+    cluster = KafkaCluster().start()
+    yield cluster
+    cluster.stop()

@@ -102,8 +102,8 @@ def kafka_classpath() -> str:
 
 
 def java_command(main_class: str, *args: str, heap: str = "256m",
-                 log_level: str = "warn") -> list[str]:
-    return [JAVA, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+                 log_level: str = "warn", jvm_options: tuple[str, ...] = ()) -> list[str]:
+    return [JAVA, f"-Xmx{heap}", "-XX:+UseSerialGC", "-Djava.awt.headless=true", *jvm_options,
             f"-Dorg.slf4j.simpleLogger.defaultLogLevel={log_level}",
             "-Dorg.slf4j.simpleLogger.logFile=System.out",
             "-cp", kafka_classpath(), main_class, *args]
@@ -113,13 +113,13 @@ def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
 
 
-def _cluster_id() -> str:
+def new_cluster_id() -> str:
     # Kafka's Uuid text form: 16 random bytes, URL-safe base64 without padding; one starting
     # with "-" would read as an option to the storage tool
     while True:
@@ -139,6 +139,51 @@ def _die_with_parent() -> None:
         pass   # not Linux: the fixture's teardown still stops it
 
 
+def write_properties(path: Path, props: dict[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+
+def format_storage(config: Path, cluster_id: str, extra_args: list[str] | None = None) -> None:
+    """Kafka's storage tool formats the log dirs `config` names for `cluster_id` (every node
+    of one cluster is formatted with the same id)."""
+    args = ["format", "-t", cluster_id, "-c", str(config), "--ignore-formatted",
+            *(extra_args or ())]
+    done = subprocess.run(java_command("kafka.tools.StorageTool", *args, heap="256m"),
+                          capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        raise RuntimeError("Kafka's storage tool could not format the log dir:\n"
+                           + done.stdout + done.stderr)
+
+
+def spawn_kafka(config: Path, output: list[str], heap: str, log_level: str = "warn",
+                tail: int = 2000, jvm_options: tuple[str, ...] = ()) -> subprocess.Popen:
+    """Start `kafka.Kafka config` in its own session, dying with this process; its output
+    lines go to `output` (the last `tail` of them) from a daemon thread."""
+    proc = subprocess.Popen(java_command("kafka.Kafka", str(config), heap=heap,
+                                         log_level=log_level, jvm_options=jvm_options),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True, preexec_fn=_die_with_parent)
+
+    def pump() -> None:
+        for line in proc.stdout:
+            output.append(line.rstrip("\n"))
+            del output[:-tail]
+
+    threading.Thread(target=pump, daemon=True).start()
+    return proc
+
+
+def stop_process(proc: subprocess.Popen | None, timeout_s: float = 20.0) -> None:
+    """SIGTERM (Kafka's controlled shutdown), then SIGKILL if it does not end in time."""
+    if proc is not None and proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def _jaas_plain() -> str:
     users = " ".join(f'user_{name}="{password}"' for name, password in SECURE_USERS.items())
     return ("org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -156,9 +201,9 @@ class KafkaPeer:
         self.heap = heap
         self.log_level = log_level
         self.extra = dict(extra_settings or {})
-        self.port = _free_port()
-        self.internal_port = _free_port()
-        self.controller_port = _free_port()
+        self.port = free_port()
+        self.internal_port = free_port()
+        self.controller_port = free_port()
         self.proc: subprocess.Popen | None = None
         self.output: list[str] = []
         self.settings = {**PEER_SETTINGS, **self.extra}
@@ -215,40 +260,26 @@ class KafkaPeer:
         return props
 
     def _format(self, config: Path) -> None:
-        args = ["format", "-t", _cluster_id(), "-c", str(config), "--ignore-formatted"]
+        extra = []
         if self.secure:
             for name, password in SECURE_USERS.items():
                 for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
-                    args += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
-        done = subprocess.run(java_command("kafka.tools.StorageTool", *args, heap="256m"),
-                              capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise RuntimeError("Kafka's storage tool could not format the log dir:\n"
-                               + done.stdout + done.stderr)
+                    extra += ["--add-scram", f"{mechanism}=[name={name},password={password}]"]
+        format_storage(config, new_cluster_id(), extra)
 
     def start(self, timeout_s: float = 90.0) -> KafkaPeer:
         config = self.work_dir / "server.properties"
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        config.write_text("".join(f"{k}={v}\n" for k, v in self._properties().items()))
+        write_properties(config, self._properties())
         try:
             if not (self.work_dir / "data" / "meta.properties").exists():
                 self._format(config)
-            command = java_command("kafka.Kafka", str(config), heap=self.heap,
-                                   log_level=self.log_level)
-            self.proc = subprocess.Popen(command, stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True,
-                                         start_new_session=True, preexec_fn=_die_with_parent)
-            threading.Thread(target=self._pump, args=(self.proc.stdout,), daemon=True).start()
+            self.proc = spawn_kafka(config, self.output, heap=self.heap, log_level=self.log_level)
             self._wait_ready(timeout_s)
         except BaseException:
             self.stop()
             raise
         return self
-
-    def _pump(self, stream) -> None:
-        for line in stream:
-            self.output.append(line.rstrip("\n"))
-            del self.output[:-2000]
 
     def _wait_ready(self, timeout_s: float) -> None:
         """Until the group coordinator answers FindCoordinator without error (the offsets
@@ -275,13 +306,7 @@ class KafkaPeer:
                            + "\n".join(self.output[-60:]))
 
     def stop(self, timeout_s: float = 20.0) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        stop_process(self.proc, timeout_s)
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
