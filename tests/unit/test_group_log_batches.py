@@ -4,9 +4,12 @@ between two writes never leaves part of an operation. The crash itself, with a r
 killed at every write boundary: tests/interop/test_group_write_atomicity.py."""
 from __future__ import annotations
 
-from roster.broker.group_log import BATCH_TARGET_BYTES, operation_batches
+import pytest
+
+from roster.broker.group_log import BATCH_TARGET_BYTES, encode_operation, operation_batches
 from roster.coordinator.records import offset_commit
 from roster.protocol.group_records import decode
+from roster.log.api import RecordTooLarge
 from roster.record_codec import MemoryRecords
 
 
@@ -27,14 +30,14 @@ def test_an_operation_larger_than_a_batch_target_stays_in_one_batch():
     # 100 commits of 30 kB each: 3 MB, three batch targets' worth, and still one batch
     big = commit_operation("big", 100, 30_000)
     small_before, small_after = commit_operation("a", 3, 10), commit_operation("b", 3, 10)
-    batches = list(operation_batches([small_before, big, small_after], 0))
+    batches = list(operation_batches(encoded([small_before, big, small_after]), 0))
     assert [included for _, included in batches] == [[0], [1], [2]]
     assert [decoded(batch) for batch, _ in batches] == [small_before, big, small_after]
 
 
 def test_small_operations_share_a_batch_and_never_straddle_two():
     operations = [commit_operation(f"g{i}", 14, 30_000) for i in range(8)]  # 420 kB each
-    batches = list(operation_batches(operations, 0))
+    batches = list(operation_batches(encoded(operations), 0))
     assert len(batches) > 1
     seen = []
     for batch, included in batches:
@@ -44,21 +47,20 @@ def test_small_operations_share_a_batch_and_never_straddle_two():
     assert seen == list(range(8))
 
 
-def test_an_operation_over_the_batch_limit_fails_alone():
+def encoded(operations):
+    return [encode_operation(records) for records in operations]
+
+
+def test_an_operation_over_the_batch_limit_is_refused_as_it_is_decided():
+    # refused by encode_operation, which GroupLog.write calls as the operation is decided,
+    # before any later operation can build on it
     limit = 100_000   # INTERNAL_MAX_BATCH in the broker; smaller here to keep the test small
-    too_big = commit_operation("huge", 5, limit // 4)
-    fine = commit_operation("fine", 2, 10)
-    batches = list(operation_batches([fine, too_big, fine], 0, max_bytes=limit))
-    refused = [included for batch, included in batches if batch is None]
-    written = [(decoded(batch), included) for batch, included in batches if batch is not None]
-    assert refused == [[1]]
-    assert written == [(fine + fine, [0, 2])]
+    with pytest.raises(RecordTooLarge):
+        encode_operation(commit_operation("huge", 5, limit // 4), max_bytes=limit)
+    assert encode_operation(commit_operation("fine", 2, 10), max_bytes=limit)
 
 
-def test_an_operation_that_cannot_be_encoded_fails_alone():
+def test_an_operation_that_cannot_be_encoded_is_refused_as_it_is_decided():
     # offset metadata longer than its int16 length (offset.metadata.max.bytes set above 32767)
-    unwritable = commit_operation("long", 1, 40_000)
-    fine = commit_operation("fine", 2, 10)
-    batches = list(operation_batches([fine, unwritable, fine], 0))
-    assert [included for batch, included in batches if batch is None] == [[1]]
-    assert [decoded(batch) for batch, _ in batches if batch is not None] == [fine + fine]
+    with pytest.raises(RecordTooLarge):
+        encode_operation(commit_operation("long", 1, 40_000))

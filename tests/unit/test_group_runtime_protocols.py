@@ -23,7 +23,7 @@ class FailingSink(MemoryRecordSink):
         super().__init__()
         self.pending: list = []
 
-    def write(self, records, done) -> None:
+    def write(self, records, done, revert=None) -> None:
         if self.hold:
             self.pending.append((records, done))
             return
@@ -31,7 +31,7 @@ class FailingSink(MemoryRecordSink):
         if error is None:
             super().write(records, done)
         else:
-            done(error)
+            done(error)   # the runtime reverts first, as `revert` was not called
 
     def flush(self) -> None:
         self.hold = False

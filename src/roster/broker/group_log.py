@@ -17,6 +17,7 @@ alone, as Kafka fails it with RECORD_TOO_LARGE).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import struct
 from collections import defaultdict
@@ -43,21 +44,45 @@ INTERNAL_CONFIGS = {"cleanup.policy": "compact", "max.message.bytes": str(INTERN
 LOAD_CHUNK_BYTES = 1 << 20
 LOAD_YIELD_RECORDS = 20_000   # let requests in (they get LOAD_IN_PROGRESS) this often
 Done = Callable[[ErrorCode | None], None]
+Revert = Callable[[], None]
+Encoded = list[tuple[bytes, bytes | None]]
 
 
-class _Completion:
-    """Calls `done` once every partition an operation wrote to has finished (first error wins)."""
+class _Operation:
+    """One operation's write: done once every partition it wrote to has finished (first error
+    wins); reverted at most once, and always before `done` hears of a failure."""
 
-    def __init__(self, done: Done, parts: int) -> None:
+    __slots__ = ("seq", "_done", "_revert", "_left", "_error", "_reverted")
+
+    def __init__(self, seq: int, done: Done, revert: Revert | None, parts: int) -> None:
+        self.seq = seq
         self._done = done
+        self._revert = revert
         self._left = parts
         self._error: ErrorCode | None = None
+        self._reverted = False
+
+    def revert(self) -> None:
+        if not self._reverted:
+            self._reverted = True
+            if self._revert is not None:
+                self._revert()
 
     def finish(self, error: ErrorCode | None) -> None:
         self._error = self._error or error
         self._left -= 1
         if self._left == 0:
             self._done(self._error)
+
+
+def fail_together(failed: list[tuple[_Operation, ErrorCode]]) -> None:
+    """Fail operations that built on each other: every one is reverted, newest first, before any
+    of them is answered or continued, so each undo finds the state its operation left (Kafka
+    reverts its timeline to the failed batch's offset at once, which is the same)."""
+    for operation in sorted({op for op, _ in failed}, key=lambda op: op.seq, reverse=True):
+        operation.revert()
+    for operation, error in sorted(failed, key=lambda entry: entry[0].seq):
+        operation.finish(error)
 
 
 # Every error a failed write reports to the coordinator: already the one its clients are told.
@@ -77,9 +102,10 @@ class GroupLog:
         self._broker = broker
         self.partitions = partitions
         self._linger_s = max(linger_ms, 0) / 1000
-        self._pending: defaultdict[int, list[tuple[list[Record], _Completion]]] = \
-            defaultdict(list)
+        self._pending: defaultdict[int, list[tuple[Encoded, _Operation]]] = defaultdict(list)
         self._flushing: set[int] = set()
+        self._seq = itertools.count()   # the order operations were decided in
+        self.batch_target_bytes = BATCH_TARGET_BYTES
         self._crash_point = CrashPoint(KILL_AFTER_GROUP_WRITES)   # tests only
 
     def partition_for(self, group_id: str) -> int:
@@ -103,15 +129,29 @@ class GroupLog:
 
     # -- writing -----------------------------------------------------------------------
 
-    def write(self, records: list[Record], done: Done) -> None:
+    def write(self, records: list[Record], done: Done, revert: Revert | None = None) -> None:
+        """Queue one operation's records; `done(error)` once they are durable (None) or failed.
+        On a failure `revert` is called first, newest operation first with every other
+        operation failing beside it (see _fail_from), before any of them hears `done`.
+
+        The records are encoded here, as the operation is decided: one that cannot be written
+        (its metadata past an int16 length, or larger than any batch) fails at once, before a
+        later operation can build on it, as Kafka's runtime fails it while appending."""
         by_partition: defaultdict[int, list[Record]] = defaultdict(list)
         for record in records:
             by_partition[self.partition_for(record.key.group)].append(record)
-        completion = _Completion(done, len(by_partition))
+        try:
+            encoded = {partition: encode_operation(part_records)
+                       for partition, part_records in by_partition.items()}
+        except RecordTooLarge:
+            fail_together([(_Operation(next(self._seq), done, revert, 1),
+                            ErrorCode.unknown_server_error)])
+            return
+        operation = _Operation(next(self._seq), done, revert, len(encoded))
         loop = asyncio.get_running_loop()
-        for partition, part_records in by_partition.items():
+        for partition, part_records in encoded.items():
             first = not self._pending[partition]
-            self._pending[partition].append((part_records, completion))
+            self._pending[partition].append((part_records, operation))
             if first and partition not in self._flushing:
                 if self._linger_s:
                     loop.call_later(self._linger_s, self._start_flush, partition)
@@ -129,37 +169,64 @@ class GroupLog:
             while self._pending[partition]:
                 waiting, self._pending[partition] = self._pending[partition], []
                 try:
-                    errors = await self._write_durably(partition, [r for r, _ in waiting])
+                    failed_from, error = await self._write_durably(
+                        partition, [records for records, _ in waiting])
                 except Exception:  # a bug must not leave the operations without an answer
                     log.exception("writing group records to %s-%d failed", OFFSETS_TOPIC,
                                   partition)
-                    errors = [ErrorCode.unknown_server_error] * len(waiting)
-                for (_, completion), error in zip(waiting, errors):
-                    completion.finish(error)
+                    failed_from, error = 0, ErrorCode.unknown_server_error
+                if failed_from is None:
+                    for _, operation in waiting:
+                        operation.finish(None)
+                else:
+                    self._fail_from(partition, waiting, failed_from, error)
         finally:
             self._flushing.discard(partition)
 
-    async def _write_durably(self, partition: int,
-                             operations: list[list[Record]]) -> list[ErrorCode | None]:
-        """Append the operations' records, each operation's in one batch, and wait for the fsync;
-        returns each operation's error (None: durable). A failed append fails the operations of
-        that batch and of every later one; those already appended still become durable, so no
-        operation is answered as failed while its records stay in the log."""
+    def _fail_from(self, partition: int, waiting: list, failed_from: int,
+                   error: ErrorCode) -> None:
+        """Operations `failed_from` onwards of this flush were not written. Each later operation
+        of the partition was decided on their state, so it fails too: those of this flush and
+        those queued behind it (decided while the write was in flight). All of them are
+        reverted together, newest first, and only then answered; the flush's earlier
+        operations are durable and answered as such, after the reverts."""
+        queued = self._pending.pop(partition, [])
+        failed = [(op, error) for _, op in waiting[failed_from:]]
+        failed += [(op, ErrorCode.not_coordinator) for _, op in queued]
+        # an operation failing here that also waits on another partition is taken from that
+        # queue too: its records there must not be written once it is reverted
+        gone = {op for op, _ in failed}
+        for other, entries in self._pending.items():
+            kept = [entry for entry in entries if entry[1] not in gone]
+            for _, op in entries:
+                if op in gone:
+                    failed.append((op, ErrorCode.not_coordinator))
+            self._pending[other] = kept
+        for op in sorted(gone, key=lambda op: op.seq, reverse=True):
+            op.revert()
+        for _, operation in waiting[:failed_from]:
+            operation.finish(None)
+        fail_together(failed)
+
+    async def _write_durably(self, partition: int, operations: list[Encoded]
+                             ) -> tuple[int | None, ErrorCode]:
+        """Append the operations' records, each operation's in one batch, and wait for the fsync.
+        Returns (None, _) once all are durable, or (i, error): operations i onwards failed. A
+        failed append fails the operations of that batch and of every later one; those already
+        appended still become durable, so no operation is answered as failed while its records
+        stay in the log. A failed fsync fails them all (what reached the disk is unknown, as
+        after any fsync failure; Kafka takes the log directory offline)."""
         target = self._log(partition)
-        errors: list[ErrorCode | None] = [None] * len(operations)
         end = None
-        for batch, included in operation_batches(operations, self._broker.now_ms()):
-            if batch is None:   # one operation cannot be written (logged): it fails alone
-                errors[included[0]] = ErrorCode.unknown_server_error
-                continue
+        failed: tuple[int | None, ErrorCode] = (None, ErrorCode.none)
+        for batch, included in operation_batches(operations, self._broker.now_ms(),
+                                                 self.batch_target_bytes):
             try:
                 end = target.append(batch).last_offset + 1
             except (LogStorageError, RecordTooLarge) as exc:
                 log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition,
                           exc)
-                error = _storage_error(exc)
-                written = set(range(included[0]))
-                errors = [errors[i] if i in written else error for i in range(len(operations))]
+                failed = (included[0], _storage_error(exc))
                 break
             self._crash_point.passed()
         if end is not None:
@@ -169,8 +236,8 @@ class GroupLog:
             except LogStorageError as exc:
                 log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition,
                           exc)
-                return [_storage_error(exc)] * len(operations)
-        return errors
+                return 0, _storage_error(exc)
+        return failed
 
     async def write_transactional(self, group_id: str, records: list[Record], producer_id: int,
                                   producer_epoch: int) -> ErrorCode | None:
@@ -237,31 +304,34 @@ class GroupLog:
         return applied
 
 
-def _size(records: list[tuple[bytes, bytes | None]]) -> int:
+def _size(records: Encoded) -> int:
     return sum(len(key) + len(value or b"") + RECORD_OVERHEAD for key, value in records)
 
 
-def operation_batches(operations: list[list[Record]], timestamp: int,
+def encode_operation(records: list[Record], max_bytes: int = INTERNAL_MAX_BATCH) -> Encoded:
+    """One operation's records as (key, value) bytes; RecordTooLarge (logged) when they cannot
+    be written: a field past its length (offset metadata over 32767 bytes, when
+    offset.metadata.max.bytes allows it) or more than one batch can hold."""
+    try:
+        encoded = [record.encode() for record in records]
+    except (struct.error, ValueError, OverflowError) as exc:
+        log.error("cannot encode group records: %s", exc)
+        raise RecordTooLarge(f"cannot encode group records: {exc}") from exc
+    if BATCH_OVERHEAD + _size(encoded) > max_bytes:
+        log.error("cannot write group records: one operation's records take more than %d "
+                  "bytes", max_bytes)
+        raise RecordTooLarge("one operation's group records over the batch limit")
+    return encoded
+
+
+def operation_batches(operations: list[Encoded], timestamp: int,
                       target_bytes: int = BATCH_TARGET_BYTES, max_bytes: int = INTERNAL_MAX_BATCH):
-    """Yield (batch, indexes of the operations in it): every operation's records in one batch,
-    never split, as Kafka's coordinator writes an operation atomically. (None, [i]) stands for
-    operation i alone being too large for any batch."""
+    """Yield (batch, indexes of the operations in it): every operation's records (encoded by
+    encode_operation, so each fits a batch) in one batch, never split, as Kafka's coordinator
+    writes an operation atomically."""
     builder, size, count, included = None, 0, 0, []
-    for index, records in enumerate(operations):
-        try:
-            encoded = [record.encode() for record in records]
-        except (struct.error, ValueError, OverflowError) as exc:
-            # e.g. offset metadata past its int16 length (offset.metadata.max.bytes set above
-            # 32767): this operation cannot be written, the others can
-            log.error("cannot encode group records: %s", exc)
-            yield None, [index]
-            continue
+    for index, encoded in enumerate(operations):
         needed = _size(encoded)
-        if BATCH_OVERHEAD + needed > max_bytes:
-            log.error("cannot write group records: one operation's records take more than %d "
-                      "bytes", max_bytes)
-            yield None, [index]
-            continue
         if builder is not None and size + needed > target_bytes:
             yield bytes(builder.build()), included
             builder = None
@@ -270,7 +340,7 @@ def operation_batches(operations: list[list[Record]], timestamp: int,
                 magic=2, compression_type=0, is_transactional=False, producer_id=-1,
                 producer_epoch=-1, base_sequence=-1, batch_size=max_bytes), 0, 0, []
         for key, value in encoded:
-            # the estimate above keeps the batch under its limit, so append always takes it
+            # encode_operation keeps the batch under its limit, so append always takes it
             if builder.append(count, timestamp=timestamp, key=key, value=value,
                               headers=[]) is None:
                 raise RecordTooLarge("group records over the batch limit")

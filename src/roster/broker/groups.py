@@ -65,7 +65,8 @@ class MemoryRecordSink:
     def partition_for(self, group_id: str) -> int:
         return 0
 
-    def write(self, records: list[Record], done: Callable[[ErrorCode | None], None]) -> None:
+    def write(self, records: list[Record], done: Callable[[ErrorCode | None], None],
+              revert: Callable[[], None] | None = None) -> None:
         self.records.extend(records)
         done(None)
 
@@ -76,6 +77,31 @@ class MemoryRecordSink:
 
     async def load(self, partition: int, apply: Callable[[Record], None], *hooks) -> int:
         return 0
+
+
+class _Reverted:
+    """A written result's two callbacks for the sink: `revert` puts its changes back (the sink
+    calls it for every operation failing together, newest first, before answering any of them:
+    broker/group_log.py), `released` answers and continues it. A sink that fails one write at a
+    time may skip `revert`: `released` reverts first if it was not called."""
+
+    __slots__ = ("_runtime", "_result", "_done")
+
+    def __init__(self, runtime: GroupRuntime, result: Result) -> None:
+        self._runtime = runtime
+        self._result = result
+        self._done = False
+
+    def revert(self) -> None:
+        if not self._done:
+            self._done = True
+            if self._result.changes:
+                self._runtime.shard.revert(self._result.changes, self._runtime.now_ms())
+
+    def released(self, error: ErrorCode | None) -> None:
+        if error is not None:
+            self.revert()
+        self._runtime._release(self._result, error)
 
 
 class GroupRuntime:
@@ -253,12 +279,14 @@ class GroupRuntime:
         if result.records:
             if result.events:   # they wait for the records they describe (after_write.py)
                 self._events.hold(result.events)
-            self.sink.write(result.records, lambda error: self._release(result, error))
+            reverted = _Reverted(self, result)
+            self.sink.write(result.records, reverted.released, reverted.revert)
         else:
             self._release(result, None)
 
     def _release(self, result: Result, error: ErrorCode | None) -> None:
-        """The result's records are written (or failed to be): answer, then continue."""
+        """The result's records are written (or failed to be, and its changes are put back):
+        answer, then continue."""
         if result.events:
             self._events.release(result.events, error is None)
         for reply in result.replies:
@@ -269,8 +297,6 @@ class GroupRuntime:
             if future is not None and not future.done():
                 future.set_result(reply.body)
             # else: the requester is gone (connection closed); the reply is dropped
-        if error is not None and result.changes:
-            self.shard.revert(result.changes, self.now_ms())
         for step in result.after_write:
             self.apply(self.shard.write_completed(step, error, self.now_ms()))
 

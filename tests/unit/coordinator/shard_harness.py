@@ -72,12 +72,18 @@ class ShardDriver:
         """Called after every result's timers are carried out: a place for invariants."""
 
     def release_writes(self, error: ErrorCode | None = None) -> None:
-        """Complete the held writes, in order, with `error` (None: they succeeded)."""
+        """Complete the held writes with `error` (None: they succeeded). Failing, they fail
+        together as at the edge (broker/group_log.py): every one reverted, newest first, before
+        any is answered or continued; then they are answered in order."""
         held, self.held = self.held, []
+        if error is not None:
+            for result in reversed(held):
+                if result.changes:
+                    self.shard.revert(result.changes, self.now)
         for result in held:
-            self._written(result, error)
+            self._written(result, error, reverted=True)
 
-    def _written(self, result: Result, error: ErrorCode | None) -> None:
+    def _written(self, result: Result, error: ErrorCode | None, reverted: bool = False) -> None:
         assert error is None or error in CLIENT_WRITE_ERRORS, \
             f"the edge never reports {error!r} for a write (broker/group_log.py)"
         if result.records and error is None:
@@ -86,7 +92,7 @@ class ShardDriver:
             assert not self.answered_once or reply.token not in self.replies, \
                 f"token {reply.token} answered twice"
             self.replies[reply.token] = reply.body
-        if error is not None and result.changes:
+        if error is not None and result.changes and not reverted:
             self.shard.revert(result.changes, self.now)
         for step in result.after_write:
             self.apply(self.shard.write_completed(step, error, self.now))

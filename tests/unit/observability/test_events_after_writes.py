@@ -27,7 +27,7 @@ class HeldSink:
     def partition_for(self, group_id: str) -> int:
         return 0
 
-    def write(self, records, done) -> None:
+    def write(self, records, done, revert=None) -> None:
         self.writes.append(done)
 
     def release(self, error: ErrorCode | None = None) -> None:
