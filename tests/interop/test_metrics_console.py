@@ -9,6 +9,8 @@ import re
 import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 
 import pytest
@@ -19,6 +21,9 @@ from roster.observability import events as ev
 from roster.observability import history
 from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
+from tests.support.wire import Wire
+
+API_VERSIONS = 18
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("metrics-console")]
 
@@ -130,9 +135,31 @@ def test_metrics_count_rebalances_saved_requests_and_connections(http_broker, bu
     assert total("roster_requests_total", api="HEARTBEAT") > 0
     assert total("roster_heartbeats_total") > 0 and total("roster_offset_commits_total") >= 2
     assert total("roster_bytes_in_total") > 0 and total("roster_bytes_out_total") > 0
-    assert total("roster_connections") >= 0
     assert total("roster_groups", protocol="classic") >= 1
     assert ("roster_authentication_failures_total", ()) in values
+
+
+def test_connections_gauge_counts_a_connection_while_it_is_open(http_broker, busy_group):
+    """Three connections this test opens are counted while open, and gone once closed."""
+    def connections() -> float:
+        return sum(v for (n, _), v in scrape(http_broker).items() if n == "roster_connections")
+
+    def settles_at(want: float) -> float:
+        deadline = time.monotonic() + 30
+        while (got := connections()) != want and time.monotonic() < deadline:
+            threading.Event().wait(0.1)
+        return got
+
+    before = connections()
+    wires = [Wire(http_broker.bootstrap) for _ in range(3)]
+    try:
+        for wire in wires:   # answered: the broker has accepted the connection
+            assert wire.call(API_VERSIONS, 0).error_code == 0
+        assert settles_at(before + 3) == before + 3, (before, connections())
+    finally:
+        for wire in wires:
+            wire.close()
+    assert settles_at(before) == before, (before, connections())
 
 
 def test_console_lists_groups_and_shows_a_group(http_broker, busy_group):
