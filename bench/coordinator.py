@@ -24,11 +24,13 @@ peer, in one run, with ratios.
              members x 10,000 partitions.
 
 Peers:
-  rdmock     /work/shared/tools/rdmock.py (librdkafka's mock, C), pinned like roster. It holds
-             every rebalance of a non-empty group for session.timeout.ms - 1 s, so its rebalance
-             time measures that timer, not its speed; the rebalance is compared with the floor.
-             It is started with --initial-rebalance-delay-ms 1000 (its first-join timer) so that
-             each group forms in one generation; the timed rebalances never use that timer.
+  rdmock     librdkafka's mock cluster (C, from the confluent-kafka wheel: bench/mock_cluster.py,
+             `test.mock.num.brokers`), pinned like roster. It holds every rebalance of a
+             non-empty group for session.timeout.ms - 1 s, so its rebalance time measures that
+             timer, not its speed; the rebalance is compared with the floor. Its first-join
+             timer (group.initial.rebalance.delay.ms, 3 s, not configurable through librdkafka's
+             properties) lets each group form in one generation; the timed rebalances never
+             use that timer.
   echo       `bench/loadgen.py echo`: a uvloop Protocol server answering every frame at once
              with a canned answer of the same size (the leader's JoinGroup answer lists all N
              members). It is the Python networking floor for the same frames and client.
@@ -88,7 +90,7 @@ from loadgen import (  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
-RDMOCK = Path("/work/shared/tools/rdmock.py")
+RDMOCK = Path(__file__).resolve().parent / "mock_cluster.py"
 TICKS = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 KiB = 1024
@@ -207,8 +209,7 @@ class Targets:
                 argv += ["--set", setting]
             service = Service("roster", argv, r"roster listening on (\S+)", log_path)
         elif target == "rdmock":
-            argv = [PYTHON, str(RDMOCK), "--topics", "t:1",
-                    "--initial-rebalance-delay-ms", str(self.args.mock_initial_delay_ms)]
+            argv = [PYTHON, str(RDMOCK), "--topics", "t"]
             service = Service("rdmock", argv, r"^(\S+:\d+)", log_path)
         elif target == "echo":
             sizes = ",".join(str(s) for s in self.args.sizes)
@@ -994,7 +995,6 @@ def parse_args(argv=None):
     p.add_argument("--rb-session-ms", type=int, default=6000,
                    help="session.timeout.ms of rebalance members (the mock holds a rebalance "
                         "for this minus 1 s)")
-    p.add_argument("--mock-initial-delay-ms", type=int, default=1000)
     p.add_argument("--mem-members", type=int, default=100_000)
     p.add_argument("--mem-groups", type=int, default=10_000)
     p.add_argument("--mock-mem-members", type=int, default=20_000,

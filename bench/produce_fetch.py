@@ -56,7 +56,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from pipelined_producer import PipelinedProducer
 
 REPO = Path(__file__).resolve().parent.parent
-RDMOCK = Path("/work/shared/tools/rdmock.py")
+RDMOCK = Path(__file__).resolve().parent / "mock_cluster.py"  # librdkafka's, from confluent-kafka
 TOPIC = "bench"
 PRODUCE_CHUNK = 1000  # records per produce_batch() call
 KiB = 1024
@@ -585,7 +585,7 @@ def run_raw_disk(args, workdir: Path, total: int) -> list[Result]:
 # -- rdmock ------------------------------------------------------------------------------------
 
 def run_rdmock(args, workdir: Path, value: bytes, cpus) -> list[Result]:
-    mock = Service("rdmock", [sys.executable, str(RDMOCK), "--topics", f"{TOPIC}:1"],
+    mock = Service("rdmock", [sys.executable, str(RDMOCK), "--topics", TOPIC],
                    workdir / "rdmock.log", re.compile(r"^(\S+:\d+)$"), cpus, args.timeout)
     try:
         if not mock.address.startswith(("127.0.0.1:", "localhost:")):

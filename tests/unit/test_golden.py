@@ -12,8 +12,9 @@ of a real roster. These tests are pure: no sockets, no processes. For every fixt
   the key fields (error codes, topic names, offsets, ...).
 
 test_coverage checks that the fixture set holds exactly the (api, version) pairs each client
-sends (/work/shared/reference/real-clients.md section 2.1, limited to the APIs roster serves),
-minus the known gaps listed below with their reasons.
+sends (EXPECTED below: the highest version of each API roster serves that the client sends to a
+broker offering every version, as its library release negotiates it), minus the known gaps
+listed below with their reasons.
 """
 from __future__ import annotations
 
@@ -68,10 +69,10 @@ KAFKA_PYTHON = {
     INIT_PRODUCER_ID: (InitProducerIdRequest, InitProducerIdResponse),
 }
 
-# What each client sends, per API roster serves: real-clients.md section 2.1 (the highest
-# version each client sends), plus CreateTopics/DeleteTopics as the admin clients sent them in
-# the capture run (section 2.1 does not list them). Produce for kcat is "n/o" in section 2.1
-# ("[READ] 2.0.2 caps at 7"); the capture run observed v7.
+# What each client sends, per API roster serves: the highest version each client's release
+# sends in a consumer-group, produce and admin run, and CreateTopics/DeleteTopics as the admin
+# clients sent them in the capture run. kcat's Produce is v7 (its librdkafka caps it there), as
+# the capture run observed.
 EXPECTED: dict[str, dict[str, int]] = {
     "confluent-kafka": {"ApiVersions": 3, "Metadata": 13, "FindCoordinator": 2, "Fetch": 16,
                         "Produce": 10, "ListOffsets": 7, "CreateTopics": 4, "DeleteTopics": 4},
@@ -89,7 +90,7 @@ EXPECTED: dict[str, dict[str, int]] = {
 KNOWN_MISSING: dict[tuple[str, str, int], str] = {
     # FindCoordinator is only sent to find a group (or transaction) coordinator. The capture's
     # consumers read by assignment with group_id=None, so these clients never send it; the
-    # versions in section 2.1 come from consumer-group runs. Needs consumer groups.
+    # versions in EXPECTED are what they send in consumer-group runs. Needs consumer groups.
     ("kafka-python", "FindCoordinator", 6): "needs consumer groups (group_id=None sends none)",
     ("aiokafka", "FindCoordinator", 1): "needs consumer groups (group_id=None sends none)",
     ("kcat", "FindCoordinator", 2): "needs consumer groups (kcat -C without -G sends none)",
@@ -253,7 +254,7 @@ def test_response_agrees_with_kafka_python(path):
     assert key_fields(key, version, theirs) == key_fields(key, version, ours)
 
     # And kafka-python re-encodes the body to the same bytes, so it consumed all of them.
-    # real-clients.md 2.3 pitfall 4: encoding a response that carries a header raises
+    # kafka-python's classes: encoding a response that carries a header raises
     # AttributeError, and so does encode(version=...) on a header-less decoded one (it has no
     # _header slot); a header-less decode encodes at its own version with encode().
     start = _header_length(response_class, frame, version)
