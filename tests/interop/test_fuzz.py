@@ -2,7 +2,8 @@
 
 1. Every regression case the fuzzer has ever found (fuzz/corpus/live/*.hex) is replayed: the
    broker must survive it, log no traceback, answer ApiVersions and Metadata on a fresh
-   connection within 1 s, and (for a well-formed request) answer instead of hanging up.
+   connection within 10 s (a hang, not a loaded machine's slowness), and (for a well-formed
+   request) answer instead of hanging up.
 2. A bounded campaign: structure-aware mutations of requests generated from kio's schemas for
    every advertised (API, version), with two fixed seeds (FUZZ_SEED=<seed> replaces the second;
    `make fuzz` explores with time-based ones). FUZZ_TEST_SECONDS sets its length (default 24 s).
@@ -21,6 +22,7 @@ import pytest
 
 from fuzz.live import (
     CORPUS,
+    REPLAY_HEALTH_TIMEOUT_S,
     Campaign,
     Target,
     corpus_files,
@@ -63,7 +65,8 @@ def test_regression_case(target, path):
     payloads, meta = load_case(path)
     if not target.broker.alive():
         target.restart()
-    problem = replay_case(target, payloads, expect_answers=int(meta.get("expect answers", 0)))
+    problem = replay_case(target, payloads, expect_answers=int(meta.get("expect answers", 0)),
+                          health_timeout_s=REPLAY_HEALTH_TIMEOUT_S)
     if problem is not None and problem[0] in ("died", "unresponsive", "rss"):
         target.restart()
     assert problem is None, (

@@ -1,5 +1,6 @@
 """Frames an attacker or a broken client sends: each closes its own connection or gets Kafka's
-answer, and the broker stays up, keeps serving others within a second, and keeps its memory.
+answer, and the broker stays up, keeps serving others (a fresh connection is answered within
+SERVES_WITHIN_S: a hang, not a loaded machine's slowness), and keeps its memory.
 
 The count bombs are the class of frame that aborted the broker outright (kio allocated whatever
 count a frame claimed): one per API named in the report, flexible and legacy encodings.
@@ -26,6 +27,7 @@ DELETE_TOPICS, CREATE_PARTITIONS, DELETE_GROUPS = 20, 37, 42
 HUGE_UVARINT = bytes.fromhex("ffffffff0f")  # 4,294,967,295: a compact count of ~4 billion
 HUGE_INT32 = struct.pack(">i", 0x7FFFFFFF)
 RSS_BOUND_KIB = 64 * 1024  # what the whole file may add to the broker's resident memory
+SERVES_WITHIN_S = 10.0
 
 
 def _flexible(api_key: int, version: int, body: bytes) -> bytes:
@@ -72,17 +74,41 @@ def _rss_kib(broker: BrokerProcess) -> int:
     raise AssertionError("no VmRSS")
 
 
-def _serves_within_a_second(broker: BrokerProcess) -> None:
+def _serves(broker: BrokerProcess) -> None:
     started = time.monotonic()
-    with Wire(broker.bootstrap, timeout_s=1.0) as wire:
+    with Wire(broker.bootstrap, timeout_s=SERVES_WITHIN_S) as wire:
         answer = wire.call(API_VERSIONS, 3, client_software_name="t", client_software_version="1")
     assert answer.error_code == ErrorCode.none
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < SERVES_WITHIN_S
+
+
+def _peer(wire: Wire) -> str:
+    """How the broker names this connection in its lines ("closing connection from ...")."""
+    host, port = wire.sock.getsockname()[:2]
+    return f"{host}:{port}"
+
+
+def _logged_so_far(broker: BrokerProcess) -> list[str]:
+    """The broker's lines up to now, once its output pump has read them all: it logs to one
+    stream in order, so once the warning about a fresh connection closed now is read, so is
+    every line before it."""
+    with Wire(broker.bootstrap, timeout_s=30) as wire:
+        wire.send_raw(_legacy(DELETE_GROUPS, 1, struct.pack(">i", -1)))
+        assert wire.closed_by_peer()
+        mark = f"closing connection from {_peer(wire)}:"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        lines = list(broker.output)
+        for i, line in enumerate(lines):
+            if mark in line:
+                return lines[:i]
+        time.sleep(0.05)
+    raise AssertionError(f"no {mark!r} line in {broker.output[-20:]}")
 
 
 @pytest.fixture(scope="module")
 def baseline_rss(shared_broker):
-    _serves_within_a_second(shared_broker)
+    _serves(shared_broker)
     return _rss_kib(shared_broker)
 
 
@@ -95,21 +121,23 @@ def test_a_claimed_count_beyond_the_frame_closes_only_that_connection(
         assert shared_broker.alive()
         assert bystander.call(METADATA, 12, topics=(), allow_auto_topic_creation=False,
                               include_topic_authorized_operations=False).brokers
-    _serves_within_a_second(shared_broker)
+    _serves(shared_broker)
     assert _rss_kib(shared_broker) - baseline_rss < RSS_BOUND_KIB
     assert not any("internal error" in line or "Traceback" in line
-                   for line in shared_broker.output)
+                   for line in _logged_so_far(shared_broker))
 
 
 def test_null_for_an_array_kafka_requires_closes_with_one_warning(shared_broker):
-    before = len(shared_broker.output)
+    before = len(_logged_so_far(shared_broker))
     with Wire(shared_broker.bootstrap) as wire:
         # DeleteGroups v1: group names array of count -1 (null), not nullable in Kafka's schema
         wire.send_raw(_legacy(DELETE_GROUPS, 1, struct.pack(">i", -1)))
         assert wire.closed_by_peer()
-    _serves_within_a_second(shared_broker)
-    logged = shared_broker.output[before:]
-    assert sum("closing connection" in line for line in logged) == 1
+        peer = _peer(wire)
+    _serves(shared_broker)
+    logged = _logged_so_far(shared_broker)[before:]
+    mine = [line for line in logged if f" {peer}:" in line or f" {peer} " in line]
+    assert len(mine) == 1 and "closing connection" in mine[0], mine
     assert not any("Traceback" in line for line in logged)
 
 
@@ -216,5 +244,7 @@ def test_more_partitions_than_the_broker_can_open_are_refused_at_once(shared_bro
         create(admin, f"grows-{count}", 1, {})
         with pytest.raises(AdminError, match="INVALID_PARTITIONS.*open files"):
             add_partitions(admin, f"grows-{count}", count)
-        assert time.monotonic() - started < 5
-    _serves_within_a_second(shared_broker)
+        # at once, not after opening files until EMFILE (which held the loop for seconds and
+        # ended in KAFKA_STORAGE_ERROR after about 45 s); generous for a loaded machine
+        assert time.monotonic() - started < 20
+    _serves(shared_broker)
