@@ -24,6 +24,7 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.log.api import LogError
 from roster.log.file import FileLog
+from roster.log.files import durable_replace
 from roster.observability.event_log import EventLog
 from roster.security.authorizer import StandardAuthorizer
 
@@ -46,7 +47,7 @@ def read_cluster_id(data_dir: Path) -> str:
             if key.strip() == "cluster.id":
                 return value.strip()
     cluster_id = uuid.uuid4().hex[:22]
-    path.write_text(f"version=1\ncluster.id={cluster_id}\n")
+    durable_replace(path, f"version=1\ncluster.id={cluster_id}\n".encode())
     return cluster_id
 
 

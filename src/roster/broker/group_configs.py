@@ -16,10 +16,10 @@ than the heartbeat interval.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from roster.coordinator.expectations import Expected
+from roster.log.files import durable_replace
 
 FILE = "group-configs.json"
 SESSION = "consumer.session.timeout.ms"
@@ -118,17 +118,7 @@ class GroupConfigStore:
             raise GroupConfigError(f"{SESSION} must be greater than {HEARTBEAT}")
 
     def _save(self, values: dict[str, dict[str, int]]) -> None:
-        temporary = self._path.with_suffix(".tmp")
-        with open(temporary, "w") as out:
-            json.dump(values, out, sort_keys=True)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, self._path)
-        directory = os.open(self._path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        durable_replace(self._path, json.dumps(values, sort_keys=True).encode())
 
 
 def _parse(name: str, value) -> object:

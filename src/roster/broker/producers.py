@@ -18,14 +18,18 @@ as Kafka accepts producers it has no state for. docs/durability.md says so.
 """
 from __future__ import annotations
 
-import os
+import logging
 from collections import deque
 from collections.abc import Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from roster.log.api import AppendResult
+from roster.log.files import durable_replace
 from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.producers")
 
 NO_PRODUCER = -1
 REMEMBERED_BATCHES = 5  # Kafka keeps the last five batches per producer for duplicate detection
@@ -34,21 +38,65 @@ INT32_MAX = 2**31 - 1
 
 
 class ProducerIds:
+    """Producer ids, handed out from blocks whose end is durable (durable_replace: the file and
+    its directory fsynced) before any id of the block is: after a crash or a power loss the
+    next start begins past every id ever handed out.
+
+    The next block is reserved ahead, on a worker thread, while half of the current one is
+    left, so `allocate` (called on the event loop, by InitProducerId and the transaction
+    coordinator) never waits for a disk; only if a whole half block goes before that write is
+    done does it wait for it."""
+
     def __init__(self, data_dir: Path) -> None:
         self._path = data_dir / "producer-id-block"
         start = int(self._path.read_text()) if self._path.exists() else 0
         self._next = self._end = start
+        self._reserving: Future | None = None   # the block ahead being made durable
+        self._reserving_end = start
+        self._reserve(start + BLOCK)   # at start, before the loop serves
 
     def allocate(self) -> int:
-        if self._next >= self._end:
-            self._end = self._next + BLOCK
-            tmp = self._path.with_suffix(".tmp")
-            tmp.write_text(str(self._end))
-            with open(tmp) as handle:
-                os.fsync(handle.fileno())
-            os.replace(tmp, self._path)
+        self._settle(wait=False)
+        if self._next >= self._end:   # the block ahead is not durable yet: wait for it
+            self._settle(wait=True)
+            if self._next >= self._end:
+                self._reserve(self._next + BLOCK)
+        producer_id = self._next
         self._next += 1
-        return self._next - 1
+        if self._reserving is None and self._end - self._next < BLOCK // 2:
+            self._reserving_end = self._end + BLOCK
+            self._reserving = _writer().submit(self._reserve_end, self._reserving_end)
+        return producer_id
+
+    def _settle(self, wait: bool) -> None:
+        reserving = self._reserving
+        if reserving is None or not (wait or reserving.done()):
+            return
+        self._reserving = None
+        try:
+            reserving.result()
+        except OSError as exc:   # tried again, in allocate, when the block runs out
+            log.error("cannot reserve producer ids up to %d: %s", self._reserving_end, exc)
+        else:
+            self._end = max(self._end, self._reserving_end)
+
+    def _reserve(self, end: int) -> None:
+        self._reserve_end(end)
+        self._end = end
+
+    def _reserve_end(self, end: int) -> None:
+        durable_replace(self._path, str(end).encode())
+
+
+_WRITER: ThreadPoolExecutor | None = None
+
+
+def _writer() -> ThreadPoolExecutor:
+    """One worker thread for every broker's producer-id writes (one at a time per broker)."""
+    global _WRITER
+    if _WRITER is None:
+        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="producer-ids")
+    return _WRITER
 
 
 @dataclass(slots=True)

@@ -36,6 +36,7 @@ from roster.broker.open_files import refusal as open_files_refusal
 from roster.broker.topic_config_table import INTERNAL_SEGMENT_BYTES
 from roster.config import SETTINGS, BrokerConfig
 from roster.log.api import LogConfig, LogError, PartitionLog
+from roster.log.files import durable_replace, fsync_directory
 
 log = logging.getLogger("roster.topics")
 
@@ -304,7 +305,7 @@ class TopicManager:
             raise TopicError("kafka_storage_error",
                              f"cannot record the deletion of {topic.name!r}: {exc}") from None
         try:
-            _fsync_directory(self._dir)
+            fsync_directory(self._dir)
         except OSError as exc:
             try:
                 marker.unlink()
@@ -435,24 +436,17 @@ class TopicManager:
         raises TopicError("kafka_storage_error", applied=True). Deletion markers the new catalog
         has made redundant are dropped once it is synced."""
         path = self._dir / CATALOG
-        tmp = path.with_suffix(".tmp")
         try:
-            try:
-                with open(tmp, "w") as out:
-                    json.dump(entries, out, indent=1, sort_keys=True)
-                    out.flush()
-                    os.fsync(out.fileno())
-                os.replace(tmp, path)
-            except OSError:
-                tmp.unlink(missing_ok=True)  # give back what the partial copy took
-                raise
+            # the directory is synced below, once memory follows the new catalog
+            durable_replace(path, json.dumps(entries, indent=1, sort_keys=True).encode(),
+                            sync_directory=False)
         except OSError as exc:
             raise TopicError("kafka_storage_error",
                              f"cannot save the topic catalog: {exc}") from None
         apply()
         self.version += 1
         try:
-            _fsync_directory(self._dir)
+            fsync_directory(self._dir)
         except OSError as exc:
             log.error("the topic catalog was replaced but its directory cannot be synced: %s",
                       exc)
@@ -504,14 +498,6 @@ class TopicManager:
 
 def _entry(topic_id: uuid.UUID, partitions: int, configs: Mapping[str, str]) -> dict[str, Any]:
     return {"id": str(topic_id), "partitions": partitions, "configs": dict(configs)}
-
-
-def _fsync_directory(path: Path) -> None:
-    directory = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
 
 
 def effective_configs(manager: TopicManager, topic: Topic) -> list[topic_config.Resolved]:

@@ -1,9 +1,11 @@
-"""Small file-system helpers the file log is built on: whole writes, directory fsync, offset files."""
+"""Small file-system helpers: whole writes, directory fsync, offset files, and the one durable
+replacement of a small file (durable_replace) every writer of one uses."""
 from __future__ import annotations
 
 import ctypes
 import logging
 import os
+import tempfile
 from pathlib import Path
 
 log = logging.getLogger("roster.log")
@@ -60,21 +62,55 @@ def open_directory(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_DIRECTORY)
 
 
-def write_offset_file(path: Path, offset: int) -> None:
-    """Replace `path` with `offset` atomically and durably (write a temporary file, fsync, rename).
-
-    A crash leaves either the old or the new value. The caller fsyncs the directory if the rename
-    itself must survive a crash; the files written here only ever lag behind, which is safe.
-    """
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+def fsync_directory(path: Path) -> None:
+    """Make the creations, renames and deletions of files in `path` durable."""
+    fd = open_directory(path)
     try:
-        # The trailing newline marks a complete write; read_offset_file rejects a file without it.
-        write_all(fd, f"{offset}\n".encode())
         os.fsync(fd)
     finally:
         os.close(fd)
-    os.replace(tmp, path)
+
+
+def durable_replace(path: Path, data: bytes, *, sync_directory: bool = True,
+                    mode: int = 0o644, private_temp: bool = False) -> None:
+    """Replace the small file `path` with `data`, all or nothing across a crash: write a
+    temporary file beside it, fsync it, rename it over `path`, and (unless told not to) fsync
+    the directory, so that after a power loss the rename is not undone and the old contents
+    cannot come back. Raises OSError, the temporary file removed again.
+
+    The temporary file is `<name>.tmp` (a crashed write's leftover is overwritten by the next,
+    and FileLog removes those of its directory at open); `private_temp` gives it a name of its
+    own instead, for a file two processes may write at once (the broker and an admin command).
+    Blocking: call it from a worker thread where the event loop must not wait."""
+    if private_temp:
+        fd, name = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+        temporary = Path(name)
+        os.fchmod(fd, mode)
+    else:
+        temporary = path.with_name(path.name + ".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)   # give back what the partial copy took
+        raise
+    if sync_directory:
+        fsync_directory(path.parent)
+
+
+def write_offset_file(path: Path, offset: int) -> None:
+    """Replace `path` with `offset` atomically and durably (durable_replace).
+
+    A crash leaves either the old or the new value. The directory is not synced: the files
+    written here only ever lag behind, which is safe, and they are written on every flush.
+    The trailing newline marks a complete write; read_offset_file rejects a file without it.
+    """
+    durable_replace(path, f"{offset}\n".encode(), sync_directory=False)
 
 
 def read_offset_file(path: Path) -> int | None:

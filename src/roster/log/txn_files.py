@@ -27,6 +27,7 @@ from pathlib import Path
 
 import crc32c
 
+from roster.log.files import durable_replace
 from roster.log.producer_state import AbortedIndex, AbortedTxn, MarkerError, ProducerState
 
 log = logging.getLogger("roster.log")
@@ -114,14 +115,7 @@ def forget_aborts(directory: Path, aborted: AbortedIndex, markers) -> None:
         kept = [txn for txn in entries if (txn.producer_id, txn.last_offset) not in doomed]
         if len(kept) == len(entries):
             continue
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_bytes(b"".join(encode_entry(txn) for txn in kept))
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
+        durable_replace(path, b"".join(encode_entry(txn) for txn in kept))
 
 
 def fsync_txn_index(directory: Path, base: int) -> None:
@@ -149,9 +143,10 @@ def snapshot_offsets(directory: Path) -> list[int]:
 
 def write_snapshot(directory: Path, offset: int, state: ProducerState) -> None:
     body = json.dumps(state.to_rows(), separators=(",", ":")).encode()
-    tmp = directory / f"{offset:020d}{SNAPSHOT_SUFFIX}.tmp"
-    tmp.write_bytes(b"%08x" % crc32c.crc32c(body) + body)
-    os.replace(tmp, snapshot_path(directory, offset))
+    # not synced with its directory: a snapshot lost to a power loss only means recovery
+    # starts from an older one (and a damaged one is refused by its CRC)
+    durable_replace(snapshot_path(directory, offset), b"%08x" % crc32c.crc32c(body) + body,
+                    sync_directory=False)
 
 
 def read_snapshot(directory: Path, offset: int) -> ProducerState | None:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from roster.log.files import durable_replace
 from roster.security.acls import AclBinding, AclIndex
 
 log = logging.getLogger("roster.security")
@@ -86,22 +85,6 @@ class AclStore:
     def _write(self, index: AclIndex) -> None:
         entries = sorted(b.to_json() for b in index.bindings)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp",
-                                    dir=self.path.parent)
-        temporary = Path(name)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write('{"version": 1, "acls": [\n')
-                handle.write(",\n".join(json.dumps(e) for e in entries))
-                handle.write("\n]}\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
-        directory = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
+        text = '{"version": 1, "acls": [\n' + ",\n".join(json.dumps(e) for e in entries) \
+            + "\n]}\n"
+        durable_replace(self.path, text.encode(), mode=0o600, private_temp=True)

@@ -22,10 +22,11 @@ import hmac
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from roster.log.files import durable_replace
 
 log = logging.getLogger("roster.security")
 
@@ -202,21 +203,6 @@ class ScramStore:
             for name, mechs in sorted(users.items())}}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # a name of its own (0600), so the broker and `roster users` never share one
-        fd, name = tempfile.mkstemp(prefix=self.path.name + ".", suffix=".tmp",
-                                    dir=self.path.parent)
-        temporary = Path(name)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, indent=1, sort_keys=True)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temporary, self.path)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
+        durable_replace(self.path, json.dumps(data, indent=1, sort_keys=True).encode(),
+                        mode=0o600, private_temp=True)
         self._stamp = self._file_stamp()
-        directory = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(directory)
-        finally:
-            os.close(directory)
