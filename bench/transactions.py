@@ -78,9 +78,24 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+class DeliveryFailed(RuntimeError):
+    pass
+
+
 def run(bootstrap: str, topic: str, args, transactional: bool, pass_no: int) -> float:
-    """records/s of one pass (the producer is gone when it returns: its threads' CPU counted)."""
-    conf = {"bootstrap.servers": bootstrap, **COMMON}
+    """records/s of one pass (the producer is gone when it returns: its threads' CPU counted).
+    Every record must be delivered: a delivery error, or a record still queued at the end,
+    stops the benchmark (a rate over lost records means nothing)."""
+    delivered, failed = 0, []
+
+    def on_delivery(error, _message) -> None:
+        nonlocal delivered
+        if error is None:
+            delivered += 1
+        else:
+            failed.append(error)
+
+    conf = {"bootstrap.servers": bootstrap, **COMMON, "on_delivery": on_delivery}
     if transactional:
         conf["transactional.id"] = f"bench-tx-{pass_no}"
     producer = Producer(conf)
@@ -103,8 +118,14 @@ def run(bootstrap: str, topic: str, args, transactional: bool, pass_no: int) -> 
         if transactional:
             producer.commit_transaction(60)
         sent += chunk
-    producer.flush(60)
-    return args.records / (time.perf_counter() - started)
+    left = producer.flush(60)
+    elapsed = time.perf_counter() - started
+    kind = "transactional" if transactional else "idempotent"
+    if failed or left or delivered != args.records:
+        raise DeliveryFailed(f"{kind} pass {pass_no + 1}: {delivered:,} of {args.records:,} "
+                             f"records delivered, {len(failed):,} delivery errors "
+                             f"(first: {failed[0] if failed else None}), {left} still queued")
+    return args.records / elapsed
 
 
 def main() -> None:
@@ -163,4 +184,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except DeliveryFailed as failure:
+        sys.exit(f"bench/transactions.py: {failure}")
