@@ -13,6 +13,11 @@ from pathlib import Path
 TEST_DEFAULTS = {"offsets.topic.num.partitions": "5"}
 
 
+# Waiting for the "listening" line costs nothing when the broker is quick; a loaded machine
+# (a neighbour compiling, a CPU hog) has been seen to take over 30 s to import and start it.
+START_TIMEOUT_S = 120.0
+
+
 class BrokerProcess:
     """`python -m roster serve` on a free loopback port; restartable on the same data dir."""
 
@@ -27,7 +32,7 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout_s: float = 30.0) -> BrokerProcess:
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> BrokerProcess:
         # Reuse the port across restarts so clients that cached the address find it again.
         port = self.port or 0
         command = [sys.executable, "-m", "roster", "--log-level", "INFO", "serve",

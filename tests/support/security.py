@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.support.process import BrokerProcess
+from tests.support.process import START_TIMEOUT_S, BrokerProcess
 
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -131,7 +131,7 @@ class SecureBroker(BrokerProcess):
     """A broker with several listeners; `listener("SASL_SSL")` is its host:port. After the
     first start the ports are pinned, so a restart listens where clients expect it."""
 
-    def start(self, timeout_s: float = 30.0) -> SecureBroker:
+    def start(self, timeout_s: float = START_TIMEOUT_S) -> SecureBroker:
         super().start(timeout_s)
         self.listeners = {}
         for line in self.output:
