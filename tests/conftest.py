@@ -2,6 +2,9 @@ import pytest
 
 from tests.support.process import BrokerProcess
 
+# librdkafka's log lines into the test's captured log; clients a test leaves open are closed
+pytest_plugins = ["tests.support.client_tracking"]
+
 
 @pytest.fixture
 def broker_factory(tmp_path):
