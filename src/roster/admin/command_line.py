@@ -242,6 +242,24 @@ def add_acls(commands, run) -> None:
         parser.set_defaults(usage=parser)
 
 
+def add_migrate(commands, run) -> None:
+    command = _command(commands, "migrate", "plan, or with --execute carry out, what "
+                       "MirrorMaker 2 does not move from roster to a Kafka cluster: topic "
+                       "configs and partitions, every ACL, SCRAM users, group configs and "
+                       "untranslated offsets (docs/migrate.md)", run)
+    command.add_argument("--to", required=True, metavar="HOST:PORT",
+                         help="a bootstrap broker of the Kafka cluster to move to")
+    command.add_argument("--to-command-config", metavar="FILE",
+                         help="client properties for the target (default: --command-config's, "
+                              "for the same admin on both sides)")
+    command.add_argument("--users-file", metavar="FILE",
+                         help="user=password lines (or a JSON object): the passwords SCRAM "
+                              "users are carried with; never printed")
+    mode = command.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="only print the plan (the default)")
+    mode.add_argument("--execute", action="store_true", help="carry the plan out")
+
+
 def add_transactions(commands, run) -> None:
     command = _command(commands, "transactions", "list, describe and abort transactions "
                        "(kafka-transactions; docs/transactions.md)", run)
