@@ -319,6 +319,55 @@ def _transactions(args) -> int:
     return 0
 
 
+def _migrate(args) -> int:
+    """roster migrate --to BOOTSTRAP: a plan, or with --execute its carrying out
+    (admin/migrate.py)."""
+    from roster.admin import migrate, users_file
+    from roster.admin.cluster import Cluster
+    from roster.security.client import ClientSecurity, read_properties
+    passwords = None
+    if args.users_file:
+        try:
+            passwords = users_file.read(args.users_file)
+        except users_file.UsersFileError as exc:
+            print(f"roster: {exc}", file=sys.stderr)
+            return 2
+        if users_file.world_readable(args.users_file):
+            print(f"WARN: the users file {args.users_file} is readable by every user of this "
+                  "machine: chmod 600 it", file=sys.stderr)
+
+    def security(path):
+        return ClientSecurity.from_config(read_properties(path)) if path else None
+
+    source_security = security(args.command_config)
+    target_security = security(args.to_command_config or args.command_config)
+    try:
+        source = Cluster(args.bootstrap_server, source_security)
+    except AdminError as exc:
+        print(f"roster: the source: {exc}", file=sys.stderr)
+        return 1
+    with source:
+        try:
+            target = Cluster(args.to, target_security)
+        except AdminError as exc:
+            print(f"roster: the target: {exc}", file=sys.stderr)
+            return 1
+        with target:
+            try:
+                migrate.check_target(source, target)
+                planned = migrate.plan(source, target, passwords, target_security)
+            except migrate.MigrateError as exc:
+                print(f"roster: {exc}", file=sys.stderr)
+                return 1
+            print("\n".join(migrate.plan_lines(planned, executing=args.execute)))
+            if not args.execute or not planned.steps:
+                return 0
+            outcome = migrate.execute(planned, target, lambda: migrate.plan(
+                source, target, passwords, target_security))
+            print("\n".join(migrate.outcome_lines(outcome)))
+            return 1 if outcome.failed or outcome.left else 0
+
+
 def _report(args) -> int:
     """The Spark rebalance report (roster.observability.report; needs the spark extra)."""
     from roster.observability.report import main as report_main
@@ -354,7 +403,8 @@ def build_parser() -> argparse.ArgumentParser:
     for add, run in ((command_line.add_topics, _topics), (command_line.add_groups, _groups),
                      (command_line.add_offsets, _offsets), (command_line.add_report, _report),
                      (command_line.add_users, _users), (command_line.add_acls, _acls),
-                     (command_line.add_transactions, _transactions)):
+                     (command_line.add_transactions, _transactions),
+                     (command_line.add_migrate, _migrate)):
         add(commands, run)
     return parser
 
