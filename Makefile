@@ -13,7 +13,7 @@ HTTP_PORT ?=
 # the group console and /metrics (docs/observability.md) when HTTP_PORT is given
 HTTP := $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
-.PHONY: run serve test bench system-deps kafka-deps go-deps clean fuzz report soak
+.PHONY: run serve test test-quick bench system-deps kafka-deps go-deps clean fuzz report soak
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,8 +47,13 @@ serve: $(STAMP)
 report: $(STAMP) system-deps
 	$(PY) -m roster report --bootstrap-server $(HOST):$(PORT) $(ARGS)
 
+# The whole suite, nothing skipped; the 30 slowest tests are listed at the end of the run.
 test: $(STAMP) system-deps kafka-deps go-deps
-	$(PY) -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadgroup --durations=30 $(PYTEST_ARGS)
+
+# The quick loop while developing: tests/unit (no Kafka, Spark or JVM; a few minutes).
+test-quick: $(STAMP)
+	$(PY) -m pytest -n 2 --durations=10 tests/unit $(PYTEST_ARGS)
 
 # Longer fuzzing (docs/protocol.md, Fuzzing): the regression corpus, the live-broker campaign
 # for half of FUZZ_SECONDS, then atheris on the pure decoders for the rest. Findings land in
