@@ -91,6 +91,8 @@ def source(tmp_path_factory):
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "allow.everyone.if.no.acl.found": "false",
         "super.users": "User:admin;User:ANONYMOUS",
+        # wider than Kafka's 60 s: a group config the target refuses
+        "group.consumer.max.session.timeout.ms": "120000",
     }).start()
     yield broker
     broker.stop()
@@ -280,6 +282,28 @@ def test_carol_authenticates_on_kafka_and_the_acls_refuse_what_roster_refused(
     from roster.admin.client import AdminError
     with pytest.raises(AdminError, match="authentication"):
         AdminClient(kafka_peer_secure.bootstrap, security=_security(CAROL, "wrong")).close()
+
+
+def test_a_step_the_target_refuses_fails_alone(migrated, source, kafka_peer_secure, tmp_path):
+    """Kafka refuses a session timeout above its group.consumer.max.session.timeout.ms: that
+    step fails with Kafka's reason, the others are carried out, the exit code says so."""
+    wide, narrow = unique_name(f"{TAG}-wide"), unique_name(f"{TAG}-narrow")
+    admin = _security("admin", SECURE_USERS["admin"])
+    with AdminClient(source.listener("SASL_PLAINTEXT"), security=admin) as client:
+        group_wire.expect(client, wide, {"consumer.session.timeout.ms": "90000"}, [])
+        group_wire.expect(client, narrow, {"consumer.heartbeat.interval.ms": "1000"}, [])
+    try:
+        result = roster(*_admin_args(source, tmp_path), "--to", kafka_peer_secure.bootstrap,
+                        "--execute")
+        assert result.returncode == 1, result.stdout + result.stderr
+        assert f"FAILED group config {wide}: INVALID_CONFIG" in result.stdout
+        with AdminClient(kafka_peer_secure.bootstrap, security=admin) as client:
+            assert migrate.group_configs(client, narrow) == {
+                "consumer.heartbeat.interval.ms": "1000"}
+            assert migrate.group_configs(client, wide) == {}
+    finally:
+        with AdminClient(source.listener("SASL_PLAINTEXT"), security=admin) as client:
+            group_wire.expect(client, wide, {}, ["consumer.session.timeout.ms"])
 
 
 # -- bad input: one clear line, a non-zero exit, nothing changed ----------------------------------

@@ -512,10 +512,11 @@ def execute(planned: Plan, target: Cluster, replan: Callable[[], Plan],
             failed.append((step, str(exc)))
         else:
             done.append(step)
-    keys = {(s.what, s.name) for s in done}
+    # (several ACL steps share a resource: the action tells them apart)
+    keys = {(s.what, s.name, s.action) for s in done}
     deadline = time.monotonic() + settle_s
     while True:
-        left = [s for s in replan().steps if (s.what, s.name) in keys]
+        left = [s for s in replan().steps if (s.what, s.name, s.action) in keys]
         if not left or time.monotonic() >= deadline:
             return Outcome(done, failed, left)
         time.sleep(0.2)   # the metadata image catches up within milliseconds

@@ -53,7 +53,7 @@ def read(path: str) -> Passwords:
     except OSError as exc:
         raise UsersFileError(f"cannot read the users file {path}: "
                              f"{exc.strerror or exc}") from None
-    if text.lstrip().startswith("{"):
+    if text.lstrip().startswith(("{", "[")):
         return Passwords(_from_json(path, text))
     return Passwords(_from_lines(path, text))
 
