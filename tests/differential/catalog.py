@@ -24,8 +24,12 @@ normalised trace of what the clients observe -- per request the API, version and
 per member its generation or epoch, leader, member list and assignment; the answers of
 DescribeGroups, ConsumerGroupDescribe, ListGroups and OffsetFetch; timer-driven outcomes as
 "within [low, high] ms" -- and the test asserts the two traces are equal, except for the
-differences listed in the roster column, which must show exactly as listed. The traces of the
-last run are in `.cache/differential/<scenario>.{{kafka,roster}}.json`.
+differences listed in the roster column, which must show exactly as listed. A timer outcome's
+time itself is compared too: roster's within max(500 ms, 25%) of Kafka's in the same run. The
+Kafka column is checked against Kafka's trace of every run (`tests/differential/stated.py`):
+each error code it names must be in one of Kafka's answers, each generation it names in a
+generation field. The traces of the last run are in
+`.cache/differential/<scenario>.{{kafka,roster}}.json`.
 
 This file is generated: `.venv/bin/python -m tests.differential.catalog > docs/compatibility.md`
 (`tests/differential/test_catalog.py` fails when it is stale). All scenarios:

@@ -21,7 +21,9 @@ Normalisation (what Kafka leaves open, so it never appears in a trace):
 - lists of topics by id (assignments): Kafka's order is a hash map's, so they are sorted by
   topic symbol; a scenario's topics get their symbols in the order it creates them;
 - the SASL mechanisms a broker offers: sorted (Kafka keeps them in a set);
-- clocks: a timer outcome is recorded as "within [lo, hi] ms" (the tolerance), never the time.
+- clocks: a timer outcome is recorded as "within [lo, hi] ms" (the tolerance), never the time;
+  the time itself is kept beside the trace, and roster's must lie within max(500 ms, 25%) of
+  Kafka's in the same run.
 """
 from __future__ import annotations
 
@@ -75,6 +77,9 @@ class Trace:
         self._symbols: dict[str, dict[str, str]] = {"m": {}, "t": {}}
         self._steps: dict[str, itertools.count] = {}
         self._first_epoch: int | None = None
+        # timer outcomes as measured, in ms, out of the entries: the harness compares the two
+        # brokers' readings of one run against each other (harness.compare_timings)
+        self.timings: dict[str, float] = {}
 
     def symbol(self, kind: str, real: str) -> str:
         table = self._symbols[kind]
