@@ -27,18 +27,9 @@ with their own codec (kafka-python's codec functions).
 from __future__ import annotations
 
 import struct
-import crc32c
-from kafka.codec import (
-    gzip_decode,
-    gzip_encode,
-    lz4_decode,
-    lz4_encode,
-    snappy_decode,
-    snappy_encode,
-    zstd_decode,
-    zstd_encode,
-)
+from functools import cache
 
+import crc32c
 from roster.log.batch import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -52,8 +43,16 @@ from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 DELETE_HORIZON_BIT = 0x40   # KIP-534: baseTimestamp holds the batch's delete horizon
 
-_DECODE = {1: gzip_decode, 2: snappy_decode, 3: lz4_decode, 4: zstd_decode}
-_ENCODE = {1: gzip_encode, 2: snappy_encode, 3: lz4_encode, 4: zstd_encode}
+_CODECS = {1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+@cache
+def _codec(codec: int, direction: str):
+    """kafka-python's codec function, imported on the first compressed batch: importing
+    kafka.codec runs kafka-python's package __init__ (its whole client), which cost a
+    broker's start about a third of its import time when done at module level."""
+    from kafka import codec as codecs
+    return getattr(codecs, f"{_CODECS[codec]}_{direction}")
 # the header after the CRC: attributes .. recordsCount
 _TAIL = struct.Struct(">hiqqqhii")
 _HEAD = struct.Struct(">qiibI")   # baseOffset, batchLength, leaderEpoch, magic, crc
@@ -81,10 +80,9 @@ def payload(header: BatchHeader, batch) -> bytes:
     codec = header.compression
     if codec == 0:
         return bytes(body)
-    decode = _DECODE.get(codec)
-    if decode is None:
+    if codec not in _CODECS:
         raise ValueError(f"unknown compression codec {codec}")
-    return decode(bytes(body))
+    return _codec(codec, "decode")(bytes(body))
 
 
 def records(header: BatchHeader, data: bytes) -> list[tuple]:
@@ -147,7 +145,7 @@ def rebuilt(header: BatchHeader, data: bytes, kept: list[tuple],
     body = b"".join(parts)
     codec = attributes & COMPRESSION_MASK
     if codec and kept:
-        body = _ENCODE[codec](body)
+        body = _codec(codec, "encode")(body)
     elif codec:
         attributes &= ~COMPRESSION_MASK  # an empty batch has no records to compress
     tail = _TAIL.pack(attributes, header.last_offset_delta, base_timestamp, max_timestamp,
