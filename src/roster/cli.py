@@ -1,4 +1,7 @@
-"""The `roster` command: `serve` runs a broker; the other commands talk to a running one."""
+"""The `roster` command: `serve` runs a broker; the other commands talk to a running one.
+
+Each command imports the admin module it uses when it runs, so that `roster serve` (whose start
+is timed against Kafka's, bench/versus_kafka.py) loads none of them."""
 from __future__ import annotations
 
 import argparse
@@ -10,11 +13,6 @@ from pathlib import Path
 
 from roster.admin import arguments as kinds
 from roster.admin import command_line
-from roster.admin import group_views
-from roster.admin import groups as group_commands
-from roster.admin import offsets as offset_commands
-from roster.admin import reset as offset_reset
-from roster.admin import topics as topic_commands
 from roster.admin.client import AdminClient, AdminError
 from roster.config import BrokerConfig, ConfigError, parse_assignments
 from roster.security.client import SecurityConfigError
@@ -52,6 +50,7 @@ def _serve(args) -> int:
 
 
 def _topics(args) -> int:
+    from roster.admin import topics as topic_commands
     with _admin(args) as client:
         if args.action == "create":
             topic_commands.create(client, args.name, args.partitions,
@@ -78,6 +77,7 @@ def _topics(args) -> int:
 
 
 def _groups(args) -> int:
+    from roster.admin import groups as group_commands
     with _admin(args) as client:
         if args.action == "list":
             rows = group_commands.list_groups(client)
@@ -116,6 +116,7 @@ def _groups(args) -> int:
 def _expect(client, args) -> None:
     """roster groups expect GROUP [--instance-ids A,B | --size N | --clear]
     [--refuse-unexpected | --admit-unexpected]; with no option, show what is expected."""
+    from roster.admin import groups as group_commands
     ids, size = group_commands.EXPECTED_IDS, group_commands.EXPECTED_SIZE
     refuse = group_commands.REFUSE_UNEXPECTED
     sets: dict[str, str] = {}
@@ -142,6 +143,7 @@ def _expect(client, args) -> None:
 
 
 def _chosen_groups(client, args) -> list[str]:
+    from roster.admin import groups as group_commands
     if args.all_groups:
         return [group_id for group_id, _, _ in group_commands.list_groups(client)]
     return args.groups
@@ -150,6 +152,7 @@ def _chosen_groups(client, args) -> list[str]:
 def _kafka_views(client, args, view: str) -> int:
     """kafka-consumer-groups --describe [--offsets | --members | --state]: a table per group
     on stdout, what is worth knowing about the group's state on stderr."""
+    from roster.admin import group_views
     show = {"offsets": group_views.offsets_view, "members": group_views.members_view,
             "state": group_views.state_view}[view]
     printed = False
@@ -165,6 +168,7 @@ def _kafka_views(client, args, view: str) -> int:
 
 def _reset(client, args) -> int:
     """Kafka's --reset-offsets: a dry run unless --execute."""
+    from roster.admin import reset as offset_reset
     scenario, *value = args.to
     if scenario == "by-duration":   # Kafka's --by-duration: a time that far back from now
         scenario, value = "datetime", [int(time.time() * 1000) - value[0]]
@@ -184,6 +188,7 @@ def _reset(client, args) -> int:
 
 
 def _offsets(args) -> int:
+    from roster.admin import offsets as offset_commands
     with _admin(args) as client:
         if args.action == "describe":
             return _kafka_views(client, args, "offsets")
