@@ -15,7 +15,7 @@ API:
 - `.kill9(node_id)` -> SIGKILL, nothing flushed; returns when the process is gone.
   `.wait_fenced(node_id)` -> until the live nodes no longer list it (its leaderships and
   coordinators have moved).
-- `.restart(node_id)` -> starts it again on its own data and waits until it is back in the ISR
+- `.restart(node_id)` (from any thread) -> starts it again on its own data and waits until it is back in the ISR
   of every partition it holds a replica of (internal topics included).
 - `.heal()` -> restarts every node that is down (tests/cluster's per-test fixture calls it).
 - `.coordinator_of(group)` -> the node id that coordinates the group (FindCoordinator), and
@@ -152,6 +152,10 @@ class KafkaCluster:
         self.voters = ",".join(f"{n.node_id}@127.0.0.1:{n.controller_port}"
                                for n in self.nodes.values())
         self.started_in_s: float | None = None
+        # Every JVM is started from this one thread, which lives as long as the cluster: a
+        # node dies with the thread that started it (PDEATHSIG, kafka_peer), so a test may
+        # call restart() from any thread (asyncio.to_thread) without the node dying with it.
+        self._spawner = concurrent.futures.ThreadPoolExecutor(1, "kafka-cluster-spawn")
 
     # -- what tests read ---------------------------------------------------------------------
     @property
@@ -201,7 +205,7 @@ class KafkaCluster:
                 list(pool.map(lambda n: format_storage(n.config, cluster_id),
                               self.nodes.values()))
             for node in self.nodes.values():
-                node.spawn()
+                self._spawn(node)
             self._wait(self._settled, timeout_s, "the three nodes to form a cluster")
         except BaseException:
             self.stop()
@@ -216,11 +220,15 @@ class KafkaCluster:
             thread.start()
         for thread in threads:
             thread.join()
+        self._spawner.shutdown()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
     def kill9(self, node_id: int) -> None:
         self.nodes[node_id].kill9()
+
+    def _spawn(self, node: ClusterNode) -> None:
+        self._spawner.submit(node.spawn).result()
 
     def wait_fenced(self, node_id: int, timeout_s: float = 60.0) -> None:
         """Until the live nodes have fenced `node_id`: it is no longer among Metadata's brokers
@@ -242,7 +250,7 @@ class KafkaCluster:
         node = self.nodes[node_id]
         if node.alive():
             raise RuntimeError(f"node {node_id} is running")
-        node.spawn()
+        self._spawn(node)
         self._wait(lambda: self._caught_up(node_id), timeout_s,
                    f"node {node_id} to rejoin the ISRs")
 

@@ -33,6 +33,17 @@ from roster.protocol.errors import ErrorCode
 log = logging.getLogger("roster.client")
 FETCH, LIST_OFFSETS = 1, 2
 EARLIEST, LATEST = -2, -1
+# The partition's leader moved (or is being elected): ask Metadata again and retry, as
+# Kafka's consumer does; never a reason to fail poll().
+LEADER_MOVED = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch,
+                          ErrorCode.unknown_leader_epoch, ErrorCode.leader_not_available,
+                          ErrorCode.replica_not_available, ErrorCode.unknown_topic_or_partition,
+                          ErrorCode.kafka_storage_error, ErrorCode.offset_not_available})
+RETRY_BACKOFF_MS = 100   # Kafka's retry.backoff.ms: after a failed fetch, before the next
+
+
+class LeaderMoved(ConnectionClosed):
+    """A partition's leader could not answer (it moved, or the broker is gone): retried."""
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
 
 
@@ -60,6 +71,7 @@ class Consumer:
         self._user = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
         self._buffer = FetchBuffer()
         self._turn = 0
+        self._fetch_failed = False   # in this poll: then it backs off instead of spinning
         if group_protocol not in ("classic", "consumer"):
             raise ValueError("group_protocol must be 'classic' or 'consumer'")
         # "consumer": the KIP-848 protocol, the broker assigns (group_remote_assignor: uniform
@@ -123,7 +135,12 @@ class Consumer:
         if not assigned:
             await asyncio.sleep(min(timeout_ms, 100) / 1000)  # nothing to read yet
             return []
-        await self._initialise_positions([tp for tp in assigned if tp not in self._buffer])
+        self._fetch_failed = False
+        try:
+            await self._initialise_positions([tp for tp in assigned if tp not in self._buffer])
+        except ConnectionClosed as exc:   # coordinator or a leader moving: the next poll
+            log.info("cannot set the starting positions yet: %s", exc)
+            self._fetch_failed = True
         buffer = self._buffer
         # Every partition with nothing buffered is fetched (without waiting), whatever the
         # others hold, so a partition with a long backlog cannot starve the rest; the order
@@ -137,8 +154,10 @@ class Consumer:
         if not buffer.buffered():
             # nothing anywhere: wait for records on one partition, at most timeout_ms
             waiting = next((tp for tp in order if tp in buffer), None)
-            if waiting is not None:
+            if waiting is not None and not self._fetch_failed:
                 await self._fetch(waiting, timeout_ms)
+        if self._fetch_failed and not buffer.buffered():
+            await asyncio.sleep(min(timeout_ms, RETRY_BACKOFF_MS) / 1000)
         return buffer.take(max_records, list(self.member.assignment))
 
     async def _initialise_positions(self, partitions) -> None:
@@ -168,8 +187,20 @@ class Consumer:
                             entry, name=topic, partitions=(make(
                                 part, partition_index=partition, timestamp=which,
                                 current_leader_epoch=-1),)),))
-        answer = await connection.call(LIST_OFFSETS, body)
-        return answer.topics[0].partitions[0].offset
+        try:
+            answer = await connection.call(LIST_OFFSETS, body)
+        except ConnectionClosed:
+            self._cluster.forget(connection)
+            raise
+        result = answer.topics[0].partitions[0]
+        if result.error_code in LEADER_MOVED:
+            self._cluster.stale(topic, partition)
+            raise LeaderMoved(f"ListOffsets {topic}-{partition}: {result.error_code.name}")
+        if result.error_code is ErrorCode.topic_authorization_failed:
+            raise AuthorizationError(result.error_code, topic, "DESCRIBE")
+        if result.error_code is not ErrorCode.none:
+            raise LeaderMoved(f"ListOffsets {topic}-{partition}: {result.error_code.name}")
+        return result.offset
 
     async def _fetch(self, tp: tuple[str, int], wait_ms: int) -> None:
         """One Fetch at the partition's fetch offset; its records go to the buffer (unless
@@ -177,6 +208,7 @@ class Consumer:
         topic, partition = tp
         state = self._buffer.state(tp)
         offset = state.fetch_offset
+        connection = None
         try:
             connection = await self._cluster.connection_for(topic, partition)
             # the broker may hold the Fetch for wait_ms (poll's timeout_ms) before answering
@@ -184,11 +216,26 @@ class Consumer:
                 v, topic, partition, offset, wait_ms),
                 timeout_ms=self._cluster.request_timeout_ms + wait_ms)
         except ConnectionClosed as exc:
+            # the leader's broker went away: forget it, so the next fetch asks who leads now
             log.info("fetch from %s-%d failed: %s", topic, partition, exc)
+            if connection is not None:
+                self._cluster.forget(connection)
+            self._fetch_failed = True
             return
         data = answer.responses[0].partitions[0]
+        if data.error_code in LEADER_MOVED:
+            log.info("fetch from %s-%d: %s; looking up its leader again", topic, partition,
+                     data.error_code.name)
+            self._cluster.stale(topic, partition)
+            self._fetch_failed = True
+            return
         if data.error_code is ErrorCode.offset_out_of_range:
-            reset = await self._log_offset(tp, self._reset)
+            try:
+                reset = await self._log_offset(tp, self._reset)
+            except ConnectionClosed as exc:
+                log.info("cannot look up %s-%d's reset offset yet: %s", topic, partition, exc)
+                self._fetch_failed = True
+                return
             if self._buffer.state(tp) is state and state.fetch_offset == offset:
                 log.warning("%s-%d: offset %d is out of range; resetting to %d", topic,
                             partition, offset, reset)

@@ -116,7 +116,7 @@ class ConsumerGroupMember(MemberDriver):
                         allow_auto_topic_creation=False,
                         include_topic_authorized_operations=False)
         try:
-            answer = await (await self._bootstrap_connection()).call(ApiKey.METADATA, body)
+            answer = await self._bootstrap_call(ApiKey.METADATA, body)
         except (ConnectionClosed, SecurityError) as exc:   # (SecurityError: reconnecting)
             log.warning("metadata by topic id failed: %s", exc)
             return

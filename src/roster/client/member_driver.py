@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 
 from roster.client import requests
+from roster.client.bootstrap import Bootstrap, parse_bootstrap_servers
 from roster.client.connection import (
     REQUEST_TIMEOUT_MS,
     BrokerConnection,
@@ -31,6 +32,10 @@ from roster.security.client import SecurityError
 
 log = logging.getLogger("roster.client")
 TOPIC_IDS_FROM = 10   # OffsetCommit / OffsetFetch v10 name topics by id
+# OffsetFetch answers that mean "ask again": the coordinator moved or is loading the group
+# (UNSTABLE_OFFSET_COMMIT, an offset pending in an open transaction, stays an offset of -1)
+COORDINATOR_MOVING = frozenset({ErrorCode.not_coordinator, ErrorCode.coordinator_not_available,
+                                ErrorCode.coordinator_load_in_progress})
 
 
 class CommitFailed(RuntimeError):
@@ -40,9 +45,8 @@ class CommitFailed(RuntimeError):
 
 
 def parse_bootstrap(bootstrap: str) -> tuple[str, int]:
-    first = bootstrap.split(",")[0].strip()
-    host, _, port = first.rpartition(":")
-    return host.strip("[]") or "localhost", int(port)
+    """The first of the bootstrap servers (roster.client.bootstrap.Bootstrap tries them all)."""
+    return parse_bootstrap_servers(bootstrap)[0]
 
 
 class MemberDriver:
@@ -52,7 +56,7 @@ class MemberDriver:
                  security=None, request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
         self.machine = machine
         self.request_timeout_ms = request_timeout_ms
-        self._bootstrap = parse_bootstrap(bootstrap)
+        self._bootstrap = Bootstrap(bootstrap)
         self._client_id = client_id
         self._security = as_security(security)
         self._callbacks = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
@@ -130,8 +134,18 @@ class MemberDriver:
         coordinator = self._coordinator   # (or dropped it meanwhile)
         if coordinator is None:
             raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets})
-        answer = await coordinator.call(ApiKey.OFFSET_COMMIT, lambda v: requests.build(
-            "OffsetCommit", v, send.fields, self.topic_ids))
+        try:
+            answer = await coordinator.call(ApiKey.OFFSET_COMMIT, lambda v: requests.build(
+                "OffsetCommit", v, send.fields, self.topic_ids))
+        except ConnectionClosed as exc:
+            # the coordinator's broker went away: the member finds the new one; this commit
+            # fails as retriable, as an answer NOT_COORDINATOR would
+            log.info("offset commit: lost the connection to the coordinator: %s", exc)
+            if self._coordinator is coordinator:
+                self._drop_coordinator()
+                await self._handle(self.machine.on_connection_lost(self.now()))
+            raise CommitFailed({tp: ErrorCode.coordinator_not_available for tp in offsets}) \
+                from None
         names = {v: k for k, v in self.topic_ids.items()}
         errors = requests.commit_errors(answer, names)
         await self._handle(self.machine.on_commit(errors, self.now()))
@@ -154,7 +168,14 @@ class MemberDriver:
             by_topic.setdefault(topic, []).append(partition)
         answer = await coordinator.call(ApiKey.OFFSET_FETCH, lambda v: offset_fetch_request(
             v, self.machine.config.group_id, by_topic, self.topic_ids))
-        topics = answer.groups[0].topics if hasattr(answer, "groups") else answer.topics
+        group = answer.groups[0] if hasattr(answer, "groups") else answer
+        topics = group.topics
+        errors = {group.error_code} | {p.error_code for t in topics for p in t.partitions}
+        moving = errors & COORDINATOR_MOVING
+        if moving:
+            # no offsets in this answer: reading from the log's start instead would re-read
+            raise ConnectionClosed(f"OffsetFetch for group {self.machine.config.group_id}: "
+                                   f"{next(iter(moving)).name.upper()}")
         names = {v: k for k, v in self.topic_ids.items()}
         return {(getattr(t, "name", None) or names.get(t.topic_id), p.partition_index):
                 p.committed_offset for t in topics for p in t.partitions}
@@ -181,7 +202,8 @@ class MemberDriver:
             return make(schema, topics=tuple(make(entry, name=t, topic_id=None) for t in topics),
                         allow_auto_topic_creation=False,
                         include_topic_authorized_operations=False)
-        answer = await (await self._bootstrap_connection()).call(ApiKey.METADATA, body)
+        answer = await self._bootstrap_call(ApiKey.METADATA, body)
+        self._bootstrap.learn({b.node_id: (b.host, b.port) for b in answer.brokers})
         counts = {}
         for topic in answer.topics:
             if topic.error_code is ErrorCode.none:
@@ -236,8 +258,7 @@ class MemberDriver:
         """The machine has one lookup in flight at a time: its end, whatever it is, is the
         answer (a broker or coordinator out of reach is COORDINATOR_NOT_AVAILABLE)."""
         try:
-            bootstrap = await self._bootstrap_connection()
-            answer = await bootstrap.call(ApiKey.FIND_COORDINATOR, lambda v: requests.build(
+            answer = await self._bootstrap_call(ApiKey.FIND_COORDINATOR, lambda v: requests.build(
                 "FindCoordinator", v, send.fields, {}))
             error, host, port = requests.find_coordinator_answer(answer)
             if error is ErrorCode.none:
@@ -254,8 +275,21 @@ class MemberDriver:
         (a request on it timed out, or the broker closed it): every lookup after would fail."""
         async with self._metadata_opening:
             if self._metadata_conn is None or self._metadata_conn.closed:
-                self._metadata_conn = await self._open(*self._bootstrap)
+                self._metadata_conn = await self._bootstrap.connect(self._open)
             return self._metadata_conn
+
+    async def _bootstrap_call(self, api_key: int, body):
+        """One request on the bootstrap connection; when it fails, the next one goes to
+        another bootstrap server (or known broker), so one broker down stops nothing."""
+        connection = await self._bootstrap_connection()
+        try:
+            return await connection.call(api_key, body)
+        except ConnectionClosed:
+            connection.close()
+            if self._metadata_conn is connection:
+                self._metadata_conn = None
+                self._bootstrap.failed()
+            raise
 
     async def _open(self, host: str, port: int) -> BrokerConnection:
         return await BrokerConnection.open(host, port, self._client_id, security=self._security,

@@ -2,6 +2,7 @@
 partition per call, with compression and acks."""
 from __future__ import annotations
 
+import asyncio
 import datetime
 import itertools
 import time
@@ -19,7 +20,13 @@ from roster.protocol.errors import ErrorCode
 
 RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition,
              ErrorCode.leader_not_available, ErrorCode.request_timed_out,
-             ErrorCode.kafka_storage_error, ErrorCode.not_enough_replicas}
+             ErrorCode.kafka_storage_error, ErrorCode.not_enough_replicas,
+             ErrorCode.not_enough_replicas_after_append}
+# Kafka's producer defaults: a batch is retried (retry.backoff.ms apart) until
+# delivery.timeout.ms has passed, which rides out a leader election on a cluster (a dead
+# broker is fenced after broker.session.timeout.ms, 9 s by default, before its partitions move).
+DELIVERY_TIMEOUT_MS = 120_000
+RETRY_BACKOFF_MS = 100
 
 
 class ProduceError(RuntimeError):
@@ -39,12 +46,14 @@ def default_partition(key: bytes | None, partitions: int, counter) -> int:
 
 class Producer:
     def __init__(self, bootstrap: str, *, acks: int = -1, compression: str = "none",
-                 client_id: str = "roster-producer", retries: int = 5, security=None,
-                 request_timeout_ms: int = REQUEST_TIMEOUT_MS) -> None:
+                 client_id: str = "roster-producer", retries: int = 2**31 - 1, security=None,
+                 request_timeout_ms: int = REQUEST_TIMEOUT_MS,
+                 delivery_timeout_ms: int = DELIVERY_TIMEOUT_MS) -> None:
         self._cluster = Cluster(bootstrap, client_id, security, request_timeout_ms)
         self._acks = acks
         self._compression = compression
         self._retries = retries
+        self._delivery_timeout_ms = delivery_timeout_ms
         self._round_robin: dict[str, itertools.count] = {}
 
     async def send(self, topic: str, value: bytes | None, key: bytes | None = None,
@@ -75,29 +84,40 @@ class Producer:
         return placed
 
     async def _produce(self, topic: str, partition: int, records: list[OutgoingRecord]) -> int:
+        """The batch's base offset, once the leader acknowledged it. A leader that moved or a
+        broker that went away is looked up again and the batch retried, until `retries` or
+        the delivery timeout is spent (a retry after a lost answer may write it twice: this
+        producer is not idempotent)."""
         batch = encode_batch(records, self._compression, int(time.time() * 1000))
-        for attempt in range(self._retries + 1):
+        deadline = time.monotonic() + self._delivery_timeout_ms / 1000
+        attempt = 0
+        while True:
+            connection = None
             try:
                 connection = await self._cluster.connection_for(topic, partition)
                 answer = await connection.call(ApiKey.PRODUCE, lambda v: self._request(
                     v, topic, partition, batch))
-            except ConnectionClosed:
-                if attempt == self._retries:
-                    raise
-                await self._cluster.refresh([topic])
-                continue
-            if self._acks == 0:
-                return -1
-            result = answer.responses[0].partition_responses[0]
-            if result.error_code is ErrorCode.none:
-                return result.base_offset
-            if result.error_code is ErrorCode.topic_authorization_failed:
-                raise AuthorizationError(result.error_code, topic, "WRITE")
-            if result.error_code not in RETRIABLE or attempt == self._retries:
-                raise ProduceError(topic, partition, result.error_code,
-                                   getattr(result, "error_message", None))
-            await self._cluster.refresh([topic])
-        raise AssertionError("unreachable")
+            except ConnectionClosed as exc:
+                if connection is not None:   # the leader's broker went away mid-request
+                    self._cluster.forget(connection)
+                failure: Exception = exc
+            else:
+                if self._acks == 0:
+                    return -1
+                result = answer.responses[0].partition_responses[0]
+                if result.error_code is ErrorCode.none:
+                    return result.base_offset
+                if result.error_code is ErrorCode.topic_authorization_failed:
+                    raise AuthorizationError(result.error_code, topic, "WRITE")
+                failure = ProduceError(topic, partition, result.error_code,
+                                       getattr(result, "error_message", None))
+                if result.error_code not in RETRIABLE:
+                    raise failure
+                self._cluster.stale(topic, partition)
+            attempt += 1
+            if attempt > self._retries or time.monotonic() >= deadline:
+                raise failure
+            await asyncio.sleep(RETRY_BACKOFF_MS / 1000)
 
     def _request(self, version: int, topic: str, partition: int, batch: bytes):
         schema = request_schema(ApiKey.PRODUCE, version)

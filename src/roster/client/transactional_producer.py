@@ -120,6 +120,7 @@ class TransactionalProducer(Producer):
                              base_sequence=t.next_sequence(tp, len(records)), transactional=True)
         started, attempt = self._now(), 0
         while True:
+            connection = None
             try:
                 connection = await self._cluster.connection_for(topic, partition)
                 answer = await connection.call(ApiKey.PRODUCE, lambda v: self._batch_request(
@@ -127,8 +128,10 @@ class TransactionalProducer(Producer):
                 result = answer.responses[0].partition_responses[0]
                 error = result.error_code
             except ConnectionClosed:
+                # the leader's broker went away: forget it, so the retry asks who leads now
+                if connection is not None:
+                    self._cluster.forget(connection)
                 error = E.request_timed_out
-                connection = None
             # a retried batch keeps its sequence: the broker answers a duplicate with the
             # offset it already has, so nothing is written twice
             if error in (E.none, E.duplicate_sequence_number):
@@ -138,7 +141,7 @@ class TransactionalProducer(Producer):
             attempt += 1
             retry = t.on_error(error, f"Produce to {topic}-{partition}", started, self._now(),
                                attempt)
-            await self._cluster.refresh([topic])
+            self._cluster.stale(topic, partition)   # the retry looks the leader up again
             await asyncio.sleep(retry.after_ms / 1000)
 
     def _batch_request(self, version: int, topic: str, partition: int, batch: bytes):
