@@ -82,6 +82,7 @@ bench: $(STAMP)
 	$(PY) bench/observability.py
 	$(PY) bench/spark_pipeline.py
 	$(PY) bench/compaction.py
+	$(PY) bench/versus_kafka.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis build src/*.egg-info
