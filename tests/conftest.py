@@ -2,8 +2,9 @@ import pytest
 
 from tests.support.process import BrokerProcess
 
-# librdkafka's log lines into the test's captured log; clients a test leaves open are closed
-pytest_plugins = ["tests.support.client_tracking"]
+# librdkafka's log lines into the test's captured log, clients a test leaves open closed; and
+# the Kafka-backed suites spread over both workers by module
+pytest_plugins = ["tests.support.client_tracking", "tests.support.xdist_groups"]
 
 
 @pytest.fixture
@@ -28,8 +29,9 @@ def broker(broker_factory):
 
 @pytest.fixture(scope="session")
 def kafka_peer():
-    """Apache Kafka 4.4 on loopback, one per test session (tests/support/kafka_peer.py); tests
-    that use it are marked xdist_group("kafka") so one worker owns it."""
+    """Apache Kafka 4.4 on loopback, one per pytest worker (tests/support/kafka_peer.py), started
+    when a test there first asks for it; tests that use it are marked xdist_group("kafka"),
+    which tests/support/xdist_groups.py turns into one group per module."""
     from tests.support.kafka_peer import KafkaPeer
 
     peer = KafkaPeer().start()

@@ -3,9 +3,11 @@ scripts/ensure-kafka.sh resolved into .cache/kafka-4.4.0/libs/ (`make test` runs
 
 API (for tests that put Kafka beside roster):
 - fixture `kafka_peer` (session scope, tests/conftest.py): one plain Kafka for the whole pytest
-  worker. Mark every test that uses it `@pytest.mark.xdist_group("kafka")` so one worker owns it
-  (`make test` runs `pytest -n 2 --dist loadgroup`). Give each scenario its own group and topic
-  names (`unique_name(prefix)`): the broker is shared.
+  worker. Mark every test that uses it `@pytest.mark.xdist_group("kafka")`: `make test` runs
+  `pytest -n 2 --dist loadgroup`, and tests/support/xdist_groups.py makes each module of that
+  group a group of its own, so a module's tests run on one worker and the modules spread over
+  both (each worker starts its own peer). Give each scenario its own group and topic names
+  (`unique_name(prefix)`): the broker is shared.
   - `.bootstrap` -> "127.0.0.1:PORT" (PLAINTEXT, no authentication).
   - `.settings` -> the broker settings it runs with (PEER_SETTINGS plus the extras).
   - `.output` -> its log lines (WARN and above; set KafkaPeer(log_level="info") for more).
