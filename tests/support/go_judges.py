@@ -1,10 +1,10 @@
 """The Go programs of tests/go/ (franz-go and IBM/sarama judging transactions), built once and
 run as child processes that print one JSON event a line.
 
-- `build()` runs `go build` in tests/go/ into .cache/go-judges/<checksum of the sources>/ unless
-  that folder already holds the binaries (a file lock keeps two pytest workers from building at
-  once). Modules come through GOPROXY as the environment sets it, with GOFLAGS=-mod=mod (and
-  -buildvcs=false: no git stamping); scripts/ensure-go-modules.sh (`make test` runs it) has
+- `build()` runs `go build` in tests/go/ into .cache/go-judges/<checksum of the sources and of
+  `go version`>/ unless that folder already holds the binaries (a file lock keeps two pytest
+  workers from building at once). Modules come through GOPROXY as the environment sets it,
+  with GOFLAGS=-mod=mod (and -buildvcs=false: no git stamping); scripts/ensure-go-modules.sh (`make test` runs it) has
   downloaded and compiled them already, so a test run fetches nothing and mostly links.
   go.mod pins the versions and go.sum their checksums.
 - `GoProgram(binaries, name, *args)` is a `JavaProgram` (tests/support/java_judges.py: events,
@@ -14,6 +14,7 @@ run as child processes that print one JSON event a line.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shutil
@@ -28,8 +29,20 @@ CACHE = ROOT / ".cache" / "go-judges"
 PROGRAMS = ("franz", "sarama")
 
 
+@functools.cache
+def _toolchain() -> bytes:
+    """Which Go builds them: a new toolchain rebuilds."""
+    go = shutil.which("go")
+    if go is None:
+        return b"no go"
+    try:
+        return subprocess.run([go, "version"], capture_output=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return b"no go"
+
+
 def _sources_checksum() -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(_toolchain())
     for path in sorted(p for p in GO_DIR.rglob("*") if p.is_file()):
         digest.update(str(path.relative_to(GO_DIR)).encode())
         digest.update(path.read_bytes())

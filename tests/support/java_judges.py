@@ -1,8 +1,9 @@
 """The Java programs of tests/java/ (KafkaConsumer members, Admin calls, a Kafka Streams app),
 built once and run as child processes that print one JSON event a line.
 
-- `build()` runs `mvn -q -B package` in tests/java/ when its sources changed since the last build
-  (a stamp holds their checksum; a file lock keeps two pytest workers from building at once).
+- `build()` runs `mvn -q -B package` in tests/java/ when its sources or the JDK changed since the
+  last build (a stamp holds their checksum, so a second run compiles nothing; a file lock keeps
+  two pytest workers from building at once).
   Maven resolves kafka-clients and kafka-streams 4.4.0 from Maven Central into ~/.m2 the first
   time; nothing is vendored and target/ is ignored by git.
 - `JavaProgram(main_class, *args)` starts `java -cp target/classes:target/lib/* MAIN ARGS`; its
@@ -12,6 +13,7 @@ built once and run as child processes that print one JSON event a line.
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import shutil
@@ -30,8 +32,19 @@ JAVA = shutil.which("java") or "java"
 DEADLINE_S = 60.0
 
 
+@functools.cache
+def _toolchain() -> bytes:
+    """Which Java compiles them: a new JDK rebuilds (its class files may not run on an older
+    one)."""
+    try:
+        done = subprocess.run([JAVA, "-version"], capture_output=True, text=True, timeout=60)
+        return (done.stdout + done.stderr).encode()
+    except (OSError, subprocess.TimeoutExpired):
+        return b"no java"
+
+
 def _sources_checksum() -> str:
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(_toolchain())
     for path in sorted([JAVA_DIR / "pom.xml", *(JAVA_DIR / "src").rglob("*")]):
         if path.is_file():
             digest.update(str(path.relative_to(JAVA_DIR)).encode())
