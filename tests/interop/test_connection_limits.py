@@ -105,7 +105,7 @@ def test_frames_that_declare_100_mib_and_stall_cost_little_and_are_closed_when_i
             wire.sock.settimeout(10)
             assert wire.closed_by_peer()  # EOF (or a reset): closed at the idle deadline
         assert time.monotonic() - last_sent >= 2.0  # and not before it
-        assert any("idle for connections.max.idle.ms" in line for line in broker.output)
+        broker.wait_for_line("idle for connections.max.idle.ms")
         answered_quickly(broker)
     finally:
         for wire in stalled:
@@ -173,6 +173,7 @@ def test_connections_beyond_the_per_address_cap_are_closed_at_accept(broker_fact
         for n, wire in enumerate(kept):  # the others keep working
             wire.send_raw(api_versions(10 + n))
             assert correlation_id(wire.read_frame()) == 10 + n
+        broker.wait_for_line("Rejected connection from /127.0.0.1")
         refusals = [line for line in broker.output if "Rejected connection from /127.0.0.1" in line]
         assert len(refusals) == 1, refusals  # rate-limited: one line for the five
         assert "maximum of 3 connections" in refusals[0]

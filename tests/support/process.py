@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 # A fresh broker creates and (on stop) flushes every __consumer_offsets partition; 50 of them
@@ -83,3 +84,17 @@ class BrokerProcess:
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
+
+    def wait_for_line(self, text: str, since: int = 0, timeout_s: float = 30.0) -> str:
+        """The first output line from index `since` on that holds `text`. The output is read
+        by a thread, a moment after the broker writes it (longer on a loaded machine): a test
+        that reads it at once may miss a line that is on its way."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            for line in self.output[since:]:
+                if text in line:
+                    return line
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"no broker line with {text!r} within {timeout_s:g} s:\n"
+                                     + "\n".join(self.output[since:][-20:]))
+            time.sleep(0.05)
