@@ -25,6 +25,7 @@ import pytest
 from tests.interop.test_bad_input import _create
 from tests.interop.test_sarama import described_offsets
 from tests.support import clients
+from tests.support.needs import missing
 from tests.support.wire import Wire
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("burrow")]
@@ -68,8 +69,8 @@ def _zookeeper_ok(port: int) -> bool:
 def zookeeper(tmp_path):
     java = shutil.which("java")
     if java is None or not ZOOKEEPER_JAR.exists():
-        pytest.skip("needs the Debian package zookeeper (and Java); "
-                    "scripts/ensure-system-deps.sh installs them")
+        missing("needs the Debian package zookeeper (and Java); "
+                "scripts/ensure-system-deps.sh installs them")
     port = free_port()
     config = tmp_path / "zoo.cfg"
     config.write_text(f"tickTime=2000\ndataDir={tmp_path / 'zk-data'}\nclientPort={port}\n"
@@ -168,7 +169,7 @@ expire-cache=1
 @pytest.fixture
 def burrow_for(tmp_path, zookeeper):
     if not Path(BURROW).exists():
-        pytest.skip("needs the Debian package burrow (scripts/ensure-system-deps.sh installs it)")
+        missing("needs the Debian package burrow (scripts/ensure-system-deps.sh installs it)")
     started = []
 
     def start(bootstrap: str, kafka_version: str | None = None) -> Burrow:

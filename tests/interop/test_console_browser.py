@@ -17,6 +17,7 @@ from roster.observability import events as ev
 from roster.observability import history
 from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
+from tests.support.needs import missing
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("console-browser")]
 
@@ -25,8 +26,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 def chromium(url: str, tmp_path, *args: str) -> subprocess.CompletedProcess:
     if CHROMIUM is None:
-        pytest.skip("chromium is not installed (apt-get install chromium; "
-                    "scripts/ensure-system-deps.sh does it)")
+        missing("chromium is not installed (apt-get install chromium; "
+                "scripts/ensure-system-deps.sh does it)")
     profile = tmp_path / f"profile-{len(list(tmp_path.iterdir()))}"
     return subprocess.run(
         [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",

@@ -21,6 +21,7 @@ import pytest
 
 from tests.interop.test_bad_input import _create
 from tests.support import clients
+from tests.support.needs import missing
 from tests.support.wire import Wire
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("sarama")]
@@ -42,8 +43,8 @@ def go_environment(work: Path) -> dict[str, str]:
 def group_consumer(tmp_path_factory) -> Path:
     go = shutil.which("go")
     if go is None or not SARAMA.is_dir():
-        pytest.skip("needs the Debian packages golang-go and golang-github-shopify-sarama-dev "
-                    "(scripts/ensure-system-deps.sh installs them)")
+        missing("needs the Debian packages golang-go and golang-github-shopify-sarama-dev "
+                "(scripts/ensure-system-deps.sh installs them)")
     work = tmp_path_factory.mktemp("sarama-build")
     binary = work / "group_consumer"
     built = subprocess.run([go, "build", "-o", str(binary), str(SOURCE)], cwd=work,

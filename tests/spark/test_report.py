@@ -14,6 +14,7 @@ from roster.observability import history
 from roster.observability.report import run
 from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
+from tests.support.needs import missing
 
 pytestmark = pytest.mark.spark
 
@@ -93,7 +94,7 @@ def test_report_counts_equal_the_history(spark, roster_broker, bounced, report_a
 def test_report_in_chromium(bounced, report_all, tmp_path):
     browser = shutil.which("chromium")
     if browser is None:
-        pytest.skip("chromium is not installed (scripts/ensure-system-deps.sh installs it)")
+        missing("chromium is not installed (scripts/ensure-system-deps.sh installs it)")
     import subprocess
 
     from tests.interop.test_console_browser import distinct_colours
