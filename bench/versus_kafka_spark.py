@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""bench/versus_kafka.py's Spark rows: roster's connector (format "roster") against Spark's own
+Kafka source (format "kafka", org.apache.spark:spark-sql-kafka-0-10 resolved from Maven Central
+by Spark's --packages mechanism into .cache/ivy), reading the same topic from roster and from
+Apache Kafka 4.4 in one SparkSession (local[2]).
+
+A topic of --partitions partitions holds --records records of --value-bytes on each broker
+(confluent-kafka writes them). Then, in --rounds interleaved rounds, every (connector, broker)
+pair reads all of it:
+
+  batch      spark.read ... .load() written to Spark's "noop" sink (every row materialised);
+  streaming  spark.readStream ... with trigger(availableNow=True) into the noop sink with a
+             checkpoint; roster's connector also commits the group's offsets to the broker
+             (group.id), Spark's source keeps them only in its checkpoint (it never commits
+             to Kafka) -- each connector's own way of recording progress.
+
+rows/s = records / wall seconds of the action, after one untimed warm-up read per connector;
+medians of the rounds; the 1-minute load average
+before each read is printed beside it.
+
+    .venv/bin/python bench/versus_kafka_spark.py
+    .venv/bin/python bench/versus_kafka_spark.py --records 100000 --rounds 1
+
+Maven serves spark-sql-kafka-0-10_2.13 up to 4.2.0 here while PySpark is 4.3.0: --spark-kafka
+picks the version (default: PySpark's own if Maven has it, else 4.2.0).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "bench"))
+
+import versus_kafka as vk  # noqa: E402
+
+TOPIC = "spark-read"
+
+
+def session(spark_kafka: str):
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    import roster.spark
+    spark = (SparkSession.builder.master("local[2]").appName("versus-kafka-spark")
+             .config("spark.jars.packages",
+                     f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_kafka}")
+             .config("spark.jars.ivy", str(REPO / ".cache" / "ivy"))
+             .config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.driver.host", "127.0.0.1")
+             .config("spark.driver.bindAddress", "127.0.0.1")
+             .config("spark.sql.adaptive.enabled", "false")
+             .config("spark.pyspark.python", sys.executable)
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    roster.spark.register(spark)
+    return spark
+
+
+def fill(broker, args) -> None:
+    from confluent_kafka import Producer
+    vk.make_topics(broker, {TOPIC: args.partitions})
+    producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 20,
+                         "batch.size": 1 << 20, "acks": "1"})
+    value = b"v" * args.value_bytes
+    for i in range(args.records):
+        while True:
+            try:
+                producer.produce(TOPIC, value, key=b"%d" % i, partition=i % args.partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(300):
+        raise RuntimeError(f"{broker.kind}: records left unsent")
+
+
+def reader(spark, connector: str, broker, stream: bool, group: str):
+    source = spark.readStream if stream else spark.read
+    frame = (source.format(connector).option("kafka.bootstrap.servers", broker.address)
+             .option("subscribe", TOPIC).option("startingOffsets", "earliest"))
+    if connector == "roster" and stream:
+        frame = frame.option("group.id", group)
+    return frame.load().select("key", "value")
+
+
+def timed_read(spark, connector: str, broker, stream: bool, n: int, work: Path) -> float:
+    group = f"spark-{connector}-{broker.kind}-{n}"
+    started = time.perf_counter()
+    if stream:
+        query = (reader(spark, connector, broker, True, group).writeStream.format("noop")
+                 .option("checkpointLocation", str(work / f"ck-{group}"))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+        rows = sum(p["numInputRows"] for p in query.recentProgress)
+    else:
+        frame = reader(spark, connector, broker, False, group)
+        frame.write.format("noop").mode("overwrite").save()
+        rows = None
+    seconds = time.perf_counter() - started
+    if rows is not None and rows != args_records:
+        raise RuntimeError(f"{connector} from {broker.kind}: streamed {rows} rows, expected "
+                           f"{args_records}")
+    return seconds
+
+
+args_records = 0
+
+
+def main(argv=None) -> int:
+    global args_records
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--records", type=int, default=400_000)
+    p.add_argument("--value-bytes", type=int, default=100)
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--spark-kafka", default="4.2.0")
+    p.add_argument("--markdown")
+    args = p.parse_args(argv)
+    args_records = args.records
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) >= 2:
+        vk.BROKER_CPUS = {cpus[0]}
+    work = Path(tempfile.mkdtemp(prefix="versus-spark-"))
+    brokers = vk.Brokers(work)
+    results: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    load_start = vk.loadavg()
+    try:
+        roster = brokers.new("roster", "spark").start()
+        kafka = brokers.new("kafka", "spark").start()
+        for broker in (roster, kafka):
+            vk.progress(f"spark: writing {args.records:,} records to {broker.kind}")
+            fill(broker, args)
+        spark = session(args.spark_kafka)
+        import pyspark
+        # untimed: a session's first query of each connector pays for Python workers, class
+        # loading and (Spark's source) the consumer pool
+        for connector in ("roster", "kafka"):
+            vk.progress(f"spark: warm-up read with the {connector} connector")
+            timed_read(spark, connector, roster, False, -1, work)
+        for n in range(args.rounds):
+            for connector in vk.order(["roster", "kafka"], n):
+                for broker in vk.order([roster, kafka], n):
+                    for stream in (False, True):
+                        load = vk.loadavg()
+                        seconds = timed_read(spark, connector, broker, stream, n, work)
+                        kind = "streaming" if stream else "batch"
+                        results.setdefault((connector, broker.kind, kind), []).append(
+                            (seconds, load))
+                        vk.progress(f"spark round {n + 1}: {connector} connector, {kind}, from "
+                                    f"{broker.kind}: {seconds:.2f} s, "
+                                    f"{args.records / seconds:,.0f} rows/s (load {load:.1f})")
+        spark.stop()
+    finally:
+        brokers.stop_all()
+    lines = [f"Spark {pyspark.__version__} local[2], spark-sql-kafka-0-10_2.13:{args.spark_kafka}"
+             f"; {args.records:,} records of {args.value_bytes} B in {args.partitions} "
+             f"partitions; median of {args.rounds} rounds; roster {vk.git_tree()}; load "
+             f"{load_start:.1f} at the start, {vk.loadavg():.1f} at the end", "",
+             "| read | from | roster's connector rows/s | Spark's Kafka source rows/s | "
+             "roster ÷ Spark | load (1-min) |", "|---|---|---:|---:|---:|---|"]
+    for kind in ("batch", "streaming"):
+        for broker in ("roster", "kafka"):
+            mine = statistics.median(s for s, _ in results[("roster", broker, kind)])
+            theirs = statistics.median(s for s, _ in results[("kafka", broker, kind)])
+            loads = [f"{x:.1f}" for _, x in results[("roster", broker, kind)]]
+            lines.append(f"| {kind} | {broker} | {args.records / mine:,.0f} | "
+                         f"{args.records / theirs:,.0f} | **{theirs / mine:.2f}×** | "
+                         f"{', '.join(loads)} |")
+    report = "\n".join(lines)
+    print(report)
+    if args.markdown:
+        Path(args.markdown).write_text(report + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
