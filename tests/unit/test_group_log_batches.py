@@ -31,8 +31,8 @@ def test_an_operation_larger_than_a_batch_target_stays_in_one_batch():
     big = commit_operation("big", 100, 30_000)
     small_before, small_after = commit_operation("a", 3, 10), commit_operation("b", 3, 10)
     batches = list(operation_batches(encoded([small_before, big, small_after]), 0))
-    assert [included for _, included in batches] == [[0], [1], [2]]
-    assert [decoded(batch) for batch, _ in batches] == [small_before, big, small_after]
+    assert [included for _, included, _ in batches] == [[0], [1], [2]]
+    assert [decoded(batch) for batch, _, _ in batches] == [small_before, big, small_after]
 
 
 def test_small_operations_share_a_batch_and_never_straddle_two():
@@ -40,7 +40,8 @@ def test_small_operations_share_a_batch_and_never_straddle_two():
     batches = list(operation_batches(encoded(operations), 0))
     assert len(batches) > 1
     seen = []
-    for batch, included in batches:
+    for batch, included, count in batches:
+        assert count == sum(len(operations[i]) for i in included)
         assert decoded(batch) == [r for i in included for r in operations[i]]
         assert len(batch) <= BATCH_TARGET_BYTES + 1024 or len(included) == 1
         seen += included

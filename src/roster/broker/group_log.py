@@ -24,13 +24,11 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from roster.broker.crash_points import KILL_AFTER_GROUP_WRITES, CrashPoint
-from roster.protocol.partitioning import partition_for
-from roster.log.control import marker_commit
-from roster.log.reading import batches_from_start
+from roster.broker.internal_topic import InternalTopic, records_batch
 from roster.log.api import LogError, LogStorageError, RecordTooLarge
+from roster.log.control import marker_commit
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record, RecordFormatError, decode
-from roster.record_codec import DefaultRecordBatchBuilder
 
 log = logging.getLogger("roster.groups")
 
@@ -100,6 +98,10 @@ def _storage_error(exc: LogError) -> ErrorCode:
 class GroupLog:
     def __init__(self, broker, partitions: int, linger_ms: int) -> None:
         self._broker = broker
+        self.topic = InternalTopic(
+            broker, OFFSETS_TOPIC, partitions,
+            {**INTERNAL_CONFIGS, "segment.bytes": str(broker.config["offsets.topic.segment.bytes"])},
+            setting="offsets.topic.num.partitions")
         self.partitions = partitions
         self._linger_s = max(linger_ms, 0) / 1000
         self._pending: defaultdict[int, list[tuple[Encoded, _Operation]]] = defaultdict(list)
@@ -109,23 +111,10 @@ class GroupLog:
         self._crash_point = CrashPoint(KILL_AFTER_GROUP_WRITES)   # tests only
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self.partitions)
+        return self.topic.partition_for(group_id)
 
     def ensure_topic(self) -> None:
-        topics = self._broker.topics
-        topic = topics.get(OFFSETS_TOPIC)
-        if topic is None:
-            configs = {**INTERNAL_CONFIGS, "segment.bytes":
-                       str(self._broker.config["offsets.topic.segment.bytes"])}
-            topics.create(OFFSETS_TOPIC, self.partitions, configs, internal=True)
-        elif len(topic.partitions) != self.partitions:
-            # Kafka refuses to run with a changed count too: every group would move partition.
-            raise SystemExit(
-                f"{OFFSETS_TOPIC} has {len(topic.partitions)} partitions but "
-                f"offsets.topic.num.partitions is {self.partitions}; they must agree")
-
-    def _log(self, partition: int):
-        return self._broker.topics.partition(OFFSETS_TOPIC, partition)
+        self.topic.ensure()
 
     # -- writing -----------------------------------------------------------------------
 
@@ -216,13 +205,13 @@ class GroupLog:
         appended still become durable, so no operation is answered as failed while its records
         stay in the log. A failed fsync fails them all (what reached the disk is unknown, as
         after any fsync failure; Kafka takes the log directory offline)."""
-        target = self._log(partition)
-        end = None
+        target, end = None, None
         failed: tuple[int | None, ErrorCode] = (None, ErrorCode.none)
-        for batch, included in operation_batches(operations, self._broker.now_ms(),
-                                                 self.batch_target_bytes):
+        for batch, included, records in operation_batches(operations, self._broker.now_ms(),
+                                                          self.batch_target_bytes):
             try:
-                end = target.append(batch).last_offset + 1
+                target, appended = self.topic.append(partition, batch, records)
+                end = appended.last_offset + 1
             except (LogStorageError, RecordTooLarge) as exc:
                 log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition,
                           exc)
@@ -230,9 +219,8 @@ class GroupLog:
                 break
             self._crash_point.passed()
         if end is not None:
-            self._broker.waiters.notify((OFFSETS_TOPIC, partition))
             try:
-                await self._broker.durability.make_durable(target, end)
+                await self.topic.make_durable(target, end)
             except LogStorageError as exc:
                 log.error("cannot write group records to %s-%d: %s", OFFSETS_TOPIC, partition,
                           exc)
@@ -245,18 +233,13 @@ class GroupLog:
         epoch with the transactional bit, as Kafka writes them: the marker EndTxn later writes
         to this partition commits or aborts them, live and on replay. None once durable."""
         index = self.partition_for(group_id)
-        target = self._log(index)
-        builder = DefaultRecordBatchBuilder(
-            magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
-            producer_epoch=producer_epoch, base_sequence=0, batch_size=INTERNAL_MAX_BATCH)
+        now = self._broker.now_ms()
         try:
-            for count, (key, value) in enumerate(record.encode() for record in records):
-                if builder.append(count, timestamp=self._broker.now_ms(), key=key, value=value,
-                                  headers=[]) is None:
-                    raise RecordTooLarge("transactional offsets over the batch limit")
-            end = target.append(bytes(builder.build())).last_offset + 1
-            self._broker.waiters.notify((OFFSETS_TOPIC, index))
-            await self._broker.durability.make_durable(target, end)
+            batch = records_batch(((key, value, now) for key, value in
+                                   (record.encode() for record in records)),
+                                  INTERNAL_MAX_BATCH, producer_id, producer_epoch,
+                                  transactional=True)
+            await self.topic.write(index, batch, len(records))
         except (struct.error, ValueError, OverflowError) as exc:
             log.error("cannot encode transactional offsets: %s", exc)
             return ErrorCode.unknown_server_error
@@ -275,7 +258,7 @@ class GroupLog:
         A transactional batch's records go to apply_transactional(producer id, record) and a
         transaction marker to apply_marker(producer id, commit), when given."""
         applied = since_yield = 0
-        for batch in batches_from_start(self._log(partition), LOAD_CHUNK_BYTES):
+        for batch in self.topic.batches(partition, LOAD_CHUNK_BYTES):
             control = batch.is_control_batch
             transactional = batch.is_transactional and apply_transactional is not None
             for entry in batch:
@@ -326,26 +309,19 @@ def encode_operation(records: list[Record], max_bytes: int = INTERNAL_MAX_BATCH)
 
 def operation_batches(operations: list[Encoded], timestamp: int,
                       target_bytes: int = BATCH_TARGET_BYTES, max_bytes: int = INTERNAL_MAX_BATCH):
-    """Yield (batch, indexes of the operations in it): every operation's records (encoded by
-    encode_operation, so each fits a batch) in one batch, never split, as Kafka's coordinator
-    writes an operation atomically."""
-    builder, size, count, included = None, 0, 0, []
+    """Yield (batch, indexes of the operations in it, its record count): every operation's
+    records (encoded by encode_operation, so each fits a batch) in one batch, never split, as
+    Kafka's coordinator writes an operation atomically. Operations share a batch while it stays
+    under `target_bytes`."""
+    entries: list = []
+    size, included = 0, []
     for index, encoded in enumerate(operations):
         needed = _size(encoded)
-        if builder is not None and size + needed > target_bytes:
-            yield bytes(builder.build()), included
-            builder = None
-        if builder is None:
-            builder, size, count, included = DefaultRecordBatchBuilder(
-                magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                producer_epoch=-1, base_sequence=-1, batch_size=max_bytes), 0, 0, []
-        for key, value in encoded:
-            # encode_operation keeps the batch under its limit, so append always takes it
-            if builder.append(count, timestamp=timestamp, key=key, value=value,
-                              headers=[]) is None:
-                raise RecordTooLarge("group records over the batch limit")
-            count += 1
+        if included and size + needed > target_bytes:
+            yield records_batch(entries, max_bytes), included, len(entries)
+            entries, size, included = [], 0, []
+        entries += [(key, value, timestamp) for key, value in encoded]
         size += needed
         included.append(index)
-    if builder is not None:
-        yield bytes(builder.build()), included
+    if included:
+        yield records_batch(entries, max_bytes), included, len(entries)

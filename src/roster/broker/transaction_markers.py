@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roster.broker import appends
 from roster.broker.crash_points import KILL_AFTER_TXN_MARKERS, CrashPoint
 from roster.log.control import marker_batch
 
@@ -40,10 +41,8 @@ def write_transaction_marker(broker, topic: str, partition: int, producer_id: in
     log = broker.topics.partition(topic, partition)
     if log is None:
         return None
-    appended = log.append(marker_batch(producer_id, producer_epoch, commit, coordinator_epoch,
-                                       broker.now_ms()))
+    appended = appends.append(broker, topic, partition, log, marker_batch(
+        producer_id, producer_epoch, commit, coordinator_epoch, broker.now_ms()), 1)
     _crash_point.passed()
-    broker.waiters.notify((topic, partition))
-    broker.durability.appended(log, 1)
     return log, MarkerAppended(topic, partition, appended.base_offset, producer_id,
                                producer_epoch, commit)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from roster.broker import appends
 from roster.broker.transaction_log import TransactionLog
 from roster.broker.transaction_markers import write_transaction_marker
 from roster.log import batch as batches
@@ -164,9 +165,9 @@ class TransactionRuntime:
             if topic == "__consumer_offsets":
                 offsets_partitions.append(partition)
         if len(ends) == 1:      # the common case: no gather (a task per log) for one log
-            await self._broker.durability.make_durable(*next(iter(ends.values())))
+            await appends.make_durable(self._broker, *next(iter(ends.values())))
         else:
-            await asyncio.gather(*(self._broker.durability.make_durable(target, end)
+            await asyncio.gather(*(appends.make_durable(self._broker, target, end)
                                    for target, end in ends.values()))
         if offsets_partitions and self.on_offsets_marker is not None:
             self.on_offsets_marker(job.producer_id, job.commit, offsets_partitions)

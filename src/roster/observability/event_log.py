@@ -16,9 +16,8 @@ import asyncio
 import logging
 from collections import defaultdict
 
-from roster.protocol.partitioning import partition_for
+from roster.broker.internal_topic import InternalTopic, records_batch
 from roster.log.api import LogError
-from roster.record_codec import DefaultRecordBatchBuilder
 
 log = logging.getLogger("roster.observability")
 
@@ -37,21 +36,18 @@ BATCH_LIMIT = 512 << 10      # start a new batch past this many key and value by
 class EventLog:
     def __init__(self, broker, partitions: int = EVENTS_PARTITIONS) -> None:
         self._broker = broker
-        self._partitions = partitions
+        # an existing topic keeps its count: events are read by group, never by partition
+        self.topic = InternalTopic(broker, EVENTS_TOPIC, partitions, EVENTS_CONFIGS,
+                                   adopt_existing=True)
         self._pending: defaultdict[int, list] = defaultdict(list)
         self._scheduled = False
         self.written = 0
 
     def ensure_topic(self) -> None:
-        topics = self._broker.topics
-        topic = topics.get(EVENTS_TOPIC)
-        if topic is None:
-            topics.create(EVENTS_TOPIC, self._partitions, dict(EVENTS_CONFIGS), internal=True)
-        else:
-            self._partitions = len(topic.partitions)
+        self.topic.ensure()
 
     def partition_for(self, group_id: str) -> int:
-        return partition_for(group_id, self._partitions)
+        return self.topic.partition_for(group_id)
 
     def record(self, events) -> None:
         """Called by the group runtime with a result's events: queued, written soon."""
@@ -65,33 +61,27 @@ class EventLog:
         self._scheduled = False
         pending, self._pending = self._pending, defaultdict(list)
         for partition, events in pending.items():
-            target = self._broker.topics.partition(EVENTS_TOPIC, partition)
-            if target is None:
+            if self.topic.log(partition) is None:
                 continue
             try:
-                for batch in _batches(events):
-                    target.append(batch)
+                for batch, count in _batches(events):
+                    self.topic.append(partition, batch, count)
             except LogError as exc:
                 log.warning("cannot record %d group events in %s-%d: %s", len(events),
                             EVENTS_TOPIC, partition, exc)
                 continue
             self.written += len(events)
-            self._broker.waiters.notify((EVENTS_TOPIC, partition))
 
 
 def _batches(events):
-    builder, size, count = None, 0, 0
+    """(batch, its record count): the events in batches of about BATCH_LIMIT bytes."""
+    entries, size = [], 0
     for event in events:
         key, value = event.group_id.encode(), event.to_json()
-        if builder is None:
-            builder, size, count = DefaultRecordBatchBuilder(
-                magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                producer_epoch=-1, base_sequence=-1, batch_size=MAX_BATCH), 0, 0
-        builder.append(count, timestamp=event.at_ms, key=key, value=value, headers=[])
-        count += 1
+        entries.append((key, value, event.at_ms))
         size += len(key) + len(value)
         if size >= BATCH_LIMIT:
-            yield bytes(builder.build())
-            builder = None
-    if builder is not None:
-        yield bytes(builder.build())
+            yield records_batch(entries, MAX_BATCH), len(entries)
+            entries, size = [], 0
+    if entries:
+        yield records_batch(entries, MAX_BATCH), len(entries)

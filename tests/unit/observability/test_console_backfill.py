@@ -21,7 +21,7 @@ def broker_with(*partitions: list[GroupEvent]):
     for events in partitions:
         log = MemoryLog(LogConfig(max_message_bytes=64 << 20, retention_ms=-1),
                         clock=lambda: 2_000)
-        for batch in _batches(events):
+        for batch, _ in _batches(events):
             log.append(batch)
         logs.append(log)
     topic = SimpleNamespace(partitions=logs)

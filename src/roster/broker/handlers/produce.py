@@ -21,6 +21,7 @@ import asyncio
 import inspect
 import time
 
+from roster.broker import appends
 from roster.broker.admission import admit_topics, admit_transactional_id, may_create_topic
 from roster.broker.message_formats import FormatError, magic_of, up_convert
 from roster.broker.record_validation import Refused, rules_for
@@ -119,7 +120,8 @@ def _append(broker, topic, index: int, records: bytes | None,
         written = verdict.duplicate_of
         return _written(partition, written, written.max_timestamp)
     try:
-        appended = partition.append(stored)
+        appended = appends.append(broker, topic.name, index, partition, stored,
+                                  header.records_count)
     except CorruptBatch as exc:
         return _Outcome(ErrorCode.corrupt_message, message=str(exc))
     except RecordTooLarge:  # Kafka answers it without a message (differential test)
@@ -127,8 +129,6 @@ def _append(broker, topic, index: int, records: bytes | None,
     except LogStorageError as exc:
         return _Outcome(ErrorCode.kafka_storage_error, message=str(exc))
     broker.sequences.record(partition_key, header, appended)
-    broker.waiters.notify((topic.name, index))
-    broker.durability.appended(partition, header.records_count)
     return _written(partition, appended, log_append_time)
 
 
@@ -144,7 +144,7 @@ def _written(partition, written, log_append_time: int) -> _Outcome:
 
 async def _make_durable(broker, outcome: _Outcome) -> None:
     try:
-        await broker.durability.make_durable(outcome.partition, outcome.end_offset)
+        await appends.make_durable(broker, outcome.partition, outcome.end_offset)
     except LogStorageError as exc:
         outcome.error, outcome.message = ErrorCode.kafka_storage_error, str(exc)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from roster.broker import appends
 from roster.broker.transaction_markers import write_transaction_marker
 from roster.log.api import LogError
 from roster.protocol.acl import AclOperation
@@ -60,7 +61,7 @@ async def _write(broker, marker, topic: str, partition: int) -> ErrorCode:
         if written is None:
             return ErrorCode.unknown_topic_or_partition
         target, appended = written
-        await broker.durability.make_durable(target, appended.offset + 1)
+        await appends.make_durable(broker, target, appended.offset + 1)
     except (LogError, OSError) as exc:
         log.error("cannot write the %s marker of producer %d to %s-%d: %s",
                   "commit" if commit else "abort", marker.producer_id, topic, partition, exc)
