@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 import uuid
@@ -22,6 +23,7 @@ from roster.broker.waiters import AppendWaiters
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.coordinator import ConsumerConfig
+from roster.coordinator.group_type import GroupTypeRegistration
 from roster.log.api import LogError
 from roster.log.file import FileLog
 from roster.log.files import durable_replace
@@ -56,7 +58,11 @@ class Broker:
     # admission reads it as a plain attribute on every request
     authorizer = None
 
-    def __init__(self, config: BrokerConfig, data_dir: Path) -> None:
+    def __init__(self, config: BrokerConfig, data_dir: Path,
+                 group_types: tuple[GroupTypeRegistration, ...] = ()) -> None:
+        """`group_types`: group types beyond the built-in ones (coordinator/group_type.py),
+        registered once here: they reach the group runtime, its shard and flight recorder, and
+        the effects they ask for run against this broker."""
         self.config = config
         self.data_dir = data_dir
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -85,7 +91,11 @@ class Broker:
                                    consumer_config=ConsumerConfig.from_broker(
                                        config, self.group_configs.values),
                                    topics=LiveTopics(self.topics),
-                                   expected=self.group_configs.expected)
+                                   expected=self.group_configs.expected,
+                                   group_types=group_types)
+        for registration in group_types:
+            for effect, handler in registration.effects.items():
+                self.groups.effects[effect] = functools.partial(handler, self)
         self.group_events = EventLog(self)   # the flight recorder's topic
         self.request_stats = None   # observability/metrics.RequestStats while /metrics is on
         self.groups.on_events = self.group_events.record

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from roster.broker.timer_queue import TimerQueue
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.coordinator import ConsumerConfig
+from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
 from roster.coordinator.messages import (
     CommitReply,
     CommitRequest,
@@ -113,9 +114,17 @@ class GroupRuntime:
                  clock: Callable[[], float] = time.time,
                  new_member_id: Callable[[str], str] = java_member_id,
                  consumer_config: ConsumerConfig | None = None,
-                 topics=None, expected=None) -> None:
+                 topics=None, expected=None,
+                 group_types: tuple[GroupTypeRegistration, ...] = ()) -> None:
+        """`group_types`: types beyond the built-in ones (GroupTypeRegistration), asked first:
+        each reaches the shard, the flight recorder and, for the effects it asks for, the
+        handlers in `effects` (Broker fills them in, bound to itself)."""
+        context = TypeContext(config, new_member_id, topics, expected)
         self.shard = GroupShard(config, new_member_id, kafka_uuid, consumer_config,
-                                topics=topics, expected=expected)
+                                topics=topics, expected=expected,
+                                more_types=tuple(t.make(context) for t in group_types))
+        # effect class -> handler(effect), run once the result asking for it is durable
+        self.effects: dict[type, Callable[[object], None]] = {}
         # each type's own groups, read (never to decide) where a view is type-specific: the
         # flight recorder's loading and the console's group page; counts come from overview()
         self.coordinator = self.shard.classic
@@ -133,7 +142,8 @@ class GroupRuntime:
         self.on_events: Callable[[list], None] | None = None
         self._events = EventsAfterWrites(self._publish_events)  # once their records are durable
         # turns the facts each result carries into the events above (flight_recorder.py)
-        self.flight = FlightRecorder()
+        self.flight = FlightRecorder(tuple(t.recorder() for t in group_types
+                                           if t.recorder is not None))
 
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -196,6 +206,10 @@ class GroupRuntime:
     def list_groups(self, states: set[str] | None,
                     types: set[str] | None) -> list[tuple[str, str, str, str]]:
         return self.shard.list_groups(states, types)
+
+    def view(self, group_id: str):
+        """The group as its type draws it for the console (GroupShard.view), or None."""
+        return self.shard.view(group_id)
 
     def overview(self) -> list:
         """Every live group of every type (GroupShard.overview): the console and /metrics."""
@@ -297,6 +311,9 @@ class GroupRuntime:
             if future is not None and not future.done():
                 future.set_result(reply.body)
             # else: the requester is gone (connection closed); the reply is dropped
+        if result.effects and error is None:
+            for effect in result.effects:
+                self.effects[type(effect)](effect)
         for step in result.after_write:
             self.apply(self.shard.write_completed(step, error, self.now_ms()))
 
@@ -330,12 +347,13 @@ class GroupRuntime:
         """The flight recorders learn the replayed groups' members and partition owners, so
         the first generation after a restart is compared with the last one before it."""
         now = self.now_ms()
-        for group_id, group in self.coordinator.groups.items():
-            if self.sink.partition_for(group_id) == partition:
-                self.flight.classic.loaded(group)
-        for group_id, group in self.consumer.groups.items():
-            if self.sink.partition_for(group_id) == partition:
-                self.flight.consumer.loaded(group, now)
+        for group_type in self.shard.types:
+            recorder = self.flight.recorders.get(group_type.name)
+            if recorder is None:
+                continue
+            for group_id in group_type.group_ids():
+                if self.sink.partition_for(group_id) == partition:
+                    recorder.loaded(group_type.group(group_id), now)
 
     def _publish_events(self, events: list) -> None:
         if self.on_events is not None:

@@ -1,8 +1,15 @@
-"""DescribeGroups, ListGroups and DeleteGroups (reference §5)."""
+"""DescribeGroups, ListGroups and DeleteGroups of classic groups, and their console view."""
 from __future__ import annotations
 
-from roster.coordinator.messages import GroupDescription, GroupOverview, MemberDescription
+from roster.coordinator.messages import (
+    GroupDescription,
+    GroupOverview,
+    GroupView,
+    MemberDescription,
+    MemberView,
+)
 from roster.coordinator.states import DELETE_GROUP, Action, GroupState
+from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from roster.protocol.errors import ErrorCode
 
 S = GroupState
@@ -44,3 +51,22 @@ def validate_delete(group) -> ErrorCode | None:
             return None
         case _:
             raise ValueError(f"DeleteGroups has no answer {answer!r}")
+
+
+def console_view(coordinator, group_id: str) -> GroupView | None:
+    """A classic group as the console's group page shows it: each member's partitions read
+    from its assignment in the embedded consumer protocol, where it is one."""
+    group = coordinator.groups.get(group_id)
+    if group is None:
+        return None
+    members = []
+    for m in group.members.values():
+        try:
+            partitions = tuple((t, tuple(ps)) for t, ps in
+                               decode_assignment(m.assignment).partitions)
+        except ConsumerProtocolError:
+            partitions = None
+        members.append(MemberView(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                  partitions, len(m.assignment),
+                                  "leader" if group.leader_id == m.member_id else ""))
+    return GroupView(group.state.value, "classic", group.generation, tuple(members))

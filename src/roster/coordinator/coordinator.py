@@ -50,6 +50,8 @@ from roster.protocol.group_records import GroupKey, Record
 class Coordinator(GroupsById):
     name = "classic"
     steps = ()   # the shard hands it every timer event and continuation no other type claims
+    # a ConsumerGroupHeartbeat on its ids goes to the consumer type, which converts the group
+    accepts = frozenset({"classic", "consumer"})
 
     def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
                  topics=None, expected=None) -> None:
@@ -115,6 +117,9 @@ class Coordinator(GroupsById):
 
     def describe_group(self, group_id: str) -> GroupDescription | None:
         return admin.describe(self, group_id)
+
+    def console_view(self, group_id: str):
+        return admin.console_view(self, group_id)
 
     def subscribed_topics(self, group_id: str):
         return offsets.subscribed(self.groups.get(group_id))

@@ -10,10 +10,11 @@ can put it back if the write fails.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Set
-from typing import Protocol
+from collections.abc import Callable, Iterable, Mapping, Set
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
-from roster.coordinator.messages import CommitRequest, GroupDescription, GroupOverview
+from roster.coordinator.messages import CommitRequest, GroupDescription, GroupOverview, GroupView
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
@@ -23,11 +24,22 @@ from roster.protocol.group_records import Record
 class GroupType(Protocol):
     name: str     # ListGroups' group type: "classic", "consumer"
     steps: tuple[type, ...]   # its timer events and continuations: expire/write_completed
+    # the families of requests it takes on the ids it holds ("classic": JoinGroup, SyncGroup,
+    # Heartbeat, LeaveGroup; "consumer": ConsumerGroupHeartbeat; a new type's own name); a
+    # request of any other family on one of its ids is refused by the shard, in one place
+    # (GroupShard.refused), as Kafka refuses it ("Group X is not a consumer group")
+    accepts: frozenset[str]
 
     def has_group(self, group_id: str) -> bool:
         """A group of this type by that id exists (being deleted counts: it is still there)."""
 
     def group_ids(self) -> list[str]: ...
+
+    def group(self, group_id: str) -> Any:
+        """The group object itself, for the views that read it (its flight recorder's loading)."""
+
+    def console_view(self, group_id: str) -> GroupView | None:
+        """The group as the console's group page shows it (None: it holds no such group)."""
 
     def being_deleted(self, group_id: str) -> bool:
         """Its deletion is being written (a classic group is Dead meanwhile): its offsets are
@@ -86,6 +98,32 @@ class GroupType(Protocol):
     def write_completed(self, step, error: ErrorCode | None, now: int) -> Result: ...
 
 
+@dataclass(frozen=True)
+class TypeContext:
+    """What a shard hands a group type it builds: its collaborators, all pure values."""
+    config: Any                                  # GroupConfig
+    new_member_id: Callable[[str], str]
+    topics: Any = None                           # the topic catalog (consumer.model.TopicImage)
+    expected: Any = None                         # pre-registered static members
+
+
+@dataclass(frozen=True)
+class GroupTypeRegistration:
+    """A group type as the broker takes it in: registered once (Broker(group_types=...), or
+    GroupRuntime(group_types=...)), it reaches the shard, the flight recorder and the edge.
+    - `make(context)` builds the type for a shard (asked before the built-in types);
+    - `recorder()` builds its flight recorder (observability/flight_recorder.py: `name`, the
+      fact classes it reads in `facts`, `take(fact, out)`, `loaded(group, now)`), or None;
+    - `effects`: effect class -> handler(broker, effect), what the edge does once a result's
+      records are durable for an effect the type asked for in `Result.effects` (a streams
+      group's internal topics to create, a share group's state to initialise).
+    Its handlers (one module per API, as every API) are registered as any API is."""
+    name: str
+    make: Callable[[TypeContext], GroupType]
+    recorder: Callable[[], Any] | None = None
+    effects: Mapping[type, Callable[[Any, Any], None]] = field(default_factory=dict)
+
+
 class GroupsById:
     """The part of GroupType a type answers from its `groups` (group id -> a group with
     `members`), shared by the built-in types."""
@@ -97,6 +135,9 @@ class GroupsById:
 
     def group_ids(self) -> list[str]:
         return list(self.groups)
+
+    def group(self, group_id: str):
+        return self.groups.get(group_id)
 
     def is_empty(self, group_id: str) -> bool:
         group = self.groups.get(group_id)

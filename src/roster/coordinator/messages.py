@@ -166,6 +166,29 @@ class GroupOverview:
 
 
 @dataclass(frozen=True, slots=True)
+class MemberView:
+    """One member as the console's group page shows it, whatever the group's type."""
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    # its partitions as (topic, partitions); None when its assignment cannot be read as
+    # partitions (then `assignment_bytes` says how large it is)
+    partitions: tuple[tuple[str, tuple[int, ...]], ...] | None
+    assignment_bytes: int = 0
+    note: str = ""          # "leader", "epoch 3, stable", ...
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """One group as the console's group page shows it (GroupType.console_view)."""
+    state: str
+    protocol: str          # the protocol its members speak: "classic", "consumer", ...
+    generation: int        # the classic generation, the consumer group epoch, ...
+    members: tuple[MemberView, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class GroupDescription:
     """DescribeGroups' answer for one group (the classic API; any group type answers it)."""
     group_id: str

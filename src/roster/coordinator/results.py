@@ -64,6 +64,11 @@ class Result:
     # what the operation changed at once, each able to put itself back (changes.Change), in
     # the order made; reverted, newest first, if the records are not written
     changes: list = field(default_factory=list)
+    # what the edge does beyond writing records, once they are durable (a streams group's
+    # internal topics to create, a share group's state to initialise): values of the classes
+    # the type registered handlers for (GroupTypeRegistration.effects); a tuple, as few
+    # results carry any
+    effects: tuple = ()
 
     def reply(self, token: Hashable, body: Any) -> None:
         self.replies.append(Reply(token, body))
@@ -82,4 +87,5 @@ class Result:
         self.after_write += then.after_write
         self.facts += then.facts
         self.changes += then.changes
+        self.effects += then.effects
         return self

@@ -25,6 +25,7 @@ from roster.coordinator.changes import revert
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer import describing as consumer_describing
 from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
+from roster.coordinator.consumer.messages import HeartbeatReply
 from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.continuations import (
     GroupsDeleted,
@@ -42,7 +43,9 @@ from roster.coordinator.messages import (
     JoinReply,
     JoinRequest,
     LeaveRequest,
+    LeaveReply,
     OffsetDeleteReply,
+    SyncReply,
     SyncRequest,
 )
 from roster.coordinator.offset_store import OffsetStore
@@ -83,6 +86,15 @@ class GroupShard:
         # whose timer events and continuations are whose (the classic coordinator's: the rest)
         self._owners: dict[type, GroupType] = {
             step: group_type for group_type in self.types[:-1] for step in group_type.steps}
+        # for each family of requests (the classic APIs, ConsumerGroupHeartbeat, a new type's
+        # own), the types that refuse it on the ids they hold (GroupType.accepts): the one place
+        # a request meets a group of another type. With the built-in types alone, nobody
+        # refuses the classic family (the consumer type serves classic members), so the
+        # classic heartbeat pays a loop over an empty tuple.
+        families = {family for group_type in self.types for family in group_type.accepts}
+        self._refusing: dict[str, tuple[GroupType, ...]] = {
+            family: tuple(t for t in self.types if family not in t.accepts)
+            for family in families}
 
     @property
     def topics(self):
@@ -94,6 +106,15 @@ class GroupShard:
         """The type that holds the group, else the last (it answers for any id nobody holds)."""
         return self._held(group_id) or self.types[-1]
 
+    def refused(self, group_id: str, family: str) -> str | None:
+        """Why a request of `family` ("classic", "consumer", or a new type's own) may not act on
+        this group id, held by a type that does not take it (Kafka's GroupIdNotFoundException:
+        GROUP_ID_NOT_FOUND with this message); None: it may. A new type's handlers ask it too."""
+        for group_type in self._refusing.get(family, self.types):
+            if group_type.has_group(group_id):
+                return f"Group {group_id} is not a {family} group"
+        return None
+
     def _held(self, group_id: str) -> GroupType | None:
         for group_type in self.types:
             if group_type.has_group(group_id):
@@ -104,6 +125,11 @@ class GroupShard:
 
     def join(self, request: JoinRequest, now: int) -> Result:
         gid = request.group_id
+        if self._refusing["classic"] and self.refused(gid, "classic"):
+            result = Result()
+            result.reply(request.token, JoinReply(error=ErrorCode.group_id_not_found,
+                                                  member_id=request.member_id))
+            return result
         if gid not in self.consumer.groups:
             return self.classic.join(request, now)
         if self.consumer.serves_classic(gid):
@@ -116,11 +142,19 @@ class GroupShard:
         return result
 
     def sync(self, request: SyncRequest, now: int) -> Result:
+        if self._refusing["classic"] and self.refused(request.group_id, "classic"):
+            result = Result()
+            result.reply(request.token, SyncReply(error=ErrorCode.group_id_not_found))
+            return result
         if self.consumer.serves_classic(request.group_id):
             return self.consumer.classic_sync(request, now)
         return self.classic.sync(request, now)
 
     def leave(self, request: LeaveRequest, now: int) -> Result:
+        if self._refusing["classic"] and self.refused(request.group_id, "classic"):
+            result = Result()
+            result.reply(request.token, LeaveReply(error=ErrorCode.group_id_not_found))
+            return result
         if self.consumer.serves_classic(request.group_id):
             return self.consumer.classic_leave(request, now)
         return self.classic.leave(request, now)
@@ -129,6 +163,8 @@ class GroupShard:
                   group_instance_id: str | None, now: int, result: Result) -> ErrorCode:
         """The classic Heartbeat: its answer at once; timer changes go into `result`."""
         # (the membership test first: the classic heartbeat is the hot path)
+        if self._refusing["classic"] and self.refused(group_id, "classic"):
+            return ErrorCode.group_id_not_found
         if group_id in self.consumer.groups and self.consumer.serves_classic(group_id):
             return self.consumer.classic_heartbeat(group_id, generation, member_id,
                                                    group_instance_id, now, result)
@@ -138,6 +174,13 @@ class GroupShard:
     # -- consumer groups (KIP-848) -----------------------------------------------------------------
 
     def consumer_heartbeat(self, request, image, now: int) -> Result:
+        if self._refusing["consumer"]:
+            refused = self.refused(request.group_id, "consumer")
+            if refused is not None:
+                result = Result()
+                result.reply(request.token, HeartbeatReply(
+                    error=ErrorCode.group_id_not_found, error_message=refused))
+                return result
         return self.consumer.heartbeat(request, image, now)
 
 
@@ -288,6 +331,12 @@ class GroupShard:
             outcome[group_id] = ErrorCode.none
         result.after_write.append(GroupsDeleted(token, outcome, tuple(tombstones)))
         return result
+
+    def view(self, group_id: str):
+        """The group as the console's group page shows it (GroupView), as its type draws it;
+        None when no type holds it."""
+        held = self._held(group_id)
+        return None if held is None else held.console_view(group_id)
 
     def describe(self, group_id: str) -> GroupDescription | None:
         """DescribeGroups: as the type that holds the group answers it (None: not found)."""

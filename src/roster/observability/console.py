@@ -17,7 +17,6 @@ from roster.observability.plots import (
     ownership_plot,
     time_range,
 )
-from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 
 REFRESH_S = 5
 
@@ -72,14 +71,6 @@ def index(broker, store) -> bytes:
     return page("groups", cards + f'<section><h2>Groups</h2>{table}</section>'
                  + f'<section><h2>Latest rebalances, every group</h2>'
                  f'{_timeline(recent, with_group=True)}</section>')
-
-
-def _assignment_text(member, group) -> str:
-    try:
-        partitions = decode_assignment(member.assignment).partitions
-    except ConsumerProtocolError:
-        return f"{len(member.assignment)} bytes"
-    return _partitions_text(partitions)
 
 
 def _partitions_text(partitions) -> str:
@@ -139,26 +130,14 @@ def _moved_cell(moved) -> str:
 
 
 def group_page(broker, store, group_id: str, now_ms: int) -> bytes | None:
-    classic = broker.groups.coordinator.groups.get(group_id)
-    consumer = broker.groups.consumer.groups.get(group_id)
-    if classic is None and consumer is None:
+    view = broker.groups.view(group_id)   # as the group's type draws it (GroupType.console_view)
+    if view is None:
         return None
-    if consumer is not None:
-        state = consumer.state()
-        state = getattr(state, "value", str(state))
-        protocol, generation = ev.CONSUMER, consumer.group_epoch
-        names = {tid: name for name, (tid, _) in consumer.subscription_metadata.items()}
-        members = [(m.member_id, m.instance_id, m.client_id, m.client_host,
-                    _partitions_text([(names.get(t, t.hex()), ps) for t, ps in
-                                      m.assigned.items()]),
-                    f"epoch {m.member_epoch}, {m.state.name.lower()}")
-                   for m in consumer.members.values()]
-    else:
-        state, protocol, generation = classic.state.value, ev.CLASSIC, classic.generation
-        members = [(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                    _assignment_text(m, classic),
-                    "leader" if classic.leader_id == m.member_id else "")
-                   for m in classic.members.values()]
+    state, protocol, generation = view.state, view.protocol, view.generation
+    members = [(m.member_id, m.instance_id, m.client_id, m.client_host,
+                _partitions_text(m.partitions) if m.partitions is not None
+                else f"{m.assignment_bytes} bytes", m.note)
+               for m in view.members]
     events = store.events(group_id)
     gens = [e for e in events if e.kind == ev.GENERATION]
     saved = [e for e in events if e.kind == ev.SAVED]

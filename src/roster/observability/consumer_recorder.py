@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from roster.observability import facts as f
+
 from roster.observability.events import (
     CONSUMER,
     DELETED,
@@ -66,6 +68,24 @@ def _reconciled(member, assignment_epoch: int) -> bool:
 
 
 class ConsumerRecorder:
+    name = "consumer"   # the GroupType it records
+    facts = (f.EpochCause, f.ConsumerSaved, f.ConsumerObserved, f.OperationUndone,
+             f.GroupDeleted)
+
+    def take(self, fact, out: list) -> None:
+        """One fact of a consumer group (flight_recorder.py hands it over)."""
+        match fact:
+            case f.EpochCause():
+                self.cause(fact.group_id, fact.trigger, fact.now)
+            case f.ConsumerSaved():
+                self.saved(fact.group_id, fact.instance_id, fact.new_id, fact.old_id)
+            case f.ConsumerObserved():
+                self.observe(fact.group_id, fact.group, fact.now, out)
+            case f.OperationUndone():
+                self.forget_operation()
+            case f.GroupDeleted():
+                self.deleted(fact.group_id, fact.generation, fact.now, out)
+
     def __init__(self) -> None:
         self._cause: dict[str, tuple[Trigger, int]] = {}
         self._extra_causes: dict[str, int] = {}

@@ -7,43 +7,33 @@ from __future__ import annotations
 
 from roster.observability import facts as f
 from roster.observability.consumer_recorder import ConsumerRecorder
-from roster.observability.events import CLASSIC
 from roster.observability.recorder import ClassicRecorder
 
 
 class FlightRecorder:
-    def __init__(self) -> None:
+    """One recorder per group type, each reading the facts its type notes (`facts`); a fact
+    two types share (GroupDeleted) goes to the recorder of the type it names. A new type's
+    recorder comes with its registration (GroupTypeRegistration.recorder)."""
+
+    def __init__(self, more: tuple = ()) -> None:
         self.classic = ClassicRecorder()
         self.consumer = ConsumerRecorder()
+        self.recorders = {r.name: r for r in (*more, self.consumer, self.classic)}
+        self._by_fact: dict[type, object] = {}
+        for recorder in reversed(tuple(self.recorders.values())):
+            for fact_type in recorder.facts:
+                self._by_fact[fact_type] = recorder
 
     def derive(self, facts: list) -> list:
         """The GroupEvents these facts make (often none)."""
         out: list = []
-        classic, consumer = self.classic, self.consumer
+        by_fact, recorders = self._by_fact, self.recorders
         for fact in facts:
-            match fact:
-                case f.RebalanceStarted():
-                    classic.rebalance_started(fact, out)
-                case f.AlsoRebalancing():
-                    classic.also(fact)
-                case f.GenerationFormed():
-                    classic.generation_formed(fact, out)
-                case f.GenerationStable():
-                    classic.generation_stable(fact, out)
-                case f.StaticMemberSaved():
-                    classic.saved(fact, out)
-                case f.EpochCause():
-                    consumer.cause(fact.group_id, fact.trigger, fact.now)
-                case f.ConsumerSaved():
-                    consumer.saved(fact.group_id, fact.instance_id, fact.new_id, fact.old_id)
-                case f.ConsumerObserved():
-                    consumer.observe(fact.group_id, fact.group, fact.now, out)
-                case f.OperationUndone():
-                    consumer.forget_operation()
-                case f.GroupDeleted(protocol=protocol) if protocol == CLASSIC:
-                    classic.deleted(fact, out)
-                case f.GroupDeleted():
-                    consumer.deleted(fact.group_id, fact.generation, fact.now, out)
-                case _:
-                    raise TypeError(f"not a flight-recorder fact: {fact!r}")
+            if type(fact) is f.GroupDeleted:
+                recorder = recorders.get(fact.protocol)
+            else:
+                recorder = by_fact.get(type(fact))
+            if recorder is None:
+                raise TypeError(f"not a flight-recorder fact: {fact!r}")
+            recorder.take(fact, out)
         return out

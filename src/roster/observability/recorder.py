@@ -60,12 +60,32 @@ def _ownership(assignments: tuple) -> dict | None:
 
 
 class ClassicRecorder:
+    name = "classic"    # the GroupType it records
+    facts = (RebalanceStarted, AlsoRebalancing, GenerationFormed, GenerationStable,
+             StaticMemberSaved, GroupDeleted)
+
+    def take(self, fact, out: list) -> None:
+        """One fact of a classic group (flight_recorder.py hands it over)."""
+        match fact:
+            case RebalanceStarted():
+                self.rebalance_started(fact, out)
+            case AlsoRebalancing():
+                self.also(fact)
+            case GenerationFormed():
+                self.generation_formed(fact, out)
+            case GenerationStable():
+                self.generation_stable(fact, out)
+            case StaticMemberSaved():
+                self.saved(fact, out)
+            case GroupDeleted():
+                self.deleted(fact, out)
+
     def __init__(self) -> None:
         self._open: dict[str, _Open] = {}
         self._last: dict[str, tuple] = {}   # members of each group's last recorded generation
         self._owners: dict[str, dict] = {}  # (topic, partition) -> instance id or member id
 
-    def loaded(self, group) -> None:
+    def loaded(self, group, now: int = 0) -> None:
         """A group replayed from `__consumer_offsets` after a restart: its last generation's
         members and partition owners are what the next generation is compared with (without
         this, the first event after a restart would report every partition as moved)."""

@@ -6,20 +6,44 @@ its records. It mutates as every type does (coordinator/changes.py): a group bei
 marked at once, noted as a change the shard reverts if the write fails."""
 from __future__ import annotations
 
+import asyncio
+import datetime
+import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from roster.coordinator.messages import GroupDescription, GroupOverview
+from roster.broker.broker import Broker
+from roster.broker.connection import Connection
+from roster.broker.server import ConnectionTable
+from roster.config import BrokerConfig
+from roster.coordinator.group_type import GroupTypeRegistration
+from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
+from roster.observability.events import GroupEvent, Trigger
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import OffsetKey, Record
+from roster.security.listen import ListenerPlan
+from tests.support.wire import Wire
 from tests.unit.coordinator.shard_harness import ShardDriver
 
 
 @dataclass(frozen=True)
 class StubKey:
     group: str
+
+
+@dataclass(frozen=True)
+class StubRecord:
+    """A stub record as __consumer_offsets holds it: a key version of its own (as the consumer
+    type's records are types 3-8), the group id, the member."""
+    key: StubKey
+    value: str | None
+
+    def encode(self):
+        return (b"\x00\x7f" + self.key.group.encode(),
+                None if self.value is None else self.value.encode())
 
 
 class Deleting(NamedTuple):
@@ -35,6 +59,7 @@ class Deleting(NamedTuple):
 class StubType:
     name = "stub"
     steps = ()
+    accepts = frozenset({"stub"})
 
     def __init__(self) -> None:
         self.groups: dict[str, str] = {}    # group id -> its one member
@@ -75,7 +100,7 @@ class StubType:
         return None
 
     def delete_group(self, group_id, now, result):
-        tombstone = Record(StubKey(group_id), None)
+        tombstone = StubRecord(StubKey(group_id), None)
         self.deleting.add(group_id)
         result.changes.append(Deleting(self.deleting, group_id))
         result.records.append(tombstone)
@@ -124,7 +149,7 @@ def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
                                 ("kept", 0, ErrorCode.group_subscribed_to_topic))
     assert h.delete("s") == {"s": ErrorCode.none}
     assert stub.groups == {} and h.offsets("s") == {} and h.shard.describe("s") is None
-    assert h.records[-2:] == [Record(OffsetKey("s", "kept", 0), None), Record(StubKey("s"), None)]
+    assert h.records[-2:] == [Record(OffsetKey("s", "kept", 0), None), StubRecord(StubKey("s"), None)]
 
 
 def test_a_stub_groups_deletion_whose_write_fails_is_reverted_by_the_shard():
@@ -153,3 +178,169 @@ def test_a_stub_groups_offsets_age_as_the_type_says():
     # the topic its members read is kept (OffsetExpiry.kept); the group stays (goes_with_its_offsets)
     assert set(h.offsets("s")) == {("kept", 0)} and stub.groups == {"s": "m"}
 
+
+
+# -- registered through the public path, driven over real sockets -----------------------------
+
+@dataclass(frozen=True)
+class StubDeleted:
+    """The stub's one flight-recorder fact."""
+    group_id: str
+    now: int
+
+
+@dataclass(frozen=True)
+class StubTopicsWanted:
+    """An effect beyond records (as a streams group asks for its internal topics)."""
+    group_id: str
+
+
+class RecordingStubType(StubType):
+    accepts = frozenset({"stub"})
+
+    def group(self, group_id):
+        return self.groups.get(group_id)
+
+    def console_view(self, group_id):
+        member = self.groups.get(group_id)
+        if member is None:
+            return None
+        return GroupView("Stable", "stub-protocol", 1, (
+            MemberView(member, None, "stub-client", "/127.0.0.1", (("kept", (0,)),)),))
+
+    def delete_group(self, group_id, now, result):
+        result.facts.append(StubDeleted(group_id, now))
+        result.effects += (StubTopicsWanted(group_id),)
+        return super().delete_group(group_id, now, result)
+
+
+class StubRecorder:
+    name = "stub"
+    facts = (StubDeleted,)
+
+    def __init__(self) -> None:
+        self.loaded_groups: list = []
+
+    def take(self, fact, out):
+        out.append(GroupEvent(group_id=fact.group_id, protocol="stub", kind="deleted",
+                              generation=1, trigger=Trigger("group_deleted"), at_ms=fact.now,
+                              started_ms=fact.now))
+
+    def loaded(self, group, now):
+        self.loaded_groups.append(group)
+
+
+EFFECTS_RUN: list = []
+STUB = GroupTypeRegistration(
+    "stub", make=lambda context: RecordingStubType(), recorder=StubRecorder,
+    effects={StubTopicsWanted: lambda broker, effect: EFFECTS_RUN.append(
+        (effect.group_id, broker.groups.shard.type_of(effect.group_id).name))})
+
+
+class InProcessBroker:
+    """A Broker(group_types=(STUB,)) serving a real listener on an event loop thread."""
+
+    def __init__(self, data_dir) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        config = BrokerConfig.load(assignments=["offsets.topic.num.partitions=1"], environ={})
+        self.broker, self.port = self.run(self._start(config, data_dir))
+
+    async def _start(self, config, data_dir):
+        broker = Broker(config, data_dir, group_types=(STUB,))
+        broker.start()
+        listening = await ListenerPlan(config, data_dir, "127.0.0.1", 0, Connection).open(
+            broker, ConnectionTable(config))
+        self.servers = [item.server for item in listening]
+        await asyncio.wait_for(_loaded(broker), 10)
+        return broker, listening[0].port
+
+    def run(self, coroutine):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(20)
+
+    def close(self) -> None:
+        async def stop():
+            for server in self.servers:
+                server.close()
+            await self.broker.stop()
+        self.run(stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+async def _loaded(broker):
+    while not broker.groups.loaded:
+        await asyncio.sleep(0.01)
+
+
+def test_a_stub_type_registered_with_the_broker_is_served_end_to_end(tmp_path):
+    """Registered once (Broker(group_types=...)), the stub reaches the shard, the flight
+    recorder, the edge's effects and the console; over the wire its group id is its own: a
+    classic JoinGroup or a ConsumerGroupHeartbeat on it is refused (no shadow group is made),
+    while ListGroups, DescribeGroups, OffsetCommit, OffsetFetch and DeleteGroups serve it."""
+    served = InProcessBroker(tmp_path)
+    groups = served.broker.groups
+    try:
+        async def setup():
+            groups.shard.replay(Record(StubKey("s"), "m"), groups.now_ms())
+        served.run(setup())
+        with Wire(f"127.0.0.1:{served.port}") as wire:
+            joined = wire.call(ApiKey.JOIN_GROUP, 9, group_id="s",
+                               session_timeout=datetime.timedelta(seconds=10),
+                               rebalance_timeout=datetime.timedelta(seconds=30), member_id="", group_instance_id=None,
+                               protocol_type="consumer", protocols=(), reason=None)
+            heartbeat = wire.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 0, group_id="s",
+                                  member_id="c1", member_epoch=0, instance_id=None,
+                                  rack_id=None,
+                                  rebalance_timeout=datetime.timedelta(seconds=30),
+                                  subscribed_topic_names=("t",), server_assignor=None,
+                                  topic_partitions=())
+            listed = wire.call(ApiKey.LIST_GROUPS, 5, states_filter=(), types_filter=("stub",))
+            described = wire.call(ApiKey.DESCRIBE_GROUPS, 5, groups=("s",),
+                                  include_authorized_operations=False)
+            assert served.run(_commit_and_fetch(groups)) == [7]
+            deleted = served.run(groups.delete_groups(["s"]))
+        assert joined.error_code == ErrorCode.group_id_not_found
+        assert heartbeat.error_code == ErrorCode.group_id_not_found
+        assert heartbeat.error_message == "Group s is not a consumer group"
+        assert "s" not in groups.shard.classic.groups and "s" not in groups.shard.consumer.groups
+        assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == \
+            [("s", "stub", "stub-protocol")]
+        assert described.groups[0].protocol_type == "stub-protocol"
+        assert deleted == {"s": ErrorCode.none}
+        # its recorder made the event of its fact; its effect ran once the write was durable
+        assert served.run(_events_written(served.broker)) >= 1
+        assert EFFECTS_RUN == [("s", "stub")]   # once durable, before the continuations
+    finally:
+        served.close()
+
+
+def test_the_console_draws_a_stub_group_as_its_type_says(tmp_path):
+    from roster.observability import console, http
+    served = InProcessBroker(tmp_path)
+    try:
+        async def page():
+            groups = served.broker.groups
+            groups.shard.replay(Record(StubKey("s"), "m"), groups.now_ms())
+            return console.group_page(served.broker, http.EventStore(), "s", groups.now_ms())
+        html = served.run(page()).decode()
+        assert "stub-protocol protocol" in html and "<code>m</code>" in html
+        assert "kept [0]" in html
+    finally:
+        served.close()
+
+
+async def _commit_and_fetch(groups):
+    from roster.coordinator.messages import CommitRequest, OffsetToCommit
+    await groups.commit_offsets(CommitRequest("s", member_id="m", offsets=(
+        OffsetToCommit("t", 0, 7),), token=groups.new_token()))
+    return [f.offset for f in groups.fetch_offsets("s", [("t", 0)])]
+
+
+async def _events_written(broker):
+    for _ in range(100):
+        if broker.group_events.written:
+            return broker.group_events.written
+        await asyncio.sleep(0.01)
+    return broker.group_events.written

@@ -79,6 +79,8 @@ __all__ = ["ConsumerConfig", "ConsumerCoordinator", "ConsumerRebalanceDeadline",
 
 class ConsumerCoordinator(GroupsById):
     name = "consumer"
+    # classic requests on its ids are its classic-protocol members' (classic_members.py)
+    accepts = frozenset({"consumer", "classic"})
     # the timer events and continuations it schedules (the shard hands them back here)
     steps = (ConsumerSessionDeadline, ConsumerRebalanceDeadline, ConsumerWritten,
              *classic_members.DEADLINES)
@@ -571,6 +573,9 @@ class ConsumerCoordinator(GroupsById):
 
     def describe(self, group_ids) -> list[DescribedGroup]:
         return describing.describe(self.groups, self.config, group_ids)
+
+    def console_view(self, group_id: str):
+        return describing.console_view(self.groups, group_id)
 
     # -- classic members inside consumer groups (classic_members.py) -----------------------------
 

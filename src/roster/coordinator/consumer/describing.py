@@ -5,7 +5,7 @@ from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.messages import DescribedGroup, DescribedMember
 from roster.coordinator.consumer.model import Assignment, ConsumerGroup
 from roster.coordinator.consumer.subscriptions import assignor_name
-from roster.coordinator.messages import GroupOverview
+from roster.coordinator.messages import GroupOverview, GroupView, MemberView
 from roster.protocol.errors import ErrorCode
 
 
@@ -47,3 +47,18 @@ def listed(groups: dict[str, ConsumerGroup], type_name: str) -> list[GroupOvervi
     """Every consumer group (protocol type "consumer"); the shard filters them."""
     return [GroupOverview(group.group_id, type_name, "consumer", group.state(),
                           len(group.members), group.group_epoch) for group in groups.values()]
+
+
+def console_view(groups: dict, group_id: str) -> GroupView | None:
+    """A consumer group as the console's group page shows it (topics by name, as subscribed)."""
+    group = groups.get(group_id)
+    if group is None:
+        return None
+    state = group.state()
+    names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
+    members = tuple(
+        MemberView(m.member_id, m.instance_id, m.client_id, m.client_host,
+                   tuple((names.get(t, t.hex()), tuple(ps)) for t, ps in m.assigned.items()),
+                   note=f"epoch {m.member_epoch}, {m.state.name.lower()}")
+        for m in group.members.values())
+    return GroupView(getattr(state, "value", str(state)), "consumer", group.group_epoch, members)
