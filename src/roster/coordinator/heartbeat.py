@@ -1,4 +1,4 @@
-"""Heartbeat (reference §5): keeps a member's session alive and tells it when to rejoin."""
+"""Heartbeat: keeps a member's session alive and tells it when to rejoin."""
 from __future__ import annotations
 
 from roster.coordinator import metadata_watch

@@ -1,4 +1,4 @@
-"""JoinGroup, as released Kafka decides it (reference §4): checks, new members (KIP-394 pending
+"""JoinGroup, as released Kafka decides it: checks, new members (KIP-394 pending
 ids for dynamic members, immediate entry for static ones), known members by state, and static
 member replacement (KIP-345) with the KIP-814 SkipAssignment answer."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LeaveGroup (reference §5): members leaving by id, and the admin path of KIP-345 that removes
+"""LeaveGroup: members leaving by id, and the admin path of KIP-345 that removes
 static members by group.instance.id (member id "")."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""What a classic group answers the shard about offsets (reference §5; the offsets themselves
+"""What a classic group answers the shard about offsets (the offsets themselves
 live in the shard's OffsetStore, offset_store.py): who may commit, which offsets OffsetDelete
 keeps, and how they age (offsets.retention.minutes, as Kafka decides it):
 

@@ -1,4 +1,4 @@
-"""SyncGroup (reference §5): followers wait for the leader; the leader's assignment is written as
+"""SyncGroup: followers wait for the leader; the leader's assignment is written as
 a group record and handed out once durable; a Stable group answers with stored assignments
 (which is how SkipAssignment leaders and replaced static members get theirs)."""
 from __future__ import annotations

@@ -168,7 +168,7 @@ class ApiSpec:
     max_version: int   # advertised maximum
     handler: Handler | None
     # Versions in [min_version, decoded_from) are advertised only so that clients' feature checks
-    # pass (librdkafka's, see DESIGN.md); they are answered by `legacy` without a kio decode.
+    # pass (librdkafka's); they are answered by `legacy` without a kio decode.
     decoded_from: int | None = None
     legacy: LegacyAnswer | None = None
     # Set instead of `handler` for the hottest APIs, which decode and encode by hand (kio's
