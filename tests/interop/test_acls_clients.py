@@ -71,6 +71,7 @@ def test_confluent_producer_and_consumer_refused_then_allowed(broker):
     refused = produce(broker, "bob", "orders")
     assert {e.name() for e in refused} == {"TOPIC_AUTHORIZATION_FAILED"}
     # librdkafka asked Metadata several times; the audit trail says it once a minute
+    broker.wait_for_line("Principal = User:bob is Denied operation = DESCRIBE")
     denied = [line for line in broker.output if "Principal = User:bob is Denied operation = "
               "DESCRIBE from host = 127.0.0.1 on resource = Topic:LITERAL:orders based on "
               "rule DefaultDeny" in line]

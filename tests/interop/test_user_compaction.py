@@ -131,7 +131,7 @@ def test_a_compacted_topic_read_from_the_start_shows_every_newest_record(broker_
     below = [key for offset, key, _ in seen if offset < cleaned_to]
     assert len(below) == len(set(below)), "one record per key in the cleaned part"
     assert len(seen) < len(written) / 2, "compaction removed the older versions"
-    assert any("compacted table-0 offsets 0.." in line for line in broker.output)
+    broker.wait_for_line("compacted table-0 offsets 0..")
     tombstones = {key for _, key, value in seen if value is None}
     assert tombstones == {b"key-%03d" % k for k in range(KEYS) if k % 10 == 3}, \
         "a deleted key is read as its tombstone (delete.retention.ms has not passed)"
