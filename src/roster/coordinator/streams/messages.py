@@ -1,0 +1,93 @@
+"""What StreamsGroupHeartbeat (API key 88) and StreamsGroupDescribe (89) carry, as Kafka 4.4
+serves them (v0-1 of both), and the streams group settings with Kafka's defaults.
+
+The installed kio has both APIs at v0 only (kio.schema.streams_group_heartbeat.v0,
+streams_group_describe.v0); v1 is what Kafka 4.4 adds, noted here for the codec still to come.
+
+StreamsGroupHeartbeat request (v1 is byte for byte v0; it exists so that v1 responses, and
+status 6, are negotiated):
+- GroupId; MemberId (made by the client, never by the coordinator); MemberEpoch (0 joins, -1
+  leaves, -2 a static member leaves and will come back); EndpointInformationEpoch (the
+  PartitionsByUserEndpoint the member last saw);
+- InstanceId? (static membership: refused by brokers before 4.4 with INVALID_REQUEST); RackId?;
+  RebalanceTimeoutMs (-1: unchanged);
+- Topology? (only at epoch 0: Epoch, Subtopologies[SubtopologyId, SourceTopics[],
+  SourceTopicRegex[], StateChangelogTopics[TopicInfo], RepartitionSinkTopics[],
+  RepartitionSourceTopics[TopicInfo], CopartitionGroups[SourceTopics int16[],
+  SourceTopicRegex int16[], RepartitionSourceTopics int16[]]]; TopicInfo = Name, Partitions,
+  ReplicationFactor int16 (0: default), TopicConfigs[Key, Value]);
+- ActiveTasks?, StandbyTasks?, WarmupTasks? (what the member owns: [SubtopologyId,
+  Partitions[]]; null when unchanged);
+- ProcessId? (the Streams instance: its threads are members sharing one process id),
+  UserEndpoint? {Host, Port uint16} (Interactive Queries), ClientTags?[Key, Value];
+- TaskOffsets?, TaskEndOffsets? ([SubtopologyId, Partition, Offset int64]: changelog positions,
+  the lag of a warm-up; rejected before 4.4);
+- ShutdownApplication bool (SHUTDOWN_APPLICATION to every member).
+
+StreamsGroupHeartbeat response:
+- ThrottleTimeMs, ErrorCode, ErrorMessage?, MemberId, MemberEpoch, HeartbeatIntervalMs;
+- AcceptableRecoveryLag: int32 in v0, in v1 an int64 field replaces it (the broker sets both;
+  the int32 is dropped from v1, the int64 from v0); TaskOffsetIntervalMs;
+- Status?[StatusCode int8, StatusDetail] (topology.Status: 0 STALE_TOPOLOGY, 1
+  MISSING_SOURCE_TOPICS, 2 INCORRECTLY_PARTITIONED_TOPICS, 3 MISSING_INTERNAL_TOPICS, 4
+  SHUTDOWN_APPLICATION, 5 ASSIGNMENT_DELAYED, 6 MISSING_CLIENT_TAGS (v1 only));
+- ActiveTasks?, StandbyTasks?, WarmupTasks? (null when unchanged);
+- PartitionsByUserEndpoint?[UserEndpoint, ActivePartitions[Topic, Partitions[]],
+  StandbyPartitions[...]] (null when unchanged since EndpointInformationEpoch);
+- v1: TopologyDescriptionRequired (KIP-1331; never set without a topology description plugin,
+  and Kafka 4.4 has none configured by default).
+Errors: GROUP_AUTHORIZATION_FAILED, GROUP_ID_NOT_FOUND, NOT_COORDINATOR,
+COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST, UNKNOWN_MEMBER_ID,
+FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
+TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, STREAMS_INVALID_TOPOLOGY (130),
+STREAMS_INVALID_TOPOLOGY_EPOCH (131), STREAMS_TOPOLOGY_FENCED (132).
+
+StreamsGroupDescribe: request GroupIds[], IncludeAuthorizedOperations; v1 adds
+IncludeTopologyDescription. Response Groups[ErrorCode, ErrorMessage?, GroupId, GroupState,
+GroupEpoch, AssignmentEpoch, Topology?{Epoch, Subtopologies[SubtopologyId, SourceTopics[],
+RepartitionSinkTopics[], StateChangelogTopics[TopicInfo], RepartitionSourceTopics[TopicInfo]]},
+Members[MemberId, MemberEpoch, InstanceId?, RackId?, ClientId, ClientHost, TopologyEpoch,
+ProcessId, UserEndpoint?, ClientTags[], TaskOffsets[], TaskEndOffsets[], Assignment,
+TargetAssignment (each Active/Standby/Warmup TaskIds[]), IsClassic], AuthorizedOperations];
+v1 adds TopologyDescription?, TopologyDescriptionStatus and AssignorName (KIP-1331, KIP-1357).
+Without a description plugin Kafka 4.4 describes every topology description as NOT_STORED and
+answers StreamsGroupTopologyDescriptionUpdate (93) with UNSUPPORTED_VERSION.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+HEARTBEAT_API_KEY = 88
+DESCRIBE_API_KEY = 89
+TOPOLOGY_DESCRIPTION_UPDATE_API_KEY = 93
+VERSIONS = (0, 1)            # both APIs, Kafka 4.4
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsConfig:
+    """Broker settings (group.streams.*) with Kafka's defaults, and per-group overrides
+    (streams.* on a GROUP resource) read at each use."""
+
+    session_timeout_ms: int = 45_000          # group.streams.session.timeout.ms
+    heartbeat_interval_ms: int = 5_000        # group.streams.heartbeat.interval.ms
+    max_size: int = 2**31 - 1                 # group.streams.max.size
+    num_standby_replicas: int = 0             # group.streams.num.standby.replicas
+    initial_rebalance_delay_ms: int = 3_000   # group.streams.initial.rebalance.delay.ms
+    task_offset_interval_ms: int = 60_000     # the response's TaskOffsetIntervalMs
+    acceptable_recovery_lag: int = 10_000     # the response's AcceptableRecoveryLag
+    num_warmup_replicas: int = 0              # warm-ups off, as Kafka's default refiner
+    group_overrides: dict = field(default_factory=dict)
+
+    def _override(self, group_id: str, name: str, default: int) -> int:
+        return self.group_overrides.get(group_id, {}).get(name, default)
+
+    def session_ms(self, group_id: str) -> int:
+        return self._override(group_id, "streams.session.timeout.ms", self.session_timeout_ms)
+
+    def heartbeat_ms(self, group_id: str) -> int:
+        return self._override(group_id, "streams.heartbeat.interval.ms",
+                              self.heartbeat_interval_ms)
+
+    def standby_replicas(self, group_id: str) -> int:
+        return self._override(group_id, "streams.num.standby.replicas",
+                              self.num_standby_replicas)
