@@ -14,8 +14,9 @@ asserts:
 - where the roster reader of a partition had stopped before the cluster side resumed it, the
   window is MirrorMaker's translation re-read alone: measured, printed, and at most
   offset.lag.max once MirrorMaker has translated the final commit (the test waits for that
-  before a group's first member joins the cluster, as docs/moving-to-kafka.md says); elsewhere the window also holds the records read on roster while the group spanned
-  both (a group cannot be on two clusters at once: members moved one at a time overlap);
+  before a group's first member joins the cluster, as docs/moving-to-kafka.md says);
+  elsewhere the window also holds the records read on roster while the group spanned both
+  (a group cannot be on two clusters at once: members moved one at a time overlap);
 - the static members form on the cluster, and one restarted there gets its partitions back
   with no rebalance;
 - the time the cut-over took, printed.

@@ -37,6 +37,7 @@ MirrorMaker writes translated offsets only into target groups that are EMPTY.
 """
 from __future__ import annotations
 
+import ctypes
 import shutil
 import signal
 import subprocess
@@ -48,11 +49,20 @@ from pathlib import Path
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 
-from tests.support.kafka_peer import JAVA, ROOT, KAFKA_VERSION, _die_with_parent, write_properties
+from tests.support.kafka_peer import JAVA, KAFKA_VERSION, ROOT, write_properties
 
 MIRROR_LIBS = ROOT / ".cache" / f"kafka-{KAFKA_VERSION}" / "mirror-maker-libs"
 SOURCE, TARGET = "roster", "kafka"   # the cluster aliases in mm2.properties
 STARTED_LINE = "Kafka MirrorMaker started"
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when the test process dies (even by kill -9), so no
+    MirrorMaker JVM outlives a crashed run (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except OSError:
+        pass   # not Linux: stop() still ends it
 
 
 class MirrorMakerMissing(RuntimeError):
