@@ -1,23 +1,13 @@
 """One consumer-coordinator operation in progress, passed explicitly to every step that changes
-a group: its records are applied at once through replay() (the function a restart uses), each
-noted first as the change that puts it back (consumer/changes.py), so that a refused operation
+a group: its records are applied at once through replay() (the function a restart uses), which
+notes first, in the same switch, the change that puts each back (consumer/changes.py), so that a refused operation
 reverts at once and one whose records cannot be written is reverted by the shard — the one model
 of mutation every group type shares (coordinator/changes.py).
 """
 from __future__ import annotations
 
 from roster.coordinator.changes import revert
-from roster.coordinator.consumer import records as rec
-from roster.coordinator.consumer.changes import (
-    ClassicGroupPutBack,
-    GroupAbsent,
-    GroupPutBack,
-    MemberPutBack,
-    MetadataPutBack,
-    RegexPutBack,
-    TargetEpochPutBack,
-    TargetPutBack,
-)
+from roster.coordinator.consumer.changes import ClassicGroupPutBack
 from roster.coordinator.consumer.model import ConsumerGroup
 from roster.coordinator.consumer.replay import replay
 from roster.coordinator.consumer.timers import ConsumerWritten
@@ -38,12 +28,9 @@ class Operation:
     def write(self, records: list, result: Result) -> None:
         """Apply records through replay(), noting first how to undo each; they join the
         result's records."""
-        groups = self.groups
+        groups, changes = self.groups, self.changes
         for record in records:
-            change = _change(groups, record)
-            if change is not None:
-                self.changes.append(change)
-            replay(groups, record, self.now)
+            replay(groups, record, self.now, changes)   # notes the change that undoes it
             group = groups.get(record.key.group)
             if group is not None:
                 group.steady_version = None   # changed: the next heartbeat looks again
@@ -70,26 +57,3 @@ class Operation:
         continuation: answer once written, or answer the error."""
         result.changes += self.changes
         result.after_write.append(ConsumerWritten(group_id, token, reply, self.fenced))
-
-
-def _change(groups: dict[str, ConsumerGroup], record):
-    """The change that puts back what replaying `record` will change (None: nothing)."""
-    key = record.key
-    group = groups.get(key.group)
-    if group is None:
-        return GroupAbsent(groups, key.group)
-    t = key.type
-    if t == rec.GROUP_METADATA:
-        return GroupPutBack(groups, key.group, group, group.group_epoch)
-    if t == rec.PARTITION_METADATA:
-        return MetadataPutBack(groups, key.group, group.subscription_metadata)
-    if t in (rec.MEMBER_METADATA, rec.CURRENT_ASSIGNMENT):
-        return MemberPutBack(groups, key.group, key.member, group.members.get(key.member),
-                             group.session_deadlines.get(key.member))
-    if t == rec.TARGET_METADATA:
-        return TargetEpochPutBack(groups, key.group, group.assignment_epoch)
-    if t == rec.TARGET_MEMBER:
-        return TargetPutBack(groups, key.group, key.member, group.target.get(key.member))
-    if t == rec.REGULAR_EXPRESSION:
-        return RegexPutBack(groups, key.group, key.regex, group.resolved_regex.get(key.regex))
-    return None
