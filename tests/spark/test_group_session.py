@@ -147,7 +147,7 @@ def test_closing_ends_a_revocation_waiting_for_the_batch_at_once(kafka):
         _member_state(a, lambda m: m.state is State.REVOKING)
         began = time.monotonic()
         a.close()
-        assert time.monotonic() - began < 5
+        assert time.monotonic() - began < 20  # at once, not after the 54 s (loaded machines)
         _member_state(b, lambda m: m.state is State.STABLE and len(m.owned) == 2)
     finally:
         a.close()
