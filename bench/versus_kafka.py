@@ -249,6 +249,9 @@ class Broker:
             if done.returncode:
                 raise RuntimeError(f"Kafka's storage tool failed:\n{done.stdout}{done.stderr}")
             self.timings["format_s"] = time.perf_counter() - t0
+        # a fresh client port each start: a port left unbound between a stop and the next
+        # start may have been taken by another process, whose answers would be timed instead
+        self.port = _free_port()
         argv = self.argv()
         log = open(self.log_path, "a")
         t0 = time.perf_counter()
@@ -265,10 +268,30 @@ class Broker:
                 raise RuntimeError(f"{self.kind} answered no Metadata in {timeout_s} s")
             time.sleep(0.01)
         self.timings["metadata_s"] = time.perf_counter() - t0
+        self._check_listener()
         if coordinator:
             self.wait_coordinator(deadline)
             self.timings["coordinator_s"] = time.perf_counter() - t0
         return self
+
+    def _check_listener(self) -> None:
+        """The answer came from this process: it is alive and holds a socket on the port."""
+        self.check()
+        inodes = set()
+        for fd in Path(f"/proc/{self.pid}/fd").iterdir():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            for line in Path(table).read_text().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == self.port \
+                        and fields[9] in inodes:
+                    return
+        raise RuntimeError(f"{self.kind}: something else answered on port {self.port}")
 
     def wait_coordinator(self, deadline: float, group: str = "versus-probe") -> None:
         last = "no answer"
