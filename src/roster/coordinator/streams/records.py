@@ -47,7 +47,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from roster.coordinator.streams.model import Endpoint, TaskId, Tasks, freeze
+from roster.coordinator.streams.model import Endpoint, StreamsMember, TaskId, Tasks, TaskSets, \
+    freeze
 from roster.coordinator.streams.topology import (
     CopartitionGroup,
     Subtopology,
@@ -467,3 +468,53 @@ def decode(key: bytes, value: bytes | None) -> StreamsRecord | None:
     if k.type == PARTITION_METADATA:
         return None
     return StreamsRecord(k, None if value is None else decode_value(k.type, value))
+
+
+# -- factories (what the coordinator writes) -------------------------------------------------
+
+def epoch_record(group: str, epoch: int, metadata_hash: int = 0,
+                 validated_topology_epoch: int = -1,
+                 configs: tuple[tuple[str, str], ...] | None = None) -> StreamsRecord:
+    return StreamsRecord(StreamsKey(GROUP_METADATA, group),
+                         GroupMetadataValue(epoch, metadata_hash, validated_topology_epoch,
+                                            configs))
+
+
+def member_record(group: str, m: StreamsMember) -> StreamsRecord:
+    return StreamsRecord(StreamsKey(MEMBER_METADATA, group, m.member_id), MemberMetadataValue(
+        m.instance_id, m.rack_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+        m.topology_epoch, m.process_id, m.user_endpoint, m.client_tags))
+
+
+def target_epoch_record(group: str, epoch: int) -> StreamsRecord:
+    return StreamsRecord(StreamsKey(TARGET_METADATA, group), TargetMetadataValue(epoch))
+
+
+def target_record(group: str, member_id: str, tasks: TaskSets) -> StreamsRecord:
+    return StreamsRecord(StreamsKey(TARGET_MEMBER, group, member_id),
+                         TargetMemberValue(tasks.active, tasks.standby, tasks.warmup))
+
+
+def current_record(group: str, m: StreamsMember) -> StreamsRecord:
+    a, p = m.assigned, m.pending_revocation
+    return StreamsRecord(StreamsKey(CURRENT_ASSIGNMENT, group, m.member_id),
+                         CurrentAssignmentValue(m.member_epoch, m.previous_member_epoch,
+                                                int(m.state), a.active, a.standby, a.warmup,
+                                                p.active, p.standby, p.warmup,
+                                                dict(m.active_epochs)))
+
+
+def topology_record(group: str, topology: Topology) -> StreamsRecord:
+    return StreamsRecord(StreamsKey(TOPOLOGY, group), topology)
+
+
+def member_tombstones(group: str, member_id: str) -> list[StreamsRecord]:
+    """A member leaving the group: its current assignment, target and metadata, in Kafka's
+    order."""
+    return [StreamsRecord(StreamsKey(kind, group, member_id), None)
+            for kind in (CURRENT_ASSIGNMENT, TARGET_MEMBER, MEMBER_METADATA)]
+
+
+def group_tombstones(group: str) -> list[StreamsRecord]:
+    return [StreamsRecord(StreamsKey(kind, group), None)
+            for kind in (TARGET_METADATA, GROUP_METADATA, TOPOLOGY)]
