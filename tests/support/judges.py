@@ -4,8 +4,9 @@ helpers reading its events. Test modules import the fixtures they use:
 
     from tests.support.judges import ROSTER, KAFKA, jvm, roster_broker, target  # noqa: F401
 
-and parametrize `target` indirectly with ROSTER and KAFKA (each carries its xdist group: the
-Kafka-backed ones share the worker that owns the Kafka peer)."""
+and parametrize `target` indirectly with ROSTER and KAFKA (each carries its xdist group, which
+tests/support/xdist_groups.py makes one per module: a module's Kafka-backed tests share the
+Kafka peer of the worker they run on)."""
 from __future__ import annotations
 
 import pytest
