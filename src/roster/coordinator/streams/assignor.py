@@ -1,28 +1,36 @@
-"""The "sticky" task assignor of streams groups, with Kafka's StickyTaskAssignor semantics
-(group-coordinator streams/assignor), and the warm-up refinement that can follow it.
+"""The "sticky" task assignor of streams groups, with the semantics of Kafka 4.4.0's
+StickyTaskAssignor (group-coordinator streams/assignor), and a warm-up refinement to follow it.
 
 What the assignor does, in order:
-- Stateful active tasks first, then stateless ones, each kind balanced on its own: a member's
-  quota is ceil(tasks left / members with room left), recomputed each time a member reaches it.
-  For each task (by partition, then subtopology):
+- Every active task, stateful or not, in one pass, balanced by a moving quota: ceil(tasks
+  left / members with room left), recomputed each time a member reaches it. For each task (by
+  partition, then subtopology):
   1. it stays with the member that held it active, while that member is under its quota;
-  2. else it goes to a member that held it as a standby or warm-up, or reported offsets for it
-     (state on its disk after a restart): current standby/warm-up holders first, then by the
-     largest reported offset sum, while under its quota;
-  3. the rest (by subtopology, then partition) go to the least loaded process (tasks per member;
-     ties: fewer stateless actives, then process id), to its least loaded member.
-- Then `num_standby_replicas` standbys for each stateful task, never on the process that holds
-  the task (active or another standby): first to its previous standby holders under their
-  quota, the rest to the least loaded process that does not hold it. A standby that finds no
-  such process is left out (Kafka logs a warning).
-The assignor hands out no warm-up tasks; Kafka's coordinator derives them afterwards with an
-AssignmentRefiner whose default is a no-op (warm-ups off). `refine_with_warmups` is the
-refinement Kafka describes, for when roster turns it on: a stateful active task that moves to a
-member not yet caught up stays with its current owner, and the new owner warms it up, at most
-`num_warmup_replicas` at a time; once its lag is within `acceptable_recovery_lag` it moves.
+  2. else it goes to a member that holds it as a standby, or reported changelog offsets for it
+     (state on its disk, as after a restart with a new member id): standby holders first, each
+     group by the largest reported offset sum; the first of them, unless a later one is less
+     loaded both as a process and as a member; while under its quota;
+  3. the rest (by subtopology, then partition) go to the least loaded process (tasks per
+     member; ties: process id), to its least loaded member (ties: member id).
+- Then `num_standby_replicas` standbys for each stateful task (by partition then subtopology,
+  descending), never on a process that holds the task already (active or another standby):
+  each replica first to the task's previous active owner, then to its least loaded previous
+  standby holder, each while under the quota on all tasks; the rest go to the least loaded
+  processes that do not hold it. A standby that finds no such process is left out (Kafka logs
+  a warning).
+Kafka 4.4 balances stateful and stateless tasks together (its trunk splits them later) and has
+no rack-aware standby placement; neither does this.
 
-Every choice is ordered by member and process id, so the same input gives the same output.
-Rack-aware standby placement (rack.aware.assignment.tags) is not done here.
+The assignor hands out no warm-up tasks, and neither does Kafka 4.4.0: its AssignmentRefiner,
+which turns the target into what the members reconcile towards, returns the target as it is.
+`refine_with_warmups` is the refinement Kafka's later sources describe, off unless
+`num_warmup_replicas` > 0 (roster's default is 0, as Kafka 4.4 behaves): a stateful active task
+that moves to a member whose process has not caught up stays with its current owner while the
+new owner warms it up, at most `num_warmup_replicas` at a time; once the lag is within
+`acceptable_recovery_lag` it moves.
+
+Every choice is ordered by member and process id, so the same input gives the same output
+(Kafka's heaps leave ties to chance).
 """
 from __future__ import annotations
 
@@ -72,14 +80,13 @@ class _Quota:
 
 
 class _Process:
-    __slots__ = ("process_id", "counts", "active", "standby", "stateless_active", "tasks")
+    __slots__ = ("process_id", "counts", "active", "standby", "tasks")
 
     def __init__(self, process_id: str) -> None:
         self.process_id = process_id
         self.counts: dict[str, int] = {}
         self.active: dict[str, list[TaskId]] = {}
         self.standby: dict[str, list[TaskId]] = {}
-        self.stateless_active = 0
         self.tasks: set[TaskId] = set()
 
     def add_member(self, member_id: str) -> None:
@@ -91,12 +98,10 @@ class _Process:
         return sum(self.counts.values()) / len(self.counts)
 
     def key(self) -> tuple:
-        return self.load(), self.stateless_active / len(self.counts), self.process_id
+        return self.load(), self.process_id
 
-    def add(self, member_id: str, task: TaskId, active: bool, stateful: bool) -> int:
+    def add(self, member_id: str, task: TaskId, active: bool) -> int:
         (self.active if active else self.standby)[member_id].append(task)
-        if active and not stateful:
-            self.stateless_active += 1
         self.tasks.add(task)
         self.counts[member_id] += 1
         return self.counts[member_id]
@@ -109,14 +114,15 @@ class _State:
     def __init__(self, members: dict[str, MemberSpec], subtopologies: list[SubtopologySpec],
                  num_standby_replicas: int) -> None:
         self.standbys = num_standby_replicas
+        self.tasks: list[TaskId] = []
         self.stateful: list[TaskId] = []
-        self.stateless: list[TaskId] = []
         for s in sorted(subtopologies, key=lambda s: s.subtopology_id):
-            (self.stateful if s.stateful else self.stateless).extend(
-                (s.subtopology_id, p) for p in range(s.partitions))
+            ids = [(s.subtopology_id, p) for p in range(s.partitions)]
+            self.tasks += ids
+            if s.stateful:
+                self.stateful += ids
         n = len(members)
-        total = len(self.stateful) + len(self.stateless)
-        self.stateful_quota = _Quota(len(self.stateful), n)
+        total = len(self.tasks)
         self.active_quota = _Quota(total, n)
         self.total_quota = _Quota(total + len(self.stateful) * num_standby_replicas, n)
         self.processes: dict[str, _Process] = {}
@@ -132,7 +138,7 @@ class _State:
             self.member_process[member_id] = spec.process_id
             for task in task_ids(spec.current.active):
                 self.prev_active[task] = member_id
-            held = set(task_ids(spec.current.standby)) | set(task_ids(spec.current.warmup))
+            held = set(task_ids(spec.current.standby))
             for task in held:
                 candidates.setdefault(task, []).append(
                     (0, -spec.task_offsets.get(task, 0), member_id))
@@ -145,10 +151,8 @@ class _State:
     def process_of(self, member_id: str) -> _Process:
         return self.processes[self.member_process[member_id]]
 
-    def add_active(self, member_id: str, task: TaskId, stateful: bool) -> None:
-        count = self.process_of(member_id).add(member_id, task, True, stateful)
-        if stateful:
-            self.stateful_quota.reached(count)
+    def add_active(self, member_id: str, task: TaskId) -> None:
+        count = self.process_of(member_id).add(member_id, task, True)
         self.active_quota.reached(count)
         self.total_quota.reached(count)
 
@@ -159,8 +163,7 @@ def assign(members: dict[str, MemberSpec], subtopologies: list[SubtopologySpec],
     if not members:
         return {}
     st = _State(members, subtopologies, num_standby_replicas)
-    _assign_active(st, list(st.stateful), True)
-    _assign_active(st, list(st.stateless), False)
+    _assign_active(st, list(st.tasks))
     if num_standby_replicas > 0:
         _assign_standby(st)
     out = {}
@@ -171,9 +174,8 @@ def assign(members: dict[str, MemberSpec], subtopologies: list[SubtopologySpec],
     return dict(sorted(out.items()))
 
 
-def _under_quota(st: _State, member_id: str, stateful: bool) -> bool:
-    quota = st.stateful_quota if stateful else st.active_quota
-    return st.process_of(member_id).counts[member_id] < quota.per_member
+def _under_quota(st: _State, member_id: str) -> bool:
+    return st.process_of(member_id).counts[member_id] < st.active_quota.per_member
 
 
 def _least_loaded_previous(st: _State, previous: list[str] | None,
@@ -193,20 +195,20 @@ def _least_loaded_previous(st: _State, previous: list[str] | None,
     return best
 
 
-def _assign_active(st: _State, tasks: list[TaskId], stateful: bool) -> None:
+def _assign_active(st: _State, tasks: list[TaskId]) -> None:
     tasks.sort(key=lambda t: (t[1], t[0]))
     left = []
     for task in tasks:            # 1. back to its previous active owner
         owner = st.prev_active.get(task)
-        if owner is not None and _under_quota(st, owner, stateful):
-            st.add_active(owner, task, stateful)
+        if owner is not None and _under_quota(st, owner):
+            st.add_active(owner, task)
         else:
             left.append(task)
     rest = []
     for task in left:             # 2. to a previous standby, warm-up or state holder
         owner = _least_loaded_previous(st, st.prev_standby.get(task))
-        if owner is not None and _under_quota(st, owner, stateful):
-            st.add_active(owner, task, stateful)
+        if owner is not None and _under_quota(st, owner):
+            st.add_active(owner, task)
         else:
             rest.append(task)
     rest.sort()
@@ -216,7 +218,7 @@ def _assign_active(st: _State, tasks: list[TaskId], stateful: bool) -> None:
         _, pid = heapq.heappop(heap)
         process = st.processes[pid]
         member_id = process.least_loaded_member()
-        count = process.add(member_id, task, True, stateful)
+        count = process.add(member_id, task, True)
         st.active_quota.reached(count)
         st.total_quota.reached(count)
         heapq.heappush(heap, (process.key(), pid))
@@ -236,11 +238,11 @@ def _assign_standby(st: _State) -> None:
             # holder, each while under the quota; the rest to the least loaded processes
             prev = st.prev_active.get(task)
             if prev is not None and _may_take_standby(st, prev, task):
-                st.total_quota.reached(st.process_of(prev).add(prev, task, False, True))
+                st.total_quota.reached(st.process_of(prev).add(prev, task, False))
                 continue
             prev = _least_loaded_previous(st, st.prev_standby.get(task), task)
             if prev is not None and _may_take_standby(st, prev, task):
-                st.total_quota.reached(st.process_of(prev).add(prev, task, False, True))
+                st.total_quota.reached(st.process_of(prev).add(prev, task, False))
                 continue
             to_least_loaded.append((task, st.standbys - replica))
             break
@@ -252,7 +254,7 @@ def _assign_standby(st: _State) -> None:
                 break           # not enough processes for the standbys asked for
             process = min(eligible, key=lambda p: (p.load(), p.process_id))
             member_id = process.least_loaded_member()
-            st.total_quota.reached(process.add(member_id, task, False, True))
+            st.total_quota.reached(process.add(member_id, task, False))
 
 
 # -- warm-up refinement ----------------------------------------------------------------------

@@ -1,8 +1,10 @@
 """What StreamsGroupHeartbeat (API key 88) and StreamsGroupDescribe (89) carry, as Kafka 4.4
 serves them (v0-1 of both), and the streams group settings with Kafka's defaults.
 
-The installed kio has both APIs at v0 only (kio.schema.streams_group_heartbeat.v0,
-streams_group_describe.v0); v1 is what Kafka 4.4 adds, noted here for the codec still to come.
+Checked against the schemas inside Kafka 4.4.0's own jars (kafka-clients,
+kafka-group-coordinator: common/message/StreamsGroup*.json). The installed kio has both APIs at
+v0 only (kio.schema.streams_group_heartbeat.v0, streams_group_describe.v0); v1 is what Kafka 4.4
+adds, noted here for the codec still to come.
 
 StreamsGroupHeartbeat request (v1 is byte for byte v0; it exists so that v1 responses, and
 status 6, are negotiated):
@@ -26,8 +28,8 @@ status 6, are negotiated):
 
 StreamsGroupHeartbeat response:
 - ThrottleTimeMs, ErrorCode, ErrorMessage?, MemberId, MemberEpoch, HeartbeatIntervalMs;
-- AcceptableRecoveryLag: int32 in v0, in v1 an int64 field replaces it (the broker sets both;
-  the int32 is dropped from v1, the int64 from v0); TaskOffsetIntervalMs;
+- AcceptableRecoveryLagLegacy int32 (v0 only), TaskOffsetIntervalMs, then AcceptableRecoveryLag
+  int64 (v1+, default -1, ignorable): the broker sets both, each version carries its own;
 - Status?[StatusCode int8, StatusDetail] (topology.Status: 0 STALE_TOPOLOGY, 1
   MISSING_SOURCE_TOPICS, 2 INCORRECTLY_PARTITIONED_TOPICS, 3 MISSING_INTERNAL_TOPICS, 4
   SHUTDOWN_APPLICATION, 5 ASSIGNMENT_DELAYED, 6 MISSING_CLIENT_TAGS (v1 only));
@@ -35,14 +37,23 @@ StreamsGroupHeartbeat response:
 - PartitionsByUserEndpoint?[UserEndpoint, ActivePartitions[Topic, Partitions[]],
   StandbyPartitions[...]] (null when unchanged since EndpointInformationEpoch);
 - v1: TopologyDescriptionRequired (KIP-1331; never set without a topology description plugin,
-  and Kafka 4.4 has none configured by default).
-Errors: GROUP_AUTHORIZATION_FAILED, GROUP_ID_NOT_FOUND, NOT_COORDINATOR,
+  and Kafka 4.4 has none configured by default);
+- EndpointInformationEpoch int32, then PartitionsByUserEndpoint (above), last.
+Field order of the response: ThrottleTimeMs, ErrorCode, ErrorMessage, MemberId, MemberEpoch,
+HeartbeatIntervalMs, AcceptableRecoveryLagLegacy (v0), TaskOffsetIntervalMs,
+AcceptableRecoveryLag (v1), Status, ActiveTasks, StandbyTasks, WarmupTasks,
+TopologyDescriptionRequired (v1), EndpointInformationEpoch, PartitionsByUserEndpoint.
+Errors the schema lists: GROUP_AUTHORIZATION_FAILED, GROUP_ID_NOT_FOUND, NOT_COORDINATOR,
 COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST, UNKNOWN_MEMBER_ID,
-FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, FENCED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED,
-TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED, STREAMS_INVALID_TOPOLOGY (130),
-STREAMS_INVALID_TOPOLOGY_EPOCH (131), STREAMS_TOPOLOGY_FENCED (132).
+FENCED_MEMBER_EPOCH, UNRELEASED_INSTANCE_ID, GROUP_MAX_SIZE_REACHED, TOPIC_AUTHORIZATION_FAILED,
+CLUSTER_AUTHORIZATION_FAILED, STREAMS_INVALID_TOPOLOGY (130), STREAMS_INVALID_TOPOLOGY_EPOCH
+(131), STREAMS_TOPOLOGY_FENCED (132). Static membership (4.4) also answers FENCED_INSTANCE_ID
+(82), which the list leaves out.
 
-StreamsGroupDescribe: request GroupIds[], IncludeAuthorizedOperations; v1 adds
+StreamsGroupDescribe (errors: GROUP_AUTHORIZATION_FAILED, NOT_COORDINATOR,
+COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS, INVALID_REQUEST, INVALID_GROUP_ID,
+GROUP_ID_NOT_FOUND, TOPIC_AUTHORIZATION_FAILED): request GroupIds[],
+IncludeAuthorizedOperations; v1 adds
 IncludeTopologyDescription. Response Groups[ErrorCode, ErrorMessage?, GroupId, GroupState,
 GroupEpoch, AssignmentEpoch, Topology?{Epoch, Subtopologies[SubtopologyId, SourceTopics[],
 RepartitionSinkTopics[], StateChangelogTopics[TopicInfo], RepartitionSourceTopics[TopicInfo]]},

@@ -30,10 +30,12 @@ class MemberState(IntEnum):
     STABLE = 1
     UNREVOKED_TASKS = 2
     UNRELEASED_TASKS = 3
+    UNKNOWN = 127
 
 
 class GroupState:
-    """Kafka's StreamsGroupState names, as ListGroups and StreamsGroupDescribe report them."""
+    """Kafka's StreamsGroupState names, as ListGroups and StreamsGroupDescribe report them
+    (Kafka 4.4.0's enum: NotReady is one word; its lower-case alias is not_ready)."""
 
     EMPTY = "Empty"
     NOT_READY = "NotReady"

@@ -1,6 +1,7 @@
 """The streams group records of `__consumer_offsets`, in Kafka's layouts (record types 17-23 of
-group-coordinator/src/main/resources/common/message/StreamsGroup*.json, Kafka 4.3/4.4). The kio
-package has no coordinator record schemas, so they are written here.
+group-coordinator/src/main/resources/common/message/StreamsGroup*.json, checked against the
+copies inside Kafka 4.4.0's kafka-group-coordinator jar). The kio package has no coordinator
+record schemas, so they are written here.
 
 key   = int16 type + the key struct (flexibleVersions "none": int16-length strings, no tags)
 value = int16 version (0) + the value struct (flexible: compact strings and arrays, an empty
@@ -37,7 +38,8 @@ value = int16 version (0) + the value struct (flexible: compact strings and arra
                                                    SourceTopicRegex []int16,
                                                    RepartitionSourceTopics []int16]]
                                                    TopicInfo = {Name, Partitions int32,
-                                                   ReplicationFactor int16, TopicConfigs[key, value]}
+                                                   ReplicationFactor int16,
+                                                   TopicConfigs[key, value]}
 
 A nullable struct that is not tagged (UserEndpoint) is an int8 on the wire: -1 null, 1 present
 followed by the struct.

@@ -145,3 +145,52 @@ def test_member_metadata_round_trips(instance, rack, client, host, timeout, epoc
     value = rec.MemberMetadataValue(instance, rack, client, host, timeout, epoch, process,
                                     endpoint, tuple(tags))
     assert rec.decode_value(19, rec.encode_value(value)) == value
+
+
+# What Kafka 4.4.0's own generated classes (kafka-group-coordinator-4.4.0.jar) write for these
+# values, without the int16 version the record serde puts first: the bytes roster writes must be
+# the same, so that each broker reads the other's __consumer_offsets.
+KAFKA_4_4_BYTES = {
+    "CUR": (
+        "00000005000000040202023003000000010000000201000903000000040000000502023102000000"
+        "00000102023002000000030100050200000003010100"
+    ),
+    "MEM": (
+        "026900026302680000afc80000000302700105686f7374ea600002057a6f6e6502610000"
+    ),
+    "META": (
+        "00000007000000000000006302000400000002011902156e756d2e7374616e6462792e7265706c69"
+        "636173023100"
+    ),
+    "TA": (
+        "0000000c010008000001a113a8ec00"
+    ),
+    "TOPO": (
+        "0000000302023102066f746865720102046c6f67000000000000020f636c65616e75702e706f6c69"
+        "637908636f6d70616374000001020472657000000000000301000202000001020000000000"
+    ),
+    "TM": (
+        "020230020000000100010100"
+    ),
+}
+
+
+def test_bytes_are_those_kafka_4_4_writes():
+    values = {
+        "CUR": rec.CurrentAssignmentValue(5, 4, 2, {"0": frozenset({1, 2})}, {"1": frozenset({0})},
+                                          {}, {"0": frozenset({3})}, {}, {},
+                                          {("0", 1): 4, ("0", 2): 5, ("0", 3): 3}),
+        "MEM": rec.MemberMetadataValue("i", None, "c", "h", 45_000, 3, "p",
+                                       Endpoint("host", 60_000), (("zone", "a"),)),
+        "META": rec.GroupMetadataValue(7, 99, 2, (("num.standby.replicas", "1"),)),
+        "TA": rec.TargetMetadataValue(12, 1_791_331_200_000),
+        "TOPO": Topology(3, (Subtopology(
+            "1", ("other",), (), (TopicInfo("log", 0, 0, (("cleanup.policy", "compact"),)),), (),
+            (TopicInfo("rep", 0, 3, ()),), (CopartitionGroup((0,), (), (0,)),)),)),
+        "TM": rec.TargetMemberValue({"0": frozenset({1})}, {}, {}),
+    }
+    types = {"CUR": 22, "MEM": 19, "META": 17, "TA": 20, "TOPO": 23, "TM": 21}
+    for name, value in values.items():
+        kafka = b"\x00\x00" + bytes.fromhex(KAFKA_4_4_BYTES[name])
+        assert rec.encode_value(value) == kafka, name
+        assert rec.decode_value(types[name], kafka) == value, name

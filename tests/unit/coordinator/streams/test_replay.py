@@ -52,3 +52,19 @@ def test_epochs_topology_and_tombstones():
     assert groups == {}
     replay(groups, rec.member_tombstones("g", "m")[0])    # a tombstone for a group gone
     assert groups == {}
+
+
+def test_group_states():
+    from roster.coordinator.streams.model import GroupState, StreamsGroup
+    group = StreamsGroup("g")
+    assert group.state(topology_ready=True) == GroupState.EMPTY
+    group.put_member(StreamsMember("m", member_epoch=1))
+    assert group.state(topology_ready=True) == GroupState.NOT_READY     # no topology yet
+    group.topology = Topology(0)
+    assert group.state(topology_ready=False) == GroupState.NOT_READY == "NotReady"
+    group.group_epoch, group.assignment_epoch = 2, 1
+    assert group.state(topology_ready=True) == GroupState.ASSIGNING
+    group.assignment_epoch = 2
+    assert group.state(topology_ready=True) == GroupState.RECONCILING
+    group.put_member(StreamsMember("m", member_epoch=2))
+    assert group.state(topology_ready=True) == GroupState.STABLE
