@@ -10,10 +10,12 @@ topics (always 0 partitions: they take the subtopology's task count) and its cop
 (indexes into its own source and repartition source lists).
 
 How the counts are decided, in Kafka's order:
-1. every source topic must exist, else MISSING_SOURCE_TOPICS ("Source topics a, b are missing.");
+1. every source topic must exist, else MISSING_SOURCE_TOPICS ("Source topics a, b are missing.";
+   a list of topics names the first three, sorted, and how many more);
 2. a repartition source topic without a count takes the largest partition count among the source
-   topics of the subtopologies that write it, repeated until nothing changes; one that cannot be
-   decided is a missing source topic;
+   topics of the subtopologies that write it, repeated until nothing changes; one nobody writes,
+   or a loop that leaves one undecided, makes the topology invalid (InvalidTopology: the
+   heartbeat's STREAMS_INVALID_TOPOLOGY error, not a status);
 3. each copartition group's user topics must have equal counts, a fixed repartition topic in it
    must match them, and the flexible ones take that count (INCORRECTLY_PARTITIONED_TOPICS
    otherwise);
@@ -111,6 +113,10 @@ class ConfiguredTopology:
         return self.subtopologies is not None and self.status is None
 
 
+class InvalidTopology(ValueError):
+    """A topology whose repartition counts cannot be decided (STREAMS_INVALID_TOPOLOGY)."""
+
+
 class _ConfigError(Exception):
     def __init__(self, status: Status, detail: str) -> None:
         super().__init__(detail)
@@ -184,8 +190,17 @@ def configure(topology: Topology, image: TopicImage) -> ConfiguredTopology:
     status = None
     if to_create:
         status = (Status.MISSING_INTERNAL_TOPICS,
-                  f"Internal topics are missing: [{', '.join(to_create)}]")
+                  f"Internal topics are missing: {summarize(to_create)}")
     return ConfiguredTopology(topology.epoch, subtopologies, to_create, status)
+
+
+def summarize(names) -> str:
+    """Kafka's summary of a list of topics in a status: the first three, then how many more."""
+    names = sorted(names)
+    if not names:
+        return "<none>"
+    more = f" and {len(names) - 3} additional topics" if len(names) > 3 else ""
+    return ", ".join(names[:3]) + more
 
 
 def _counter(existing: dict[str, int], decided: dict[str, int]):
@@ -199,7 +214,7 @@ def _check_source_topics(topology: Topology, existing: dict[str, int]) -> None:
                       if n not in existing})
     if missing:
         raise _ConfigError(Status.MISSING_SOURCE_TOPICS,
-                           f"Source topics {', '.join(missing)} are missing.")
+                           f"Source topics {summarize(missing)} are missing.")
 
 
 def _repartition_counts(topology: Topology, existing: dict[str, int]) -> dict[str, int]:
@@ -215,6 +230,10 @@ def _repartition_counts(topology: Topology, existing: dict[str, int]) -> dict[st
             writers.setdefault(name, []).append(s)
     flexible = [t.name for s in topology.subtopologies for t in s.repartition_source_topics
                 if not t.partitions]
+    if any(name not in writers and count(name) is None for name in flexible):
+        raise InvalidTopology("Failed to compute number of partitions for all repartition "
+                              "topics, because a repartition source topic is never used as a "
+                              "sink topic.")
     progress = True
     while progress:
         progress = False
@@ -227,11 +246,10 @@ def _repartition_counts(topology: Topology, existing: dict[str, int]) -> dict[st
             if known:
                 decided[name] = max(known)
                 progress = True
-    undecided = sorted(n for n in flexible if count(n) is None)
-    if undecided:
-        raise _ConfigError(Status.MISSING_SOURCE_TOPICS,
-                           "Failed to compute the number of partitions of the repartition "
-                           f"topics {', '.join(undecided)}.")
+    if any(count(n) is None for n in flexible):
+        raise InvalidTopology("Failed to compute number of partitions for all repartition "
+                              "topics. There may be loops in the topology that cannot be "
+                              "resolved.")
     return decided
 
 
@@ -254,10 +272,17 @@ def _enforce_copartitioning(topology: Topology, existing: dict[str, int],
                                    f"partitions: [{', '.join(user)}]")
             fixed_here = sorted(n for n in names if n in fixed)
             fixed_counts = {count(n) for n in fixed_here}
-            if len(fixed_counts | user_counts) > 1:
+            for n in fixed_here:
+                if user_counts and count(n) not in user_counts:
+                    raise _ConfigError(
+                        Status.INCORRECTLY_PARTITIONED_TOPICS,
+                        f"Number of partitions [{count(n)}] of repartition topic [{n}] doesn't "
+                        f"match number of partitions [{next(iter(user_counts))}] of the source "
+                        "topic.")
+            if len(fixed_counts) > 1:
                 raise _ConfigError(Status.INCORRECTLY_PARTITIONED_TOPICS,
                                    "Following topics do not have the same number of "
-                                   f"partitions: [{', '.join(sorted(names))}]")
+                                   f"partitions: [{', '.join(fixed_here)}]")
             flexible_here = [n for n in names if n in flexible and n not in existing]
             if user_counts or fixed_counts:
                 target = next(iter(user_counts or fixed_counts))

@@ -1,8 +1,11 @@
 """A streams topology configured against the topic catalog: the status a heartbeat reports, the
 partition counts of the internal topics, and the internal topics the coordinator creates."""
+import pytest
+
 from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.streams.topology import (
     CopartitionGroup,
+    InvalidTopology,
     Status,
     Subtopology,
     TopicInfo,
@@ -41,7 +44,7 @@ def test_missing_source_topics_are_named_in_order():
 def test_internal_topics_take_their_counts_from_the_sources_and_are_to_be_created():
     configured = configure(word_count(), image(**{"in": 4}))
     assert configured.status == (Status.MISSING_INTERNAL_TOPICS,
-                                 "Internal topics are missing: [app-rep, app-store-changelog]")
+                                 "Internal topics are missing: app-rep, app-store-changelog")
     assert not configured.ready
     rep, changelog = configured.to_create["app-rep"], configured.to_create["app-store-changelog"]
     assert (rep.partitions, rep.replication_factor, rep.configs) == (4, -1, ())
@@ -126,14 +129,33 @@ def test_a_fixed_repartition_topic_against_its_copartitioned_topic_is_refused():
                                                          repartition_source_topics=(0,)),)),
     ))
     configured = configure(topology, image(stream=8, table=3))
-    assert configured.status[0] is Status.INCORRECTLY_PARTITIONED_TOPICS
+    assert configured.status == (
+        Status.INCORRECTLY_PARTITIONED_TOPICS,
+        "Number of partitions [5] of repartition topic [rekeyed] doesn't match number of "
+        "partitions [3] of the source topic.")
 
 
-def test_a_repartition_topic_nobody_writes_cannot_be_decided():
+def test_a_repartition_topic_nobody_writes_makes_the_topology_invalid():
     topology = Topology(1, (Subtopology("0", repartition_source_topics=(TopicInfo("orphan"),)),))
-    configured = configure(topology, image())
-    assert configured.status[0] is Status.MISSING_SOURCE_TOPICS
-    assert "orphan" in configured.status[1]
+    with pytest.raises(InvalidTopology, match="never used as a sink topic"):
+        configure(topology, image())
+
+
+def test_a_loop_of_repartition_topics_makes_the_topology_invalid():
+    topology = Topology(1, (
+        Subtopology("0", repartition_source_topics=(TopicInfo("a"),),
+                    repartition_sink_topics=("b",)),
+        Subtopology("1", repartition_source_topics=(TopicInfo("b"),),
+                    repartition_sink_topics=("a",)),
+    ))
+    with pytest.raises(InvalidTopology, match="loops in the topology"):
+        configure(topology, image())
+
+
+def test_many_missing_topics_are_summed_up():
+    topology = Topology(1, (Subtopology("0", source_topics=("e", "d", "c", "b", "a")),))
+    assert configure(topology, image()).status == (
+        Status.MISSING_SOURCE_TOPICS, "Source topics a, b, c and 2 additional topics are missing.")
 
 
 def test_status_codes_are_kafkas():
