@@ -29,6 +29,12 @@ def test_json_object(tmp_path):
     assert passwords.get("al=ice") == "s3cret"
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_name(tmp_path):
+    path = tmp_path / "users"
+    path.write_bytes("\ufeffalice=hunter2\n".encode())
+    assert users_file.read(str(path)).users() == ["alice"]
+
+
 def test_the_passwords_never_show_in_a_repr(tmp_path):
     passwords = users_file.read(_write(tmp_path, "alice=hunter2\n"))
     assert "hunter2" not in repr(passwords) and "hunter2" not in str(passwords)
@@ -45,6 +51,7 @@ def test_the_passwords_never_show_in_a_repr(tmp_path):
     ('["alice", "hunter2"]', "expected one JSON object"),
     ('{"alice": ""}', "the password of user alice is not a non-empty string"),
     ('{"alice": 7}', "the password of user alice is not a non-empty string"),
+    ('{"alice": "hunter2", "alice": "hunter3"}', "user alice is given twice"),
 ])
 def test_a_bad_file_is_refused_by_line_without_its_content(tmp_path, text, complaint):
     path = _write(tmp_path, text)

@@ -47,7 +47,8 @@ def world_readable(path: str) -> bool:
 
 def read(path: str) -> Passwords:
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # utf-8-sig: an editor's byte-order mark would otherwise join the first user's name
+        text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError:
         raise UsersFileError(f"the users file {path} is not UTF-8 text") from None
     except OSError as exc:
@@ -60,7 +61,7 @@ def read(path: str) -> Passwords:
 
 def _from_json(path: str, text: str) -> dict[str, str]:
     try:
-        data = json.loads(text)
+        data = json.loads(text, object_pairs_hook=_refuse_twice(path))
     except json.JSONDecodeError as exc:
         # the position only: the decoder's message may quote the text
         raise UsersFileError(f"the users file {path} is not valid JSON (line {exc.lineno}, "
@@ -75,6 +76,19 @@ def _from_json(path: str, text: str) -> dict[str, str]:
             raise UsersFileError(f"the users file {path}: the password of user {user} is "
                                  "not a non-empty string")
     return data
+
+
+def _refuse_twice(path: str):
+    """json.loads keeps the last of a repeated key; a user given twice is refused instead, as
+    in the line form (which of the two passwords was meant cannot be known)."""
+    def pairs(items: list[tuple[str, object]]) -> dict:
+        seen: dict = {}
+        for key, value in items:
+            if key in seen:
+                raise UsersFileError(f"the users file {path}: user {key} is given twice")
+            seen[key] = value
+        return seen
+    return pairs
 
 
 def _from_lines(path: str, text: str) -> dict[str, str]:
