@@ -68,6 +68,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# Kafka 4.4.0's messages for what the heartbeat refuses or reports (from its
+# GroupMetadataManager), for the coordinator still to come; which error code goes with each is
+# to be checked against Kafka beside roster when it is wired
+GROUP_NOT_FOUND = "Streams group {} not found."
+MAX_SIZE_REACHED = "The streams group has reached its maximum capacity of {} members."
+GREATER_EPOCH = ("The streams group member has a greater member epoch ({}) than the one known "
+                 "by the group coordinator ({}). The member must abandon all its partitions and "
+                 "rejoin.")
+SMALLER_EPOCH = ("The streams group member has a smaller member epoch ({}) than the one known "
+                 "by the group coordinator ({}). The member must abandon all its partitions and "
+                 "rejoin.")
+STALE_TOPOLOGY = "The member's topology epoch {} is behind the group's topology epoch {}."
+TOPOLOGY_EPOCH_MISMATCH = "Topology epoch {} does not match the group's current topology epoch {}."
+TOPOLOGY_UPDATES_UNSUPPORTED = "Topology updates are not supported yet."
+UNKNOWN_SUBTOPOLOGY = "Subtopology {} does not exist in the topology."
+INVALID_TASK = "Task {} for subtopology {} is invalid. Number of tasks for this subtopology: {}"
+SHUTDOWN_REQUESTED = ("Streams group member {} encountered a fatal error and requested a "
+                      "shutdown for the entire application.")
+
 HEARTBEAT_API_KEY = 88
 DESCRIBE_API_KEY = 89
 TOPOLOGY_DESCRIPTION_UPDATE_API_KEY = 93

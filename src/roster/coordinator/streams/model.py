@@ -152,9 +152,11 @@ class StreamsGroup:
     group_epoch: int = 0
     # StreamsGroupMetadataValue's other fields: what the topics looked like when the topology
     # was last configured (roster's own hash: Kafka only compares it), the topology epoch then
-    # found valid (-1: none), and the assignment configs of the last epoch bump
+    # found valid, and the assignment configs of the last epoch bump. A new group starts at 0
+    # for both epochs, as Kafka 4.4.0's StreamsGroup (its TimelineIntegers start at 0); a
+    # record without ValidatedTopologyEpoch replays as -1, the schema's default
     metadata_hash: int = 0
-    validated_topology_epoch: int = -1
+    validated_topology_epoch: int = 0
     last_assignment_configs: tuple[tuple[str, str], ...] | None = None
     assignment_epoch: int = 0
     members: dict[str, StreamsMember] = field(default_factory=dict)
