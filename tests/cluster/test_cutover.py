@@ -20,7 +20,8 @@ asserts:
 - the static members form on the cluster, and one restarted there gets its partitions back
   with no rebalance;
 - the time the cut-over took, printed.
-The Spark streaming job is not part of this test (docs/moving-to-kafka.md says so)."""
+The Spark streaming job's move is tests/cluster/test_cutover_spark.py (opt-in: too slow for
+make test on two cores)."""
 from __future__ import annotations
 
 import time
@@ -32,7 +33,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 from tests.support.cli import roster
 from tests.support.kafka_peer import unique_name
 from tests.support.live_pipeline import PacedProducer, Reads, RosterClientMember, StaticMember
-from tests.support.mirror_maker import MirrorMaker, committed_offsets
+from tests.support.mirror_maker import MirrorMaker
 
 pytestmark = pytest.mark.xdist_group("kafka_cluster")
 
@@ -45,23 +46,6 @@ WAIT_S = 120.0
 def reading(reads: Reads, side: str, member: str, at_least_id: int = -1):
     return lambda rows: any(r.side == side and r.member == member and r.value >= at_least_id
                             for r in rows)
-
-
-def await_translation(mirror, roster_bootstrap, group, topic, partitions):
-    """After a group's last reader of `partitions` on roster stopped: give MirrorMaker time to
-    translate its final commit before the group becomes non-empty on the cluster (from then
-    on MirrorMaker writes no offsets into it). Waits until the cluster's offsets are within
-    offset.lag.max of roster's, for at most a few checkpoint rounds (the store may no longer
-    hold a sync that close); returns the cluster's offsets as they are then, and whether
-    they came that close."""
-    final = committed_offsets(roster_bootstrap, group, topic, PARTITIONS)
-    close = {p: final[p] - LAG_MAX for p in partitions}
-    try:
-        mirror.wait_group_synced(group, topic, PARTITIONS, at_least=close, timeout_s=10)
-        reached = True
-    except TimeoutError:
-        reached = False   # measured below as it is
-    return committed_offsets(mirror.target, group, topic, PARTITIONS), reached
 
 
 def test_live_cutover_from_roster_to_the_cluster(cluster, broker, capsys):
@@ -113,14 +97,16 @@ def test_live_cutover_from_roster_to_the_cluster(cluster, broker, capsys):
         for n, i in enumerate(ids):   # one static member at a time: stop, start on the cluster
             on_roster[i].stop()
             if n == 0:
-                translated[static_group], close_enough[static_group] = await_translation(
-                    mirror, broker.bootstrap, static_group, topic, roster_assignment[i])
+                translated[static_group], close_enough[static_group] = \
+                    mirror.await_final_translation(static_group, topic, PARTITIONS,
+                                                   roster_assignment[i], LAG_MAX)
             on_cluster[i] = StaticMember(cluster.bootstrap, "cluster", static_group, i, topic,
                                          reads).start()
             reads.wait_for(reading(reads, "cluster", i), WAIT_S, f"{i} reads on the cluster")
         client.stop()
-        translated[client_group], close_enough[client_group] = await_translation(
-            mirror, broker.bootstrap, client_group, topic, set(range(PARTITIONS)))
+        translated[client_group], close_enough[client_group] = \
+            mirror.await_final_translation(client_group, topic, PARTITIONS,
+                                           set(range(PARTITIONS)), LAG_MAX)
         client = RosterClientMember(cluster.bootstrap, "cluster", client_group, client_id,
                                     topic, reads).start()
         reads.wait_for(reading(reads, "cluster", client_id), WAIT_S,

@@ -22,6 +22,9 @@ API:
 - `.wait_group_synced(group, topic, partitions, at_least=None)`: until the group has a
   committed offset on the target for each partition it committed on roster (>= `at_least`
   per partition when given); returns them.
+- `.await_final_translation(group, topic, partitions, stopped, within)`: after the readers of
+  the `stopped` partitions left roster, until the target's offsets are within `within` of
+  roster's final commit (a few checkpoint rounds at most); returns (offsets, reached).
 - `end_offsets(bootstrap, topic, partitions)`, `committed_offsets(bootstrap, group, topic,
   partitions)`: what a cluster answers now.
 
@@ -282,3 +285,22 @@ class MirrorMaker:
             return {p: offsets[p] for p in wanted}
         return self._wait(synced, timeout_s,
                           f"MirrorMaker did not sync {group}'s offsets of {topic}")
+
+    def await_final_translation(self, group: str, topic: str, partitions: int,
+                                stopped: set[int], within: int,
+                                timeout_s: float = 10.0) -> tuple[dict[int, int], bool]:
+        """After the group's last reader of the `stopped` partitions left roster: give
+        MirrorMaker a few checkpoint rounds to translate the group's final commit there to
+        within `within` records, before the group's first member joins on the cluster (from
+        then on MirrorMaker writes no offsets into it). Its store may no longer hold a sync
+        that close, so this gives up after `timeout_s`. Returns the target's offsets as they
+        are then, and whether they came that close."""
+        final = committed_offsets(self.source, group, topic, partitions)
+        close = {p: final[p] - within for p in stopped}
+        try:
+            self.wait_group_synced(group, topic, partitions, at_least=close,
+                                   timeout_s=timeout_s)
+            reached = True
+        except TimeoutError:
+            reached = False
+        return committed_offsets(self.target, group, topic, partitions), reached
