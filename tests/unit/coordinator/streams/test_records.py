@@ -194,3 +194,21 @@ def test_bytes_are_those_kafka_4_4_writes():
         kafka = b"\x00\x00" + bytes.fromhex(KAFKA_4_4_BYTES[name])
         assert rec.encode_value(value) == kafka, name
         assert rec.decode_value(types[name], kafka) == value, name
+
+
+def test_records_read_back_through_the_classic_loader_are_ours():
+    # the loader decodes the classic layouts and hands every other type on with its bytes
+    from roster.protocol import group_records
+    record = rec.StreamsRecord(rec.StreamsKey(rec.CURRENT_ASSIGNMENT, "app", "m1"),
+                               rec.CurrentAssignmentValue(3, 2, 1, {"0": frozenset({0})}, {}, {},
+                                                          {}, {}, {}, {("0", 0): 3}))
+    loaded = group_records.decode(*record.encode())
+    assert rec.as_streams_record(loaded) == record
+    assert rec.as_streams_record(record) is record
+    tombstone = group_records.decode(rec.encode_key(rec.StreamsKey(rec.TOPOLOGY, "app")), None)
+    assert rec.as_streams_record(tombstone) == rec.StreamsRecord(
+        rec.StreamsKey(rec.TOPOLOGY, "app"), None)
+    classic = group_records.decode(b"\x00\x02\x00\x01g", None)      # a classic group's record
+    assert rec.as_streams_record(classic) is None
+    removed = group_records.decode(b"\x00\x12\x00\x01g", b"\x00\x00")
+    assert rec.as_streams_record(removed) is None
