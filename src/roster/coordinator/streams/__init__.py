@@ -14,7 +14,9 @@ What is here (pure: no I/O, no clock; time comes in as `now`):
                   status codes, and the internal topics to create;
 - `assignor.py`   the sticky task assignor (active, standby) as Kafka 4.4.0 assigns, and a
                   warm-up refinement, off by default (Kafka 4.4.0 refines nothing);
-- `static_members.py` static membership as Kafka 4.4 defines it for streams groups.
+- `static_members.py` static membership as Kafka 4.4 defines it for streams groups;
+- `endpoints.py`  the partitions each Interactive Query endpoint serves
+                  (PartitionsByUserEndpoint).
 
 What is not here yet: a StreamsCoordinator implementing the shard's GroupType (heartbeat and
 describe operations, reconciliation of current towards target assignment with revocation,

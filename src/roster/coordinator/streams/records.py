@@ -49,8 +49,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from roster.coordinator.streams.model import Endpoint, StreamsMember, TaskId, Tasks, TaskSets, \
-    freeze
+from roster.coordinator.streams.model import Endpoint, MemberState, StreamsMember, TaskId, \
+    Tasks, TaskSets, freeze
 from roster.coordinator.streams.topology import (
     CopartitionGroup,
     Subtopology,
@@ -71,6 +71,7 @@ TOPOLOGY = 23
 TYPES = frozenset({GROUP_METADATA, MEMBER_METADATA, TARGET_METADATA, TARGET_MEMBER,
                    CURRENT_ASSIGNMENT, TOPOLOGY})
 _MEMBER_KEYED = frozenset({MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT})
+_MEMBER_STATES = frozenset(int(s) for s in MemberState)
 
 
 class StreamsRecordError(ValueError):
@@ -429,6 +430,8 @@ def decode_value(kind: int, data: bytes):
         value = TargetMemberValue(r.tasks(), r.tasks(), r.tasks())
     elif kind == CURRENT_ASSIGNMENT:
         member_epoch, previous, state = r.raw(">i"), r.raw(">i"), r.raw(">b")
+        if state not in _MEMBER_STATES:
+            raise StreamsRecordError(f"unknown member state {state}")
         epochs: dict[TaskId, int] = {}
         active, standby, warmup = r.tasks(epochs), r.tasks(), r.tasks()
         pending = r.tasks(epochs), r.tasks(), r.tasks()

@@ -107,6 +107,7 @@ def test_removed_partition_metadata_is_skipped():
     (21, b"\x00\x00\x05"),                           # an array count past the end
     (19, b"\x00\x01" + b"\x00" * 20),                # an unknown value version
     (20, b"\x00\x00\x00\x00\x00\x01\x00\xff"),       # bytes after the value
+    (22, b"\x00\x00" + b"\x00" * 8 + b"\x00" + b"\x01" * 6 + b"\x00"),   # member state 0
 ])
 def test_bad_values_are_refused_with_a_reason(kind, data):
     with pytest.raises(rec.StreamsRecordError):
