@@ -830,7 +830,12 @@ def ci_run(broker: Broker, args) -> dict:
     producer = Producer({"bootstrap.servers": broker.address, "linger.ms": 5})
     for topic in topics[:args.ci_groups]:
         for i in range(args.ci_records):
-            producer.produce(topic, b"%d" % i, partition=i % 3)
+            while True:
+                try:
+                    producer.produce(topic, b"%d" % i, partition=i % 3)
+                    break
+                except BufferError:   # librdkafka's queue is full: wait for deliveries
+                    producer.poll(0.05)
             if i % 1000 == 999:
                 producer.poll(0)
     if producer.flush(120):
