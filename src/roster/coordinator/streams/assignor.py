@@ -23,8 +23,9 @@ no rack-aware standby placement; neither does this.
 
 The assignor hands out no warm-up tasks, and neither does Kafka 4.4.0: its AssignmentRefiner,
 which turns the target into what the members reconcile towards, returns the target as it is.
-`refine_with_warmups` is the refinement Kafka's later sources describe, off unless
-`num_warmup_replicas` > 0 (roster's default is 0, as Kafka 4.4 behaves): a stateful active task
+`refine_with_warmups` is the refinement Kafka's later sources describe, for the coordinator to
+call only when StreamsConfig.refine_warmups is set (off by default, as Kafka 4.4 behaves; with 0
+warm-ups it returns the target): a stateful active task
 that moves to a member whose process has not caught up stays with its current owner while the
 new owner warms it up, at most `num_warmup_replicas` at a time; once the lag is within
 `acceptable_recovery_lag` it moves.

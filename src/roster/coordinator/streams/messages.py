@@ -95,17 +95,22 @@ VERSIONS = (0, 1)            # both APIs, Kafka 4.4
 
 @dataclass(frozen=True, slots=True)
 class StreamsConfig:
-    """Broker settings (group.streams.*) with Kafka's defaults, and per-group overrides
-    (streams.* on a GROUP resource) read at each use."""
+    """Broker settings (group.streams.*) with Kafka 4.4.0's defaults (its GroupCoordinatorConfig),
+    and per-group overrides (streams.* on a GROUP resource) read at each use."""
 
-    session_timeout_ms: int = 45_000          # group.streams.session.timeout.ms
-    heartbeat_interval_ms: int = 5_000        # group.streams.heartbeat.interval.ms
+    session_timeout_ms: int = 45_000          # group.streams.session.timeout.ms (45000-60000)
+    heartbeat_interval_ms: int = 5_000        # group.streams.heartbeat.interval.ms (5000-15000)
     max_size: int = 2**31 - 1                 # group.streams.max.size
-    num_standby_replicas: int = 0             # group.streams.num.standby.replicas
+    num_standby_replicas: int = 0             # group.streams.num.standby.replicas (max 2)
     initial_rebalance_delay_ms: int = 3_000   # group.streams.initial.rebalance.delay.ms
-    task_offset_interval_ms: int = 60_000     # the response's TaskOffsetIntervalMs
-    acceptable_recovery_lag: int = 10_000     # the response's AcceptableRecoveryLag
-    num_warmup_replicas: int = 0              # warm-ups off, as Kafka's default refiner
+    assignment_interval_ms: int = 1_000       # group.streams.assignment.interval.ms (0-15000)
+    task_offset_interval_ms: int = 60_000     # group.streams.task.offset.interval.ms (min 15000)
+    num_warmup_replicas: int = 2              # group.streams.num.warmup.replicas (max 20)
+    acceptable_recovery_lag: int = 10_000     # group.streams.acceptable.recovery.lag (a long)
+    # Kafka 4.4.0 hands out no warm-up tasks whatever num.warmup.replicas says (its
+    # AssignmentRefiner returns the target); roster's refinement (assignor.refine_with_warmups)
+    # runs only when this is set
+    refine_warmups: bool = False
     group_overrides: dict = field(default_factory=dict)
 
     def _override(self, group_id: str, name: str, default: int) -> int:
