@@ -43,6 +43,10 @@ def spark():
     from pyspark.sql import SparkSession
 
     import roster.spark
+    existing = SparkSession.getActiveSession()
+    if existing is not None:   # tests/spark's (registered there), in this worker: share it
+        yield existing
+        return
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
