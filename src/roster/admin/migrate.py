@@ -85,10 +85,12 @@ def _error_name(code) -> str:
     return getattr(code, "name", str(code)).upper()
 
 
-def _mm2_topic(name: str) -> bool:
-    """Topics that are MirrorMaker's own (ReplicationPolicy.isInternalTopic, heartbeats) or
-    a broker's internal ones: never carried."""
-    return name.startswith(("__", ".")) or name.endswith(".internal") or name == "heartbeats"
+def never_carried(name: str) -> bool:
+    """Topics that MirrorMaker's ReplicationPolicy.isInternalTopic calls internal (a broker's
+    own, `__` or `.` first; MM2's and Kafka Connect's, `.internal` or `-internal` last) and
+    MM2's heartbeats: never carried, since whatever runs on the target makes its own."""
+    return (name.startswith(("__", ".")) or name.endswith((".internal", "-internal"))
+            or name == "heartbeats")
 
 
 # -- connecting ---------------------------------------------------------------------------------
@@ -226,7 +228,7 @@ def plan(source: Cluster, target: Cluster, passwords=None, target_security=None)
 
 def _plan_topics(source: Cluster, target: Cluster, planned: Plan) -> None:
     ours = {name: t for name, t in _topics(source, None).items()
-            if not t.is_internal and not _mm2_topic(name) and not t.error_code.value}
+            if not t.is_internal and not never_carried(name) and not t.error_code.value}
     if not ours:
         return
     theirs = {name: t for name, t in _topics(target, sorted(ours)).items()
