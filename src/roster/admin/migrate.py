@@ -258,13 +258,22 @@ def _plan_topics(source: Cluster, target: Cluster, planned: Plan) -> None:
             planned.notes.append(f"topic {name} has more partitions on the target "
                                  f"({len(theirs[name].partitions)}) than on roster ({count}): "
                                  "left as it is")
+        # against the target's effective values: one its defaults already give is not set
         present = {c.name: c.value for c in their_configs.get(name) or ()}
-        differ = {k: v for k, v in own.items() if present.get(k) != v}
-        if differ:
-            planned.steps.append(Step(
-                "topic config", name, "set " + ", ".join(
-                    f"{k}={v} (target: {present.get(k, '-')})" for k, v in sorted(differ.items())),
-                lambda t, name=name, differ=differ: _set_configs(t.main, TOPIC, name, differ)))
+        _plan_configs(planned, TOPIC, name, own, present, show_present=True)
+
+
+def _plan_configs(planned: Plan, resource_type: int, name: str, own: dict[str, str],
+                  present: dict[str, str], show_present: bool = False) -> None:
+    """A step setting those of `own` that `present` (the target's) lacks or has otherwise."""
+    differ = {k: v for k, v in own.items() if present.get(k) != v}
+    if not differ:
+        return
+    what = "topic config" if resource_type == TOPIC else "group config"
+    planned.steps.append(Step(what, name, "set " + ", ".join(
+        f"{k}={v}" + (f" (target: {present.get(k, '-')})" if show_present else "")
+        for k, v in sorted(differ.items())),
+        lambda t: _set_configs(t.main, resource_type, name, differ)))
 
 
 def _plan_acls(source: Cluster, target: Cluster, planned: Plan) -> None:
@@ -383,13 +392,7 @@ def _plan_group_configs(source: Cluster, target: Cluster, planned: Plan,
         return
     theirs = _describe_configs(target.main, GROUP, sorted(carried))
     for group_id, own in sorted(carried.items()):
-        present = _own(theirs.get(group_id), GROUP_CONFIG)
-        differ = {k: v for k, v in own.items() if present.get(k) != v}
-        if differ:
-            planned.steps.append(Step(
-                "group config", group_id, "set " + ", ".join(
-                    f"{k}={v}" for k, v in sorted(differ.items())),
-                lambda t, g=group_id, differ=differ: _set_configs(t.main, GROUP, g, differ)))
+        _plan_configs(planned, GROUP, group_id, own, _own(theirs.get(group_id), GROUP_CONFIG))
 
 
 def _plan_offsets(source: Cluster, target: Cluster, planned: Plan, listed: list[str]) -> None:
