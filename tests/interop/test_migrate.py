@@ -284,6 +284,47 @@ def test_carol_authenticates_on_kafka_and_the_acls_refuse_what_roster_refused(
         AdminClient(kafka_peer_secure.bootstrap, security=_security(CAROL, "wrong")).close()
 
 
+def _authenticates(bootstrap: str, user: str, password: str, mechanism: str) -> bool:
+    from roster.admin.client import AdminError
+    try:
+        AdminClient(bootstrap, security=_security(user, password, mechanism)).close()
+    except AdminError:
+        return False
+    return True
+
+
+def test_a_user_whose_password_differs_on_the_target_is_updated(
+        migrated, source, kafka_peer_secure, tmp_path):
+    """The check by logging in refuses the target's other password: the plan updates that
+    mechanism alone, --execute puts the file's password back, and neither is printed."""
+    assert migrated["execute"].returncode == 0
+    other = "carol-changed-on-kafka"
+    with AdminClient(kafka_peer_secure.bootstrap,
+                     security=_security("admin", SECURE_USERS["admin"])) as client:
+        user_wire.add_wire(client, CAROL, "SCRAM-SHA-256", other, 8192)
+    deadline = time.monotonic() + 30
+    while not _authenticates(kafka_peer_secure.bootstrap, CAROL, other, "SCRAM-SHA-256"):
+        assert time.monotonic() < deadline, "the changed credential never took effect"
+        time.sleep(0.2)
+    users = tmp_path / "users.txt"
+    users.write_text(f"{CAROL}={CAROL_PASSWORD}\n")
+    os.chmod(users, 0o600)
+    argv = (*_admin_args(source, tmp_path), "--to", kafka_peer_secure.bootstrap,
+            "--users-file", str(users))
+    dry = roster(*argv)
+    assert dry.returncode == 0, dry.stderr
+    assert "update (iterations=8192): the password on the target differs" in \
+        _step(dry.stdout, "user", f"{CAROL} SCRAM-SHA-256"), dry.stdout
+    assert _step(dry.stdout, "user", f"{CAROL} SCRAM-SHA-512") == "", dry.stdout
+    done = roster(*argv, "--execute")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for run in (dry, done):
+        assert CAROL_PASSWORD not in run.stdout + run.stderr
+        assert other not in run.stdout + run.stderr
+    assert _authenticates(kafka_peer_secure.bootstrap, CAROL, CAROL_PASSWORD, "SCRAM-SHA-256")
+    assert not _authenticates(kafka_peer_secure.bootstrap, CAROL, other, "SCRAM-SHA-256")
+
+
 def test_a_step_the_target_refuses_fails_alone(migrated, source, kafka_peer_secure, tmp_path):
     """Kafka refuses a session timeout above its group.consumer.max.session.timeout.ms: that
     step fails with Kafka's reason, the others are carried out, the exit code says so."""
