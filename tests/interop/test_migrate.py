@@ -42,6 +42,7 @@ CAROL, DAVE = f"carol-{TAG}", f"dave-{TAG}"
 CAROL_PASSWORD = "carol s3cret=with spaces"
 ORDERS, EVENTS, ALIGNED = f"{TAG}-orders", f"{TAG}-events", f"{TAG}-aligned"
 SECRET = f"{TAG}-orders-secret"
+INTERNAL, SYNCING = f"{TAG}-syncs.internal", f"{TAG}-syncing"   # a topic MM2 calls internal
 CONFIGURED, COMMITTED, APART, BUSY = (f"{TAG}-configured", f"{TAG}-committed",
                                       f"{TAG}-apart", f"{TAG}-busy")
 
@@ -123,6 +124,7 @@ def _set_up(source, kafka) -> None:
                                               "retention.ms": "3600000"})
         topic_wire.create(client, SECRET, 1, {})
         topic_wire.create(client, ALIGNED, 1, {"retention.ms": "7200000"})
+        topic_wire.create(client, INTERNAL, 1, {})
         acl_wire.add(client, _bindings())
         for mechanism in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
             user_wire.add_wire(client, CAROL, mechanism, CAROL_PASSWORD, 8192)
@@ -138,7 +140,7 @@ def _set_up(source, kafka) -> None:
     _produce(source.listener("PLAINTEXT"), ORDERS, 1, 4)
     with AdminClient(source.listener("PLAINTEXT")) as client:
         for group, offsets in ((COMMITTED, {(ALIGNED, 0): 3}), (APART, {(ORDERS, 1): 2}),
-                               (BUSY, {(ALIGNED, 0): 1})):
+                               (BUSY, {(ALIGNED, 0): 1}), (SYNCING, {(INTERNAL, 0): 0})):
             offset_reset.execute(client, offset_reset.Plan(group, offsets))
 
 
@@ -213,6 +215,8 @@ def test_the_dry_run_plans_what_mm2_leaves_and_changes_nothing(migrated, kafka_p
     assert f"offsets of {APART} not carried for {ORDERS}-1 (roster 0..4, target 0..0)" in out
     assert f"offsets of {BUSY} not carried: the group is active on the target" in out
     assert "Dry run: nothing was changed" in out
+    # neither an internal topic nor the offsets committed on it are planned or noted
+    assert INTERNAL not in out and SYNCING not in out
 
 
 def test_execute_carries_the_plan_and_a_second_run_finds_nothing(migrated):

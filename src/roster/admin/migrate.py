@@ -396,7 +396,11 @@ def _plan_group_configs(source: Cluster, target: Cluster, planned: Plan,
 
 
 def _plan_offsets(source: Cluster, target: Cluster, planned: Plan, listed: list[str]) -> None:
-    committed = {g: o for g in listed if (o := offset_wire.committed(source.main, g))}
+    # an offset on a topic that is never carried has nowhere to go
+    committed = {g: o for g in listed
+                 if (o := {tp: offset for tp, offset in
+                           offset_wire.committed(source.main, g).items()
+                           if not never_carried(tp[0])})}
     if not committed:
         return
     names = sorted({topic for offsets in committed.values() for topic, _ in offsets})
