@@ -504,7 +504,7 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
     cargs.cg_join_rounds = 3
     cargs.pool = min(cargs.pool, args.members)
     for n in range(args.rounds):
-        for kind in order(args.brokers, n):
+        for kind in order(args.brokers, n) if "heartbeats" in args.coordinator_parts else ():
             load = loadavg()
             result = await coordinator_consumer.phase_heartbeats(kit, Only(brokers, kind), cargs)
             other = result["other_cpus_max"]
@@ -520,6 +520,8 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
                 progress(f"{kind}: {result['errors']} heartbeat answers carried an error")
         for size in args.sizes:
             for kind in order(args.brokers, n):
+                if "rebalance" not in args.coordinator_parts:
+                    break
                 load = loadavg()
                 result = await kit.phase_rebalance(brokers, kind, size, cargs)
                 rounds = result["rounds"]
@@ -534,7 +536,12 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
                           "CPU", "s", False, kind,
                           statistics.median(r["broker_cpu_s"] for r in rounds) if rounds
                           else None, load, other)
-                cargs.cg_join_members, cargs.cg_join_partitions = size, 2 * size
+            for kind in order(args.brokers, n):
+                if "join" not in args.coordinator_parts:
+                    break
+                # one partition per member: creating more took longer than an admin
+                # request's deadline on a loaded machine
+                cargs.cg_join_members, cargs.cg_join_partitions = size, size
                 load = loadavg()
                 result = await coordinator_consumer.phase_join(kit, Only(brokers, kind), cargs)
                 runs = result["runs"]
@@ -930,6 +937,9 @@ def parse_args(argv=None):
                    help="coordinator: seconds each heartbeat blast runs before it is counted "
                         "(Kafka's JIT)")
     p.add_argument("--seconds", type=float, default=5.0, help="measured seconds per blast")
+    p.add_argument("--coordinator-parts", default="heartbeats,rebalance,join",
+                   help="coordinator: heartbeats, rebalance (classic eager), join (consumer "
+                        "protocol)")
     p.add_argument("--committers", type=int, default=100)
     p.add_argument("--memory-members", type=int, default=10_000)
     p.add_argument("--loaded-commits", type=int, default=1_000_000)
