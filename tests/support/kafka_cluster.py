@@ -23,7 +23,8 @@ API:
 - `.leader_of(topic, partition)` -> the leader's node id; `.isr_of(topic, partition)` -> the
   in-sync replica ids (Metadata).
 - `.create_topic(name, partitions=3)` -> replication factor 3, min.insync.replicas 2, and waits
-  until every partition has a leader.
+  until every node knows it with every partition led and in sync (`.wait_topic(name, n)` waits
+  so for a topic created otherwise).
 
 Every wait is on a real answer (Metadata or FindCoordinator from the live nodes), never a sleep.
 Settings: replication factor 3 and min.insync.replicas 2 for the internal topics and the test
@@ -67,6 +68,11 @@ CLUSTER_SETTINGS = {
     "min.insync.replicas": "2",
     "num.partitions": "3",
     "unclean.leader.election.enable": "false",
+    # ACLs can be set, listed and removed (roster acls); every PLAINTEXT client, the brokers'
+    # own connections included, is ANONYMOUS and a super user, so none refuses anything here
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "allow.everyone.if.no.acl.found": "true",
+    "super.users": "User:ANONYMOUS",
     "auto.leader.rebalance.enable": "false",
     # a killed broker stops heartbeating the controller: fenced after 3 s, its partitions and
     # coordinators move to the others
@@ -274,14 +280,28 @@ class KafkaCluster:
         if int(result.error_code) != 0:
             raise RuntimeError(f"cannot create {name}: {result.error_code} "
                                f"{result.error_message}")
+        self.wait_topic(name, partitions, timeout_s)
+
+    def wait_topic(self, name: str, partitions: int, timeout_s: float = 60.0) -> None:
+        """Until every live node's Metadata has the topic with all its partitions led and
+        fully in sync (a topic just created is not known to every broker at once)."""
 
         def led() -> str | None:
-            topic = self._topic(name)
-            if topic is None or len(topic.partitions) != partitions:
-                return f"{name} not in Metadata yet"
-            missing = [p.partition_index for p in topic.partitions
-                       if p.leader_id < 0 or len(p.isr_nodes) < 3]
-            return f"{name} partitions {missing} not fully in sync" if missing else None
+            for node in self.alive_nodes():
+                with AdminClient(node.bootstrap, timeout_s=5.0, route=False) as admin:
+                    entry = admin.entry(ApiKey.METADATA, "topics")
+                    answer = admin.call(ApiKey.METADATA,
+                                        topics=(make(entry, name=name, topic_id=None),),
+                                        allow_auto_topic_creation=False,
+                                        include_topic_authorized_operations=False)
+                topic = answer.topics[0]
+                if int(topic.error_code) != 0 or len(topic.partitions) != partitions:
+                    return f"node {node.node_id} does not know {name} yet"
+                missing = [p.partition_index for p in topic.partitions
+                           if p.leader_id < 0 or len(p.isr_nodes) < len(self.alive_nodes())]
+                if missing:
+                    return f"{name} partitions {missing} not fully in sync"
+            return None
 
         self._wait(led, timeout_s, f"{name} to have leaders")
 

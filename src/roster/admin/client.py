@@ -25,7 +25,7 @@ from roster.security.client import (
     tls_failure,
 )
 
-API_VERSIONS = ApiKey.API_VERSIONS
+API_VERSIONS, METADATA = ApiKey.API_VERSIONS, ApiKey.METADATA
 CLIENT_ID = "roster-admin"
 # The first request's correlation id, chosen so that its bytes read "\r\n\r\n": pointed at an
 # HTTP port by mistake, the server sees the end of a (bad) request head at once and answers 400,
@@ -73,14 +73,32 @@ def _highest_known(api_key: int, low: int, high: int) -> int | None:
 
 
 class AdminClient:
-    def __init__(self, bootstrap: str, timeout_s: float = 10.0, security=None) -> None:
-        host, port = parse_address(bootstrap)
+    def __init__(self, bootstrap: str, timeout_s: float = 10.0, security=None,
+                 route: bool = True) -> None:
+        """`bootstrap`: HOST:PORT, or several comma-separated as Kafka's tools take them (the
+        first that answers is used). On a cluster of several brokers a request that belongs
+        to a coordinator or a partition leader goes there (roster.admin.routing); `route`
+        False keeps every request on this one connection."""
+        addresses = [a.strip() for a in bootstrap.split(",") if a.strip()] or [bootstrap]
         try:
             if security is not None and not isinstance(security, ClientSecurity):
                 security = ClientSecurity.from_config(security)
             tls = security.ssl_context() if security is not None and security.tls else None
         except SecurityConfigError as exc:
             raise AdminError(f"invalid security settings: {exc}") from None
+        self._timeout_s, self._security = timeout_s, security
+        self._router, self._routing_checked = None, not route
+        for index, address in enumerate(addresses):
+            try:
+                self._connect(address, timeout_s, security, tls)
+                break
+            except AdminError:
+                if index == len(addresses) - 1:
+                    raise
+
+    def _connect(self, bootstrap: str, timeout_s: float, security, tls) -> None:
+        host, port = parse_address(bootstrap)
+        self.address = f"{host}:{port}"
         try:
             self._sock = socket.create_connection((host, port), timeout=timeout_s)
         except OSError as exc:
@@ -130,6 +148,8 @@ class AdminClient:
 
     def close(self) -> None:
         self._sock.close()
+        if self._router is not None:
+            self._router.close()
 
     def __enter__(self) -> AdminClient:
         return self
@@ -146,9 +166,34 @@ class AdminClient:
         return request_schema(api_key, self.version(api_key))
 
     def call(self, api_key: int, **fields):
-        """Send a request built from newest-version field names; return the decoded answer."""
+        """Send a request built from newest-version field names; return the decoded answer
+        (from the broker that holds what it names, on a cluster of several)."""
+        router = self._router_for(api_key)
+        if router is not None:
+            return router.send(api_key, fields, lambda client, f: client.call_here(api_key, **f))
+        return self.call_here(api_key, **fields)
+
+    def call_here(self, api_key: int, **fields):
+        """As call(), on this connection whatever the request names."""
         version = self.version(api_key)
         return self._exchange(api_key, version, make(request_schema(api_key, version), **fields))
+
+    def _router_for(self, api_key: int):
+        """The router when this is a cluster of several brokers (asked once, by Metadata,
+        when a request that may belong elsewhere first comes), else None."""
+        from roster.admin import routing
+        if api_key not in routing.ROUTED:
+            return None
+        if not self._routing_checked:
+            self._routing_checked = True
+            answer = self.call_here(METADATA, topics=(), allow_auto_topic_creation=False,
+                                    include_cluster_authorized_operations=False,
+                                    include_topic_authorized_operations=False)
+            brokers = {b.node_id: f"{b.host}:{b.port}" for b in answer.brokers}
+            if len(brokers) > 1:
+                self._router = routing.Router(self, brokers, lambda address: AdminClient(
+                    address, timeout_s=self._timeout_s, security=self._security, route=False))
+        return self._router
 
     def entry(self, api_key: int, *path: str):
         """The nested request entity class at `path` for the negotiated version."""
@@ -161,6 +206,13 @@ class AdminClient:
         """As call(), for an answer kio cannot decode: (the version, the answer's frame with
         its header). Kafka's DescribeTransactions answers start time -1 for an id with no open
         transaction, and kio's timestamp reader refuses negative values."""
+        router = self._router_for(api_key)
+        if router is not None:
+            return router.send(api_key, fields,
+                               lambda client, f: client.call_undecoded_here(api_key, **f))
+        return self.call_undecoded_here(api_key, **fields)
+
+    def call_undecoded_here(self, api_key: int, **fields) -> tuple[int, bytes]:
         version = self.version(api_key)
         body = make(request_schema(api_key, version), **fields)
         return version, self._round_trip(api_key, version, body)[1]

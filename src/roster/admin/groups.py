@@ -6,6 +6,12 @@ from __future__ import annotations
 import datetime
 
 from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
+from roster.admin.not_roster import (
+    EXPECTED_MEMBERS,
+    NotRoster,
+    is_roster,
+    knows_expected_members,
+)
 from roster.protocol.partitioning import partition_for
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
@@ -194,6 +200,8 @@ def expectations(client: AdminClient, group_id: str) -> dict[str, str]:
     if result.error_code.value:
         raise AdminError(f"cannot describe {group_id}'s configs: "
                          f"{result.error_message or result.error_code.name.upper()}")
+    if result.configs and not knows_expected_members(result.configs):
+        raise NotRoster(EXPECTED_MEMBERS)   # Kafka's group configs
     return {c.name: c.value for c in result.configs
             if c.name.startswith("group.expected.") and c.config_source == GROUP_CONFIG}
 
@@ -210,6 +218,8 @@ def expect(client: AdminClient, group_id: str, sets: dict[str, str],
         resource_type=GROUP_RESOURCE, resource_name=group_id, configs=tuple(steps)),))
     result = answer.responses[0]
     if result.error_code.value:
+        if not is_roster(client):
+            raise NotRoster(EXPECTED_MEMBERS)
         raise AdminError(f"cannot set {group_id}'s expected members: "
                          f"{result.error_message or result.error_code.name.upper()}")
 
@@ -217,7 +227,10 @@ def expect(client: AdminClient, group_id: str, sets: dict[str, str],
 def _forget_expected(client: AdminClient, group_id: str, instance_ids: list[str]) -> set[str]:
     """remove-members is an explicit scale-down: the removed ids leave the group's expected
     list (or its expected size shrinks). Returns the ids that were expected."""
-    own = expectations(client, group_id)
+    try:
+        own = expectations(client, group_id)
+    except NotRoster:   # Kafka: no expected members to forget
+        return set()
     listed = [i for i in (own.get(EXPECTED_IDS) or "").split(",") if i]
     if listed:
         kept = [i for i in listed if i not in instance_ids]

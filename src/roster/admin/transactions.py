@@ -17,6 +17,8 @@ is the coordinator of every transactional id on a single-node cluster.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import struct
 from dataclasses import dataclass
 
@@ -85,6 +87,7 @@ class Described:
     producer_id: int
     producer_epoch: int
     partitions: list[tuple[str, int]]
+    coordinator: int = -1      # the node id of its transaction coordinator, once found
 
 
 def _read_described(frame: bytes) -> list[Described]:
@@ -119,7 +122,15 @@ def describe(client, transactional_id: str) -> Described:
     if state.error_code is ErrorCode.transactional_id_not_found:
         raise TransactionsError(f"transactional id {transactional_id!r} not found")
     _check(state.error_code, f"cannot describe transactional id {transactional_id!r}")
-    return state
+    return dataclasses.replace(state, coordinator=coordinator_of(client, transactional_id))
+
+
+def coordinator_of(client, transactional_id: str) -> int:
+    """The node id of the id's transaction coordinator (on a cluster, one of several)."""
+    answer = client.call(ApiKey.FIND_COORDINATOR, key=transactional_id, key_type=1,
+                         coordinator_keys=(transactional_id,))
+    found = answer.coordinators[0] if getattr(answer, "coordinators", None) else answer
+    return -1 if found.error_code.value else found.node_id
 
 
 def find_open_transaction(client, topic: str, partition: int, start_offset: int) -> AbortSpec:
@@ -155,6 +166,8 @@ def describe_row(state: Described, coordinator: int, now_ms: int) -> tuple[str, 
     """kafka-transactions describe's row: start time and duration None with no transaction
     open, as it prints them."""
     opened = state.start_ms >= 0
+    if state.coordinator >= 0:
+        coordinator = state.coordinator
     return (str(coordinator), state.transactional_id, str(state.producer_id),
             str(state.producer_epoch), state.state, str(state.timeout_ms),
             str(state.start_ms) if opened else "None",

@@ -38,7 +38,8 @@ EARLIEST, LATEST = -2, -1
 LEADER_MOVED = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.fenced_leader_epoch,
                           ErrorCode.unknown_leader_epoch, ErrorCode.leader_not_available,
                           ErrorCode.replica_not_available, ErrorCode.unknown_topic_or_partition,
-                          ErrorCode.kafka_storage_error, ErrorCode.offset_not_available})
+                          ErrorCode.kafka_storage_error, ErrorCode.offset_not_available,
+                          ErrorCode.unknown_topic_id})
 RETRY_BACKOFF_MS = 100   # Kafka's retry.backoff.ms: after a failed fetch, before the next
 
 

@@ -21,7 +21,9 @@ from roster.protocol.errors import ErrorCode
 RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition,
              ErrorCode.leader_not_available, ErrorCode.request_timed_out,
              ErrorCode.kafka_storage_error, ErrorCode.not_enough_replicas,
-             ErrorCode.not_enough_replicas_after_append}
+             ErrorCode.not_enough_replicas_after_append,
+             # a topic just created, not yet known to every broker (Kafka: retriable)
+             ErrorCode.unknown_topic_id}
 # Kafka's producer defaults: a batch is retried (retry.backoff.ms apart) until
 # delivery.timeout.ms has passed, which rides out a leader election on a cluster (a dead
 # broker is fenced after broker.session.timeout.ms, 9 s by default, before its partitions move).

@@ -22,7 +22,7 @@ TopicPartition = tuple[str, int]
 RETRIABLE = frozenset({E.concurrent_transactions, E.coordinator_load_in_progress,
                        E.coordinator_not_available, E.not_coordinator, E.request_timed_out,
                        E.unknown_topic_or_partition, E.not_leader_or_follower,
-                       E.leader_not_available, E.not_enough_replicas})
+                       E.leader_not_available, E.not_enough_replicas, E.unknown_topic_id})
 # Answers that mean another producer with this transactional.id took over (KIP-588 and older).
 FENCING = frozenset({E.producer_fenced, E.invalid_producer_epoch})
 # The producer itself can never work again.

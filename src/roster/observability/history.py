@@ -64,6 +64,9 @@ def _topic(client: AdminClient):
     answer = metadata(client, [EVENTS_TOPIC])
     topic = answer.topics[0]
     if topic.error_code.value or not topic.partitions:
+        from roster.admin.not_roster import HISTORY, NotRoster, is_roster
+        if not is_roster(client):
+            raise NotRoster(HISTORY)
         raise AdminError(f"{EVENTS_TOPIC} is not there (error {topic.error_code.name.upper()}); "
                          "is the broker a roster with the flight recorder?")
     return topic

@@ -259,6 +259,23 @@ def run(spark, bootstrap: str, out: Path, group: str | None = None,
     return data
 
 
+def not_roster(bootstrap: str, security=None) -> str | None:
+    """The line to print when the broker has no flight recorder topic because it is not
+    roster (an Apache Kafka cluster); None when there is something to read, or when the broker
+    cannot be asked (the job then fails with its own error)."""
+    from roster.admin.client import AdminClient, AdminError
+    from roster.admin.not_roster import REPORT, NotRoster, is_roster
+    from roster.admin.topics import metadata
+    try:
+        with AdminClient(bootstrap, security=security) as client:
+            topic = metadata(client, [EVENTS_TOPIC]).topics[0]
+            if topic.error_code.value and not is_roster(client):
+                return str(NotRoster(REPORT))
+    except (AdminError, OSError):
+        return None
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import os
@@ -273,6 +290,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from roster.security.client import read_properties
     options = read_properties(args.command_config) if args.command_config else None
+    refusal = not_roster(args.bootstrap_server, options)
+    if refusal:   # before Spark starts: there is nothing to read
+        print(f"roster report: {refusal}", file=sys.stderr)
+        return 1
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
