@@ -539,9 +539,9 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
             for kind in order(args.brokers, n):
                 if "join" not in args.coordinator_parts:
                     break
-                # one partition per member: creating more took longer than an admin
-                # request's deadline on a loaded machine
-                cargs.cg_join_members, cargs.cg_join_partitions = size, size
+                # 1.5 partitions per member, so that each joiner gets some (2 per member took
+                # longer to create than an admin request's deadline on a loaded machine)
+                cargs.cg_join_members, cargs.cg_join_partitions = size, size * 3 // 2
                 load = loadavg()
                 result = await coordinator_consumer.phase_join(kit, Only(brokers, kind), cargs)
                 runs = result["runs"]
