@@ -114,6 +114,8 @@ def _bindings() -> list[AclBinding]:
                    Operation.IDEMPOTENT_WRITE, allow),
         AclBinding(Resource.TRANSACTIONAL_ID, f"{TAG}-tx", literal, carol, "*",
                    Operation.WRITE, allow),
+        # a host of its own: carried as it is, never widened to "*"
+        AclBinding(Resource.TOPIC, EVENTS, literal, carol, "10.1.2.3", Operation.READ, deny),
     ]
 
 
@@ -203,7 +205,7 @@ def test_the_dry_run_plans_what_mm2_leaves_and_changes_nothing(migrated, kafka_p
     assert "set retention.ms=7200000" in _step(out, "topic config", ALIGNED)
     for binding in _bindings():
         assert f"add {binding.permission.name} {binding.operation.name} for " \
-               f"{binding.principal}" in out, binding
+               f"{binding.principal} from host {binding.host}" in out, binding
     assert "create (iterations=8192)" in _step(out, "user", f"{CAROL} SCRAM-SHA-512")
     assert "set consumer.session.timeout.ms=50000" in _step(out, "group config", CONFIGURED)
     assert f"commit {ALIGNED}-0=3" in _step(out, "offsets", COMMITTED)
