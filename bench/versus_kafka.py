@@ -539,9 +539,11 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
             for kind in order(args.brokers, n):
                 if "join" not in args.coordinator_parts:
                     break
-                # 1.5 partitions per member, so that each joiner gets some (2 per member took
-                # longer to create than an admin request's deadline on a loaded machine)
-                cargs.cg_join_members, cargs.cg_join_partitions = size, size * 3 // 2
+                # a partition per member and per joiner, so that every joiner gets one (more
+                # took roster longer to create than an admin request's deadline on a loaded
+                # machine)
+                cargs.cg_join_members = size
+                cargs.cg_join_partitions = size + cargs.cg_join_rounds
                 load = loadavg()
                 result = await coordinator_consumer.phase_join(kit, Only(brokers, kind), cargs)
                 runs = result["runs"]
