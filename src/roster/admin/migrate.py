@@ -27,7 +27,6 @@ target again until it shows what was done.
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,19 +34,18 @@ from dataclasses import dataclass, field
 from roster.admin import acls as acl_wire
 from roster.admin import groups as group_wire
 from roster.admin import offsets as offset_wire
+from roster.admin import reset as offset_reset
 from roster.admin import topics as topic_wire
 from roster.admin.client import AdminClient, AdminError
 from roster.admin.cluster import Cluster
 from roster.admin.table import columns
 from roster.protocol.api_keys import ApiKey
-from roster.protocol.build import make
 from roster.security import users as user_wire
 from roster.security.acls import AclBinding, AclFilter, Operation
 
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = (ApiKey.DESCRIBE_CONFIGS,
                                                ApiKey.INCREMENTAL_ALTER_CONFIGS)
-DESCRIBE_CLUSTER, LIST_CONFIG_RESOURCES, OFFSET_COMMIT = (
-    ApiKey.DESCRIBE_CLUSTER, ApiKey.LIST_CONFIG_RESOURCES, ApiKey.OFFSET_COMMIT)
+DESCRIBE_CLUSTER, LIST_CONFIG_RESOURCES = ApiKey.DESCRIBE_CLUSTER, ApiKey.LIST_CONFIG_RESOURCES
 TOPIC, GROUP = 2, 32                           # ConfigResource.Type
 DYNAMIC_TOPIC_CONFIG, GROUP_CONFIG = 1, 8      # DescribeConfigs' config sources
 SET = 0
@@ -476,29 +474,22 @@ def _set_configs(client: AdminClient, resource_type: int, name: str,
                          + (f" ({result.error_message})" if result.error_message else ""))
 
 
+# what a group with members answers an admin's commit (classic, then KIP-848 groups)
+ACTIVE_GROUP_ERRORS = ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "STALE_MEMBER_EPOCH",
+                       "REBALANCE_IN_PROGRESS")
+
+
 def _commit(target: Cluster, group_id: str, offsets: dict[tuple[str, int], int]) -> None:
-    """OffsetCommit as an admin (generation -1, no member: what AlterConsumerGroupOffsets
-    sends), to the group's coordinator; a group with members refuses it."""
-    client = target.coordinator(group_id)
-    by_topic: dict[str, list[tuple[int, int]]] = {}
-    for (topic, partition), offset in sorted(offsets.items()):
-        by_topic.setdefault(topic, []).append((partition, offset))
-    topic_entry = client.entry(OFFSET_COMMIT, "topics")
-    partition_entry = client.entry(OFFSET_COMMIT, "topics", "partitions")
-    answer = client.call(OFFSET_COMMIT, group_id=group_id, generation_id_or_member_epoch=-1,
-                         member_id="", group_instance_id=None,
-                         retention_time=datetime.timedelta(milliseconds=-1),
-                         topics=tuple(make(topic_entry, name=topic, partitions=tuple(
-                             make(partition_entry, partition_index=p, committed_offset=o,
-                                  committed_leader_epoch=-1, committed_metadata="")
-                             for p, o in parts)) for topic, parts in by_topic.items()))
-    errors = {_error_name(p.error_code) for t in answer.topics for p in t.partitions
-              if p.error_code.value}
-    if errors & {"UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION", "STALE_MEMBER_EPOCH",
-                 "REBALANCE_IN_PROGRESS"}:
-        raise AdminError("the group became active on the target; its members commit now")
-    if errors:
-        raise AdminError(", ".join(sorted(errors)))
+    """The admin's OffsetCommit of `roster offsets reset` (generation -1, no member: what
+    AlterConsumerGroupOffsets sends), to the group's coordinator; a group that gained members
+    since the plan refuses it."""
+    try:
+        offset_reset.execute(target.coordinator(group_id), offset_reset.Plan(group_id, offsets))
+    except AdminError as exc:
+        if any(code in str(exc) for code in ACTIVE_GROUP_ERRORS):
+            raise AdminError(f"the group became active on the target, its members commit "
+                             f"now ({exc})") from None
+        raise
 
 
 @dataclass
