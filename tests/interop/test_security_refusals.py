@@ -447,19 +447,28 @@ def test_unfinished_tls_handshakes_are_bounded(tmp_path):
     try:
         host, port = broker.listener("SSL").rsplit(":", 1)
         silent = [socket.create_connection((host, int(port))) for _ in range(4)]
-        time.sleep(0.5)
-        extra = socket.create_connection((host, int(port)))
-        extra.settimeout(5)
-        assert extra.recv(1) == b""  # closed at once, not after the timeout
+        # one more is closed at once (not after the 20 s timeout) once the broker has taken
+        # the four; a loaded broker may not have yet, and then the extra one is the fourth
+        deadline = time.monotonic() + 30
+        while True:
+            extra = socket.create_connection((host, int(port)))
+            extra.settimeout(2)
+            try:
+                if extra.recv(1) == b"":
+                    break
+            except TimeoutError:
+                silent.append(extra)
+            assert time.monotonic() < deadline, "no connection beyond four was closed at once"
+        assert len(silent) <= 6, len(silent)
         _wait_for_line(broker, 0, "4 TLS handshakes already in progress")
         for sock in silent:
             sock.close()
-        time.sleep(0.5)
-        # handshakes that end free their places: a real client gets in again
+        # handshakes that end free their places: a real client gets in again (librdkafka
+        # retries a connection closed before the broker has seen the others go)
         from confluent_kafka.admin import AdminClient
         AdminClient(_config(broker, pki, "SSL", **{
             "ssl.certificate.location": str(pki.client_cert),
-            "ssl.key.location": str(pki.client_key)})).list_topics(timeout=10)
+            "ssl.key.location": str(pki.client_key)})).list_topics(timeout=30)
     finally:
         broker.stop()
 
