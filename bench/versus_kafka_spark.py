@@ -60,6 +60,9 @@ def session(spark_kafka: str):
              .config("spark.driver.bindAddress", "127.0.0.1")
              .config("spark.sql.adaptive.enabled", "false")
              .config("spark.pyspark.python", sys.executable)
+             # a Python worker that takes more than Spark's 15 s to connect back fails the
+             # query; on a loaded machine starting one can take that long
+             .config("spark.python.authenticate.socketTimeout", "300s")
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     roster.spark.register(spark)
