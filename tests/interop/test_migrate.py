@@ -331,6 +331,40 @@ def test_a_user_whose_password_differs_on_the_target_is_updated(
     assert not _authenticates(kafka_peer_secure.bootstrap, CAROL, other, "SCRAM-SHA-256")
 
 
+def test_offsets_of_a_group_that_gains_a_member_after_the_plan_are_refused(
+        migrated, source, kafka_peer_secure):
+    """Kafka refuses an admin's commit into a group with members: planned while the group was
+    empty, the step fails with that reason once a member has joined, and nothing is written."""
+    from confluent_kafka import Consumer
+
+    from roster.admin.cluster import Cluster
+    assert migrated["execute"].returncode == 0
+    group = unique_name(f"{TAG}-race")
+    with AdminClient(source.listener("PLAINTEXT")) as client:
+        offset_reset.execute(client, offset_reset.Plan(group, {(ALIGNED, 0): 2}))
+    admin = _security("admin", SECURE_USERS["admin"])
+    with Cluster(source.listener("SASL_PLAINTEXT"), admin) as roster_side, \
+            Cluster(kafka_peer_secure.bootstrap, admin) as target:
+        planned = migrate.plan(roster_side, target)
+        assert [(s.what, s.name) for s in planned.steps] == [("offsets", group)], planned
+        member = Consumer({"bootstrap.servers": kafka_peer_secure.internal_bootstrap,
+                           "group.id": group, "enable.auto.commit": False})
+        try:
+            assigned = []
+            member.subscribe([ALIGNED], on_assign=lambda c, parts: assigned.extend(parts))
+            deadline = time.monotonic() + 60
+            while not assigned and time.monotonic() < deadline:
+                member.poll(0.2)
+            assert assigned, "the member never got its partition"
+            outcome = migrate.execute(planned, target, lambda: migrate.plan(roster_side, target))
+        finally:
+            member.close()
+        assert [step.name for step, _ in outcome.failed] == [group], outcome
+        assert "the group became active on the target" in outcome.failed[0][1], outcome
+        assert "UNKNOWN_MEMBER_ID" in outcome.failed[0][1], outcome   # Kafka's reason, kept
+        assert offset_wire.committed(target.coordinator(group), group) == {}
+
+
 def test_a_step_the_target_refuses_fails_alone(migrated, source, kafka_peer_secure, tmp_path):
     """Kafka refuses a session timeout above its group.consumer.max.session.timeout.ms: that
     step fails with Kafka's reason, the others are carried out, the exit code says so."""
