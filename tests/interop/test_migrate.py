@@ -434,12 +434,13 @@ def test_a_target_principal_without_rights(source, kafka_peer_secure, tmp_path):
         user_wire.add_wire(client, nobody, "SCRAM-SHA-512", "nobody-secret", 4096)
     config = _properties(tmp_path / "nobody.properties", nobody, "nobody-secret")
     deadline = time.monotonic() + 30
-    while True:   # the new credential reaches the broker's metadata image in a moment
-        result = roster(*_admin_args(source, tmp_path), "--to", kafka_peer_secure.bootstrap,
-                        "--to-command-config", config)
-        if "authentication" not in result.stderr or time.monotonic() > deadline:
-            break
-    line = _one_line(result)
+    # the new credential reaches the broker's metadata image in a moment
+    while not _authenticates(kafka_peer_secure.bootstrap, nobody, "nobody-secret",
+                             "SCRAM-SHA-512"):
+        assert time.monotonic() < deadline, "the new credential never took effect"
+        time.sleep(0.2)
+    line = _one_line(roster(*_admin_args(source, tmp_path), "--to", kafka_peer_secure.bootstrap,
+                            "--to-command-config", config))
     assert "refuses the rights migrating needs (CLUSTER_AUTHORIZATION_FAILED)" in line, line
     assert "may not DESCRIBE or ALTER the cluster" in line, line
 
