@@ -18,7 +18,8 @@ the roster broker (--bootstrap-server) and the target as they are now:
 - committed offsets of partitions the group has none for on the target, when the partition's
   offsets line up on both sides (same log start and end, as a caught-up mirror of an
   uncompacted, non-transactional log has) and the group is empty there (Kafka's
-  AlterConsumerGroupOffsets rule). Other offsets are MM2's to translate.
+  AlterConsumerGroupOffsets rule). Other offsets are MM2's to translate, and so is a commit's
+  metadata string: admin/offsets.py reads offsets alone, so one carried here has none.
 
 It only adds and sets: nothing on the target is deleted, and nothing is done twice, so a second
 run finds nothing to do. Planning reads only; --execute carries the plan out and then reads the
