@@ -25,7 +25,13 @@ import pyarrow as pa
 
 from roster.client.cluster import Cluster
 from roster.client.connection import ConnectionClosed
-from roster.client.producer import RETRIABLE, ProduceError, default_partition
+from roster.client.producer import (
+    DELIVERY_TIMEOUT_MS,
+    RETRIABLE,
+    RETRY_BACKOFF_MS,
+    ProduceError,
+    default_partition,
+)
 from roster.client.records import CODECS
 from roster.client.transactional_producer import CLASSIC_PRODUCE, produce_request
 from roster.protocol.api_keys import ApiKey
@@ -33,7 +39,7 @@ from roster.protocol.errors import ErrorCode
 from roster.record_codec import DefaultRecordBatchBuilder
 from roster.spark.options import Settings
 
-RETRIES = 5
+RETRIES = 2**31 - 1   # bounded by the delivery timeout, as Kafka's producer
 TopicPartition = tuple[str, int]
 NO_HEADERS: list = []   # shared by records without headers: the builders only read it
 
@@ -227,29 +233,37 @@ class ArrowProducer:
         pending = dict(batches)
         if self.transaction is not None:
             await self.transaction.add_partitions(sorted(pending))
-        for attempt in range(RETRIES + 1):
+        # retried with the batches that failed, RETRY_BACKOFF_MS apart, until the delivery
+        # timeout: a leader on a broker that died moves only once the broker is fenced
+        deadline = time.monotonic() + DELIVERY_TIMEOUT_MS / 1000
+        attempt = 0
+        while True:
             by_leader: dict[int, tuple] = {}
+            failure: Exception | None = None
             try:
                 for tp in sorted(pending):
                     connection = await self.cluster.connection_for(*tp)
                     by_leader.setdefault(id(connection), (connection, {}))[1][tp] = pending[tp]
                 answers = await asyncio.gather(*(self._request(c, b)
                                                  for c, b in by_leader.values()))
-            except ConnectionClosed:
-                if attempt == RETRIES:
-                    raise
-                await self.cluster.refresh(sorted({t for t, _ in pending}))
-                continue
+            except ConnectionClosed as exc:
+                answers, failure = [], exc
             for answer in answers:
                 for tp, (error, message) in answer.items():
                     if error in (ErrorCode.none, ErrorCode.duplicate_sequence_number):
                         pending.pop(tp, None)
-                    elif error not in RETRIABLE or attempt == RETRIES:
+                    elif error not in RETRIABLE:
                         raise ProduceError(tp[0], tp[1], error, message)
+                    else:
+                        self.cluster.stale(*tp)
+                        failure = ProduceError(tp[0], tp[1], error, message)
             if not pending:
                 return
-            await self.cluster.refresh(sorted({t for t, _ in pending}))
-        raise ProduceError(*next(iter(pending)), ErrorCode.request_timed_out, "retries exhausted")
+            attempt += 1
+            if attempt > RETRIES or time.monotonic() >= deadline:
+                raise failure or ProduceError(*next(iter(pending)), ErrorCode.request_timed_out,
+                                              "retries exhausted")
+            await asyncio.sleep(RETRY_BACKOFF_MS / 1000)
 
     async def _request(self, connection, batches: dict[TopicPartition, bytes]):
         """One Produce request for several partitions; (error, message) per partition."""

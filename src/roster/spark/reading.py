@@ -21,10 +21,13 @@ from roster.client.errors import AuthorizationError
 from roster.protocol.errors import ErrorCode
 from roster.security.client import ClientSecurity
 from roster.spark.options import EARLIEST
-from roster.spark.wire import Broker, BrokerError
+from roster.spark.wire import RETRIABLE, Broker, BrokerError
 
 log = logging.getLogger("roster.spark")
 MAX_FAILURES = 5
+# a lost connection or a moved leader: about half a minute of tries (a cluster fences a dead
+# broker after broker.session.timeout.ms, 9 s by default, before its partitions move)
+MAX_RETRIABLE_FAILURES = 35
 
 
 class DataLossError(RuntimeError):
@@ -83,11 +86,11 @@ def read_range(p: RangePartition):
                 got = loop.run_until_complete(task)
             except (ConnectionClosed, BrokerError, OSError) as exc:
                 failures += 1
-                if failures > MAX_FAILURES:
+                if failures > MAX_RETRIABLE_FAILURES:
                     raise
                 log.info("fetch %s-%d at %d failed (%s); retrying", p.topic, p.partition,
                          position, exc)
-                time.sleep(0.2 * failures)
+                time.sleep(min(0.2 * failures, 1.0))
                 continue
             if got.error is ErrorCode.offset_out_of_range:
                 position = _past_lost_records(loop, broker, p, position, got.log_start_offset)
@@ -96,10 +99,12 @@ def read_range(p: RangePartition):
                 raise AuthorizationError(got.error, p.topic, "READ")
             if got.error is not ErrorCode.none:
                 failures += 1
-                if failures > MAX_FAILURES:
+                # a leader moving (a broker of a cluster died) takes until it is fenced
+                limit = MAX_RETRIABLE_FAILURES if got.error in RETRIABLE else MAX_FAILURES
+                if failures > limit:
                     raise BrokerError(f"fetch {p.topic}-{p.partition}: {got.error.name}",
                                       got.error)
-                time.sleep(0.2 * failures)
+                time.sleep(min(0.2 * failures, 1.0))
                 continue
             failures = 0
             fetched = FetchedRecords(got.records, position, p.end, got.aborted)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import time
 from dataclasses import dataclass
 
 from roster.client import requests
+from roster.client.bootstrap import Bootstrap
 from roster.client.cluster import Cluster
 from roster.client.connection import REQUEST_TIMEOUT_MS, BrokerConnection, ConnectionClosed
 from roster.client.errors import refusal
-from roster.client.member import parse_bootstrap
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
@@ -36,6 +37,8 @@ RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.leader_not_available,
              ErrorCode.unknown_topic_or_partition, ErrorCode.request_timed_out,
              ErrorCode.kafka_storage_error, ErrorCode.not_coordinator,
              ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
+             ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch,
+             ErrorCode.unknown_topic_id,   # a topic not yet known to every broker
              # require_stable: an offset is pending in an open transaction (a sink marker)
              ErrorCode.unstable_offset_commit}
 
@@ -79,6 +82,7 @@ class Broker:
         self.security = security
         self.request_timeout_ms = request_timeout_ms
         self.cluster = Cluster(bootstrap, client_id, security, request_timeout_ms)
+        self._bootstrap = Bootstrap(bootstrap)   # any of them: one broker down stops nothing
         self._meta: BrokerConnection | None = None
         self._coordinators: dict[str, BrokerConnection] = {}
 
@@ -86,9 +90,10 @@ class Broker:
 
     async def _metadata(self, topics: list[str] | None):
         if self._meta is None or self._meta.closed:   # (closed: a request on it timed out)
-            self._meta = await BrokerConnection.open(*parse_bootstrap(self.bootstrap),
-                                                     self.client_id, security=self.security,
-                                                     request_timeout_ms=self.request_timeout_ms)
+            self._meta = await self._bootstrap.connect(
+                lambda host, port: BrokerConnection.open(
+                    host, port, self.client_id, security=self.security,
+                    request_timeout_ms=self.request_timeout_ms))
 
         def body(version):
             schema = request_schema(METADATA, version)
@@ -98,10 +103,19 @@ class Broker:
                         topics=None if topics is None else tuple(
                             make(entry, name=t, topic_id=None) for t in topics))
         try:
-            return await self._meta.call(METADATA, body)
+            answer = await self._meta.call(METADATA, body)
         except ConnectionClosed:
-            self._meta = None
+            self._meta_failed()
             raise
+        self._bootstrap.learn({b.node_id: (b.host, b.port) for b in answer.brokers})
+        return answer
+
+    def _meta_failed(self) -> None:
+        """The metadata connection failed: the next one goes to another broker."""
+        if self._meta is not None:
+            self._meta.close()
+        self._meta = None
+        self._bootstrap.failed()
 
     async def partition_counts(self, topics: list[str] | None) -> dict[str, int]:
         """Partition counts of these topics (None: every non-internal topic) that exist. An
@@ -185,8 +199,12 @@ class Broker:
             return connection
         if self._meta is None or self._meta.closed:
             await self._metadata([])
-        answer = await self._meta.call(FIND_COORDINATOR, lambda v: requests.build(
-            "FindCoordinator", v, {"key": group, "key_type": 0}, {}))
+        try:
+            answer = await self._meta.call(FIND_COORDINATOR, lambda v: requests.build(
+                "FindCoordinator", v, {"key": group, "key_type": 0}, {}))
+        except ConnectionClosed:
+            self._meta_failed()
+            raise
         error, host, port = requests.find_coordinator_answer(answer)
         if error is not ErrorCode.none:
             _refused(error, group, "DESCRIBE")
@@ -287,19 +305,24 @@ class Broker:
             self._meta = None
 
 
-async def retrying(step, what: str, attempts: int = 6, backoff_s: float = 0.2):
+async def retrying(step, what: str, timeout_s: float = 60.0, backoff_s: float = 0.2):
     """Run `step()` again after a lost connection or a retriable error (a moved leader or
-    coordinator, a coordinator still loading); other errors propagate at once."""
-    for attempt in range(attempts):
+    coordinator, a coordinator still loading) for up to `timeout_s` (Kafka's
+    default.api.timeout.ms: on a cluster a dead broker's partitions move only once it is
+    fenced, 9 s by default); other errors propagate at once."""
+    deadline = time.monotonic() + timeout_s
+    attempt = 0
+    while True:
         try:
             return await step()
         except (ConnectionClosed, BrokerError) as exc:
             if isinstance(exc, BrokerError) and exc.error not in RETRIABLE:
                 raise
-            if attempt == attempts - 1:
+            if time.monotonic() >= deadline:
                 raise
             log.info("%s failed (%s); retrying", what, exc)
-            await asyncio.sleep(backoff_s * (attempt + 1))
+            attempt += 1
+            await asyncio.sleep(min(backoff_s * attempt, 1.0))
 
 
 def run_sync(coroutine_function, *args, bootstrap: str, client_id: str = "roster-spark",

@@ -1,0 +1,73 @@
+"""roster.spark on a three-node Kafka cluster (tests/support/kafka_cluster.py): a batch read, and
+a static streaming member while the node that coordinates its group is killed -9. The member
+finds the new coordinator and the new leaders, every record is read once, and the static member
+keeps its member id and its partitions."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from roster.admin.client import AdminClient
+from roster.admin.groups import describe
+from roster.client.producer import Producer
+from tests.spark.helpers import Collected, start, wait_until
+from tests.support.kafka_peer import unique_name
+
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("kafka_cluster")]
+
+
+def _produce(bootstrap: str, topic: str, values: list[bytes]) -> list[tuple[int, int]]:
+    async def go():
+        producer = Producer(bootstrap)
+        try:
+            return [await producer.send(topic, v) for v in values]
+        finally:
+            await producer.close()
+    return asyncio.run(go())
+
+
+def _member(bootstrap: str, group: str):
+    """(member id, assignment bytes) of the group's one member, or None."""
+    with AdminClient(bootstrap) as admin:
+        found = describe(admin, group)
+    return [(m.member_id, m.group_instance_id, m.member_assignment) for m in found.members]
+
+
+def test_batch_read_on_the_cluster(spark, kafka_cluster):
+    kafka_cluster.heal()
+    topic = unique_name("spark-batch")
+    kafka_cluster.create_topic(topic, partitions=3)
+    placed = _produce(kafka_cluster.bootstrap, topic, [f"v{i}".encode() for i in range(30)])
+    rows = spark.read.format("roster").option("kafka.bootstrap.servers", kafka_cluster.bootstrap) \
+        .option("subscribe", topic).load().collect()
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(placed)
+
+
+def test_static_streaming_member_rides_out_its_coordinator_dying(spark, kafka_cluster, tmp_path):
+    cluster = kafka_cluster
+    cluster.heal()
+    source, group = unique_name("spark-in"), unique_name("sg")
+    cluster.create_topic(source, partitions=3)
+    first = _produce(cluster.bootstrap, source, [f"a{i}".encode() for i in range(30)])
+    sink = Collected()
+    query = start(spark, cluster.bootstrap, sink, tmp_path / "cp", subscribe=source,
+                  startingOffsets="group",
+                  **{"group.id": group, "group.instance.id": "spark-1",
+                     "session.timeout.ms": 30_000, "heartbeat.interval.ms": 500})
+    try:
+        wait_until(lambda: len(sink.rows) >= len(first), 120, "the first records",
+                   queries=(query,))
+        before = _member(cluster.bootstrap, group)
+        assert [instance for _, instance, _ in before] == ["spark-1"]
+        coordinator = cluster.coordinator_of(group)
+        cluster.kill9(coordinator)
+        second = _produce(cluster.bootstrap, source, [f"b{i}".encode() for i in range(30)])
+        wait_until(lambda: len(sink.rows) >= len(first) + len(second), 120,
+                   "the records written after the kill", queries=(query,))
+        assert cluster.coordinator_of(group) != coordinator
+        cluster.restart(coordinator)
+        assert sink.places() == sorted(first + second)     # each once, nothing lost
+        assert _member(cluster.bootstrap, group) == before  # no rebalance: same member
+    finally:
+        query.stop()
