@@ -300,9 +300,13 @@ def _transactions(args) -> int:
                 rows, unknown = txns.list_transactions(
                     client, args.state, args.producer_id, args.duration_filter,
                     args.transactional_id_pattern)
-                node = str(txns.node_id(client))
+                node = txns.node_id(client)
+
+                def coordinator(tid: str) -> str:   # each id's own, on a cluster
+                    found = txns.coordinator_of(client, tid)
+                    return str(found if found >= 0 else node)
                 print("\n".join(table.columns([txns.LIST_HEADER] + [
-                    (tid, node, str(pid), state) for tid, pid, state in rows])))
+                    (tid, coordinator(tid), str(pid), state) for tid, pid, state in rows])))
                 if unknown:
                     print(f"unknown states: {', '.join(unknown)}", file=sys.stderr)
             elif args.action == "describe":

@@ -123,7 +123,8 @@ def test_users_acls_and_transactions(cluster, capsys, tmp_path):
     row = table(ok(capsys, "transactions", "describe", txn_id, *boot))[0]
     assert row["CoordinatorId"] == str(cluster.transaction_coordinator_of(txn_id)), row
     assert row["TransactionState"] == "Ongoing"
-    assert txn_id in ok(capsys, "transactions", "list", *boot)
+    listed = {r["TransactionalId"]: r for r in table(ok(capsys, "transactions", "list", *boot))}
+    assert listed[txn_id]["Coordinator"] == row["CoordinatorId"], listed
     out = ok(capsys, "transactions", "abort", "--topic", topic, "--partition", "1",
              "--start-offset", str(start), *boot)
     assert "Aborted the transaction" in out
