@@ -43,6 +43,8 @@ def test_a_static_member_rides_out_its_coordinator_and_a_leader_dying(cluster, p
                             group_protocol=protocol, on_assigned=assigned.append)
         await consumer.subscribe([topic])
         await consumer.member.wait_stable(60)
+        # (KIP-848: a first stable heartbeat may come before the assignment is reconciled)
+        await consumer.member.wait_for(lambda: len(consumer.assignment) == 3, 60)
         generation = consumer.member.machine.generation
         owned = sorted(consumer.assignment)
         producing = KeepProducing(cluster.bootstrap, topic).start()
@@ -77,4 +79,4 @@ def test_a_static_member_rides_out_its_coordinator_and_a_leader_dying(cluster, p
     # no rebalance: the same generation (member epoch) and partitions, assigned once
     assert owned == [(topic, p) for p in range(3)]
     assert state == (generation, owned)
-    assert len(assigned) == 1
+    assert len([a for a in assigned if a]) == 1   # (an empty first one is no rebalance)
