@@ -470,7 +470,8 @@ def test_a_topic_with_fewer_partitions_on_the_target(source, kafka_peer_secure, 
     (f"{CAROL}=a\n{CAROL}=b\n", f"line 2: user {CAROL} is given twice"),
     ('{"carol": "secret"', "is not valid JSON (line 1, column"),
     ("", "names no user"),
-])
+], ids=["no-equals", "empty-password", "given-twice", "bad-json", "empty"])   # CAROL is random:
+# ids of their own keep both xdist workers collecting the same test names
 def test_a_bad_users_file(source, kafka_peer_secure, tmp_path, content, complaint):
     users = tmp_path / "users"
     users.write_text(content)
