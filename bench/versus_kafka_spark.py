@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -167,6 +168,7 @@ def main(argv=None) -> int:
         spark.stop()
     finally:
         brokers.stop_all()
+        shutil.rmtree(work, ignore_errors=True)
     lines = [f"Spark {pyspark.__version__} local[2], spark-sql-kafka-0-10_2.13:{args.spark_kafka}"
              f"; {args.records:,} records of {args.value_bytes} B in {args.partitions} "
              f"partitions; median of {args.rounds} rounds; roster {vk.git_tree()}; load "
