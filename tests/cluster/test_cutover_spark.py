@@ -13,7 +13,6 @@ the one measured run."""
 from __future__ import annotations
 
 import os
-import sys
 import time
 
 import pytest
@@ -38,33 +37,16 @@ WAIT_S = 180.0
 
 @pytest.fixture(scope="module")
 def spark():
-    """A SparkSession of this module's own, local[2], configured as tests/spark's (the Python
-    workers run this venv's interpreter, which has roster installed; loopback only)."""
+    """A SparkSession of this module's own, as tests/spark's (tests/spark/session.py), unless
+    tests/spark's already runs in this worker: then that one is shared."""
     from pyspark.sql import SparkSession
 
-    import roster.spark
+    from tests.spark.session import local_session
     existing = SparkSession.getActiveSession()
-    if existing is not None:   # tests/spark's (registered there), in this worker: share it
+    if existing is not None:
         yield existing
         return
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    session = (SparkSession.builder.master("local[2]").appName("roster-cutover-spark")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.memory", "512m")
-               .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-               .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.sql.streaming.stopTimeout", "10s")
-               .config("spark.pyspark.python", sys.executable)
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    roster.spark.register(session)
+    session = local_session("roster-cutover-spark", **{"spark.driver.memory": "512m"})
     yield session
     session.stop()
 

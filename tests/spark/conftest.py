@@ -4,8 +4,6 @@ roster installed."""
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 
 import pytest
 from packaging.version import Version
@@ -15,6 +13,7 @@ from roster.admin.groups import describe
 from roster.admin.topics import create
 from roster.client.producer import Producer
 from roster.spark.wire import run_sync
+from tests.spark.session import loopback_environment, local_session
 from tests.support.process import BrokerProcess
 
 # pyspark and pyarrow are part of the test extra (pyproject.toml), so an import that fails here
@@ -22,7 +21,6 @@ from tests.support.process import BrokerProcess
 try:
     import pyarrow  # noqa: F401
     import pyspark
-    from pyspark.sql import SparkSession
 except ImportError as exc:
     raise ImportError(f"tests/spark needs pyspark and pyarrow, which `pip install -e '.[test]'` "
                       f"installs; importing them failed: {exc}") from exc
@@ -32,11 +30,7 @@ if Version(pyspark.__version__).release[:2] < (4, 2):
     raise ImportError(f"tests/spark needs pyspark 4.2 or newer (pyproject.toml's spark extra); "
                       f"this environment has {pyspark.__version__}")
 
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-# Spark's local host is the external interface unless SPARK_LOCAL_IP says otherwise (the driver
-# settings in the session below do not cover it); the tests run on loopback only.
-os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+loopback_environment()
 
 
 def pytest_configure(config):
@@ -45,21 +39,7 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="session")
 def spark():
-    import roster.spark
-    session = (SparkSession.builder.master("local[2]").appName("roster-spark-tests")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.default.parallelism", "2")
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
-               .config("spark.sql.adaptive.enabled", "false")
-               .config("spark.sql.streaming.stopTimeout", "10s")
-               .config("spark.pyspark.python", sys.executable)
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    roster.spark.register(session)
+    session = local_session("roster-spark-tests")
     yield session
     session.stop()
 
