@@ -141,8 +141,9 @@ def test_rolling_restart_of_dynamic_members_rebalances(group_broker, running):
 @pytest.mark.parametrize("client", ["kafka-python", "aiokafka"])
 def test_static_restart_without_rebalance_in_other_clients(group_broker, running, client):
     """The same bounce with the Python clients. kafka-python skips LeaveGroup only when it infers
-    a broker >= 2.3 from ApiVersions (real-clients.md §2.3.1); aiokafka's Heartbeat v1 and
-    OffsetCommit v3 carry no instance id, so the broker must know the member by its id alone."""
+    a broker >= 2.3 from ApiVersions (its consumer coordinator checks the inferred version);
+    aiokafka's Heartbeat v1 and OffsetCommit v3 carry no instance id, so the broker must know
+    the member by its id alone."""
     partitions = 4
     topic = group = topic_for(group_broker, f"static-restart-{client}", partitions)
     watch = Watch()
