@@ -9,8 +9,16 @@ API:
   that asks for it. Mark those tests `@pytest.mark.xdist_group("kafka_cluster")` so one pytest
   worker owns the three JVMs. Give every scenario its own topic and group names
   (`unique_name(prefix)` from kafka_peer): the cluster is shared.
-- `.bootstrap` -> "127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3" (PLAINTEXT, no authentication).
-- `.node(i)` -> the ClusterNode with node id i (1, 2, 3): `.bootstrap` (its own listener),
+- `.bootstrap` -> "127.0.0.1:P1,127.0.0.1:P2,127.0.0.1:P3" (PLAINTEXT, no authentication:
+  its principal, User:ANONYMOUS, is a super user, so nothing there is refused).
+- `.sasl_bootstrap` -> the three nodes' SASL_PLAINTEXT listeners (SCRAM-SHA-256 and
+  SCRAM-SHA-512). `ADMIN` = ("admin", its password) is a super user whose SCRAM credentials
+  (both mechanisms) are written at storage format time; every other SASL principal gets only
+  what its ACLs give (StandardAuthorizer, allow.everyone.if.no.acl.found=false, as Kafka's
+  default and a secured roster). Users added through AlterUserScramCredentials reach every
+  node's metadata image a moment later: `.wait_authenticates(user, password, mechanism)`.
+- `.node(i)` -> the ClusterNode with node id i (1, 2, 3): `.bootstrap` (its own PLAINTEXT
+  listener), `.sasl_bootstrap`,
   `.alive()`, `.output` (its log lines, WARN and above).
 - `.kill9(node_id)` -> SIGKILL, nothing flushed; returns when the process is gone.
   `.wait_fenced(node_id)` -> until the live nodes no longer list it (its leaderships and
@@ -47,10 +55,12 @@ from pathlib import Path
 from roster.admin.client import AdminClient, AdminError
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
+from roster.security.client import ClientSecurity
 from tests.support.kafka_peer import (
     PEER_SETTINGS,
     format_storage,
     free_port,
+    SECURE_USERS,
     new_cluster_id,
     spawn_kafka,
     stop_process,
@@ -58,6 +68,8 @@ from tests.support.kafka_peer import (
 )
 
 NODE_IDS = (1, 2, 3)
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+ADMIN = ("admin", SECURE_USERS["admin"])   # the one-node secure peer's admin, same password
 CLUSTER_SETTINGS = {
     "offsets.topic.replication.factor": "3",
     "transaction.state.log.replication.factor": "3",
@@ -68,11 +80,19 @@ CLUSTER_SETTINGS = {
     "min.insync.replicas": "2",
     "num.partitions": "3",
     "unclean.leader.election.enable": "false",
-    # ACLs can be set, listed and removed (roster acls); every PLAINTEXT client, the brokers'
-    # own connections included, is ANONYMOUS and a super user, so none refuses anything here
+    # every PLAINTEXT client, the brokers' own connections included, is ANONYMOUS and a super
+    # user, so nothing on that listener is refused; a SASL user (SCRAM) has what its ACLs
+    # give and nothing else, as on a secured roster, so ACLs moved here refuse what they
+    # refused there
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "allow.everyone.if.no.acl.found": "true",
-    "super.users": "User:ANONYMOUS",
+    "allow.everyone.if.no.acl.found": "false",
+    "super.users": f"User:ANONYMOUS;User:{ADMIN[0]}",
+    "sasl.enabled.mechanisms": ",".join(SCRAM_MECHANISMS),
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "connection.failed.authentication.delay.ms": "100",
     "auto.leader.rebalance.enable": "false",
     # a killed broker stops heartbeating the controller: fenced after 3 s, its partitions and
     # coordinators move to the others
@@ -98,6 +118,7 @@ class ClusterNode:
         self.heap = heap
         self.log_level = log_level
         self.port = free_port()
+        self.sasl_port = free_port()
         self.controller_port = free_port()
         self.proc: subprocess.Popen | None = None
         self.downed = False
@@ -108,6 +129,10 @@ class ClusterNode:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.sasl_port}"
+
     def properties(self, voters: str, settings: dict[str, str]) -> dict[str, str]:
         return {
             "process.roles": "broker,controller",
@@ -116,9 +141,13 @@ class ClusterNode:
             "controller.listener.names": "CONTROLLER",
             "log.dirs": str(self.work_dir / "data"),
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                         f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
                          f"CONTROLLER://127.0.0.1:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
+                                    f"SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,"
+                                              "SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                              "CONTROLLER:PLAINTEXT",
             "inter.broker.listener.name": "PLAINTEXT",
             **settings,
         }
@@ -168,6 +197,10 @@ class KafkaCluster:
     def bootstrap(self) -> str:
         return ",".join(n.bootstrap for n in self.nodes.values())
 
+    @property
+    def sasl_bootstrap(self) -> str:
+        return ",".join(n.sasl_bootstrap for n in self.nodes.values())
+
     def node(self, node_id: int) -> ClusterNode:
         return self.nodes[node_id]
 
@@ -202,13 +235,17 @@ class KafkaCluster:
     def start(self, timeout_s: float = 180.0) -> KafkaCluster:
         began = time.monotonic()
         cluster_id = new_cluster_id()
+        # the admin's credentials go into the bootstrap metadata every node is formatted
+        # with; whichever controller is elected first writes them to the metadata log
+        scram = [arg for mechanism in SCRAM_MECHANISMS for arg in
+                 ("--add-scram", f"{mechanism}=[name={ADMIN[0]},password={ADMIN[1]}]")]
         try:
             for node in self.nodes.values():
                 node.work_dir.mkdir(parents=True, exist_ok=True)
                 write_properties(node.config, node.properties(self.voters, self.settings))
             # the storage tool is a JVM too: format the three folders side by side
             with concurrent.futures.ThreadPoolExecutor(len(self.nodes)) as pool:
-                list(pool.map(lambda n: format_storage(n.config, cluster_id),
+                list(pool.map(lambda n: format_storage(n.config, cluster_id, scram),
                               self.nodes.values()))
             for node in self.nodes.values():
                 self._spawn(node)
@@ -264,6 +301,25 @@ class KafkaCluster:
         for node in self.nodes.values():
             if not node.alive():
                 self.restart(node.node_id, timeout_s)
+
+    def wait_authenticates(self, user: str, password: str, mechanism: str = "SCRAM-SHA-512",
+                           timeout_s: float = 30.0) -> None:
+        """Until every live node's SASL listener takes this user's password: a credential set
+        through AlterUserScramCredentials reaches each node's metadata image a moment after
+        the controller commits it."""
+        security = ClientSecurity(protocol="SASL_PLAINTEXT", mechanism=mechanism,
+                                  username=user, password=password)
+
+        def everywhere() -> str | None:
+            for node in self.alive_nodes():
+                try:
+                    AdminClient(node.sasl_bootstrap, timeout_s=5.0, security=security,
+                                route=False).close()
+                except AdminError as exc:
+                    return f"node {node.node_id}: {exc}"
+            return None
+
+        self._wait(everywhere, timeout_s, f"{user} to authenticate with {mechanism}")
 
     def create_topic(self, name: str, partitions: int = 3,
                      configs: dict[str, str] | None = None, timeout_s: float = 60.0) -> None:
