@@ -529,11 +529,38 @@ def describe_assignment(members: list[Member]) -> str:
     return "\n  " + "\n  ".join(lines)
 
 
+def broker_view(members: list[Member]) -> str:
+    """What the coordinator says of the members' group (DescribeGroups or, for a consumer-protocol
+    group, ConsumerGroupDescribe with each member's target): for a failure message, so a split
+    that never came says which side stalled."""
+    if not members:
+        return ""
+    from confluent_kafka.admin import AdminClient
+    first = members[0]
+    try:
+        admin = AdminClient({"bootstrap.servers": first.bootstrap})
+        found = admin.describe_consumer_groups([first.group], request_timeout=5)
+        group = found[first.group].result(timeout=10)
+    except Exception as exc:   # the view is a diagnosis: its own failure must not hide the first
+        return f"\n  the coordinator's view: unavailable ({exc})"
+
+    def partitions(assignment) -> list[int]:
+        return sorted(tp.partition for tp in assignment.topic_partitions) if assignment else []
+
+    lines = [f"the coordinator's view: {group.state}, {len(group.members)} members"]
+    for m in group.members:
+        target = getattr(m, "target_assignment", None)
+        lines.append(f"  {m.client_id} ({m.group_instance_id}): assigned "
+                     f"{partitions(m.assignment)}"
+                     + ("" if target is None else f", target {partitions(target)}"))
+    return "\n  " + "\n  ".join(lines)
+
+
 def wait_split(watch: Watch, members: list[Member], partitions: int,
                timeout_s: float = DEADLINE_S) -> None:
     watch.wait_for(lambda: split_evenly(members, partitions) or any(m.failure for m in members),
                    timeout_s, lambda: "every partition owned by exactly one member"
-                   + describe_assignment(members))
+                   + describe_assignment(members) + broker_view(members))
     failed = [m for m in members if m.failure]
     assert not failed, describe_assignment(failed)
 
