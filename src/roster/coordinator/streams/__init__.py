@@ -1,4 +1,4 @@
-"""Streams groups (KIP-1071): the pure core of Kafka Streams' own group type, NOT YET WIRED.
+"""Streams groups (KIP-1071): the pure core of Kafka Streams' own group type.
 
 What is here (pure: no I/O, no clock; time comes in as `now`):
 - `messages.py`   the facts of StreamsGroupHeartbeat (88) and StreamsGroupDescribe (89) at
@@ -18,10 +18,17 @@ What is here (pure: no I/O, no clock; time comes in as `now`):
 - `endpoints.py`  the partitions each Interactive Query endpoint serves
                   (PartitionsByUserEndpoint).
 
-What is not here yet: a StreamsCoordinator implementing the shard's GroupType (heartbeat and
-describe operations, reconciliation of current towards target assignment with revocation,
-session timers, the typed changes that undo an operation), the
-wire codecs (kio has v0 only), the handlers, internal topic creation at the edge, group configs,
-the flight recorder's streams events, and the admin paths (ListGroups, DescribeGroups,
-DeleteGroups, offsets). Nothing outside this package imports it.
+- `coordinator.py` the StreamsCoordinator, the shard's third group type (GroupType):
+                  StreamsGroupHeartbeat (join with the topology, member epochs, target
+                  assignment, reconciliation, static members, sessions), what
+                  StreamsGroupDescribe reads, offsets and deletion as the shard asks;
+- `reconcile.py`  a member's current tasks moved towards its target, revoked before they
+                  are given to another member;
+- `heartbeat.py`  the heartbeat's request and reply as the coordinator reads them.
+
+Registered by broker/streams_group.py (STREAMS, with the effect creating internal topics);
+served by broker/handlers/streams_group_heartbeat.py and streams_group_describe.py (v0, kio's
+schema). Not here yet: v1 of both APIs, the initial rebalance delay (ASSIGNMENT_DELAYED), the
+rebalance timeout of a member that does not revoke, the group configs on GROUP resources, the
+flight recorder's streams events, and StreamsGroupTopologyDescriptionUpdate (93).
 """

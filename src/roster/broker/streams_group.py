@@ -1,0 +1,50 @@
+"""Streams groups (KIP-1071) at the edge: the registration of the streams group type
+(coordinator/streams/) and the one effect it asks of the broker, creating the internal topics a
+group's topology needs (its changelogs compacted, its repartition topics as Streams configures
+them), once the heartbeat that found them missing is durable."""
+from __future__ import annotations
+
+import logging
+
+from roster.broker.topics import TopicError
+from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+
+log = logging.getLogger("roster.groups")
+
+
+def _make(context: TypeContext):
+    from roster.coordinator.streams.coordinator import StreamsCoordinator
+    return StreamsCoordinator(topics=context.topics)
+
+
+def create_internal_topics(broker, effect) -> None:
+    """Create those of `effect.topics` that do not exist yet (another heartbeat may have asked
+    first): each with its partition count and the configs the topology gave it. A topic that
+    cannot be created is logged; the group reports MISSING_INTERNAL_TOPICS meanwhile."""
+    for topic in effect.topics:
+        if topic.name in broker.topics:
+            continue
+        try:
+            broker.topics.create(topic.name, topic.partitions, dict(topic.configs))
+        except TopicError as exc:
+            log.warning("streams group %s: internal topic %s not created: %s",
+                        effect.group_id, topic.name, exc)
+        else:
+            log.info("streams group %s: created internal topic %s (%d partitions)",
+                     effect.group_id, topic.name, topic.partitions)
+
+
+def _effects():
+    from roster.coordinator.streams.coordinator import InternalTopicsWanted
+    return {InternalTopicsWanted: create_internal_topics}
+
+
+STREAMS = GroupTypeRegistration("streams", make=_make, effects=_effects())
+
+
+def streams_type(broker):
+    """The broker's streams group type, or None when it is not registered."""
+    for group_type in broker.groups.shard.types:
+        if group_type.name == "streams":
+            return group_type
+    return None

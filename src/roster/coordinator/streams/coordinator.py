@@ -1,0 +1,659 @@
+"""The streams group coordinator (KIP-1071): StreamsGroupHeartbeat, StreamsGroupDescribe's
+groups, sessions, and what the shard asks of every group type (coordinator/group_type.py).
+
+What a heartbeat does (Kafka's GroupMetadataManager.streamsGroupHeartbeat):
+1. validate the request; find or create the group (a join creates it), find or create the
+   member (static members: static_members.py);
+2. at join, the member's topology: the group's first (or a newer epoch) is stored (record 23);
+3. update the member's metadata (process, endpoint, rack, client tags, topology epoch); a new
+   member, a changed one (static_members.bumps_group_epoch), a new topology or a change in the
+   partition counts of the topics the topology names bumps the group epoch;
+4. configure the topology against the topics (topology.py): the internal topics missing are
+   asked of the edge (`InternalTopicsWanted` in Result.effects, created once the result is
+   durable), and the heartbeat reports the status;
+5. group epoch > target assignment epoch: a new target (the sticky assignor; nothing while the
+   topology is not ready);
+6. move the member's current tasks towards its target (reconcile.py: revoked before they are
+   given to another);
+7. its session runs one session timeout from now (a timer per member; a static member that
+   left with epoch -2 keeps its tasks until it ends).
+
+Mutation: the group touched is put back as a whole when the operation is refused or its
+records are not written (`GroupPutBack`, one change per operation: its members are immutable
+values, so the copy costs one dict per member map, not the members).
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+
+from roster.coordinator.consumer.validation import RequestError, fail
+from roster.coordinator.group_type import GroupsById
+from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
+from roster.coordinator.offset_store import OffsetExpiry
+from roster.coordinator.results import Result
+from roster.coordinator.streams import messages as text
+from roster.coordinator.streams import records as rec
+from roster.coordinator.streams import static_members
+from roster.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
+from roster.coordinator.streams.endpoints import endpoint_partitions
+from roster.coordinator.streams.heartbeat import (
+    EndpointAnswer,
+    StreamsHeartbeat,
+    StreamsHeartbeatReply,
+)
+from roster.coordinator.streams.messages import StreamsConfig
+from roster.coordinator.streams.model import (
+    EMPTY,
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    STATIC_LEAVE_EPOCH,
+    StreamsGroup,
+    StreamsMember,
+    TaskSets,
+    task_ids,
+)
+from roster.coordinator.streams.reconcile import reconcile
+from roster.coordinator.streams.replay import replay
+from roster.coordinator.streams.topology import (
+    ConfiguredTopology,
+    InternalTopic,
+    InvalidTopology,
+    Status,
+    Topology,
+    configure,
+    invalid_topology,
+    required_topics,
+)
+from roster.protocol.errors import ErrorCode
+
+log = logging.getLogger("roster.coordinator")
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsSessionDeadline:
+    group_id: str
+    member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsWritten:
+    """Release `reply` to `token` once the records are written; else answer the error (the
+    shard has put the group back)."""
+    group_id: str
+    token: object
+    reply: object
+    fenced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopicsWanted:
+    """The effect a heartbeat asks of the edge: create these topics (those still missing)."""
+    group_id: str
+    topics: tuple[InternalTopic, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPutBack:
+    """The group as it was before an operation (None: it did not exist); undone, it is again."""
+    groups: dict
+    group_id: str
+    before: StreamsGroup | None
+
+    def undo(self, now: int) -> None:
+        if self.before is None:
+            self.groups.pop(self.group_id, None)
+        else:
+            self.groups[self.group_id] = self.before
+
+
+def _copy(group: StreamsGroup) -> StreamsGroup:
+    return StreamsGroup(group.group_id, group.group_epoch, group.metadata_hash,
+                        group.validated_topology_epoch, group.last_assignment_configs,
+                        group.assignment_epoch, dict(group.members), dict(group.static_members),
+                        dict(group.target), group.topology, dict(group.session_deadlines))
+
+
+@dataclass
+class _Op:
+    groups: dict
+    now: int
+    changes: list = field(default_factory=list)
+    saved: set = field(default_factory=set)
+
+    def write(self, records: list, result: Result) -> None:
+        for record in records:
+            gid = record.key.group
+            if gid not in self.saved:
+                self.saved.add(gid)
+                group = self.groups.get(gid)
+                self.changes.append(GroupPutBack(self.groups, gid,
+                                                 None if group is None else _copy(group)))
+            replay(self.groups, record)
+        result.records.extend(records)
+
+    def revert(self) -> None:
+        for change in reversed(self.changes):
+            change.undo(self.now)
+        self.changes.clear()
+
+
+def session_key(group_id: str, member_id: str) -> str:
+    return f"streams-session:{group_id}:{member_id}"
+
+
+TIMER_RETRY_MS = 500
+
+
+def _tasks_of(pairs) -> dict | None:
+    return None if pairs is None else {s: frozenset(ps) for s, ps in pairs.items() if ps}
+
+
+class StreamsCoordinator(GroupsById):
+    name = "streams"
+    accepts = frozenset({"streams"})
+    serves = frozenset({"streams"})     # StreamsGroupHeartbeat makes its groups
+    steps = (StreamsSessionDeadline, StreamsWritten)
+
+    def __init__(self, config: StreamsConfig | None = None, topics=None) -> None:
+        self.config = config or StreamsConfig()
+        self.topics = topics            # the topic catalog (consumer.model.TopicImage)
+        self.groups: dict[str, StreamsGroup] = {}
+        # in memory only, as Kafka keeps them: the epoch of the endpoint-to-partitions map
+        # (bumped when any member's tasks change) and the groups asked to shut down
+        self._endpoint_epochs: dict[str, int] = {}
+        self._shutdown: set[str] = set()
+
+    # -- StreamsGroupHeartbeat ------------------------------------------------------------------
+
+    def heartbeat(self, q: StreamsHeartbeat, image, now: int) -> Result:
+        result = Result()
+        op = _Op(self.groups, now)
+        try:
+            _validate(q)
+            if q.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                reply = self._leave(op, q, result)
+            else:
+                reply = self._heartbeat(op, q, image, result)
+        except RequestError as exc:
+            op.revert()
+            result.records.clear()
+            result.effects = ()
+            result.reply(q.token, StreamsHeartbeatReply(error=exc.error,
+                                                        error_message=exc.message,
+                                                        member_id=q.member_id))
+            return result
+        self._finish(op, q.group_id, q.token, reply, result)
+        return result
+
+    def _finish(self, op: _Op, group_id: str, token, reply, result: Result,
+                fenced: tuple[str, ...] = ()) -> None:
+        if result.records:
+            result.changes += op.changes
+            result.after_write.append(StreamsWritten(group_id, token, reply, fenced))
+        elif token is not None:
+            result.reply(token, reply)
+
+    def _heartbeat(self, op: _Op, q: StreamsHeartbeat, image, result: Result):
+        gid, mid, now = q.group_id, q.member_id, op.now
+        joining = q.member_epoch == JOIN_EPOCH
+        group = self.groups.get(gid)
+        if group is None:
+            if not joining:
+                fail(ErrorCode.group_id_not_found, text.GROUP_NOT_FOUND.format(gid))
+            group = StreamsGroup(gid)     # stored by its first record
+        static_members.check_group_size(group, mid, q.instance_id, self.config.max_size)
+        records: list = []
+        old: StreamsMember | None
+        if q.instance_id is None:
+            old = group.members.get(mid)
+            if old is None:
+                if not joining:
+                    fail(ErrorCode.unknown_member_id,
+                         f"Member {mid} is not a member of group {gid}.")
+                member = StreamsMember(mid)
+                log.info("member %s joins streams group %s", mid, gid)
+            else:
+                member = old
+                if not joining:
+                    _check_epoch(member, q)
+        else:
+            join = static_members.static_member(group, mid, q.instance_id, q.member_epoch)
+            member = join.member
+            if join.replaced is not None:
+                old = group.members[join.replaced]
+                log.info("static member %s (instance %s) rejoins streams group %s in place of "
+                         "%s", mid, q.instance_id, gid, join.replaced)
+                op.write(static_members.rejoin_records(gid, join), result)
+                group = self.groups[gid]
+                member = group.members[mid]
+                result.cancel(session_key(gid, join.replaced))
+            else:
+                old = group.members.get(mid)
+                if old is not None and not joining:
+                    _check_epoch(member, q)
+        bump = old is None
+        # the topology, sent at join
+        if q.topology is not None and (group.topology is None
+                                       or q.topology.epoch > group.topology.epoch
+                                       or not any(m != mid for m in group.members)):
+            why = invalid_topology(q.topology)
+            if why is not None:
+                fail(ErrorCode.streams_invalid_topology, why)
+            if q.topology != group.topology:
+                records.append(rec.topology_record(gid, q.topology))
+                bump = True
+        # the member's metadata; a null field is unchanged
+        changes = {}
+        for name, value in (("instance_id", q.instance_id), ("rack_id", q.rack_id),
+                            ("process_id", q.process_id), ("user_endpoint", q.user_endpoint),
+                            ("client_tags", q.client_tags)):
+            if value is not None and value != getattr(member, name):
+                changes[name] = value
+        if q.rebalance_timeout_ms != -1 and q.rebalance_timeout_ms != member.rebalance_timeout_ms:
+            changes["rebalance_timeout_ms"] = q.rebalance_timeout_ms
+        if q.topology is not None and q.topology.epoch != member.topology_epoch:
+            changes["topology_epoch"] = q.topology.epoch
+        if q.client_id != member.client_id:
+            changes["client_id"] = q.client_id
+        if q.client_host != member.client_host:
+            changes["client_host"] = q.client_host
+        updated = member.replace(**changes) if changes else member
+        if old is not None and static_members.bumps_group_epoch(old, updated):
+            bump = True
+        if updated != member or old is None:
+            records.append(rec.member_record(gid, updated))
+        op.write(records, result)
+        group = self.groups.get(gid) or group
+        configured = self._configure(group, image)
+        metadata_hash = _metadata_hash(group.topology, image)
+        if metadata_hash != group.metadata_hash:
+            bump = True
+        if bump:
+            validated = configured.epoch if configured is not None and configured.ready else -1
+            op.write([rec.epoch_record(gid, group.group_epoch + 1, metadata_hash, validated)],
+                     result)
+            log.info("streams group %s: epoch %d", gid, group.group_epoch + 1)
+        if configured is not None and configured.to_create:
+            result.effects += (InternalTopicsWanted(gid, tuple(configured.to_create.values())),)
+        if group.group_epoch > group.assignment_epoch:
+            op.write(self._target_records(group, configured), result)
+        member = group.members[mid]
+        if q.task_offsets is not None or q.task_end_offsets is not None:
+            member = self._offsets_reported(group, member, q)
+        before = member.assigned
+        owned = None
+        if q.active is not None or q.standby is not None or q.warmup is not None:
+            owned = TaskSets(q.active or {}, q.standby or {}, q.warmup or {})
+        target = group.target.get(mid, EMPTY)
+        reconciled = reconcile(member, group.assignment_epoch, target,
+                               lambda task, me: _active_elsewhere(group, task, me), owned)
+        if reconciled != member:
+            op.write([rec.current_record(gid, reconciled)], result)
+            member = group.members[mid]
+        if member.assigned != before:
+            self._endpoint_epochs[gid] = self._endpoint_epochs.get(gid, 0) + 1
+        result.schedule(session_key(gid, mid), now + self.config.session_ms(gid),
+                        StreamsSessionDeadline(gid, mid))
+        if q.shutdown_application:
+            log.info(text.SHUTDOWN_REQUESTED.format(mid))
+            self._shutdown.add(gid)
+        full = joining or owned is not None or member.assigned != before
+        return self._reply(group, member, q, configured, image, full)
+
+    def _configure(self, group: StreamsGroup, image) -> ConfiguredTopology | None:
+        if group.topology is None:
+            return None
+        try:
+            return configure(group.topology, image)
+        except InvalidTopology as exc:
+            fail(ErrorCode.streams_invalid_topology, str(exc))
+
+    def _target_records(self, group: StreamsGroup,
+                        configured: ConfiguredTopology | None) -> list:
+        """The new target of every member at the group epoch (nothing to run while the
+        topology is not ready: every target empty)."""
+        gid = group.group_id
+        if configured is not None and configured.ready:
+            specs = {m.member_id: MemberSpec(m.process_id, m.assigned,
+                                             _offset_sums(m)) for m in group.members.values()}
+            subtopologies = [SubtopologySpec(s.subtopology_id, s.partitions, s.stateful)
+                             for s in configured.subtopologies.values()]
+            targets = assign(specs, subtopologies, self.config.standby_replicas(gid))
+        else:
+            targets = {}
+        records = [rec.target_record(gid, member_id, targets.get(member_id, EMPTY))
+                   for member_id in sorted(group.members)
+                   if group.target.get(member_id) != targets.get(member_id, EMPTY)]
+        records.append(rec.target_epoch_record(gid, group.group_epoch))
+        return records
+
+    def _offsets_reported(self, group: StreamsGroup, member: StreamsMember,
+                          q: StreamsHeartbeat) -> StreamsMember:
+        """Changelog offsets: kept in memory only (Kafka writes no record of them)."""
+        changes = {}
+        if q.task_offsets is not None:
+            changes["task_offsets"] = {(s, p): o for s, p, o in q.task_offsets}
+        if q.task_end_offsets is not None:
+            changes["task_end_offsets"] = {(s, p): o for s, p, o in q.task_end_offsets}
+        member = member.replace(**changes)
+        group.members[member.member_id] = member
+        return member
+
+    def _reply(self, group: StreamsGroup, member: StreamsMember, q: StreamsHeartbeat,
+               configured: ConfiguredTopology | None, image, full: bool):
+        gid = group.group_id
+        status = []
+        if configured is not None and configured.status is not None:
+            code, detail = configured.status
+            status.append((int(code), detail))
+        if group.topology is not None and member.topology_epoch < group.topology.epoch:
+            status.append((int(Status.STALE_TOPOLOGY), text.STALE_TOPOLOGY.format(
+                member.topology_epoch, group.topology.epoch)))
+        if gid in self._shutdown:
+            status.append((int(Status.SHUTDOWN_APPLICATION),
+                           text.SHUTDOWN_REQUESTED.format(member.member_id)))
+        if q.api_version < 1:
+            status = [s for s in status if s[0] != Status.MISSING_CLIENT_TAGS]
+        endpoint_epoch = self._endpoint_epochs.get(gid, 0)
+        endpoints = None
+        if q.endpoint_information_epoch < endpoint_epoch and group.topology is not None:
+            subtopologies = {s.subtopology_id: s for s in group.topology.subtopologies}
+            found = [endpoint_partitions(m, subtopologies, image)
+                     for _, m in sorted(group.members.items())]
+            endpoints = tuple(EndpointAnswer(e.endpoint, e.active, e.standby)
+                              for e in found if e is not None)
+        assigned = member.assigned
+        return StreamsHeartbeatReply(
+            member_id=member.member_id, member_epoch=member.member_epoch,
+            heartbeat_interval_ms=self.config.heartbeat_ms(gid),
+            acceptable_recovery_lag=self.config.acceptable_recovery_lag,
+            task_offset_interval_ms=self.config.task_offset_interval_ms,
+            status=tuple(status),
+            active=assigned.active if full else None,
+            standby=assigned.standby if full else None,
+            warmup=assigned.warmup if full else None,
+            endpoint_information_epoch=endpoint_epoch,
+            partitions_by_user_endpoint=endpoints)
+
+    # -- leaving and being removed --------------------------------------------------------------
+
+    def _leave(self, op: _Op, q: StreamsHeartbeat, result: Result):
+        gid = q.group_id
+        group = self.groups.get(gid)
+        if group is None:
+            fail(ErrorCode.group_id_not_found, text.GROUP_NOT_FOUND.format(gid))
+        reply = StreamsHeartbeatReply(member_id=q.member_id, member_epoch=q.member_epoch)
+        if q.instance_id is None:
+            member = group.members.get(q.member_id)
+            if member is None:
+                fail(ErrorCode.unknown_member_id,
+                     f"Member {q.member_id} is not a member of group {gid}.")
+        else:
+            member = group.static_member(q.instance_id)
+            if member is None:
+                fail(ErrorCode.unknown_member_id, f"Instance id {q.instance_id} is unknown.")
+            if member.member_id != q.member_id:
+                fail(ErrorCode.fenced_instance_id,
+                     f"Static member {q.member_id} with instance id {q.instance_id} was fenced "
+                     f"by member {member.member_id}.")
+            if q.member_epoch == STATIC_LEAVE_EPOCH:
+                log.info("static member %s (instance %s) temporarily left streams group %s",
+                         q.member_id, q.instance_id, gid)
+                op.write([rec.current_record(gid, static_members.leave_temporarily(member))],
+                         result)
+                return reply
+        log.info("member %s left streams group %s", q.member_id, gid)
+        self._remove(op, group, member.member_id, result)
+        return reply
+
+    def _remove(self, op: _Op, group: StreamsGroup, member_id: str, result: Result) -> None:
+        gid = group.group_id
+        op.write(rec.member_tombstones(gid, member_id), result)
+        group = self.groups[gid]
+        op.write([rec.epoch_record(gid, group.group_epoch + 1, group.metadata_hash,
+                                   group.validated_topology_epoch)], result)
+        result.cancel(session_key(gid, member_id))
+        if not group.members:
+            self._shutdown.discard(gid)
+
+    def expire(self, event: StreamsSessionDeadline, now: int) -> Result:
+        result = Result()
+        group = self.groups.get(event.group_id)
+        if group is None or event.member_id not in group.members:
+            return result
+        log.info("member %s of streams group %s fenced: its session expired", event.member_id,
+                 event.group_id)
+        op = _Op(self.groups, now)
+        self._remove(op, group, event.member_id, result)
+        self._finish(op, event.group_id, None, None, result, (event.member_id,))
+        return result
+
+    def write_completed(self, step: StreamsWritten, error: ErrorCode | None,
+                        now: int) -> Result:
+        result = Result()
+        if error is None:
+            if step.token is not None:
+                result.reply(step.token, step.reply)
+            return result
+        group = self.groups.get(step.group_id)   # as it was: the shard put it back
+        if group is not None:
+            for member_id in step.fenced:         # a timeout's fencing is tried again
+                if member_id in group.members:
+                    result.schedule(session_key(step.group_id, member_id),
+                                    now + TIMER_RETRY_MS,
+                                    StreamsSessionDeadline(step.group_id, member_id))
+        if step.token is not None:
+            result.reply(step.token, StreamsHeartbeatReply(error=error))
+        return result
+
+    def groups_loaded(self, group_ids, now: int) -> Result:
+        """After replay: every member's session starts now (a static member that left with
+        -2 too: it has one session timeout to come back)."""
+        result = Result()
+        for gid in group_ids:
+            group = self.groups.get(gid)
+            for member_id in (() if group is None else group.members):
+                result.schedule(session_key(gid, member_id),
+                                now + self.config.session_ms(gid),
+                                StreamsSessionDeadline(gid, member_id))
+        return result
+
+    # -- records --------------------------------------------------------------------------------
+
+    def own(self, record):
+        return rec.as_streams_record(record)
+
+    def replay(self, record, now: int = -1) -> None:
+        replay(self.groups, record)
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def state(self, group: StreamsGroup) -> str:
+        ready = group.topology is not None and self.topics is not None \
+            and _ready(group.topology, self.topics)
+        return group.state(ready)
+
+    def listed(self):
+        return [GroupOverview(gid, self.name, "streams", self.state(g), len(g.members),
+                              g.group_epoch) for gid, g in self.groups.items()]
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        return GroupDescription(group_id, ErrorCode.group_id_not_found, "Dead", "", "", (),
+                                error_message=f"Group {group_id} is not a classic group.")
+
+    def console_view(self, group_id: str):
+        group = self.groups.get(group_id)
+        if group is None:
+            return None
+        members = tuple(MemberView(
+            m.member_id, m.instance_id, m.client_id, m.client_host,
+            tuple((f"subtopology {s}", tuple(sorted(ps)))
+                  for s, ps in sorted(m.assigned.active.items())),
+            note=f"epoch {m.member_epoch}, {m.state.name.lower()}")
+            for _, m in sorted(group.members.items()))
+        return GroupView(self.state(group), "streams", group.group_epoch, members)
+
+    # -- what the shard asks about offsets and deletion -------------------------------------------
+
+    def being_deleted(self, group_id: str) -> bool:
+        return False   # its deletion is applied at once (and put back if unwritten)
+
+    def subscribed_topics(self, group_id: str):
+        group = self.groups.get(group_id)
+        if group is None or not group.members or group.topology is None:
+            return set()
+        return {n for s in group.topology.subtopologies
+                for n in (*s.source_topics, *(t.name for t in s.repartition_source_topics))}
+
+    def validate_offset_commit(self, request, now: int, result: Result) -> ErrorCode | None:
+        """As Kafka's StreamsGroup.validateOffsetCommit: the member at its epoch commits; an
+        older epoch only for tasks it has held since then (their assignment epochs)."""
+        group = self.groups[request.group_id]
+        epoch = request.generation
+        if epoch < 0 and not group.members:
+            return None                      # an admin commit to an empty group
+        member = group.members.get(request.member_id)
+        if member is None:
+            return ErrorCode.unknown_member_id
+        if epoch == member.member_epoch:
+            return None
+        if epoch > member.member_epoch:
+            return ErrorCode.stale_member_epoch
+        for offset in request.offsets:
+            since = [e for (s, p), e in member.active_epochs.items()
+                     if p == offset.partition and offset.topic in self._sources(group, s)]
+            if not since or epoch < min(since):
+                return ErrorCode.stale_member_epoch
+        return None
+
+    @staticmethod
+    def _sources(group: StreamsGroup, subtopology_id: str) -> set[str]:
+        for s in group.topology.subtopologies if group.topology is not None else ():
+            if s.subtopology_id == subtopology_id:
+                return {*s.source_topics, *(t.name for t in s.repartition_source_topics)}
+        return set()
+
+    def validate_offset_fetch(self, group_id: str, member_id: str | None,
+                              epoch: int) -> ErrorCode | None:
+        if epoch < 0:
+            return None
+        member = self.groups[group_id].members.get(member_id or "")
+        if member is None:
+            return ErrorCode.unknown_member_id
+        return None if epoch == member.member_epoch else ErrorCode.stale_member_epoch
+
+    def validate_offset_delete(self, group_id: str) -> ErrorCode | None:
+        return None
+
+    def offset_expiry(self, group_id: str):
+        return OffsetExpiry(kept=self.subscribed_topics(group_id))
+
+    def goes_with_its_offsets(self, group_id: str) -> bool:
+        return False
+
+    def validate_delete_group(self, group_id: str) -> ErrorCode | None:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.group_id_not_found
+        return ErrorCode.non_empty_group if group.members else None
+
+    def delete_group(self, group_id: str, now: int, result: Result) -> tuple:
+        op = _Op(self.groups, now)
+        op.write(rec.group_tombstones(group_id), result)
+        self._finish(op, group_id, None, None, result)
+        self._endpoint_epochs.pop(group_id, None)
+        log.info("streams group %s deleted", group_id)
+        return ()
+
+    # -- StreamsGroupDescribe -----------------------------------------------------------------
+
+    def describe(self, group_id: str) -> tuple[StreamsGroup, str] | None:
+        """The group and its state, for StreamsGroupDescribe (None: no such group)."""
+        group = self.groups.get(group_id)
+        return None if group is None else (group, self.state(group))
+
+
+def _validate(q: StreamsHeartbeat) -> None:
+    """StreamsGroupHeartbeat's request checks, in Kafka's words."""
+    if not q.group_id.strip():
+        fail(ErrorCode.invalid_request, "GroupId can't be empty.")
+    if not q.member_id.strip():
+        fail(ErrorCode.invalid_request, "MemberId can't be empty.")
+    if q.instance_id is not None and not q.instance_id.strip():
+        fail(ErrorCode.invalid_request, "InstanceId can't be empty.")
+    if q.rack_id is not None and not q.rack_id.strip():
+        fail(ErrorCode.invalid_request, "RackId can't be empty.")
+    if q.member_epoch == JOIN_EPOCH:
+        if q.rebalance_timeout_ms == -1:
+            fail(ErrorCode.invalid_request, "RebalanceTimeoutMs must be provided when joining.")
+        if q.topology is None:
+            fail(ErrorCode.invalid_request, "Topology must be non-empty when joining.")
+        if q.process_id is None:
+            fail(ErrorCode.invalid_request, "ProcessId must be provided when joining.")
+        for tasks, role in ((q.active, "ActiveTasks"), (q.standby, "StandbyTasks"),
+                            (q.warmup, "WarmupTasks")):
+            if tasks:
+                fail(ErrorCode.invalid_request, f"{role} must be empty when (re-)joining.")
+    elif q.member_epoch < STATIC_LEAVE_EPOCH:
+        fail(ErrorCode.invalid_request, f"MemberEpoch is {q.member_epoch}, but must be greater "
+                                        "than or equal to -2.")
+    elif q.member_epoch == STATIC_LEAVE_EPOCH and q.instance_id is None:
+        fail(ErrorCode.invalid_request,
+             "InstanceId can't be null when MemberEpoch is -2 (a static member leaving).")
+
+
+def _check_epoch(member: StreamsMember, q: StreamsHeartbeat) -> None:
+    """Kafka's throwIfStreamsGroupMemberEpochIsInvalid."""
+    epoch = q.member_epoch
+    if epoch > member.member_epoch:
+        fail(ErrorCode.fenced_member_epoch, text.GREATER_EPOCH.format(epoch, member.member_epoch))
+    if epoch < member.member_epoch:
+        owned = (q.active, q.standby, q.warmup)
+        held = member.assigned
+        subset = all(o is not None for o in owned) and all(
+            ps <= have.get(s, frozenset())
+            for o, have in zip(owned, (held.active, held.standby, held.warmup))
+            for s, ps in o.items())
+        if epoch != member.previous_member_epoch or not subset:
+            fail(ErrorCode.fenced_member_epoch,
+                 text.SMALLER_EPOCH.format(epoch, member.member_epoch))
+
+
+def _active_elsewhere(group: StreamsGroup, task, member_id: str) -> bool:
+    owner = None
+    s, p = task
+    for other in group.members.values():
+        if other.member_id != member_id and (p in other.assigned.active.get(s, ())
+                                             or p in other.pending_revocation.active.get(s, ())):
+            owner = other
+            break
+    return owner is not None
+
+
+def _offset_sums(member: StreamsMember) -> dict:
+    return dict(member.task_offsets)
+
+
+def _ready(topology: Topology, image) -> bool:
+    try:
+        return configure(topology, image).ready
+    except InvalidTopology:
+        return False
+
+
+def _metadata_hash(topology: Topology | None, image) -> int:
+    """What the topics the topology names look like (name and partition count), as a signed
+    64-bit number: a change bumps the group epoch (Kafka only compares its own hash too)."""
+    if topology is None:
+        return 0
+    digest = hashlib.blake2b(digest_size=8)
+    for name in required_topics(topology):
+        found = image.lookup(name)
+        digest.update(f"{name}:{-1 if found is None else found[1]};".encode())
+    return int.from_bytes(digest.digest(), "big", signed=True)
+
+
+__all__ = ["InternalTopicsWanted", "StreamsCoordinator", "StreamsSessionDeadline",
+           "StreamsWritten", "task_ids"]
