@@ -43,8 +43,6 @@ from __future__ import annotations
 import struct
 import zlib
 
-from kafka import codec as codecs
-
 from roster.log.batch import parse_header
 from roster.protocol.errors import ErrorCode
 from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder, LegacyRecordBatchBuilder
@@ -79,9 +77,19 @@ def magic_of(data) -> int | None:
     return data[MAGIC_AT] if len(data) > MAGIC_AT else None
 
 
+def _codecs():
+    """kafka-python's codecs, imported on the first compressed message set: importing
+    `kafka.codec` runs kafka-python's package __init__ (its whole client), which was the largest
+    single import of a broker's start, and only a compressed batch read or written in the old
+    formats needs it."""
+    from kafka import codec
+    return codec
+
+
 # -- down: stored magic-2 batches -> a message set a Fetch v0-3 reader can parse ----------------
 
 def _compress(codec: int, magic: int, payload: bytes) -> bytes:
+    codecs = _codecs()
     if codec == GZIP:
         return codecs.gzip_encode(payload, compresslevel=6)  # Kafka's default level
     if codec == SNAPPY:
@@ -230,6 +238,7 @@ def _messages(buffer, magic: int | None, what: str) -> list[tuple]:
 def _decompress(codec: int, magic: int, value: bytes | None) -> bytes:
     if value is None:
         raise FormatError(ErrorCode.corrupt_message, "a compressed message has a null value")
+    codecs = _codecs()
     try:
         if codec == GZIP:
             return codecs.gzip_decode(value)
