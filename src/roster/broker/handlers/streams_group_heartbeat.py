@@ -1,6 +1,7 @@
-"""StreamsGroupHeartbeat (88): Kafka Streams' own group protocol (KIP-1071), as Kafka 4.4
+"""StreamsGroupHeartbeat (88), v0-1: Kafka Streams' own group protocol (KIP-1071), as Kafka 4.4
 answers it. The decisions are roster.coordinator.streams'; this module converts the request
-(kio's v0 schema: tasks to {subtopology: partitions}, the topology to topology.Topology), hands
+(kio's v0 schema, which v1 requests share; answers in roster.protocol.streams_group_wire: v1
+carries AcceptableRecoveryLag as an int64 and TopologyDescriptionRequired: tasks to {subtopology: partitions}, the topology to topology.Topology), hands
 the coordinator the live topic catalog, and builds the answer.
 
 Admission: READ on the group, as Kafka (its topic checks, DESCRIBE on the source topics and
@@ -8,8 +9,9 @@ CREATE for internal topics, are made when ACLs are on; roster's admission checks
 from __future__ import annotations
 
 import asyncio
-import datetime
 
+from roster.broker.admission import admit
+from roster.broker.resume import resume
 from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
 from roster.broker.streams_group import streams_type
 from roster.coordinator.streams.heartbeat import StreamsHeartbeat, StreamsHeartbeatReply
@@ -18,8 +20,9 @@ from roster.coordinator.streams.topology import CopartitionGroup, Subtopology, T
     Topology
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
-from roster.protocol.build import element, make
-from roster.protocol.codec import response_schema
+from roster.protocol import newer_versions
+from roster.protocol import streams_group_wire as wire
+from roster.protocol.codec import decode_request
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource
 
@@ -66,13 +69,12 @@ async def handle(broker, request, connection):
     streams = streams_type(broker)
     groups = broker.groups
     if streams is None:
-        return encode(version, StreamsHeartbeatReply(
-            error=ErrorCode.unsupported_version, member_id=body.member_id))
+        return StreamsHeartbeatReply(error=ErrorCode.unsupported_version,
+                                     member_id=body.member_id)
     refused = groups.shard.refused(body.group_id, "streams")
     if refused is not None:
-        return encode(version, StreamsHeartbeatReply(
-            error=ErrorCode.group_id_not_found, error_message=refused,
-            member_id=body.member_id))
+        return StreamsHeartbeatReply(error=ErrorCode.group_id_not_found,
+                                     error_message=refused, member_id=body.member_id)
     endpoint = None if body.user_endpoint is None else Endpoint(body.user_endpoint.host,
                                                                 body.user_endpoint.port)
     q = StreamsHeartbeat(
@@ -93,48 +95,33 @@ async def handle(broker, request, connection):
     reply = groups.start(lambda now: streams.heartbeat(q, image, now), q.token)
     if isinstance(reply, asyncio.Future):
         reply = await reply
-    return encode(version, reply)
+    return reply
 
 
 def refuse(request, error: ErrorCode):
-    return encode(request.api_version, StreamsHeartbeatReply(error=error))
+    return StreamsHeartbeatReply(error=error)
 
 
-def encode(version: int, reply: StreamsHeartbeatReply):
-    schema = response_schema(API_KEY, version)
-    task_entry = element(schema, "active_tasks")
-    status_entry = element(schema, "status")
-
-    def tasks(t):
-        return None if t is None else tuple(
-            make(task_entry, subtopology_id=s, partitions=tuple(sorted(ps)))
-            for s, ps in sorted(t.items()))
-
-    endpoints = None
-    if reply.partitions_by_user_endpoint is not None:
-        entry = element(schema, "partitions_by_user_endpoint")
-        point = element(entry, "user_endpoint")
-        topic = element(entry, "active_partitions")
-        endpoints = tuple(make(
-            entry, user_endpoint=make(point, host=e.endpoint.host, port=e.endpoint.port),
-            active_partitions=tuple(make(topic, topic=t, partitions=ps) for t, ps in e.active),
-            standby_partitions=tuple(make(topic, topic=t, partitions=ps) for t, ps in e.standby))
-            for e in reply.partitions_by_user_endpoint)
-    return make(
-        schema, error_code=reply.error, error_message=reply.error_message,
-        member_id=reply.member_id, member_epoch=reply.member_epoch,
-        heartbeat_interval=datetime.timedelta(milliseconds=reply.heartbeat_interval_ms),
-        acceptable_recovery_lag=min(reply.acceptable_recovery_lag, 2**31 - 1),
-        task_offset_interval=datetime.timedelta(milliseconds=reply.task_offset_interval_ms),
-        status=None if reply.status is None else tuple(
-            make(status_entry, status_code=c, status_detail=d) for c, d in reply.status),
-        active_tasks=tasks(reply.active), standby_tasks=tasks(reply.standby),
-        warmup_tasks=tasks(reply.warmup),
-        endpoint_information_epoch=reply.endpoint_information_epoch,
-        partitions_by_user_endpoint=endpoints)
+async def _answered(broker, request, connection) -> bytes:
+    reply = admit(broker, connection, broker.registry.get(API_KEY), request)
+    if reply is None:   # admitted (broker/admission.py)
+        reply = await handle(broker, request, connection)
+    return wire.encode_heartbeat_response(request.api_version, request.correlation_id, reply)
 
 
-SPEC = ApiSpec(API_KEY, "StreamsGroupHeartbeat", 0, 0, handle, resources=(
+def answer(broker, frame: bytes, prefix, connection):
+    """The raw path (both versions are roster's own codec): the encoded answer, or a
+    coroutine for it when it waits for a write."""
+    coroutine = _answered(broker, newer_versions.decode_request(frame, prefix)
+                         if prefix.api_version > 0 else decode_request(frame, prefix), connection)
+    try:
+        waiting_on = coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    return resume(coroutine, waiting_on)
+
+
+SPEC = ApiSpec(API_KEY, "StreamsGroupHeartbeat", 0, 1, handler=None, raw=answer, resources=(
     GROUP,
     NotAResource("topology", "the application's topology: its topics are the group's to read "
                              "and create, checked against the catalog by the coordinator"),
