@@ -38,12 +38,13 @@ from loadgen import Blaster, GroupSpec, close_all, form_groups, open_conns
 # consumer members must outlive the rounds in which only the classic members are heartbeating
 SETTINGS = ("group.consumer.session.timeout.ms=120000",
             "group.consumer.max.session.timeout.ms=120000")
+JOIN_DEADLINE_S = 120.0       # a join round's bound: time, not rounds (back-to-back rounds are quick)
 CLASSIC_ERROR_AT = 8          # Heartbeat v3 answer: correlation id, throttle time, error code
 GOAL_RATIO = 0.8
 ASSIGNOR_GOAL_MS = server_assignors.GOAL_MS
 
 
-async def _blast(kit, service, frames: list[bytes], error_at: int, args, label: str,
+async def blast(kit, service, frames: list[bytes], error_at: int, args, label: str,
                  profile: bool = False) -> dict:
     """--hb-connections connections, --hb-window requests in flight on each, for --cg-seconds
     after the warm-up."""
@@ -110,7 +111,7 @@ async def phase_heartbeats(kit, targets, args) -> dict:
             order = ("classic", "consumer") if n % 2 == 0 else ("consumer", "classic")
             row = {}
             for kind in order:
-                row[kind] = await _blast(kit, service, frames[kind], error_at[kind], args,
+                row[kind] = await blast(kit, service, frames[kind], error_at[kind], args,
                                          kind)
             rounds.append(row)
             kit.progress(
@@ -123,7 +124,7 @@ async def phase_heartbeats(kit, targets, args) -> dict:
         profiles = {}
         if args.profile and "consumer" in args.profile_phases:
             for kind in ("classic", "consumer"):   # an extra, untimed round
-                profiled = await _blast(kit, service, frames[kind], error_at[kind], args,
+                profiled = await blast(kit, service, frames[kind], error_at[kind], args,
                                         f"{kind}-heartbeat", profile=True)
                 profiles[f"{kind} heartbeat (phase consumer)"] = profiled.get("profile", {})
 
@@ -147,6 +148,24 @@ async def phase_heartbeats(kit, targets, args) -> dict:
         targets.stop(service, "consumer heartbeat")
 
 
+def wait_partitions(host: str, port: int, topic: str, partitions: int,
+                    timeout_s: float = 60.0) -> None:
+    """Until the broker's Metadata names a leader for each of `topic`'s partitions."""
+    from roster.admin.client import AdminClient
+    from roster.admin.topics import metadata
+    deadline = time.perf_counter() + timeout_s
+    with AdminClient(f"{host}:{port}") as admin:
+        while True:
+            led = [p for t in metadata(admin, [topic]).topics if t.name == topic
+                   for p in t.partitions if p.leader_id >= 0]
+            if len(led) == partitions:
+                return
+            if time.perf_counter() > deadline:
+                raise RuntimeError(f"{topic}: {len(led)} of {partitions} partitions have a "
+                                   f"leader after {timeout_s:.0f} s")
+            time.sleep(0.05)
+
+
 async def phase_join(kit, targets, args) -> dict:
     service = targets.start("roster", "consumer-join", settings=SETTINGS)
     conns: list = []
@@ -156,11 +175,25 @@ async def phase_join(kit, targets, args) -> dict:
         from roster.admin.topics import create
         with AdminClient(f"{service.host}:{service.port}") as admin:
             create(admin, "cg-join", args.cg_join_partitions, {})
+        # Kafka answers CreateTopics before its metadata has the topic; members that join
+        # then are assigned nothing, and the group stays so for minutes (Kafka refreshes a
+        # group's view of a topic it did not know lazily): a joiner would never get a partition
+        await asyncio.to_thread(wait_partitions, service.host, service.port, "cg-join",
+                                args.cg_join_partitions)
         conns = await open_conns(service.host, service.port, args.hb_connections)
         group = Members(conns, "join", "cg-join", args.cg_join_partitions)
         started = time.perf_counter()
         await group.join([f"member-{i:05d}" for i in range(args.cg_join_members)])
         formed_rounds = await group.settle()
+        # a round that changed nothing is not yet a formed group: Kafka may answer a round or
+        # more with no assignment before its first target assignment reaches the members
+        while not group.exactly_once():
+            formed_rounds += 1
+            if time.perf_counter() - started > JOIN_DEADLINE_S:
+                raise RuntimeError(f"{args.cg_join_members} members own {len(group.holders)} "
+                                   f"of {args.cg_join_partitions} partitions after "
+                                   f"{JOIN_DEADLINE_S:.0f} s ({formed_rounds} rounds)")
+            await group.round()
         formed_s = time.perf_counter() - started
         kit.progress(f"consumer join: {args.cg_join_members} members settled in "
                      f"{formed_s:.1f} s ({formed_rounds} rounds)")
@@ -176,8 +209,9 @@ async def phase_join(kit, targets, args) -> dict:
             rounds = 0
             while not (group.exactly_once() and group.state[joiner][1]):
                 rounds += 1
-                if rounds > 20:
-                    raise RuntimeError(f"{joiner} had no partitions after 20 rounds")
+                if time.perf_counter() - t0 > JOIN_DEADLINE_S:
+                    raise RuntimeError(f"{joiner} had no partitions after {JOIN_DEADLINE_S:.0f}"
+                                       f" s ({rounds} rounds)")
                 await group.round()
             done_s = time.perf_counter() - t0
             after = kit.Snapshot.take(service)
