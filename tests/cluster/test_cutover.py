@@ -19,20 +19,40 @@ asserts:
   (a group cannot be on two clusters at once: members moved one at a time overlap);
 - the static members form on the cluster, and one restarted there gets its partitions back
   with no rebalance;
+- the pipeline's users and ACLs move with it: roster is secured (SCRAM, StandardAuthorizer,
+  nothing without an ACL) and every client of the pipeline runs as its SASL user on both
+  sides (the members as the reader, the producers as the writer), so the pipeline working on
+  the cluster is those users authenticating there and the ACLs `roster migrate` carried
+  allowing it; and the reader's write is refused (TOPIC_AUTHORIZATION_FAILED) on the cluster
+  as it was on roster. MirrorMaker alone reads and writes as the brokers' PLAINTEXT super
+  user;
 - the time the cut-over took, printed.
 The Spark streaming job's move is tests/cluster/test_cutover_spark.py (opt-in: too slow for
 make test on two cores)."""
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter, defaultdict
 
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from roster.admin import acls as acl_wire
+from roster.admin.client import AdminClient as RosterAdmin
+from roster.security import users as user_wire
+from roster.security.acls import AclBinding, Operation, Pattern, Permission, Resource
+from tests.cluster import access
+from tests.cluster.secured_roster import SHA512, admin_properties, secured_roster
 from tests.support.cli import roster
 from tests.support.kafka_peer import unique_name
-from tests.support.live_pipeline import PacedProducer, Reads, RosterClientMember, StaticMember
+from tests.support.live_pipeline import (
+    Login,
+    PacedProducer,
+    Reads,
+    RosterClientMember,
+    StaticMember,
+)
 from tests.support.mirror_maker import MirrorMaker
 
 pytestmark = pytest.mark.xdist_group("kafka_cluster")
@@ -48,19 +68,64 @@ def reading(reads: Reads, side: str, member: str, at_least_id: int = -1):
                             for r in rows)
 
 
-def test_live_cutover_from_roster_to_the_cluster(cluster, broker, capsys):
+def pipeline_acls(topic: str, groups: tuple[str, ...], reader: str,
+                  writer: str) -> list[AclBinding]:
+    """The reader reads the topic in the pipeline's groups; the writer writes it; nothing
+    else (an idempotent producer needs no more than WRITE on its topic, KIP-679)."""
+    allow, literal = Permission.ALLOW, Pattern.LITERAL
+    return [AclBinding(Resource.TOPIC, topic, literal, f"User:{reader}", "*", Operation.READ,
+                       allow),
+            AclBinding(Resource.TOPIC, topic, literal, f"User:{writer}", "*", Operation.WRITE,
+                       allow),
+            *(AclBinding(Resource.GROUP, g, literal, f"User:{reader}", "*", Operation.READ,
+                         allow) for g in groups)]
+
+
+def test_live_cutover_from_roster_to_the_cluster(cluster, tmp_path, capsys):
     topic = unique_name("cut-clicks")
     static_group, client_group = unique_name("cut-static"), unique_name("cut-client")
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    reader = Login(unique_name("cut-reader"), "reader-secret")
+    writer = Login(unique_name("cut-writer"), "writer-secret")
+    source = secured_roster(tmp_path / "roster")
+    try:
+        _cutover(cluster, source, tmp_path, capsys, topic, static_group, client_group, reader,
+                 writer)
+    finally:
+        source.stop()
+
+
+def _cutover(cluster, source, tmp_path, capsys, topic, static_group, client_group, reader,
+             writer) -> None:
+    plain, sasl = source.listener("PLAINTEXT"), source.listener("SASL_PLAINTEXT")
+    admin = AdminClient({"bootstrap.servers": plain})
     for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1, config={
             "min.insync.replicas": "2", "retention.ms": "86400000"})]).values():
         future.result(timeout=30)
+    bindings = pipeline_acls(topic, (static_group, client_group), reader.user, writer.user)
+    with RosterAdmin(plain) as client:   # ANONYMOUS, a super user on PLAINTEXT
+        for login in (reader, writer):
+            user_wire.add_wire(client, login.user, SHA512, login.password, 4096)
+        acl_wire.add(client, bindings)
     # what MirrorMaker does not carry first: the topic with roster's partition count and
-    # configs (min.insync.replicas among them, which MirrorMaker never copies)
-    migrate = ("migrate", "--bootstrap-server", broker.bootstrap, "--to", cluster.bootstrap)
+    # configs (min.insync.replicas among them, which MirrorMaker never copies), the
+    # pipeline's users (their passwords from a file) and its ACLs
+    users = tmp_path / "users.txt"
+    users.write_text(f"{reader.user}={reader.password}\n{writer.user}={writer.password}\n")
+    os.chmod(users, 0o600)
+    migrate = ("migrate", "--bootstrap-server", sasl,
+               "--command-config", admin_properties(tmp_path / "admin.properties"),
+               "--to", cluster.sasl_bootstrap, "--users-file", str(users))
     done = roster(*migrate, "--execute")
+    print(f"--- roster migrate --execute\n{done.stdout}{done.stderr}")   # with pytest -s
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"{topic}" in done.stdout and "nothing left to migrate" in done.stdout, done.stdout
+    assert f"{reader.user} {SHA512}" in done.stdout and f"{writer.user} {SHA512}" in done.stdout
+    for binding in bindings:
+        assert f"add ALLOW {binding.operation.name} for {binding.principal} from host *" in \
+            done.stdout, binding
+    assert reader.password not in done.stdout + done.stderr
+    for login in (reader, writer):   # on every node before a client of the pipeline asks
+        cluster.wait_authenticates(login.user, login.password, SHA512)
     target_admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
     configs = target_admin.describe_configs([resource])[resource].result(timeout=30)
@@ -69,15 +134,18 @@ def test_live_cutover_from_roster_to_the_cluster(cluster, broker, capsys):
         PARTITIONS
 
     reads = Reads()
-    producer = PacedProducer(broker.bootstrap, topic, PARTITIONS, RATE).start()
+    # the reader may not write: refused on roster, and (below) on the cluster
+    refused = {"roster": access.produce(sasl, reader.user, reader.password, SHA512, topic,
+                                        b"-1")}
+    producer = PacedProducer(sasl, topic, PARTITIONS, RATE, login=writer).start()
     ids = [f"{static_group}-m{i}" for i in (1, 2, 3)]
-    on_roster = {i: StaticMember(broker.bootstrap, "roster", static_group, i, topic, reads).start()
-                 for i in ids}
+    on_roster = {i: StaticMember(sasl, "roster", static_group, i, topic, reads,
+                                 login=reader).start() for i in ids}
     client_id = f"{client_group}-rc"
-    client = RosterClientMember(broker.bootstrap, "roster", client_group, client_id, topic,
-                                reads).start()
+    client = RosterClientMember(sasl, "roster", client_group, client_id, topic, reads,
+                                login=reader).start()
     on_cluster: dict[str, StaticMember] = {}
-    mirror = MirrorMaker(broker.bootstrap, cluster.bootstrap, [topic],
+    mirror = MirrorMaker(plain, cluster.bootstrap, [topic],
                          groups=f"{static_group}|{client_group}", offset_lag_max=LAG_MAX,
                          source_alias=unique_name("roster"))
     second = None
@@ -100,26 +168,31 @@ def test_live_cutover_from_roster_to_the_cluster(cluster, broker, capsys):
                 translated[static_group], close_enough[static_group] = \
                     mirror.await_final_translation(static_group, topic, PARTITIONS,
                                                    roster_assignment[i], LAG_MAX)
-            on_cluster[i] = StaticMember(cluster.bootstrap, "cluster", static_group, i, topic,
-                                         reads).start()
+            on_cluster[i] = StaticMember(cluster.sasl_bootstrap, "cluster", static_group, i,
+                                         topic, reads, login=reader).start()
             reads.wait_for(reading(reads, "cluster", i), WAIT_S, f"{i} reads on the cluster")
         client.stop()
         translated[client_group], close_enough[client_group] = \
             mirror.await_final_translation(client_group, topic, PARTITIONS,
                                            set(range(PARTITIONS)), LAG_MAX)
-        client = RosterClientMember(cluster.bootstrap, "cluster", client_group, client_id,
-                                    topic, reads).start()
+        client = RosterClientMember(cluster.sasl_bootstrap, "cluster", client_group,
+                                    client_id, topic, reads, login=reader).start()
         reads.wait_for(reading(reads, "cluster", client_id), WAIT_S,
                        f"{client_id} reads on the cluster")
 
         # the producer last: stop on roster, let MirrorMaker copy the rest, go on on the cluster
         next_id = producer.stop()
         mirror.wait_mirrored(topic, PARTITIONS, timeout_s=WAIT_S)
-        second = PacedProducer(cluster.bootstrap, topic, PARTITIONS, RATE, next_id).start()
+        second = PacedProducer(cluster.sasl_bootstrap, topic, PARTITIONS, RATE, next_id,
+                               login=writer).start()
         reads.wait_for(lambda rows: {r.group for r in rows if r.value >= next_id} ==
                        {static_group, client_group}, WAIT_S,
                        "both groups read what the producer writes on the cluster")
         took = time.monotonic() - started
+        refused["cluster"] = access.produce(cluster.sasl_bootstrap, reader.user,
+                                            reader.password, SHA512, topic, b"-1")
+        assert refused == {"roster": "TOPIC_AUTHORIZATION_FAILED",
+                           "cluster": "TOPIC_AUTHORIZATION_FAILED"}, refused
 
         # the static members formed on the cluster; one restarted keeps its partitions and
         # nobody rebalances (Kafka's static membership, KIP-345)
@@ -129,8 +202,8 @@ def test_live_cutover_from_roster_to_the_cluster(cluster, broker, capsys):
         before = {i: (m.assignments, m.revocations) for i, m in on_cluster.items()}
         bounced = ids[1]
         on_cluster[bounced].stop()
-        on_cluster[bounced] = StaticMember(cluster.bootstrap, "cluster", static_group, bounced,
-                                           topic, reads).start()
+        on_cluster[bounced] = StaticMember(cluster.sasl_bootstrap, "cluster", static_group,
+                                           bounced, topic, reads, login=reader).start()
         reads.wait_for(lambda rows: on_cluster[bounced].assigned != set(), WAIT_S,
                        f"{bounced} rejoins")
         assert on_cluster[bounced].assigned == cluster_assignment[bounced]
@@ -207,3 +280,6 @@ def test_live_cutover_from_roster_to_the_cluster(cluster, broker, capsys):
               f"move): {sorted(reread)} (max {max(reread)}){waited}")
         print(f"  read twice: static group {static_twice} (with the members moved one at a "
               f"time), roster.client group {client_twice}")
+        print(f"  users and ACLs: 2 SCRAM users and {len(bindings)} ACLs carried by roster "
+              "migrate; the pipeline ran as those users on the cluster, and the reader's "
+              "write was refused there as on roster (TOPIC_AUTHORIZATION_FAILED)")

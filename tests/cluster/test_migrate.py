@@ -1,8 +1,8 @@
 """`roster migrate` into the three-node Kafka cluster: the plan is carried to where Kafka keeps
 each piece (topic configs through any broker, offsets through the group's coordinator, log
 offsets from each partition's leader), given the cluster as Kafka's tools take it, a
-comma-separated bootstrap list. (ACLs and SCRAM users, which need a secured target, are
-tests/interop/test_migrate.py's.)"""
+comma-separated bootstrap list. (ACLs and SCRAM users, through the cluster's SASL listener,
+are test_migrate_users_acls.py's.)"""
 from __future__ import annotations
 
 import pytest

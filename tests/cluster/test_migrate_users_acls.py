@@ -20,39 +20,12 @@ from roster.security import users as user_wire
 from roster.security.acls import AclBinding, AclFilter, Operation, Pattern, Permission, Resource
 from roster.security.client import ClientSecurity
 from tests.cluster import access
+from tests.cluster.secured_roster import SHA256, SHA512, admin_properties, secured_roster
 from tests.support.cli import roster
 from tests.support.kafka_cluster import ADMIN
-from tests.support.kafka_peer import PEER_SETTINGS, unique_name
-from tests.support.security import SecureBroker, add_users_offline
+from tests.support.kafka_peer import unique_name
 
 pytestmark = pytest.mark.xdist_group("kafka_cluster")
-
-SHA256, SHA512 = "SCRAM-SHA-256", "SCRAM-SHA-512"
-
-
-def secured_roster(root) -> SecureBroker:
-    """roster as a site secures it: SCRAM on a SASL listener, the StandardAuthorizer, nobody
-    but the admin (and the PLAINTEXT listener's ANONYMOUS, for tools) without an ACL."""
-    root.mkdir(parents=True, exist_ok=True)
-    add_users_offline(root / "data", root, users=("admin",))
-    return SecureBroker(root / "data", {
-        **PEER_SETTINGS,
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": f"{SHA256},{SHA512}",
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "allow.everyone.if.no.acl.found": "false",
-        "super.users": f"User:{ADMIN[0]};User:ANONYMOUS",
-        "connection.failed.authentication.delay.ms": "100",
-    }).start()
-
-
-def admin_properties(path) -> str:
-    """One client properties file for both sides: the same admin on roster and the cluster."""
-    path.write_text("security.protocol=SASL_PLAINTEXT\n"
-                    f"sasl.mechanism={SHA512}\n"
-                    "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
-                    f'required username="{ADMIN[0]}" password="{ADMIN[1]}";\n')
-    return str(path)
 
 
 def test_users_and_acls_move_and_refuse_on_the_cluster_what_they_refused_on_roster(

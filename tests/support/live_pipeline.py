@@ -14,18 +14,41 @@ a re-read after a move, and a record read twice on one side apart.
   member's close sends no LeaveGroup: its partitions stay its own until its session ends).
 - `RosterClientMember(...)`: the same with roster.client's asyncio Consumer (commit after
   each poll), on an event loop of its own.
+- Each takes `login=Login(user, password, mechanism)` to run as that SASL user over
+  SASL_PLAINTEXT (the bootstrap then names SASL listeners); without one, PLAINTEXT.
 """
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, Producer
 
 SESSION_TIMEOUT_MS = 60_000   # longer than the whole move: a stopped static member keeps its
                               # partitions on roster, so nobody there reads them after it left
+
+
+@dataclass(frozen=True)
+class Login:
+    """The SASL user a pipeline's client runs as (SASL_PLAINTEXT)."""
+    user: str
+    password: str = field(repr=False)
+    mechanism: str = "SCRAM-SHA-512"
+
+    def confluent(self) -> dict[str, str]:
+        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": self.mechanism,
+                "sasl.username": self.user, "sasl.password": self.password}
+
+    def security(self):
+        from roster.security.client import ClientSecurity
+        return ClientSecurity(protocol="SASL_PLAINTEXT", mechanism=self.mechanism,
+                              username=self.user, password=self.password)
+
+
+def _confluent(login: Login | None) -> dict[str, str]:
+    return login.confluent() if login is not None else {}
 
 
 @dataclass(frozen=True)
@@ -66,8 +89,9 @@ class Reads:
 
 class PacedProducer:
     def __init__(self, bootstrap: str, topic: str, partitions: int, rate: float,
-                 first_id: int = 0) -> None:
+                 first_id: int = 0, login: Login | None = None) -> None:
         self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.login = login
         self.interval = 1.0 / rate
         self.next_id = first_id
         self.acked: set[int] = set()
@@ -87,7 +111,8 @@ class PacedProducer:
 
     def _run(self) -> None:
         producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 5, "log_level": 3})
+                             "enable.idempotence": True, "linger.ms": 5, "log_level": 3,
+                             **_confluent(self.login)})
         try:
             while not self._stop.is_set():
                 producer.produce(self.topic, str(self.next_id).encode(),
@@ -108,8 +133,9 @@ class PacedProducer:
 
 class StaticMember:
     def __init__(self, bootstrap: str, side: str, group: str, instance_id: str, topic: str,
-                 reads: Reads) -> None:
+                 reads: Reads, login: Login | None = None) -> None:
         self.bootstrap, self.side, self.group = bootstrap, side, group
+        self.login = login
         self.instance_id, self.topic, self.reads = instance_id, topic, reads
         self.assigned: set[int] = set()
         self.assignments = 0
@@ -136,7 +162,8 @@ class StaticMember:
             "group.instance.id": self.instance_id, "session.timeout.ms": SESSION_TIMEOUT_MS,
             "heartbeat.interval.ms": 1000, "auto.offset.reset": "earliest",
             "enable.auto.commit": True, "auto.commit.interval.ms": 200,
-            "partition.assignment.strategy": "range", "log_level": 3})
+            "partition.assignment.strategy": "range", "log_level": 3,
+            **_confluent(self.login)})
         consumer.subscribe([self.topic], on_assign=self._on_assign, on_revoke=self._on_revoke)
         try:
             while not self._stop.is_set():
@@ -160,8 +187,9 @@ class StaticMember:
 
 class RosterClientMember:
     def __init__(self, bootstrap: str, side: str, group: str, instance_id: str, topic: str,
-                 reads: Reads) -> None:
+                 reads: Reads, login: Login | None = None) -> None:
         self.bootstrap, self.side, self.group = bootstrap, side, group
+        self.login = login
         self.instance_id, self.topic, self.reads = instance_id, topic, reads
         self.failure: BaseException | None = None
         self._stop = threading.Event()
@@ -176,7 +204,8 @@ class RosterClientMember:
 
         consumer = RosterConsumer(self.bootstrap, self.group, group_instance_id=self.instance_id,
                                   session_timeout_ms=SESSION_TIMEOUT_MS,
-                                  heartbeat_interval_ms=1000)
+                                  heartbeat_interval_ms=1000,
+                                  security=None if self.login is None else self.login.security())
         try:
             await consumer.subscribe([self.topic])
             while not self._stop.is_set():
