@@ -631,7 +631,7 @@ async def memory_breakdown(args) -> dict:
     config = GroupConfig.from_broker(BrokerConfig.load(
         None, ["group.initial.rebalance.delay.ms=0"], environ={}))
     runtime = GroupRuntime(config, _DiscardSink())
-    coordinator = runtime.coordinator
+    coordinator = getattr(runtime, "coordinator", None) or runtime.shard.type_named("classic")
     members, groups = args.breakdown_members, args.breakdown_groups
     size = members // groups
     metadata = loadgen.subscription(1)

@@ -73,7 +73,7 @@ def start(runtime: GroupRuntime, s) -> object:
 def soft(shard) -> set[str]:
     """Classic groups in the middle of a rebalance: soft state, lost on a restart as in Kafka
     (the log holds the generation before, e.g. the snapshot a downgrade wrote)."""
-    return {group_id for group_id, group in shard.classic.groups.items()
+    return {group_id for group_id, group in shard.type_named("classic").groups.items()
             if group.state not in (GroupState.STABLE, GroupState.EMPTY)}
 
 
@@ -82,12 +82,12 @@ def durable_view(shard, skip: set[str] = frozenset()) -> dict:
     those in `skip`."""
     view = {"offsets": {g: dict(shard.offsets.of(g)) for g in shard.offsets.groups()
                         if dict(shard.offsets.of(g))}}
-    for group_id, group in shard.consumer.groups.items():
+    for group_id, group in shard.type_named("consumer").groups.items():
         view[("consumer", group_id)] = {
             name: getattr(group, name) for name in (
                 "group_epoch", "assignment_epoch", "members", "static_members", "target",
                 "owners", "subscription_metadata")}
-    for group_id, group in shard.classic.groups.items():
+    for group_id, group in shard.type_named("classic").groups.items():
         if group.state in (GroupState.STABLE, GroupState.EMPTY) and group.members \
                 and group_id not in skip:
             view[("classic", group_id)] = {

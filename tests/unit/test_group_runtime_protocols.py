@@ -61,7 +61,7 @@ def empty_consumer_group(runtime) -> None:
     left = runtime.consumer_heartbeat(HeartbeatRequest(
         "g", "m1", -1, token=runtime.new_token()), IMAGE)
     assert left.error is ErrorCode.none
-    assert "g" in runtime.consumer.groups and not runtime.consumer.groups["g"].members
+    assert "g" in runtime.shard.type_named("consumer").groups and not runtime.shard.type_named("consumer").groups["g"].members
 
 
 def test_a_classic_join_is_refused_when_the_empty_consumer_group_cannot_be_deleted():
@@ -77,8 +77,8 @@ def test_a_classic_join_is_refused_when_the_empty_consumer_group_cannot_be_delet
     reply, runtime = asyncio.run(scenario())
     # the consumer group is still there: no classic group may form beside it
     assert reply.error is ErrorCode.not_coordinator
-    assert "g" in runtime.consumer.groups
-    assert not getattr(runtime.coordinator.groups.get("g"), "members", None)
+    assert "g" in runtime.shard.type_named("consumer").groups
+    assert not getattr(runtime.shard.type_named("classic").groups.get("g"), "members", None)
 
 
 def test_a_consumer_member_joining_while_the_empty_consumer_group_is_deleted_gets_the_classic_one():
@@ -93,7 +93,7 @@ def test_a_consumer_member_joining_while_the_empty_consumer_group_is_deleted_get
             sink.hold = True
             joining = asyncio.ensure_future(classic_join(runtime, "static-a"))
             await asyncio.sleep(0)            # its deletion is being written
-            assert "g" not in runtime.consumer.groups and sink.pending
+            assert "g" not in runtime.shard.type_named("consumer").groups and sink.pending
             heartbeat = consumer_join(runtime, "m2")
             sink.flush()
             return await asyncio.wait_for(joining, 5), await heartbeat, runtime
@@ -101,8 +101,8 @@ def test_a_consumer_member_joining_while_the_empty_consumer_group_is_deleted_get
             runtime.close()
     reply, heartbeat, runtime = asyncio.run(scenario())
     assert heartbeat.error is ErrorCode.none and reply.error is ErrorCode.none
-    assert set(runtime.consumer.groups["g"].members) == {"m2", reply.member_id}
-    assert not getattr(runtime.coordinator.groups.get("g"), "members", None)
+    assert set(runtime.shard.type_named("consumer").groups["g"].members) == {"m2", reply.member_id}
+    assert not getattr(runtime.shard.type_named("classic").groups.get("g"), "members", None)
 
 
 def test_a_member_joining_while_a_deletion_is_written_gets_a_new_group_without_the_offsets():

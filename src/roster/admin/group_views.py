@@ -12,51 +12,20 @@ the middle of a rebalance is said so on stderr, so the table on stdout stays par
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from roster.admin.client import AdminClient
-from roster.admin.groups import describe
+from roster.admin.describe_views import Member
+from roster.admin.groups import describe, view_of
 from roster.admin.offsets import LATEST, committed, log_offsets
 from roster.admin.table import MISSING, columns
 from roster.protocol.api_keys import ApiKey
-from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 
 REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 
 
-@dataclass(frozen=True)
-class Member:
-    member_id: str
-    instance_id: str | None
-    client_id: str
-    host: str
-    partitions: tuple[tuple[str, int], ...]   # what it owns now, sorted
-
-
-def members(group) -> list[Member]:
-    """The members of a DescribeGroups or ConsumerGroupDescribe answer, with their partitions."""
-    found = []
-    for m in group.members:
-        if hasattr(m, "member_epoch"):   # a consumer group member (KIP-848)
-            owned = [(tp.topic_name, p) for tp in m.assignment.topic_partitions
-                     for p in tp.partitions]
-            instance = m.instance_id
-        else:
-            owned = _classic_partitions(group.protocol_type, m.member_assignment)
-            instance = getattr(m, "group_instance_id", None)
-        found.append(Member(m.member_id, instance, m.client_id, m.client_host,
-                            tuple(sorted(owned))))
-    return found
-
-
-def _classic_partitions(protocol_type: str, assignment: bytes) -> list[tuple[str, int]]:
-    if protocol_type != "consumer" or not assignment:
-        return []
-    try:
-        decoded = decode_assignment(assignment)
-    except ConsumerProtocolError:
-        return []
-    return [(topic, p) for topic, parts in decoded.partitions for p in parts]
+def members(group, types=None) -> list[Member]:
+    """The members of a describe answer, with their partitions, as its type's view reads
+    them (admin/describe_views.py)."""
+    return view_of(group, types).members(group)
 
 
 def _state_notes(group_id: str, state: str) -> list[str]:
@@ -69,14 +38,15 @@ def _state_notes(group_id: str, state: str) -> list[str]:
     return []
 
 
-def offsets_view(client: AdminClient, group_id: str) -> tuple[list[str], list[str]]:
-    group = describe(client, group_id)
+def offsets_view(client: AdminClient, group_id: str,
+                 types=None) -> tuple[list[str], list[str]]:
+    group = describe(client, group_id, types)
     notes = _state_notes(group_id, group.group_state)
     offsets = committed(client, group_id)
     rows: list[tuple[tuple[str, int], Member | None]] = []
     # as Kafka: the members with the most partitions first, each one's partitions in order,
     # then the committed partitions nobody owns
-    for member in sorted(members(group), key=lambda m: -len(m.partitions)):
+    for member in sorted(members(group, types), key=lambda m: -len(m.partitions)):
         rows += [(tp, member) for tp in member.partitions]
     owned = {tp for tp, _ in rows}
     rows += [(tp, None) for tp in sorted(offsets) if tp not in owned]
@@ -102,10 +72,11 @@ def offsets_view(client: AdminClient, group_id: str) -> tuple[list[str], list[st
     return columns(table), notes
 
 
-def members_view(client: AdminClient, group_id: str) -> tuple[list[str], list[str]]:
-    group = describe(client, group_id)
+def members_view(client: AdminClient, group_id: str,
+                 types=None) -> tuple[list[str], list[str]]:
+    group = describe(client, group_id, types)
     notes = _state_notes(group_id, group.group_state)
-    found = members(group)
+    found = members(group, types)
     if not found:
         return [], notes
     with_instances = any(m.instance_id for m in found)
@@ -119,12 +90,13 @@ def members_view(client: AdminClient, group_id: str) -> tuple[list[str], list[st
     return columns(table), notes
 
 
-def state_view(client: AdminClient, group_id: str) -> tuple[list[str], list[str]]:
-    group = describe(client, group_id)
+def state_view(client: AdminClient, group_id: str,
+               types=None) -> tuple[list[str], list[str]]:
+    group = describe(client, group_id, types)
     notes = _state_notes(group_id, group.group_state)
     if group.group_state == "Dead":
         return [], notes
-    strategy = getattr(group, "assignor_name", None) or getattr(group, "protocol_data", "")
+    strategy = view_of(group, types).strategy(group)
     table = [("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS"),
              (group_id, _coordinator(client, group_id), strategy or MISSING, group.group_state,
               str(len(group.members)))]

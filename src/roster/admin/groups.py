@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 
+from roster.admin.describe_views import format_assignment  # noqa: F401 (re-exported)
 from roster.admin.client import AdminClient, AdminError, Loading, retry_while_loading
 from roster.admin.not_roster import (
     EXPECTED_MEMBERS,
@@ -15,7 +16,6 @@ from roster.admin.not_roster import (
 from roster.protocol.partitioning import partition_for
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
-from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from roster.protocol.group_records import GroupKey, RecordFormatError, decode
 
 LIST_GROUPS, DESCRIBE_GROUPS, DELETE_GROUPS, LEAVE_GROUP, METADATA, FETCH = (
@@ -49,61 +49,36 @@ def _list_once(client: AdminClient) -> list[tuple[str, str, str]]:
                   for g in answer.groups)
 
 
-def describe(client: AdminClient, group_id: str):
-    return retry_while_loading(lambda: _describe_once(client, group_id))
+def describe(client: AdminClient, group_id: str, types=None):
+    """The group as its type's describe view asked for it (admin/describe_views.py): each
+    registered type (roster/group_types.py; `types` to name others) is asked in turn, the
+    classic one first. Raises GroupNotFound when none holds it."""
+    return retry_while_loading(lambda: _describe_once(client, group_id, types))
 
 
-def _describe_once(client: AdminClient, group_id: str):
-    answer = client.call(DESCRIBE_GROUPS, groups=(group_id,), include_authorized_operations=False)
-    group = answer.groups[0]
-    if group.error_code.name == "coordinator_load_in_progress":
-        raise Loading(group_id)
-    if group.error_code.name == "group_id_not_found" or group.group_state == "Dead":
-        # maybe a consumer group (KIP-848): DescribeGroups does not describe those
-        consumer = _describe_consumer(client, group_id)
-        if consumer is not None:
-            return consumer
-    if group.error_code.name == "group_id_not_found":
+def _views(types=None) -> list:
+    from roster.group_types import GROUP_TYPES
+    return [t.describe_view for t in (GROUP_TYPES if types is None else types)
+            if t.describe_view is not None]
+
+
+def _describe_once(client: AdminClient, group_id: str, types=None):
+    first = None
+    for view in reversed(_views(types)):   # the last registered (the classic) first
+        answer, found = view.ask(client, group_id)
+        if found:
+            return answer
+        if first is None and answer is not None:
+            first = (view, answer)
+    if first is None:
         raise GroupNotFound(f"consumer group '{group_id}' does not exist")
-    if group.error_code.value:
-        raise AdminError(f"cannot describe {group_id}: {group.error_code.name.upper()}")
-    return group
+    return first[0].not_found(group_id, first[1])
 
 
-def _describe_consumer(client: AdminClient, group_id: str):
-    """ConsumerGroupDescribe's answer for the group, or None (not a consumer group, or a
-    broker without the API)."""
-    try:
-        client.version(CONSUMER_GROUP_DESCRIBE)
-    except AdminError:
-        return None
-    answer = client.call(CONSUMER_GROUP_DESCRIBE, group_ids=(group_id,),
-                         include_authorized_operations=False)
-    group = answer.groups[0]
-    if group.error_code.name == "coordinator_load_in_progress":
-        raise Loading(group_id)
-    return None if group.error_code.value else group
-
-
-def _consumer_lines(group) -> list[str]:
-    lines = [f"Group: {group.group_id}\tState: {group.group_state}\tType: consumer (KIP-848)\t"
-             f"Assignor: {group.assignor_name}\tMembers: {len(group.members)}",
-             f"GroupEpoch: {group.group_epoch}\tAssignmentEpoch: {group.assignment_epoch}"]
-
-    def parts(assignment) -> str:
-        return " ".join(f"{tp.topic_name}:{','.join(str(p) for p in sorted(tp.partitions))}"
-                        for tp in sorted(assignment.topic_partitions,
-                                         key=lambda tp: tp.topic_name)) or "-"
-
-    rows = [("MEMBER-ID", "INSTANCE-ID", "EPOCH", "CLIENT-ID", "HOST", "ASSIGNMENT",
-             "TARGET")]
-    for m in sorted(group.members, key=lambda m: (m.instance_id or "", m.member_id)):
-        rows.append((m.member_id, m.instance_id or "-", str(m.member_epoch), m.client_id,
-                     m.client_host, parts(m.assignment), parts(m.target_assignment)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    return lines
+def view_of(group, types=None):
+    """The describe view that asked for this answer (the first registered that recognises
+    it)."""
+    return next(view for view in _views(types) if view.recognises(group))
 
 
 def last_written(client: AdminClient, group_id: str):
@@ -147,39 +122,9 @@ def last_written(client: AdminClient, group_id: str):
             return latest
 
 
-def format_assignment(protocol_type: str, assignment: bytes) -> str:
-    if protocol_type != "consumer":
-        return f"{len(assignment)} bytes"
-    try:
-        decoded = decode_assignment(assignment)
-    except ConsumerProtocolError:
-        return f"{len(assignment)} bytes (not a consumer assignment)"
-    return ", ".join(f"{topic}:{','.join(map(str, sorted(parts)))}"
-                     for topic, parts in sorted(decoded.partitions)) or "-"
-
-
-def describe_lines(group, record=None) -> list[str]:
+def describe_lines(group, record=None, types=None) -> list[str]:
     """`record`: the group's last written metadata record (for generation and leader)."""
-    if hasattr(group, "group_epoch"):  # a consumer group (ConsumerGroupDescribe)
-        return _consumer_lines(group)
-    if group.group_state == "Dead":
-        return [f"Group {group.group_id} does not exist."]
-    lines = [f"Group: {group.group_id}\tState: {group.group_state}\t"
-             f"ProtocolType: {group.protocol_type or '-'}\t"
-             f"Protocol: {group.protocol_data or '-'}\tMembers: {len(group.members)}"]
-    if record is not None:
-        lines.append(f"Generation: {record.generation}\tLeader: {record.leader or '-'}"
-                     "\t(from the group's last saved state; a rebalance under way may have "
-                     "moved on)")
-    rows = [("MEMBER-ID", "GROUP-INSTANCE-ID", "CLIENT-ID", "HOST", "ASSIGNMENT")]
-    for m in sorted(group.members, key=lambda m: (m.group_instance_id or "", m.member_id)):
-        rows.append((m.member_id, getattr(m, "group_instance_id", None) or "-", m.client_id,
-                     m.client_host, format_assignment(group.protocol_type, m.member_assignment)))
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
-    for row in rows:
-        lines.append("  ".join(cell.ljust(width) for cell, width in zip(row, widths))
-                     + "  " + row[4])
-    return lines
+    return view_of(group, types).lines(group, record)
 
 
 def delete(client: AdminClient, group_ids: list[str]) -> None:

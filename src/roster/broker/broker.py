@@ -22,8 +22,9 @@ from roster.broker.transactions import TransactionRuntime
 from roster.broker.waiters import AppendWaiters
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.coordinator.group_type import GroupTypeRegistration
+from roster.group_types import settings as group_types_settings
+from roster.group_types import with_built_in
 from roster.log.api import LogError
 from roster.log.file import FileLog
 from roster.log.files import durable_replace
@@ -88,12 +89,13 @@ class Broker:
         # TopicImage view: coordinator/metadata_watch.py); pre-registered static members come
         # from the group configs (coordinator/expectations.py)
         self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log,
-                                   consumer_config=ConsumerConfig.from_broker(
-                                       config, self.group_configs.values),
+                                   settings=group_types_settings(
+                                       with_built_in(group_types), config,
+                                       self.group_configs.values),
                                    topics=LiveTopics(self.topics),
                                    expected=self.group_configs.expected,
                                    group_types=group_types)
-        for registration in group_types:
+        for registration in self.groups.types:
             for effect, handler in registration.effects.items():
                 self.groups.effects[effect] = functools.partial(handler, self)
         self.group_events = EventLog(self)   # the flight recorder's topic

@@ -18,8 +18,7 @@ from collections.abc import Callable
 
 from roster.broker.timer_queue import TimerQueue
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.consumer.coordinator import ConsumerConfig
-from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.messages import (
     CommitReply,
     CommitRequest,
@@ -33,6 +32,7 @@ from roster.coordinator.messages import (
 )
 from roster.coordinator.results import Result
 from roster.coordinator.shard import GroupShard
+from roster.group_types import with_built_in
 from roster.observability.after_write import EventsAfterWrites
 from roster.observability.flight_recorder import FlightRecorder
 from roster.protocol.errors import ErrorCode
@@ -113,22 +113,19 @@ class GroupRuntime:
     def __init__(self, config: GroupConfig, sink=None,
                  clock: Callable[[], float] = time.time,
                  new_member_id: Callable[[str], str] = java_member_id,
-                 consumer_config: ConsumerConfig | None = None,
+                 settings: dict | None = None,
                  topics=None, expected=None,
                  group_types: tuple[GroupTypeRegistration, ...] = ()) -> None:
-        """`group_types`: types beyond the built-in ones (GroupTypeRegistration), asked first:
-        each reaches the shard, the flight recorder and, for the effects it asks for, the
-        handlers in `effects` (Broker fills them in, bound to itself)."""
-        context = TypeContext(config, new_member_id, topics, expected)
-        self.shard = GroupShard(config, new_member_id, kafka_uuid, consumer_config,
-                                topics=topics, expected=expected,
-                                more_types=tuple(t.make(context) for t in group_types))
+        """`group_types`: types beyond the built-in ones (GroupTypeRegistration), asked first;
+        with the built-in ones (roster/group_types.py, registered the same way) each reaches
+        the shard, the flight recorder and, for the effects it asks for, the handlers in
+        `effects` (Broker fills them in, bound to itself). `settings`: type name -> its own
+        settings (roster.group_types.settings)."""
+        self.types = with_built_in(group_types)
+        self.shard = GroupShard(config, new_member_id, self.types, kafka_uuid, settings,
+                                topics=topics, expected=expected)
         # effect class -> handler(effect), run once the result asking for it is durable
         self.effects: dict[type, Callable[[object], None]] = {}
-        # each type's own groups, read (never to decide) where a view is type-specific: the
-        # flight recorder's loading and the console's group page; counts come from overview()
-        self.coordinator = self.shard.classic
-        self.consumer = self.shard.consumer
         self.sink = sink or MemoryRecordSink()
         self._clock = clock
         self._timers = TimerQueue(self.now_ms, self._fire)
@@ -142,7 +139,7 @@ class GroupRuntime:
         self.on_events: Callable[[list], None] | None = None
         self._events = EventsAfterWrites(self._publish_events)  # once their records are durable
         # turns the facts each result carries into the events above (flight_recorder.py)
-        self.flight = FlightRecorder(tuple(t.recorder() for t in group_types
+        self.flight = FlightRecorder(tuple(t.recorder() for t in self.types
                                            if t.recorder is not None))
 
     def now_ms(self) -> int:
@@ -230,7 +227,7 @@ class GroupRuntime:
                           request.token)
 
     def describe_consumer_groups(self, group_ids: list[str]):
-        return self.shard.describe_consumer_groups(group_ids)
+        return self.shard.describe_family("consumer", group_ids)
 
     async def _call(self, operation: Callable, request) -> object:
         """Run one coordinator operation on `request` and wait for the reply addressed to its

@@ -2,8 +2,9 @@
 kind of continuation. A Result carries them in `after_write`; the edge hands each back,
 untouched, to GroupShard.write_completed (shard.py), which settles its own (offsets, deletions)
 and hands the others, by type, to the group type that listed it in its `steps` (the classic
-coordinator takes the rest). These are the shard's and the classic coordinator's; the shard's
-JoinAfterDeletion is in shard.py, the consumer coordinator's ConsumerWritten in consumer/timers.py.
+coordinator takes the rest). These are the shard's (JoinAfterDeletion too, which a type that
+gives way to a classic group asks for) and the classic coordinator's; the consumer coordinator's
+ConsumerWritten is in consumer/timers.py.
 
 Records that take effect only once durable (offset commits, tombstones) are the continuation's
 own field: the same objects the Result writes, replayed by the shard itself. What an
@@ -17,6 +18,15 @@ from dataclasses import dataclass
 
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
+
+
+@dataclass(frozen=True, slots=True)
+class JoinAfterDeletion:
+    """A classic JoinGroup found an empty group of a type that gives way to a classic group (a
+    consumer group, as in Kafka): it was deleted (its records are being written); once they
+    are, the shard runs the join again (or answers it the write's error)."""
+
+    request: object   # messages.JoinRequest
 
 
 @dataclass(frozen=True, slots=True)

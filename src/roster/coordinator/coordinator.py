@@ -52,6 +52,7 @@ class Coordinator(GroupsById):
     steps = ()   # the shard hands it every timer event and continuation no other type claims
     # a ConsumerGroupHeartbeat on its ids goes to the consumer type, which converts the group
     accepts = frozenset({"classic", "consumer"})
+    serves = frozenset({"classic"})
 
     def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
                  topics=None, expected=None) -> None:
@@ -73,6 +74,13 @@ class Coordinator(GroupsById):
     def create_group(self, group_id: str, now: int) -> Group:
         group = self.groups[group_id] = Group(group_id, state_timestamp=now)
         return group
+
+    def give_way(self, group_id: str) -> None:
+        """A group of another type replayed for this id replaces a memberless classic group of
+        it (a simple group whose offsets came first, while loading), as Kafka converts it."""
+        group = self.groups.get(group_id)
+        if group is not None and not group.members:
+            del self.groups[group_id]
 
     def own(self, record: Record) -> Record | None:
         return record if type(record.key) is GroupKey else None

@@ -1,8 +1,9 @@
 """What the shard (shard.py) asks of every type of group, and nothing more (Kafka's Group
 interface, as OffsetMetadataManager uses it). Each type's coordinator answers for the groups of
-that type by group id: the classic coordinator (coordinator.py), the consumer coordinator
-(consumer/coordinator.py); a new type (streams, share) implements this and is added to the
-shard's list of types, the one switch (tests/unit/coordinator/test_stub_group_type.py shows one).
+that type by group id. Every type, the built-in ones too (the consumer coordinator,
+consumer/coordinator.py; the classic one, coordinator.py), comes to the shard the same way: a
+GroupTypeRegistration in roster/group_types.py, the one list of the broker's types
+(tests/unit/coordinator/test_stub_group_type.py registers a stub the same way).
 
 Answers of ErrorCode | None: None lets the operation go ahead. A type changes its groups as
 every type does (changes.py): at once, each change noted in the Result's `changes`, so the shard
@@ -29,6 +30,13 @@ class GroupType(Protocol):
     # request of any other family on one of its ids is refused by the shard, in one place
     # (GroupShard.refused), as Kafka refuses it ("Group X is not a consumer group")
     accepts: frozenset[str]
+    # the families of requests it serves itself: on the ids it holds, and, for a family no type
+    # after it in the shard's order serves, on ids nobody holds (that family's new groups are
+    # its own). The classic type serves "classic"; the consumer type "consumer" and "classic"
+    # (its classic-protocol members); for every family it serves it has that family's methods
+    # (classic: join, sync, leave, check_in; consumer: heartbeat, steady_heartbeat,
+    # describe_family). Optional: a type without it serves the family named as itself.
+    serves: frozenset[str]
 
     def has_group(self, group_id: str) -> bool:
         """A group of this type by that id exists (being deleted counts: it is still there)."""
@@ -102,9 +110,19 @@ class GroupType(Protocol):
 class TypeContext:
     """What a shard hands a group type it builds: its collaborators, all pure values."""
     config: Any                                  # GroupConfig
-    new_member_id: Callable[[str], str]
+    new_member_id: Callable[[str], str]          # classic member ids: prefix -> id
     topics: Any = None                           # the topic catalog (consumer.model.TopicImage)
     expected: Any = None                         # pre-registered static members
+    new_uuid: Callable[[], str] | None = None    # member ids a coordinator hands out (KIP-848)
+    # type name -> that type's own settings (GroupTypeRegistration.configure; None or absent:
+    # its defaults)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    # the types built before this one (the shard builds the last registered first): a type
+    # that works beside another finds it here by name
+    built: Mapping[str, "GroupType"] = field(default_factory=dict)
+
+    def settings_of(self, name: str) -> Any:
+        return self.settings.get(name)
 
 
 @dataclass(frozen=True)
@@ -116,12 +134,19 @@ class GroupTypeRegistration:
       fact classes it reads in `facts`, `take(fact, out)`, `loaded(group, now)`), or None;
     - `effects`: effect class -> handler(broker, effect), what the edge does once a result's
       records are durable for an effect the type asked for in `Result.effects` (a streams
-      group's internal topics to create, a share group's state to initialise).
+      group's internal topics to create, a share group's state to initialise);
+    - `configure(broker_config, group_configs)`: its own settings from the broker's config and
+      the per-group configs (a mapping group id -> {name: value}), handed to `make` as
+      `context.settings_of(name)`; None: it has none;
+    - `describe_view`: how `roster groups describe` asks for and draws its groups
+      (admin/group_views.py's DescribeView), or None: DescribeGroups' classic view.
     Its handlers (one module per API, as every API) are registered as any API is."""
     name: str
     make: Callable[[TypeContext], GroupType]
     recorder: Callable[[], Any] | None = None
     effects: Mapping[type, Callable[[Any, Any], None]] = field(default_factory=dict)
+    configure: Callable[[Any, Any], Any] | None = None
+    describe_view: Any = None
 
 
 class GroupsById:

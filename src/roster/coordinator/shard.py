@@ -3,38 +3,38 @@ face (Kafka's GroupCoordinatorShard). The edge (broker/groups.py) hands it a req
 and carries out the Result; it decides nothing itself.
 
 The shard owns:
-- the group types (group_type.py), in the order it asks them which one holds a group id: the
-  consumer coordinator (KIP-848), then the classic coordinator, which also holds "simple" groups
-  (commits from admin tools and assign() users) and so answers for any id nobody holds;
+- the group types (group_type.py), built from their registrations (roster/group_types.py, and
+  any a test or Broker(group_types=...) adds), in the order it asks them which one holds a group
+  id; the last one (the classic coordinator) also holds "simple" groups (commits from admin
+  tools and assign() users) and so answers for any id nobody holds;
 - the OffsetStore (offset_store.py): offsets by group id, whatever holds the group;
 - the one replay switch over every record type, and the dispatch of timer events and
   continuations to whoever scheduled them.
 
-Operations that span group types live here: a classic JoinGroup meeting an empty consumer group
-(it is deleted first, as in Kafka), DeleteGroups and offset expiry (offsets and groups go
-together), the routing of classic requests to a consumer group that has classic members
-(an online upgrade under way, consumer/classic_members.py).
+It names no type. A request of a family (the classic protocol's JoinGroup, SyncGroup,
+Heartbeat and LeaveGroup; ConsumerGroupHeartbeat; a new type's own) goes to the type that holds
+its group id if that type serves the family (GroupType.serves), is refused if the holder does
+not take it (GroupType.accepts), and otherwise goes to the family's maker: the last type that
+serves it, whose new groups they make. So classic requests to a consumer group with members
+reach its classic-protocol members (consumer/classic_members.py) and a classic JoinGroup on an
+empty consumer group deletes it first (JoinAfterDeletion, continuations.py), both decided by the
+consumer type. DeleteGroups and offset expiry (offsets and groups go together) span types here.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping, Sequence
 
 from roster.coordinator.changes import revert
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.consumer import describing as consumer_describing
-from roster.coordinator.consumer.coordinator import ConsumerConfig, ConsumerCoordinator
-from roster.coordinator.consumer.messages import HeartbeatReply
-from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.continuations import (
     GroupsDeleted,
+    JoinAfterDeletion,
     OffsetsCommitted,
     OffsetsDeleted,
     OffsetsExpired,
 )
-from roster.coordinator.coordinator import Coordinator
-from roster.coordinator.group_type import GroupType
+from roster.coordinator.group_type import GroupType, GroupTypeRegistration, TypeContext
 from roster.coordinator.messages import (
     CommitReply,
     CommitRequest,
@@ -56,34 +56,27 @@ from roster.protocol.group_records import OffsetKey, Record
 log = logging.getLogger("roster.coordinator")
 
 
-@dataclass(frozen=True, slots=True)
-class JoinAfterDeletion:
-    """A classic JoinGroup found an empty consumer group: it was deleted (its records are being
-    written); once they are, the join goes on (or is answered the write's error)."""
-
-    request: JoinRequest
-
-
 class GroupShard:
     def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
-                 new_consumer_member_id: Callable[[], str] | None = None,
-                 consumer_config: ConsumerConfig | None = None,
-                 topics=None, expected=None, more_types: tuple[GroupType, ...] = ()) -> None:
-        """`topics`: the topic catalog (consumer.model.TopicImage) groups read; `expected`:
-        group id -> pre-registered static members (coordinator/expectations.py); `more_types`:
-        group types beyond the two built in, asked first (see group_type.py)."""
+                 types: Sequence[GroupTypeRegistration],
+                 new_uuid: Callable[[], str] | None = None,
+                 settings: Mapping | None = None, topics=None, expected=None) -> None:
+        """`types`: the registrations, in the order they are asked (roster/group_types.py);
+        `topics`: the topic catalog (consumer.model.TopicImage) groups read; `expected`: group
+        id -> pre-registered static members (coordinator/expectations.py); `settings`: type
+        name -> its own settings (GroupTypeRegistration.configure)."""
         self.config = config
-        self.classic = Coordinator(config, new_member_id, topics=topics, expected=expected)
-        self.consumer = ConsumerCoordinator(consumer_config, new_consumer_member_id,
-                                            classic=self.classic)
+        self.topics = topics
+        built: dict[str, GroupType] = {}
+        for registration in reversed(types):   # the last first: a type may work beside those
+            built[registration.name] = registration.make(TypeContext(
+                config, new_member_id, topics, expected, new_uuid, settings or {}, dict(built)))
         self.offsets = OffsetStore(config.offset_metadata_max_bytes)
         # who holds a group id: asked in this order; the last one holds any id nobody does
-        self.types: tuple[GroupType, ...] = (*more_types, self.consumer, self.classic)
-        # A ConsumerGroupHeartbeat that changes nothing but the member's session: the interval
-        # to answer with, or None when it must go through consumer_heartbeat. The busiest
-        # consumer request, so the type's method itself (ConsumerCoordinator.steady_heartbeat).
-        self.steady_consumer_heartbeat = self.consumer.steady_heartbeat
-        # whose timer events and continuations are whose (the classic coordinator's: the rest)
+        self.types: tuple[GroupType, ...] = tuple(built[r.name] for r in types)
+        self._named = built
+        self._last = self.types[-1]
+        # whose timer events and continuations are whose (the last type's: the rest)
         self._owners: dict[type, GroupType] = {
             step: group_type for group_type in self.types[:-1] for step in group_type.steps}
         # for each family of requests (the classic APIs, ConsumerGroupHeartbeat, a new type's
@@ -91,14 +84,36 @@ class GroupShard:
         # a request meets a group of another type. With the built-in types alone, nobody
         # refuses the classic family (the consumer type serves classic members), so the
         # classic heartbeat pays a loop over an empty tuple.
-        families = {family for group_type in self.types for family in group_type.accepts}
+        # (a type that names no `serves` serves its own family, named as itself)
+        serves = {t: getattr(t, "serves", frozenset({t.name})) for t in self.types}
+        families = {family for group_type in self.types
+                    for family in (*group_type.accepts, *serves[group_type])}
         self._refusing: dict[str, tuple[GroupType, ...]] = {
             family: tuple(t for t in self.types if family not in t.accepts)
             for family in families}
+        # the family's maker: the last type that serves it (a request on an id nobody holds
+        # makes its group); its hosts: the others that serve it on the ids they hold
+        self._makers: dict[str, GroupType] = {}
+        for group_type in self.types:
+            for family in serves[group_type]:
+                self._makers[family] = group_type
+        self._hosts: dict[str, tuple[GroupType, ...]] = {
+            family: tuple(t for t in self.types if family in serves[t] and t is not maker)
+            for family, maker in self._makers.items()}
+        # the classic Heartbeat is the hot path: its routing read once
+        self._classic_refusing = self._refusing.get("classic", ())
+        self._classic_hosts = self._hosts.get("classic", ())
+        self._classic_maker = self._makers.get("classic")
+        # A ConsumerGroupHeartbeat that changes nothing but the member's session: the interval
+        # to answer with, or None when it must go through consumer_heartbeat. The busiest
+        # KIP-848 request, so the serving type's method itself.
+        consumer = self._makers.get("consumer")
+        self.steady_consumer_heartbeat = None if consumer is None \
+            else consumer.steady_heartbeat
 
-    @property
-    def topics(self):
-        return self.classic.topics
+    def type_named(self, name: str) -> GroupType:
+        """The type registered under `name` (for views and tests; routing never asks)."""
+        return self._named[name]
 
     # -- which type holds a group --------------------------------------------------------------
 
@@ -121,74 +136,71 @@ class GroupShard:
                 return group_type
         return None
 
-    # -- classic group membership ----------------------------------------------------------------
+    def serving(self, family: str, group_id: str) -> GroupType | str:
+        """The type that serves a request of `family` on this group id: the holder if it serves
+        the family, else the family's maker; a str (why) when the holder does not take it."""
+        if self._refusing.get(family, self.types):
+            refused = self.refused(group_id, family)
+            if refused is not None:
+                return refused
+        for host in self._hosts.get(family, ()):
+            if host.has_group(group_id):
+                return host
+        return self._makers[family]
+
+    # -- the classic protocol's requests (whichever type serves them on the id) ----------------
 
     def join(self, request: JoinRequest, now: int) -> Result:
-        gid = request.group_id
-        if self._refusing["classic"] and self.refused(gid, "classic"):
+        served = self.serving("classic", request.group_id)
+        if served.__class__ is str:
             result = Result()
             result.reply(request.token, JoinReply(error=ErrorCode.group_id_not_found,
                                                   member_id=request.member_id))
             return result
-        if gid not in self.consumer.groups:
-            return self.classic.join(request, now)
-        if self.consumer.serves_classic(gid):
-            # a live consumer group takes a classic member in as a classic-protocol member
-            return self.consumer.classic_join(request, self.topics or DictTopicImage(), now)
-        # empty: it gives way to the classic group, as in Kafka, once its deletion is written
-        result = Result()
-        self.consumer.delete_group(gid, now, result)
-        result.after_write.append(JoinAfterDeletion(request))
-        return result
+        return served.join(request, now)
 
     def sync(self, request: SyncRequest, now: int) -> Result:
-        if self._refusing["classic"] and self.refused(request.group_id, "classic"):
+        served = self.serving("classic", request.group_id)
+        if served.__class__ is str:
             result = Result()
             result.reply(request.token, SyncReply(error=ErrorCode.group_id_not_found))
             return result
-        if self.consumer.serves_classic(request.group_id):
-            return self.consumer.classic_sync(request, now)
-        return self.classic.sync(request, now)
+        return served.sync(request, now)
 
     def leave(self, request: LeaveRequest, now: int) -> Result:
-        if self._refusing["classic"] and self.refused(request.group_id, "classic"):
+        served = self.serving("classic", request.group_id)
+        if served.__class__ is str:
             result = Result()
             result.reply(request.token, LeaveReply(error=ErrorCode.group_id_not_found))
             return result
-        if self.consumer.serves_classic(request.group_id):
-            return self.consumer.classic_leave(request, now)
-        return self.classic.leave(request, now)
+        return served.leave(request, now)
 
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   group_instance_id: str | None, now: int, result: Result) -> ErrorCode:
-        """The classic Heartbeat: its answer at once; timer changes go into `result`."""
-        # (the membership test first: the classic heartbeat is the hot path)
-        if self._refusing["classic"] and self.refused(group_id, "classic"):
+        """The classic Heartbeat: its answer at once; timer changes go into `result`. The hot
+        path: `serving` inlined."""
+        if self._classic_refusing and self.refused(group_id, "classic"):
             return ErrorCode.group_id_not_found
-        if group_id in self.consumer.groups and self.consumer.serves_classic(group_id):
-            return self.consumer.classic_heartbeat(group_id, generation, member_id,
-                                                   group_instance_id, now, result)
-        return self.classic.check_in(group_id, generation, member_id, group_instance_id, now,
+        for host in self._classic_hosts:
+            if host.has_group(group_id):
+                return host.check_in(group_id, generation, member_id, group_instance_id, now,
                                      result)
+        return self._classic_maker.check_in(group_id, generation, member_id,
+                                            group_instance_id, now, result)
 
-    # -- consumer groups (KIP-848) -----------------------------------------------------------------
+    # -- ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) ------------------------------
 
     def consumer_heartbeat(self, request, image, now: int) -> Result:
-        if self._refusing["consumer"]:
-            refused = self.refused(request.group_id, "consumer")
-            if refused is not None:
-                result = Result()
-                result.reply(request.token, HeartbeatReply(
-                    error=ErrorCode.group_id_not_found, error_message=refused))
-                return result
-        return self.consumer.heartbeat(request, image, now)
+        served = self.serving("consumer", request.group_id)
+        if served.__class__ is str:   # the family's maker words the refusal
+            return self._makers["consumer"].refuse(request, served)
+        return served.heartbeat(request, image, now)
 
-
-    def describe_consumer_groups(self, group_ids: list[str]):
-        """ConsumerGroupDescribe: a group another type holds is "not a consumer group"."""
-        return [self.consumer.describe([group_id])[0] if held is self.consumer
-                else consumer_describing.not_described(group_id, held is not None)
-                for group_id, held in ((g, self._held(g)) for g in group_ids)]
+    def describe_family(self, family: str, group_ids: list[str]):
+        """The describe API of a family (ConsumerGroupDescribe: "consumer"), as the family's
+        maker answers it, knowing who holds each id (a group another type holds is "not a
+        consumer group")."""
+        return self._makers[family].describe_family(group_ids, self._held)
 
     # -- offsets -----------------------------------------------------------------------------------
 
@@ -372,7 +384,7 @@ class GroupShard:
         if type(key) is OffsetKey:
             if record.value is not None and self._held(key.group) is None:
                 # offsets without a group record: a simple group holds them (as in Kafka)
-                self.classic.create_group(key.group, now)
+                self._last.create_group(key.group, now)
             if not committed_by_marker:   # a plain commit written later wins over a pending one
                 self.offsets.pending.superseded(key.group, key.topic, key.partition)
             self.offsets.replay(key, record.value)
@@ -381,17 +393,12 @@ class GroupShard:
             own = group_type.own(record)
             if own is not None:
                 group_type.replay(own, now)
-                if group_type is not self.classic:
-                    self._unshadow(own.key.group)
+                if group_type is not self._last:
+                    # it replaces the memberless group of its id the last type holds (a simple
+                    # group whose offsets came first, while loading), as Kafka converts it
+                    self._last.give_way(own.key.group)
                 return
-        self.classic.replay(record, now)   # (it logs and skips a type it does not know)
-
-    def _unshadow(self, group_id: str) -> None:
-        """A group of another type replaces the memberless classic group of its id (a simple
-        group whose offsets came first, while loading), as Kafka converts it."""
-        classic = self.classic.groups.get(group_id)
-        if classic is not None and not classic.members:
-            del self.classic.groups[group_id]
+        self._last.replay(record, now)   # (it logs and skips a type it does not know)
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:
         """After replay: sessions start now; see each type's groups_loaded."""
@@ -410,7 +417,7 @@ class GroupShard:
     # -- timers and writes -------------------------------------------------------------------------
 
     def expire(self, event, now: int) -> Result:
-        return self._owners.get(type(event), self.classic).expire(event, now)
+        return self._owners.get(type(event), self._last).expire(event, now)
 
     def revert(self, changes: list, now: int) -> None:
         """A result's records could not be written: what its operations changed at once is put
@@ -456,7 +463,7 @@ class GroupShard:
                     return result
                 # a consumer member may have made the group again meanwhile: look again
                 return self.join(step.request, now)
-        return self._owners.get(type(step), self.classic).write_completed(step, error, now)
+        return self._owners.get(type(step), self._last).write_completed(step, error, now)
 
     def _settle(self, tombstones: tuple[Record, ...], error: ErrorCode | None,
                 now: int) -> None:

@@ -6,19 +6,16 @@ records they describe (after_write.py). Pure: no I/O, no clock."""
 from __future__ import annotations
 
 from roster.observability import facts as f
-from roster.observability.consumer_recorder import ConsumerRecorder
-from roster.observability.recorder import ClassicRecorder
 
 
 class FlightRecorder:
     """One recorder per group type, each reading the facts its type notes (`facts`); a fact
-    two types share (GroupDeleted) goes to the recorder of the type it names. A new type's
-    recorder comes with its registration (GroupTypeRegistration.recorder)."""
+    two types share (GroupDeleted) goes to the recorder of the type it names. Every type's
+    recorder comes with its registration (GroupTypeRegistration.recorder), the built-in ones'
+    too (roster/group_types.py); a fact two recorders read goes to the one registered first."""
 
-    def __init__(self, more: tuple = ()) -> None:
-        self.classic = ClassicRecorder()
-        self.consumer = ConsumerRecorder()
-        self.recorders = {r.name: r for r in (*more, self.consumer, self.classic)}
+    def __init__(self, recorders: tuple = ()) -> None:
+        self.recorders = {r.name: r for r in recorders}
         self._by_fact: dict[type, object] = {}
         for recorder in reversed(tuple(self.recorders.values())):
             for fact_type in recorder.facts:

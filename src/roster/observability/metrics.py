@@ -133,13 +133,15 @@ class AuthFailures(logging.Filter):
 class EventTotals:
     """What the flight recorder saw, summed for Prometheus (fed with every batch of events)."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocols: tuple[str, ...] = ()) -> None:
+        """`protocols`: the registered group types' names (each one's rebalance durations are
+        shown from the start, at zero); a type not named is added at its first event."""
         self.rebalances: dict[tuple[str, str, str], int] = {}
         self.saved: dict[str, int] = {}
         self.moved: dict[str, int] = {}
-        self.buckets = {p: [0] * len(BUCKETS) for p in (ev.CLASSIC, ev.CONSUMER)}
-        self.duration_sum = {ev.CLASSIC: 0.0, ev.CONSUMER: 0.0}
-        self.duration_count = {ev.CLASSIC: 0, ev.CONSUMER: 0}
+        self.buckets = {p: [0] * len(BUCKETS) for p in protocols}
+        self.duration_sum = dict.fromkeys(protocols, 0.0)
+        self.duration_count = dict.fromkeys(protocols, 0)
 
     def add(self, events) -> None:
         for event in events:
@@ -150,6 +152,10 @@ class EventTotals:
                     self.moved[event.group_id] = self.moved.get(event.group_id, 0) + \
                         len(event.moved)
                 seconds = event.duration_ms / 1000
+                if event.protocol not in self.buckets:
+                    self.buckets[event.protocol] = [0] * len(BUCKETS)
+                    self.duration_sum[event.protocol] = 0.0
+                    self.duration_count[event.protocol] = 0
                 self.duration_sum[event.protocol] += seconds
                 self.duration_count[event.protocol] += 1
                 buckets = self.buckets[event.protocol]
@@ -280,7 +286,8 @@ class Metrics:
 
     def __init__(self, broker, connections=lambda: 0) -> None:
         self.stats = RequestStats()
-        self.totals = EventTotals()
+        # in the order they were registered, the built-in types last (roster/group_types.py)
+        self.totals = EventTotals(tuple(reversed([t.name for t in broker.groups.types])))
         self.auth = AuthFailures()
         logging.getLogger("roster.security").addFilter(self.auth)
         self.registry = CollectorRegistry(auto_describe=False)

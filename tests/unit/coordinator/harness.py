@@ -29,7 +29,7 @@ class Harness(ShardDriver):
     def __init__(self, consumer_config=None, topics=None, **config) -> None:
         config.setdefault("initial_rebalance_delay_ms", 0)
         super().__init__(GroupConfig(**config), consumer_config, topics)
-        self.coordinator = self.shard.classic   # white-box steps reach the classic groups
+        self.coordinator = self.shard.type_named("classic")   # white-box steps reach the classic groups
 
     def applied(self) -> None:
         self.check_sessions_watched()

@@ -15,7 +15,9 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.coordinator import ConsumerConfig
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
 from roster.coordinator.results import Cancel, Result, Schedule
+from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.shard import GroupShard
+from roster.group_types import with_built_in
 from roster.observability.flight_recorder import FlightRecorder
 from roster.protocol.errors import ErrorCode
 
@@ -30,9 +32,12 @@ class ShardDriver:
         self.config = config or GroupConfig()
         self.consumer_config = consumer_config or ConsumerConfig()
         self.ids = itertools.count(1)
+        # `more_types`: group types already built, registered as any type is (asked first)
+        types = with_built_in(tuple(GroupTypeRegistration(t.name, make=lambda _, t=t: t)
+                                    for t in more_types))
         self.shard = GroupShard(self.config, lambda prefix: f"{prefix}-{next(self.ids)}",
-                                lambda: f"{self.consumer_id_prefix}{next(self.ids)}",
-                                self.consumer_config, topics=topics, more_types=more_types)
+                                types, lambda: f"{self.consumer_id_prefix}{next(self.ids)}",
+                                {"consumer": self.consumer_config}, topics=topics)
         self.now = 0
         self.timers: dict[str, tuple[int, object]] = {}
         self.records: list = []
@@ -41,7 +46,8 @@ class ShardDriver:
         self.hold_next_write = False      # keep the next write in flight until release_writes()
         self.held: list[Result] = []
         self._tokens = itertools.count(1)
-        self.flight = FlightRecorder()    # as the edge's: each result's facts, as applied
+        # as the edge's: each result's facts, as applied, by the registered types' recorders
+        self.flight = FlightRecorder(tuple(t.recorder() for t in types if t.recorder))
 
     # -- the edge's job ------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from roster.broker.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.coordinator.shard import GroupShard
+from roster.group_types import GROUP_TYPES
 from roster.coordinator.states import GroupState
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import PROTOCOLS, Harness
@@ -79,7 +80,7 @@ class GroupMachine(RuleBasedStateMachine):
         self.clients[-1].next_step = "stopped"  # the twin polls once a join or restart starts it
         self.generation = 0
         self.parked: set[int] = set()
-        self.loaded = GroupShard(self.h.config, lambda prefix: prefix)  # replays every record
+        self.loaded = GroupShard(self.h.config, lambda prefix: prefix, GROUP_TYPES)  # replays every record
         self.replayed = 0
 
     def _send(self, client: Client, token: int) -> None:
@@ -281,7 +282,7 @@ class GroupMachine(RuleBasedStateMachine):
         for record in self.h.records[self.replayed:]:  # what a restart would load by now
             self.loaded.replay(record, self.h.now)
         self.replayed = len(self.h.records)
-        live, loaded = self.h.group(), self.loaded.classic.groups.get("g")
+        live, loaded = self.h.group(), self.loaded.type_named("classic").groups.get("g")
         if live is None:
             assert loaded is None
             return

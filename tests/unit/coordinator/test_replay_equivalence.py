@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.shard import GroupShard
+from roster.group_types import GROUP_TYPES
 from roster.coordinator.states import GroupState
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import decode
@@ -85,7 +86,7 @@ def snapshot(group):
 def test_replaying_the_records_rebuilds_the_live_state(steps):
     h = Harness()
     run(h, steps)
-    rebuilt = GroupShard(GroupConfig(), lambda prefix: prefix)
+    rebuilt = GroupShard(GroupConfig(), lambda prefix: prefix, GROUP_TYPES)
     for record in h.records:
         # through the real byte layouts, as a restart reads them
         key, value = record.encode()
@@ -95,12 +96,12 @@ def test_replaying_the_records_rebuilds_the_live_state(steps):
     for group_id in set(live) | set(h.shard.offsets.groups()):
         assert dict(rebuilt.offsets.of(group_id)) == h.offsets(group_id), group_id
     for group_id, group in live.items():
-        replayed = rebuilt.classic.groups.get(group_id)
+        replayed = rebuilt.type_named("classic").groups.get(group_id)
         if group.state in (GroupState.STABLE, GroupState.EMPTY) and (group.members
                                                                      or h.offsets(group_id)):
             assert replayed is not None
             assert replayed.state is group.state
             assert snapshot(replayed) == snapshot(group), group_id
-    for group_id in set(rebuilt.classic.groups) - set(live):
+    for group_id in set(rebuilt.type_named("classic").groups) - set(live):
         # a group the live coordinator no longer has left no durable trace of itself
-        assert not rebuilt.classic.groups[group_id].members and not h.offsets(group_id)
+        assert not rebuilt.type_named("classic").groups[group_id].members and not h.offsets(group_id)

@@ -14,10 +14,17 @@ from typing import NamedTuple
 
 from roster.broker.broker import Broker
 from roster.broker.connection import Connection
+from roster.admin.describe_views import Member
 from roster.broker.server import ConnectionTable
 from roster.config import BrokerConfig
 from roster.coordinator.group_type import GroupTypeRegistration
-from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
+from roster.coordinator.messages import (
+    GroupDescription,
+    GroupOverview,
+    GroupView,
+    MemberDescription,
+    MemberView,
+)
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.observability.events import GroupEvent, Trigger
@@ -131,7 +138,7 @@ def test_a_stub_group_type_plugs_into_the_shard_and_nothing_else():
     stub = StubType()
     h = ShardDriver(more_types=(stub,))
     h.shard.replay(Record(StubKey("s"), "m"))          # the one replay switch routes it
-    assert stub.groups == {"s": "m"} and "s" not in h.shard.classic.groups
+    assert stub.groups == {"s": "m"} and "s" not in h.shard.type_named("classic").groups
     listed = h.shard.list_groups
     assert listed(None, None) == [("s", "stub-protocol", "Stable", "stub")]
     assert listed({"stable"}, {"stub"}) == listed(None, {"stub", "classic"}) == listed(None, None)
@@ -208,6 +215,11 @@ class RecordingStubType(StubType):
         return GroupView("Stable", "stub-protocol", 1, (
             MemberView(member, None, "stub-client", "/127.0.0.1", (("kept", (0,)),)),))
 
+    def describe_group(self, group_id):
+        return GroupDescription(group_id, ErrorCode.none, "Stable", "stub-protocol", "", (
+            MemberDescription(self.groups[group_id], None, "stub-client", "/127.0.0.1", b"",
+                              b""),))
+
     def delete_group(self, group_id, now, result):
         result.facts.append(StubDeleted(group_id, now))
         result.effects += (StubTopicsWanted(group_id),)
@@ -230,11 +242,39 @@ class StubRecorder:
         self.loaded_groups.append(group)
 
 
+class StubView:
+    """How `roster groups describe` asks for and draws a stub group (admin/describe_views.py):
+    DescribeGroups answers for it (its type describes it), drawn in the stub's own words."""
+    name = "stub"
+
+    def ask(self, client, group_id):
+        group = client.call(ApiKey.DESCRIBE_GROUPS, groups=(group_id,),
+                            include_authorized_operations=False).groups[0]
+        return group, group.protocol_type == "stub-protocol"
+
+    def not_found(self, group_id, answer):
+        raise AssertionError("the classic view answers first")
+
+    def recognises(self, answer):
+        return getattr(answer, "protocol_type", None) == "stub-protocol"
+
+    def lines(self, group, record=None):
+        return [f"Stub group {group.group_id} ({group.group_state})"]
+
+    def members(self, group):
+        return [Member(member.member_id, None, member.client_id, member.client_host,
+                       (("kept", 0),)) for member in group.members]
+
+    def strategy(self, group):
+        return "stub-strategy"
+
+
 EFFECTS_RUN: list = []
 STUB = GroupTypeRegistration(
     "stub", make=lambda context: RecordingStubType(), recorder=StubRecorder,
     effects={StubTopicsWanted: lambda broker, effect: EFFECTS_RUN.append(
-        (effect.group_id, broker.groups.shard.type_of(effect.group_id).name))})
+        (effect.group_id, broker.groups.shard.type_of(effect.group_id).name))},
+    describe_view=StubView())
 
 
 class InProcessBroker:
@@ -299,15 +339,23 @@ def test_a_stub_type_registered_with_the_broker_is_served_end_to_end(tmp_path):
             listed = wire.call(ApiKey.LIST_GROUPS, 5, states_filter=(), types_filter=("stub",))
             described = wire.call(ApiKey.DESCRIBE_GROUPS, 5, groups=("s",),
                                   include_authorized_operations=False)
+            admin_lines, members_view, state_view = _admin_views(served.port)
             assert served.run(_commit_and_fetch(groups)) == [7]
             deleted = served.run(groups.delete_groups(["s"]))
         assert joined.error_code == ErrorCode.group_id_not_found
         assert heartbeat.error_code == ErrorCode.group_id_not_found
         assert heartbeat.error_message == "Group s is not a consumer group"
-        assert "s" not in groups.shard.classic.groups and "s" not in groups.shard.consumer.groups
+        assert "s" not in groups.shard.type_named("classic").groups and "s" not in groups.shard.type_named("consumer").groups
         assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == \
             [("s", "stub", "stub-protocol")]
         assert described.groups[0].protocol_type == "stub-protocol"
+        # the admin tools ask and draw it through its registration's describe view
+        assert admin_lines == ["Stub group s (Stable)"]
+        assert [line.split() for line in members_view[0]] == [
+            ["GROUP", "CONSUMER-ID", "HOST", "CLIENT-ID", "#PARTITIONS"],
+            ["s", "m", "/127.0.0.1", "stub-client", "1"]] and members_view[1] == []
+        assert "stub-strategy" in state_view[0][1] and state_view[0][1].split()[-2:] == \
+            ["Stable", "1"]
         assert deleted == {"s": ErrorCode.none}
         # its recorder made the event of its fact; its effect ran once the write was durable
         assert served.run(_events_written(served.broker)) >= 1
@@ -329,6 +377,24 @@ def test_the_console_draws_a_stub_group_as_its_type_says(tmp_path):
         assert "kept [0]" in html
     finally:
         served.close()
+
+
+def _admin_views(port):
+    """`roster groups describe` and its members view, as the admin layer runs them over the
+    wire, with the stub registered beside the built-in types."""
+    from roster.admin import group_views
+    from roster.admin import groups as group_commands
+    from roster.admin.client import AdminClient
+    from roster.group_types import with_built_in
+    types = with_built_in((STUB,))
+    client = AdminClient(f"127.0.0.1:{port}")
+    try:
+        group = group_commands.describe(client, "s", types)
+        return (group_commands.describe_lines(group, None, types),
+                group_views.members_view(client, "s", types),
+                group_views.state_view(client, "s", types))
+    finally:
+        client.close()
 
 
 async def _commit_and_fetch(groups):

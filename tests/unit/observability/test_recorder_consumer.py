@@ -151,7 +151,7 @@ def restarted(h: Recording) -> Recording:
     for record in h.records:
         fresh.coordinator.replay(record, h.now)
     for group in fresh.coordinator.groups.values():
-        fresh.flight.consumer.loaded(group, fresh.now)
+        fresh.flight.recorders["consumer"].loaded(group, fresh.now)
     return fresh
 
 

@@ -43,7 +43,7 @@ def checking(recorder) -> list:
 @given(OPS, st.randoms(use_true_random=False))
 def test_what_the_recorder_follows_is_what_the_whole_group_says(ops, rnd):
     h = ConsumerHarness({"t": 6})
-    checked = checking(h.flight.consumer)
+    checked = checking(h.flight.recorders["consumer"])
     known: dict[str, list] = {}        # member id -> [epoch, owned, instance id]
     serial = 0
     for op in ops:

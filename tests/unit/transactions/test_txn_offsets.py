@@ -8,13 +8,14 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
 from roster.coordinator.results import Result
 from roster.coordinator.shard import GroupShard
+from roster.group_types import GROUP_TYPES
 from roster.protocol.errors import ErrorCode as E
 
 NOW = 1_000
 
 
 def shard() -> GroupShard:
-    return GroupShard(GroupConfig(), lambda prefix: f"{prefix}-member")
+    return GroupShard(GroupConfig(), lambda prefix: f"{prefix}-member", GROUP_TYPES)
 
 
 def commit(s: GroupShard, producer_id: int, offsets: dict[int, int], group="g"):
@@ -112,7 +113,7 @@ def test_expiry_skips_pending_partitions_and_keeps_a_group_with_an_open_transact
     assert fetched(s) == {0: -1, 1: 6}
     s.offsets.pending.superseded("g", "t", 1)     # even with its offset gone, the
     plain_commit(s, 1, 6)                         # transaction keeps the group
-    assert written(s, s.expire_offsets(later)) == [("t", 1)] and s.classic.has_group("g")
+    assert written(s, s.expire_offsets(later)) == [("t", 1)] and s.type_named("classic").has_group("g")
     s.end_transaction(7, commit=False, now=later)
     written(s, s.expire_offsets(later))
-    assert not s.classic.has_group("g")           # no offset, no open transaction: it goes
+    assert not s.type_named("classic").has_group("g")           # no offset, no open transaction: it goes

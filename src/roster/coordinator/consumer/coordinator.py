@@ -45,6 +45,7 @@ from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.messages import DescribedGroup, HeartbeatReply, HeartbeatRequest
 from roster.coordinator.consumer.model import (
     LEAVE_EPOCH,
+    DictTopicImage,
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerMember,
@@ -52,7 +53,7 @@ from roster.coordinator.consumer.model import (
     TopicImage,
 )
 from roster.coordinator.consumer.operation import Operation
-from roster.coordinator.consumer.reconcile import reconcile
+from roster.coordinator.consumer.reconcile import reconcile, reports_exactly
 from roster.coordinator.consumer.replay import replay
 from roster.coordinator.consumer.timers import (
     TIMER_RETRY_MS,
@@ -63,6 +64,7 @@ from roster.coordinator.consumer.timers import (
     session_key,
 )
 from roster.coordinator.consumer.validation import RequestError, check_epoch, fail, validate
+from roster.coordinator.continuations import JoinAfterDeletion
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview
 from roster.coordinator.results import Result
@@ -81,6 +83,8 @@ class ConsumerCoordinator(GroupsById):
     name = "consumer"
     # classic requests on its ids are its classic-protocol members' (classic_members.py)
     accepts = frozenset({"consumer", "classic"})
+    # ConsumerGroupHeartbeat (its new groups are its own), and classic requests on its ids
+    serves = frozenset({"consumer", "classic"})
     # the timer events and continuations it schedules (the shard hands them back here)
     steps = (ConsumerSessionDeadline, ConsumerRebalanceDeadline, ConsumerWritten,
              *classic_members.DEADLINES)
@@ -174,6 +178,7 @@ class ConsumerCoordinator(GroupsById):
                 or group.group_epoch != group.assignment_epoch
                 or member.client_id != client_id or member.client_host != client_host
                 or member.classic is not None      # a classic member turning consumer
+                or member_id in group.unacknowledged   # its answer repeats its assignment
                 or group.session_timer_ms is None):
             return None
         if instance_id is not None and (member.instance_id != instance_id or
@@ -288,11 +293,21 @@ class ConsumerCoordinator(GroupsById):
         self.heard_from(group, member.member_id, now, result)
         full = joining or (q.rebalance_timeout_ms != -1 and q.subscribed_topic_names is not None
                            and q.owned is not None)
-        changed = member.assigned != before_assigned
+        # Kafka sends the assignment when it changed or the request is full. librdkafka resends
+        # a heartbeat that timed out (its timeout is the heartbeat interval) as it was, not as a
+        # full request: an answer carrying a new assignment that came late is dropped, and the
+        # member would never learn it (a revocation stalls for good). So an assignment is
+        # repeated in every answer until the member reports owning it.
+        unacknowledged = group.unacknowledged
+        if reports_exactly(q.owned, member.assigned):
+            unacknowledged.discard(member.member_id)
+        elif member.assigned != before_assigned:
+            unacknowledged.add(member.member_id)
+        send = full or member.member_id in unacknowledged
         return HeartbeatReply(
             member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_ms(q.group_id),
-            assignment=describing.pairs(member.assigned) if full or changed else None)
+            assignment=describing.pairs(member.assigned) if send else None)
 
     def converge(self, op: Operation, group_id: str, updated: ConsumerMember, records: list,
                  subscription_changed: bool, is_new: bool, instance_id: str | None, owned,
@@ -584,6 +599,54 @@ class ConsumerCoordinator(GroupsById):
         coordinator's: it is a consumer group with members (an empty one gives way to a
         classic group, as in Kafka)."""
         return not self.is_empty(group_id)
+
+    # the classic protocol's requests on the ids it holds (the shard routes them here): its
+    # classic-protocol members' while it has members; an empty group gives way to a classic
+    # group, as in Kafka (a JoinGroup deletes it first, then joins once that is written)
+
+    def join(self, request, now: int) -> Result:
+        if self.serves_classic(request.group_id):
+            return self.classic_join(request, self.classic.topics or DictTopicImage(), now)
+        result = Result()
+        self.delete_group(request.group_id, now, result)
+        result.after_write.append(JoinAfterDeletion(request))
+        return result
+
+    def sync(self, request, now: int) -> Result:
+        if self.serves_classic(request.group_id):
+            return self.classic_sync(request, now)
+        return self.classic.sync(request, now)
+
+    def leave(self, request, now: int) -> Result:
+        if self.serves_classic(request.group_id):
+            return self.classic_leave(request, now)
+        return self.classic.leave(request, now)
+
+    def check_in(self, group_id: str, generation: int, member_id: str,
+                 instance_id: str | None, now: int, result: Result) -> ErrorCode:
+        if self.serves_classic(group_id):
+            return self.classic_heartbeat(group_id, generation, member_id, instance_id, now,
+                                          result)
+        return self.classic.check_in(group_id, generation, member_id, instance_id, now, result)
+
+    # -- ConsumerGroupHeartbeat and ConsumerGroupDescribe, as the shard routes them ---------------
+
+    def refuse(self, request: HeartbeatRequest, why: str) -> Result:
+        """A ConsumerGroupHeartbeat on an id a type that does not take it holds."""
+        result = Result()
+        result.reply(request.token, HeartbeatReply(error=ErrorCode.group_id_not_found,
+                                                    error_message=why))
+        return result
+
+    def describe_family(self, group_ids, holder) -> list[DescribedGroup]:
+        """ConsumerGroupDescribe; `holder(group_id)`: the type holding it, or None (a group
+        another type holds is "not a consumer group")."""
+        described = []
+        for group_id in group_ids:
+            held = holder(group_id)
+            described.append(self.describe([group_id])[0] if held is self
+                             else describing.not_described(group_id, held is not None))
+        return described
 
     def classic_join(self, request, image: TopicImage, now: int) -> Result:
         return classic_members.join(self, request, image, now)

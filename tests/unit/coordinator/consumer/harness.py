@@ -17,7 +17,7 @@ class ConsumerHarness(ShardDriver):
     def __init__(self, topics: dict[str, int] | None = None, **config) -> None:
         self.image = DictTopicImage({n: (topic_id(n), p) for n, p in (topics or {}).items()})
         super().__init__(consumer_config=ConsumerConfig(**config), topics=self.image)
-        self.coordinator = self.shard.consumer   # white-box steps reach the consumer groups
+        self.coordinator = self.shard.type_named("consumer")   # white-box steps reach the consumer groups
 
     def set_topic(self, name: str, partitions: int) -> None:
         self.image.topics[name] = (topic_id(name), partitions)

@@ -47,7 +47,7 @@ class Mixed(Harness):
     def __init__(self, policy: str = "bidirectional", **config) -> None:
         self.image = DictTopicImage({"t": (T, 6)})
         super().__init__(ConsumerConfig(migration_policy=policy), self.image, **config)
-        self.consumer = self.shard.consumer
+        self.consumer = self.shard.type_named("consumer")
 
     def applied(self) -> None:
         pass   # the classic group's timers are left to fire after it is gone

@@ -1,0 +1,59 @@
+"""The group types this broker serves, each registered once, as any new type is
+(coordinator/group_type.py: GroupTypeRegistration). The shard asks them in this order which one
+holds a group id; the last one holds any id nobody holds (commits from admin tools and assign()
+users make a "simple" classic group, as in Kafka). A new type adds its line here (before the
+built-in ones) or is handed to Broker(group_types=...).
+
+Each registration imports its type when it is built, so reading this list (the admin tools do,
+for their describe views) loads none of the coordinator."""
+from __future__ import annotations
+
+from roster.admin.describe_views import CLASSIC_VIEW, CONSUMER_VIEW
+from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+
+
+def _consumer(context: TypeContext):
+    from roster.coordinator.consumer.coordinator import ConsumerCoordinator
+    return ConsumerCoordinator(context.settings_of("consumer"), context.new_uuid,
+                               classic=context.built.get("classic"))
+
+
+def _consumer_settings(config, group_configs):
+    from roster.coordinator.consumer.config import ConsumerConfig
+    return ConsumerConfig.from_broker(config, group_configs)
+
+
+def _consumer_recorder():
+    from roster.observability.consumer_recorder import ConsumerRecorder
+    return ConsumerRecorder()
+
+
+def _classic(context: TypeContext):
+    from roster.coordinator.coordinator import Coordinator
+    return Coordinator(context.config, context.new_member_id, topics=context.topics,
+                       expected=context.expected)
+
+
+def _classic_recorder():
+    from roster.observability.recorder import ClassicRecorder
+    return ClassicRecorder()
+
+
+GROUP_TYPES: tuple[GroupTypeRegistration, ...] = (
+    GroupTypeRegistration("consumer", make=_consumer, recorder=_consumer_recorder,
+                          configure=_consumer_settings, describe_view=CONSUMER_VIEW),
+    GroupTypeRegistration("classic", make=_classic, recorder=_classic_recorder,
+                          describe_view=CLASSIC_VIEW),
+)
+
+
+def with_built_in(more: tuple[GroupTypeRegistration, ...] = ()
+                  ) -> tuple[GroupTypeRegistration, ...]:
+    """`more` (asked first), then the types above."""
+    return (*more, *GROUP_TYPES)
+
+
+def settings(types: tuple[GroupTypeRegistration, ...], config, group_configs=None) -> dict:
+    """Each type's own settings from the broker's config and the per-group configs."""
+    return {t.name: t.configure(config, group_configs) for t in types
+            if t.configure is not None}
