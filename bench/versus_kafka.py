@@ -520,6 +520,13 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
                           "/s", True, kind, result[f"{proto}_per_s"]["median"], load, other)
             if result["errors"]:
                 progress(f"{kind}: {result['errors']} heartbeat answers carried an error")
+        if "heartbeats" in args.coordinator_parts and n == 0:
+            load = loadavg()
+            floor = await echo_floor(args.members, cargs)
+            table.add("coordinator", f"floor: bare uvloop echo of {args.members:,} members' "
+                      "classic Heartbeat frames per its CPU-s", "/CPU-s", True, "roster",
+                      floor["per_broker_cpu_s"], load, floor["other_cpus"],
+                      note="canned answers, no coordinator; no Kafka counterpart")
         for size in args.sizes:
             for kind in order(args.brokers, n):
                 if "rebalance" not in args.coordinator_parts:
@@ -558,6 +565,49 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
                 table.add("coordinator", f"consumer protocol: one join into {size:,}: broker "
                           "CPU", "s", False, kind,
                           statistics.median(r["broker_cpu_s"] for r in runs), load)
+
+
+class EchoPeer:
+    """bench/loadgen.py's echo peer (a uvloop Protocol answering each frame with a canned
+    answer) on the broker core: what a Python server costs to read, frame and answer a
+    heartbeat with no coordinator behind it -- the ceiling of roster's heartbeats per CPU-s."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen([PYTHON, str(REPO / "bench" / "loadgen.py"), "echo",
+                                      "--sizes", ""], stdout=subprocess.PIPE, text=True,
+                                     cwd=REPO, preexec_fn=_child_setup)
+        line = self.proc.stdout.readline()
+        self.host, port = line.rsplit(" ", 1)[1].strip().rsplit(":", 1)
+        self.port = int(port)
+        self.pid = self.proc.pid
+
+    def cpu_s(self) -> float:
+        with open(f"/proc/{self.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / TICKS
+
+    def check(self) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"the echo peer exited with code {self.proc.returncode}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(10)
+
+
+async def echo_floor(members: int, cargs) -> dict:
+    """The heartbeat blast of section coordinator (same connections, window, warm-up and
+    window counted) against the echo peer, with the frames of `members` static members."""
+    frames = [bytes(loadgen.heartbeat_frame(f"echo-{i}", f"hb-{i // 100:03d}", 1,
+                                            f"m-{i:05d}-{uuid.uuid4()}", f"i-{i:05d}"))
+              for i in range(members)]
+    peer = EchoPeer()
+    try:
+        return await coordinator_consumer.blast(kit, peer, frames,
+                                                 coordinator_consumer.CLASSIC_ERROR_AT, cargs,
+                                                 "echo")
+    finally:
+        peer.stop()
 
 
 # -- commits ------------------------------------------------------------------------------------
@@ -621,6 +671,42 @@ async def section_memory(brokers: Brokers, table: Table, args) -> None:
                       "in groups of 10", "B", False, kind, result["bytes_per_member"], load)
             table.add("memory", f"RSS holding {result['members']:,} members", "MiB", False,
                       kind, result["rss_after"] / 2**20, load)
+    if "roster" in args.brokers:
+        load = loadavg()
+        for label, rss in memory_floor(max(3, args.rounds)).items():
+            table.add("memory", f"idle RSS floor: {label}", "MiB", False, "roster",
+                      rss / 2**20, load, note="no Kafka counterpart")
+
+
+def memory_floor(rounds: int) -> dict:
+    """The idle RSS below which roster cannot go in CPython here: a bare asyncio socket server,
+    and a process that has imported the modules `roster serve` imports (the code a broker
+    carries before it holds any state), each 3 s after it is up."""
+    server = ("import asyncio, sys\n"
+              "async def main():\n"
+              "    s = await asyncio.start_server(lambda r, w: None, '127.0.0.1', 0)\n"
+              "    print('up', flush=True)\n"
+              "    await asyncio.sleep(3600)\n"
+              "asyncio.run(main())\n")
+    modules = ("import sys\n"
+               "sys.modules.setdefault('hypothesis', None)\n"
+               "import roster.cli, roster.broker.server\n" + server)
+    out: dict[str, list[float]] = {"an asyncio socket server": [],
+                                   "roster serve's imports and an asyncio socket server": []}
+    env = dict(os.environ, PYTHONPATH=str(REPO / "src"))
+    for _ in range(rounds):
+        for label, code in zip(out, (server, modules)):
+            proc = subprocess.Popen([PYTHON, "-c", code], stdout=subprocess.PIPE, text=True,
+                                    cwd=REPO, env=env, preexec_fn=_child_setup)
+            try:
+                proc.stdout.readline()
+                time.sleep(3.0)
+                with open(f"/proc/{proc.pid}/statm") as f:
+                    out[label].append(int(f.read().split()[1]) * PAGE)
+            finally:
+                proc.kill()
+                proc.wait()
+    return {k: statistics.median(v) for k, v in out.items()}
 
 
 # -- start --------------------------------------------------------------------------------------
