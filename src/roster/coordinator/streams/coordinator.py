@@ -47,6 +47,7 @@ from roster.coordinator.streams.messages import StreamsConfig
 from roster.coordinator.streams.model import (
     EMPTY,
     JOIN_EPOCH,
+    MemberState,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
     StreamsGroup,
@@ -75,6 +76,14 @@ log = logging.getLogger("roster.coordinator")
 class StreamsSessionDeadline:
     group_id: str
     member_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsRebalanceDeadline:
+    """A member told to revoke tasks had its rebalance timeout to do it."""
+    group_id: str
+    member_id: str
+    member_epoch: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +152,10 @@ def session_key(group_id: str, member_id: str) -> str:
     return f"streams-session:{group_id}:{member_id}"
 
 
+def rebalance_key(group_id: str, member_id: str) -> str:
+    return f"streams-rebalance:{group_id}:{member_id}"
+
+
 TIMER_RETRY_MS = 500
 
 
@@ -154,7 +167,7 @@ class StreamsCoordinator(GroupsById):
     name = "streams"
     accepts = frozenset({"streams"})
     serves = frozenset({"streams"})     # StreamsGroupHeartbeat makes its groups
-    steps = (StreamsSessionDeadline, StreamsWritten)
+    steps = (StreamsSessionDeadline, StreamsRebalanceDeadline, StreamsWritten)
 
     def __init__(self, config: StreamsConfig | None = None, topics=None) -> None:
         self.config = config or StreamsConfig()
@@ -292,6 +305,7 @@ class StreamsCoordinator(GroupsById):
         if reconciled != member:
             op.write([rec.current_record(gid, reconciled)], result)
             member = group.members[mid]
+            self._arm_rebalance_deadline(gid, member, now, result)
         if member.assigned != before:
             self._endpoint_epochs[gid] = self._endpoint_epochs.get(gid, 0) + 1
         result.schedule(session_key(gid, mid), now + self.config.session_ms(gid),
@@ -301,6 +315,18 @@ class StreamsCoordinator(GroupsById):
             self._shutdown.add(gid)
         full = joining or owned is not None or member.assigned != before
         return self._reply(group, member, q, configured, image, full)
+
+    @staticmethod
+    def _arm_rebalance_deadline(gid: str, member: StreamsMember, now: int,
+                                result: Result) -> None:
+        """A member with tasks to revoke is removed if it has not within its rebalance
+        timeout (as the consumer type fences one that keeps its partitions)."""
+        if member.state is MemberState.UNREVOKED_TASKS:
+            result.schedule(rebalance_key(gid, member.member_id),
+                            now + max(member.rebalance_timeout_ms, 0),
+                            StreamsRebalanceDeadline(gid, member.member_id, member.member_epoch))
+        else:
+            result.cancel(rebalance_key(gid, member.member_id))
 
     def _configure(self, group: StreamsGroup, image) -> ConfiguredTopology | None:
         if group.topology is None:
@@ -415,16 +441,26 @@ class StreamsCoordinator(GroupsById):
         op.write([rec.epoch_record(gid, group.group_epoch + 1, group.metadata_hash,
                                    group.validated_topology_epoch)], result)
         result.cancel(session_key(gid, member_id))
+        result.cancel(rebalance_key(gid, member_id))
         if not group.members:
             self._shutdown.discard(gid)
 
-    def expire(self, event: StreamsSessionDeadline, now: int) -> Result:
+    def expire(self, event, now: int) -> Result:
         result = Result()
         group = self.groups.get(event.group_id)
-        if group is None or event.member_id not in group.members:
+        member = None if group is None else group.members.get(event.member_id)
+        if member is None:
             return result
-        log.info("member %s of streams group %s fenced: its session expired", event.member_id,
-                 event.group_id)
+        if isinstance(event, StreamsRebalanceDeadline):
+            if member.state is not MemberState.UNREVOKED_TASKS \
+                    or member.member_epoch != event.member_epoch:
+                return result
+            log.info("member %s of streams group %s fenced: it did not revoke its tasks within "
+                     "its rebalance timeout (%d ms)", event.member_id, event.group_id,
+                     member.rebalance_timeout_ms)
+        else:
+            log.info("member %s of streams group %s fenced: its session expired",
+                     event.member_id, event.group_id)
         op = _Op(self.groups, now)
         self._remove(op, group, event.member_id, result)
         self._finish(op, event.group_id, None, None, result, (event.member_id,))
@@ -454,10 +490,12 @@ class StreamsCoordinator(GroupsById):
         result = Result()
         for gid in group_ids:
             group = self.groups.get(gid)
-            for member_id in (() if group is None else group.members):
+            for member_id, member in ({} if group is None else group.members).items():
                 result.schedule(session_key(gid, member_id),
                                 now + self.config.session_ms(gid),
                                 StreamsSessionDeadline(gid, member_id))
+                if member.state is MemberState.UNREVOKED_TASKS:
+                    self._arm_rebalance_deadline(gid, member, now, result)
         return result
 
     # -- records --------------------------------------------------------------------------------

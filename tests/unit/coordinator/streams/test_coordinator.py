@@ -251,3 +251,23 @@ def test_the_records_replay_into_the_same_groups():
         f"streams-session:{G}:{m}" for m in ("a", "b", "c"))
     assert isinstance(loaded.timers[0].event, StreamsSessionDeadline)
     assert not isinstance(loaded, Reply)
+
+
+def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed():
+    d = Driver()
+    d.beat("a", 0)
+    d.beat("b", 0)
+    a_epoch = d.group.members["a"].member_epoch
+    d.beat("a", a_epoch, owned={"active": {"0": [0, 1, 2], "1": [0, 1, 2]}})
+    assert d.group.members["a"].state is MemberState.UNREVOKED_TASKS
+    for _ in range(2):          # it keeps heartbeating, never saying it gave them up
+        d.now += 14_999
+        d.beat("a", a_epoch)
+        d.beat("b", d.group.members["b"].member_epoch)
+        d.fire_due()
+    assert "a" in d.group.members           # not yet at its rebalance timeout (30 s)
+    d.now += 2
+    d.fire_due()
+    assert set(d.group.members) == {"b"}
+    reply = d.beat("b", d.group.members["b"].member_epoch, owned={})
+    assert sum(len(ps) for ps in reply.active.values()) == 6
