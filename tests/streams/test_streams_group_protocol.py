@@ -12,13 +12,19 @@ instances (group.instance.id, which streams groups take from Kafka 4.4 on).
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from roster.protocol.api_keys import ApiKey
+from roster.protocol.errors import ErrorCode
 
 from tests.streams.test_streams_counts import BOTH, INSTANCES, App, changes_since, produce, \
     restored, wait_counts
 from tests.support import groups, java_judges
 from tests.support.java_judges import JavaProgram
 from tests.support.judges import roster_broker, target  # noqa: F401 (fixtures)
-from tests.support.kafka_peer import unique_name
+from tests.support.kafka_peer import PEER_SETTINGS, unique_name
+from tests.support.process import BrokerProcess
+from tests.support.wire import Wire
 
 
 class StreamsProtocolApp(App):
@@ -56,3 +62,110 @@ def test_three_instances_form_a_streams_group_and_count_exactly(streams_app):
     wait_counts(app, expected)
     assert sorted(t for ts in tasks.values() for t in ts) == \
         ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
+    admin_view(app)
+
+
+def admin_view(app) -> None:
+    """What the admin APIs answer for the streams group, the same on both brokers: ListGroups
+    lists it as a streams group, the classic DescribeGroups says it is not a classic one,
+    StreamsGroupDescribe shows the three members with two active tasks each, and OffsetFetch
+    returns what the application committed on its input topic."""
+    with Wire(app.target.bootstrap) as wire:
+        coordinator = wire.call(ApiKey.FIND_COORDINATOR, 4, key_type=0,
+                                coordinator_keys=(app.name,)).coordinators[0]
+    with Wire(f"{coordinator.host}:{coordinator.port}") as wire:
+        listed = wire.call(ApiKey.LIST_GROUPS, 5, states_filter=(), types_filter=("streams",))
+        described = wire.call(ApiKey.DESCRIBE_GROUPS, 6, groups=(app.name,),
+                              include_authorized_operations=False).groups[0]
+        streams = wire.call(ApiKey.STREAMS_GROUP_DESCRIBE, 0, group_ids=(app.name,),
+                            include_authorized_operations=False).groups[0]
+    print("admin view:", [g for g in listed.groups if g.group_id == app.name], described,
+          streams.group_state, streams.error_code)
+    assert [(g.group_type, g.protocol_type, g.group_state) for g in listed.groups
+            if g.group_id == app.name] == [("streams", "streams", "Stable")]
+    assert (described.error_code, described.error_message) == \
+        (ErrorCode.group_id_not_found, f"Group {app.name} is not a classic group.")
+    assert (streams.error_code, streams.group_state) == (ErrorCode.none, "Stable")
+    assert streams.group_epoch == streams.assignment_epoch
+    assert sorted(len(t.partitions) for m in streams.members
+                  for t in m.assignment.active_tasks) == [1] * 6
+    # Streams gives each thread's member "<group.instance.id>-<thread number>"
+    assert len(streams.members) == 3 and {m.instance_id for m in streams.members} == \
+        {f"{app.name}-i{i}-1" for i in range(INSTANCES)}
+    assert [s.subtopology_id for s in streams.topology.subtopologies] == ["0", "1"]
+    consumer = Consumer({"bootstrap.servers": app.target.bootstrap, "group.id": app.name,
+                         "enable.auto.commit": False})
+    try:
+        wanted = [TopicPartition(app.input, p) for p in range(3)]
+        app.instances[0].wait_for(
+            lambda: sum(c.offset for c in consumer.committed(wanted, timeout=10)) == 300,
+            "the application's commits of its 300 input records")
+    finally:
+        consumer.close()
+
+
+@BOTH
+def test_a_rolling_restart_of_static_instances_moves_no_task(streams_app):
+    """Each instance closed (a static member leaves with epoch -2) and started again with its
+    instance id within the group's session timeout: it gets its own tasks back, restores
+    nothing from the changelog, and no other instance leaves RUNNING."""
+    app = streams_app
+    expected = produce(app.target.bootstrap, app.input, 300, 0)
+    for i in range(INSTANCES):
+        app.start(i)
+    tasks = app.wait_balanced()
+    wait_counts(app, expected)
+    for i in range(INSTANCES):
+        others = [p for n, p in enumerate(app.instances) if n != i]
+        marks = [p.mark() for p in others]
+        old = app.instances[i]
+        old.send("close")
+        old.wait_for(lambda: old.select("closed"), f"instance {i} closed")
+        app.finished.append(old)
+        new = app.start(i)
+        assert app.wait_running(new)["active"] == tasks[i], f"instance {i} came back moved"
+        assert restored(new) == [], f"instance {i} restored from the changelog"
+        for program, mark in zip(others, marks):
+            assert changes_since(program, mark) == [], "a restart disturbed another instance"
+    expected += produce(app.target.bootstrap, app.input, 150, 300)
+    wait_counts(app, expected)
+
+
+@pytest.fixture
+def own_roster(tmp_path):
+    """A roster broker of this test's own, to kill -9 (the module's is shared)."""
+    broker = BrokerProcess(tmp_path / "broker", PEER_SETTINGS).start()
+    yield broker
+    broker.kill9()
+
+
+@pytest.mark.interop
+@pytest.mark.xdist_group("streams")
+def test_the_application_carries_on_through_a_kill9_of_roster_with_no_task_moved(own_roster,
+                                                                                 tmp_path):
+    """kill -9 of the broker under the running group and a restart on the same data
+    directory: the group's records in __consumer_offsets are replayed, every member's heartbeat
+    at its epoch is answered as before, no task moves, no instance restores anything, and the
+    counts stay exact. (Roster only: the Kafka peer is shared by the whole run.)"""
+    java_judges.build()
+    name = unique_name("sgkill")
+    for topic in (f"{name}-in", f"{name}-out"):
+        groups.create_topic(own_roster.bootstrap, topic, 3)
+    app = StreamsProtocolApp(own_roster, tmp_path, name)
+    try:
+        expected = produce(own_roster.bootstrap, app.input, 300, 0)
+        for i in range(INSTANCES):
+            app.start(i)
+        tasks = app.wait_balanced()
+        wait_counts(app, expected)
+        marks = [p.mark() for p in app.instances]
+        own_roster.kill9()
+        own_roster.start()
+        expected += produce(own_roster.bootstrap, app.input, 150, 300)
+        wait_counts(app, expected)
+        assert app.tasks() == tasks
+        for program, mark in zip(app.instances, marks):
+            assert program.since(mark, "state") == [], "an instance left RUNNING"
+            assert restored(program, mark) == [], "an instance restored from its changelog"
+    finally:
+        app.stop()
