@@ -53,7 +53,7 @@ from roster.coordinator.consumer.model import (
     TopicImage,
 )
 from roster.coordinator.consumer.operation import Operation
-from roster.coordinator.consumer.reconcile import reconcile
+from roster.coordinator.consumer.reconcile import reconcile, reports_exactly
 from roster.coordinator.consumer.replay import replay
 from roster.coordinator.consumer.timers import (
     TIMER_RETRY_MS,
@@ -178,6 +178,7 @@ class ConsumerCoordinator(GroupsById):
                 or group.group_epoch != group.assignment_epoch
                 or member.client_id != client_id or member.client_host != client_host
                 or member.classic is not None      # a classic member turning consumer
+                or member_id in group.unacknowledged   # its answer repeats its assignment
                 or group.session_timer_ms is None):
             return None
         if instance_id is not None and (member.instance_id != instance_id or
@@ -292,11 +293,21 @@ class ConsumerCoordinator(GroupsById):
         self.heard_from(group, member.member_id, now, result)
         full = joining or (q.rebalance_timeout_ms != -1 and q.subscribed_topic_names is not None
                            and q.owned is not None)
-        changed = member.assigned != before_assigned
+        # Kafka sends the assignment when it changed or the request is full. librdkafka resends
+        # a heartbeat that timed out (its timeout is the heartbeat interval) as it was, not as a
+        # full request: an answer carrying a new assignment that came late is dropped, and the
+        # member would never learn it (a revocation stalls for good). So an assignment is
+        # repeated in every answer until the member reports owning it.
+        unacknowledged = group.unacknowledged
+        if reports_exactly(q.owned, member.assigned):
+            unacknowledged.discard(member.member_id)
+        elif member.assigned != before_assigned:
+            unacknowledged.add(member.member_id)
+        send = full or member.member_id in unacknowledged
         return HeartbeatReply(
             member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_ms(q.group_id),
-            assignment=describing.pairs(member.assigned) if full or changed else None)
+            assignment=describing.pairs(member.assigned) if send else None)
 
     def converge(self, op: Operation, group_id: str, updated: ConsumerMember, records: list,
                  subscription_changed: bool, is_new: bool, instance_id: str | None, owned,

@@ -172,6 +172,10 @@ class ConsumerGroup:
     # that changes nothing of its own is answered without the full operation
     # (ConsumerCoordinator.steady_heartbeat)
     steady_version: object = field(default=None, compare=False)
+    # members sent an assignment they have not yet reported owning (ConsumerCoordinator
+    # ._heartbeat): every answer repeats it until they do. Kept in memory only: after a
+    # restart a member's full request brings its assignment again
+    unacknowledged: set[str] = field(default_factory=set, compare=False)
     # the timer keys of its classic members' join and sync deadlines (classic_members.py)
     # that are armed: they go with the group, so a timer left from an earlier group of the
     # same id (downgraded, then upgraded again) is known stale when it fires
@@ -241,6 +245,7 @@ class ConsumerGroup:
     def remove_member(self, member_id: str) -> None:
         old = self.members.pop(member_id, None)
         self.session_deadlines.pop(member_id, None)
+        self.unacknowledged.discard(member_id)
         if old is None:
             return
         self._release(old)

@@ -28,6 +28,14 @@ def owns_any(owned: Owned, assignment: Assignment) -> bool:
     return False
 
 
+def reports_exactly(owned: Owned, assignment: Assignment) -> bool:
+    """Whether the member reports owning exactly `assignment` (not knowing counts as no)."""
+    if owned is None:
+        return False
+    reported = {topic_id: frozenset(partitions) for topic_id, partitions in owned if partitions}
+    return reported == {topic_id: parts for topic_id, parts in assignment.items() if parts}
+
+
 def is_subset(owned: Owned, assignment: Assignment) -> bool:
     if owned is None:
         return False

@@ -5,7 +5,7 @@ from __future__ import annotations
 from roster.coordinator.consumer.coordinator import rebalance_key, session_key
 from roster.coordinator.consumer.model import GroupState, MemberState
 from roster.protocol.errors import ErrorCode
-from tests.unit.coordinator.consumer.harness import ConsumerHarness, partitions, topic_id
+from tests.unit.coordinator.consumer.harness import ConsumerHarness, owned, partitions, topic_id
 
 T = topic_id("t")
 
@@ -371,6 +371,7 @@ def test_a_subscription_change_revokes_then_assigns():
 def test_light_heartbeats_of_a_stable_member_write_nothing():
     h = ConsumerHarness({"t": 2})
     r = h.join("a")
+    r = h.heartbeat("a", r.member_epoch, owned=owned(r))   # it took its assignment
     count = len(h.records)
     for _ in range(5):
         h.advance(5000)
@@ -470,3 +471,28 @@ def test_after_a_restart_sessions_start_again_and_a_revocation_keeps_its_deadlin
     deadlines = {t.key: t.deadline_ms for t in result.timers if isinstance(t, Schedule)}
     assert deadlines == {session_key("g"): 46_000, rebalance_key("g", "a"): 31_000}
     assert fresh.groups["g"].session_deadlines == {"a": 46_000, "b": 46_000}
+
+
+def test_an_assignment_is_repeated_until_the_member_reports_owning_it():
+    """librdkafka resends a heartbeat that timed out as it was (not as a full request): an
+    answer with a revocation that came late is lost. Every answer repeats the assignment until
+    the member reports it in its owned partitions, so the revocation is learnt at the next."""
+    h = ConsumerHarness({"t": 4})
+    a = h.join("a")
+    a = h.heartbeat("a", a.member_epoch, owned=owned(a))
+    b = h.join("b")
+    assert b.assignment == ()   # a still holds what b is to get
+    revoking = h.heartbeat("a", a.member_epoch)
+    assert len(partitions(revoking)) == 2 and revoking.member_epoch == a.member_epoch
+    # that answer was lost; the same light heartbeat again
+    again = h.heartbeat("a", a.member_epoch)
+    assert partitions(again) == partitions(revoking)
+    # a revokes and says so: the next light heartbeat carries nothing
+    done = h.heartbeat("a", a.member_epoch, owned=owned(revoking))
+    assert done.member_epoch == h.group().assignment_epoch
+    quiet = h.heartbeat("a", done.member_epoch)
+    assert quiet.assignment is None
+    assert "a" not in h.group().unacknowledged
+    h.heartbeat("b", b.member_epoch, owned=())
+    h.advance(45_000)
+    assert h.group().unacknowledged == set() and not h.group().members
