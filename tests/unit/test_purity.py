@@ -1,4 +1,5 @@
-"""The pure packages import nothing that performs I/O or reads the clock (DESIGN principle 2)."""
+"""The pure packages import nothing that performs I/O or reads the clock (docs/architecture.md:
+"Pure core, thin edges")."""
 import ast
 from pathlib import Path
 
@@ -8,10 +9,11 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "roster"
 FORBIDDEN = {"asyncio", "socket", "time", "uuid", "random", "os", "threading", "selectors"}
 
 
-# observability/'s pure parts: the facts the core notes, the flight recorder the edge derives
-# events with, its events, and what holds them back until their records are durable (the rest
-# of observability/ is I/O: its topic, the HTTP console, the report)
-PURE_MODULES = ["observability/events.py", "observability/facts.py",
+# observability/'s pure parts: the flight recorder the edge derives events with (from the facts
+# the core notes, coordinator/facts.py), its events, and what holds them back until their
+# records are durable (the rest of observability/ is I/O: its topic, the HTTP console, the
+# report)
+PURE_MODULES = ["observability/events.py",
                 "observability/flight_recorder.py", "observability/recorder.py",
                 "observability/consumer_recorder.py", "observability/after_write.py",
                 "observability/axes.py",
@@ -59,7 +61,7 @@ def test_pure_code_imports_only_pure_roster_modules():
     for path in paths:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                # `from roster.observability import facts` imports the module facts
+                # `from roster.coordinator import facts` imports the module facts
                 names = [node.module] if node.module.startswith(pure) else \
                     [f"{node.module}.{a.name}" for a in node.names]
             elif isinstance(node, ast.Import):
@@ -72,7 +74,7 @@ def test_pure_code_imports_only_pure_roster_modules():
 
 
 def test_the_core_does_not_call_the_flight_recorder():
-    """The core notes facts in its Result (observability/facts.py); the edge derives the events
+    """The core notes facts in its Result (coordinator/facts.py); the edge derives the events
     from them (observability/flight_recorder.py), so no coordinator module reaches a recorder."""
     offenders = []
     for path in sorted((SRC / "coordinator").rglob("*.py")):
@@ -89,12 +91,13 @@ def test_the_core_does_not_call_the_flight_recorder():
     assert not offenders, offenders
 
 
-def test_observability_does_not_import_the_coordinator():
-    """The core notes facts (observability/facts.py, events.py) in its results, so the arrow
-    runs from coordinator/ to observability/ only; the other way would make the two packages a
-    cycle (which __consumer_offsets partition holds a group is protocol/partitioning.py)."""
+def test_the_coordinator_does_not_import_observability():
+    """The core's vocabulary (coordinator/facts.py, triggers.py) is the core's own: the edge
+    (observability/: the recorders, the events) reads it, so the arrow runs from observability/
+    to coordinator/ only; the other way would make the two packages a cycle (which
+    __consumer_offsets partition holds a group is protocol/partitioning.py)."""
     offenders = []
-    for path in sorted((SRC / "observability").rglob("*.py")):
+    for path in sorted((SRC / "coordinator").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
@@ -103,6 +106,6 @@ def test_observability_does_not_import_the_coordinator():
             else:
                 continue
             offenders += [f"{path.relative_to(SRC)}: {n}" for n in names
-                          if n.startswith("roster.coordinator")]
+                          if n.startswith("roster.observability")]
     assert not offenders, offenders
 

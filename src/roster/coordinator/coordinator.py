@@ -41,8 +41,8 @@ from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
 from roster.coordinator.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
-from roster.observability import events as ev
-from roster.observability import facts
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, Record
 
@@ -156,7 +156,7 @@ class Coordinator(GroupsById):
     def delete_group(self, group_id: str, now: int, result: Result) -> tuple[Record, ...]:
         group = self.groups[group_id]
         # noted now; its event waits for the tombstone's write (and goes if that fails)
-        result.facts.append(facts.GroupDeleted(ev.CLASSIC, group_id, group.generation, now))
+        result.facts.append(facts.GroupDeleted(self.name, group_id, group.generation, now))
         return tombstones.bury(group, now, result)
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:

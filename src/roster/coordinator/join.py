@@ -32,8 +32,8 @@ from roster.coordinator.states import (
     Refuse,
 )
 from roster.coordinator.validation import member_error
-from roster.observability import events as ev
-from roster.observability import facts
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -147,7 +147,7 @@ def _add_member(ctx, group: Group, request: JoinRequest, member_id: str, now: in
     maybe_prepare_rebalance_or_complete_join(
         ctx, group, now, result, _with_client_reason(request, f"adding new member {member_id}"
         + (f" with group instance id {member.group_instance_id}" if member.is_static else "")),
-        ev.Trigger(ev.STATIC_MEMBER_JOINED if member.is_static else ev.MEMBER_JOINED,
+        tr.Trigger(tr.STATIC_MEMBER_JOINED if member.is_static else tr.MEMBER_JOINED,
                    member_id, member.group_instance_id, request.reason))
 
 
@@ -191,7 +191,7 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
         case Action.UPDATE_AND_WAIT:
             _update_member(ctx, group, member, request, now, result,
                            f"member {member_id} joins during PreparingRebalance",
-                           ev.MEMBER_JOINED)
+                           tr.MEMBER_JOINED)
         case Action.ANSWER_OR_REBALANCE_IF_CHANGED:
             if unchanged:  # most likely it missed our JoinGroup answer: send it again
                 members = member_list(group) if group.is_leader(member_id) else ()
@@ -199,16 +199,16 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
             else:
                 _update_member(ctx, group, member, request, now, result,
                                f"member {member_id} changed its metadata during "
-                               "CompletingRebalance", ev.SUBSCRIPTION_CHANGED)
+                               "CompletingRebalance", tr.SUBSCRIPTION_CHANGED)
         case Action.REBALANCE_FOR_LEADER_OR_CHANGE:
             if group.is_leader(member_id):
                 # lets the leader force a rebalance, e.g. when topic metadata changed
                 _update_member(ctx, group, member, request, now, result,
-                               f"leader {member_id} rejoins a Stable group", ev.LEADER_REJOIN)
+                               f"leader {member_id} rejoins a Stable group", tr.LEADER_REJOIN)
             elif not unchanged:
                 _update_member(ctx, group, member, request, now, result,
                                f"member {member_id} changed its metadata",
-                               ev.SUBSCRIPTION_CHANGED)
+                               tr.SUBSCRIPTION_CHANGED)
             else:
                 result.reply(request.token, current_generation_reply(group, member_id))
         case _:
@@ -216,12 +216,12 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
 
 
 def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now: int,
-                   result: Result, reason: str, kind: str = ev.OTHER) -> None:
+                   result: Result, reason: str, kind: str = tr.OTHER) -> None:
     _update_metadata(group, member, request)
     group.park_join(member, Parked(request.token, request.api_version))
     maybe_prepare_rebalance_or_complete_join(
         ctx, group, now, result, _with_client_reason(request, reason),
-        ev.Trigger(kind, member.member_id, member.group_instance_id, request.reason))
+        tr.Trigger(kind, member.member_id, member.group_instance_id, request.reason))
 
 
 def _update_metadata(group: Group, member: Member, request: JoinRequest) -> None:
@@ -252,7 +252,7 @@ def _replace_static_member(ctx, group: Group, request: JoinRequest, old_id: str,
     reschedule_heartbeat(result, group, member, now)  # the old id's timer will find nobody
     _update_metadata(group, member, request)
     group.park_join(member, Parked(request.token, request.api_version))
-    replaced = ev.Trigger(ev.STATIC_MEMBER_REPLACED, new_id, request.group_instance_id,
+    replaced = tr.Trigger(tr.STATIC_MEMBER_REPLACED, new_id, request.group_instance_id,
                           request.reason, old_id)
 
     match answer:

@@ -14,7 +14,7 @@ from roster.coordinator.rebalance import (
 from roster.coordinator.results import Result
 from roster.coordinator.states import LEAVE_GROUP, Action, GroupState, Refuse
 from roster.coordinator.validation import member_error
-from roster.observability import events as ev
+from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -59,12 +59,12 @@ def leave(ctx, request: LeaveRequest, now: int) -> Result:
     return result
 
 
-def _trigger(request: LeaveRequest, outcomes) -> ev.Trigger:
+def _trigger(request: LeaveRequest, outcomes) -> tr.Trigger:
     """Who left, for the flight recorder: an admin removal names instance ids only."""
     gone = [(i, o) for i, o in zip(request.members, outcomes) if o.error is ErrorCode.none]
     identity, _ = gone[0]
-    kind = ev.ADMIN_REMOVAL if identity.member_id == "" else ev.MEMBER_LEFT
-    return ev.Trigger(kind, identity.member_id or None, identity.group_instance_id,
+    kind = tr.ADMIN_REMOVAL if identity.member_id == "" else tr.MEMBER_LEFT
+    return tr.Trigger(kind, identity.member_id or None, identity.group_instance_id,
                       identity.reason or None,
                       detail=", ".join(i.member_id or str(i.group_instance_id) for i, _ in gone))
 

@@ -21,7 +21,7 @@ from roster.coordinator import away, rebalance
 from roster.coordinator.group import Group
 from roster.coordinator.results import Result
 from roster.coordinator.states import GroupState
-from roster.observability import events as ev
+from roster.coordinator import triggers as tr
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 CHECK_INTERVAL_MS = 1000   # a group's note is compared with the catalog at most this often
@@ -135,9 +135,9 @@ def reason(found: list[str]) -> str:
     return f"{REASON}: {'; '.join(found)}"
 
 
-def trigger(found: list[str], member_id: str | None, instance_id: str | None) -> ev.Trigger:
+def trigger(found: list[str], member_id: str | None, instance_id: str | None) -> tr.Trigger:
     """For the flight recorder: who noticed (the heartbeating or rejoining member), and what."""
-    return ev.Trigger(ev.METADATA_CHANGED, member_id, instance_id, detail=reason(found))
+    return tr.Trigger(tr.METADATA_CHANGED, member_id, instance_id, detail=reason(found))
 
 
 def due(ctx, group: Group, now: int) -> list[str]:

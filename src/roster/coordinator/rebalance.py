@@ -14,8 +14,8 @@ from roster.coordinator.results import Result
 from roster.coordinator.sessions import reschedule_heartbeat
 from roster.coordinator.states import CAN_REBALANCE, GroupState
 from roster.coordinator.timers import JoinDeadline, SyncDeadline, away_key, join_key, sync_key
-from roster.observability import events as ev
-from roster.observability import facts
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -55,7 +55,7 @@ def current_generation_reply(group: Group, member_id: str, members=(), leader=No
 # -- starting a rebalance -----------------------------------------------------------------
 
 def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str,
-                      trigger: ev.Trigger | None = None) -> None:
+                      trigger: tr.Trigger | None = None) -> None:
     result.facts.append(facts.RebalanceStarted.of(group, trigger, reason, now))
     if group.state is S.COMPLETING_REBALANCE:
         reset_assignments_with_error(ctx, group, now, result, ErrorCode.rebalance_in_progress)
@@ -89,7 +89,7 @@ def prepare_rebalance(ctx, group: Group, now: int, result: Result, reason: str,
 
 def maybe_prepare_rebalance_or_complete_join(ctx, group: Group, now: int, result: Result,
                                              reason: str,
-                                             trigger: ev.Trigger | None = None) -> None:
+                                             trigger: tr.Trigger | None = None) -> None:
     if group.state in CAN_REBALANCE:
         prepare_rebalance(ctx, group, now, result, reason, trigger)
     else:
@@ -205,7 +205,7 @@ def propagate_assignment(group: Group, now: int, result: Result, error: ErrorCod
 # -- removing members ----------------------------------------------------------------------
 
 def remove_member_and_update_group(ctx, group: Group, member: Member, now: int, result: Result,
-                                   reason: str, trigger: ev.Trigger | None = None) -> None:
+                                   reason: str, trigger: tr.Trigger | None = None) -> None:
     # A member removed while parked in JoinGroup is told to rejoin from scratch.
     answer_join(result, group, member, JoinReply(error=ErrorCode.unknown_member_id))
     group.remove(member.member_id)
@@ -255,7 +255,7 @@ def _member_expired(ctx, group: Group, member: Member, now: int, result: Result)
     if not alive:
         remove_member_and_update_group(ctx, group, member, now, result,
                                        "its session timed out",
-                                       ev.Trigger(ev.SESSION_EXPIRED, member.member_id,
+                                       tr.Trigger(tr.SESSION_EXPIRED, member.member_id,
                                                   member.group_instance_id))
 
 
@@ -284,7 +284,7 @@ def sync_deadline(ctx, group: Group, event: SyncDeadline, now: int, result: Resu
         group.remove(member_id)
     prepare_rebalance(ctx, group, now, result,
                       f"removing {', '.join(laggards)}: no SyncGroup within the rebalance timeout",
-                      ev.Trigger(ev.REBALANCE_TIMEOUT, laggards[0] if len(laggards) == 1 else None))
+                      tr.Trigger(tr.REBALANCE_TIMEOUT, laggards[0] if len(laggards) == 1 else None))
 
 
 def on_loaded(ctx, group: Group, now: int, result: Result) -> None:

@@ -55,7 +55,7 @@ class Result:
     # type's own (listed in its `steps`; the consumer type's ConsumerWritten, the shard's
     # JoinAfterDeletion), handed back to GroupShard.write_completed
     after_write: list = field(default_factory=list)
-    # what the flight recorder is told (roster.observability.facts), in the order decided;
+    # what the flight recorder is told (coordinator/facts.py), in the order decided;
     # observed, never steer
     facts: list = field(default_factory=list)
     # the GroupEvents the edge derives from the facts (observability/flight_recorder.py); the

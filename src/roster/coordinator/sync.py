@@ -18,7 +18,7 @@ from roster.coordinator.results import Parked, Result
 from roster.coordinator.states import SYNC_GROUP, Action, GroupState, Refuse
 from roster.coordinator.timers import sync_key
 from roster.coordinator.validation import generation_member_error
-from roster.observability import facts
+from roster.coordinator import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

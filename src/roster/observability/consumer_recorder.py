@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from roster.observability import facts as f
+from roster.coordinator import facts as f
 
 from roster.observability.events import (
     CONSUMER,

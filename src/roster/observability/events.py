@@ -9,24 +9,24 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, fields
 
-# Why a generation began (Trigger.kind)
-MEMBER_JOINED = "member_joined"
-STATIC_MEMBER_JOINED = "static_member_joined"
-MEMBER_LEFT = "member_left"
-SESSION_EXPIRED = "session_expired"
-REBALANCE_TIMEOUT = "rebalance_timeout"
-STATIC_MEMBER_REPLACED = "static_member_replaced"
-LEADER_REJOIN = "leader_rejoin"
-SUBSCRIPTION_CHANGED = "subscription_changed"
-METADATA_CHANGED = "metadata_changed"
-ADMIN_REMOVAL = "admin_removal"
-GROUP_DELETED = "group_deleted"
-STATIC_REJOIN = "static_rejoin"      # the trigger of a "saved" event
-OTHER = "other"
-
-TRIGGERS = (MEMBER_JOINED, STATIC_MEMBER_JOINED, MEMBER_LEFT, SESSION_EXPIRED,
-            REBALANCE_TIMEOUT, STATIC_MEMBER_REPLACED, LEADER_REJOIN, SUBSCRIPTION_CHANGED,
-            METADATA_CHANGED, ADMIN_REMOVAL, GROUP_DELETED, STATIC_REJOIN, OTHER)
+# the core's words for why a generation began (coordinator/triggers.py), re-exported
+from roster.coordinator.triggers import (  # noqa: F401
+    ADMIN_REMOVAL,
+    GROUP_DELETED,
+    LEADER_REJOIN,
+    MEMBER_JOINED,
+    MEMBER_LEFT,
+    METADATA_CHANGED,
+    OTHER,
+    REBALANCE_TIMEOUT,
+    SESSION_EXPIRED,
+    STATIC_MEMBER_JOINED,
+    STATIC_MEMBER_REPLACED,
+    STATIC_REJOIN,
+    SUBSCRIPTION_CHANGED,
+    TRIGGERS,
+    Trigger,
+)
 
 # GroupEvent.kind
 GENERATION = "generation"   # a new generation (classic) or group epoch (consumer)
@@ -35,16 +35,6 @@ DELETED = "deleted"
 
 CLASSIC = "classic"
 CONSUMER = "consumer"
-
-
-@dataclass(frozen=True, slots=True)
-class Trigger:
-    kind: str
-    member_id: str | None = None
-    instance_id: str | None = None
-    client_reason: str | None = None   # KIP-800: JoinGroup/LeaveGroup reason
-    fenced_id: str | None = None       # the member id a static member replaced
-    detail: str = ""                   # the coordinator's own words (as logged)
 
 
 @dataclass(frozen=True, slots=True)

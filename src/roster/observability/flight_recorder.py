@@ -5,7 +5,7 @@ the recorders see operations in the order the core decided them; the events then
 records they describe (after_write.py). Pure: no I/O, no clock."""
 from __future__ import annotations
 
-from roster.observability import facts as f
+from roster.coordinator import facts as f
 
 
 class FlightRecorder:

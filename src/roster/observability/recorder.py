@@ -21,7 +21,7 @@ from roster.observability.events import (
     Moved,
     Trigger,
 )
-from roster.observability.facts import (
+from roster.coordinator.facts import (
     AlsoRebalancing,
     GenerationFormed,
     GenerationStable,

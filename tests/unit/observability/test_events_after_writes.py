@@ -10,7 +10,7 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.messages import JoinRequest, SyncRequest
 from roster.coordinator.results import Result
 from roster.observability import events as ev
-from roster.observability import facts
+from roster.coordinator import facts
 from roster.observability.after_write import EventsAfterWrites
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import PROTOCOLS, Harness

@@ -40,8 +40,8 @@ from roster.coordinator.messages import (
     SyncRequest,
 )
 from roster.coordinator.results import Result
-from roster.observability import events as ev
-from roster.observability import facts
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
 from roster.protocol import consumer_protocol as cp
 from roster.protocol.errors import ErrorCode
 
@@ -360,7 +360,7 @@ def leave(ctx, q: LeaveRequest, now: int) -> Result:
                                              error))
             continue
         result.facts.append(facts.EpochCause(
-            q.group_id, ev.Trigger(ev.MEMBER_LEFT, member.member_id, member.instance_id), now))
+            q.group_id, tr.Trigger(tr.MEMBER_LEFT, member.member_id, member.instance_id), now))
         # every member named goes in one change: one new epoch for all of them, as Kafka's
         # classicGroupLeaveToConsumerGroup writes (written after the loop)
         removed = ctx.fence(op, group, member, result, bump_epoch=False)

@@ -68,8 +68,8 @@ from roster.coordinator.continuations import JoinAfterDeletion
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview
 from roster.coordinator.results import Result
-from roster.observability import events as ev
-from roster.observability import facts
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -331,11 +331,11 @@ class ConsumerCoordinator(GroupsById):
             bump = True
         if bump:
             if is_new:
-                kind = ev.STATIC_MEMBER_JOINED if instance_id else ev.MEMBER_JOINED
+                kind = tr.STATIC_MEMBER_JOINED if instance_id else tr.MEMBER_JOINED
             else:
-                kind = ev.SUBSCRIPTION_CHANGED if subscription_changed else ev.METADATA_CHANGED
+                kind = tr.SUBSCRIPTION_CHANGED if subscription_changed else tr.METADATA_CHANGED
             result.facts.append(facts.EpochCause(
-                group_id, ev.Trigger(kind, updated.member_id, instance_id), now))
+                group_id, tr.Trigger(kind, updated.member_id, instance_id), now))
             records.append(rec.epoch_record(group_id, group.group_epoch + 1))
             log.info("consumer group %s: epoch %d", group_id, group.group_epoch + 1)
         op.write(records, result)
@@ -379,7 +379,7 @@ class ConsumerCoordinator(GroupsById):
                 fail(ErrorCode.unknown_member_id,
                      f"Member {q.member_id} is not a member of group {q.group_id}.")
             log.info("member %s left consumer group %s", q.member_id, q.group_id)
-            result.facts.append(facts.EpochCause(q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id),
+            result.facts.append(facts.EpochCause(q.group_id, tr.Trigger(tr.MEMBER_LEFT, q.member_id),
                                                  now))
             self.fence(op, group, member, result)
             return reply
@@ -399,7 +399,7 @@ class ConsumerCoordinator(GroupsById):
         log.info("static member %s (instance %s) left consumer group %s", q.member_id,
                  q.instance_id, q.group_id)
         result.facts.append(facts.EpochCause(
-            q.group_id, ev.Trigger(ev.MEMBER_LEFT, q.member_id, q.instance_id), now))
+            q.group_id, tr.Trigger(tr.MEMBER_LEFT, q.member_id, q.instance_id), now))
         self.fence(op, group, member, result)
         return reply
 
@@ -461,12 +461,12 @@ class ConsumerCoordinator(GroupsById):
                 return result
             log.info("member %s of consumer group %s fenced: its session expired",
                      member.member_id, group.group_id)
-            kind = ev.SESSION_EXPIRED
+            kind = tr.SESSION_EXPIRED
         elif isinstance(event, classic_members.DEADLINES):
             member = classic_members.deadline_passed(self, group, event)
             if member is None:
                 return result
-            kind = ev.REBALANCE_TIMEOUT
+            kind = tr.REBALANCE_TIMEOUT
         else:
             member = group.members.get(event.member_id)
             if member is None or member.member_epoch != event.member_epoch \
@@ -475,10 +475,10 @@ class ConsumerCoordinator(GroupsById):
             log.info("member %s of consumer group %s fenced: it did not revoke its partitions "
                      "within its rebalance timeout (%d ms)", member.member_id, group.group_id,
                      member.rebalance_timeout_ms)
-            kind = ev.REBALANCE_TIMEOUT
+            kind = tr.REBALANCE_TIMEOUT
         op = self.begin(now)
         result.facts.append(facts.EpochCause(
-            group.group_id, ev.Trigger(kind, member.member_id, member.instance_id), now))
+            group.group_id, tr.Trigger(kind, member.member_id, member.instance_id), now))
         self.fence(op, group, member, result)
         member_sessions.rearm(group, result)
         result.facts.append(facts.ConsumerObserved.of(group.group_id,
@@ -578,7 +578,7 @@ class ConsumerCoordinator(GroupsById):
                   rec.group_tombstone(group_id)], result)
         op.finish(result, group_id, None, None)
         log.info("consumer group %s deleted", group_id)
-        result.facts.append(facts.GroupDeleted(ev.CONSUMER, group_id, group.group_epoch, now))
+        result.facts.append(facts.GroupDeleted(self.name, group_id, group.group_epoch, now))
         return ()
 
     def own(self, record) -> rec.ConsumerRecord | None:

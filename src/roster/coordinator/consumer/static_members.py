@@ -8,7 +8,7 @@ from roster.coordinator.consumer import classic_members
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember
 from roster.coordinator.consumer.validation import check_epoch, fail
-from roster.observability import facts
+from roster.coordinator import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

@@ -1,9 +1,9 @@
 """What the pure core tells the flight recorder: plain facts about one operation, in the order
 it decided them, each carrying the state it speaks of as values (the group goes on changing
 after the fact is noted). The core appends them to Result.facts; the edge (broker/groups.py)
-hands them to the FlightRecorder (flight_recorder.py), which turns them into GroupEvents. So the
-core never calls the recorder, and an operation whose result is refused or never applied tells
-the recorder nothing.
+hands them to the FlightRecorder (observability/flight_recorder.py), which turns them into
+GroupEvents. So the core never calls the recorder, and an operation whose result is refused or
+never applied tells the recorder nothing.
 
 Pure: no I/O, no clock. Snapshots are taken only where a generation begins, forms or becomes
 Stable, or a member is saved: never on the heartbeat path.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.observability.events import Trigger
+from roster.coordinator.triggers import Trigger
 
 
 def classic_members(group) -> tuple:
@@ -144,7 +144,7 @@ class ConsumerObserved:
 
 @dataclass(frozen=True, slots=True)
 class GroupDeleted:
-    protocol: str             # events.CLASSIC or events.CONSUMER
+    protocol: str             # the name of the group type that deleted it
     group_id: str
     generation: int           # the generation (classic) or group epoch (consumer) it had
     now: int
