@@ -17,6 +17,11 @@ class Listed:
 
 # A key "prefix*" applies to every scenario whose name starts with the prefix.
 EXPECTED: dict[str, list[Listed]] = {
+    "streams_*": [
+        Listed("first KIP-848 epoch#1", "value", 2, 1,
+               "a new streams group's first member epoch: Kafka 4.4 answers 2, roster 1 (every "
+               "later epoch moves by the same steps on both; a member only compares epochs)"),
+    ],
     "scram_failures": [
         Listed("nobody login#1", "rounds", 1, 2,
                "a SCRAM login for a user that does not exist: Kafka refuses the client's first "

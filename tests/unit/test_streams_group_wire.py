@@ -1,7 +1,8 @@
 """StreamsGroupHeartbeat answers in roster's own codec (protocol/streams_group_wire.py): v0 is
 byte for byte what kio writes for its v0 schema, and v1 carries the int64 acceptable lag after
 the task offset interval and TopologyDescriptionRequired before the endpoint epoch, as Kafka
-4.4's StreamsGroupHeartbeatResponse.json lays them out."""
+4.4's StreamsGroupHeartbeatResponse.json lays them out (v0's legacy int32 lag is 0, as Kafka 4.4
+answers it)."""
 from __future__ import annotations
 
 import datetime
@@ -36,7 +37,7 @@ def kio_v0(reply: StreamsHeartbeatReply) -> bytes:
         schema, error_code=reply.error, error_message=reply.error_message,
         member_id=reply.member_id, member_epoch=reply.member_epoch,
         heartbeat_interval=datetime.timedelta(milliseconds=reply.heartbeat_interval_ms),
-        acceptable_recovery_lag=reply.acceptable_recovery_lag,
+        acceptable_recovery_lag=0,     # Kafka 4.4 leaves the legacy field at 0
         task_offset_interval=datetime.timedelta(milliseconds=reply.task_offset_interval_ms),
         status=tuple(make(element(schema, "status"), status_code=c, status_detail=d)
                      for c, d in reply.status),
@@ -62,7 +63,7 @@ def test_v1_moves_the_lag_to_an_int64_and_adds_topology_description_required():
     # size, correlation id, header tags, throttle, error code, null message: 16 bytes
     assert v0[4:8] == v1[4:8] == struct.pack(">i", 42)
     assert v0[16:20] == v1[16:20] == b"\x04m-1"
-    assert struct.unpack_from(">iiii", v0, 20) == (7, 5000, 10_000, 60_000)
+    assert struct.unpack_from(">iiii", v0, 20) == (7, 5000, 0, 60_000)
     assert struct.unpack_from(">iiiq", v1, 20) == (7, 5000, 60_000, 10_000)
     # what follows the lag is the same, but for the bool before the endpoint epoch
     tail = v0[36:]

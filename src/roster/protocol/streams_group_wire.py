@@ -75,8 +75,8 @@ def encode_heartbeat_response(version: int, correlation_id: int, reply) -> bytes
     _string(out, reply.member_id)
     out += struct.pack(">ii", reply.member_epoch, reply.heartbeat_interval_ms)
     if version == 0:
-        out += struct.pack(">ii", min(reply.acceptable_recovery_lag, 2**31 - 1),
-                           reply.task_offset_interval_ms)
+        # Kafka 4.4 leaves the legacy int32 at 0 (seen beside it in the differential run)
+        out += struct.pack(">ii", 0, reply.task_offset_interval_ms)
     else:
         out += struct.pack(">iq", reply.task_offset_interval_ms, reply.acceptable_recovery_lag)
     if reply.status is None:

@@ -27,8 +27,9 @@ What is here (pure: no I/O, no clock; time comes in as `now`):
 - `heartbeat.py`  the heartbeat's request and reply as the coordinator reads them.
 
 Registered by broker/streams_group.py (STREAMS, with the effect creating internal topics);
-served by broker/handlers/streams_group_heartbeat.py and streams_group_describe.py (v0, kio's
-schema). Not here yet: v1 of both APIs, the initial rebalance delay (ASSIGNMENT_DELAYED), the
-rebalance timeout of a member that does not revoke, the group configs on GROUP resources, the
-flight recorder's streams events, and StreamsGroupTopologyDescriptionUpdate (93).
+served by broker/handlers/streams_group_heartbeat.py (v0-1, protocol/streams_group_wire.py) and
+streams_group_describe.py (v0, kio's schema). Not here yet: StreamsGroupDescribe v1, the initial
+rebalance delay and the assignment interval (Kafka's ASSIGNMENT_DELAYED), the broker's
+group.streams.* settings and the streams.* group configs (Kafka's defaults are used), the flight
+recorder's streams events, and StreamsGroupTopologyDescriptionUpdate (93).
 """

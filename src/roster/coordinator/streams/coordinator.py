@@ -193,9 +193,9 @@ class StreamsCoordinator(GroupsById):
             op.revert()
             result.records.clear()
             result.effects = ()
+            # (Kafka's refusals carry no member id)
             result.reply(q.token, StreamsHeartbeatReply(error=exc.error,
-                                                        error_message=exc.message,
-                                                        member_id=q.member_id))
+                                                        error_message=exc.message))
             return result
         self._finish(op, q.group_id, q.token, reply, result)
         return result
@@ -313,7 +313,9 @@ class StreamsCoordinator(GroupsById):
         if q.shutdown_application:
             log.info(text.SHUTDOWN_REQUESTED.format(mid))
             self._shutdown.add(gid)
-        full = joining or owned is not None or member.assigned != before
+        # the tasks go back when they changed, and at join (Kafka leaves them null otherwise,
+        # whatever the member reported)
+        full = joining or member.assigned != before
         return self._reply(group, member, q, configured, image, full)
 
     @staticmethod

@@ -53,7 +53,7 @@ class StreamsHeartbeatReply:
     heartbeat_interval_ms: int = 0
     acceptable_recovery_lag: int = 0
     task_offset_interval_ms: int = 0
-    status: tuple[tuple[int, str], ...] | None = None
+    status: tuple[tuple[int, str], ...] | None = ()     # Kafka answers [] when none
     # None: unchanged since the member last heard
     active: Tasks | None = None
     standby: Tasks | None = None

@@ -1,0 +1,96 @@
+"""Streams groups (KIP-1071, StreamsGroupHeartbeat v0) stories, Kafka beside roster: a member
+joining with its topology, a second one taking its share once the first revoked it, a static
+member's temporary leave and return, and the refusals on the way."""
+from __future__ import annotations
+
+import base64
+import uuid
+
+from roster.protocol.api_keys import ApiKey
+from tests.differential.harness import scenario
+
+FIELDS = ("member_id", "member_epoch", "heartbeat_interval", "acceptable_recovery_lag",
+          "status", "active_tasks", "standby_tasks", "warmup_tasks", "error_message")
+
+
+class StreamsMember:
+    """One stream thread of an application reading one topic through one stateless
+    subtopology "0"; it acknowledges the active tasks it was given on each heartbeat."""
+
+    def __init__(self, s, who: str, group: str, topic: str, instance_id: str | None = None):
+        self.s, self.who, self.group, self.topic = s, who, group, topic
+        self.instance_id = instance_id
+        self.conn = s.conn(who)
+        self.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        self.epoch = 0
+        self.owned: list[dict] = []
+
+    def heartbeat(self, epoch: int | None = None, owned: bool = True,
+                  keep: tuple[str, ...] = FIELDS):
+        joining = self.epoch == 0 and epoch is None
+        topology = None
+        if joining:
+            topology = {"epoch": 0, "subtopologies": [{
+                "subtopology_id": "0", "source_topics": [self.topic], "source_topic_regex": [],
+                "state_changelog_topics": [], "repartition_sink_topics": [],
+                "repartition_source_topics": [], "copartition_groups": []}]}
+        answer = self.conn.call(
+            ApiKey.STREAMS_GROUP_HEARTBEAT, 0, keep=keep, group_id=self.group,
+            member_id=self.member_id, member_epoch=self.epoch if epoch is None else epoch,
+            endpoint_information_epoch=0, instance_id=self.instance_id, rack_id=None,
+            rebalance_timeout=30000 if joining else -1, topology=topology,
+            active_tasks=self.owned if owned or joining else None,
+            standby_tasks=[] if owned or joining else None,
+            warmup_tasks=[] if owned or joining else None,
+            process_id=f"process-{self.who}" if joining else None, user_endpoint=None,
+            client_tags=[] if joining else None, task_offsets=None, task_end_offsets=None,
+            shutdown_application=False)
+        if int(answer.error_code) == 0 and epoch is None:
+            self.epoch = answer.member_epoch
+            if answer.active_tasks is not None:
+                self.owned = [{"subtopology_id": t.subtopology_id,
+                               "partitions": list(t.partitions)} for t in answer.active_tasks]
+        return answer
+
+    def leave(self, static: bool = False):
+        return self.conn.call(
+            ApiKey.STREAMS_GROUP_HEARTBEAT, 0, keep=FIELDS, group_id=self.group,
+            member_id=self.member_id, member_epoch=-2 if static else -1,
+            endpoint_information_epoch=0, instance_id=self.instance_id, rack_id=None,
+            rebalance_timeout=-1, topology=None, active_tasks=None, standby_tasks=None,
+            warmup_tasks=None, process_id=None, user_endpoint=None, client_tags=None,
+            task_offsets=None, task_end_offsets=None, shutdown_application=False)
+
+
+def two_members(s, static: bool = False):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    a = StreamsMember(s, "a", group, topic, "ia" if static else None)
+    b = StreamsMember(s, "b", group, topic, "ib" if static else None)
+    a.heartbeat()
+    b.heartbeat()
+    a.heartbeat()           # told to revoke b's share
+    a.heartbeat()           # it did
+    b.heartbeat()           # b gets it
+    return group, a, b
+
+
+@scenario(outcome="""a member joining with its topology gets the first epoch and every task; a
+second member gets the next epoch and nothing until the first, told to revoke its share, says
+it no longer runs it; then the second receives it""")
+def test_streams_joining(s):
+    two_members(s)
+
+
+@scenario(outcome="""a static streams member leaving with epoch -2 keeps its tasks; another
+process claiming a held instance id gets UNRELEASED_INSTANCE_ID; the instance back with a new
+member id at epoch 0 gets its tasks and epoch back; the other member sees no change""")
+def test_streams_static_bounce(s):
+    group, a, b = two_members(s, static=True)
+    a.leave(static=True)
+    # (its message names the member ids, which differ from run to run)
+    StreamsMember(s, "x", group, a.topic, "ib").heartbeat(
+        keep=tuple(f for f in FIELDS if f != "error_message"))
+    back = StreamsMember(s, "a2", group, a.topic, "ia")
+    back.heartbeat()
+    b.heartbeat()
