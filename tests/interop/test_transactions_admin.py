@@ -21,6 +21,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 from confluent_kafka import Producer
@@ -98,9 +99,18 @@ def test_list_and_describe_show_the_coordinators_transactions(target):
     done = open_transaction(target, topic, f"{prefix}-done")
     done.commit_transaction(30)
     try:
-        listed = {r["TransactionalId"]: r for r in rows(
-            kafka_tool(target, "list", "--transactional-id-pattern", f"{prefix}-.*"),
-            "TransactionalId")}
+        # Kafka answers EndTxn once PrepareCommit is written and completes the commit after
+        # the markers: a listing in that moment shows PrepareCommit, so wait it out (a tool
+        # call used to take a JVM start, which hid it)
+        deadline = time.monotonic() + 30
+        while True:
+            listed = {r["TransactionalId"]: r for r in rows(
+                kafka_tool(target, "list", "--transactional-id-pattern", f"{prefix}-.*"),
+                "TransactionalId")}
+            settling = listed.get(f"{prefix}-done", {}).get("TransactionState") == "PrepareCommit"
+            if not settling or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert {i: r["TransactionState"] for i, r in listed.items()} == {
             f"{prefix}-open": "Ongoing", f"{prefix}-done": "CompleteCommit"}
         only = rows(kafka_tool(target, "list", "--transactional-id-pattern", f"{prefix}-op"),
