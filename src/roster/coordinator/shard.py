@@ -34,7 +34,12 @@ from roster.coordinator.continuations import (
     OffsetsDeleted,
     OffsetsExpired,
 )
-from roster.coordinator.group_type import GroupType, GroupTypeRegistration, TypeContext
+from roster.coordinator.group_type import (
+    GroupsById,
+    GroupType,
+    GroupTypeRegistration,
+    TypeContext,
+)
 from roster.coordinator.messages import (
     CommitReply,
     CommitRequest,
@@ -100,10 +105,13 @@ class GroupShard:
         self._hosts: dict[str, tuple[GroupType, ...]] = {
             family: tuple(t for t in self.types if family in serves[t] and t is not maker)
             for family, maker in self._makers.items()}
-        # the classic Heartbeat is the hot path: its routing read once
+        # the classic Heartbeat is the hot path: its routing read once, each host's membership
+        # test as the dict's own `in` where the type keeps its groups in one (GroupsById), and
+        # the maker's check_in bound
         self._classic_refusing = self._refusing.get("classic", ())
-        self._classic_hosts = self._hosts.get("classic", ())
-        self._classic_maker = self._makers.get("classic")
+        self._classic_hosts = tuple((_holds(t), t) for t in self._hosts.get("classic", ()))
+        maker = self._makers.get("classic")
+        self._classic_check_in = None if maker is None else maker.check_in
         # A ConsumerGroupHeartbeat that changes nothing but the member's session: the interval
         # to answer with, or None when it must go through consumer_heartbeat. The busiest
         # KIP-848 request, so the serving type's method itself.
@@ -181,12 +189,12 @@ class GroupShard:
         path: `serving` inlined."""
         if self._classic_refusing and self.refused(group_id, "classic"):
             return ErrorCode.group_id_not_found
-        for host in self._classic_hosts:
-            if host.has_group(group_id):
+        for holds, host in self._classic_hosts:
+            if holds(group_id):
                 return host.check_in(group_id, generation, member_id, group_instance_id, now,
                                      result)
-        return self._classic_maker.check_in(group_id, generation, member_id,
-                                            group_instance_id, now, result)
+        return self._classic_check_in(group_id, generation, member_id, group_instance_id, now,
+                                      result)
 
     # -- ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) ------------------------------
 
@@ -472,6 +480,14 @@ class GroupShard:
         if error is None:
             for record in tombstones:
                 self.replay(record, now)
+
+
+def _holds(group_type: GroupType) -> Callable[[str], bool]:
+    """The type's has_group, as cheap as it can be asked: a GroupsById type keeps its groups in
+    one dict for its life, whose own `in` answers the same without a Python call."""
+    if isinstance(group_type, GroupsById) and isinstance(group_type.groups, dict):
+        return group_type.groups.__contains__
+    return group_type.has_group
 
 
 def _unwritten(answers: tuple, error: ErrorCode) -> tuple:
