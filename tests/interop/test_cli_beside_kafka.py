@@ -3,13 +3,12 @@ broker: the describe view and the reset plan print the same rows, and a reset wi
 --execute changes nothing on Kafka either. Released Kafka is the specification."""
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from tests.support import groups
 from tests.support.cli import ok, roster, table
-from tests.support.kafka_peer import java_command, unique_name
+from tests.support.kafka_peer import unique_name
+from tests.support.kafka_tools import kafka_tool
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("kafka")]
 
@@ -17,8 +16,7 @@ CONSUMER_GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 
 def kafka_consumer_groups(bootstrap: str, *args: str) -> str:
-    done = subprocess.run(java_command(CONSUMER_GROUPS, "--bootstrap-server", bootstrap, *args),
-                          capture_output=True, text=True, timeout=120)
+    done = kafka_tool(CONSUMER_GROUPS, "--bootstrap-server", bootstrap, *args)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 

@@ -4,7 +4,8 @@ roster and against the Apache Kafka peer with the same assertions: kafka-topics,
 kafka-console-producer/-consumer, kafka-consumer-groups (describe, reset and delete offsets,
 delete), kafka-groups (listing by type), kafka-configs (group and topic configs).
 
-Each step asserts the tool's exit code and what it prints. Outputs are compared after the
+The tools run in the worker's warm JVM (tests/support/kafka_tools.py), with the output and exit
+code of their own JVM. Each step asserts the tool's exit code and what it prints. Outputs are compared after the
 normalisation `normal()` states: member ids, topic ids and the coordinator's node id are what
 Kafka leaves open. kafka-acls is in test_kafka_tools_acls.py (an ACL-enabled roster)."""
 from __future__ import annotations
@@ -23,7 +24,8 @@ from tests.support.judges import (  # noqa: F401 (fixtures)
     target,
     wait_split,
 )
-from tests.support.kafka_peer import java_command, unique_name
+from tests.support.kafka_peer import unique_name
+from tests.support.kafka_tools import kafka_tool
 
 TOOLS = "org.apache.kafka.tools."
 TOPICS = TOOLS + "TopicCommand"
@@ -37,9 +39,8 @@ BOTH = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 
 def tool(target, main_class: str, *args: str, stdin: str | None = None,
          bootstrap: str | None = None) -> subprocess.CompletedProcess:
-    done = subprocess.run(
-        java_command(main_class, "--bootstrap-server", bootstrap or target.bootstrap, *args),
-        input=stdin, capture_output=True, text=True, timeout=120)
+    done = kafka_tool(main_class, "--bootstrap-server", bootstrap or target.bootstrap, *args,
+                      stdin=stdin)
     print(f"$ {main_class.rsplit('.', 1)[1]} {' '.join(args)} -> {done.returncode}\n"
           f"{done.stdout}{done.stderr}")
     return done

@@ -22,7 +22,7 @@ from roster.admin.transactions import (
     list_transactions,
 )
 from tests.interop.test_acls import acl_settings, client_conf, command_config, roster_acls
-from tests.support.kafka_peer import java_command
+from tests.support.kafka_tools import kafka_tool
 from tests.support.security import PASSWORDS, SecureBroker
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("acls")]
@@ -101,10 +101,10 @@ def test_only_what_alice_may_describe_is_listed_described_and_nobody_else_aborts
 
 
 def tool_as(broker, user: str, *args: str) -> subprocess.CompletedProcess:
-    done = subprocess.run(java_command(
+    done = kafka_tool(
         "org.apache.kafka.tools.TransactionsCommand", "--bootstrap-server",
         broker.listener("SASL_PLAINTEXT"), "--command-config",
-        str(command_config(broker, user)), *args), capture_output=True, text=True, timeout=120)
+        str(command_config(broker, user)), *args)
     print(f"$ kafka-transactions {' '.join(args)} -> {done.returncode}\n{done.stdout}"
           f"{done.stderr}")
     return done
