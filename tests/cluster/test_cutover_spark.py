@@ -6,12 +6,14 @@ checkpoint and `startingOffsets=group` (the same group.id and group.instance.id)
 producer moves. Asserted:
 - no acknowledged record is lost, and nothing is read twice on one side;
 - every record read twice lies in the hand-over window (from where the cluster query resumed
-  to where roster's stopped), and the cluster query resumed where MirrorMaker put the group,
-  never past where roster's stopped;
-- once MirrorMaker had translated the final commit, the window is at most offset.lag.max per
-  partition (MirrorMaker's share) plus what the sink saw of the batches Spark had not yet
-  committed to the group (roster.spark commits a batch when it plans the next, docs/spark.md:
-  from the start of the last batch Spark completed, by its own progress report);
+  to where roster's stopped), and the cluster query resumed no earlier than where MirrorMaker
+  had put the group and never past where roster's stopped;
+- once MirrorMaker had translated the final commit (the test first waits until it translates
+  the live group that closely, then gives the final commit 10 s), the window is at most
+  offset.lag.max per partition (MirrorMaker's share) plus what the sink saw of the batches
+  Spark had not yet committed to the group (roster.spark commits a batch when it plans the
+  next, docs/spark.md: from the start of the last batch Spark completed, by its own progress
+  report); when the final commit was not translated that closely, the window is printed;
 - the query is the group's one static member on either side, with its group.instance.id.
 The window and the time the move took are printed.
 
@@ -36,7 +38,7 @@ from tests.support.mirror_maker import MirrorMaker, committed_offsets
 pytestmark = pytest.mark.xdist_group("kafka_cluster")
 
 PARTITIONS = 2
-RATE = 10       # records per second: 5 a partition, so offset.lag.max is 2 s of a partition
+RATE = 4        # records per second: 2 a partition, so offset.lag.max is 5 s of a partition
 LAG_MAX = 10    # offset.lag.max
 WAIT_S = 180.0  # generous: every wait ends on an event, this is only the give-up point
 
@@ -106,7 +108,14 @@ def test_spark_streaming_job_moves_to_the_cluster(cluster, source, spark, tmp_pa
         assert static_members(source.bootstrap, group) == [instance]
         starting.result(timeout=WAIT_S)
         phase("MirrorMaker started")
-        mirror.wait_group_synced(group, topic, PARTITIONS, timeout_s=WAIT_S)
+        # MirrorMaker translating the live group closely before the query stops: stopped 2 s
+        # after MirrorMaker's first sync of the group, one loaded run's final commit was
+        # still translated 71 records short when the test's 10 s for it ran out; once its
+        # translation keeps up with the live group, the final commit's is a checkpoint round
+        # or two away
+        live = committed_offsets(source.bootstrap, group, topic, PARTITIONS)
+        mirror.wait_group_synced(group, topic, PARTITIONS, timeout_s=WAIT_S,
+                                 at_least={p: o - LAG_MAX for p, o in live.items()})
         phase("group synced")
         stopping = time.monotonic()
         query.stop()
@@ -155,17 +164,19 @@ def test_spark_streaming_job_moves_to_the_cluster(cluster, source, spark, tmp_pa
     assert all(translated[p] <= resumed[p] <= stopped[p] for p in range(PARTITIONS)), \
         (translated, resumed, stopped)
     assert len(twice) == sum(window.values())
-    # the sink's rows Spark had not committed to the group when it stopped: from the start of
-    # the last batch it completed (whose commit rides on the next plan) to where it stopped
-    uncommitted = {p: stopped[p] - completed.get(p, stopped[p]) for p in range(PARTITIONS)}
+    # what the sink may have seen that Spark had not committed to the group when it stopped:
+    # the rows from the start of the last batch it completed (that batch's commit rides on
+    # the next plan) to where it stopped
+    replayable = {p: stopped[p] - completed.get(p, stopped[p]) for p in range(PARTITIONS)}
     if close_enough:
-        assert all(window[p] <= LAG_MAX + uncommitted[p] for p in range(PARTITIONS)), \
-            (window, uncommitted)
+        assert all(window[p] <= LAG_MAX + replayable[p] for p in range(PARTITIONS)), \
+            (window, replayable)
     with capsys.disabled():
         print(f"\nSpark streaming job moved ({RATE} records/s, offset.lag.max={LAG_MAX}): "
               f"{took:.1f}s from stopping it on roster to reading the cluster producer's "
               f"records, {whole:.1f}s in all; {len(acked)} acked, none lost; re-read per "
-              f"partition {[window[p] for p in range(PARTITIONS)]}, of which Spark's "
-              f"uncommitted batches {[uncommitted[p] for p in range(PARTITIONS)]}; final "
-              f"commit translated to within offset.lag.max: {close_enough}; at "
+              f"partition {[window[p] for p in range(PARTITIONS)]} (allowed offset.lag.max plus "
+              f"the rows from the start of Spark's last completed batch: "
+              f"{[replayable[p] for p in range(PARTITIONS)]}); final commit translated to "
+              f"within offset.lag.max: {close_enough}; at "
               f"{', '.join(phases)}")
