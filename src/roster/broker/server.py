@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from roster.broker.broker import Broker
-from roster.broker.streams_group import STREAMS
 from roster.broker.connection import Connection, QueuedBytes
 from roster.broker.data_dir import DataDirError, DataDirLock, claim
 from roster.config import INT_MAX, BrokerConfig, ConfigError, connection_overrides
@@ -169,7 +168,7 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
 def _open_broker(config: BrokerConfig, data_dir: Path) -> Broker:
     """Load the data directory; a failure to read or write it is a DataDirError naming it."""
     try:
-        broker = Broker(config, data_dir, group_types=(STREAMS,))
+        broker = Broker(config, data_dir)
         broker.start()
     except (OSError, LogError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc

@@ -1,13 +1,14 @@
 """Streams groups (KIP-1071) at the edge: the registration of the streams group type
 (coordinator/streams/) and the one effect it asks of the broker, creating the internal topics a
 group's topology needs (its changelogs compacted, its repartition topics as Streams configures
-them), once the heartbeat that found them missing is durable."""
+them), once the heartbeat that found them missing is durable. roster/group_types.py lists it
+with the broker's other types."""
 from __future__ import annotations
 
 import logging
 
-from roster.broker.topics import TopicError
 from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+from roster.coordinator.streams.effects import InternalTopicsWanted
 
 log = logging.getLogger("roster.groups")
 
@@ -21,6 +22,7 @@ def create_internal_topics(broker, effect) -> None:
     """Create those of `effect.topics` that do not exist yet (another heartbeat may have asked
     first): each with its partition count and the configs the topology gave it. A topic that
     cannot be created is logged; the group reports MISSING_INTERNAL_TOPICS meanwhile."""
+    from roster.broker.topics import TopicError
     for topic in effect.topics:
         if topic.name in broker.topics:
             continue
@@ -34,12 +36,8 @@ def create_internal_topics(broker, effect) -> None:
                      effect.group_id, topic.name, topic.partitions)
 
 
-def _effects():
-    from roster.coordinator.streams.coordinator import InternalTopicsWanted
-    return {InternalTopicsWanted: create_internal_topics}
-
-
-STREAMS = GroupTypeRegistration("streams", make=_make, effects=_effects())
+STREAMS = GroupTypeRegistration("streams", make=_make,
+                                effects={InternalTopicsWanted: create_internal_topics})
 
 
 def streams_type(broker):

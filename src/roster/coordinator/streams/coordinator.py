@@ -37,6 +37,7 @@ from roster.coordinator.streams import messages as text
 from roster.coordinator.streams import records as rec
 from roster.coordinator.streams import static_members
 from roster.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
+from roster.coordinator.streams.effects import InternalTopicsWanted
 from roster.coordinator.streams.endpoints import endpoint_partitions
 from roster.coordinator.streams.heartbeat import (
     EndpointAnswer,
@@ -59,7 +60,6 @@ from roster.coordinator.streams.reconcile import reconcile
 from roster.coordinator.streams.replay import replay
 from roster.coordinator.streams.topology import (
     ConfiguredTopology,
-    InternalTopic,
     InvalidTopology,
     Status,
     Topology,
@@ -94,13 +94,6 @@ class StreamsWritten:
     token: object
     reply: object
     fenced: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class InternalTopicsWanted:
-    """The effect a heartbeat asks of the edge: create these topics (those still missing)."""
-    group_id: str
-    topics: tuple[InternalTopic, ...]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,14 @@
+"""What a streams group asks of the edge beyond its records (Result.effects), handled once the
+result is durable by the handler its registration names (broker/streams_group.py)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from roster.coordinator.streams.topology import InternalTopic
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopicsWanted:
+    """Create these topics (those still missing): a topology's internal topics."""
+    group_id: str
+    topics: tuple[InternalTopic, ...]
