@@ -19,7 +19,7 @@ import itertools
 import time
 
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.coordinator import Coordinator
+from roster.coordinator.classic.coordinator import Coordinator
 from roster.coordinator.messages import JoinRequest, SyncRequest
 from roster.coordinator.results import Result, Schedule
 

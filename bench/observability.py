@@ -45,7 +45,7 @@ class NoRecorder:
 
 def core(args) -> dict:
     from roster.coordinator.config import GroupConfig
-    from roster.coordinator.coordinator import Coordinator
+    from roster.coordinator.classic.coordinator import Coordinator
     from roster.coordinator.messages import JoinRequest, SyncRequest
     from roster.coordinator.results import Result
     protocols = (("range", b"m"),)
@@ -71,7 +71,7 @@ def core(args) -> dict:
         for i in range(args.members):
             join(instance=f"i-{i}")
         group = coordinator.groups["g"]
-        from roster.coordinator.timers import JoinDeadline
+        from roster.coordinator.classic.timers import JoinDeadline
         finish(coordinator.expire(JoinDeadline("g", 0, 0), now[0]))
 
         def sync_all():

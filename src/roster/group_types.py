@@ -30,7 +30,7 @@ def _consumer_recorder():
 
 
 def _classic(context: TypeContext):
-    from roster.coordinator.coordinator import Coordinator
+    from roster.coordinator.classic.coordinator import Coordinator
     return Coordinator(context.config, context.new_member_id, topics=context.topics,
                        expected=context.expected)
 

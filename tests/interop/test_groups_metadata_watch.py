@@ -128,7 +128,7 @@ def test_partitions_added_while_the_static_leader_is_down(tmp_path_factory, watc
 # the default max.poll.interval.ms (5 minutes: the rebalance timeout). The leader is SIGKILLed and
 # the topic grows from 3 to 6 partitions. Kafka would keep the survivors on their partitions until
 # the leader's session ends; the watch rebalances at once, and must not then hold the survivors in
-# the join phase for five minutes waiting for the dead leader (coordinator/away.py).
+# the join phase for five minutes waiting for the dead leader (coordinator/classic/away.py).
 
 SESSION_MS = 20_000
 GROWN = 6

@@ -40,7 +40,7 @@ def test_session_must_exceed_heartbeat(tmp_path):
 
 
 def test_expected_static_members(tmp_path):
-    from roster.coordinator.expectations import Expected
+    from roster.coordinator.classic.expectations import Expected
     store = GroupConfigStore(tmp_path, DEFAULTS)
     assert store.expected("g") is None
     store.alter("g", [("group.expected.instance.ids", SET, "a, b,a,c")])

@@ -27,7 +27,7 @@ from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.messages import CommitRequest, JoinRequest, OffsetToCommit
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.log.api import LogStorageError
 from roster.log.reading import batches_from_start
 from roster.protocol import consumer_protocol as cp

@@ -86,8 +86,8 @@ class Broker:
                                   config["group.coordinator.append.linger.ms"])
         self.group_configs = GroupConfigStore(data_dir, config)
         # classic consumer groups read the topic catalog the way KIP-848 groups do (the same
-        # TopicImage view: coordinator/metadata_watch.py); pre-registered static members come
-        # from the group configs (coordinator/expectations.py)
+        # TopicImage view: coordinator/classic/metadata_watch.py); pre-registered static members come
+        # from the group configs (coordinator/classic/expectations.py)
         self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log,
                                    settings=group_types_settings(
                                        with_built_in(group_types), config,

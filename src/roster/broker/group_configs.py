@@ -4,7 +4,7 @@ IncrementalAlterConfigs and read with DescribeConfigs (what `kafka-configs --ent
 and the admin clients send).
 
 roster adds the pre-registered static members of a classic group (KIP-345's future work;
-coordinator/expectations.py): `group.expected.instance.ids` (a list), or `group.expected.size`,
+coordinator/classic/expectations.py): `group.expected.instance.ids` (a list), or `group.expected.size`,
 and `group.expected.refuse.unexpected` (default true). They have no broker-wide default.
 
 Kafka keeps them in its metadata log; roster keeps them in `group-configs.json` in the data
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from roster.coordinator.expectations import Expected
+from roster.coordinator.classic.expectations import Expected
 from roster.log.files import durable_replace
 
 FILE = "group-configs.json"

@@ -277,7 +277,7 @@ class GroupRuntime:
         if result.records or result.replies or result.after_write or result.facts \
                 or result.changes:
             self._heartbeat_result = Result()   # this one is carried out, and may be kept
-            self.apply(result)   # e.g. a rebalance it started (coordinator/metadata_watch.py)
+            self.apply(result)   # e.g. a rebalance it started (coordinator/classic/metadata_watch.py)
         elif result.timers:
             self._timers.apply(result.timers)
             result.timers.clear()

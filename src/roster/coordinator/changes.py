@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple, Protocol
 
-from roster.coordinator.group import Group
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.group import Group
+from roster.coordinator.classic.states import GroupState
 
 Protocols = tuple[tuple[str, bytes], ...]
 

@@ -1,7 +1,7 @@
 """What the shard (shard.py) asks of every type of group, and nothing more (Kafka's Group
 interface, as OffsetMetadataManager uses it). Each type's coordinator answers for the groups of
 that type by group id. Every type, the built-in ones too (the consumer coordinator,
-consumer/coordinator.py; the classic one, coordinator.py), comes to the shard the same way: a
+consumer/coordinator.py; the classic one, classic/coordinator.py), comes to the shard the same way: a
 GroupTypeRegistration in roster/group_types.py, the one list of the broker's types
 (tests/unit/coordinator/test_stub_group_type.py registers a stub the same way).
 

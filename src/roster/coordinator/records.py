@@ -2,7 +2,7 @@
 factories); a consumer group's are built in consumer/records.py."""
 from __future__ import annotations
 
-from roster.coordinator.group import Group
+from roster.coordinator.classic.group import Group
 from roster.protocol.group_records import (
     GroupKey,
     GroupValue,

@@ -68,7 +68,7 @@ class GroupShard:
                  settings: Mapping | None = None, topics=None, expected=None) -> None:
         """`types`: the registrations, in the order they are asked (roster/group_types.py);
         `topics`: the topic catalog (consumer.model.TopicImage) groups read; `expected`: group
-        id -> pre-registered static members (coordinator/expectations.py); `settings`: type
+        id -> pre-registered static members (coordinator/classic/expectations.py); `settings`: type
         name -> its own settings (GroupTypeRegistration.configure)."""
         self.config = config
         self.topics = topics

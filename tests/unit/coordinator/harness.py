@@ -5,7 +5,7 @@ wait until released, when held); every reply is kept by its token. Tests assert 
 a coordinator does: records written, replies released, timers scheduled (with exact deadlines).
 
 Member sessions are watched by one timer per group, armed for the earliest member deadline
-(coordinator/sessions.py). Tests read a member's own deadline with session_deadline(), and after
+(coordinator/classic/sessions.py). Tests read a member's own deadline with session_deadline(), and after
 every operation the harness checks that each such deadline is covered: the group's timer is armed
 at or before it, so when the clock reaches a deadline the member's expiry runs at that very time.
 """
@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from roster.coordinator import rebalance
+from roster.coordinator.classic import rebalance
 from roster.coordinator.config import GroupConfig
-from roster.coordinator.group import Member
+from roster.coordinator.classic.group import Member
 from roster.coordinator.messages import JoinRequest, LeaveIdentity, LeaveRequest, SyncRequest
 from roster.coordinator.results import Result
-from roster.coordinator.timers import heartbeat_key
+from roster.coordinator.classic.timers import heartbeat_key
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.shard_harness import ShardDriver
 

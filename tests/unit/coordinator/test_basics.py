@@ -1,6 +1,6 @@
 """First scenarios: a group forms, heartbeats keep it, a leave rebalances it."""
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import join_key, sync_key
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import join_key, sync_key
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import Harness
 

@@ -2,9 +2,9 @@
 and testIsInStates)."""
 import pytest
 
-from roster.coordinator.admin import GroupDescription, MemberDescription
+from roster.coordinator.classic.admin import GroupDescription, MemberDescription
 from roster.coordinator.messages import FetchedOffset, JoinReply
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, OffsetKey, Record
 from tests.unit.coordinator.harness import Harness

@@ -2,9 +2,9 @@
 expects its static members forms in one generation as soon as the last one joins, waits no
 fixed delay, proceeds at the rebalance timeout without the missing, and refuses (or, if told,
 admits) members it does not expect."""
-from roster.coordinator.expectations import REFUSAL, Expected
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import join_key
+from roster.coordinator.classic.expectations import REFUSAL, Expected
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import join_key
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import Harness
 

@@ -6,8 +6,8 @@ import pytest
 
 from roster.broker.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator.messages import JoinMember, JoinReply, JoinRequest, SyncReply
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import join_key, sync_key
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import join_key, sync_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey
 from tests.unit.coordinator.harness import PROTOCOLS, Harness

@@ -1,8 +1,8 @@
 """LeaveGroup (reference §5): members leaving by id, static members removed by instance id (the
 v3+ batch semantics of KIP-345), pending ids (§9 items 19 and 26)."""
 from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import join_key
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import join_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, GroupValue, Record
 from tests.unit.coordinator.harness import Harness

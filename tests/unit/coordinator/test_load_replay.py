@@ -4,8 +4,8 @@ member's session and rebalances groups above group.max.size."""
 import pytest
 
 from roster.coordinator.messages import JoinReply, SyncReply
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import join_key
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import join_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import (
     GroupKey,

@@ -4,9 +4,9 @@ a subscribed topic that gains partitions, appears, disappears or is recreated st
 a new id (KIP-814) is not told to keep an outdated assignment. group.coordinator.metadata.watch
 off: Kafka's behaviour, nothing happens."""
 from roster.coordinator.consumer.model import DictTopicImage
-from roster.coordinator.metadata_watch import CHECK_INTERVAL_MS
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import join_key
+from roster.coordinator.classic.metadata_watch import CHECK_INTERVAL_MS
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import join_key
 from roster.protocol.consumer_protocol import Subscription, encode_subscription
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import Harness

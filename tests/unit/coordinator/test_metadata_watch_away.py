@@ -1,11 +1,11 @@
 """Issue 22, part 1: a rebalance the metadata watch starts does not wait for static members that
-are away (coordinator/away.py). Three static members (session 20 s, rebalance timeout 5 min, as
+are away (coordinator/classic/away.py). Three static members (session 20 s, rebalance timeout 5 min, as
 with confluent-kafka's defaults); the leader dies at time 0 and the topic then grows. Kafka would
 do nothing until the leader's session ends; the watch rebalances, and must not then hold every
 survivor in the join phase for the rebalance timeout."""
 from roster.coordinator.consumer.model import DictTopicImage
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import away_key
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import away_key
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import Harness
 from tests.unit.coordinator.test_metadata_watch import ID_A, subscribing

@@ -4,7 +4,7 @@ to; other groups with members are refused; an Empty group left without offsets i
 import pytest
 
 from roster.coordinator.messages import OffsetDeleteReply
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.protocol.consumer_protocol import Subscription, encode_subscription
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, OffsetKey, Record

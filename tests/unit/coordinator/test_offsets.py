@@ -3,7 +3,7 @@
 import pytest
 
 from roster.coordinator.messages import CommitReply, FetchedOffset
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.protocol.consumer_protocol import Subscription, encode_subscription
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, OffsetKey, OffsetValue, Record

@@ -21,7 +21,7 @@ from roster.broker.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.coordinator.shard import GroupShard
 from roster.group_types import GROUP_TYPES
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import PROTOCOLS, Harness
 
@@ -80,7 +80,8 @@ class GroupMachine(RuleBasedStateMachine):
         self.clients[-1].next_step = "stopped"  # the twin polls once a join or restart starts it
         self.generation = 0
         self.parked: set[int] = set()
-        self.loaded = GroupShard(self.h.config, lambda prefix: prefix, GROUP_TYPES)  # replays every record
+        # replays every record
+        self.loaded = GroupShard(self.h.config, lambda prefix: prefix, GROUP_TYPES)
         self.replayed = 0
 
     def _send(self, client: Client, token: int) -> None:

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.shard import GroupShard
 from roster.group_types import GROUP_TYPES
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import decode
 from tests.unit.coordinator.harness import Harness

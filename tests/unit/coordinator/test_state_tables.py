@@ -16,9 +16,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from roster.coordinator import states
-from roster.coordinator.group import Group
-from roster.coordinator.states import ANSWER_TABLES, Action, GroupState, IllegalTransition, Refuse
+from roster.coordinator.classic import states
+from roster.coordinator.classic.group import Group
+from roster.coordinator.classic.states import (
+    ANSWER_TABLES,
+    Action,
+    GroupState,
+    IllegalTransition,
+    Refuse,
+)
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import Harness
 

@@ -4,10 +4,10 @@ import itertools
 
 import pytest
 
-from roster.coordinator import rebalance
-from roster.coordinator.group import Group, Member
+from roster.coordinator.classic import rebalance
+from roster.coordinator.classic.group import Group, Member
 from roster.coordinator.results import Parked, Result
-from roster.coordinator.states import (
+from roster.coordinator.classic.states import (
     ALL_STATES,
     CAN_REBALANCE,
     LEGAL_PREVIOUS,

@@ -3,8 +3,8 @@ plus the six member-id x group-instance-id JoinGroup cases from the KIP-345 disc
 import pytest
 
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
-from roster.coordinator.states import GroupState, IllegalTransition
-from roster.coordinator.timers import join_key, sync_key
+from roster.coordinator.classic.states import GroupState, IllegalTransition
+from roster.coordinator.classic.timers import join_key, sync_key
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, GroupValue, MemberValue, Record
 from tests.unit.coordinator.harness import PROTOCOLS, Harness

@@ -2,8 +2,14 @@
 deadline, new-member and session expiry, pending ids, and pending-sync expiry (§9 items 22, 23,
 25, 26, 28, 30)."""
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import JoinDeadline, SyncDeadline, heartbeat_key, join_key, sync_key
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import (
+    JoinDeadline,
+    SyncDeadline,
+    heartbeat_key,
+    join_key,
+    sync_key,
+)
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, GroupValue, Record
 from tests.unit.coordinator.harness import Harness

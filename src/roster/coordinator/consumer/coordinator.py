@@ -95,7 +95,7 @@ class ConsumerCoordinator(GroupsById):
         self.config = config or ConsumerConfig()
         self.groups: dict[str, ConsumerGroup] = {}
         self._new_member_id = new_member_id
-        # the classic coordinator beside it (coordinator/coordinator.py): a classic group with
+        # the classic coordinator beside it (coordinator/classic/coordinator.py): a classic group with
         # members keeps its id from consumer members unless an online upgrade takes it over
         # (migration.py), and a memberless one gives way; None: no classic groups
         self.classic = classic

@@ -1,5 +1,5 @@
 """Consumer group member sessions, kept as the classic groups keep theirs
-(coordinator/sessions.py): a deadline per member and one timer per group, armed for the
+(coordinator/classic/sessions.py): a deadline per member and one timer per group, armed for the
 earliest; a heartbeat moves its member's deadline later and sets no timer."""
 from __future__ import annotations
 

@@ -162,7 +162,7 @@ class ConsumerGroup:
     # subscribed_names() and regexes(), until a member changes
     subscribed_cache: frozenset[str] | None = field(default=None, compare=False)
     regex_cache: frozenset[str] | None = field(default=None, compare=False)
-    # sessions, as the classic groups keep them (coordinator/sessions.py): member id -> when
+    # sessions, as the classic groups keep them (coordinator/classic/sessions.py): member id -> when
     # it must be heard from next, and the deadline the group's one session timer is armed for;
     # a heartbeat only moves its member's deadline later: no timer work
     session_deadlines: dict[str, int] = field(default_factory=dict, compare=False)

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator.group import Group, Member
-from roster.coordinator.sharing import shared_int, shared_str
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.group import Group, Member
+from roster.coordinator.classic.sharing import shared_int, shared_str
+from roster.coordinator.classic.states import GroupState
 from roster.protocol.group_records import GroupKey, GroupValue, Record, UnknownRecord
 
 log = logging.getLogger("roster.coordinator")

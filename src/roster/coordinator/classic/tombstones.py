@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from roster.coordinator import records
 from roster.coordinator.changes import Buried
-from roster.coordinator.group import Group
+from roster.coordinator.classic.group import Group
 from roster.coordinator.results import Result
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.protocol.group_records import Record
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator import expectations, records, sessions
-from roster.coordinator.group import Group, Member
+from roster.coordinator import records
+from roster.coordinator.classic import expectations, sessions
+from roster.coordinator.classic.group import Group, Member
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
 from roster.coordinator.results import Result
-from roster.coordinator.sessions import reschedule_heartbeat
-from roster.coordinator.states import CAN_REBALANCE, GroupState
-from roster.coordinator.timers import JoinDeadline, SyncDeadline, away_key, join_key, sync_key
+from roster.coordinator.classic.sessions import reschedule_heartbeat
+from roster.coordinator.classic.states import CAN_REBALANCE, GroupState
+from roster.coordinator.classic.timers import JoinDeadline, SyncDeadline, away_key, join_key, sync_key
 from roster.coordinator import facts
 from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode

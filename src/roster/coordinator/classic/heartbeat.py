@@ -1,11 +1,11 @@
 """Heartbeat: keeps a member's session alive and tells it when to rejoin."""
 from __future__ import annotations
 
-from roster.coordinator import metadata_watch
-from roster.coordinator.rebalance import reschedule_heartbeat
+from roster.coordinator.classic import metadata_watch
+from roster.coordinator.classic.rebalance import reschedule_heartbeat
 from roster.coordinator.results import Result
-from roster.coordinator.states import HEARTBEAT, GroupState, Refuse
-from roster.coordinator.validation import generation_member_error
+from roster.coordinator.classic.states import HEARTBEAT, GroupState, Refuse
+from roster.coordinator.classic.validation import generation_member_error
 from roster.protocol.errors import ErrorCode
 
 WATCH_INTERVAL_MS = metadata_watch.CHECK_INTERVAL_MS

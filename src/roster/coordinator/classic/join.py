@@ -8,9 +8,9 @@ import logging
 from roster.coordinator import records
 from roster.coordinator.changes import StaticIdReplaced
 from roster.coordinator.continuations import StaticMemberReplaced
-from roster.coordinator.group import Group, Member
+from roster.coordinator.classic.group import Group, Member
 from roster.coordinator.messages import JoinReply, JoinRequest, SyncReply
-from roster.coordinator.rebalance import (
+from roster.coordinator.classic.rebalance import (
     answer_join,
     answer_sync,
     current_generation_reply,
@@ -21,9 +21,9 @@ from roster.coordinator.rebalance import (
     reschedule_heartbeat,
 )
 from roster.coordinator.results import Parked, Result
-from roster.coordinator.sessions import add_pending
-from roster.coordinator.sharing import shared_int, shared_str
-from roster.coordinator.states import (
+from roster.coordinator.classic.sessions import add_pending
+from roster.coordinator.classic.sharing import shared_int, shared_str
+from roster.coordinator.classic.states import (
     JOIN_GROUP_KNOWN_MEMBER,
     JOIN_GROUP_NEW_MEMBER,
     Action,
@@ -31,7 +31,7 @@ from roster.coordinator.states import (
     IllegalTransition,
     Refuse,
 )
-from roster.coordinator.validation import member_error
+from roster.coordinator.classic.validation import member_error
 from roster.coordinator import facts
 from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode

@@ -53,6 +53,6 @@ class SyncDeadline:
 @dataclass(frozen=True, slots=True)
 class AwayCheck:
     """During a rebalance the metadata watch started: look for static members that are away
-    (coordinator/away.py)."""
+    (coordinator/classic/away.py)."""
 
     group_id: str

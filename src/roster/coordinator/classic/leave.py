@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator.group import Group
+from roster.coordinator.classic.group import Group
 from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply, LeaveRequest
-from roster.coordinator.rebalance import (
+from roster.coordinator.classic.rebalance import (
     answer_join,
     maybe_complete_join,
     maybe_prepare_rebalance_or_complete_join,
 )
 from roster.coordinator.results import Result
-from roster.coordinator.states import LEAVE_GROUP, Action, GroupState, Refuse
-from roster.coordinator.validation import member_error
+from roster.coordinator.classic.states import LEAVE_GROUP, Action, GroupState, Refuse
+from roster.coordinator.classic.validation import member_error
 from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 

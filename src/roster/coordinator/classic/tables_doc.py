@@ -1,11 +1,11 @@
 """Render the state tables of states.py as Markdown, for docs/groups.md.
 
-`python -m roster.coordinator.tables_doc` prints the block; a test checks docs/groups.md holds
+`python -m roster.coordinator.classic.tables_doc` prints the block; a test checks docs/groups.md holds
 exactly what this prints, so the documentation cannot drift from the code.
 """
 from __future__ import annotations
 
-from roster.coordinator.states import (
+from roster.coordinator.classic.states import (
     ANSWER_TABLES,
     LEGAL_PREVIOUS,
     NOTES,
@@ -17,8 +17,8 @@ from roster.coordinator.states import (
 )
 from roster.protocol.errors import ErrorCode
 
-BEGIN = "<!-- generated from roster/coordinator/states.py: begin -->"
-END = "<!-- generated from roster/coordinator/states.py: end -->"
+BEGIN = "<!-- generated from roster/coordinator/classic/states.py: begin -->"
+END = "<!-- generated from roster/coordinator/classic/states.py: end -->"
 
 
 def describe(api: str, state: GroupState, cell: Cell) -> str:

@@ -17,10 +17,10 @@ then, as in Kafka, only the leader notices.
 """
 from __future__ import annotations
 
-from roster.coordinator import away, rebalance
-from roster.coordinator.group import Group
+from roster.coordinator.classic import away, rebalance
+from roster.coordinator.classic.group import Group
 from roster.coordinator.results import Result
-from roster.coordinator.states import GroupState
+from roster.coordinator.classic.states import GroupState
 from roster.coordinator import triggers as tr
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 

@@ -12,13 +12,13 @@ keeps, and how they age (offsets.retention.minutes, as Kafka decides it):
 from __future__ import annotations
 
 from roster.coordinator.changes import SimpleGroupCreated
-from roster.coordinator.group import Group
+from roster.coordinator.classic.group import Group
 from roster.coordinator.messages import CommitRequest
 from roster.coordinator.offset_store import OffsetExpiry
-from roster.coordinator.rebalance import reschedule_heartbeat
+from roster.coordinator.classic.rebalance import reschedule_heartbeat
 from roster.coordinator.results import Result
-from roster.coordinator.states import OFFSET_COMMIT, OFFSET_DELETE, Action, GroupState, Refuse
-from roster.coordinator.validation import member_error
+from roster.coordinator.classic.states import OFFSET_COMMIT, OFFSET_DELETE, Action, GroupState, Refuse
+from roster.coordinator.classic.validation import member_error
 from roster.protocol.errors import ErrorCode
 
 S = GroupState

@@ -1,7 +1,7 @@
 """Checks several APIs share."""
 from __future__ import annotations
 
-from roster.coordinator.group import Group
+from roster.coordinator.classic.group import Group
 from roster.protocol.errors import ErrorCode
 
 

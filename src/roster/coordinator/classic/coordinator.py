@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from roster.coordinator import (
+from roster.coordinator.classic import (
     admin,
     away,
     expectations,
@@ -20,14 +20,14 @@ from roster.coordinator import (
     sync,
     tombstones,
 )
-from roster.coordinator import replay as classic_replay
+from roster.coordinator.classic import replay as classic_replay
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.continuations import (
     Continuation,
     LeaderAssignmentWritten,
     StaticMemberReplaced,
 )
-from roster.coordinator.group import Group
+from roster.coordinator.classic.group import Group
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import (
     CommitRequest,
@@ -39,8 +39,8 @@ from roster.coordinator.messages import (
 )
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
-from roster.coordinator.states import GroupState
-from roster.coordinator.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
 from roster.coordinator import facts
 from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode

@@ -8,7 +8,7 @@ from roster.coordinator.messages import (
     MemberDescription,
     MemberView,
 )
-from roster.coordinator.states import DELETE_GROUP, Action, GroupState
+from roster.coordinator.classic.states import DELETE_GROUP, Action, GroupState
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from roster.protocol.errors import ErrorCode
 
