@@ -11,7 +11,7 @@ import pytest
 from roster.admin.client import AdminClient
 from roster.admin.groups import describe
 from roster.client.producer import Producer
-from tests.spark.helpers import Collected, start, wait_until
+from tests.spark.helpers import Collected, start, stream, wait_until
 from tests.support.kafka_peer import unique_name
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("kafka_cluster")]
@@ -25,6 +25,17 @@ def _produce(bootstrap: str, topic: str, values: list[bytes]) -> list[tuple[int,
         finally:
             await producer.close()
     return asyncio.run(go())
+
+
+def _activate(spark) -> None:
+    """Make `spark` the active session of the JVM thread that serves this Python thread.
+    Spark looks a Python data source's stream writer up in that thread-local active session
+    only (not the default session), and the JVM thread behind pytest's main thread is not
+    the one the session was created on by the time these tests run (py4j gave it a new
+    connection: Thread-12, later Thread-68, with no active session), so
+    writeStream.format("roster").start() failed with DATA_SOURCE_NOT_FOUND. Batch reads and
+    the source resolve the session otherwise and never needed this."""
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
 
 
 def _member(bootstrap: str, group: str):
@@ -69,5 +80,48 @@ def test_static_streaming_member_rides_out_its_coordinator_dying(spark, kafka_cl
         cluster.restart(coordinator)
         assert sink.places() == sorted(first + second)     # each once, nothing lost
         assert _member(cluster.bootstrap, group) == before  # no rebalance: same member
+    finally:
+        query.stop()
+
+
+def test_exactly_once_sink_on_the_cluster_through_a_leader_dying(spark, kafka_cluster,
+                                                                  tmp_path):
+    """writeStream.format("roster") from the cluster into the cluster: each task's records and
+    its marker go in one transaction, so a read_committed reader sees every record once, with
+    the leader of a destination partition killed -9 between two rounds of input.
+
+    The session is made active on this thread's JVM side first (_activate)."""
+    from collections import Counter
+
+    from tests.support.read_to_end import values_to_end
+    cluster = kafka_cluster
+    _activate(spark)
+    cluster.heal()
+    source, dest = unique_name("spark-eos-in"), unique_name("spark-eos-out")
+    cluster.create_topic(source, partitions=2)
+    cluster.create_topic(dest, partitions=2)
+    first = [f"a{i}".encode() for i in range(20)]
+    second = [f"b{i}".encode() for i in range(20)]
+    _produce(cluster.bootstrap, source, first)
+    query = (stream(spark, cluster.bootstrap, subscribe=source, startingOffsets="earliest",
+                    maxOffsetsPerTrigger=10)
+             .select("key", "value").writeStream.format("roster")
+             .option("kafka.bootstrap.servers", cluster.bootstrap).option("topic", dest)
+             .option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(processingTime="300 milliseconds").start())
+    try:
+        def committed() -> Counter:
+            return Counter(values_to_end(cluster.bootstrap, dest, "read_committed", 2,
+                                         group_id=unique_name("eos-check")))
+
+        wait_until(lambda: sum(committed().values()) >= len(first), 120,
+                   "the first round in the destination", queries=(query,))
+        victim = cluster.leader_of(dest, 0)
+        cluster.kill9(victim)
+        _produce(cluster.bootstrap, source, second)
+        wait_until(lambda: sum(committed().values()) >= len(first) + len(second), 180,
+                   "the second round, after the kill", queries=(query,))
+        assert committed() == Counter(first + second)   # every record once, nothing lost
+        cluster.restart(victim)
     finally:
         query.stop()
