@@ -47,6 +47,14 @@ OFF_TRACE = """
   them off the coordinator thread (`group.consumer.assignor.offload.enable`); roster has neither
   setting and answers as Kafka does with an interval of 0 and no offload, which is how the
   harness runs Kafka. With Kafka's defaults a member can see its assignment a heartbeat later.
+- **A KIP-848 assignment is repeated until the member reports owning it.** Kafka puts the
+  assignment in a ConsumerGroupHeartbeat answer only when it changed or the request was full.
+  librdkafka times a heartbeat out after one heartbeat interval and resends it unchanged, not as
+  a full request, so an answer with a revocation that arrives late is lost and the member keeps
+  the partitions until its rebalance timeout; on a loaded machine with a 500 ms interval this
+  stalled a rolling bounce. roster repeats the assignment in every answer until the member's
+  owned partitions match it (kept in memory; the clients ignore an assignment equal to theirs).
+  Against Kafka's answers this differs only between an assignment and its acknowledgement.
 """
 
 
