@@ -108,7 +108,7 @@ class GroupShard:
         # the classic Heartbeat is the hot path: its routing read once, each host's membership
         # test as the dict's own `in` where the type keeps its groups in one (GroupsById), and
         # the maker's check_in bound
-        self._classic_refusing = self._refusing.get("classic", ())
+        self._classic_refusing = tuple(_holds(t) for t in self._refusing.get("classic", ()))
         self._classic_hosts = tuple((_holds(t), t) for t in self._hosts.get("classic", ()))
         maker = self._makers.get("classic")
         self._classic_check_in = None if maker is None else maker.check_in
@@ -187,8 +187,9 @@ class GroupShard:
                   group_instance_id: str | None, now: int, result: Result) -> ErrorCode:
         """The classic Heartbeat: its answer at once; timer changes go into `result`. The hot
         path: `serving` inlined."""
-        if self._classic_refusing and self.refused(group_id, "classic"):
-            return ErrorCode.group_id_not_found
+        for holds in self._classic_refusing:   # a type that does not take classic requests
+            if holds(group_id):
+                return ErrorCode.group_id_not_found
         for holds, host in self._classic_hosts:
             if holds(group_id):
                 return host.check_in(group_id, generation, member_id, group_instance_id, now,
