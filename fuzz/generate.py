@@ -121,7 +121,10 @@ class Generator:
         name, kind, where = info.name, info.kafka_type, owner.__name__
         rng = self.rng
         if kind == "string":
-            return self.string(name, where)
+            text = self.string(name, where)
+            # a config's value may be null where the schema allows it (AlterConfigs), not in a
+            # key-value pair that must hold one (StreamsGroupHeartbeat's topic configs)
+            return "" if text is None and not info.nullable else text
         if kind == "records":
             return self.record_batch() if rng.random() < 0.9 else rng.randbytes(rng.randrange(70))
         if kind == "bytes":
