@@ -4,8 +4,8 @@ answers it. The decisions are roster.coordinator.streams'; this module converts 
 carries AcceptableRecoveryLag as an int64 and TopologyDescriptionRequired: tasks to {subtopology: partitions}, the topology to topology.Topology), hands
 the coordinator the live topic catalog, and builds the answer.
 
-Admission: READ on the group, as Kafka (its topic checks, DESCRIBE on the source topics and
-CREATE for internal topics, are made when ACLs are on; roster's admission checks the group)."""
+Admission: READ on the group. Kafka also asks DESCRIBE on every topic of the topology and
+CREATE for the internal topics it creates; roster does not check those yet (docs/security.md)."""
 from __future__ import annotations
 
 import asyncio
