@@ -27,8 +27,7 @@ asserts:
   as it was on roster. MirrorMaker alone reads and writes as the brokers' PLAINTEXT super
   user;
 - the time the cut-over took, printed.
-The Spark streaming job's move is tests/cluster/test_cutover_spark.py (opt-in: too slow for
-make test on two cores)."""
+The Spark streaming job's move is tests/cluster/test_cutover_spark.py, on the same cluster."""
 from __future__ import annotations
 
 import os
