@@ -72,6 +72,9 @@ class GroupShard:
         name -> its own settings (GroupTypeRegistration.configure)."""
         self.config = config
         self.topics = topics
+        names = [r.name for r in types]
+        if len(set(names)) != len(names):   # e.g. a type both listed and handed to Broker()
+            raise ValueError(f"a group type is registered twice: {names}")
         built: dict[str, GroupType] = {}
         for registration in reversed(types):   # the last first: a type may work beside those
             built[registration.name] = registration.make(TypeContext(
