@@ -378,7 +378,8 @@ def _migrate(args) -> int:
 
 
 def _report(args) -> int:
-    """The Spark rebalance report (roster.observability.report; needs the spark extra)."""
+    """The Spark rebalance report (roster.observability.report; needs the spark extra). On a
+    cluster that is not roster it writes the groups' tables alone, without Spark."""
     from roster.observability.report import main as report_main
     out = kinds.report_path(args.out, args.group)
     if not out.parent.is_dir():

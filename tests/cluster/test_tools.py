@@ -6,6 +6,8 @@ in one line."""
 from __future__ import annotations
 
 import asyncio
+import html
+import re
 import threading
 import time
 
@@ -153,7 +155,32 @@ def test_what_only_roster_has_is_said_in_one_line(cluster, capsys):
         assert code == 1 and not out, (argv, out, err)
         assert err.startswith("roster: this cluster is not roster: ") and line in err, err
         assert len(err.strip().splitlines()) == 1, err
-    code, out, err = run(capsys, "report", *boot)
-    assert code == 1 and len(err.strip().splitlines()) == 1, err
-    assert err.startswith("roster report: this cluster is not roster: the rebalance report "
-                          "needs roster's flight recorder"), err
+
+
+def test_report_on_kafka_writes_the_groups_tables(cluster, capsys, tmp_path):
+    """No flight recorder on Kafka, so no rebalance history: the report still writes each
+    group's committed offsets and lag as the brokers give them, under the line that says why
+    the rest is absent, and that line goes to stderr too."""
+    topic, group = unique_name("report"), unique_name("report-group")
+    cluster.create_topic(topic, partitions=3)
+    _fill(cluster.bootstrap, topic, group)
+    out_file = tmp_path / "report.html"
+    code, out, err = run(capsys, "report", "--group", group, "--out", str(out_file),
+                         "--bootstrap-server", cluster.bootstrap)
+    line = ("roster report: this cluster is not roster: the rebalance history needs roster's "
+            "flight recorder (__roster_group_events)")
+    assert code == 0 and err.startswith(line) and len(err.strip().splitlines()) == 1, err
+    assert f"wrote {out_file}: 1 group(s)" in out, out
+    page = out_file.read_text(encoding="utf-8")
+    assert html.escape("the rebalance history needs roster's flight recorder") in page
+    rows = {int(m["partition"]): (int(m["committed"]), int(m["end"]), int(m["lag"]))
+            for m in re.finditer(
+                rf'class="offset-row" data-topic="{re.escape(topic)}" '
+                r'data-partition="(?P<partition>\d+)" data-committed="(?P<committed>\d+)" '
+                r'data-end="(?P<end>\d+)" data-lag="(?P<lag>\d+)"', page)}
+    # what the brokers hold: 10 records a partition, 20 of them read and committed
+    assert rows and set(rows) <= {0, 1, 2}, page
+    assert all(end == 10 for _, end, _ in rows.values()), rows
+    assert sum(c for c, _, _ in rows.values()) == 20, rows
+    assert all(lag == end - c for c, end, lag in rows.values()), rows
+    assert f'<b data-lag="{sum(lag for _, _, lag in rows.values())}">' in page   # lag now

@@ -168,7 +168,8 @@ def add_offsets(commands, run) -> None:
 
 def add_report(commands, run) -> None:
     report = _command(commands, "report", "a Spark job over __roster_group_events: an HTML "
-                      "rebalance report (docs/observability.md)", run)
+                      "rebalance report (docs/observability.md); on Kafka, the groups' "
+                      "offsets and lag only (docs/on-kafka.md)", run)
     report.add_argument("--group", help="one group (default: every group)")
     report.add_argument("--out", type=Path, default=Path("rebalance-report.html"),
                         help="the HTML file, or a directory to write GROUP.html into; .html is "

@@ -1,7 +1,8 @@
 """What only roster has, and the one line a command says when it meets a broker that is not
 roster (an Apache Kafka cluster): roster's group history and rebalance report read the flight
 recorder's topic, and pre-registered static members are roster's own group configs. Kafka has
-neither, so the command says so instead of failing on what is missing (docs/on-kafka.md)."""
+neither, so the command says so instead of failing on what is missing (the report still
+writes what Kafka has: its groups' tables; docs/on-kafka.md)."""
 from __future__ import annotations
 
 from roster.admin.client import AdminClient, AdminError
@@ -45,6 +46,7 @@ def is_roster(client: AdminClient) -> bool:
 
 
 HISTORY = "group history needs roster's flight recorder (__roster_group_events)"
-REPORT = "the rebalance report needs roster's flight recorder (__roster_group_events)"
+REPORT = ("the rebalance history needs roster's flight recorder (__roster_group_events); "
+          "this report has only each group's members, committed offsets and lag")
 EXPECTED_MEMBERS = ("pre-registered static members are roster's own group configs "
                     "(group.expected.*); on Kafka a member is in the group once it joins")

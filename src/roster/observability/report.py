@@ -6,6 +6,8 @@ saved, and a table per group (with its committed offsets and lag, read from the 
 Every aggregate is computed by Spark; the driver only collects the results (an hour x reason
 table, a few percentiles, one row per group), so months of events on a busy broker need no more
 driver memory than a day's. Executors read the topic partition by partition in bounded Fetches.
+On a cluster that is not roster there is no such topic: observability/group_report.py writes
+the groups' tables alone, without Spark.
 """
 from __future__ import annotations
 
@@ -260,9 +262,10 @@ def run(spark, bootstrap: str, out: Path, group: str | None = None,
 
 
 def not_roster(bootstrap: str, security=None) -> str | None:
-    """The line to print when the broker has no flight recorder topic because it is not
-    roster (an Apache Kafka cluster); None when there is something to read, or when the broker
-    cannot be asked (the job then fails with its own error)."""
+    """The line to print (and to put in place of the rebalance sections) when the broker has
+    no flight recorder topic because it is not roster (an Apache Kafka cluster); None when
+    there is something to read, or when the broker cannot be asked (the job then fails with its
+    own error)."""
     from roster.admin.client import AdminClient, AdminError
     from roster.admin.not_roster import REPORT, NotRoster, is_roster
     from roster.admin.topics import metadata
@@ -291,9 +294,13 @@ def main(argv: list[str] | None = None) -> int:
     from roster.security.client import read_properties
     options = read_properties(args.command_config) if args.command_config else None
     refusal = not_roster(args.bootstrap_server, options)
-    if refusal:   # before Spark starts: there is nothing to read
+    if refusal:   # no flight recorder: the groups' tables from the admin APIs, and no Spark
+        from roster.observability.group_report import write
+        groups = write(args.bootstrap_server, args.out, refusal, args.group, options)
         print(f"roster report: {refusal}", file=sys.stderr)
-        return 1
+        print(f"wrote {args.out}: {len(groups)} group(s), their committed offsets and lag "
+              "only")
+        return 0
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
