@@ -1,7 +1,11 @@
 """StreamsGroupDescribe (89): streams groups (KIP-1071) as Kafka 4.4 describes them, at v0 (kio's
 schema): state, epochs, the topology, and each member with its process, endpoint, client tags,
 task offsets, its current and target tasks. A group another type holds, or none, answers
-GROUP_ID_NOT_FOUND."""
+GROUP_ID_NOT_FOUND.
+
+Admission, as Kafka 4.4's: DESCRIBE on each group (declared); and a group whose topology names
+a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED, without its
+members (checked here, on the described topology: the request names no topic to declare)."""
 from __future__ import annotations
 
 from roster.broker.authorized_operations import NOT_REQUESTED, requested
@@ -15,6 +19,18 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.STREAMS_GROUP_DESCRIBE
+UNAUTHORIZED_TOPICS = ("The described group uses topics that the client is not authorized to "
+                       "describe.")
+
+
+def _topics(topology):
+    """Every topic a group's topology names: its subtopologies' source, repartition sink,
+    repartition source and changelog topics."""
+    for s in topology.subtopologies:
+        yield from s.source_topics
+        yield from s.repartition_sink_topics
+        for t in (*s.repartition_source_topics, *s.state_changelog_topics):
+            yield t.name
 
 
 async def handle(broker, request, connection):
@@ -74,6 +90,12 @@ async def handle(broker, request, connection):
                 else f"Group {group_id} not found."))
             continue
         group, state = found
+        if group.topology is not None and not all(
+                request.admission.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+                for name in _topics(group.topology)):
+            described.append(missing(group_id, ErrorCode.topic_authorization_failed,
+                                     UNAUTHORIZED_TOPICS))
+            continue
         topology = None if group.topology is None else make(
             topology_entry, epoch=group.topology.epoch, subtopologies=tuple(make(
                 sub_entry, subtopology_id=s.subtopology_id, source_topics=s.source_topics,

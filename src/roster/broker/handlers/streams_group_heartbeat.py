@@ -4,13 +4,15 @@ answers it. The decisions are roster.coordinator.streams'; this module converts 
 carries AcceptableRecoveryLag as an int64 and TopologyDescriptionRequired: tasks to {subtopology: partitions}, the topology to topology.Topology), hands
 the coordinator the live topic catalog, and builds the answer.
 
-Admission: READ on the group. Kafka also asks DESCRIBE on every topic of the topology and
-CREATE for the internal topics it creates; roster does not check those yet (docs/security.md)."""
+Admission, as Kafka 4.4's: READ on the group; when the request carries a topology, DESCRIBE on
+every topic it names (any refused: TOPIC_AUTHORIZATION_FAILED for the whole heartbeat); and
+CREATE on the cluster or on each internal topic the coordinator would create: refused, none is
+created and the MISSING_INTERNAL_TOPICS status names them, the heartbeat itself succeeding."""
 from __future__ import annotations
 
 import asyncio
 
-from roster.broker.admission import admit
+from roster.broker.admission import admit_group, admit_topic_names, may_create_topic
 from roster.broker.resume import resume
 from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
 from roster.broker.streams_group import streams_type
@@ -24,10 +26,30 @@ from roster.protocol import newer_versions
 from roster.protocol import streams_group_wire as wire
 from roster.protocol.codec import decode_request
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec, Group, NotAResource
+from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
 
 API_KEY = ApiKey.STREAMS_GROUP_HEARTBEAT
 GROUP = Group(AclOperation.READ)
+# The topology's topics (every subtopology's source, repartition sink, repartition source and
+# changelog topics): read by topology_topics() below and admitted with admit_topic_names, one
+# refused refusing the heartbeat; CREATE is asked by the coordinator, for the internal topics
+# it would create (create_refused below).
+TOPOLOGY_TOPICS = Topics(AclOperation.DESCRIBE, "subtopologies", within="topology", name=None,
+                         topic_id=None, resolve=False, whole=True)
+INTERNAL_TOPICS = Topics(AclOperation.CREATE, "subtopologies", within="topology", name=None,
+                         topic_id=None, resolve=False, cluster_allows=True)
+
+
+def topology_topics(topology) -> list[str]:
+    """Every topic a request's topology names, as Kafka checks DESCRIBE on them (patterns and
+    co-partition groups aside: they name nothing new)."""
+    names: dict[str, None] = {}
+    for s in topology.subtopologies:
+        for name in (*s.source_topics, *s.repartition_sink_topics,
+                     *(t.name for t in s.repartition_source_topics),
+                     *(t.name for t in s.state_changelog_topics)):
+            names[name] = None
+    return list(names)
 
 
 def _tasks(entries):
@@ -90,7 +112,9 @@ async def handle(broker, request, connection):
         task_offsets=_offsets(body.task_offsets), task_end_offsets=_offsets(body.task_end_offsets),
         shutdown_application=body.shutdown_application,
         client_id=request.client_id or "",
-        client_host=connection.client_host, api_version=version, token=groups.new_token())
+        client_host=connection.client_host, api_version=version, token=groups.new_token(),
+        create_refused=lambda names: [n for n in names
+                                      if not may_create_topic(broker, connection, n)])
     image = LiveTopics(broker.topics)
     reply = groups.start(lambda now: streams.heartbeat(q, image, now), q.token)
     if isinstance(reply, asyncio.Future):
@@ -103,8 +127,14 @@ def refuse(request, error: ErrorCode):
 
 
 async def _answered(broker, request, connection) -> bytes:
-    reply = admit(broker, connection, broker.registry.get(API_KEY), request)
-    if reply is None:   # admitted (broker/admission.py)
+    body = request.body
+    error = admit_group(broker, connection, GROUP, body.group_id)
+    if error is None and body.topology is not None:
+        error = admit_topic_names(broker, connection, TOPOLOGY_TOPICS,
+                                  topology_topics(body.topology))
+    if error is not None:
+        reply = refuse(request, error)
+    else:   # admitted (broker/admission.py)
         reply = await handle(broker, request, connection)
     return wire.encode_heartbeat_response(request.api_version, request.correlation_id, reply)
 
@@ -123,8 +153,10 @@ def answer(broker, frame: bytes, prefix, connection):
 
 SPEC = ApiSpec(API_KEY, "StreamsGroupHeartbeat", 0, 1, handler=None, raw=answer, resources=(
     GROUP,
-    NotAResource("topology", "the application's topology: its topics are the group's to read "
-                             "and create, checked against the catalog by the coordinator"),
+    TOPOLOGY_TOPICS,
+    INTERNAL_TOPICS,
+    NotAResource("topology", "its topics are admitted as a whole by the two declarations "
+                             "above (topology_topics; the coordinator's internal topics)"),
     NotAResource("active_tasks", "what the member owns: its group's assignment"),
     NotAResource("client_tags", "the member's rack-awareness tags (key, value), not topics"),
 ), refuse=refuse)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
@@ -282,7 +282,13 @@ class StreamsCoordinator(GroupsById):
                      result)
             log.info("streams group %s: epoch %d", gid, group.group_epoch + 1)
         if configured is not None and configured.to_create:
-            result.effects += (InternalTopicsWanted(gid, tuple(configured.to_create.values())),)
+            refused = () if q.create_refused is None else sorted(
+                q.create_refused(configured.to_create))
+            if refused:   # as Kafka: none is created, and the status says why
+                configured = _create_refused(configured, refused)
+            else:
+                result.effects += (InternalTopicsWanted(gid,
+                                                        tuple(configured.to_create.values())),)
         if group.group_epoch > group.assignment_epoch:
             op.write(self._target_records(group, configured), result)
         member = group.members[mid]
@@ -606,6 +612,16 @@ class StreamsCoordinator(GroupsById):
         """The group and its state, for StreamsGroupDescribe (None: no such group)."""
         group = self.groups.get(group_id)
         return None if group is None else (group, self.state(group))
+
+
+def _create_refused(configured: ConfiguredTopology, refused) -> ConfiguredTopology:
+    """The topology's MISSING_INTERNAL_TOPICS status (which topics to create always gives it)
+    with Kafka's note on those the member may not create."""
+    note = f"Unauthorized to CREATE on topics {', '.join(refused)}."
+    status = configured.status
+    if status is not None and status[0] is Status.MISSING_INTERNAL_TOPICS:
+        return replace(configured, status=(status[0], f"{status[1]}; {note}"))
+    return replace(configured, status=(Status.MISSING_INTERNAL_TOPICS, note))
 
 
 def _validate(q: StreamsHeartbeat) -> None:

@@ -3,7 +3,7 @@ handler converts the wire's fields: broker/handlers/streams_group_heartbeat.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable
+from typing import Callable, Hashable, Iterable
 
 from roster.coordinator.streams.model import Endpoint, Tasks
 from roster.coordinator.streams.topology import Topology
@@ -34,6 +34,9 @@ class StreamsHeartbeat:
     client_host: str = ""
     api_version: int = 0
     token: Hashable = None
+    # the edge's ACL check for the internal topics the group would create: those of the names
+    # the member may not create (Kafka's CREATE on the cluster or each topic); None: all may be
+    create_refused: Callable[[Iterable[str]], Iterable[str]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
