@@ -7,6 +7,10 @@ import os
 import sys
 
 
+# the driver JVM's default thread stack size (see local_session)
+STREAM_THREAD_STACK = "-Xss16m"
+
+
 def loopback_environment() -> None:
     """Spark's local host is the external interface unless SPARK_LOCAL_IP says otherwise (the
     driver settings below do not cover it); the tests run on loopback only."""
@@ -31,6 +35,13 @@ def local_session(app_name: str, **configs: str):
                .config("spark.sql.streaming.noDataMicroBatches.enabled", "false")
                .config("spark.sql.adaptive.enabled", "false")
                .config("spark.sql.streaming.stopTimeout", "10s")
+               # Spark 4.3 decides whether a stopped foreachBatch query was interrupted by
+               # matching the Py4J error text with (.|\r\n|\r|\n)*, which recurses once per
+               # character: with the default 1 MB thread stack the stream thread dies with a
+               # StackOverflowError (printed, ~1,000 regex frames) out of its stop handling
+               # whenever stop() lands inside a Py4J call of the batch function. A larger
+               # stack lets the match finish.
+               .config("spark.driver.extraJavaOptions", STREAM_THREAD_STACK)
                .config("spark.pyspark.python", sys.executable))
     for key, value in configs.items():
         builder = builder.config(key, value)
