@@ -21,6 +21,7 @@ tests/support/go_judges.py).
 """
 from __future__ import annotations
 
+import time
 from collections import Counter
 
 import pytest
@@ -77,6 +78,18 @@ def read_with_sarama(binaries, bootstrap: str, topic: str, isolation: str) -> li
     return [e["value"] for e in reader.select("record")]
 
 
+def markers(bootstrap: str, topic: str, count: int, timeout_s: float = 30.0) -> list[int]:
+    """The producer epochs of the topic's transaction markers, once `count` are in the log:
+    Kafka answers EndTxn before it writes the marker, so the last one can still be on its way
+    when the producer reports its abort."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        epochs = [epoch for kind, _, epoch in log_entries(bootstrap, topic) if kind != "data"]
+        if len(epochs) >= count or time.monotonic() > deadline:
+            return epochs
+        time.sleep(0.1)   # polling the log: no event tells a client a marker was written
+
+
 @TARGETS
 @pytest.mark.parametrize("client", ["franz", "sarama"])
 def test_a_commit_is_visible_and_an_abort_is_not_at_read_committed(binaries, target, client):
@@ -87,7 +100,7 @@ def test_a_commit_is_visible_and_an_abort_is_not_at_read_committed(binaries, tar
     assert [e["event"] for e in producer.events] == ["committed", "aborted"]
     # franz-go speaks Transaction Version 2 from its first transaction, as both brokers finalize
     # it (each EndTxn bumps the epoch its marker carries); sarama the classic protocol
-    epochs = [epoch for kind, _, epoch in log_entries(target.bootstrap, topic) if kind != "data"]
+    epochs = markers(target.bootstrap, topic, 2)
     assert epochs == ([epochs[0], epochs[0] + 1] if client == "franz" else [epochs[0]] * 2)
     produce_input(target.bootstrap, topic, [SENTINEL], 1)
     committed = [f"c-{i}" for i in range(PER_TRANSACTION)] + [SENTINEL]
