@@ -112,6 +112,18 @@ def failed_reply(reply, error: ErrorCode):
     return None
 
 
+def answer_parked(group, error: ErrorCode, result: Result) -> None:
+    """A classic group dropped by a failed write (a downgrade that was never written): the
+    JoinGroup and SyncGroup requests parked in it since were decided on a state that is gone,
+    and are answered `error`, as the operations queued behind the failed write are."""
+    for member_id, parked in group.joining.items():
+        result.reply(parked.token, JoinReply(error=error, member_id=member_id))
+    for parked in group.syncing.values():
+        result.reply(parked.token, SyncReply(error=error))
+    group.joining.clear()
+    group.syncing.clear()
+
+
 # -- JoinGroup ---------------------------------------------------------------------------------
 
 def join(ctx, q: JoinRequest, image: TopicImage, now: int) -> Result:

@@ -505,6 +505,8 @@ class ConsumerCoordinator(GroupsById):
                     delay = TIMER_RETRY_MS if step.token is None \
                         else classic_members.session_ms(member)
                     self.heard_from(group, member_id, now, result, delay)
+        for made in step.classic_made:   # put back as the consumer group it was
+            classic_members.answer_parked(made, error, result)
         if step.token is not None:
             failed = classic_members.failed_reply(step.reply, error)
             if failed is None:

@@ -15,7 +15,7 @@ from roster.coordinator.results import Result
 
 
 class Operation:
-    __slots__ = ("groups", "classic_groups", "now", "changes", "fenced")
+    __slots__ = ("groups", "classic_groups", "now", "changes", "fenced", "classic_made")
 
     def __init__(self, groups: dict[str, ConsumerGroup], classic_groups: dict | None,
                  now: int) -> None:
@@ -24,6 +24,7 @@ class Operation:
         self.now = now
         self.changes: list = []
         self.fenced: tuple[str, ...] = ()      # the members this operation removes
+        self.classic_made: tuple = ()          # the classic groups it makes (put_classic)
 
     def write(self, records: list, result: Result) -> None:
         """Apply records through replay(), noting first how to undo each; they join the
@@ -46,6 +47,7 @@ class Operation:
         self.changes.append(ClassicGroupPutBack(self.classic_groups, group_id,
                                                 self.classic_groups.get(group_id)))
         self.classic_groups[group_id] = group
+        self.classic_made += (group,)
 
     def revert(self) -> None:
         """The operation is refused: everything it changed is put back."""
@@ -56,4 +58,5 @@ class Operation:
         """Its changes go into the result (reverted by the shard if the write fails), and the
         continuation: answer once written, or answer the error."""
         result.changes += self.changes
-        result.after_write.append(ConsumerWritten(group_id, token, reply, self.fenced))
+        result.after_write.append(ConsumerWritten(group_id, token, reply, self.fenced,
+                                                  self.classic_made))

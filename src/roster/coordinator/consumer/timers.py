@@ -28,6 +28,9 @@ class ConsumerWritten:
     token: object
     reply: object
     fenced: tuple[str, ...] = ()       # the members removed: a session again if unwritten
+    # classic groups the operation made (a downgrade): unwritten, they are dropped, and the
+    # requests parked in them meanwhile are answered the error
+    classic_made: tuple = ()
 
 
 TIMER_RETRY_MS = 500
