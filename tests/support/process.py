@@ -71,7 +71,9 @@ class BrokerProcess:
             return self.proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             self.proc.kill()
-            raise
+            self.proc.wait()
+            raise RuntimeError(f"roster did not stop within {timeout_s} s of SIGTERM (killed); "
+                               "its last lines:\n" + "\n".join(self.output[-40:])) from None
 
     def kill9(self) -> None:
         assert self.proc is not None
