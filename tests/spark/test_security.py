@@ -167,6 +167,15 @@ def log_end(broker, topic: str, partitions: int) -> int:
     return sum(run_sync(ends, bootstrap=broker.listener("PLAINTEXT")).values())
 
 
+def committed_sum(broker) -> int:
+    """The sum of sec-pipeline's committed offsets on sec-clicks (-1 for each partition without
+    one)."""
+    async def committed(b):
+        return await b.committed("sec-pipeline", [("sec-clicks", 0), ("sec-clicks", 1)])
+    offsets = run_sync(committed, bootstrap=broker.listener("PLAINTEXT"))
+    return sum(o for o, _ in offsets.values())
+
+
 def test_stream_as_static_member_and_write_over_sasl_ssl(spark, secured, tmp_path,
                                                          captured_logs):
     broker, pki = secured
@@ -193,6 +202,10 @@ def test_stream_as_static_member_and_write_over_sasl_ssl(spark, secured, tmp_pat
         assert [m.group_instance_id for m in group.members] == ["sec-pipeline-1"]
         wait_until(lambda: query.lastProgress is not None, 30, "a progress report",
                    queries=[query])
+        # the source commits a batch to the group when Spark plans the next one: wait for it
+        # before stopping (a loaded machine stopped the query first, and nothing was committed)
+        wait_until(lambda: committed_sum(broker) == COUNT, 60,
+                   "the group's commit of every record read", queries=[query])
         shown = {
             "df.explain": source._jdf.queryExecution().toString(),
             "query.explain": query._jsq.explainInternal(True),
@@ -203,10 +216,7 @@ def test_stream_as_static_member_and_write_over_sasl_ssl(spark, secured, tmp_pat
         query.stop()
 
     # the group's committed offsets: every record the member read
-    async def committed(b):
-        return await b.committed("sec-pipeline", [("sec-clicks", 0), ("sec-clicks", 1)])
-    offsets = run_sync(committed, bootstrap=broker.listener("PLAINTEXT"))
-    assert sum(o for o, _ in offsets.values()) == COUNT
+    assert committed_sum(broker) == COUNT
     # the copies and, after them, one commit marker per write task's transaction: the read
     # below finds each record once
     assert log_end(broker, "sec-copied", 1) > COUNT
