@@ -13,7 +13,7 @@ HTTP_PORT ?=
 # the group console and /metrics (docs/observability.md) when HTTP_PORT is given
 HTTP := $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
-.PHONY: run serve test test-quick bench system-deps kafka-deps go-deps clean fuzz report soak
+.PHONY: run serve test test-quick bench deps system-deps kafka-deps go-deps clean fuzz report soak
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,7 @@ system-deps:
 
 # Apache Kafka 4.4 (broker, tools, clients, Streams) resolved through Maven into .cache/, for the
 # tests that run it beside roster (tests/support/kafka_peer.py).
-kafka-deps: system-deps
+kafka-deps:
 	@scripts/ensure-kafka.sh
 
 # The Go modules of tests/go/ (franz-go and IBM/sarama judging transactions) through the Go module
@@ -47,8 +47,15 @@ serve: $(STAMP)
 report: $(STAMP) system-deps
 	$(PY) -m roster report --bootstrap-server $(HOST):$(PORT) $(ARGS)
 
+# Everything the suite needs, side by side: pip, apt, Maven and the Go toolchain wait mostly on
+# the network, and one after the other they took over four minutes on a fresh machine. Each
+# target's output is printed whole when it is done; the scripts that may apt-get take turns
+# (scripts/apt-install.sh).
+deps:
+	@$(MAKE) --no-print-directory -j4 --output-sync=target $(STAMP) system-deps kafka-deps go-deps
+
 # The whole suite, nothing skipped; the 30 slowest tests are listed at the end of the run.
-test: $(STAMP) system-deps kafka-deps go-deps
+test: deps
 	$(PY) -m pytest -n 2 --dist loadgroup --durations=30 $(PYTEST_ARGS)
 
 # The quick loop while developing: tests/unit (no Kafka, Spark or JVM; a few minutes).

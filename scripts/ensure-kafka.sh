@@ -37,8 +37,7 @@ fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "installing ${missing[*]} (Debian packages) to resolve Apache Kafka $KAFKA_VERSION"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    scripts/apt-install.sh "${missing[@]}"
   else
     echo "roster's tests run Apache Kafka $KAFKA_VERSION beside it and need: ${missing[*]}." >&2
     echo "Install with: sudo apt-get install ${missing[*]}" >&2

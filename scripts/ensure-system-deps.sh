@@ -29,8 +29,7 @@ wanted=("${missing[@]}" "${optional[@]}")
 [ ${#wanted[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${wanted[*]} (Debian packages)"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${wanted[@]}" >/dev/null
+  "$(dirname "$0")/apt-install.sh" "${wanted[@]}"
   exit 0
 fi
 if [ ${#optional[@]} -gt 0 ]; then
