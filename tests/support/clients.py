@@ -42,8 +42,12 @@ def sample_records(count: int, partitions: int, tag: str) -> list[Rec]:
 def produce_confluent(bootstrap: str, topic: str, records: list[Rec], compression: str,
                       acks: str = "all") -> list[int]:
     from confluent_kafka import Producer
+    # One batch per partition, however loaded the machine: produce() queues every record before
+    # flush() sends them (flush ignores linger.ms). With 5 ms a loaded run split them, and
+    # librdkafka sends a batch uncompressed when compressing does not shrink it, which a batch
+    # of one small record rarely does.
     producer = Producer({"bootstrap.servers": bootstrap, "compression.type": compression,
-                         "acks": acks, "linger.ms": 5, "enable.idempotence": False})
+                         "acks": acks, "linger.ms": 1000, "enable.idempotence": False})
     offsets: list[int] = []
     errors: list = []
 
