@@ -16,7 +16,7 @@ from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
 from tests.support.needs import missing
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 
 @pytest.fixture(scope="module")

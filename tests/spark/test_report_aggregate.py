@@ -11,7 +11,7 @@ from roster.observability import events as ev
 from roster.observability.events import GroupEvent, Moved, Trigger
 from roster.observability.report import aggregate, parse_events, render
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
 
 T = 1_795_800_000_000
 
