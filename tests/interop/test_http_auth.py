@@ -3,14 +3,12 @@ and the console need Basic credentials of a SCRAM user (wrong or missing: 401); 
 authentication on a Kafka listener shows in roster_authentication_failures_total."""
 from __future__ import annotations
 
-import base64
 import socket
-import urllib.error
-import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.support.http import http_get
 from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_pki, secure_settings
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("security")]
@@ -35,15 +33,8 @@ def secured(tmp_path_factory):
 
 
 def get(url: str, user: str | None = None, password: str | None = None):
-    request = urllib.request.Request(url)
-    if user is not None:
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
+    status, _, body = http_get(url, user, password)
+    return status, body
 
 
 def test_credentials_required_when_a_listener_uses_sasl(secured):

@@ -107,6 +107,71 @@ class EventStore:
         return len(found)
 
 
+HTML = {"Content-Type": "text/html; charset=utf-8"}
+NO_SUCH_GROUP = ("404 Not Found", HTML, console.page(
+    "no such group", '<p class="empty">No such group.</p>', refresh=False))
+
+
+def basic_credentials(value: str) -> tuple[str, str] | None:
+    """(user, password) of an Authorization header's HTTP Basic credentials, else None."""
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        user, _, password = base64.b64decode(token, validate=True).decode().partition(":")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    return user, password
+
+
+def parse_head(head: bytes) -> tuple[str, str, dict[str, str]] | None:
+    """(method, path, headers with lower-case names) of a request head; None when its first
+    line is not a request line."""
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3:
+        return None
+    method, target, _ = parts
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name:
+            headers[name.strip().lower()] = value.strip()
+    return method, unquote(urlsplit(target).path), headers
+
+
+async def respond(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answer) -> None:
+    """Serve one GET (or HEAD) on a connection: `answer(method, path, headers)` is awaited for
+    (status, headers, body); a bad request line, another method, a slow or oversized head and
+    an answer that raised get their error here, for every page the listeners serve."""
+    try:
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+        request = parse_head(head)
+        if request is None:
+            status, headers, body = "400 Bad Request", {}, b"bad request\n"
+        elif request[0] not in ("GET", "HEAD"):
+            status, headers, body = "405 Method Not Allowed", {"Allow": "GET"}, b"GET only\n"
+        else:
+            status, headers, body = await answer(*request)
+    except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
+            ConnectionError):
+        writer.close()
+        return
+    except Exception:
+        log.exception("console request failed")
+        status, headers, body = "500 Internal Server Error", {}, b"internal error\n"
+    headers = {"Content-Type": "text/plain; charset=utf-8", **headers}
+    lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", "Connection: close",
+             "Cache-Control: no-store"] + [f"{k}: {v}" for k, v in headers.items()]
+    try:
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        await writer.drain()
+    except ConnectionError:
+        pass
+    finally:
+        writer.close()
+
+
 class HttpListener:
     def __init__(self, broker, host: str, port: int, connections=lambda: 0,
                  require_auth: bool = False) -> None:
@@ -146,68 +211,29 @@ class HttpListener:
         return f"http://{host}:{self.port}/"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
-            status, headers, body = self._answer(head)
-        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
-                ConnectionError):
-            writer.close()
-            return
-        except Exception:
-            log.exception("console request failed")
-            status, headers, body = "500 Internal Server Error", {}, b"internal error\n"
-        headers.setdefault("Content-Type", "text/plain; charset=utf-8")
-        lines = [f"HTTP/1.1 {status}", f"Content-Length: {len(body)}", "Connection: close",
-                 "Cache-Control: no-store"] + [f"{k}: {v}" for k, v in headers.items()]
-        try:
-            writer.write(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
-            await writer.drain()
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
+        await respond(reader, writer, self._answer)
 
-    def _answer(self, head: bytes):
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3:
-            return "400 Bad Request", {}, b"bad request\n"
-        method, target, _ = parts
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            if name:
-                headers[name.strip().lower()] = value.strip()
-        if method not in ("GET", "HEAD"):
-            return "405 Method Not Allowed", {"Allow": "GET"}, b"GET only\n"
+    async def _answer(self, method: str, path: str, headers: dict[str, str]):
         if self.require_auth and not self._authorized(headers.get("authorization", "")):
             return ("401 Unauthorized", {"WWW-Authenticate": 'Basic realm="roster"'},
                     b"credentials of a SCRAM user required (the Kafka listeners use SASL)\n")
-        path = unquote(urlsplit(target).path)
         if path == "/metrics":
             return "200 OK", {"Content-Type": CONTENT_TYPE}, self.metrics.render()
-        html = {"Content-Type": "text/html; charset=utf-8"}
         if path in ("/", "/groups"):
-            return "200 OK", html, console.index(self.broker, self.store)
+            return "200 OK", HTML, console.index(self.broker, self.store)
         if path.startswith("/group/"):
             page = console.group_page(self.broker, self.store, path[len("/group/"):],
                                       self.broker.now_ms())
-            if page is None:
-                return "404 Not Found", html, console.page(
-                    "no such group", '<p class="empty">No such group.</p>', refresh=False)
-            return "200 OK", html, page
+            return ("200 OK", HTML, page) if page is not None else NO_SUCH_GROUP
         if path == "/healthz":
             return "200 OK", {}, b"ok\n"
         return "404 Not Found", {}, b"not found\n"
 
     def _authorized(self, value: str) -> bool:
-        scheme, _, token = value.partition(" ")
-        if scheme.lower() != "basic":
+        credentials = basic_credentials(value)
+        if credentials is None:
             return False
-        try:
-            user, _, password = base64.b64decode(token, validate=True).decode().partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return False
+        user, password = credentials
         store = getattr(self.broker, "scram", None)
         if store is None:
             return False
