@@ -22,13 +22,19 @@ def _admin(args) -> AdminClient:
     """The admin client for a command: --bootstrap-server, and --command-config FILE (a Java
     properties file as Kafka's tools take: security.protocol, ssl.truststore.location, ...,
     sasl.jaas.config; librdkafka's names work too)."""
-    security = None
-    if getattr(args, "command_config", None):
-        from roster.security.client import ClientSecurity, read_properties
-        security = ClientSecurity.from_config(read_properties(args.command_config))
-        if security.tls:
-            security.ssl_context()  # unreadable certificate files: a configuration error too
-    return AdminClient(args.bootstrap_server, security=security)
+    return AdminClient(args.bootstrap_server, security=_security(args.command_config))
+
+
+def _security(path: str | None, **defaults: str):
+    """The ClientSecurity of a --command-config file (None without one); `defaults` fill
+    settings the file does not give."""
+    if not path:
+        return None
+    from roster.security.client import ClientSecurity, read_properties
+    security = ClientSecurity.from_config({**defaults, **read_properties(path)})
+    if security.tls:
+        security.ssl_context()  # unreadable certificate files: a configuration error too
+    return security
 
 
 def _serve(args) -> int:
@@ -333,7 +339,6 @@ def _migrate(args) -> int:
     (admin/migrate.py)."""
     from roster.admin import migrate, users_file
     from roster.admin.cluster import Cluster
-    from roster.security.client import ClientSecurity, read_properties
     passwords = None
     if args.users_file:
         try:
@@ -345,11 +350,8 @@ def _migrate(args) -> int:
             print(f"WARN: the users file {args.users_file} is readable by every user of this "
                   "machine: chmod 600 it", file=sys.stderr)
 
-    def security(path):
-        return ClientSecurity.from_config(read_properties(path)) if path else None
-
-    source_security = security(args.command_config)
-    target_security = security(args.to_command_config or args.command_config)
+    source_security = _security(args.command_config)
+    target_security = _security(args.to_command_config or args.command_config)
     try:
         source = Cluster(args.bootstrap_server, source_security)
     except AdminError as exc:
@@ -391,6 +393,44 @@ def _report(args) -> int:
                                if args.command_config else []))
 
 
+def _console(args) -> int:
+    """The group console over a Kafka cluster (roster.observability.kafka_console), in the
+    foreground until Ctrl-C or SIGTERM."""
+    import asyncio
+    import signal
+
+    from roster.admin.not_roster import is_roster
+    from roster.observability.kafka_console import KafkaConsole
+    # each viewer logs in as themselves: a SASL file's own credentials, if any, are not used
+    security = _security(args.command_config, **{"sasl.username": "-", "sasl.password": "-"})
+    if security is None or not security.sasl:
+        with AdminClient(args.bootstrap_server, security=security) as client:
+            if is_roster(client):
+                print("roster console: this is a roster broker; its own console "
+                      "(roster serve --http-port) also draws the rebalance history",
+                      file=sys.stderr)
+
+    async def run() -> int:
+        console = KafkaConsole(args.bootstrap_server, args.http_host, args.http_port, security)
+        try:
+            await console.start()
+        except OSError as exc:   # the port is taken, or the address is not this machine's
+            print(f"roster console: cannot listen on {args.http_host}:{args.http_port}: "
+                  f"{exc.strerror or exc}", file=sys.stderr)
+            return 1
+        asks = " (HTTP Basic: a SASL user of the cluster)" if console.asks_credentials else ""
+        print(f"roster console on {console.url}{asks}, reading {args.bootstrap_server}",
+              flush=True)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(signum, stop.set)
+        await stop.wait()
+        await console.stop()
+        return 0
+    return asyncio.run(run())
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="roster", description=__doc__)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
@@ -414,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
                      (command_line.add_offsets, _offsets), (command_line.add_report, _report),
                      (command_line.add_users, _users), (command_line.add_acls, _acls),
                      (command_line.add_transactions, _transactions),
-                     (command_line.add_migrate, _migrate)):
+                     (command_line.add_migrate, _migrate),
+                     (command_line.add_console, _console)):
         add(commands, run)
     return parser
 

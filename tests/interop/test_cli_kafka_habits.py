@@ -137,3 +137,13 @@ def test_a_listener_that_wants_more_says_what_to_pass(secured, listener, expecte
     assert result.returncode == 1 and expected in result.stderr, result.stderr
     assert address in result.stderr and ("--command-config" in result.stderr
                                          or listener == "HTTP"), result.stderr
+
+
+def test_a_console_port_already_taken_is_named(broker):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        answer = roster("console", "--bootstrap-server", broker.bootstrap,
+                        "--http-port", str(port))
+    assert f"roster console: cannot listen on 127.0.0.1:{port}: " in refused(answer, 1)

@@ -17,6 +17,7 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import decode_response, encode_request, request_schema
 from roster.security.client import (
+    AuthenticationError,
     ClientSecurity,
     SecurityConfigError,
     SecurityError,
@@ -39,6 +40,10 @@ HIGHEST_BY_NAME = {8: 9, 9: 9}
 
 class AdminError(Exception):
     """The broker could not be reached, or answered with an error the command cannot get past."""
+
+
+class AdminAuthenticationError(AdminError):
+    """The broker refused the SASL credentials."""
 
 
 class Loading(Exception):
@@ -126,7 +131,8 @@ class AdminClient:
                 self._authenticate(security, f"{host}:{port}")
         except SecurityError as exc:
             self._sock.close()
-            raise AdminError(str(exc)) from None
+            refused = isinstance(exc, AuthenticationError)
+            raise (AdminAuthenticationError if refused else AdminError)(str(exc)) from None
         except BaseException:
             self._sock.close()
             raise

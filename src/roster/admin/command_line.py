@@ -177,6 +177,16 @@ def add_report(commands, run) -> None:
     report.add_argument("--master", default="local[2]", help="Spark master (default local[2])")
 
 
+def add_console(commands, run) -> None:
+    console = _command(commands, "console", "the group console over a Kafka cluster: its groups, "
+                       "members and lag, read afresh for every page (docs/on-kafka.md); a "
+                       "roster broker serves its own with `roster serve --http-port`", run)
+    console.add_argument("--http-port", type=kinds.port, required=True, metavar="PORT",
+                         help="serve the console on PORT (0 picks a free one)")
+    console.add_argument("--http-host", default="127.0.0.1", metavar="HOST",
+                         help="address to listen on (default: loopback only)")
+
+
 def add_users(commands, run) -> None:
     users = _command(commands, "users", "SCRAM users: add, list, delete (docs/security.md)", run)
     users.add_argument("--data-dir", metavar="DIR",

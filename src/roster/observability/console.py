@@ -21,14 +21,15 @@ from roster.observability.plots import (
 REFRESH_S = 5
 
 
-def page(title: str, body: str, refresh: bool = True) -> bytes:
+def page(title: str, body: str, refresh: bool = True, metrics: bool = True) -> bytes:
+    """A console page; `metrics` links /metrics (the console on Kafka has none)."""
     meta = f'<meta http-equiv="refresh" content="{REFRESH_S}">' if refresh else ""
+    link = ' · <a href="/metrics">/metrics</a>' if metrics else ""
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">{meta}'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<title>{esc(title)}</title><style>{STYLE}</style></head><body>'
             f'<header><h1><a href="/">roster</a> · {esc(title)}</h1>'
-            f'<span class="sub">refreshes every {REFRESH_S} s · '
-            f'<a href="/metrics">/metrics</a></span></header>'
+            f'<span class="sub">refreshes every {REFRESH_S} s{link}</span></header>'
             f'<main>{body}</main></body></html>').encode()
 
 
