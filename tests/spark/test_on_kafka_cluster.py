@@ -1,7 +1,8 @@
-"""roster.spark on a three-node Kafka cluster (tests/support/kafka_cluster.py): a batch read, and
-a static streaming member while the node that coordinates its group is killed -9. The member
+"""roster.spark on a three-node Kafka cluster (tests/support/kafka_cluster.py): a batch read; a
+static streaming member while the node that coordinates its group is killed -9 (the member
 finds the new coordinator and the new leaders, every record is read once, and the static member
-keeps its member id and its partitions."""
+keeps its member id and its partitions); and the exactly-once sink while a destination leader
+or its transaction coordinator is killed -9 (every record committed once)."""
 from __future__ import annotations
 
 import asyncio
@@ -84,20 +85,27 @@ def test_static_streaming_member_rides_out_its_coordinator_dying(spark, kafka_cl
         query.stop()
 
 
-def test_exactly_once_sink_on_the_cluster_through_a_leader_dying(spark, kafka_cluster,
-                                                                  tmp_path):
+@pytest.mark.parametrize("victim", ["destination leader", "transaction coordinator"])
+def test_exactly_once_sink_on_the_cluster_through_a_node_dying(spark, kafka_cluster, tmp_path,
+                                                               victim):
     """writeStream.format("roster") from the cluster into the cluster: each task's records and
     its marker go in one transaction, so a read_committed reader sees every record once, with
-    the leader of a destination partition killed -9 between two rounds of input.
+    a node killed -9 between two rounds of input: the leader of a destination partition, or
+    the transaction coordinator of task 0's transactional.id (`roster-sink-<sink.id>-0`, so
+    the sink.id is fixed here). The task's producer finds the new coordinator; a transaction
+    the kill spoiled would be aborted, and the task retried under the same transactional.id
+    reads in its marker what is already written.
 
     The session is made active on this thread's JVM side first (_activate)."""
     from collections import Counter
 
+    from roster.spark.sink import transactional_id
     from tests.support.read_to_end import values_to_end
     cluster = kafka_cluster
     _activate(spark)
     cluster.heal()
     source, dest = unique_name("spark-eos-in"), unique_name("spark-eos-out")
+    sink_id = unique_name("eos-sink")
     cluster.create_topic(source, partitions=2)
     cluster.create_topic(dest, partitions=2)
     first = [f"a{i}".encode() for i in range(20)]
@@ -107,7 +115,7 @@ def test_exactly_once_sink_on_the_cluster_through_a_leader_dying(spark, kafka_cl
                     maxOffsetsPerTrigger=10)
              .select("key", "value").writeStream.format("roster")
              .option("kafka.bootstrap.servers", cluster.bootstrap).option("topic", dest)
-             .option("checkpointLocation", str(tmp_path / "cp"))
+             .option("sink.id", sink_id).option("checkpointLocation", str(tmp_path / "cp"))
              .trigger(processingTime="300 milliseconds").start())
     try:
         def committed() -> Counter:
@@ -116,12 +124,17 @@ def test_exactly_once_sink_on_the_cluster_through_a_leader_dying(spark, kafka_cl
 
         wait_until(lambda: sum(committed().values()) >= len(first), 120,
                    "the first round in the destination", queries=(query,))
-        victim = cluster.leader_of(dest, 0)
-        cluster.kill9(victim)
+        if victim == "destination leader":
+            node = cluster.leader_of(dest, 0)
+        else:
+            node = cluster.transaction_coordinator_of(transactional_id(sink_id, 0))
+        cluster.kill9(node)
         _produce(cluster.bootstrap, source, second)
         wait_until(lambda: sum(committed().values()) >= len(first) + len(second), 180,
                    "the second round, after the kill", queries=(query,))
+        if victim == "transaction coordinator":
+            assert cluster.transaction_coordinator_of(transactional_id(sink_id, 0)) != node
         assert committed() == Counter(first + second)   # every record once, nothing lost
-        cluster.restart(victim)
+        cluster.restart(node)
     finally:
         query.stop()
