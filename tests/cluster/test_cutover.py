@@ -23,9 +23,10 @@ asserts:
   nothing without an ACL) and every client of the pipeline runs as its SASL user on both
   sides (the members as the reader, the producers as the writer), so the pipeline working on
   the cluster is those users authenticating there and the ACLs `roster migrate` carried
-  allowing it; and the reader's write is refused (TOPIC_AUTHORIZATION_FAILED) on the cluster
-  as it was on roster. MirrorMaker alone reads and writes as the brokers' PLAINTEXT super
-  user;
+  allowing it; and the cluster refuses what roster refused: the reader's write
+  (TOPIC_AUTHORIZATION_FAILED), the writer joining the members' group
+  (GROUP_AUTHORIZATION_FAILED) and the reader with a wrong password. MirrorMaker alone
+  reads and writes as the brokers' PLAINTEXT super user;
 - the time the cut-over took, printed.
 The Spark streaming job's move is tests/cluster/test_cutover_spark.py, on the same cluster."""
 from __future__ import annotations
@@ -78,6 +79,23 @@ def pipeline_acls(topic: str, groups: tuple[str, ...], reader: str,
                        allow),
             *(AclBinding(Resource.GROUP, g, literal, f"User:{reader}", "*", Operation.READ,
                          allow) for g in groups)]
+
+
+def refusals(bootstrap: str, topic: str, group: str, reader, writer) -> dict[str, str]:
+    """What the pipeline's users may not do, as each side answers it: the reader writing,
+    the writer reading in the members' group, the reader with a wrong password."""
+    return {
+        "reader writes": access.produce(bootstrap, reader.user, reader.password, SHA512,
+                                        topic, b"-1"),
+        "writer reads": access.consume(bootstrap, writer.user, writer.password, SHA512, topic,
+                                       group),
+        "wrong password": access.login(bootstrap, reader.user, reader.password + "x", SHA512),
+    }
+
+
+REFUSED = {"reader writes": "TOPIC_AUTHORIZATION_FAILED",
+           "writer reads": "GROUP_AUTHORIZATION_FAILED",
+           "wrong password": "_AUTHENTICATION"}
 
 
 def test_live_cutover_from_roster_to_the_cluster(cluster, tmp_path, capsys):
@@ -133,9 +151,8 @@ def _cutover(cluster, source, tmp_path, capsys, topic, static_group, client_grou
         PARTITIONS
 
     reads = Reads()
-    # the reader may not write: refused on roster, and (below) on the cluster
-    refused = {"roster": access.produce(sasl, reader.user, reader.password, SHA512, topic,
-                                        b"-1")}
+    # what the users may not do: refused on roster, and (below) the same on the cluster
+    refused = {"roster": refusals(sasl, topic, static_group, reader, writer)}
     producer = PacedProducer(sasl, topic, PARTITIONS, RATE, login=writer).start()
     ids = [f"{static_group}-m{i}" for i in (1, 2, 3)]
     on_roster = {i: StaticMember(sasl, "roster", static_group, i, topic, reads,
@@ -188,10 +205,9 @@ def _cutover(cluster, source, tmp_path, capsys, topic, static_group, client_grou
                        {static_group, client_group}, WAIT_S,
                        "both groups read what the producer writes on the cluster")
         took = time.monotonic() - started
-        refused["cluster"] = access.produce(cluster.sasl_bootstrap, reader.user,
-                                            reader.password, SHA512, topic, b"-1")
-        assert refused == {"roster": "TOPIC_AUTHORIZATION_FAILED",
-                           "cluster": "TOPIC_AUTHORIZATION_FAILED"}, refused
+        refused["cluster"] = refusals(cluster.sasl_bootstrap, topic, static_group, reader,
+                                      writer)
+        assert refused == {"roster": REFUSED, "cluster": REFUSED}, refused
 
         # the static members formed on the cluster; one restarted keeps its partitions and
         # nobody rebalances (Kafka's static membership, KIP-345)
@@ -280,5 +296,5 @@ def _cutover(cluster, source, tmp_path, capsys, topic, static_group, client_grou
         print(f"  read twice: static group {static_twice} (with the members moved one at a "
               f"time), roster.client group {client_twice}")
         print(f"  users and ACLs: 2 SCRAM users and {len(bindings)} ACLs carried by roster "
-              "migrate; the pipeline ran as those users on the cluster, and the reader's "
-              "write was refused there as on roster (TOPIC_AUTHORIZATION_FAILED)")
+              "migrate; the pipeline ran as those users on the cluster, which refused "
+              f"what roster refused: {REFUSED}")
