@@ -47,13 +47,28 @@ def _member(bootstrap: str, group: str):
 
 
 def test_batch_read_on_the_cluster(spark, kafka_cluster):
-    kafka_cluster.heal()
+    """A batch read, then another with the leader of partition 0 killed -9 just before it:
+    the reader finds the partition's new leader (once the controller has fenced the dead
+    node) and reads exactly the produced records again."""
+    cluster = kafka_cluster
+    cluster.heal()
     topic = unique_name("spark-batch")
-    kafka_cluster.create_topic(topic, partitions=3)
-    placed = _produce(kafka_cluster.bootstrap, topic, [f"v{i}".encode() for i in range(30)])
-    rows = spark.read.format("roster").option("kafka.bootstrap.servers", kafka_cluster.bootstrap) \
-        .option("subscribe", topic).load().collect()
-    assert sorted((r.partition, r.offset) for r in rows) == sorted(placed)
+    cluster.create_topic(topic, partitions=3)
+    placed = _produce(cluster.bootstrap, topic, [f"v{i}".encode() for i in range(30)])
+
+    def read() -> list[tuple[int, int]]:
+        rows = spark.read.format("roster").option("kafka.bootstrap.servers", cluster.bootstrap) \
+            .option("subscribe", topic).load().collect()
+        return sorted((r.partition, r.offset) for r in rows)
+
+    assert read() == sorted(placed)
+    victim = cluster.leader_of(topic, 0)
+    cluster.kill9(victim)
+    try:
+        assert read() == sorted(placed)
+        assert cluster.leader_of(topic, 0) != victim
+    finally:
+        cluster.restart(victim)
 
 
 def test_static_streaming_member_rides_out_its_coordinator_dying(spark, kafka_cluster, tmp_path):
