@@ -70,6 +70,7 @@ def test_commits_compact_the_offsets_partition_and_the_last_ones_survive_restart
             broker.stop()
         else:
             broker.kill9()
+            broker.settings["log.cleaner.enable"] = "false"  # as in the test below
         broker.start()
         for group, offsets in expected.items():
             assert committed_offsets(broker.bootstrap, group) == offsets, (restart, group)
