@@ -2,7 +2,8 @@
 group console made of what Kafka has. Through the SASL listener it asks every viewer for HTTP
 Basic credentials and reads Kafka as that user: no credentials and a wrong password are refused,
 the admin sees every group, a user allowed one group sees that one only, and the pages show the
-static member, its partitions and the lag Kafka's own answers give. Over the PLAINTEXT listener
+static member, its partitions and the lag Kafka's own answers give, also once the group's
+coordinator has been killed -9. Over the PLAINTEXT listener
 the page asks nothing, and headless chromium shows it."""
 from __future__ import annotations
 
@@ -49,6 +50,14 @@ def console(*argv: str):
 
 def get(url: str, user: str | None = None, password: str | None = None):
     return http_get(url, user, password, timeout_s=60)   # each page asks the cluster afresh
+
+
+def lag_table(page: str) -> dict[int, tuple[int, int, int]]:
+    """partition -> (committed, log end, lag) as the group page shows them."""
+    rows = re.findall(r'<tr class="lag" data-topic="[^"]+" data-partition="(\d+)">.*?'
+                      r'<td class="num">\d+</td><td class="num">(\d+)</td>'
+                      r'<td class="num">(\d+)</td><td class="num">(\d+)</td>', page)
+    return {int(p): (int(c), int(e), int(lag)) for p, c, e, lag in rows}
 
 
 def group_rows(page: str) -> list[str]:
@@ -117,12 +126,21 @@ def test_console_reads_kafka_as_each_viewer_and_shows_members_and_lag(cluster, t
             assert page.count('<tr class="member">') == 1
             for partition in range(PARTITIONS):
                 assert f"{topic}-{partition}" in page
-            lags = dict((int(p), (int(c), int(e), int(lag))) for p, c, e, lag in re.findall(
-                r'<tr class="lag" data-topic="[^"]+" data-partition="(\d+)">.*?'
-                r'<td class="num">\d+</td><td class="num">(\d+)</td>'
-                r'<td class="num">(\d+)</td><td class="num">(\d+)</td>', page))
+            lags = lag_table(page)
             assert lags == {p: (ends[(topic, p)], ends[(topic, p)], 0)
                             for p in range(PARTITIONS)}, page
+
+            # the group's coordinator killed -9: once the controller has fenced it, the page is
+            # the same, asked of the nodes left
+            coordinator = cluster.coordinator_of(shown)
+            cluster.kill9(coordinator)
+            try:
+                cluster.wait_fenced(coordinator)
+                status, _, after = get(url + f"group/{shown}", viewer, viewer_password)
+                assert status == 200, after
+                assert f"{tag}-instance" in after and lag_table(after) == lags, after
+            finally:
+                cluster.restart(coordinator)
 
         # the PLAINTEXT listener: nothing to ask, and a browser shows the page
         with console("--bootstrap-server", cluster.bootstrap) as url:

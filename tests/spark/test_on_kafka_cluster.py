@@ -1,8 +1,9 @@
 """roster.spark on a three-node Kafka cluster (tests/support/kafka_cluster.py): a batch read; a
-static streaming member while the node that coordinates its group is killed -9 (the member
-finds the new coordinator and the new leaders, every record is read once, and the static member
-keeps its member id and its partitions); and the exactly-once sink while a destination leader
-or its transaction coordinator is killed -9 (every record committed once)."""
+static streaming member while the node that coordinates its group, then a node leading a
+partition it reads, is killed -9 (the member finds the new coordinator and the new leaders,
+every record is read once, and the static member keeps its member id and its partitions); and
+the exactly-once sink while a destination leader or its transaction coordinator is killed -9
+(every record committed once)."""
 from __future__ import annotations
 
 import asyncio
@@ -71,30 +72,44 @@ def test_batch_read_on_the_cluster(spark, kafka_cluster):
         cluster.restart(victim)
 
 
-def test_static_streaming_member_rides_out_its_coordinator_dying(spark, kafka_cluster, tmp_path):
+def test_static_streaming_member_rides_out_its_coordinator_and_a_leader_dying(
+        spark, kafka_cluster, tmp_path):
+    """kill -9 of the group's coordinator, then (after it is back) of a node leading a source
+    partition and not coordinating the group: after each, the records written since are read."""
     cluster = kafka_cluster
     cluster.heal()
     source, group = unique_name("spark-in"), unique_name("sg")
     cluster.create_topic(source, partitions=3)
-    first = _produce(cluster.bootstrap, source, [f"a{i}".encode() for i in range(30)])
+    written = _produce(cluster.bootstrap, source, [f"a{i}".encode() for i in range(30)])
     sink = Collected()
     query = start(spark, cluster.bootstrap, sink, tmp_path / "cp", subscribe=source,
                   startingOffsets="group",
                   **{"group.id": group, "group.instance.id": "spark-1",
                      "session.timeout.ms": 30_000, "heartbeat.interval.ms": 500})
+
+    def ride_out(victim: int, round_name: str) -> None:
+        cluster.kill9(victim)
+        written.extend(_produce(cluster.bootstrap, source,
+                                [f"{round_name}{i}".encode() for i in range(30)]))
+        wait_until(lambda: len(sink.rows) >= len(written), 120,
+                   f"the records written after the kill of node {victim}", queries=(query,))
+
     try:
-        wait_until(lambda: len(sink.rows) >= len(first), 120, "the first records",
+        wait_until(lambda: len(sink.rows) >= len(written), 120, "the first records",
                    queries=(query,))
         before = _member(cluster.bootstrap, group)
         assert [instance for _, instance, _ in before] == ["spark-1"]
         coordinator = cluster.coordinator_of(group)
-        cluster.kill9(coordinator)
-        second = _produce(cluster.bootstrap, source, [f"b{i}".encode() for i in range(30)])
-        wait_until(lambda: len(sink.rows) >= len(first) + len(second), 120,
-                   "the records written after the kill", queries=(query,))
+        ride_out(coordinator, "b")
         assert cluster.coordinator_of(group) != coordinator
         cluster.restart(coordinator)
-        assert sink.places() == sorted(first + second)     # each once, nothing lost
+        now_coordinating = cluster.coordinator_of(group)
+        leaders = {cluster.leader_of(source, p) for p in range(3)}
+        leader = sorted(leaders - {now_coordinating} or leaders)[0]
+        ride_out(leader, "c")
+        assert leader not in {cluster.leader_of(source, p) for p in range(3)}
+        cluster.restart(leader)
+        assert sink.places() == sorted(written)             # each once, nothing lost
         assert _member(cluster.bootstrap, group) == before  # no rebalance: same member
     finally:
         query.stop()
