@@ -67,7 +67,8 @@ def test_registry_rejects_duplicates_and_lists_ranges():
 
 
 def test_advertised_ranges_meet_librdkafka_feature_checks():
-    """librdkafka enables a feature only if our range overlaps a fixed one (DESIGN.md)."""
+    """librdkafka enables a feature only if our range of each API it checks overlaps the
+    fixed range it checks (its feature map)."""
     ranges = {key: (low, high) for key, low, high in build_registry().version_ranges()}
     needs = {"MsgVer2": [(0, 3, 3), (1, 4, 4)], "ZSTD": [(0, 7, 7), (1, 10, 10)],
              "ThrottleTime(produce)": [(0, 1, 2)], "OffsetTime": [(2, 1, 1)],

@@ -1,5 +1,5 @@
-"""DescribeGroups, ListGroups and DeleteGroups (reference §5; §9 item 32's testValidateDeleteGroup
-and testIsInStates)."""
+"""DescribeGroups, ListGroups and DeleteGroups (with Kafka's testValidateDeleteGroup
+and testIsInStates cases)."""
 import pytest
 
 from roster.coordinator.classic.admin import GroupDescription, MemberDescription

@@ -1,5 +1,5 @@
-"""JoinGroup, SyncGroup and Heartbeat decision tables (reference §4.1-§4.3, §5) and Kafka's
-scenarios for them (§9 items 20, 21, 24, 26 and 27, 29)."""
+"""JoinGroup, SyncGroup and Heartbeat decision tables of Kafka's classic
+group coordinator, and Kafka's scenarios for them."""
 import logging
 
 import pytest
@@ -21,7 +21,7 @@ def current(member_id, leader, generation, members=(), name="range"):
                      leader=leader, member_id=member_id, members=members)
 
 
-# -- §4.1 checks before the tables --------------------------------------------------------------
+# -- checks before the tables ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("session_ms, error", [
     (5999, E.invalid_session_timeout), (6000, E.member_id_required),
@@ -58,7 +58,7 @@ def test_join_group_inconsistent_protocol_with_current_members():
     assert h.group().state is S.STABLE
 
 
-# -- §9.20 ---------------------------------------------------------------------------------------
+# -- unknown member ids ----------------------------------------------------------------------------
 
 def test_join_group_unknown_member_new_group():
     """A member id for a group that does not exist is UNKNOWN_MEMBER_ID (static too)."""
@@ -90,7 +90,7 @@ def test_existing_member_join_dead_group():
     assert len(h.records) == records_before
 
 
-# -- §9.21 group.max.size ------------------------------------------------------------------------
+# -- group.max.size --------------------------------------------------------------------------------
 
 def _joined(h, tokens, generation=1):
     replies = [h.reply(t) for t in tokens]
@@ -176,7 +176,7 @@ def test_last_joining_members_are_kicked_out_when_rejoining_group_with_max_size(
     assert list(group.members) == ids[:10]
 
 
-# -- §9.24 known members in Stable / CompletingRebalance -----------------------------------------
+# -- known members in Stable / CompletingRebalance -------------------------------------------------
 
 def test_join_group_existing_member_updated_metadata_triggers_rebalance():
     """During CompletingRebalance, changed metadata starts a new generation."""
@@ -234,7 +234,7 @@ def test_join_group_existing_member_does_not_trigger_rebalance_in_stable_state()
     assert h.group().state is S.STABLE and len(h.records) == records_before
 
 
-# -- §9.26 pending (KIP-394) members --------------------------------------------------------------
+# -- pending (KIP-394) members ---------------------------------------------------------------------
 
 def test_join_group_completion_when_pending_member_joins():
     """The pending member's join, the last one missing, completes the join phase at once."""
@@ -249,7 +249,7 @@ def test_join_group_completion_when_pending_member_joins():
     assert [m.member_id for m in h.reply(leader_join).members] == [leader, follower, pending]
 
 
-# -- §9.27 SyncGroup -----------------------------------------------------------------------------
+# -- SyncGroup -------------------------------------------------------------------------------------
 
 def test_sync_group_from_unknown_group():
     """SyncGroup for a missing group is UNKNOWN_MEMBER_ID and creates nothing."""
@@ -442,7 +442,7 @@ def test_leader_assignment_written_after_a_new_rebalance_started_is_ignored():
     assert all(m.assignment == b"" for m in group.members.values())
 
 
-# -- §9.29 the Heartbeat table --------------------------------------------------------------------
+# -- the Heartbeat table ---------------------------------------------------------------------------
 
 def test_heartbeat_unknown_group():
     """Heartbeat for a missing group is UNKNOWN_MEMBER_ID."""

@@ -1,5 +1,5 @@
-"""LeaveGroup (reference §5): members leaving by id, static members removed by instance id (the
-v3+ batch semantics of KIP-345), pending ids (§9 items 19 and 26)."""
+"""LeaveGroup: members leaving by id, static members removed by instance id (the
+v3+ batch semantics of KIP-345), pending ids."""
 from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply
 from roster.coordinator.classic.states import GroupState
 from roster.coordinator.classic.timers import join_key

@@ -1,4 +1,4 @@
-"""Loading `__consumer_offsets` (reference §7; §9 item 31): replaying the written records into a
+"""Loading `__consumer_offsets` (Kafka's GroupMetadataManager load): replaying the written records into a
 fresh coordinator rebuilds the groups; groups_loaded (Kafka's onLoaded) then starts every
 member's session and rebalances groups above group.max.size."""
 import pytest

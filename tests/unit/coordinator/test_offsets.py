@@ -1,5 +1,5 @@
-"""OffsetCommit, OffsetFetch and offset expiry for classic and simple groups (reference §5-§7;
-§9 item 32's testValidateOffsetCommit and testOffsetExpirationCondition)."""
+"""OffsetCommit, OffsetFetch and offset expiry for classic and simple groups (with Kafka's
+testValidateOffsetCommit and testOffsetExpirationCondition cases)."""
 import pytest
 
 from roster.coordinator.messages import CommitReply, FetchedOffset

@@ -1,4 +1,4 @@
-"""The classic group state machine and the group's own questions (reference §3, §4.5; §9 item 32:
+"""The classic group state machine and the group's own questions (the cases of
 Kafka's ClassicGroupTest)."""
 import itertools
 
@@ -21,7 +21,7 @@ S = GroupState
 EMPTY, PREPARING, COMPLETING, STABLE, DEAD = (
     S.EMPTY, S.PREPARING_REBALANCE, S.COMPLETING_REBALANCE, S.STABLE, S.DEAD)
 
-# reference §3, written out independently of states.py: (from, to) pairs that are legal
+# Kafka's ClassicGroupState transitions, written out apart from states.py: the legal (from, to)
 LEGAL = {
     (STABLE, PREPARING), (COMPLETING, PREPARING), (EMPTY, PREPARING),
     (PREPARING, COMPLETING),

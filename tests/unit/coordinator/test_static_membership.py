@@ -1,5 +1,6 @@
-"""Static membership (KIP-345) as released Kafka decides it: reference §4.4 and §9 items 1-18,
-plus the six member-id x group-instance-id JoinGroup cases from the KIP-345 discussion."""
+"""Static membership (KIP-345) as released Kafka decides it (the static-member cases of
+Kafka's GroupMetadataManagerTest), plus the six member-id x group-instance-id JoinGroup cases
+from the KIP-345 discussion."""
 import pytest
 
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
@@ -22,7 +23,7 @@ def stable_reply(member_id, leader, generation=1, members=(), skip=False, name="
                      leader=leader, skip_assignment=skip, member_id=member_id, members=members)
 
 
-# -- §9.1-§9.6: joining and replacing -----------------------------------------------------------
+# -- joining and replacing -------------------------------------------------------------------------
 
 @pytest.mark.parametrize("version", [1, 4, 5, 9])
 def test_static_member_join_as_first_member(version):
@@ -168,7 +169,7 @@ def test_replace_static_member_in_completing_rebalance_fences_parked_sync():
     assert h.reply(rejoin).generation == 2 and h.reply(rejoin).leader == a
 
 
-# -- §9.7-§9.14: rejoining with known, unknown and mismatched ids -------------------------------
+# -- rejoining with known, unknown and mismatched ids ----------------------------------------------
 
 @pytest.mark.parametrize("version", [5, 9])
 def test_static_member_rejoin_with_leader_id_and_unknown_member_id(version):
@@ -328,7 +329,7 @@ def test_static_member_heartbeat_leader_with_invalid_member_id():
         ErrorCode.fenced_instance_id
 
 
-# -- §9.15-§9.18: static members across rebalances ----------------------------------------------
+# -- static members across rebalances --------------------------------------------------------------
 
 def test_static_member_follower_fail_to_rejoin_before_rebalance_timeout():
     """A static follower that does not rejoin stays in the group and in the leader's list."""

@@ -1,6 +1,6 @@
-"""The coordinator's timers (reference §4.6-§4.7): the initial rebalance delay, the join-phase
-deadline, new-member and session expiry, pending ids, and pending-sync expiry (§9 items 22, 23,
-25, 26, 28, 30)."""
+"""The coordinator's timers: the initial rebalance delay, the join-phase
+deadline, new-member and session expiry, pending ids, and pending-sync expiry, as Kafka's
+classic group coordinator schedules them."""
 from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
 from roster.coordinator.classic.states import GroupState
 from roster.coordinator.classic.timers import (
@@ -18,7 +18,7 @@ S = GroupState
 E = ErrorCode
 
 
-# -- §9.22 the initial rebalance delay ------------------------------------------------------------
+# -- the initial rebalance delay -------------------------------------------------------------------
 
 def test_delay_initial_rebalance_by_group_initial_rebalance_delay_on_empty_group():
     """The first join phase of an Empty group lasts group.initial.rebalance.delay.ms."""
@@ -72,7 +72,7 @@ def test_initial_rebalance_waits_for_its_delay_even_when_everyone_has_joined():
     assert h.answered(token)
 
 
-# -- §9.23 the new-member join timeout ------------------------------------------------------------
+# -- the new-member join timeout -------------------------------------------------------------------
 
 def test_new_member_join_expiration():
     """A new member stuck in a long rebalance is dropped after 5 minutes with UNKNOWN_MEMBER_ID."""
@@ -94,7 +94,7 @@ def test_new_member_join_expiration():
     assert not group.new_members
 
 
-# -- §9.25 completing the join phase --------------------------------------------------------------
+# -- completing the join phase ---------------------------------------------------------------------
 
 def test_complete_join_remove_not_yet_rejoined_dynamic_members():
     """At the join deadline, dynamic members that did not rejoin are removed and their
@@ -148,7 +148,7 @@ def test_join_phase_completes_at_once_when_the_last_member_rejoins():
     assert h.group().pending_sync.keys() == {a, b}
 
 
-# -- §9.26 pending (KIP-394) ids ------------------------------------------------------------------
+# -- pending (KIP-394) ids -------------------------------------------------------------------------
 
 def test_join_group_completion_when_pending_member_times_out():
     """A pending id that never comes back no longer holds up the join phase once it expires."""
@@ -186,7 +186,7 @@ def test_pending_member_expiry_completes_an_initial_rebalance_once_everyone_join
     assert h.deadline(join_key("g")) is None and pending not in h.group().pending_members
 
 
-# -- §9.28 pending-sync expiry (KAFKA-12890) ------------------------------------------------------
+# -- pending-sync expiry (KAFKA-12890) -------------------------------------------------------------
 
 def _three_completing(h):
     tokens = [h.join_dynamic(session_ms=6000, rebalance_ms=6000) for _ in range(3)]
@@ -264,7 +264,7 @@ def test_stale_pending_sync_deadline_is_ignored():
     assert h.group().state is S.COMPLETING_REBALANCE and member in h.group().members
 
 
-# -- §9.30 session timeouts -----------------------------------------------------------------------
+# -- session timeouts ------------------------------------------------------------------------------
 
 def test_classic_group_member_session_timeout():
     """A silent member is removed when its session ends; the group rebalances (here: empties)."""
