@@ -7,8 +7,11 @@ import os
 import sys
 
 
-# the driver JVM's default thread stack size (see local_session)
-STREAM_THREAD_STACK = "-Xss16m"
+# The driver JVM's default thread stack size (see local_session), and C1 only: the tests'
+# queries are small, and C2's compiler threads cost the JVM about a third of its CPU
+# (56 s -> 36 s over tests/spark/test_stream.py, test_sink.py and test_batch.py) on a
+# machine the whole suite keeps busy.
+DRIVER_JAVA_OPTIONS = "-Xss16m -XX:TieredStopAtLevel=1"
 
 
 def loopback_environment() -> None:
@@ -41,7 +44,7 @@ def local_session(app_name: str, **configs: str):
                # StackOverflowError (printed, ~1,000 regex frames) out of its stop handling
                # whenever stop() lands inside a Py4J call of the batch function. A larger
                # stack lets the match finish.
-               .config("spark.driver.extraJavaOptions", STREAM_THREAD_STACK)
+               .config("spark.driver.extraJavaOptions", DRIVER_JAVA_OPTIONS)
                .config("spark.pyspark.python", sys.executable))
     for key, value in configs.items():
         builder = builder.config(key, value)
