@@ -6,12 +6,18 @@ from __future__ import annotations
 import os
 import sys
 
-
 # The driver JVM's default thread stack size (see local_session), and C1 only: the tests'
 # queries are small, and C2's compiler threads cost the JVM about a third of its CPU
 # (56 s -> 36 s over tests/spark/test_stream.py, test_sink.py and test_batch.py) on a
 # machine the whole suite keeps busy.
 DRIVER_JAVA_OPTIONS = "-Xss16m -XX:TieredStopAtLevel=1"
+
+
+def c1_environment() -> dict[str, str]:
+    """The environment for a child process that starts its own SparkSession (`make run`'s job,
+    `roster report`): its driver JVM runs C1 only too, the child's own settings untouched."""
+    return {**os.environ, "PYSPARK_SUBMIT_ARGS":
+            "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell"}
 
 
 def loopback_environment() -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from roster.pipeline import GROUP, INSTANCE, SOURCE, closing_hints, spark_processed
+from tests.spark.session import c1_environment
 
 pytestmark = [pytest.mark.spark, pytest.mark.interop]
 
@@ -35,7 +36,7 @@ def run_pipeline(data: Path) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "roster.pipeline", "--port", "0", "--data-dir", str(data),
          "--batches", "2", "--seconds", "240"], capture_output=True, text=True, timeout=400,
-        cwd=ROOT, stdin=subprocess.DEVNULL)
+        cwd=ROOT, stdin=subprocess.DEVNULL, env=c1_environment())
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.spark.session import c1_environment
 from tests.support import groups
 from tests.support.cli import ok, roster
 
@@ -20,7 +21,8 @@ def test_report_into_a_directory_writes_group_html(roster_broker, tmp_path):
     out = tmp_path / "reports"
     out.mkdir()
     printed = ok(roster("report", "--group", "report-cli-group", "--out", str(out),
-                        "--bootstrap-server", roster_broker.bootstrap, timeout_s=300))
+                        "--bootstrap-server", roster_broker.bootstrap, timeout_s=300,
+                        env=c1_environment()))
     page = out / "report-cli-group.html"
     assert f"wrote {page}" in printed and [p.name for p in out.iterdir()] == [page.name]
     assert page.read_text().lstrip().lower().startswith("<!doctype html")

@@ -8,8 +8,10 @@ from pathlib import Path
 ROSTER = str(Path(sys.executable).with_name("roster"))   # .venv/bin/roster
 
 
-def roster(*args: str, timeout_s: float = 60) -> subprocess.CompletedProcess:
-    return subprocess.run([ROSTER, *args], capture_output=True, text=True, timeout=timeout_s)
+def roster(*args: str, timeout_s: float = 60,
+           env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([ROSTER, *args], capture_output=True, text=True, timeout=timeout_s,
+                          env=env)
 
 
 def ok(result: subprocess.CompletedProcess) -> str:
