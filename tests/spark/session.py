@@ -10,14 +10,14 @@ import sys
 # queries are small, and C2's compiler threads cost the JVM about a third of its CPU
 # (56 s -> 36 s over tests/spark/test_stream.py, test_sink.py and test_batch.py) on a
 # machine the whole suite keeps busy.
-DRIVER_JAVA_OPTIONS = "-Xss16m -XX:TieredStopAtLevel=1"
+C1_ONLY = "-XX:TieredStopAtLevel=1"
+DRIVER_JAVA_OPTIONS = f"-Xss16m {C1_ONLY}"
 
 
 def c1_environment() -> dict[str, str]:
     """The environment for a child process that starts its own SparkSession (`make run`'s job,
     `roster report`): its driver JVM runs C1 only too, the child's own settings untouched."""
-    return {**os.environ, "PYSPARK_SUBMIT_ARGS":
-            "--driver-java-options -XX:TieredStopAtLevel=1 pyspark-shell"}
+    return {**os.environ, "PYSPARK_SUBMIT_ARGS": f"--driver-java-options {C1_ONLY} pyspark-shell"}
 
 
 def loopback_environment() -> None:
