@@ -166,14 +166,9 @@ def test_report_on_kafka_writes_the_groups_tables(cluster, capsys, tmp_path):
     cluster.create_topic(topic, partitions=3)
     _fill(cluster.bootstrap, topic, group)
     out_file = tmp_path / "report.html"
-    coordinator = cluster.coordinator_of(group)
-    cluster.kill9(coordinator)   # the report asks the nodes left, once the dead one is fenced
-    try:
-        cluster.wait_fenced(coordinator)
+    with cluster.down(cluster.coordinator_of(group)):   # the report asks the nodes left
         code, out, err = run(capsys, "report", "--group", group, "--out", str(out_file),
                              "--bootstrap-server", cluster.bootstrap)
-    finally:
-        cluster.restart(coordinator)
     line = ("roster report: this cluster is not roster: the rebalance history needs roster's "
             "flight recorder (__roster_group_events)")
     assert code == 0 and err.startswith(line) and len(err.strip().splitlines()) == 1, err

@@ -75,7 +75,8 @@ def test_batch_read_on_the_cluster(spark, kafka_cluster):
 def test_static_streaming_member_rides_out_its_coordinator_and_a_leader_dying(
         spark, kafka_cluster, tmp_path):
     """kill -9 of the group's coordinator, then (after it is back) of a node leading a source
-    partition and not coordinating the group: after each, the records written since are read."""
+    partition, one not coordinating the group unless the coordinator leads all three: after
+    each, the records written since are read."""
     cluster = kafka_cluster
     cluster.heal()
     source, group = unique_name("spark-in"), unique_name("sg")

@@ -50,6 +50,8 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from roster.admin.client import AdminClient, AdminError
@@ -269,6 +271,16 @@ class KafkaCluster:
 
     def kill9(self, node_id: int) -> None:
         self.nodes[node_id].kill9()
+
+    @contextmanager
+    def down(self, node_id: int) -> Iterator[None]:
+        """kill -9 `node_id` and wait until the others have fenced it; restart it on leaving."""
+        self.kill9(node_id)
+        try:
+            self.wait_fenced(node_id)
+            yield
+        finally:
+            self.restart(node_id)
 
     def _spawn(self, node: ClusterNode) -> None:
         self._spawner.submit(node.spawn).result()
