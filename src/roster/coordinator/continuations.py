@@ -35,6 +35,7 @@ class OffsetsCommitted:
     it failed)."""
 
     token: Hashable
+    group_id: str
     answers: tuple[tuple[str, int, ErrorCode], ...]
     records: tuple[Record, ...]
 

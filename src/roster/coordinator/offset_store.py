@@ -13,6 +13,7 @@ UNSTABLE_OFFSET_COMMIT for a partition with one pending.
 """
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -53,12 +54,20 @@ class OffsetStore:
         self.metadata_max_bytes = metadata_max_bytes
         self.committed: dict[str, dict[Partition, CommittedOffset]] = {}
         self.pending = PendingTxnOffsets()
+        # commits whose records are being written, by group: their offsets are not replayed
+        # yet, but the group has them (Kafka's hasOffsets counts pending commits), so neither
+        # an expiry pass nor OffsetDelete may take it for a group with none and delete it
+        self._writing: Counter[str] = Counter()
 
     # -- reading ----------------------------------------------------------------------------
 
     def of(self, group_id: str) -> Mapping[Partition, CommittedOffset]:
         """The group's committed offsets (empty when it has none)."""
         return self.committed.get(group_id, _NONE)
+
+    def committing(self, group_id: str) -> bool:
+        """True while a commit to the group is being written."""
+        return self._writing[group_id] > 0
 
     def groups(self) -> Iterable[str]:
         return self.committed.keys()
@@ -101,7 +110,16 @@ class OffsetStore:
             written.append(records.offset_commit(
                 request.group_id, o.topic, o.partition, o.offset, o.leader_epoch, metadata,
                 now if o.commit_timestamp == -1 else o.commit_timestamp, expire))
+        if written:
+            self._writing[request.group_id] += 1
         return tuple(answers), tuple(written)
+
+    def commit_written(self, group_id: str) -> None:
+        """A commit's write is over (its records replayed, or dropped if it failed): it no
+        longer keeps the group from going."""
+        self._writing[group_id] -= 1
+        if not self._writing[group_id]:
+            del self._writing[group_id]
 
     def delete(self, group_id: str, partitions: list[Partition],
                subscribed: set[str] | frozenset[str] | None

@@ -227,7 +227,7 @@ class GroupShard:
             return result
         answers, written = self.offsets.commit(request, now)
         result.records.extend(written)
-        result.after_write.append(OffsetsCommitted(request.token, answers, written))
+        result.after_write.append(OffsetsCommitted(request.token, request.group_id, answers, written))
         return result
 
     def fetch_offsets(self, group_id: str, wanted: list[tuple[str, int]] | None,
@@ -293,7 +293,8 @@ class GroupShard:
         answers, removed = self.offsets.delete(group_id, partitions,
                                                held.subscribed_topics(group_id))
         whole_group = bool(partitions) and held.goes_with_its_offsets(group_id) and \
-            set(self.offsets.of(group_id)) <= set(removed)
+            set(self.offsets.of(group_id)) <= set(removed) and \
+            not self.offsets.committing(group_id)
         if not removed and not whole_group:
             result.reply(token, OffsetDeleteReply(partitions=answers))
             return result
@@ -321,6 +322,7 @@ class GroupShard:
             # a group an open transaction committed offsets to stays (as in Kafka)
             whole_group = held is not None and held.goes_with_its_offsets(group_id) and \
                 len(expired) == len(self.offsets.of(group_id)) and \
+                not self.offsets.committing(group_id) and \
                 not self.offsets.pending.open_for(group_id)
             if not expired and not whole_group:
                 continue
@@ -447,6 +449,8 @@ class GroupShard:
                     answers = step.answers
                 else:
                     answers = _unwritten(step.answers, error)
+                if step.records:
+                    self.offsets.commit_written(step.group_id)
                 result.reply(step.token, CommitReply(answers))
                 return result
             case OffsetsDeleted():

@@ -223,3 +223,35 @@ def test_a_simple_group_whose_first_commit_is_not_written_is_gone_again():
     assert h.shard.list_groups(None, None) == [] and h.shard.describe("simple") is None
     assert h.commit({("t", 0): 6}, group="simple").errors == (("t", 0, ErrorCode.none),)
     assert h.shard.list_groups(None, None) == [("simple", "", "Empty", "classic")]
+
+
+def test_an_expiry_pass_leaves_a_group_whose_first_commit_is_being_written():
+    """A simple consumer's first commit makes its Empty group at once but its offsets only once
+    written: an expiry pass meanwhile must not take the group for one with no offsets and
+    delete it (Kafka counts pending commits as offsets: GroupMetadata.hasOffsets)."""
+    h = Harness(offsets_retention_ms=1000)
+    h.hold_next_write = True
+    h.commit({("t", 0): 1})
+    records_before = len(h.records)
+    _expire(h)
+    assert h.records[records_before:] == []
+    h.release_writes()
+    assert h.group() is not None and h.fetch() == [FetchedOffset("t", 0, 1)]
+    h.advance(1000)
+    _expire(h)   # once written, the offset and its group age as before
+    h.release_writes()
+    assert h.group() is None and h.fetch() == []
+
+
+def test_offset_delete_leaves_a_group_whose_commit_is_being_written():
+    """OffsetDelete of every offset an Empty group has deletes the group too, but not while a
+    commit to it is being written: the group would lose the offsets that commit answers for."""
+    h = Harness()
+    h.commit({("t", 0): 1})
+    h.hold_next_write = True
+    h.commit({("u", 0): 2})
+    records_before = len(h.records)
+    h.delete_offsets([("t", 0)])
+    assert h.records[records_before:] == [Record(OffsetKey("g", "t", 0), None)]
+    h.release_writes()
+    assert h.group() is not None and h.fetch() == [FetchedOffset("u", 0, 2)]
