@@ -110,9 +110,12 @@ class OffsetStore:
             written.append(records.offset_commit(
                 request.group_id, o.topic, o.partition, o.offset, o.leader_epoch, metadata,
                 now if o.commit_timestamp == -1 else o.commit_timestamp, expire))
-        if written:
-            self._writing[request.group_id] += 1
         return tuple(answers), tuple(written)
+
+    def commit_writing(self, group_id: str) -> None:
+        """A plain commit's records are being written: until commit_written the group counts
+        as having offsets. (A transactional commit is kept by its pending offsets instead.)"""
+        self._writing[group_id] += 1
 
     def commit_written(self, group_id: str) -> None:
         """A commit's write is over (its records replayed, or dropped if it failed): it no

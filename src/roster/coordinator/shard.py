@@ -226,6 +226,8 @@ class GroupShard:
                 (o.topic, o.partition, error) for o in request.offsets)))
             return result
         answers, written = self.offsets.commit(request, now)
+        if written:
+            self.offsets.commit_writing(request.group_id)
         result.records.extend(written)
         result.after_write.append(OffsetsCommitted(request.token, request.group_id, answers, written))
         return result
