@@ -3,8 +3,10 @@ import pytest
 from tests.support.process import BrokerProcess
 
 # librdkafka's log lines into the test's captured log, clients a test leaves open closed; and
-# the Kafka-backed suites spread over both workers by module
-pytest_plugins = ["tests.support.client_tracking", "tests.support.xdist_groups"]
+# the Kafka-backed suites spread over both workers by module; the Kafka cluster held only
+# while a worker's tests use it
+pytest_plugins = ["tests.support.client_tracking", "tests.support.xdist_groups",
+                  "tests.support.held_resources"]
 
 
 @pytest.fixture
@@ -49,13 +51,13 @@ def kafka_peer_secure():
     peer.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def kafka_cluster():
     """Three Kafka 4.4 KRaft nodes (replication factor 3, min.insync.replicas 2), started only
     when a test asks for it (tests/support/kafka_cluster.py); those tests are marked
-    xdist_group("kafka_cluster") so one worker owns the three JVMs."""
+    xdist_group("kafka_cluster") so one worker owns the three JVMs, and stops them when it
+    moves on to other tests (tests/support/held_resources.py)."""
+    from tests.support.held_resources import held
     from tests.support.kafka_cluster import KafkaCluster
 
-    cluster = KafkaCluster().start()
-    yield cluster
-    cluster.stop()
+    return held("kafka_cluster", lambda: KafkaCluster().start(), KafkaCluster.stop)

@@ -23,8 +23,8 @@ API:
 - `.kill9(node_id)` -> SIGKILL, nothing flushed; returns when the process is gone.
   `.wait_fenced(node_id)` -> until the live nodes no longer list it (its leaderships and
   coordinators have moved).
-- `.restart(node_id)` (from any thread) -> starts it again on its own data and waits until it is back in the ISR
-  of every partition it holds a replica of (internal topics included).
+- `.restart(node_id)` (from any thread) -> starts it again on its own data and waits until it
+  is back in the ISR of every partition it holds a replica of (internal topics included).
 - `.heal()` -> restarts every node that is down (tests/cluster's per-test fixture calls it).
 - `.coordinator_of(group)` -> the node id that coordinates the group (FindCoordinator), and
   `.transaction_coordinator_of(transactional_id)`.
@@ -60,10 +60,11 @@ from roster.protocol.build import make
 from roster.security.client import ClientSecurity
 from tests.support.kafka_peer import (
     PEER_SETTINGS,
+    SECURE_USERS,
     format_storage,
     free_port,
-    SECURE_USERS,
     new_cluster_id,
+    record_broker_classes,
     spawn_kafka,
     stop_process,
     write_properties,
@@ -104,6 +105,13 @@ CLUSTER_SETTINGS = {
     # as the one-node peer: KIP-848 target assignments on the heartbeat that needs one
     "group.consumer.assignment.interval.ms": "0",
     "group.consumer.assignor.offload.enable": "false",
+    # Idle, three nodes burn CPU the tests beside them need: the controller's no-op record
+    # every 500 ms (each node replicating it) and followers' fetches parked only 500 ms. A
+    # no-op every 5 s and fetches that wait 2 s for data halve that; neither delays anything
+    # a test waits for (a parked fetch answers as soon as data arrives, and fencing follows
+    # broker.session.timeout.ms above).
+    "metadata.max.idle.interval.ms": "5000",
+    "replica.fetch.wait.max.ms": "2000",
 }
 # Three JVMs share two cores with the tests: the C1 compiler alone starts them sooner and
 # keeps the JIT from competing with the brokers' own work.
@@ -235,6 +243,7 @@ class KafkaCluster:
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, timeout_s: float = 180.0) -> KafkaCluster:
+        record_broker_classes()
         began = time.monotonic()
         cluster_id = new_cluster_id()
         # the admin's credentials go into the bootstrap metadata every node is formatted
