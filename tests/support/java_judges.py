@@ -6,7 +6,8 @@ built once and run as child processes that print one JSON event a line.
   two pytest workers from building at once).
   Maven resolves kafka-clients and kafka-streams 4.4.0 from Maven Central into ~/.m2 the first
   time; nothing is vendored and target/ is ignored by git.
-- `JavaProgram(main_class, *args)` starts `java -cp target/classes:target/lib/* MAIN ARGS`; its
+- `JavaProgram(main_class, *args)` starts `java -cp target/java-judges-1.jar:target/lib/* MAIN
+  ARGS` (from a class archive after its main class's first run, tests/support/class_archive.py); its
   events (dicts) are collected by a reader thread; `wait_for(predicate)` waits on them with a
   deadline (never a sleep), `send(line)` writes a command to its stdin, `kill9()` ends it for real.
 """
@@ -23,6 +24,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from tests.support.class_archive import ClassArchive
 
 ROOT = Path(__file__).resolve().parents[2]
 JAVA_DIR = ROOT / "tests" / "java"
@@ -73,15 +76,18 @@ def build() -> None:
 
 
 def classpath() -> str:
-    return f"{TARGET / 'classes'}:{TARGET / 'lib'}/*"
+    # the packaged jar, not target/classes: a class archive holds classes from jars only
+    return f"{TARGET / 'java-judges-1.jar'}:{TARGET / 'lib'}/*"
 
 
 class JavaProgram:
     """One JVM running a main class of tests/java; its JSON-line events in `.events`."""
 
     def __init__(self, main_class: str, *args: str, heap: str = "256m") -> None:
+        # each main class starts from an archive of the classes its first run loaded
+        self._sharing = ClassArchive(f"java-judges-{main_class}", JAVA).launch(classpath())
         self.command = [JAVA, f"-Xmx{heap}", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                        "-cp", classpath(), main_class, *args]
+                        *self._sharing.options, "-cp", classpath(), main_class, *args]
         self.events: list[dict] = []
         self.stderr: list[str] = []
         self.cond = threading.Condition()
@@ -90,6 +96,7 @@ class JavaProgram:
     def start(self) -> JavaProgram:
         self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, bufsize=1)
+        self._sharing.watch(self.proc)
         threading.Thread(target=self._read_events, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
         return self

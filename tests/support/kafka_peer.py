@@ -24,6 +24,8 @@ API (for tests that put Kafka beside roster):
   `KAFKA_LIBS` is the folder; `JAVA` the java binary (Java 17).
 - `KafkaPeer(tmp_dir, extra_settings, secure=False).start()` / `.stop()` / `.kill9()` for a
   private broker when a test must change static settings or kill it.
+- Brokers and the storage tool start from class archives (tests/support/class_archive.py);
+  `record_broker_classes()` records the brokers' once per machine, before the first start.
 
 Settings mirror roster's test brokers (PEER_SETTINGS), so a scenario can run unchanged against
 both: no initial rebalance delay, replication factor 1 for the internal topics, 5 offsets
@@ -49,11 +51,14 @@ from pathlib import Path
 
 from roster.admin.client import AdminClient, AdminError
 from roster.protocol.api_keys import ApiKey
+from tests.support.class_archive import ClassArchive
 
 KAFKA_VERSION = "4.4.0"
 ROOT = Path(__file__).resolve().parents[2]
 KAFKA_LIBS = ROOT / ".cache" / f"kafka-{KAFKA_VERSION}" / "libs"
 JAVA = shutil.which("java") or "java"
+BROKER_CLASSES = ClassArchive("kafka-broker", JAVA)
+STORAGE_TOOL_CLASSES = ClassArchive("kafka-storage-tool", JAVA)
 
 # Shared by Kafka and by the roster broker a differential scenario compares it with.
 PEER_SETTINGS = {
@@ -160,8 +165,11 @@ def format_storage(config: Path, cluster_id: str, extra_args: list[str] | None =
     of one cluster is formatted with the same id)."""
     args = ["format", "-t", cluster_id, "-c", str(config), "--ignore-formatted",
             *(extra_args or ())]
-    done = subprocess.run(java_command("kafka.tools.StorageTool", *args, heap="256m"),
+    sharing = STORAGE_TOOL_CLASSES.launch(kafka_classpath())
+    done = subprocess.run(java_command("kafka.tools.StorageTool", *args, heap="256m",
+                                       jvm_options=sharing.options),
                           capture_output=True, text=True, timeout=120)
+    sharing.exited(done.returncode)
     if done.returncode != 0:
         raise RuntimeError("Kafka's storage tool could not format the log dir:\n"
                            + done.stdout + done.stderr)
@@ -171,8 +179,11 @@ def spawn_kafka(config: Path, output: list[str], heap: str, log_level: str = "wa
                 tail: int = 2000, jvm_options: tuple[str, ...] = ()) -> subprocess.Popen:
     """Start `kafka.Kafka config` in its own session, dying with this process; its output
     lines go to `output` (the last `tail` of them) from a daemon thread."""
+    # a broker lives as long as its test or the suite: it uses the archive, never records it
+    sharing = BROKER_CLASSES.launch(kafka_classpath(), record=False)
     proc = subprocess.Popen(java_command("kafka.Kafka", str(config), heap=heap,
-                                         log_level=log_level, jvm_options=jvm_options),
+                                         log_level=log_level,
+                                         jvm_options=(*jvm_options, *sharing.options)),
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True, preexec_fn=_die_with_parent)
 
@@ -183,6 +194,22 @@ def spawn_kafka(config: Path, output: list[str], heap: str, log_level: str = "wa
 
     threading.Thread(target=pump, daemon=True).start()
     return proc
+
+
+def record_broker_classes() -> None:
+    """Before the first broker start on this machine (its kind's archive missing and unclaimed),
+    record the archive every later broker starts from, with a throwaway one-node peer started
+    until ready and stopped: about 8 s once, 3 s of CPU back on each of the suite's thirty-odd
+    broker starts. Meanwhile other processes' brokers start without it."""
+    recording = BROKER_CLASSES.launch(kafka_classpath())
+    if not recording.records:
+        return
+    peer = KafkaPeer(jvm_options=recording.options)
+    try:
+        peer.start()
+    finally:
+        peer.stop()
+        recording.exited(peer.proc.returncode if peer.proc is not None else -1)
 
 
 def stop_process(proc: subprocess.Popen | None, timeout_s: float = 20.0) -> None:
@@ -206,8 +233,10 @@ class KafkaPeer:
     """One combined broker+controller KRaft node on loopback, data in a temporary folder."""
 
     def __init__(self, work_dir: Path | None = None, extra_settings: dict[str, str] | None = None,
-                 secure: bool = False, heap: str = "512m", log_level: str = "warn") -> None:
+                 secure: bool = False, heap: str = "512m", log_level: str = "warn",
+                 jvm_options: tuple[str, ...] = ()) -> None:
         self._own_dir = work_dir is None
+        self.jvm_options = jvm_options
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="kafka-peer-"))
         self.secure = secure
         self.heap = heap
@@ -280,13 +309,15 @@ class KafkaPeer:
         format_storage(config, new_cluster_id(), extra)
 
     def start(self, timeout_s: float = 90.0) -> KafkaPeer:
+        record_broker_classes()     # a no-op once recorded, and for the recording peer itself
         config = self.work_dir / "server.properties"
         self.work_dir.mkdir(parents=True, exist_ok=True)
         write_properties(config, self._properties())
         try:
             if not (self.work_dir / "data" / "meta.properties").exists():
                 self._format(config)
-            self.proc = spawn_kafka(config, self.output, heap=self.heap, log_level=self.log_level)
+            self.proc = spawn_kafka(config, self.output, heap=self.heap, log_level=self.log_level,
+                                    jvm_options=self.jvm_options)
             self._wait_ready(timeout_s)
         except BaseException:
             self.stop()
