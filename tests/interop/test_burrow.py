@@ -26,6 +26,7 @@ from tests.interop.test_bad_input import _create
 from tests.interop.test_sarama import described_offsets
 from tests.support import clients
 from tests.support.needs import missing
+from tests.support.ports import free_port
 from tests.support.wire import Wire
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("burrow")]
@@ -33,12 +34,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("burrow")]
 BURROW = shutil.which("Burrow") or "/usr/bin/Burrow"
 ZOOKEEPER_JAR = Path("/usr/share/java/zookeeper.jar")
 DEADLINE_S = 60
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(check, what: str, timeout_s: float = DEADLINE_S, process=None):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import socket
 import subprocess
 from dataclasses import dataclass, field
 
@@ -18,6 +17,7 @@ from roster.observability import history
 from tests.support import groups
 from tests.support.groups import ConfluentMember, Watch
 from tests.support.needs import missing
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("console-browser")]
 
@@ -83,12 +83,6 @@ def distinct_colours(png: bytes) -> int:
                 seen.add(bytes(line[i:i + 3]))
         prev = line
     return len(seen)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_event(client, group: str, found, what: str) -> None:

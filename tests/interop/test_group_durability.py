@@ -207,6 +207,10 @@ def test_offset_expiry_survives_restart(broker_factory):
                                                           committed_metadata=""),)),))
     wait_until(lambda: any("expiring 1 offsets of group expiring" in line
                            for line in broker.output), 30, "the offset to expire")
+    # the line is logged when the pass decides; OffsetFetch answers without the offset once
+    # its tombstone is written (under load, a moment later): only then is the expiry durable
+    wait_until(lambda: committed_offsets(broker.bootstrap, "expiring") == {}, 30,
+               "the expiry's tombstone to be written")
     broker.kill9()
     broker.start()
     assert committed_offsets(broker.bootstrap, "expiring") == {}

@@ -3,21 +3,14 @@ and the console need Basic credentials of a SCRAM user (wrong or missing: 401); 
 authentication on a Kafka listener shows in roster_authentication_failures_total."""
 from __future__ import annotations
 
-import socket
-
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.http import http_get
+from tests.support.ports import free_port
 from tests.support.security import PASSWORDS, SecureBroker, add_users_offline, make_pki, secure_settings
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("security")]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")

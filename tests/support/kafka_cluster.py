@@ -62,13 +62,13 @@ from tests.support.kafka_peer import (
     PEER_SETTINGS,
     SECURE_USERS,
     format_storage,
-    free_port,
     new_cluster_id,
     record_broker_classes,
     spawn_kafka,
     stop_process,
     write_properties,
 )
+from tests.support.ports import free_port
 
 NODE_IDS = (1, 2, 3)
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")

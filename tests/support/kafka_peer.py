@@ -41,7 +41,6 @@ import base64
 import ctypes
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
@@ -52,6 +51,7 @@ from pathlib import Path
 from roster.admin.client import AdminClient, AdminError
 from roster.protocol.api_keys import ApiKey
 from tests.support.class_archive import ClassArchive
+from tests.support.ports import free_port
 
 KAFKA_VERSION = "4.4.0"
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,12 +128,6 @@ def java_command(main_class: str, *args: str, heap: str = "256m",
 
 def unique_name(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def new_cluster_id() -> str:
