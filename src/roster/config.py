@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from roster.broker.topic_config import broker_synonym_settings
-from roster.coordinator.consumer.migration import parse_policy as parse_migration_policy
 from roster.security.settings import SECURITY_SETTINGS, SecuritySettings, is_security_key
 
 log = logging.getLogger("roster.config")
@@ -78,6 +77,20 @@ def _transaction_version(text: str) -> int:
         raise ValueError("expected 0, 1 or 2 (Kafka's transaction.version levels)")
     return level
 
+
+def _one_of(*names: str) -> Callable[[str], str]:
+    """A name from a fixed list, case-insensitive (as Kafka's enum-valued settings)."""
+    def parse(text: str) -> str:
+        name = str(text).strip().lower()
+        if name not in names:
+            raise ValueError(f"expected one of {', '.join(names)}")
+        return name
+    return parse
+
+
+# group.consumer.migration.policy's values; the consumer type gives them their meaning
+# (coordinator/consumer/migration.py), this table only refuses what is not one of them
+MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("node.id", 0, int, 0, "id of this broker in Metadata answers"),
@@ -176,7 +189,8 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.consumer.max.session.timeout.ms", 60000, int, 1),
     Setting("group.consumer.min.heartbeat.interval.ms", 5000, int, 1),
     Setting("group.consumer.max.heartbeat.interval.ms", 15000, int, 1),
-    Setting("group.consumer.migration.policy", "bidirectional", parse_migration_policy, None,
+    Setting("group.consumer.migration.policy", "bidirectional",
+            _one_of(*MIGRATION_POLICIES), None,
             "bidirectional, upgrade, downgrade or disabled: whether a classic group turns into a "
             "consumer group when a member joins it with the consumer protocol (upgrade), and "
             "back when its last such member leaves (downgrade)"),

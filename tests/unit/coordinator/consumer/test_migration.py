@@ -537,3 +537,15 @@ def test_a_lone_consumer_static_member_restarting_as_classic_downgrades_the_grou
     assert classic.state.name == "STABLE" and set(classic.members) == {reply.member_id}
     synced = h.replies[h.sync(reply.member_id, generation, instance="a")]
     assert cp.decode_assignment(synced.assignment).partitions == (("t", (0, 1)),)
+
+
+def test_the_broker_config_accepts_exactly_the_policies_the_type_knows():
+    import pytest
+
+    from roster.config import MIGRATION_POLICIES, BrokerConfig, ConfigError
+    from roster.coordinator.consumer import migration
+    assert set(MIGRATION_POLICIES) == set(migration.POLICIES)
+    config = BrokerConfig.from_overrides({"group.consumer.migration.policy": "UPGRADE"})
+    assert ConsumerConfig.from_broker(config).migration_policy == "upgrade"
+    with pytest.raises(ConfigError, match="expected one of bidirectional, upgrade"):
+        BrokerConfig.from_overrides({"group.consumer.migration.policy": "sideways"})
