@@ -2,9 +2,9 @@
 kind of continuation. A Result carries them in `after_write`; the edge hands each back,
 untouched, to GroupShard.write_completed (shard.py), which settles its own (offsets, deletions)
 and hands the others, by type, to the group type that listed it in its `steps` (the classic
-coordinator takes the rest). These are the shard's (JoinAfterDeletion too, which a type that
-gives way to a classic group asks for) and the classic coordinator's; the consumer coordinator's
-ConsumerWritten is in consumer/timers.py.
+coordinator takes the rest). These are the shard's own (JoinAfterDeletion too, which a type that
+gives way to a classic group asks for); each group type keeps its own in its package
+(classic/continuations.py, consumer/timers.py's ConsumerWritten).
 
 Records that take effect only once durable (offset commits, tombstones) are the continuation's
 own field: the same objects the Result writes, replayed by the shard itself. What an
@@ -41,29 +41,6 @@ class OffsetsCommitted:
 
 
 @dataclass(frozen=True, slots=True)
-class LeaderAssignmentWritten:
-    """SyncGroup from the leader: hand the assignment out, if the group is still in the sync
-    phase of that generation."""
-
-    group_id: str
-    generation: int
-    assignments: Mapping[str, bytes]
-
-
-@dataclass(frozen=True, slots=True)
-class StaticMemberReplaced:
-    """A static member rejoined with a new id (KIP-345) and the group record naming it was
-    written: answer it; or, the replacement undone (changes.StaticIdReplaced), answer the
-    write's error."""
-
-    group_id: str
-    old_id: str
-    new_id: str
-    leader_before: str | None
-    api_version: int
-
-
-@dataclass(frozen=True, slots=True)
 class OffsetsDeleted:
     """OffsetDelete: the tombstones take effect, then the answer."""
 
@@ -88,8 +65,6 @@ class OffsetsExpired:
     tombstones: tuple[Record, ...]
 
 
-# the shard's (offsets, deletions) and the classic coordinator's; other types list theirs in
-# their `steps` (consumer/timers.py's ConsumerWritten), the shard's own JoinAfterDeletion is
-# in shard.py
-Continuation = (OffsetsCommitted | LeaderAssignmentWritten | StaticMemberReplaced
-                | OffsetsDeleted | GroupsDeleted | OffsetsExpired)
+# the shard's own, settled in GroupShard.write_completed
+Continuation = (JoinAfterDeletion | OffsetsCommitted | OffsetsDeleted | GroupsDeleted
+                | OffsetsExpired)

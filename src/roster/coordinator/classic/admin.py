@@ -1,6 +1,7 @@
 """DescribeGroups, ListGroups and DeleteGroups of classic groups, and their console view."""
 from __future__ import annotations
 
+from roster.coordinator.classic.states import DELETE_GROUP, Action, GroupState
 from roster.coordinator.messages import (
     GroupDescription,
     GroupOverview,
@@ -8,7 +9,6 @@ from roster.coordinator.messages import (
     MemberDescription,
     MemberView,
 )
-from roster.coordinator.classic.states import DELETE_GROUP, Action, GroupState
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_assignment
 from roster.protocol.errors import ErrorCode
 

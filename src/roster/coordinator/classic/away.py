@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from roster.coordinator.classic import rebalance
 from roster.coordinator.classic.group import Group, Member
-from roster.coordinator.results import Result
 from roster.coordinator.classic.sessions import last_heard
 from roster.coordinator.classic.states import GroupState
 from roster.coordinator.classic.timers import AwayCheck, away_key
+from roster.coordinator.results import Result
 
 AWAY_AFTER_SESSION_PART = 3   # away once this part of its session passed without a word
 CHECK_INTERVAL_MS = 1000

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from roster.coordinator import facts
 from roster.coordinator.classic import (
     admin,
     away,
@@ -21,13 +22,15 @@ from roster.coordinator.classic import (
     tombstones,
 )
 from roster.coordinator.classic import replay as classic_replay
-from roster.coordinator.config import GroupConfig
-from roster.coordinator.continuations import (
-    Continuation,
+from roster.coordinator.classic.continuations import (
+    ClassicContinuation,
     LeaderAssignmentWritten,
     StaticMemberReplaced,
 )
 from roster.coordinator.classic.group import Group
+from roster.coordinator.classic.states import GroupState
+from roster.coordinator.classic.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
+from roster.coordinator.config import GroupConfig
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import (
     CommitRequest,
@@ -39,10 +42,6 @@ from roster.coordinator.messages import (
 )
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
-from roster.coordinator.classic.states import GroupState
-from roster.coordinator.classic.timers import AwayCheck, JoinDeadline, SessionDeadline, SyncDeadline
-from roster.coordinator import facts
-from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey, Record
 
@@ -189,7 +188,7 @@ class Coordinator(GroupsById):
         metadata_watch.after(self, event.group_id, now)
         return result
 
-    def write_completed(self, step: Continuation, error: ErrorCode | None, now: int) -> Result:
+    def write_completed(self, step: ClassicContinuation, error: ErrorCode | None, now: int) -> Result:
         """Continue an operation whose records were written (error None) or failed to be. The
         error is already the one clients are told (the edge maps storage errors)."""
         result = Result()

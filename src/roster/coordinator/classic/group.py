@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from roster.coordinator.results import Parked
 from roster.coordinator.classic.states import GroupState, check_transition, check_undo
+from roster.coordinator.results import Parked
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 Protocols = tuple[tuple[str, bytes], ...]

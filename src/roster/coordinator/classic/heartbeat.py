@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from roster.coordinator.classic import metadata_watch
 from roster.coordinator.classic.rebalance import reschedule_heartbeat
-from roster.coordinator.results import Result
 from roster.coordinator.classic.states import HEARTBEAT, GroupState, Refuse
 from roster.coordinator.classic.validation import generation_member_error
+from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
 
 WATCH_INTERVAL_MS = metadata_watch.CHECK_INTERVAL_MS

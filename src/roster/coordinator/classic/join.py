@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator import records
-from roster.coordinator.changes import StaticIdReplaced
-from roster.coordinator.continuations import StaticMemberReplaced
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
+from roster.coordinator.classic import records
+from roster.coordinator.classic.changes import StaticIdReplaced
+from roster.coordinator.classic.continuations import StaticMemberReplaced
 from roster.coordinator.classic.group import Group, Member
-from roster.coordinator.messages import JoinReply, JoinRequest, SyncReply
 from roster.coordinator.classic.rebalance import (
     answer_join,
     answer_sync,
@@ -20,7 +21,6 @@ from roster.coordinator.classic.rebalance import (
     prepare_rebalance,
     reschedule_heartbeat,
 )
-from roster.coordinator.results import Parked, Result
 from roster.coordinator.classic.sessions import add_pending
 from roster.coordinator.classic.sharing import shared_int, shared_str
 from roster.coordinator.classic.states import (
@@ -32,8 +32,8 @@ from roster.coordinator.classic.states import (
     Refuse,
 )
 from roster.coordinator.classic.validation import member_error
-from roster.coordinator import facts
-from roster.coordinator import triggers as tr
+from roster.coordinator.messages import JoinReply, JoinRequest, SyncReply
+from roster.coordinator.results import Parked, Result
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import logging
 
+from roster.coordinator import triggers as tr
 from roster.coordinator.classic.group import Group
-from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply, LeaveRequest
 from roster.coordinator.classic.rebalance import (
     answer_join,
     maybe_complete_join,
     maybe_prepare_rebalance_or_complete_join,
 )
-from roster.coordinator.results import Result
 from roster.coordinator.classic.states import LEAVE_GROUP, Action, GroupState, Refuse
 from roster.coordinator.classic.validation import member_error
-from roster.coordinator import triggers as tr
+from roster.coordinator.messages import JoinReply, LeaveMemberResult, LeaveReply, LeaveRequest
+from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

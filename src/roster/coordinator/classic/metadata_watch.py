@@ -17,11 +17,11 @@ then, as in Kafka, only the leader notices.
 """
 from __future__ import annotations
 
+from roster.coordinator import triggers as tr
 from roster.coordinator.classic import away, rebalance
 from roster.coordinator.classic.group import Group
-from roster.coordinator.results import Result
 from roster.coordinator.classic.states import GroupState
-from roster.coordinator import triggers as tr
+from roster.coordinator.results import Result
 from roster.protocol.consumer_protocol import ConsumerProtocolError, decode_subscription
 
 CHECK_INTERVAL_MS = 1000   # a group's note is compared with the catalog at most this often

@@ -11,14 +11,14 @@ keeps, and how they age (offsets.retention.minutes, as Kafka decides it):
 """
 from __future__ import annotations
 
-from roster.coordinator.changes import SimpleGroupCreated
+from roster.coordinator.classic.changes import SimpleGroupCreated
 from roster.coordinator.classic.group import Group
-from roster.coordinator.messages import CommitRequest
-from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.classic.rebalance import reschedule_heartbeat
-from roster.coordinator.results import Result
 from roster.coordinator.classic.states import OFFSET_COMMIT, OFFSET_DELETE, Action, GroupState, Refuse
 from roster.coordinator.classic.validation import member_error
+from roster.coordinator.messages import CommitRequest
+from roster.coordinator.offset_store import OffsetExpiry
+from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
 
 S = GroupState

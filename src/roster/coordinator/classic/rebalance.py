@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator import records
-from roster.coordinator.classic import expectations, sessions
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
+from roster.coordinator.classic import expectations, records, sessions
 from roster.coordinator.classic.group import Group, Member
-from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
-from roster.coordinator.results import Result
 from roster.coordinator.classic.sessions import reschedule_heartbeat
 from roster.coordinator.classic.states import CAN_REBALANCE, GroupState
 from roster.coordinator.classic.timers import JoinDeadline, SyncDeadline, away_key, join_key, sync_key
-from roster.coordinator import facts
-from roster.coordinator import triggers as tr
+from roster.coordinator.messages import JoinMember, JoinReply, SyncReply
+from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

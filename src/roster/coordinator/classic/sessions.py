@@ -16,8 +16,8 @@ alive, and gets a new deadline when its request is answered).
 from __future__ import annotations
 
 from roster.coordinator.classic.group import Group, Member
-from roster.coordinator.results import Result
 from roster.coordinator.classic.timers import SessionDeadline, heartbeat_key
+from roster.coordinator.results import Result
 
 
 def reschedule_heartbeat(result: Result, group: Group, member: Member, now: int,

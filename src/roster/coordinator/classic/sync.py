@@ -5,20 +5,20 @@ from __future__ import annotations
 
 import logging
 
-from roster.coordinator import records
-from roster.coordinator.continuations import LeaderAssignmentWritten
+from roster.coordinator import facts
+from roster.coordinator.classic import records
+from roster.coordinator.classic.continuations import LeaderAssignmentWritten
 from roster.coordinator.classic.group import Group, discard
-from roster.coordinator.messages import SyncReply, SyncRequest
 from roster.coordinator.classic.rebalance import (
     maybe_prepare_rebalance_or_complete_join,
     propagate_assignment,
     reset_assignments_with_error,
 )
-from roster.coordinator.results import Parked, Result
 from roster.coordinator.classic.states import SYNC_GROUP, Action, GroupState, Refuse
 from roster.coordinator.classic.timers import sync_key
 from roster.coordinator.classic.validation import generation_member_error
-from roster.coordinator import facts
+from roster.coordinator.messages import SyncReply, SyncRequest
+from roster.coordinator.results import Parked, Result
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

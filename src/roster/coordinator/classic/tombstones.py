@@ -7,11 +7,11 @@ shard). (Its offsets' tombstones are the OffsetStore's, offset_store.py.)
 """
 from __future__ import annotations
 
-from roster.coordinator import records
-from roster.coordinator.changes import Buried
+from roster.coordinator.classic import records
+from roster.coordinator.classic.changes import Buried
 from roster.coordinator.classic.group import Group
-from roster.coordinator.results import Result
 from roster.coordinator.classic.states import GroupState
+from roster.coordinator.results import Result
 from roster.protocol.group_records import Record
 
 

@@ -21,6 +21,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
 from roster.coordinator.consumer import migration
 from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.model import (
@@ -40,8 +42,6 @@ from roster.coordinator.messages import (
     SyncRequest,
 )
 from roster.coordinator.results import Result
-from roster.coordinator import facts
-from roster.coordinator import triggers as tr
 from roster.protocol import consumer_protocol as cp
 from roster.protocol.errors import ErrorCode
 

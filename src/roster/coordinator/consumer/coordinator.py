@@ -31,6 +31,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from roster.coordinator import facts
+from roster.coordinator import triggers as tr
 from roster.coordinator.consumer import (
     classic_members,
     describing,
@@ -45,10 +47,10 @@ from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.messages import DescribedGroup, HeartbeatReply, HeartbeatRequest
 from roster.coordinator.consumer.model import (
     LEAVE_EPOCH,
-    DictTopicImage,
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerMember,
+    DictTopicImage,
     MemberState,
     TopicImage,
 )
@@ -68,8 +70,6 @@ from roster.coordinator.continuations import JoinAfterDeletion
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview
 from roster.coordinator.results import Result
-from roster.coordinator import facts
-from roster.coordinator import triggers as tr
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

@@ -36,6 +36,9 @@ from __future__ import annotations
 import logging
 
 from roster.coordinator.classic import rebalance, sessions
+from roster.coordinator.classic.group import Group, Member
+from roster.coordinator.classic.records import group_metadata, group_tombstone
+from roster.coordinator.classic.states import GroupState
 from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.model import (
     Assignment,
@@ -46,10 +49,7 @@ from roster.coordinator.consumer.model import (
     TopicImage,
     freeze,
 )
-from roster.coordinator.classic.group import Group, Member
 from roster.coordinator.messages import JoinReply, SyncReply
-from roster.coordinator.records import group_metadata, group_tombstone
-from roster.coordinator.classic.states import GroupState
 from roster.protocol import consumer_protocol as cp
 from roster.protocol.consumer_protocol import (
     ConsumerProtocolError,

@@ -1,8 +1,8 @@
 """One consumer-coordinator operation in progress, passed explicitly to every step that changes
 a group: its records are applied at once through replay() (the function a restart uses), which
-notes first, in the same switch, the change that puts each back (consumer/changes.py), so that a refused operation
-reverts at once and one whose records cannot be written is reverted by the shard — the one model
-of mutation every group type shares (coordinator/changes.py).
+notes first, in the same switch, the change that puts each back (consumer/changes.py), so
+that a refused operation reverts at once and one whose records cannot be written is reverted
+by the shard — the one model of mutation every group type shares (coordinator/changes.py).
 """
 from __future__ import annotations
 

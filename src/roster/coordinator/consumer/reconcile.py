@@ -10,8 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from roster.coordinator.consumer.model import (Assignment, ConsumerMember, MemberState,
-                                               PartitionEpochs)
+from roster.coordinator.consumer.model import Assignment, ConsumerMember, MemberState, PartitionEpochs
 
 Owned = tuple[tuple[bytes, tuple[int, ...]], ...] | None
 

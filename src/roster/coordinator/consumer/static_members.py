@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
+from roster.coordinator import facts
 from roster.coordinator.consumer import classic_members
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import STATIC_LEAVE_EPOCH, ConsumerGroup, ConsumerMember
 from roster.coordinator.consumer.validation import check_epoch, fail
-from roster.coordinator import facts
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")

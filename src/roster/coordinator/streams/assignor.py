@@ -38,8 +38,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from roster.coordinator.streams.model import EMPTY, TaskId, TaskSets, freeze, from_task_ids, \
-    task_ids
+from roster.coordinator.streams.model import EMPTY, TaskId, TaskSets, freeze, from_task_ids, task_ids
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,9 +48,9 @@ from roster.coordinator.streams.messages import StreamsConfig
 from roster.coordinator.streams.model import (
     EMPTY,
     JOIN_EPOCH,
-    MemberState,
     LEAVE_EPOCH,
     STATIC_LEAVE_EPOCH,
+    MemberState,
     StreamsGroup,
     StreamsMember,
     TaskSets,

@@ -16,8 +16,8 @@ from roster.coordinator.streams.model import (
     MemberState,
     StreamsMember,
     TaskId,
-    TaskSets,
     Tasks,
+    TaskSets,
     freeze,
     minus,
 )

@@ -49,8 +49,15 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from roster.coordinator.streams.model import Endpoint, MemberState, StreamsMember, TaskId, \
-    Tasks, TaskSets, freeze
+from roster.coordinator.streams.model import (
+    Endpoint,
+    MemberState,
+    StreamsMember,
+    TaskId,
+    Tasks,
+    TaskSets,
+    freeze,
+)
 from roster.coordinator.streams.topology import (
     CopartitionGroup,
     Subtopology,
