@@ -44,9 +44,9 @@ class Transport:
 
 def connect(broker, config):
     """A Connection to `broker` over a fresh Transport; returns both."""
-    from roster.broker import connection as connection_module
+    from roster.broker.network import connection as connection_module
     if "table" in inspect.signature(connection_module.Connection.__init__).parameters:
-        from roster.broker.server import ConnectionTable
+        from roster.broker.network.server import ConnectionTable
         connection = connection_module.Connection(broker, ConnectionTable(config))
     else:  # a tree from before the connection limits
         connection = connection_module.Connection(broker, on_close=lambda _: None)

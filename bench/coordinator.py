@@ -197,7 +197,7 @@ class Targets:
         if target == "roster":
             data = self.workdir / f"data-{self.count:02d}"
             gc_setup = {"off": "gc.disable()",
-                        "tuned": "import roster.cli, roster.broker.server; gc.freeze(); "
+                        "tuned": "import roster.cli, roster.broker.network.server; gc.freeze(); "
                                  "gc.set_threshold(50_000, 50, 100)"}
             launcher = ["-m", "roster"] if self.args.roster_gc == "default" else [
                 "-c", f"import gc, runpy, sys; {gc_setup[self.args.roster_gc]}; "
@@ -623,7 +623,7 @@ async def memory_breakdown(args) -> dict:
     import gc
     import tracemalloc
 
-    from roster.broker.groups import GroupRuntime
+    from roster.broker.groups.runtime import GroupRuntime
     from roster.config import BrokerConfig
     from roster.coordinator.config import GroupConfig
     from roster.coordinator.messages import JoinRequest, SyncRequest

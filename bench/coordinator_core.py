@@ -2,7 +2,7 @@
 """The pure coordinator alone, in this process (no sockets, no log): how many heartbeats it
 checks in per CPU-second with 10,000 static members in 100 groups, and how much CPU a
 1,000-member rebalance costs (every member rejoins with new metadata, the followers sync, the
-leader's assignment is written and handed out). It drives `Coordinator` as broker/groups.py
+leader's assignment is written and handed out). It drives `Coordinator` as broker/groups/runtime.py
 does and uses only the API that has not changed since issue 13, so it can time older trees:
 
     PYTHONPATH=/tmp/roster-old/src .venv/bin/python bench/coordinator_core.py
@@ -18,14 +18,14 @@ import gc
 import itertools
 import time
 
-from roster.coordinator.config import GroupConfig
 from roster.coordinator.classic.coordinator import Coordinator
+from roster.coordinator.config import GroupConfig
 from roster.coordinator.messages import JoinRequest, SyncRequest
 from roster.coordinator.results import Result, Schedule
 
 
 class Edge:
-    """What broker/groups.py does for the coordinator, minus I/O: writes succeed at once,
+    """What broker/groups/runtime.py does for the coordinator, minus I/O: writes succeed at once,
     timers fire only when asked."""
 
     def __init__(self) -> None:

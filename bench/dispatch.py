@@ -42,10 +42,10 @@ def frames(api_key, version, body_fields, count):
 
 
 def build(args):
-    from roster.broker.connection import Connection
-    from roster.broker.groups import GroupRuntime
+    from roster.broker.groups.runtime import GroupRuntime
     from roster.broker.handlers import build_registry
-    from roster.broker.topics import Topic
+    from roster.broker.network.connection import Connection
+    from roster.broker.partitions.topics import Topic
     from roster.coordinator.config import GroupConfig
     from roster.protocol.build import element
     from roster.protocol.codec import request_schema

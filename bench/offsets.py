@@ -345,8 +345,8 @@ def write_records(data_dir: Path, settings: dict[str, str], records: int, groups
     """Append `records` offset commits to __consumer_offsets-0 with roster's log API."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    from roster.broker.group_log import INTERNAL_MAX_BATCH, OFFSETS_TOPIC
-    from roster.broker.topics import TopicManager
+    from roster.broker.groups.group_log import INTERNAL_MAX_BATCH, OFFSETS_TOPIC
+    from roster.broker.partitions.topics import TopicManager
     from roster.config import BrokerConfig
     from roster.log.file import FileLog
     from roster.protocol.group_records import OffsetKey, OffsetValue, encode_key, encode_value

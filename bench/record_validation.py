@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""What the produce path's topic-config checks cost per batch (roster.broker.record_validation),
-in process: the rules lookup plus `validate` for one 64 KiB batch of 63 1 KiB records, under
+"""What the produce path's topic-config checks cost per batch
+(roster.broker.partitions.record_validation), in process: the rules lookup plus `validate` for one 64 KiB batch of 63 1 KiB records, under
 Kafka's defaults, on a compacted topic (every key read), with LogAppendTime (the batch stamped),
 and with compression.type=lz4 for an uncompressed batch (decoded and rebuilt).
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from roster.broker.record_validation import rules_for, validate  # noqa: E402
-from roster.broker.topics import Topic, TopicManager  # noqa: E402
+from roster.broker.partitions.record_validation import rules_for, validate  # noqa: E402
+from roster.broker.partitions.topics import Topic, TopicManager  # noqa: E402
 from roster.config import BrokerConfig  # noqa: E402
 from roster.log.batch import parse_header  # noqa: E402
 from roster.record_codec import DefaultRecordBatchBuilder  # noqa: E402

@@ -690,7 +690,7 @@ def memory_floor(rounds: int) -> dict:
               "asyncio.run(main())\n")
     modules = ("import sys\n"
                "sys.modules.setdefault('hypothesis', None)\n"
-               "import roster.cli, roster.broker.server\n" + server)
+               "import roster.cli, roster.broker.network.server\n" + server)
     out: dict[str, list[float]] = {"an asyncio socket server": [],
                                    "roster serve's imports and an asyncio socket server": []}
     env = dict(os.environ, PYTHONPATH=str(REPO / "src"))

@@ -38,7 +38,7 @@ def _security(path: str | None, **defaults: str):
 
 
 def _serve(args) -> int:
-    from roster.broker.server import run
+    from roster.broker.network.server import run
     if args.http_port is not None:
         args.set.append(f"http.port={args.http_port}")
     try:

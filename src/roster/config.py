@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roster.broker.topic_config import broker_synonym_settings
 from roster.security.settings import SECURITY_SETTINGS, SecuritySettings, is_security_key
+from roster.topic_config import broker_synonym_settings
 
 log = logging.getLogger("roster.config")
 
@@ -205,7 +205,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
 
 # The broker settings behind topic configs that the table above lacks (compression.type,
 # log.cleanup.policy, log.message.timestamp.type, ...): Kafka's names and defaults, validated
-# as the topic config each stands behind (roster.broker.topic_config_table).
+# as the topic config each stands behind (roster.topic_config_table).
 for _name, _default, _parse, _doc in broker_synonym_settings():
     SETTINGS.setdefault(_name, Setting(_name, _default, _parse, None, _doc))
 

@@ -9,7 +9,7 @@ for their describe views) loads none of the coordinator."""
 from __future__ import annotations
 
 from roster.admin.describe_views import CLASSIC_VIEW, CONSUMER_VIEW
-from roster.broker.streams_group import STREAMS
+from roster.broker.groups.streams_group import STREAMS
 from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
 
 
@@ -41,7 +41,7 @@ def _classic_recorder():
 
 
 GROUP_TYPES: tuple[GroupTypeRegistration, ...] = (
-    STREAMS,      # Kafka Streams' own groups (KIP-1071): broker/streams_group.py
+    STREAMS,      # Kafka Streams' own groups (KIP-1071): broker/groups/streams_group.py
     GroupTypeRegistration("consumer", make=_consumer, recorder=_consumer_recorder,
                           configure=_consumer_settings, describe_view=CONSUMER_VIEW),
     GroupTypeRegistration("classic", make=_classic, recorder=_classic_recorder,

@@ -2,7 +2,7 @@
 log engine reads only batch headers itself): aiokafka's compiled one (5-20x faster than the
 pure-Python codec of kafka-python it was forked from, same interface), or kafka-python's where
 no aiokafka wheel exists. The legacy message-set classes (magic 0 and 1) come from the same
-place; roster.broker.message_formats converts with them."""
+place; roster.broker.partitions.message_formats converts with them."""
 from __future__ import annotations
 
 try:

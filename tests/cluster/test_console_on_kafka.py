@@ -92,7 +92,8 @@ def test_console_reads_kafka_as_each_viewer_and_shows_members_and_lag(cluster, t
     try:
         for m in members:
             watch.wait_for(lambda m=m: len(m.records) >= len(produced.records) or m.failure,
-                           60, lambda: "every record read")
+                           60, lambda m=m: f"every record read by {m!r} ({len(m.records)} of "
+                                           f"{len(produced.records)}; failure {m.failure!r})")
             m.commit()
         gone.stop()
         members.remove(gone)

@@ -2,18 +2,18 @@
 
 A commit of 100 partitions with 30 kB of metadata each is 3 MB of records, three times the size
 at which the broker starts a new batch. A real broker process kills itself with SIGKILL right
-after its Nth write to `__consumer_offsets` (broker/crash_points.py), for N = 1, 2, ... until a
-commit gets through without a kill: so every write boundary the broker has is hit once. After
-each kill a restarted broker must show the group entirely before or entirely after the commit,
-never some partitions at the new offset and some at the old one."""
+after its Nth write to `__consumer_offsets` (broker/partitions/crash_points.py), for N = 1,
+2, ... until a commit gets through without a kill: so every write boundary the broker has is hit
+once. After each kill a restarted broker must show the group entirely before or entirely after
+the commit, never some partitions at the new offset and some at the old one."""
 from __future__ import annotations
 
 import signal
 
 import pytest
 
-from roster.broker.crash_points import KILL_AFTER_GROUP_WRITES
-from roster.broker.group_log import BATCH_TARGET_BYTES
+from roster.broker.groups.group_log import BATCH_TARGET_BYTES
+from roster.broker.partitions.crash_points import KILL_AFTER_GROUP_WRITES
 from tests.support.groups import committed_offsets_confluent, create_topic
 from tests.support.process import BrokerProcess
 

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from roster.broker.topic_config_table import TOPIC_CONFIGS
+from roster.topic_config_table import TOPIC_CONFIGS
 from tests.support.process import BrokerProcess
 
 pytestmark = pytest.mark.interop

@@ -1,4 +1,4 @@
-"""The admission step (broker/admission.py) through the real dispatcher and the real handlers'
+"""The admission step (broker/network/admission.py) through the real dispatcher and the real handlers'
 specs: requests are encoded, served by Connection._start_request as the socket would serve
 them, and the answers decoded.
 
@@ -20,12 +20,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from roster.broker import admission as admission_module
 from roster.broker.broker import Endpoint
-from roster.broker.connection import Connection
-from roster.broker.groups import GroupRuntime
+from roster.broker.groups.runtime import GroupRuntime
 from roster.broker.handlers import build_registry
-from roster.broker.topics import Topic
+from roster.broker.network import admission as admission_module
+from roster.broker.network.connection import Connection
+from roster.broker.partitions.topics import Topic
 from roster.coordinator.config import GroupConfig
 from roster.protocol import classic
 from roster.protocol.acl import AclOperation, ResourceType

@@ -4,10 +4,10 @@ max.compaction.lag.ms forcing a pass, compact+delete retention under the cleaner
 topic's own settings over the broker's defaults."""
 from __future__ import annotations
 
-from roster.broker.cleaner import cleaner_settings
+from roster.broker.partitions.cleaner import cleaner_settings
 from roster.config import BrokerConfig
 from roster.log.api import LogConfig
-from roster.log.compaction import CleanerSettings, Source, cleanable_range, clean_now
+from roster.log.compaction import CleanerSettings, Source, clean_now, cleanable_range
 from roster.log.file import FileLog
 from tests.unit.test_compaction_model import flush_file, make_batch, stored
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from roster.broker.server import RefusalLog, resolve_overrides
+from roster.broker.network.server import RefusalLog, resolve_overrides
 from roster.config import BrokerConfig, ConfigError, connection_overrides
 
 

@@ -1,6 +1,6 @@
 """durable_replace (log/files.py): the one way a small file is replaced, with real files: the
 new contents or the old, never a mix; the file and its directory fsynced; no temporary file
-left behind. And the producer-id blocks built on it (broker/producers.py): every id handed out
+left behind. And the producer-id blocks built on it (broker/partitions/producers.py): every id handed out
 lies below a durable block end, a restart never hands one out again, and allocating on the
 event loop does not wait for the disk."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from roster.broker import producers
-from roster.broker.producers import BLOCK, ProducerIds
+from roster.broker.partitions import producers
+from roster.broker.partitions.producers import BLOCK, ProducerIds
 from roster.log import files
 from roster.log.files import durable_replace, read_offset_file, write_offset_file
 

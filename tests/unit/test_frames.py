@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from roster.broker import frames
-from roster.broker.frames import FrameBuffer
+from roster.broker.network import frames
+from roster.broker.network.frames import FrameBuffer
 from roster.protocol.errors import MalformedRequest
 
 

@@ -1,9 +1,9 @@
-"""Group configs (broker/group_configs.py): Kafka's validation, and kept across a restart."""
+"""Group configs (broker/groups/group_configs.py): Kafka's validation, and kept across a restart."""
 from __future__ import annotations
 
 import pytest
 
-from roster.broker.group_configs import DELETE, SET, GroupConfigError, GroupConfigStore
+from roster.broker.groups.group_configs import DELETE, SET, GroupConfigError, GroupConfigStore
 from roster.config import SETTINGS
 
 DEFAULTS = {name: setting.default for name, setting in SETTINGS.items()}

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from roster.broker.group_log import BATCH_TARGET_BYTES, encode_operation, operation_batches
+from roster.broker.groups.group_log import BATCH_TARGET_BYTES, encode_operation, operation_batches
 from roster.coordinator.records import offset_commit
-from roster.protocol.group_records import decode
 from roster.log.api import RecordTooLarge
+from roster.protocol.group_records import decode
 from roster.record_codec import MemoryRecords
 
 

@@ -20,14 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from roster.broker.broker import Broker
-from roster.broker.group_log import OFFSETS_TOPIC
-from roster.broker.groups import GroupRuntime
+from roster.broker.groups.group_log import OFFSETS_TOPIC
+from roster.broker.groups.runtime import GroupRuntime
 from roster.config import BrokerConfig
+from roster.coordinator.classic.states import GroupState
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.messages import CommitRequest, JoinRequest, OffsetToCommit
-from roster.coordinator.classic.states import GroupState
 from roster.log.api import LogStorageError
 from roster.log.reading import batches_from_start
 from roster.protocol import consumer_protocol as cp

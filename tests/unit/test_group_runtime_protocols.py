@@ -3,7 +3,7 @@ runtime carries its steps out on a real event loop: what happens when the step t
 group id from one type to the other cannot be written, or is being written."""
 import asyncio
 
-from roster.broker.groups import GroupRuntime, MemoryRecordSink
+from roster.broker.groups.runtime import GroupRuntime, MemoryRecordSink
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import DictTopicImage

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from roster.broker.groups import GroupRuntime
+from roster.broker.groups.runtime import GroupRuntime
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.results import Cancel, Result, Schedule
 

@@ -505,8 +505,8 @@ def test_after_any_appends_compactions_and_restarts_a_full_read_gives_every_newe
 # -- the background cleaner -----------------------------------------------------------------------
 
 def test_the_cleaner_compacts_only_compacted_topics_once_they_are_dirty_enough(tmp_path, caplog):
-    from roster.broker.cleaner import LogCleaner
-    from roster.broker.topics import TopicManager
+    from roster.broker.partitions.cleaner import LogCleaner
+    from roster.broker.partitions.topics import TopicManager
     from roster.config import BrokerConfig
 
     config = BrokerConfig.from_overrides({"log.cleaner.min.cleanable.ratio": "0.5"})
@@ -542,8 +542,8 @@ def test_the_cleaner_compacts_only_compacted_topics_once_they_are_dirty_enough(t
 
 
 def test_cancelling_the_cleaner_mid_pass_leaves_nothing_behind(tmp_path):
-    from roster.broker.cleaner import LogCleaner
-    from roster.broker.topics import TopicManager
+    from roster.broker.partitions.cleaner import LogCleaner
+    from roster.broker.partitions.topics import TopicManager
     from roster.config import BrokerConfig
 
     config = BrokerConfig.from_overrides({})
@@ -589,7 +589,7 @@ def test_cleaner_settings_have_kafkas_names_and_defaults():
 
 
 def test_the_cleaner_drives_the_memory_model_too():
-    from roster.broker.cleaner import LogCleaner
+    from roster.broker.partitions.cleaner import LogCleaner
     from roster.config import BrokerConfig
     from roster.log.memory import MemoryLog
 

@@ -1,5 +1,5 @@
-"""roster.broker.message_formats: the old message sets (magic 0/1) converted from and to magic-2
-batches. Message sets are built and read with kafka-python's pure-Python `kafka.record`, a codec
+"""roster.broker.partitions.message_formats: the old message sets (magic 0/1) converted from and
+to magic-2 batches. Message sets are built and read with kafka-python's pure-Python `kafka.record`, a codec
 independent of the compiled one roster converts with."""
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
+from roster.broker.partitions.message_formats import FormatError, down_convert, up_convert
 from roster.protocol.errors import ErrorCode
-from roster.broker.message_formats import FormatError, down_convert, up_convert
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
 TS = 1_700_000_000_000

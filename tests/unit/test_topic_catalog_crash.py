@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from roster.broker.topics import CATALOG, DELETION_MARKER, TopicManager
+from roster.broker.partitions.topics import CATALOG, DELETION_MARKER, TopicManager
 from roster.config import BrokerConfig
 from roster.log.file import FileLog
 from tests.support.records import build_batch
@@ -21,7 +21,7 @@ from tests.support.records import build_batch
 CHILD = textwrap.dedent("""
     import os, signal, sys
     from pathlib import Path
-    from roster.broker.topics import TopicManager
+    from roster.broker.partitions.topics import TopicManager
     from roster.config import BrokerConfig
     from roster.log.file import FileLog
     from tests.support.records import build_batch

@@ -1,7 +1,7 @@
 """IncrementalAlterConfigs' steps on a topic's own settings (topics.changed_configs)."""
 import pytest
 
-from roster.broker.topics import APPEND, DELETE, SET, SUBTRACT, TopicError, changed_configs
+from roster.broker.partitions.topics import APPEND, DELETE, SET, SUBTRACT, TopicError, changed_configs
 
 
 def test_set_and_delete_change_only_what_they_name():

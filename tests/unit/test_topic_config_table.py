@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from roster.broker import topic_config
-from roster.broker.topic_config_table import TOPIC_CONFIGS, markdown
+from roster import topic_config
 from roster.config import SETTINGS, BrokerConfig
+from roster.topic_config_table import TOPIC_CONFIGS, markdown
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 
@@ -18,7 +18,7 @@ def test_configuration_md_holds_the_generated_topic_table():
     start = text.index("<!-- topic config table")
     end = text.index("<!-- end of topic config table -->") + len("<!-- end of topic config "
                                                                      "table -->")
-    assert text[start:end] == markdown(), "run: python -m roster.broker.topic_config_table"
+    assert text[start:end] == markdown(), "run: python -m roster.topic_config_table"
 
 
 @pytest.mark.parametrize("spec", TOPIC_CONFIGS, ids=lambda spec: spec.name)

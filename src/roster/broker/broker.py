@@ -9,17 +9,17 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from roster.broker.cleaner import LogCleaner
-from roster.broker.durability import Durability
-from roster.broker.group_configs import GroupConfigStore
-from roster.broker.group_log import GroupLog
-from roster.broker.groups import GroupRuntime
+from roster.broker.groups.group_configs import GroupConfigStore
+from roster.broker.groups.group_log import GroupLog
+from roster.broker.groups.runtime import GroupRuntime
 from roster.broker.handlers import build_registry
-from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
-from roster.broker.producers import ProducerIds, SequenceTable
-from roster.broker.topics import Topic, TopicError, TopicManager
-from roster.broker.transactions import TransactionRuntime
-from roster.broker.waiters import AppendWaiters
+from roster.broker.partitions.cleaner import LogCleaner
+from roster.broker.partitions.durability import Durability
+from roster.broker.partitions.producers import ProducerIds, SequenceTable
+from roster.broker.partitions.topic_image import LiveTopics
+from roster.broker.partitions.topics import Topic, TopicError, TopicManager
+from roster.broker.partitions.waiters import AppendWaiters
+from roster.broker.transactions.runtime import TransactionRuntime
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.group_type import GroupTypeRegistration
@@ -55,7 +55,7 @@ def read_cluster_id(data_dir: Path) -> str:
 
 
 class Broker:
-    # None: everything is allowed (broker/admission.py asks no one); a class attribute, so
+    # None: everything is allowed (broker/network/admission.py asks no one); a class attribute, so
     # admission reads it as a plain attribute on every request
     authorizer = None
 

@@ -1,6 +1,6 @@
 """What the pure core tells the flight recorder: plain facts about one operation, in the order
 it decided them, each carrying the state it speaks of as values (the group goes on changing
-after the fact is noted). The core appends them to Result.facts; the edge (broker/groups.py)
+after the fact is noted). The core appends them to Result.facts; the edge (broker/groups/runtime.py)
 hands them to the FlightRecorder (observability/flight_recorder.py), which turns them into
 GroupEvents. So the core never calls the recorder, and an operation whose result is refused or
 never applied tells the recorder nothing.

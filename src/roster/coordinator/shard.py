@@ -1,5 +1,5 @@
 """The group shard: every group of every type, and their committed offsets, behind one pure
-face (Kafka's GroupCoordinatorShard). The edge (broker/groups.py) hands it a request and `now`
+face (Kafka's GroupCoordinatorShard). The edge (broker/groups/runtime.py) hands it a request and `now`
 and carries out the Result; it decides nothing itself.
 
 The shard owns:

@@ -319,7 +319,7 @@ def _records_of(header: BatchHeader, batch) -> list | None:
 def clean_now(partition_log, now_ms: int, settings: CleanerSettings = CleanerSettings()
               ) -> CleaningStats | None:
     """One whole pass on the calling thread (tests, tools); the broker's cleaner runs the job and
-    the swap's fsyncs on a worker thread instead (roster.broker.cleaner)."""
+    the swap's fsyncs on a worker thread instead (roster.broker.partitions.cleaner)."""
     job = partition_log.prepare_cleaning(now_ms, settings)
     if job is None:
         return None

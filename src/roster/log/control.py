@@ -5,7 +5,8 @@ producer whose transaction it ends (its id and epoch, base sequence -1), holding
     key   = version int16 (0), type int16 (0 abort, 1 commit)
     value = version int16 (0), coordinator epoch int32
 Consumers skip control batches; the read side (last stable offset, aborted transactions) reads
-them with `read_marker`. The broker appends them in one place, broker/transaction_markers.py.
+them with `read_marker`. The broker appends them in one place,
+broker/transactions/transaction_markers.py.
 """
 from __future__ import annotations
 

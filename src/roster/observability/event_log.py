@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections import defaultdict
 
-from roster.broker.internal_topic import InternalTopic, records_batch
+from roster.broker.partitions.internal_topic import InternalTopic, records_batch
 from roster.log.api import LogError
 
 log = logging.getLogger("roster.observability")

@@ -1,6 +1,6 @@
 """The flight recorder as the edge runs it: the facts an operation's Result carries (facts.py),
 read in the order the core noted them, become the GroupEvents of that operation. The edge
-(broker/groups.py) calls derive() once per applied result, before its records are written, so
+(broker/groups/runtime.py) calls derive() once per applied result, before its records are written, so
 the recorders see operations in the order the core decided them; the events then wait for the
 records they describe (after_write.py). Pure: no I/O, no clock."""
 from __future__ import annotations

@@ -30,7 +30,7 @@ class Request:
     correlation_id: int
     client_id: str | None
     body: Any  # the kio request entity
-    # what the dispatcher's admission step found (broker/admission.py): per-element refusals
+    # what the dispatcher's admission step found (broker/network/admission.py): per-element refusals
     # and resolved topics, for the handlers whose spec declares resources
     admission: Any = None
 

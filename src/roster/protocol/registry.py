@@ -3,7 +3,7 @@ generated from these declarations so the advertised ranges can never drift from 
 
 A spec also declares what its request acts on (`resources`: a group, several groups, topics by
 name or id, config resources, the cluster, a transactional id) and with which Kafka operation.
-The dispatcher's admission step (broker/admission.py) reads these declarations: it resolves the
+The dispatcher's admission step (broker/network/admission.py) reads these declarations: it resolves the
 topics, routes group requests (COORDINATOR_LOAD_IN_PROGRESS while a group's partition loads) and
 asks the authorizer, once, before the handler runs. A request refused as a whole is answered by
 the spec's `refuse(request, error) -> body` (Kafka's AbstractRequest.getErrorResponse); what is

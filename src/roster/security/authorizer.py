@@ -1,7 +1,7 @@
 """The broker's authorizer: Kafka's StandardAuthorizer over roster's durable ACL store.
 
 `broker.authorizer.authorize(principal, host, operation, resource_type, name) -> bool` is what
-admission (broker/admission.py) asks for every group, topic, cluster or transactional id a
+admission (broker/network/admission.py) asks for every group, topic, cluster or transactional id a
 request acts on. The decision itself is the pure `acls.decide`; around it:
 
 - **a decision cache** per principal and client address (what a connection is to the

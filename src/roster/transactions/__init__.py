@@ -6,13 +6,13 @@
   timeouts, expiry, replay), each answering an Outcome the edge carries out;
 - errors.py: errors as each request version may be told them.
 
-The edge is roster.broker.transactions (writes, markers, timers); the handlers are
+The edge is roster.broker.transactions.runtime (writes, markers, timers); the handlers are
 broker/handlers/{init_producer_id,add_partitions_to_txn,add_offsets_to_txn,end_txn}.py.
 
 Seams for the parts built by others (docs/transactions.md says the same):
 - READ side (last stable offset, read_committed Fetch, aborted-transaction index, ListOffsets
   isolation, compaction of aborted data): every marker enters a log through ONE function,
-  roster.broker.transaction_markers.write_transaction_marker, which returns a MarkerAppended
+  roster.broker.transactions.transaction_markers.write_transaction_marker, which returns a MarkerAppended
   (topic, partition, offset, producer id/epoch, commit); the marker bytes are
   roster.log.control (marker_batch / read_marker, for scanning a log at load). Open
   transactions per partition start at the first transactional batch of a producer (produce.py

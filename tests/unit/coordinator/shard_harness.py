@@ -1,5 +1,5 @@
 """The one manual-clock driver of the pure core: a GroupShard (coordinator/shard.py) driven the
-way the edge (broker/groups.py) drives it. Timers fire only when the test advances time; writes
+way the edge (broker/groups/runtime.py) drives it. Timers fire only when the test advances time; writes
 complete at once (or fail, when asked to, or wait until released, when held); every reply is
 kept by its token and every written record is kept (and can be replayed into a fresh shard).
 
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import itertools
 
-from roster.broker.group_log import CLIENT_WRITE_ERRORS
+from roster.broker.groups.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.consumer.coordinator import ConsumerConfig
+from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
 from roster.coordinator.results import Cancel, Result, Schedule
-from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.shard import GroupShard
 from roster.group_types import with_built_in
 from roster.observability.flight_recorder import FlightRecorder
@@ -79,7 +79,7 @@ class ShardDriver:
 
     def release_writes(self, error: ErrorCode | None = None) -> None:
         """Complete the held writes with `error` (None: they succeeded). Failing, they fail
-        together as at the edge (broker/group_log.py): every one reverted, newest first, before
+        together as at the edge (broker/groups/group_log.py): every one reverted, newest first, before
         any is answered or continued; then they are answered in order."""
         held, self.held = self.held, []
         if error is not None:
@@ -91,7 +91,7 @@ class ShardDriver:
 
     def _written(self, result: Result, error: ErrorCode | None, reverted: bool = False) -> None:
         assert error is None or error in CLIENT_WRITE_ERRORS, \
-            f"the edge never reports {error!r} for a write (broker/group_log.py)"
+            f"the edge never reports {error!r} for a write (broker/groups/group_log.py)"
         if result.records and error is None:
             self.records.extend(result.records)
         for reply in result.replies:

@@ -4,10 +4,10 @@ import logging
 
 import pytest
 
-from roster.broker.group_log import CLIENT_WRITE_ERRORS
-from roster.coordinator.messages import JoinMember, JoinReply, JoinRequest, SyncReply
+from roster.broker.groups.group_log import CLIENT_WRITE_ERRORS
 from roster.coordinator.classic.states import GroupState
 from roster.coordinator.classic.timers import join_key, sync_key
+from roster.coordinator.messages import JoinMember, JoinReply, JoinRequest, SyncReply
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import GroupKey
 from tests.unit.coordinator.harness import PROTOCOLS, Harness
@@ -391,7 +391,7 @@ def test_leader_failure_in_sync_group():
     assert h.deadline(sync_key("g")) is None
 
 
-# what the edge reports for a failed append (broker/group_log.py maps storage errors to these)
+# what the edge reports for a failed append (broker/groups/group_log.py maps storage errors to these)
 @pytest.mark.parametrize("append_error", sorted(CLIENT_WRITE_ERRORS))
 def test_sync_group_as_leader_append_failure(append_error):
     """A failed write of the leader's assignment answers the parked members with the write's

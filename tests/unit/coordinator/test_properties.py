@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from roster.broker.group_log import CLIENT_WRITE_ERRORS
+from roster.broker.groups.group_log import CLIENT_WRITE_ERRORS
+from roster.coordinator.classic.states import GroupState
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.coordinator.shard import GroupShard
 from roster.group_types import GROUP_TYPES
-from roster.coordinator.classic.states import GroupState
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import PROTOCOLS, Harness
 

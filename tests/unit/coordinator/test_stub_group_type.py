@@ -12,10 +12,10 @@ import threading
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from roster.broker.broker import Broker
-from roster.broker.connection import Connection
 from roster.admin.describe_views import Member
-from roster.broker.server import ConnectionTable
+from roster.broker.broker import Broker
+from roster.broker.network.connection import Connection
+from roster.broker.network.server import ConnectionTable
 from roster.config import BrokerConfig
 from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.messages import (

@@ -1,16 +1,16 @@
 """A flight-recorder event leaves the group runtime only once the group records it describes are
 durable: a generation's "stable" event waits for its group record, a "saved" event for the static
 member's new id; a failed write drops them; events that wrote nothing keep their place behind
-those still waiting. The runtime (broker/groups.py) with the real coordinator, whose state is set
+those still waiting. The runtime (broker/groups/runtime.py) with the real coordinator, whose state is set
 up through the coordinator harness, and a sink that completes writes when the test says so."""
 import asyncio
 
-from roster.broker.groups import GroupRuntime
+from roster.broker.groups.runtime import GroupRuntime
+from roster.coordinator import facts
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.messages import JoinRequest, SyncRequest
 from roster.coordinator.results import Result
 from roster.observability import events as ev
-from roster.coordinator import facts
 from roster.observability.after_write import EventsAfterWrites
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.harness import PROTOCOLS, Harness

@@ -37,7 +37,7 @@ def test_a_frame_that_is_not_a_request_counts_as_other():
 def test_the_collector_exposes_a_histogram_per_api():
     from types import SimpleNamespace
 
-    from roster.broker.groups import GroupRuntime
+    from roster.broker.groups.runtime import GroupRuntime
     from roster.coordinator.config import GroupConfig
     from roster.observability.metrics import Metrics
     broker = SimpleNamespace(groups=GroupRuntime(GroupConfig()))
@@ -81,9 +81,9 @@ def test_a_pipelined_burst_of_several_apis_is_observed_run_by_run():
     on the right key, every request counted once."""
     from types import SimpleNamespace
 
-    from roster.broker.connection import Connection
-    from roster.broker.groups import GroupRuntime
+    from roster.broker.groups.runtime import GroupRuntime
     from roster.broker.handlers import build_registry
+    from roster.broker.network.connection import Connection
     from roster.coordinator.config import GroupConfig
     from roster.protocol.build import make
     from roster.protocol.codec import encode_request, request_schema

@@ -3,7 +3,7 @@ so that EndTxn writes a marker there too (TxnOffsetCommit then commits the offse
 the transactional id and READ on the group, as Kafka checks them (admission)."""
 from __future__ import annotations
 
-from roster.broker.group_log import OFFSETS_TOPIC
+from roster.broker.groups.group_log import OFFSETS_TOPIC
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make

@@ -4,11 +4,11 @@ and are sent by brokers verifying a produce, KIP-890; roster has no other broker
 As Kafka's KafkaApis: WRITE on the transactional id (admission), WRITE on each topic; if any
 partition is refused (TOPIC_AUTHORIZATION_FAILED, or UNKNOWN_TOPIC_OR_PARTITION for one that
 does not exist) none is added and the rest answer OPERATION_NOT_ATTEMPTED. Otherwise the
-coordinator's answer (broker/transactions.py) applies to every partition.
+coordinator's answer (broker/transactions/runtime.py) applies to every partition.
 """
 from __future__ import annotations
 
-from roster.broker.admission import partition_error
+from roster.broker.network.admission import partition_error
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

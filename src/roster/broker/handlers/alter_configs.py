@@ -4,9 +4,9 @@ means restarting with the new value, so a BROKER resource is refused. Incrementa
 (incremental_alter_configs.py) changes single settings instead."""
 from __future__ import annotations
 
-from roster.broker.group_configs import GroupConfigError
+from roster.broker.groups.group_configs import GroupConfigError
 from roster.broker.handlers.describe_configs import BROKER, GROUP, TOPIC
-from roster.broker.topics import TopicError
+from roster.broker.partitions.topics import TopicError
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

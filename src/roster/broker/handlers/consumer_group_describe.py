@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import uuid
 
-from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
-from roster.broker.authorized_operations import NOT_REQUESTED, requested
+from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
+from roster.broker.partitions.topic_image import LiveTopics
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

@@ -22,7 +22,8 @@ import asyncio
 import datetime
 import uuid
 
-from roster.broker.admission import admit_group, admit_topic_names
+from roster.broker.network.admission import admit_group, admit_topic_names
+from roster.broker.partitions.topic_image import LiveTopics
 from roster.coordinator.consumer.messages import HeartbeatReply, HeartbeatRequest
 from roster.protocol import consumer_heartbeat_wire as wire
 from roster.protocol.acl import AclOperation
@@ -33,29 +34,6 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
 
 API_KEY = ApiKey.CONSUMER_GROUP_HEARTBEAT
-
-
-class LiveTopics:
-    """The broker's topic catalog as the consumer coordinator reads it (model.TopicImage)."""
-
-    __slots__ = ("_topics",)
-
-    def __init__(self, topics) -> None:
-        self._topics = topics
-
-    def lookup(self, name: str) -> tuple[bytes, int] | None:
-        topic = self._topics.get(name)
-        return None if topic is None else (topic.topic_id.bytes, len(topic.partitions))
-
-    def name_of(self, topic_id: bytes) -> str | None:
-        topic = self._topics.by_id(uuid.UUID(bytes=topic_id))
-        return None if topic is None else topic.name
-
-    def names(self):
-        return [t.name for t in self._topics if not t.internal]
-
-    def version(self) -> int:
-        return self._topics.version
 
 
 GROUP = Group(AclOperation.READ)

@@ -2,7 +2,7 @@
 Kafka; existing data stays where it is (keys may now hash elsewhere)."""
 from __future__ import annotations
 
-from roster.broker.topics import TopicError, not_an_increase
+from roster.broker.partitions.topics import TopicError, not_an_increase
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from roster.broker.classic_versions import serving
-from roster.broker.topics import TopicError, effective_configs
+from roster.broker.network.classic_versions import serving
+from roster.broker.partitions.topics import TopicError, effective_configs
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, field_names, make

@@ -2,7 +2,7 @@
 schema for it: protocol/newer_versions.py) adds an error message to each result."""
 from __future__ import annotations
 
-from roster.broker.classic_versions import serving
+from roster.broker.network.classic_versions import serving
 from roster.protocol import newer_versions
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey

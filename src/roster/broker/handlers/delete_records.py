@@ -7,7 +7,7 @@ topics (cleanup.policy without "delete") refuse it, as in Kafka: a compacted log
 cleaner's business."""
 from __future__ import annotations
 
-from roster.broker.admission import partition_error
+from roster.broker.network.admission import partition_error
 from roster.log.api import LogStorageError, OffsetOutOfRange
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey

@@ -2,8 +2,8 @@
 Kafka 4.0) answers through v1's description."""
 from __future__ import annotations
 
-from roster.broker.classic_versions import serving
-from roster.broker.topics import TopicError
+from roster.broker.network.classic_versions import serving
+from roster.broker.partitions.topics import TopicError
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

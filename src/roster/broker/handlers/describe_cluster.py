@@ -5,7 +5,7 @@ permission; a principal that may not DESCRIBE the cluster is told of no operatio
 controllers (endpoint type 2), a broker answers MISMATCHED_ENDPOINT_TYPE, as Kafka's brokers do."""
 from __future__ import annotations
 
-from roster.broker.authorized_operations import NOT_REQUESTED, requested
+from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema

@@ -10,9 +10,7 @@ otherwise.
 """
 from __future__ import annotations
 
-from roster.broker.topic_config import CONFIG_TYPES, text_of
-from roster.broker.topic_config_table import BY_NAME, TOPIC_CONFIGS
-from roster.broker.topics import effective_configs
+from roster.broker.partitions.topics import effective_configs
 from roster.config import SETTINGS
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
@@ -20,6 +18,8 @@ from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, ConfigResources
+from roster.topic_config import CONFIG_TYPES, text_of
+from roster.topic_config_table import BY_NAME, TOPIC_CONFIGS
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
 TOPIC, BROKER, GROUP = 2, 4, 32                                  # ConfigResource.Type
@@ -44,7 +44,7 @@ def _broker_type(name: str, value) -> int:
 
 def _topic_entries(broker, name: str):
     """(name, value, source, read_only, synonyms, type, doc) per topic config Kafka defines,
-    resolved as Kafka resolves them (roster.broker.topic_config.resolve), or an error."""
+    resolved as Kafka resolves them (roster.topic_config.resolve), or an error."""
     topic = broker.topics.get(name)
     if topic is None:
         return ErrorCode.unknown_topic_or_partition, f"topic {name!r} does not exist", ()
@@ -73,7 +73,7 @@ def _broker_entries(broker, name: str):
 def _group_entries(broker, name: str):
     """A group's configs (group_configs.py): set on the group (GROUP_CONFIG), else the broker
     setting they default to. Any group id may be described or configured, existing or not."""
-    from roster.broker.group_configs import BROKER_DEFAULTS, TYPES
+    from roster.broker.groups.group_configs import BROKER_DEFAULTS, TYPES
     if not name:
         return ErrorCode.invalid_request, "a group config resource needs a group id", ()
     entries = []

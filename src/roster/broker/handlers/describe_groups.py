@@ -1,9 +1,9 @@
 """DescribeGroups (15), v0-6. Each group is admitted on its own (unauthorized, loading). Asked
 for authorized operations, it reports those of a group the principal may perform
-(roster.broker.authorized_operations)."""
+(roster.broker.network.authorized_operations)."""
 from __future__ import annotations
 
-from roster.broker.authorized_operations import NOT_REQUESTED, requested
+from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

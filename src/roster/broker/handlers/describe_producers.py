@@ -6,7 +6,7 @@ the coordinator epoch of its last marker and the first offset of its open transa
 none). READ on the topic is required, as in Kafka."""
 from __future__ import annotations
 
-from roster.broker.admission import partition_error
+from roster.broker.network.admission import partition_error
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

@@ -11,7 +11,7 @@ the replicas and the ISR, and has no eligible leader replicas (an empty ELR, as 
 ELR)."""
 from __future__ import annotations
 
-from roster.broker.authorized_operations import requested
+from roster.broker.network.authorized_operations import requested
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

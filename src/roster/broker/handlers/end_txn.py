@@ -1,5 +1,5 @@
 """EndTxn (26), v0-5: commit or abort the open transaction. Answered once the PrepareCommit /
-PrepareAbort record is durable; the markers follow (broker/transactions.py). v5 is Transaction
+PrepareAbort record is durable; the markers follow (broker/transactions/runtime.py). v5 is Transaction
 Version 2's (KIP-890): the epoch is bumped by every transaction and the answer carries the
 producer id and epoch the client goes on with."""
 from __future__ import annotations

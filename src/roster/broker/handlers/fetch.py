@@ -17,7 +17,7 @@ FETCH_SESSION_ID_NOT_FOUND and the client starts over without one.
 v0-3 (dropped by Kafka 4.0; Burrow's default profile fetches with v0, sarama at 0.10.x with v2-3)
 are served by this same handler through roster.protocol.classic, answering with message sets in
 the format the version reads (magic 0 for v0-1, magic 1 for v2-3), down-converted from the stored
-batches by roster.broker.message_formats as Kafka 3.9 did. The limits (PartitionMaxBytes,
+batches by roster.broker.partitions.message_formats as Kafka 3.9 did. The limits (PartitionMaxBytes,
 MaxBytes from v3) count the converted bytes, and the first message may exceed them. v0-2 have
 no MaxBytes (Kafka took Int.MaxValue).
 """
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import time
 
-from roster.broker.admission import partition_error, resolve_again
-from roster.broker.classic_versions import serving
-from roster.broker.message_formats import down_convert
+from roster.broker.network.admission import partition_error, resolve_again
+from roster.broker.network.classic_versions import serving
+from roster.broker.partitions.message_formats import down_convert
 from roster.log.api import OffsetOutOfRange
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey

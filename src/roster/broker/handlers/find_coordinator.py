@@ -2,12 +2,12 @@
 
 Authorized per key as Kafka's KafkaApis does: DESCRIBE on the GROUP for a group key, DESCRIBE
 on the TRANSACTIONAL_ID for a transaction key (which key type a request carries decides the
-resource, so the check is made here; CoordinatorKeys declares it and admission skips it). A transaction key creates
-__transaction_state when it does not exist yet, as Kafka's does. A FindCoordinator is not
-routed to a coordinator, so a loading group is still found."""
+resource, so the check is made here; CoordinatorKeys declares it and admission skips it). A
+transaction key creates __transaction_state when it does not exist yet, as Kafka's does. A
+FindCoordinator is not routed to a coordinator, so a loading group is still found."""
 from __future__ import annotations
 
-from roster.broker.admission import admission_for
+from roster.broker.network.admission import admission_for
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

@@ -3,7 +3,7 @@ every member sends every few seconds, so the one path here kept free of generic 
 kio entities, no coroutine, no reply token: a heartbeat's answer never waits)."""
 from __future__ import annotations
 
-from roster.broker.admission import admit_group
+from roster.broker.network.admission import admit_group
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import ErrorCode

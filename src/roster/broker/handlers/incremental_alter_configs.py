@@ -3,11 +3,11 @@ SUBTRACT for list settings), what `kafka-configs --alter --add-config/--delete-c
 admin clients' incremental_alter_configs send. The change is fsynced in the topic catalog
 before the answer and applies to the topic's partitions from their next append, roll or
 retention pass; broker settings are refused as in AlterConfigs. GROUP resources (32) set a
-consumer group's own session timeout and heartbeat interval (broker/group_configs.py)."""
+consumer group's own session timeout and heartbeat interval (broker/groups/group_configs.py)."""
 from __future__ import annotations
 
 from roster.broker.handlers.alter_configs import RESOURCES, alter_each
-from roster.broker.topics import changed_configs
+from roster.broker.partitions.topics import changed_configs
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.registry import ApiSpec
 

@@ -3,7 +3,7 @@
 Without a transactional id (an idempotent producer): a fresh producer id, or, when the producer
 presents its current id and epoch (v3+, KIP-360), the same id with the epoch bumped.
 
-With one, the transaction coordinator answers (broker/transactions.py): the id's producer id
+With one, the transaction coordinator answers (broker/transactions/runtime.py): the id's producer id
 with its epoch bumped, fencing the previous producer; an open transaction of that producer is
 aborted first (answered CONCURRENT_TRANSACTIONS, which the client retries). WRITE on the
 transactional id is checked by admission, as Kafka does.

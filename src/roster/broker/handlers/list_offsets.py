@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from roster.broker.admission import partition_error
-from roster.broker.classic_versions import serving
+from roster.broker.network.admission import partition_error
+from roster.broker.network.classic_versions import serving
 from roster.log.api import CorruptBatch
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey

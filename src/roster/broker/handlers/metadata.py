@@ -10,9 +10,9 @@ topic. Asked for every topic, the answer leaves out those it may not describe, a
 """
 from __future__ import annotations
 
-from roster.broker.admission import may_create_topic
-from roster.broker.authorized_operations import NOT_REQUESTED, requested
-from roster.broker.topics import TopicError, check_topic_name
+from roster.broker.network.admission import may_create_topic
+from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
+from roster.broker.partitions.topics import TopicError, check_topic_name
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

@@ -12,8 +12,8 @@ v0 and v1 (dropped by Kafka 4.0; sarama sends v1 unless Consumer.Offsets.Retenti
 """
 from __future__ import annotations
 
-from roster.broker.admission import partition_error
-from roster.broker.classic_versions import serving
+from roster.broker.network.admission import partition_error
+from roster.broker.network.classic_versions import serving
 from roster.coordinator.messages import CommitRequest, OffsetToCommit
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey

@@ -5,7 +5,7 @@ Kafka's request layer does (admission resolves the topics); the coordinator deci
 (offsets.delete) and answers once the tombstones are written."""
 from __future__ import annotations
 
-from roster.broker.admission import partition_error
+from roster.broker.network.admission import partition_error
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make, per_partition

@@ -9,7 +9,7 @@ reads the same offsets as v1.
 """
 from __future__ import annotations
 
-from roster.broker.classic_versions import serving
+from roster.broker.network.classic_versions import serving
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make

@@ -3,7 +3,7 @@
 From v3 each partition's records must be exactly one magic-v2 batch (Kafka's rule). v0-2
 (dropped by Kafka 4.0, which only advertised them for librdkafka's feature checks, KAFKA-18659;
 sarama below 0.11 produces with them) carry message sets of magic 0 or 1: each partition's set
-is validated and up-converted into one magic-v2 batch by roster.broker.message_formats, as
+is validated and up-converted into one magic-v2 batch by roster.broker.partitions.message_formats, as
 Kafka 3.9's LogValidator did, and answered in v0-2's layout (roster.protocol.classic). acks=1
 answers once the batch is in the log; acks=-1 also waits for fsync (roster has no replicas, so
 "all in-sync replicas" means "on this disk"); acks=0 sends no answer, and on an error the
@@ -21,12 +21,12 @@ import asyncio
 import inspect
 import time
 
-from roster.broker import appends
-from roster.broker.admission import admit_topics, admit_transactional_id, may_create_topic
-from roster.broker.message_formats import FormatError, magic_of, up_convert
-from roster.broker.record_validation import Refused, rules_for
-from roster.broker.record_validation import validate as validate_records
-from roster.broker.topics import TopicError, check_topic_name
+from roster.broker.network.admission import admit_topics, admit_transactional_id, may_create_topic
+from roster.broker.partitions import appends
+from roster.broker.partitions.message_formats import FormatError, magic_of, up_convert
+from roster.broker.partitions.record_validation import Refused, rules_for
+from roster.broker.partitions.record_validation import validate as validate_records
+from roster.broker.partitions.topics import TopicError, check_topic_name
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogStorageError, RecordTooLarge
 from roster.protocol import classic

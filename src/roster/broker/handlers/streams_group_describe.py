@@ -8,8 +8,8 @@ a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED, with
 members (checked here, on the described topology: the request names no topic to declare)."""
 from __future__ import annotations
 
-from roster.broker.authorized_operations import NOT_REQUESTED, requested
-from roster.broker.streams_group import streams_type
+from roster.broker.groups.streams_group import streams_type
+from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
 from roster.coordinator.streams.model import EMPTY
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey

@@ -1,8 +1,9 @@
 """StreamsGroupHeartbeat (88), v0-1: Kafka Streams' own group protocol (KIP-1071), as Kafka 4.4
 answers it. The decisions are roster.coordinator.streams'; this module converts the request
 (kio's v0 schema, which v1 requests share; answers in roster.protocol.streams_group_wire: v1
-carries AcceptableRecoveryLag as an int64 and TopologyDescriptionRequired: tasks to {subtopology: partitions}, the topology to topology.Topology), hands
-the coordinator the live topic catalog, and builds the answer.
+carries AcceptableRecoveryLag as an int64 and TopologyDescriptionRequired: tasks to
+{subtopology: partitions}, the topology to topology.Topology), hands the coordinator the
+live topic catalog, and builds the answer.
 
 Admission, as Kafka 4.4's: READ on the group; when the request carries a topology, DESCRIBE on
 every topic it names (any refused: TOPIC_AUTHORIZATION_FAILED for the whole heartbeat); and
@@ -12,18 +13,17 @@ from __future__ import annotations
 
 import asyncio
 
-from roster.broker.admission import admit_group, admit_topic_names, may_create_topic
-from roster.broker.resume import resume
-from roster.broker.handlers.consumer_group_heartbeat import LiveTopics
-from roster.broker.streams_group import streams_type
+from roster.broker.groups.streams_group import streams_type
+from roster.broker.network.admission import admit_group, admit_topic_names, may_create_topic
+from roster.broker.network.resume import resume
+from roster.broker.partitions.topic_image import LiveTopics
 from roster.coordinator.streams.heartbeat import StreamsHeartbeat, StreamsHeartbeatReply
 from roster.coordinator.streams.model import Endpoint
-from roster.coordinator.streams.topology import CopartitionGroup, Subtopology, TopicInfo, \
-    Topology
-from roster.protocol.acl import AclOperation
-from roster.protocol.api_keys import ApiKey
+from roster.coordinator.streams.topology import CopartitionGroup, Subtopology, TopicInfo, Topology
 from roster.protocol import newer_versions
 from roster.protocol import streams_group_wire as wire
+from roster.protocol.acl import AclOperation
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.codec import decode_request
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
@@ -134,7 +134,7 @@ async def _answered(broker, request, connection) -> bytes:
                                   topology_topics(body.topology))
     if error is not None:
         reply = refuse(request, error)
-    else:   # admitted (broker/admission.py)
+    else:   # admitted (broker/network/admission.py)
         reply = await handle(broker, request, connection)
     return wire.encode_heartbeat_response(request.api_version, request.correlation_id, reply)
 

@@ -6,13 +6,13 @@ WRITE on the transactional id, READ on the group and on each topic, as Kafka che
 transaction (AddOffsetsToTxn) at its current epoch: a fenced producer is refused
 (PRODUCER_FENCED; INVALID_PRODUCER_EPOCH before v3). The group checks the member as for
 OffsetCommit, so a zombie after a rebalance is fenced. Accepted offsets are written in the
-producer's transactional batch and stay pending until EndTxn's marker (broker/groups.py,
+producer's transactional batch and stay pending until EndTxn's marker (broker/groups/runtime.py,
 coordinator/txn_offsets.py). v5 is Transaction Version 2's: the group's partition is added to
 the transaction here (TV2 clients send no AddOffsetsToTxn).
 """
 from __future__ import annotations
 
-from roster.broker.group_log import OFFSETS_TOPIC
+from roster.broker.groups.group_log import OFFSETS_TOPIC
 from roster.broker.handlers.offset_commit import checked_offsets
 from roster.coordinator.messages import CommitRequest
 from roster.protocol.acl import AclOperation

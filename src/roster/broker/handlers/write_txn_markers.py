@@ -1,6 +1,6 @@
 """WriteTxnMarkers (27), v1-2: write commit/abort markers to partitions of this broker. In a
 Kafka cluster the transaction coordinator sends it to partition leaders; roster's coordinator
-writes its markers directly (broker/transactions.py), so what arrives here comes from an
+writes its markers directly (broker/transactions/runtime.py), so what arrives here comes from an
 administrator: Kafka's Admin.abortTransaction, behind `kafka-transactions abort`, closes a
 hanging transaction with it.
 
@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import logging
 
-from roster.broker import appends
-from roster.broker.transaction_markers import write_transaction_marker
+from roster.broker.partitions import appends
+from roster.broker.transactions.transaction_markers import write_transaction_marker
 from roster.log.api import LogError
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey

@@ -13,7 +13,7 @@ A group may be told up front which static members to expect (group config
   static member than the expected size) is refused with GROUP_MAX_SIZE_REACHED, unless the group
   says otherwise (`group.expected.refuse.unexpected=false`: then it is admitted, and logged).
 
-The expectations live outside the core (broker/group_configs.py, a durable file); the edge
+The expectations live outside the core (broker/groups/group_configs.py, a durable file); the edge
 hands the coordinator a function group id -> Expected | None, read on every use.
 """
 from __future__ import annotations

@@ -26,7 +26,7 @@ What is here (pure: no I/O, no clock; time comes in as `now`):
                   are given to another member;
 - `heartbeat.py`  the heartbeat's request and reply as the coordinator reads them.
 
-Registered by broker/streams_group.py (STREAMS, with the effect creating internal topics);
+Registered by broker/groups/streams_group.py (STREAMS, with the effect creating internal topics);
 served by broker/handlers/streams_group_heartbeat.py (v0-1, protocol/streams_group_wire.py) and
 streams_group_describe.py (v0, kio's schema). Not here yet: StreamsGroupDescribe v1, the initial
 rebalance delay and the assignment interval (Kafka's ASSIGNMENT_DELAYED), the broker's

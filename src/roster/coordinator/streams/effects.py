@@ -1,5 +1,5 @@
 """What a streams group asks of the edge beyond its records (Result.effects), handled once the
-result is durable by the handler its registration names (broker/streams_group.py)."""
+result is durable by the handler its registration names (broker/groups/streams_group.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from roster.broker.broker import Broker
-from roster.broker.connection import Connection, QueuedBytes
-from roster.broker.data_dir import DataDirError, DataDirLock, claim
+from roster.broker.network.connection import Connection, QueuedBytes
+from roster.broker.partitions.data_dir import DataDirError, DataDirLock, claim
 from roster.config import INT_MAX, BrokerConfig, ConfigError, connection_overrides
 from roster.log.api import LogError
 from roster.security.listen import ListenerPlan
@@ -157,7 +157,7 @@ async def serve(config: BrokerConfig, data_dir: Path, host: str, port: int) -> N
     """Serve until SIGTERM or SIGINT. Prints `roster listening on HOST:PORT` once accepting."""
     table = ConnectionTable(config)  # first: a bad override stops the broker before it starts
     # before anything reads or writes the data: a directory another broker holds is refused
-    # untouched (broker/data_dir.py)
+    # untouched (broker/partitions/data_dir.py)
     lock = claim(data_dir)
     try:
         await _serve_locked(config, data_dir, host, port, table, lock)

@@ -35,10 +35,10 @@ from collections import deque
 from collections.abc import Awaitable
 from time import perf_counter_ns
 
-from roster.broker.admission import admit
-from roster.broker.frames import MIN_READ, FrameBuffer
 from roster.broker.handlers.api_versions import answer_unsupported_version
-from roster.broker.resume import resume
+from roster.broker.network.admission import admit
+from roster.broker.network.frames import MIN_READ, FrameBuffer
+from roster.broker.network.resume import resume
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import MalformedRequest
@@ -428,7 +428,7 @@ class Connection(asyncio.BufferedProtocol):
         self._transport.close()
 
     async def _handle(self, spec, request) -> bytes | None:
-        body = admit(self.broker, self, spec, request)  # None: admitted (broker/admission.py)
+        body = admit(self.broker, self, spec, request)  # None: admitted (broker/network/admission.py)
         if body is None:
             body = await spec.handler(self.broker, request, self)
         if body is None:

@@ -23,8 +23,8 @@ import struct
 from collections import defaultdict
 from collections.abc import Callable
 
-from roster.broker.crash_points import KILL_AFTER_GROUP_WRITES, CrashPoint
-from roster.broker.internal_topic import InternalTopic, records_batch
+from roster.broker.partitions.crash_points import KILL_AFTER_GROUP_WRITES, CrashPoint
+from roster.broker.partitions.internal_topic import InternalTopic, records_batch
 from roster.log.api import LogError, LogStorageError, RecordTooLarge
 from roster.log.control import marker_commit
 from roster.protocol.errors import ErrorCode

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import logging
 
-from roster.broker.crash_points import KILL_AFTER_TXN_WRITES, CrashPoint
-from roster.broker.internal_topic import InternalTopic, records_batch
+from roster.broker.partitions.crash_points import KILL_AFTER_TXN_WRITES, CrashPoint
+from roster.broker.partitions.internal_topic import InternalTopic, records_batch
 from roster.log.api import LogError
 from roster.transactions.log_records import TxnRecord, TxnRecordError, decode
 

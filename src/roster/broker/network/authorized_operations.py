@@ -6,7 +6,7 @@ READ, WRITE and DELETE imply DESCRIBE; ALTER_CONFIGS implies DESCRIBE_CONFIGS). 
 authorizer every supported operation is allowed. Not asked for: Integer.MIN_VALUE."""
 from __future__ import annotations
 
-from roster.broker.admission import admission_for
+from roster.broker.network.admission import admission_for
 from roster.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 
 NOT_REQUESTED = -2**31

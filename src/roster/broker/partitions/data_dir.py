@@ -13,7 +13,7 @@ files).
 
 Every problem with the directory itself (it is a file, it cannot be created, it is not
 writable, it is in use) is a `DataDirError` whose message names the directory: the start-up
-path turns it into one line on stderr and a non-zero exit (broker/server.py).
+path turns it into one line on stderr and a non-zero exit (broker/network/server.py).
 """
 from __future__ import annotations
 

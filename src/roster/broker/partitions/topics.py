@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from roster.broker import topic_config
-from roster.broker.open_files import refusal as open_files_refusal
-from roster.broker.topic_config_table import INTERNAL_SEGMENT_BYTES
+from roster import topic_config
+from roster.broker.partitions.open_files import refusal as open_files_refusal
 from roster.config import SETTINGS, BrokerConfig
 from roster.log.api import LogConfig, LogError, PartitionLog
 from roster.log.files import durable_replace, fsync_directory
+from roster.topic_config_table import INTERNAL_SEGMENT_BYTES
 
 log = logging.getLogger("roster.topics")
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from roster.broker import appends
-from roster.broker.transaction_log import TransactionLog
-from roster.broker.transaction_markers import write_transaction_marker
+from roster.broker.partitions import appends
+from roster.broker.transactions.transaction_log import TransactionLog
+from roster.broker.transactions.transaction_markers import write_transaction_marker
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogError
 from roster.protocol.errors import ErrorCode

@@ -29,10 +29,10 @@ from typing import NamedTuple
 
 import crc32c
 
-from roster.broker.topic_config_table import LONG_MAX
 from roster.log.batch import TIMESTAMP_TYPE_BIT, BatchHeader
 from roster.protocol.errors import ErrorCode
 from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
+from roster.topic_config_table import LONG_MAX
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 _ATTRIBUTES_AT, _MAX_TIMESTAMP_AT, _CRC_AT, _CRC_FROM = 21, 35, 17, 21

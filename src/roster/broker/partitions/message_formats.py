@@ -1,9 +1,10 @@
 """The old message formats, for the Fetch and Produce versions that carry them (Fetch v0-3,
-Produce v0-2): message sets of magic 0 (Kafka 0.8-0.9) and magic 1 (0.10), converted from and to
-the magic-2 record batches roster stores, as Kafka 3.9 did (its RecordsUtil.downConvert and
-LazyDownConversionRecords on the way out, LogValidator on the way in). It reads stored batches with the log's header parser and builds
-batches with the record codec, so it sits above log/, beside record_validation.py (what Kafka's
-LogValidator does to a magic-2 batch), not in the pure wire layer protocol/.
+Produce v0-2): message sets of magic 0 (Kafka 0.8-0.9) and magic 1 (0.10), converted from
+and to the magic-2 record batches roster stores, as Kafka 3.9 did (its
+RecordsUtil.downConvert and LazyDownConversionRecords on the way out, LogValidator on the
+way in). It reads stored batches with the log's header parser and builds batches with the
+record codec, so it sits above log/, beside record_validation.py (what Kafka's LogValidator
+does to a magic-2 batch), not in the pure wire layer protocol/.
 
 A message set is a sequence of messages, each `offset int64, size int32, crc uint32 (CRC-32 of
 what follows), magic int8, attributes int8, [timestamp int64, magic 1], key bytes, value bytes`.
@@ -26,7 +27,7 @@ Down-conversion (fetch), for each stored batch:
 - record headers are dropped; magic 0 drops timestamps; magic 1 keeps each record's timestamp
   (a LogAppendTime batch's append time), and a wrapper's timestamp is the largest inside, or a
   LogAppendTime batch's append time with the wrapper flagged LogAppendTime (a topic with
-  message.timestamp.type=LogAppendTime stores such batches: broker/record_validation.py).
+  message.timestamp.type=LogAppendTime stores such batches: broker/partitions/record_validation.py).
 The result is held to `limit` bytes by whole messages, the first message always included (so a
 consumer moves on past a message larger than its limits).
 
@@ -34,7 +35,7 @@ Up-conversion (produce): a v0/v1 message set is validated as LogValidator does (
 CRC, inner CRCs of a compressed one, one magic throughout, a compressed set is a single wrapper,
 no nested compression, no zstd) and its records become one magic-2 batch with offset deltas 0..n-1
 (the log assigns the offsets), compressed with the codec the producer used; the topic's configs
-then apply as to any produced batch (broker/record_validation.py: compression.type,
+then apply as to any produced batch (broker/partitions/record_validation.py: compression.type,
 LogAppendTime, ...). Timestamps: a v1 message keeps its own; a v0 message has none, and Kafka's
 LogValidator under CreateTime stores it as NO_TIMESTAMP (-1), so roster does too.
 """

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple
 
-from roster.broker.topic_config_table import (
+from roster.topic_config_table import (
     BROKER_SYNONYM_DEFAULTS,
     BY_NAME,
     INTERNAL_SEGMENT_BYTES,

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from roster.broker.topics import TopicManager
+from roster.broker.partitions.topics import TopicManager
 from roster.config import BrokerConfig
 from roster.log import fault_hook
 from roster.log.api import CleaningStats, LogError

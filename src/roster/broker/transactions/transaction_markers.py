@@ -10,14 +10,14 @@ Seams (docs/transactions.md):
   append, where `MarkerAppended` describes what was written and at which offset;
 - the GROUP side: a marker written to a __consumer_offsets partition also completes (commit)
   or drops (abort) the producer's pending transactional offsets in the group coordinator; the
-  caller (broker/transactions.py) tells the group runtime after the marker is durable.
+  caller (broker/transactions/runtime.py) tells the group runtime after the marker is durable.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.broker import appends
-from roster.broker.crash_points import KILL_AFTER_TXN_MARKERS, CrashPoint
+from roster.broker.partitions import appends
+from roster.broker.partitions.crash_points import KILL_AFTER_TXN_MARKERS, CrashPoint
 from roster.log.control import marker_batch
 
 _crash_point = CrashPoint(KILL_AFTER_TXN_MARKERS)   # tests only

@@ -16,7 +16,7 @@ import time
 import uuid
 from collections.abc import Callable
 
-from roster.broker.timer_queue import TimerQueue
+from roster.broker.groups.timer_queue import TimerQueue
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.messages import (
@@ -83,7 +83,7 @@ class MemoryRecordSink:
 class _Reverted:
     """A written result's two callbacks for the sink: `revert` puts its changes back (the sink
     calls it for every operation failing together, newest first, before answering any of them:
-    broker/group_log.py), `released` answers and continues it. A sink that fails one write at a
+    broker/groups/group_log.py), `released` answers and continues it. A sink that fails one write at a
     time may skip `revert`: `released` reverts first if it was not called."""
 
     __slots__ = ("_runtime", "_result", "_done")
@@ -177,7 +177,8 @@ class GroupRuntime:
         return self.shard.txn_offsets_written(producer_id, answers, written, error)
 
     def end_transaction(self, producer_id: int, commit: bool) -> None:
-        """A transaction marker is durable in __consumer_offsets (transactions.py's hook)."""
+        """A transaction marker is durable in __consumer_offsets (the transaction runtime's
+        hook, broker/transactions/runtime.py)."""
         self.shard.end_transaction(producer_id, commit, self.now_ms())
 
     def fetch_refused(self, group_id: str, member_id: str | None, epoch: int) -> ErrorCode | None:

@@ -9,15 +9,15 @@ wait).
 """
 from __future__ import annotations
 
-from roster.broker.admission import admit
-from roster.broker.resume import resume
+from roster.broker.network.admission import admit
+from roster.broker.network.resume import resume
 from roster.protocol import classic, newer_versions
 from roster.protocol.codec import decode_request, encode_response
 
 
 async def _answered(handle, encode, broker, request, connection) -> bytes | None:
     body = admit(broker, connection, broker.registry.get(request.api_key), request)
-    if body is None:  # admitted (broker/admission.py)
+    if body is None:  # admitted (broker/network/admission.py)
         body = await handle(broker, request, connection)
     if body is None:
         return None

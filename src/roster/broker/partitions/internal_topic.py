@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
-from roster.broker import appends
+from roster.broker.partitions import appends
 from roster.log.api import AppendResult, LogStorageError, PartitionLog, RecordTooLarge
 from roster.log.reading import batches_from_start
 from roster.protocol.partitioning import partition_for

@@ -22,7 +22,7 @@ def create_internal_topics(broker, effect) -> None:
     """Create those of `effect.topics` that do not exist yet (another heartbeat may have asked
     first): each with its partition count and the configs the topology gave it. A topic that
     cannot be created is logged; the group reports MISSING_INTERNAL_TOPICS meanwhile."""
-    from roster.broker.topics import TopicError
+    from roster.broker.partitions.topics import TopicError
     for topic in effect.topics:
         if topic.name in broker.topics:
             continue
