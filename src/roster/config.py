@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from roster.security.settings import SECURITY_SETTINGS, SecuritySettings, is_security_key
+from roster.security.settings import (
+    SECURITY_SETTINGS,
+    SecuritySettings,
+    choice,
+    is_security_key,
+)
 from roster.topic_config import broker_synonym_settings
 
 log = logging.getLogger("roster.config")
@@ -76,16 +81,6 @@ def _transaction_version(text: str) -> int:
     if level not in (0, 1, 2):
         raise ValueError("expected 0, 1 or 2 (Kafka's transaction.version levels)")
     return level
-
-
-def _one_of(*names: str) -> Callable[[str], str]:
-    """A name from a fixed list, case-insensitive (as Kafka's enum-valued settings)."""
-    def parse(text: str) -> str:
-        name = str(text).strip().lower()
-        if name not in names:
-            raise ValueError(f"expected one of {', '.join(names)}")
-        return name
-    return parse
 
 
 # group.consumer.migration.policy's values; the consumer type gives them their meaning
@@ -190,7 +185,7 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.consumer.min.heartbeat.interval.ms", 5000, int, 1),
     Setting("group.consumer.max.heartbeat.interval.ms", 15000, int, 1),
     Setting("group.consumer.migration.policy", "bidirectional",
-            _one_of(*MIGRATION_POLICIES), None,
+            choice(*MIGRATION_POLICIES), None,
             "bidirectional, upgrade, downgrade or disabled: whether a classic group turns into a "
             "consumer group when a member joins it with the consumer protocol (upgrade), and "
             "back when its last such member leaves (downgrade)"),

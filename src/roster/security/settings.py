@@ -28,7 +28,9 @@ def _bool(text: str) -> bool:
     raise ValueError("expected true or false")
 
 
-def _choice(*allowed: str) -> Callable[[str], str]:
+def choice(*allowed: str) -> Callable[[str], str]:
+    """A name from a fixed list, case-insensitive, as Kafka's enum-valued settings (the broker
+    config's table uses it too)."""
     def parse(text: str) -> str:
         value = text.strip().lower()
         if value not in allowed:
@@ -123,7 +125,7 @@ SECURITY_SETTINGS: dict[str, SecuritySetting] = {s.name: s for s in [
     SecuritySetting("ssl.truststore.location", "", doc="PEM file of trusted CA certificates"),
     SecuritySetting("ssl.truststore.certificates", "", doc="trusted CA certificates (PEM text)"),
     SecuritySetting("ssl.truststore.password", "", sensitive=True),
-    SecuritySetting("ssl.client.auth", "none", _choice("required", "requested", "none"),
+    SecuritySetting("ssl.client.auth", "none", choice("required", "requested", "none"),
                     doc="client certificates on SSL listeners (SASL_SSL: only per listener)"),
     SecuritySetting("ssl.principal.mapping.rules", "DEFAULT",
                     doc="RULE:pattern/replacement/[LU],...,DEFAULT"),
