@@ -34,6 +34,11 @@ from roster.protocol import consumer_protocol as cp
 from roster.protocol.group_records import decode
 
 IMAGE = DictTopicImage({"t": (b"\x01" * 16, 3)})
+
+
+def consumer_heartbeat(runtime, request, image):
+    return runtime.family_request("consumer", request,
+                                  lambda served, now: served.heartbeat(request, image, now))
 GROUPS = ("g", "h")
 MEMBERS = ("m1", "m2", "m3")
 
@@ -55,11 +60,11 @@ def start(runtime: GroupRuntime, s) -> object:
     """Start one operation without awaiting it: a reply, or a future for it."""
     kind, group = s[0], s[1]
     if kind == "consumer_join":
-        return runtime.consumer_heartbeat(HeartbeatRequest(
+        return consumer_heartbeat(runtime, HeartbeatRequest(
             group, s[2], 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
             owned=(), token=runtime.new_token()), IMAGE)
     if kind == "consumer_leave":
-        return runtime.consumer_heartbeat(HeartbeatRequest(
+        return consumer_heartbeat(runtime, HeartbeatRequest(
             group, s[2], -1, token=runtime.new_token()), IMAGE)
     if kind == "classic_join":
         subscription = cp.encode_subscription(cp.Subscription(("t",)))

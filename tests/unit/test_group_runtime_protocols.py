@@ -43,8 +43,13 @@ class FailingSink(MemoryRecordSink):
 IMAGE = DictTopicImage({"t": (b"\x01" * 16, 3)})
 
 
+def consumer_heartbeat(runtime, request, image):
+    return runtime.family_request("consumer", request,
+                                  lambda served, now: served.heartbeat(request, image, now))
+
+
 def consumer_join(runtime, member_id: str):
-    return runtime.consumer_heartbeat(HeartbeatRequest(
+    return consumer_heartbeat(runtime, HeartbeatRequest(
         "g", member_id, 0, rebalance_timeout_ms=30_000, subscribed_topic_names=("t",),
         owned=(), token=runtime.new_token()), IMAGE)
 
@@ -58,7 +63,7 @@ def classic_join(runtime, instance_id: str):
 
 def empty_consumer_group(runtime) -> None:
     assert consumer_join(runtime, "m1").error is ErrorCode.none
-    left = runtime.consumer_heartbeat(HeartbeatRequest(
+    left = consumer_heartbeat(runtime, HeartbeatRequest(
         "g", "m1", -1, token=runtime.new_token()), IMAGE)
     assert left.error is ErrorCode.none
     assert "g" in runtime.shard.type_named("consumer").groups and not runtime.shard.type_named("consumer").groups["g"].members

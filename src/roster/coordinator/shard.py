@@ -115,12 +115,6 @@ class GroupShard:
         self._classic_hosts = tuple((_holds(t), t) for t in self._hosts.get("classic", ()))
         maker = self._makers.get("classic")
         self._classic_check_in = None if maker is None else maker.check_in
-        # A ConsumerGroupHeartbeat that changes nothing but the member's session: the interval
-        # to answer with, or None when it must go through consumer_heartbeat. The busiest
-        # KIP-848 request, so the serving type's method itself.
-        consumer = self._makers.get("consumer")
-        self.steady_consumer_heartbeat = None if consumer is None \
-            else consumer.steady_heartbeat
 
     def type_named(self, name: str) -> GroupType:
         """The type registered under `name` (for views and tests; routing never asks)."""
@@ -202,11 +196,21 @@ class GroupShard:
 
     # -- ConsumerGroupHeartbeat and ConsumerGroupDescribe (KIP-848) ------------------------------
 
-    def consumer_heartbeat(self, request, image, now: int) -> Result:
-        served = self.serving("consumer", request.group_id)
-        if served.__class__ is str:   # the family's maker words the refusal
-            return self._makers["consumer"].refuse(request, served)
-        return served.heartbeat(request, image, now)
+    def maker(self, family: str) -> GroupType | None:
+        """The type whose groups a request of `family` makes (for a handler's own fast path:
+        the steady ConsumerGroupHeartbeat), or None when no registered type serves it."""
+        return self._makers.get(family)
+
+    def family_request(self, family: str, request, act: Callable[[GroupType, int], Result],
+                       now: int) -> Result:
+        """A request of a type's own family (ConsumerGroupHeartbeat: "consumer"): act(type, now) on
+        the type serving it on the request's group id; refused, in the family maker's words,
+        when the id's holder does not take it. Every type's own APIs come through here, so the
+        runtime never grows a method per API per type."""
+        served = self.serving(family, request.group_id)
+        if served.__class__ is str:
+            return self._makers[family].refuse(request, served)
+        return act(served, now)
 
     def describe_family(self, family: str, group_ids: list[str]):
         """The describe API of a family (ConsumerGroupDescribe: "consumer"), as the family's

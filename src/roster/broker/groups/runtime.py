@@ -213,22 +213,13 @@ class GroupRuntime:
         """Every live group of every type (GroupShard.overview): the console and /metrics."""
         return self.shard.overview()
 
-    def steady_consumer_heartbeat(self, group_id: str, member_id: str, epoch: int,
-                                  client_id: str, client_host: str, catalog_version: object,
-                                  instance_id: str | None) -> int | None:
-        """See GroupShard.steady_consumer_heartbeat: the interval, or None."""
-        return self.shard.steady_consumer_heartbeat(group_id, member_id, epoch, client_id,
-                                                    client_host, catalog_version,
-                                                    self.now_ms(), instance_id)
-
-    def consumer_heartbeat(self, request, image) -> object:
-        """ConsumerGroupHeartbeat: the reply at once when nothing is written (a steady
-        heartbeat), otherwise a future for it (see start)."""
-        return self.start(lambda now: self.shard.consumer_heartbeat(request, image, now),
+    def family_request(self, family: str, request, act: Callable[[object, int], Result]):
+        """A request of a group type's own family (ConsumerGroupHeartbeat: "consumer"), run as
+        act(serving type, now) -> Result on the type serving its group id
+        (GroupShard.family_request): the reply at once when nothing is written, otherwise a
+        future for it (see start). Every type's own APIs take this one path."""
+        return self.start(lambda now: self.shard.family_request(family, request, act, now),
                           request.token)
-
-    def describe_consumer_groups(self, group_ids: list[str]):
-        return self.shard.describe_family("consumer", group_ids)
 
     async def _call(self, operation: Callable, request) -> object:
         """Run one coordinator operation on `request` and wait for the reply addressed to its

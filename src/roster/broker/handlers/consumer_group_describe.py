@@ -46,7 +46,7 @@ async def handle(broker, request, connection):
                                   assignment_epoch=0, assignor_name="", members=(),
                                   authorized_operations=authorized(group_id)))
             continue
-        group = groups.describe_consumer_groups([group_id])[0]
+        group = groups.shard.describe_family("consumer", [group_id])[0]
         described.append(make(
             group_entry, group_id=group.group_id, error_code=group.error,
             error_message=group.error_message, group_state=group.state,

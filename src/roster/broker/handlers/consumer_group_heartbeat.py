@@ -59,19 +59,24 @@ def answer(broker, frame: bytes, prefix, connection):
     if error is not None:
         return _encoded(correlation_id, HeartbeatReply(error=error))
     groups = broker.groups
+    consumer = groups.shard.maker("consumer")
+    if consumer is None:    # the consumer type is not registered
+        return _encoded(correlation_id, HeartbeatReply(error=ErrorCode.unsupported_version))
     if steady is not None:
-        interval = groups.steady_consumer_heartbeat(group_id, member_id, epoch, client_id or "",
-                                                    connection.client_host,
-                                                    broker.topics.version, instance_id)
+        interval = consumer.steady_heartbeat(group_id, member_id, epoch, client_id or "",
+                                             connection.client_host, broker.topics.version,
+                                             groups.now_ms(), instance_id)
         if interval is not None:
             return wire.encode_steady_answer(correlation_id, member_id, epoch, interval)
     image = LiveTopics(broker.topics)
-    reply = groups.consumer_heartbeat(HeartbeatRequest(
+    request = HeartbeatRequest(
         group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
         rack_id=rack_id, rebalance_timeout_ms=rebalance, subscribed_topic_names=names,
         subscribed_topic_regex=regex, server_assignor=assignor, owned=owned,
         client_id=client_id or "", client_host=connection.client_host, api_version=version,
-        token=groups.new_token()), image)
+        token=groups.new_token())
+    reply = groups.family_request("consumer", request,
+                                  lambda served, now: served.heartbeat(request, image, now))
     if isinstance(reply, asyncio.Future):
         return _answer_later(reply, correlation_id)
     return _encoded(correlation_id, reply)

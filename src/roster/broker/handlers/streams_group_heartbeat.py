@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 
-from roster.broker.groups.streams_group import streams_type
 from roster.broker.network.admission import admit_group, admit_topic_names, may_create_topic
 from roster.broker.network.resume import resume
 from roster.broker.partitions.topic_image import LiveTopics
@@ -88,15 +87,10 @@ def _offsets(entries):
 async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
-    streams = streams_type(broker)
     groups = broker.groups
-    if streams is None:
+    if groups.shard.maker("streams") is None:   # the streams type is not registered
         return StreamsHeartbeatReply(error=ErrorCode.unsupported_version,
                                      member_id=body.member_id)
-    refused = groups.shard.refused(body.group_id, "streams")
-    if refused is not None:
-        return StreamsHeartbeatReply(error=ErrorCode.group_id_not_found,
-                                     error_message=refused, member_id=body.member_id)
     endpoint = None if body.user_endpoint is None else Endpoint(body.user_endpoint.host,
                                                                 body.user_endpoint.port)
     q = StreamsHeartbeat(
@@ -116,7 +110,8 @@ async def handle(broker, request, connection):
         create_refused=lambda names: [n for n in names
                                       if not may_create_topic(broker, connection, n)])
     image = LiveTopics(broker.topics)
-    reply = groups.start(lambda now: streams.heartbeat(q, image, now), q.token)
+    reply = groups.family_request("streams", q,
+                                  lambda served, now: served.heartbeat(q, image, now))
     if isinstance(reply, asyncio.Future):
         reply = await reply
     return reply

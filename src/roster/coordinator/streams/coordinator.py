@@ -173,6 +173,13 @@ class StreamsCoordinator(GroupsById):
 
     # -- StreamsGroupHeartbeat ------------------------------------------------------------------
 
+    def refuse(self, q: StreamsHeartbeat, why: str) -> Result:
+        """A StreamsGroupHeartbeat on an id a type that does not take it holds."""
+        result = Result()
+        result.reply(q.token, StreamsHeartbeatReply(error=ErrorCode.group_id_not_found,
+                                                    error_message=why, member_id=q.member_id))
+        return result
+
     def heartbeat(self, q: StreamsHeartbeat, image, now: int) -> Result:
         result = Result()
         op = _Op(self.groups, now)
