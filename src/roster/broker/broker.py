@@ -129,7 +129,7 @@ class Broker:
     def start(self) -> None:
         self.topics.load()
         self._restore_producer_state()
-        self._tasks += self.transactions.start()
+        self._tasks += self.transactions.load()
         self.group_log.ensure_topic()
         self.group_events.ensure_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))

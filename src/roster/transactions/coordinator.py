@@ -1,17 +1,22 @@
 """The transaction coordinator's decisions (Kafka's TransactionCoordinator and
 TransactionStateManager), pure: no I/O, no clock, no event loop.
 
-Every operation takes `now` and answers an `Outcome`: the error (or the producer id and epoch)
-to answer with, and, when the state changes, the `TxnMetadata` to make durable first. A state
-change is never seen before it is durable: until the edge reports the write with `written()`,
-the target is *pending* and every other request for that transactional id is answered
-CONCURRENT_TRANSACTIONS, as Kafka's pendingState does.
+Its edge protocol is the group shard's (coordinator/results.py; the one runtime,
+broker/coordinator_runtime.py, carries out both): every operation takes `now` and the request's
+reply token and hands back a `Result`. The reply is an `Outcome`: the error (or the producer
+id and epoch) to answer with. When the state changes, the result holds the TxnRecord to make
+durable first and a `TxnWritten` continuation; the answer waits for it. A state change is never
+seen before it is durable: until the continuation comes back (write_completed), the target is
+*pending* and every other request for that transactional id is answered
+CONCURRENT_TRANSACTIONS, as Kafka's pendingState does. A failed write is answered
+NOT_COORDINATOR, as Kafka answers it, and leaves the state as it was (nothing to revert).
 
 Ending a transaction, as Kafka does:
   1. EndTxn (or a timeout, or a fencing InitProducerId) writes PrepareCommit/PrepareAbort;
-     once durable the client is answered, and `written()` hands the edge a `Markers` job;
+     once durable the client is answered, and the result's effects hand the edge a `Markers`
+     job (and a `TxnSettled`: requests waiting for the id may try again);
   2. the edge writes a marker to every partition of the transaction, then calls
-     `markers_written()`, which answers the CompleteCommit/CompleteAbort write;
+     `markers_written()`, whose result writes CompleteCommit/CompleteAbort;
   3. if the edge fails (or the broker dies) in between, `stalled()` / replay hand the job out
      again: markers are written at least once, and a repeated marker is harmless.
 
@@ -25,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
 from roster.transactions.log_records import TxnRecord
 from roster.transactions.state import (
@@ -52,11 +58,27 @@ class TxnConfig:
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
+    """What a request is answered; `write`, while it is decided: the record it waits for."""
     error: ErrorCode = NONE
     producer_id: int = -1
     producer_epoch: int = -1
-    # the record to make durable before answering (then call written()); None: nothing to write
     write: TxnRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnWritten:
+    """The continuation of a write: the id's pending state applied (or dropped), and the
+    request that waited for it (`token`; None for the coordinator's own writes) answered."""
+    transactional_id: str
+    token: object
+    answer: Outcome
+
+
+@dataclass(frozen=True, slots=True)
+class TxnSettled:
+    """An effect: the id's pending write is settled; requests that met CONCURRENT_TRANSACTIONS
+    because of it may try again (the edge wakes them)."""
+    transactional_id: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,8 +133,13 @@ class TransactionCoordinator:
     # -- InitProducerId ---------------------------------------------------------------------
 
     def init_producer_id(self, transactional_id: str, timeout_ms: int,
-                         expected: tuple[int, int] | None, now_ms: int) -> Outcome:
+                         expected: tuple[int, int] | None, now_ms: int, token) -> Result:
         """`expected`: the (producer id, epoch) the client presents (KIP-360), or None."""
+        return self._result(token, self._init_producer_id(transactional_id, timeout_ms,
+                                                          expected, now_ms))
+
+    def _init_producer_id(self, transactional_id: str, timeout_ms: int,
+                          expected: tuple[int, int] | None, now_ms: int) -> Outcome:
         if not transactional_id:
             return _refused(ErrorCode.invalid_request)
         if not 0 < timeout_ms <= self.config.max_timeout_ms:
@@ -160,7 +187,12 @@ class TransactionCoordinator:
     # -- AddPartitionsToTxn / AddOffsetsToTxn -----------------------------------------------
 
     def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
-                       partitions: Iterable[TopicPartition], now_ms: int) -> Outcome:
+                       partitions: Iterable[TopicPartition], now_ms: int, token) -> Result:
+        return self._result(token, self._add_partitions(transactional_id, producer_id, epoch,
+                                                        partitions, now_ms))
+
+    def _add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
+                        partitions: Iterable[TopicPartition], now_ms: int) -> Outcome:
         m = self._txns.get(transactional_id)
         error = self._producer_error(m, transactional_id, producer_id, epoch)
         if error is not NONE:
@@ -188,9 +220,14 @@ class TransactionCoordinator:
     # -- EndTxn -----------------------------------------------------------------------------
 
     def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
-                now_ms: int, tv2: bool = False) -> Outcome:
+                now_ms: int, token, tv2: bool = False) -> Result:
         """`tv2`: the request is Transaction Version 2's (EndTxn v5): the epoch is bumped by
-        every transaction and the answer carries it (end_txn_tv2)."""
+        every transaction and the answer carries it (_end_txn_tv2)."""
+        return self._result(token, self._end_txn(transactional_id, producer_id, epoch, commit,
+                                                 now_ms, tv2))
+
+    def _end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
+                 now_ms: int, tv2: bool) -> Outcome:
         if tv2:
             return self._end_txn_tv2(transactional_id, producer_id, epoch, commit, now_ms)
         m = self._txns.get(transactional_id)
@@ -272,9 +309,36 @@ class TransactionCoordinator:
         return Outcome(error, target.producer_id, target.producer_epoch,
                        TxnRecord(tid, target))
 
-    def written(self, transactional_id: str, durable: bool) -> list[Markers]:
-        """The edge made a pending write durable (or failed to): apply it, and hand out the
-        markers a Prepare state now needs."""
+    @staticmethod
+    def _result(token, outcome: Outcome) -> Result:
+        """The edge's Result of a decision: the answer at once, or, after the write it
+        waits for, through TxnWritten."""
+        result = Result()
+        if outcome.write is None:
+            if token is not None:
+                result.reply(token, outcome)
+            return result
+        result.records.append(outcome.write)
+        result.after_write.append(TxnWritten(outcome.write.transactional_id, token, outcome))
+        return result
+
+    def write_completed(self, step: TxnWritten, error: ErrorCode | None, now_ms: int) -> Result:
+        """The edge made a pending write durable (error None) or failed to: apply it, answer
+        the request that waited (NOT_COORDINATOR when the write failed, as Kafka answers
+        it), and hand out the markers a Prepare state now needs."""
+        result = Result()
+        jobs = self._written(step.transactional_id, error is None)
+        if step.token is not None:
+            result.reply(step.token, step.answer if error is None
+                         else Outcome(ErrorCode.not_coordinator))
+        result.effects = (*jobs, TxnSettled(step.transactional_id))
+        return result
+
+    def revert(self, changes, now_ms: int) -> None:
+        """Nothing to put back: a state change stays pending until written (write_completed),
+        so a transaction result notes no changes."""
+
+    def _written(self, transactional_id: str, durable: bool) -> list[Markers]:
         target = self._pending.pop(transactional_id, _TOMBSTONE)
         if not durable:
             return []
@@ -291,8 +355,11 @@ class TransactionCoordinator:
         return [Markers(m.transactional_id, m.producer_id, m.producer_epoch,
                         m.state is TxnState.PREPARE_COMMIT, m.partitions)]
 
-    def markers_written(self, job: Markers, now_ms: int) -> Outcome:
+    def markers_written(self, job: Markers, now_ms: int) -> Result:
         """Every marker of `job` is in its partition: the write completing the transaction."""
+        return self._result(None, self._markers_written(job, now_ms))
+
+    def _markers_written(self, job: Markers, now_ms: int) -> Outcome:
         self._completing.discard(job.transactional_id)
         m = self._txns.get(job.transactional_id)
         if m is None or m.state not in PREPARING or job.transactional_id in self._pending:
@@ -322,14 +389,14 @@ class TransactionCoordinator:
 
     # -- timers -----------------------------------------------------------------------------
 
-    def timed_out(self, now_ms: int) -> list[Outcome]:
+    def timed_out(self, now_ms: int) -> list[Result]:
         """Abort every transaction open past its timeout, fencing its producer with an epoch
         bump (Kafka's abortTimedOutTransactions)."""
         aborts = []
         for m in list(self._txns.values()):
             if m.state is TxnState.ONGOING and m.transactional_id not in self._pending \
                     and m.start_ms + m.timeout_ms <= now_ms:
-                aborts.append(self._begin(self._fence_abort(m, now_ms)))
+                aborts.append(self._result(None, self._begin(self._fence_abort(m, now_ms))))
         return aborts
 
     @staticmethod
@@ -342,14 +409,14 @@ class TransactionCoordinator:
         return m.to(TxnState.PREPARE_ABORT, now_ms, producer_epoch=epoch,
                     last_producer_epoch=NO_EPOCH)
 
-    def expired(self, now_ms: int) -> list[Outcome]:
+    def expired(self, now_ms: int) -> list[Result]:
         """Tombstones for transactional ids idle past transactional.id.expiration.ms."""
         out = []
         for m in list(self._txns.values()):
             tid = m.transactional_id
             if m.state in IDLE and tid not in self._pending and tid not in self._completing \
                     and m.last_update_ms + self.config.id_expiration_ms <= now_ms:
-                out.append(self._begin(None, tid))
+                out.append(self._result(None, self._begin(None, tid)))
         return out
 
     # -- replay -----------------------------------------------------------------------------

@@ -43,7 +43,8 @@ def with_runtime(scenario):
         harness = Harness()
         sink = HeldSink()
         runtime = GroupRuntime(GroupConfig(), sink)
-        runtime.shard, runtime.coordinator = harness.shard, harness.coordinator
+        runtime.shard = runtime.core = harness.shard
+        runtime.coordinator = harness.coordinator
         runtime.flight = harness.flight   # the recorders have seen the harness's operations
         published: list = []
         runtime.on_events = published.extend

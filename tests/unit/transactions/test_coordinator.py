@@ -9,11 +9,12 @@ from dataclasses import replace
 import pytest
 
 from roster.protocol.errors import ErrorCode as E
-from roster.transactions.coordinator import TransactionCoordinator, TxnConfig
+from roster.transactions.coordinator import Markers, TransactionCoordinator, TxnConfig, TxnSettled
 from roster.transactions.log_records import TxnRecord, decode
 from roster.transactions.state import TxnState
 
 TP = ("orders", 0)
+TOKEN = "request"   # the reply token of every request the harness sends
 
 
 class Harness:
@@ -24,24 +25,40 @@ class Harness:
         self.coordinator = TransactionCoordinator(TxnConfig(**config), lambda: next(self.ids))
         self.log = []          # every durable record, encoded as __transaction_state holds it
         self.markers = []      # marker jobs handed out
+        self.settled = []      # ids whose pending write settled (TxnSettled effects)
         self.now = 0
 
-    def run(self, outcome, durable: bool = True):
-        if outcome.write is not None:
-            if durable:
-                self.log.append(outcome.write.encode())
-            self.markers += self.coordinator.written(outcome.write.transactional_id, durable)
-        return outcome
+    def run(self, result, durable: bool = True):
+        """Carry out a Result as the runtime does (broker/coordinator_runtime.py): its records
+        written (or not), then its continuations; the request's answer."""
+        answer = self.answer(result)
+        if durable:
+            self.log += [record.encode() for record in result.records]
+        for step in result.after_write:
+            done = self.coordinator.write_completed(
+                step, None if durable else E.not_coordinator, self.now)
+            self.markers += [e for e in done.effects if isinstance(e, Markers)]
+            self.settled += [e.transactional_id for e in done.effects
+                             if isinstance(e, TxnSettled)]
+            answer = self.answer(done) or answer
+        return answer
+
+    @staticmethod
+    def answer(result):
+        """The reply a result holds for the request (before any write), or None."""
+        bodies = [reply.body for reply in result.replies if reply.token == TOKEN]
+        return bodies[-1] if bodies else None
 
     def init(self, tid="t", timeout_ms=60_000, expected=None):
-        return self.run(self.coordinator.init_producer_id(tid, timeout_ms, expected, self.now))
+        return self.run(self.coordinator.init_producer_id(tid, timeout_ms, expected, self.now,
+                                                         TOKEN))
 
     def add(self, tid, pid, epoch, *partitions):
         return self.run(self.coordinator.add_partitions(tid, pid, epoch, partitions or [TP],
-                                                        self.now))
+                                                        self.now, TOKEN))
 
     def end(self, tid, pid, epoch, commit=True):
-        return self.run(self.coordinator.end_txn(tid, pid, epoch, commit, self.now))
+        return self.run(self.coordinator.end_txn(tid, pid, epoch, commit, self.now, TOKEN))
 
     def finish_markers(self):
         jobs, self.markers = self.markers, []
@@ -92,13 +109,17 @@ def test_abort_and_end_without_a_transaction(h):
 
 def test_nothing_is_visible_before_it_is_durable(h):
     h.init()
-    failed = h.run(h.coordinator.add_partitions("t", 1000, 0, [TP], h.now), durable=False)
-    assert failed.write is not None
+    h.settled.clear()
+    failed = h.run(h.coordinator.add_partitions("t", 1000, 0, [TP], h.now, TOKEN),
+                   durable=False)
+    assert failed.error is E.not_coordinator     # as Kafka answers a failed append
+    assert h.settled == ["t"]                     # a waiting add may try again
     assert h.state() is TxnState.EMPTY            # the failed write left nothing behind
     assert h.add("t", 1000, 0).error is E.none      # and the next request is not blocked
-    pending = h.coordinator.end_txn("t", 1000, 0, True, h.now)
+    pending = h.coordinator.end_txn("t", 1000, 0, True, h.now, TOKEN)
+    assert h.answer(pending) is None               # the answer waits for the write
     assert h.state() is TxnState.ONGOING           # written but not yet durable
-    assert h.coordinator.add_partitions("t", 1000, 0, [TP], h.now).error \
+    assert h.answer(h.coordinator.add_partitions("t", 1000, 0, [TP], h.now, TOKEN)).error \
         is E.concurrent_transactions
     h.run(pending)
     assert h.state() is TxnState.PREPARE_COMMIT
@@ -131,11 +152,11 @@ def test_produce_is_checked_against_the_open_transaction(h):
     assert h.coordinator.check_produce("t", 7, 0, TP) is E.invalid_producer_id_mapping
     assert h.coordinator.check_produce(None, 1000, 0, TP) is E.invalid_producer_id_mapping
     # while more partitions are being added, the ones already in still take batches
-    adding = h.coordinator.add_partitions("t", 1000, 0, [("other", 0)], h.now)
+    adding = h.coordinator.add_partitions("t", 1000, 0, [("other", 0)], h.now, TOKEN)
     assert h.coordinator.check_produce("t", 1000, 0, TP) is E.none
     h.run(adding)
     # once EndTxn is under way, none does
-    ending = h.coordinator.end_txn("t", 1000, 0, True, h.now)
+    ending = h.coordinator.end_txn("t", 1000, 0, True, h.now, TOKEN)
     assert h.coordinator.check_produce("t", 1000, 0, TP) is E.invalid_txn_state
     h.run(ending)
 
@@ -213,7 +234,8 @@ def test_idle_transactional_ids_expire(h):
     assert h.coordinator.expired(h.now) == []
     h.now = 10_000
     [tombstone] = h.coordinator.expired(h.now)
-    assert tombstone.write.metadata is None
+    [record] = tombstone.records
+    assert record.metadata is None
     h.run(tombstone)
     assert h.coordinator.get("t") is None
     assert h.log[-1] == (h.log[0][0], None)
@@ -234,15 +256,17 @@ def test_replay_restores_the_state_and_hands_out_stalled_markers(h):
     restarted.markers_failed(job)
     [again] = restarted.stalled()
     done = restarted.markers_written(again, 10)
-    restarted.written("t", True)
-    assert done.write.metadata.state is TxnState.COMPLETE_COMMIT
+    [record] = done.records
+    assert record.metadata.state is TxnState.COMPLETE_COMMIT
+    [step] = done.after_write
+    assert restarted.write_completed(step, None, 10).replies == []   # nobody waits for it
     assert restarted.get("t").state is TxnState.COMPLETE_COMMIT
 
 
 # -- Transaction Version 2 (KIP-890) ------------------------------------------------------------
 
 def end_tv2(h, epoch, commit=True, tid="t", pid=1000):
-    return h.run(h.coordinator.end_txn(tid, pid, epoch, commit, h.now, tv2=True))
+    return h.run(h.coordinator.end_txn(tid, pid, epoch, commit, h.now, TOKEN, tv2=True))
 
 
 def test_tv2_bumps_the_epoch_of_every_transaction(h):

@@ -1,22 +1,18 @@
-"""The edge around the pure group shard (coordinator/shard.py): it supplies time and member ids,
-runs timers on the event loop, writes the records an operation produced, releases replies to the
-requests waiting on them, and hands a failed write's changes back to the shard to revert.
-
-Everything runs on the event loop thread, and each coordinator call runs to completion without
-awaiting, so group logic never sees concurrent changes and needs no locks. A reply that is part of
-a result with records is released only after those records are written.
+"""The group shard (coordinator/shard.py) on the broker's one coordinator runtime
+(broker/coordinator_runtime.py, which carries out every Result: timers, records, replies,
+effects, continuations, the revert of a failed write). What is the groups' own: member ids, the
+flight recorder's facts turned into events, the heartbeat's reused Result, TxnOffsetCommit's
+write inside a producer's transaction, and loading __consumer_offsets at start.
 """
 from __future__ import annotations
 
-import asyncio
 import base64
-import itertools
 import logging
 import time
 import uuid
 from collections.abc import Callable
 
-from roster.broker.groups.timer_queue import TimerQueue
+from roster.broker.coordinator_runtime import CoordinatorRuntime
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.messages import (
@@ -33,7 +29,6 @@ from roster.coordinator.messages import (
 from roster.coordinator.results import Result
 from roster.coordinator.shard import GroupShard
 from roster.group_types import with_built_in
-from roster.observability.after_write import EventsAfterWrites
 from roster.observability.flight_recorder import FlightRecorder
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
@@ -50,9 +45,6 @@ def kafka_uuid() -> str:
     """A random id as Kafka's Uuid.toString() writes it (22 url-safe base64 characters): the
     member ids a coordinator hands to ConsumerGroupHeartbeat v0 joiners."""
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
-
-
-_NO_REPLY = object()
 
 
 class MemoryRecordSink:
@@ -80,32 +72,7 @@ class MemoryRecordSink:
         return 0
 
 
-class _Reverted:
-    """A written result's two callbacks for the sink: `revert` puts its changes back (the sink
-    calls it for every operation failing together, newest first, before answering any of them:
-    broker/groups/group_log.py), `released` answers and continues it. A sink that fails one write at a
-    time may skip `revert`: `released` reverts first if it was not called."""
-
-    __slots__ = ("_runtime", "_result", "_done")
-
-    def __init__(self, runtime: GroupRuntime, result: Result) -> None:
-        self._runtime = runtime
-        self._result = result
-        self._done = False
-
-    def revert(self) -> None:
-        if not self._done:
-            self._done = True
-            if self._result.changes:
-                self._runtime.shard.revert(self._result.changes, self._runtime.now_ms())
-
-    def released(self, error: ErrorCode | None) -> None:
-        if error is not None:
-            self.revert()
-        self._runtime._release(self._result, error)
-
-
-class GroupRuntime:
+class GroupRuntime(CoordinatorRuntime):
     """The runtime around the pure GroupShard (coordinator/shard.py), which decides everything
     about groups and offsets: this keeps the clock, member ids, reply tokens, timers, the
     durable sink and loading, and publishes the flight recorder's events once durable."""
@@ -124,26 +91,13 @@ class GroupRuntime:
         self.types = with_built_in(group_types)
         self.shard = GroupShard(config, new_member_id, self.types, kafka_uuid, settings,
                                 topics=topics, expected=expected)
-        # effect class -> handler(effect), run once the result asking for it is durable
-        self.effects: dict[type, Callable[[object], None]] = {}
-        self.sink = sink or MemoryRecordSink()
-        self._clock = clock
-        self._timers = TimerQueue(self.now_ms, self._fire)
-        self._waiting: dict[int, asyncio.Future] = {}
-        self._running: int | None = None  # the token of the operation being applied right now
-        self._running_reply: object = _NO_REPLY  # its reply, when released while it is applied
-        self._tokens = itertools.count(1)
-        self._heartbeat_result = Result()   # see heartbeat
-        self._loading: set[int] = set()
-        # where the flight recorder's events go (observability/event_log.py); None: dropped
-        self.on_events: Callable[[list], None] | None = None
-        self._events = EventsAfterWrites(self._publish_events)  # once their records are durable
-        # turns the facts each result carries into the events above (flight_recorder.py)
+        # turns the facts each result carries into the flight recorder's events
         self.flight = FlightRecorder(tuple(t.recorder() for t in self.types
                                            if t.recorder is not None))
-
-    def now_ms(self) -> int:
-        return int(self._clock() * 1000)
+        super().__init__(self.shard, sink or MemoryRecordSink(), clock,
+                         lambda facts: self.flight.derive(facts))
+        self._heartbeat_result = Result()   # see heartbeat
+        self._loading: set[int] = set()
 
     # -- the operations handlers call: each one of the shard's, run and awaited ---------------
 
@@ -226,33 +180,6 @@ class GroupRuntime:
         token (which may be parked: JoinGroup and SyncGroup are long polls)."""
         return await self.run(lambda now: operation(request, now), request.token)
 
-    def new_token(self) -> int:
-        """The token a request's reply will be addressed to: every request handed to the
-        operations above carries one (`token=groups.new_token()`)."""
-        return next(self._tokens)
-
-    async def run(self, step: Callable[[int], Result], token: int) -> object:
-        """step(now) -> Result; wait for the reply addressed to `token`."""
-        reply = self.start(step, token)
-        return await reply if isinstance(reply, asyncio.Future) else reply
-
-    def start(self, step: Callable[[int], Result], token: int) -> object:
-        """Apply step(now) -> Result. Returns the reply addressed to `token` when the result
-        already holds it (a heartbeat, any rejection: no future, no wait), otherwise a future
-        for it (a parked long poll, or a reply waiting for its records' fsync)."""
-        self._running, self._running_reply = token, _NO_REPLY
-        try:
-            self.apply(step(self.now_ms()))
-        finally:
-            self._running = None
-        reply, self._running_reply = self._running_reply, _NO_REPLY
-        if reply is not _NO_REPLY:
-            return reply
-        future = asyncio.get_running_loop().create_future()
-        self._waiting[token] = future
-        future.add_done_callback(lambda _: self._waiting.pop(token, None))
-        return future
-
     def heartbeat(self, group_id: str, generation: int, member_id: str,
                   group_instance_id: str | None) -> ErrorCode:
         """The busiest operation, without the reply-token round trip: a heartbeat's answer is
@@ -274,37 +201,6 @@ class GroupRuntime:
             self._timers.apply(result.timers)
             result.timers.clear()
         return error
-
-    def apply(self, result: Result) -> None:
-        self._apply_timers(result)
-        if result.facts:   # the recorders read them in the order the operations ran
-            result.events += self.flight.derive(result.facts)
-        if result.records:
-            if result.events:   # they wait for the records they describe (after_write.py)
-                self._events.hold(result.events)
-            reverted = _Reverted(self, result)
-            self.sink.write(result.records, reverted.released, reverted.revert)
-        else:
-            self._release(result, None)
-
-    def _release(self, result: Result, error: ErrorCode | None) -> None:
-        """The result's records are written (or failed to be, and its changes are put back):
-        answer, then continue."""
-        if result.events:
-            self._events.release(result.events, error is None)
-        for reply in result.replies:
-            if reply.token == self._running:
-                self._running_reply = reply.body
-                continue
-            future = self._waiting.get(reply.token)
-            if future is not None and not future.done():
-                future.set_result(reply.body)
-            # else: the requester is gone (connection closed); the reply is dropped
-        if result.effects and error is None:
-            for effect in result.effects:
-                self.effects[type(effect)](effect)
-        for step in result.after_write:
-            self.apply(self.shard.write_completed(step, error, self.now_ms()))
 
     # -- loading after a restart ---------------------------------------------------------------
 
@@ -344,25 +240,8 @@ class GroupRuntime:
                 if self.sink.partition_for(group_id) == partition:
                     recorder.loaded(group_type.group(group_id), now)
 
-    def _publish_events(self, events: list) -> None:
-        if self.on_events is not None:
-            self.on_events(events)
-
     def _replay(self, record: Record) -> None:
         self.shard.replay(record, self.now_ms())
 
     def _replay_transactional(self, producer_id: int, record: Record) -> None:
         self.shard.transaction_written(producer_id, (record,))
-
-    def _apply_timers(self, result: Result) -> None:
-        if result.timers:  # most results (every heartbeat) set none
-            self._timers.apply(result.timers)
-
-    def _fire(self, key: str, event, now: int) -> None:
-        try:
-            self.apply(self.shard.expire(event, now))
-        except Exception:  # a bug must not stop the timer service for every other group
-            log.exception("timer %s failed", key)
-
-    def close(self) -> None:
-        self._timers.close()

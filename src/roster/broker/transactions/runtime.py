@@ -1,24 +1,35 @@
-"""The transaction coordinator's edge: runs the pure coordinator (roster.transactions) on the
-event loop, makes its records durable in __transaction_state, writes the markers, and runs its
-timers (timeouts, expiration, stalled completions).
+"""The transaction coordinator (roster.transactions) on the broker's one coordinator runtime
+(broker/coordinator_runtime.py: it carries out the coordinator's Results as it does the group
+shard's, with __transaction_state, transaction_log.py, as the sink). What is the transactions'
+own: writing the markers (the coordinator's Markers effect), waking requests that waited for a
+transactional id to settle (TxnSettled), the periodic timers (timeouts, expiration, stalled
+completions), and the implicit adds of Transaction Version 2.
 
 Order of an EndTxn, as Kafka's: the PrepareCommit/PrepareAbort record is fsynced, the client
 is answered, then a marker is appended to every partition of the transaction and fsynced, and
 only then is CompleteCommit/CompleteAbort written. A crash anywhere in between leaves the
-Prepare record, and start() (replay) writes the markers again and completes it.
+Prepare record, and load() (replay) writes the markers again and completes it.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 
+from roster.broker.coordinator_runtime import CoordinatorRuntime
 from roster.broker.partitions import appends
 from roster.broker.transactions.transaction_log import TransactionLog
 from roster.broker.transactions.transaction_markers import write_transaction_marker
 from roster.log import batch as batches
 from roster.log.api import CorruptBatch, LogError
 from roster.protocol.errors import ErrorCode
-from roster.transactions.coordinator import Markers, Outcome, TransactionCoordinator, TxnConfig
+from roster.transactions.coordinator import (
+    Markers,
+    Outcome,
+    TransactionCoordinator,
+    TxnConfig,
+    TxnSettled,
+)
 from roster.transactions.state import TxnState
 
 log = logging.getLogger("roster.transactions")
@@ -28,7 +39,7 @@ TV2 = 2
 READY_POLL_S = 0.05
 
 
-class TransactionRuntime:
+class TransactionRuntime(CoordinatorRuntime):
     def __init__(self, broker, config) -> None:
         self._broker = broker
         self.log = TransactionLog(broker, config["transaction.state.log.num.partitions"],
@@ -37,6 +48,9 @@ class TransactionRuntime:
             TxnConfig(max_timeout_ms=config["transaction.max.timeout.ms"],
                       id_expiration_ms=config["transactional.id.expiration.ms"]),
             broker.producer_ids.allocate)
+        super().__init__(self.coordinator, self.log, time.time)
+        self.effects[Markers] = lambda job: self._spawn(self._complete(job))
+        self.effects[TxnSettled] = lambda _: self._wake_settled()
         self._abort_interval_s = \
             config["transaction.abort.timed.out.transaction.cleanup.interval.ms"] / 1000
         self._expire_interval_s = \
@@ -53,7 +67,7 @@ class TransactionRuntime:
 
     # -- life cycle -------------------------------------------------------------------------
 
-    def start(self) -> list[asyncio.Task]:
+    def load(self) -> list[asyncio.Task]:
         """Replay __transaction_state (when it exists), resume interrupted completions, and
         start the timers; returns the background tasks for the broker to cancel."""
         replayed = 0
@@ -72,6 +86,8 @@ class TransactionRuntime:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.log.stop()
+        self.close()
 
     async def _resume(self, jobs: list[Markers]) -> None:
         """Complete the transactions a restart found prepared, once the groups are loaded."""
@@ -90,13 +106,13 @@ class TransactionRuntime:
                 log.exception("transaction timer failed")
 
     def _abort_timed_out(self) -> None:
-        for outcome in self.coordinator.timed_out(self._broker.now_ms()):
-            self._spawn(self.carry_out(outcome))
+        for result in self.coordinator.timed_out(self.now_ms()):
+            self.apply(result)
         self._complete_all(self.coordinator.stalled())
 
     def _expire(self) -> None:
-        for outcome in self.coordinator.expired(self._broker.now_ms()):
-            self._spawn(self.carry_out(outcome))
+        for result in self.coordinator.expired(self.now_ms()):
+            self.apply(result)
 
     def _spawn(self, coroutine) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -105,34 +121,9 @@ class TransactionRuntime:
 
     # -- carrying out what the coordinator decided ------------------------------------------
 
-    async def carry_out(self, outcome: Outcome, fsync: bool = True) -> Outcome:
-        """Make the outcome's write durable (if any) and start what follows it; the outcome to
-        answer with (NOT_COORDINATOR when the write failed, as Kafka answers it). `fsync`
-        False: appended, not waited for (TransactionLog.append)."""
-        if outcome.write is None:
-            return outcome
-        if not fsync:   # nothing to wait for: settled at once, no task to shield
-            self.log.ensure_topic()
-            return self._settle(outcome, self.log.append(outcome.write))
-        # Shielded: the connection that asked may close (its request task is then cancelled),
-        # but the coordinator's pending change must still be settled by written(), or the id
-        # would answer CONCURRENT_TRANSACTIONS forever.
-        task = asyncio.ensure_future(self._write_and_settle(outcome))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return await asyncio.shield(task)
-
-    async def _write_and_settle(self, outcome: Outcome) -> Outcome:
-        self.log.ensure_topic()
-        return self._settle(outcome, await self.log.write(outcome.write))
-
-    def _settle(self, outcome: Outcome, durable: bool) -> Outcome:
-        self._complete_all(self.coordinator.written(outcome.write.transactional_id, durable))
+    def _wake_settled(self) -> None:
         self._settled.set()
         self._settled = asyncio.Event()
-        if not durable:
-            return Outcome(ErrorCode.not_coordinator)
-        return outcome
 
     def _complete_all(self, jobs: list[Markers]) -> None:
         for job in jobs:
@@ -145,10 +136,8 @@ class TransactionRuntime:
             log.error("cannot write the markers of %r (retried): %s", job.transactional_id, exc)
             self.coordinator.markers_failed(job)
             return
-        # CompleteCommit/Abort is not waited for: the markers before it are durable, and were it
-        # lost with the page cache, replay would find Prepare* and complete it again
-        await self.carry_out(self.coordinator.markers_written(job, self._broker.now_ms()),
-                             fsync=False)
+        # CompleteCommit/Abort: the log does not wait for its fsync (transaction_log.py)
+        self.apply(self.coordinator.markers_written(job, self.now_ms()))
 
     async def _write_markers(self, job: Markers) -> None:
         """A marker in every partition of the transaction, then one fsync wait per log."""
@@ -176,18 +165,21 @@ class TransactionRuntime:
 
     async def init_producer_id(self, transactional_id: str, timeout_ms: int,
                                expected: tuple[int, int] | None) -> Outcome:
-        return await self.carry_out(self.coordinator.init_producer_id(
-            transactional_id, timeout_ms, expected, self._broker.now_ms()))
+        token = self.new_token()
+        return await self.run(lambda now: self.coordinator.init_producer_id(
+            transactional_id, timeout_ms, expected, now, token), token)
 
     async def add_partitions(self, transactional_id: str, producer_id: int, epoch: int,
                              partitions) -> Outcome:
-        return await self.carry_out(self.coordinator.add_partitions(
-            transactional_id, producer_id, epoch, partitions, self._broker.now_ms()))
+        token = self.new_token()
+        return await self.run(lambda now: self.coordinator.add_partitions(
+            transactional_id, producer_id, epoch, partitions, now, token), token)
 
     async def end_txn(self, transactional_id: str, producer_id: int, epoch: int,
                       commit: bool, tv2: bool = False) -> Outcome:
-        return await self.carry_out(self.coordinator.end_txn(
-            transactional_id, producer_id, epoch, commit, self._broker.now_ms(), tv2))
+        token = self.new_token()
+        return await self.run(lambda now: self.coordinator.end_txn(
+            transactional_id, producer_id, epoch, commit, now, token, tv2), token)
 
     # -- Transaction Version 2: partitions added implicitly -------------------------------
 

@@ -10,15 +10,14 @@ import time
 
 import pytest
 
-from roster.broker.groups.runtime import GroupRuntime
-from roster.coordinator.config import GroupConfig
+from roster.broker.coordinator_runtime import CoordinatorRuntime
 from roster.coordinator.results import Cancel, Result, Schedule
 
 WAIT_S = 30  # for an event that is due in milliseconds: only a broken queue takes this long
 
 
 class Recorder:
-    """Stands in for the shard's expire(): records which events fired, and when."""
+    """A core whose expire() records which events fired, and when."""
 
     def __init__(self) -> None:
         self.fired: list[tuple[str, float]] = []
@@ -32,8 +31,8 @@ class Recorder:
 
 def run(scenario):
     async def main():
-        runtime = GroupRuntime(GroupConfig())
-        recorder = runtime.shard = Recorder()
+        recorder = Recorder()
+        runtime = CoordinatorRuntime(recorder, sink=None, clock=time.time)
         try:
             return await scenario(runtime, recorder)
         finally:
