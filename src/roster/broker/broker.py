@@ -73,6 +73,7 @@ class Broker:
         self.durability = Durability(config["log.flush.interval.messages"],
                                      config["log.flush.interval.ms"])
         self.endpoint = Endpoint(config["node.id"], "localhost", 9092)
+        self.scram = None   # the SCRAM credential store, once open (scram_store)
         self.registry = build_registry()
         # ACLs (security/authorizer.py) when authorizer.class.name asks; admission asks it
         authorizer = StandardAuthorizer.from_config(config, data_dir)
@@ -114,6 +115,25 @@ class Broker:
     def _transaction_marker_in_offsets(self, producer_id: int, commit: bool,
                                        partitions: list[int]) -> None:
         self.groups.end_transaction(producer_id, commit)
+
+    def serve_on(self, listeners, opened) -> None:
+        """What the listeners just opened (security/listen.py ListenerPlan.open) give the
+        broker: the SCRAM store they authenticate with, which the admin APIs then share, and
+        the address Metadata and FindCoordinator hand out."""
+        if listeners.store is not None:
+            self.scram = listeners.store
+        if listeners.endpoint is not None:
+            self.endpoint = listeners.endpoint
+        else:
+            self.advertise(listeners.host, opened[0].port)
+
+    def scram_store(self):
+        """The SCRAM credential store (security/credentials.py), opened on first use when no
+        SASL listener opened it."""
+        if self.scram is None:
+            from roster.security.credentials import ScramStore
+            self.scram = ScramStore.open(self.data_dir)
+        return self.scram
 
     def advertise(self, host: str, port: int) -> None:
         """Set the address Metadata and FindCoordinator hand out (advertised.listeners wins)."""

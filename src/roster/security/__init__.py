@@ -8,11 +8,3 @@ from __future__ import annotations
 
 ANONYMOUS = "User:ANONYMOUS"
 
-
-def scram_store(broker):
-    """The broker's SCRAM credential store, opened on first use."""
-    store = getattr(broker, "scram", None)
-    if store is None:
-        from roster.security.credentials import ScramStore
-        store = broker.scram = ScramStore.open(broker.data_dir)
-    return store

@@ -238,6 +238,9 @@ class ListenerPlan:
         self.configured = bool(settings["listeners"].strip())
         listeners = parse_listeners(
             settings, config["advertised.listeners"] if self.configured else "", host, port)
+        # the broker's address once open (configured listeners: the first one's); None: the
+        # broker advertises the host and the port bound (Broker.advertise)
+        self.endpoint = None
         self.store = None
         if any(listener.uses_sasl for listener in listeners):
             from roster.security.credentials import ScramStore
@@ -246,11 +249,11 @@ class ListenerPlan:
                          for listener in listeners]
 
     async def open(self, broker, table) -> list[OpenListener]:
-        """Bind every listener (the first one first); OSError when a port cannot be bound."""
+        """Bind every listener (the first one first); OSError when a port cannot be bound.
+        Writes nothing into the broker: what it needs of them (the SCRAM store, its endpoint)
+        it takes itself (Broker.serve_on)."""
         from roster.broker.broker import Endpoint
         config = self.config
-        if self.store is not None:
-            broker.scram = self.store  # one store for authentication and the admin APIs
         opened: list[OpenListener] = []
         try:
             for runtime in self.runtimes:
@@ -266,8 +269,7 @@ class ListenerPlan:
                 item.server.close()
             raise
         if self.configured:
-            broker.endpoint = self.runtimes[0].endpoint  # the fallback, and node.id's address
+            self.endpoint = self.runtimes[0].endpoint  # the fallback, and node.id's address
         else:  # as before listeners existed: advertised.listeners is PLAINTEXT://host:port
-            broker.advertise(self.host, opened[0].port)
             self.runtimes[0].endpoint = None  # handlers use broker.endpoint
         return opened

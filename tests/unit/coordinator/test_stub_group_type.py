@@ -290,8 +290,9 @@ class InProcessBroker:
     async def _start(self, config, data_dir):
         broker = Broker(config, data_dir, group_types=(STUB,))
         broker.start()
-        listening = await ListenerPlan(config, data_dir, "127.0.0.1", 0, Connection).open(
-            broker, ConnectionTable(config))
+        listeners = ListenerPlan(config, data_dir, "127.0.0.1", 0, Connection)
+        listening = await listeners.open(broker, ConnectionTable(config))
+        broker.serve_on(listeners, listening)
         self.servers = [item.server for item in listening]
         await asyncio.wait_for(_loaded(broker), 10)
         return broker, listening[0].port

@@ -39,7 +39,7 @@ def test_alter_answers_per_user_and_changes_only_the_valid_ones(tmp_path):
     store = ScramStore.open(tmp_path)
     store.apply([("old", "SCRAM-SHA-512", from_password("SCRAM-SHA-512", "x")),
                  ("twice", "SCRAM-SHA-256", from_password("SCRAM-SHA-256", "x"))])
-    broker = SimpleNamespace(scram=store, data_dir=tmp_path)
+    broker = SimpleNamespace(scram_store=lambda: store)
     answer = call(alter, broker, deletions=(deletion("twice"), deletion("missing"),
                                             deletion("old", 2)),
                   upsertions=(upsertion("twice"), upsertion("new"), upsertion("", 1),
@@ -65,7 +65,7 @@ def test_describe_all_some_unknown_and_duplicates(tmp_path):
     store.apply([("a", "SCRAM-SHA-256", from_password("SCRAM-SHA-256", "x", 8192)),
                  ("a", "SCRAM-SHA-512", from_password("SCRAM-SHA-512", "x")),
                  ("b", "SCRAM-SHA-256", from_password("SCRAM-SHA-256", "y"))])
-    broker = SimpleNamespace(scram=store, data_dir=tmp_path)
+    broker = SimpleNamespace(scram_store=lambda: store)
     everyone = call(describe, broker, users=None)
     assert [(r.user, [(i.mechanism, i.iterations) for i in r.credential_infos])
             for r in everyone.results] == [("a", [(1, 8192), (2, 4096)]), ("b", [(1, 4096)])]

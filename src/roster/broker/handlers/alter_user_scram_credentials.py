@@ -20,7 +20,6 @@ from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Cluster
-from roster.security import scram_store
 from roster.security.credentials import (
     MAX_ITERATIONS,
     MECHANISM_NAMES,
@@ -45,7 +44,7 @@ def _check_name_and_mechanism(name: str, mechanism: int):
 async def handle(broker, request, connection):
     schema = response_schema(API_KEY, request.api_version)
     result = element(schema, "results")
-    store = scram_store(broker)
+    store = broker.scram_store()
     deletions: dict[str, object] = {}
     upserts: dict[str, object] = {}
     errors: dict[str, tuple[ErrorCode, str]] = {}

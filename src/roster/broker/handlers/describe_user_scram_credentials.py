@@ -13,7 +13,6 @@ from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Cluster
-from roster.security import scram_store
 from roster.security.credentials import MECHANISM_IDS
 
 API_KEY = ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS
@@ -23,7 +22,7 @@ async def handle(broker, request, connection):
     schema = response_schema(API_KEY, request.api_version)
     result = element(schema, "results")
     info = element(result, "credential_infos")
-    store = scram_store(broker)
+    store = broker.scram_store()
 
     def described(user: str):
         mechs = store.mechanisms(user)

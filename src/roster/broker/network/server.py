@@ -189,6 +189,7 @@ async def _serve_locked(config: BrokerConfig, data_dir: Path, host: str, port: i
     # one server per listener (`listeners`; default PLAINTEXT on host:port); port 0 asks the
     # OS for a free one
     listening = await listeners.open(broker, table)
+    broker.serve_on(listeners, listening)
     servers = [item.server for item in listening]
     sweeper = (asyncio.ensure_future(sweep_idle(table))
                if table.sweep_interval_s is not None else None)
