@@ -13,7 +13,8 @@ and effects the edge carries out. This carries a Result out, always in the same 
 
 What a core offers (duck-typed, as the two cores differ in everything else):
   write_completed(step, error, now) -> Result   a continuation's turn, once written (or not)
-  revert(changes, now)                          put a failed write's changes back
+  revert(changes, now)                          put a failed write's changes back (only if
+                                                its results note changes)
   expire(event, now) -> Result                  a timer came due (only if it schedules any)
 
 A sink offers write(records, done, revert=None): append, make durable, then done(error or None);

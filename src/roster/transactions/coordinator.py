@@ -334,10 +334,6 @@ class TransactionCoordinator:
         result.effects = (*jobs, TxnSettled(step.transactional_id))
         return result
 
-    def revert(self, changes, now_ms: int) -> None:
-        """Nothing to put back: a state change stays pending until written (write_completed),
-        so a transaction result notes no changes."""
-
     def _written(self, transactional_id: str, durable: bool) -> list[Markers]:
         target = self._pending.pop(transactional_id, _TOMBSTONE)
         if not durable:
