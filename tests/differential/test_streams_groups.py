@@ -94,3 +94,46 @@ def test_streams_static_bounce(s):
     back = StreamsMember(s, "a2", group, a.topic, "ia")
     back.heartbeat()
     b.heartbeat()
+
+
+@scenario(outcome="""StreamsGroupDescribe v1 (Kafka 4.4, KIP-1331/KIP-1357) answers v0's group
+and members, then the topology description, its status and the assignor's name: with no
+description plugin configured, no description; status NOT_REQUESTED when it is not asked for and
+NOT_STORED when it is; an unknown group is GROUP_ID_NOT_FOUND with the same three fields""")
+def test_streams_describe_v1(s):
+    group, a, b = two_members(s)
+    admin = s.conn("admin")
+    for include in (False, True):
+        answer = admin.call(ApiKey.STREAMS_GROUP_DESCRIBE, 1, group_ids=[group, s.name("none")],
+                            include_authorized_operations=False,
+                            include_topology_description=include)
+        s.note(f"describe v1 include_topology_description={include}", groups=[{
+            "error": int(g.error_code), "message": g.error_message, "state": g.group_state,
+            "members": sorted((m.process_id, [t.subtopology_id for t in m.assignment.active_tasks])
+                              for m in g.members),
+            "topology_description": g.topology_description,
+            "topology_description_status": int(g.topology_description_status),
+            "assignor_name": g.assignor_name} for g in answer.groups])
+
+
+@scenario(outcome="""ApiVersions lists StreamsGroupHeartbeat and StreamsGroupDescribe at v0-1 and,
+with no topology-description plugin configured, not StreamsGroupTopologyDescriptionUpdate (93)""")
+def test_api_versions_of_streams_groups(s):
+    answer = s.conn("admin").call(ApiKey.API_VERSIONS, 3, client_software_name="roster-tests",
+                                  client_software_version="1")
+    s.note("streams APIs", apis=sorted((int(a.api_key), int(a.min_version), int(a.max_version))
+                                       for a in answer.api_keys if int(a.api_key) in (88, 89, 93)))
+
+
+@scenario(outcome="""StreamsGroupTopologyDescriptionUpdate (93), with no topology-description
+plugin configured: a member's push of its topology description is refused, for a group that
+exists as for one that does not""")
+def test_streams_topology_description_push(s):
+    group, a, b = two_members(s)
+    description = {"subtopologies": [{"subtopology_id": "0", "nodes": [
+        {"name": "KSTREAM-SOURCE-0000000000", "node_type": 0, "source_topics": [a.topic],
+         "sink_topic": None, "stores": [], "successors": []}]}], "global_stores": []}
+    for group_id, member in ((group, a.member_id), (s.name("none"), "nobody")):
+        a.conn.call(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0,
+                    keep=("error_code", "error_message"), group_id=group_id, member_id=member,
+                    topology_epoch=0, topology_description=description)

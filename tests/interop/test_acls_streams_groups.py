@@ -154,3 +154,26 @@ def test_describe_hides_a_group_whose_topology_names_a_topic_the_caller_may_not_
     assert hidden.error_message == ("The described group uses topics that the client is not "
                                     "authorized to describe.")
     assert hidden.members == () and hidden.topology is None
+
+
+def push_description(wire: Wire, group: str):
+    return wire.call(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0, group_id=group,
+                     member_id="m", topology_epoch=0,
+                     topology_description=make(element(request_schema(
+                         ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0),
+                         "topology_description")))
+
+
+def test_a_topology_description_push_needs_read_on_the_group_before_it_is_refused(broker):
+    """As Kafka 4.4 with no description plugin: READ on the group is checked first
+    (GROUP_AUTHORIZATION_FAILED), and an allowed push is UNSUPPORTED_VERSION."""
+    add_acls(broker, "--allow-principal", "User:alice", "--operation", "Read",
+             "--group", "app-e")
+    with signed_in(broker, "bob") as wire:
+        refused = push_description(wire, "app-e")
+    with signed_in(broker, "alice") as wire:
+        allowed = push_description(wire, "app-e")
+    assert refused.error_code == ErrorCode.group_authorization_failed
+    assert (allowed.error_code, allowed.error_message) == (
+        ErrorCode.unsupported_version,
+        "The broker has no streams group topology description plugin configured.")

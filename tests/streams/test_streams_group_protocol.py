@@ -11,18 +11,28 @@ instances (group.instance.id, which streams groups take from Kafka 4.4 on).
   tasks back and disturbs no other instance."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import ErrorCode
-
-from tests.streams.test_streams_counts import BOTH, INSTANCES, App, changes_since, produce, \
-    restored, wait_counts
+from tests.interop.test_kafka_tools import table
+from tests.streams.test_streams_counts import (
+    BOTH,
+    INSTANCES,
+    App,
+    changes_since,
+    produce,
+    restored,
+    wait_counts,
+)
 from tests.support import groups, java_judges
 from tests.support.java_judges import JavaProgram
 from tests.support.judges import roster_broker, target  # noqa: F401 (fixtures)
 from tests.support.kafka_peer import PEER_SETTINGS, unique_name
+from tests.support.kafka_tools import kafka_tool
 from tests.support.process import BrokerProcess
 from tests.support.wire import Wire
 
@@ -63,6 +73,48 @@ def test_three_instances_form_a_streams_group_and_count_exactly(streams_app):
     assert sorted(t for ts in tasks.values() for t in ts) == \
         ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
     admin_view(app)
+    tool_view(app)
+
+
+STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+
+def streams_groups(app, *args: str):
+    done = kafka_tool(STREAMS_GROUPS, "--bootstrap-server", app.target.bootstrap, *args)
+    print(f"$ kafka-streams-groups {' '.join(args)} -> {done.returncode}\n"
+          f"{done.stdout}{done.stderr}")
+    return done
+
+
+def tool_view(app) -> None:
+    """Kafka's kafka-streams-groups tool on the running group, the same on both brokers: listed
+    Stable; no lag on the input and repartition partitions; each instance's member with one
+    task of each subtopology; the state with the sticky assignor and three members."""
+    listed = streams_groups(app, "--list")
+    assert listed.returncode == 0 and app.name in listed.stdout.split()
+    states = streams_groups(app, "--list", "--state")
+    assert states.returncode == 0
+    assert [line.split() for line in states.stdout.splitlines() if app.name in line] == \
+        [[app.name, "Stable"]]
+    offsets = streams_groups(app, "--describe", "--group", app.name, "--offsets")
+    assert offsets.returncode == 0
+    assert sorted(tuple(row.values()) for row in table(offsets.stdout, "GROUP")) == sorted(
+        (app.name, topic, str(p), "0") for topic in (app.input, f"{app.name}-by-word-repartition")
+        for p in range(3))
+    members = streams_groups(app, "--describe", "--group", app.name, "--members")
+    assert members.returncode == 0
+    rows = [line.split(None, 4) for line in members.stdout.splitlines()
+            if line.startswith(f"{app.name} ")]
+    assert sorted(row[3] for row in rows) == [
+        f"{app.name}-i{i}-StreamThread-1-consumer" for i in range(INSTANCES)]
+    tasks = [re.fullmatch(r"ACTIVE: 0:\[(\d)\]; 1:\[(\d)\];", row[4].strip()) for row in rows]
+    assert all(tasks), rows
+    for subtopology in (1, 2):
+        assert sorted(t.group(subtopology) for t in tasks) == ["0", "1", "2"]
+    state = streams_groups(app, "--describe", "--group", app.name, "--state")
+    assert state.returncode == 0
+    (row,) = [line.split() for line in state.stdout.splitlines() if line.startswith(app.name)]
+    assert row[3:] == ["sticky", "Stable", "3"]
 
 
 def admin_view(app) -> None:

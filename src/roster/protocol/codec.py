@@ -1,7 +1,8 @@
 """Request decoding and response encoding through kio, with schema lookups cached.
 
 kio generates one frozen dataclass per (API, version) from Kafka's message schemas, including
-which header version each uses (flexible versions carry tagged fields). Looking a schema up costs
+which header version each uses (flexible versions carry tagged fields); the versions it has not
+generated yet are made the same way in protocol/schema_extensions.py, looked up first. Looking a schema up costs
 ~2 us, so every lookup here is cached; the decode itself runs in kio's Rust extension.
 """
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kio.serial.errors import SerialError
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
 from roster.protocol.request_shape import checked_frame
+from roster.protocol.schema_extensions import SCHEMAS
 
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 
@@ -37,6 +39,9 @@ class Request:
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type | None:
+    extended = SCHEMAS.get((api_key, api_version))
+    if extended is not None:
+        return extended[0]
     try:
         return load_request_schema(api_key, api_version)
     except Exception:  # kio raises its own index errors for unknown keys and versions
@@ -45,7 +50,8 @@ def request_schema(api_key: int, api_version: int) -> type | None:
 
 @cache
 def response_schema(api_key: int, api_version: int) -> type:
-    return load_response_schema(api_key, api_version)
+    extended = SCHEMAS.get((api_key, api_version))
+    return extended[1] if extended is not None else load_response_schema(api_key, api_version)
 
 
 @cache

@@ -77,6 +77,7 @@ KAFKA = {
     # for the internal topics the coordinator creates; Describe also filters by topic DESCRIBE
     "StreamsGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE"), ("TOPIC", "CREATE")},
     "StreamsGroupDescribe": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
+    "StreamsGroupTopologyDescriptionUpdate": {("GROUP", "READ")},
 }
 
 # what Kafka checks that no declaration can name: StreamsGroupDescribe's topic check is on the

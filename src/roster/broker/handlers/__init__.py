@@ -44,6 +44,7 @@ from roster.broker.handlers import (
     sasl_handshake,
     streams_group_describe,
     streams_group_heartbeat,
+    streams_group_topology_description_update,
     sync_group,
     txn_offset_commit,
     write_txn_markers,
@@ -60,7 +61,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            delete_acls, describe_cluster, add_partitions_to_txn, add_offsets_to_txn, end_txn,
            txn_offset_commit, describe_producers, describe_transactions,
            list_transactions, write_txn_markers, list_config_resources,
-           describe_topic_partitions, streams_group_heartbeat, streams_group_describe)
+           describe_topic_partitions, streams_group_heartbeat, streams_group_describe,
+           streams_group_topology_description_update)
 
 
 def build_registry() -> Registry:

@@ -1,7 +1,12 @@
-"""StreamsGroupDescribe (89): streams groups (KIP-1071) as Kafka 4.4 describes them, at v0 (kio's
-schema): state, epochs, the topology, and each member with its process, endpoint, client tags,
-task offsets, its current and target tasks. A group another type holds, or none, answers
+"""StreamsGroupDescribe (89): streams groups (KIP-1071) as Kafka 4.4 describes them, at v0 and v1:
+state, epochs, the topology, and each member with its process, endpoint, client tags, task
+offsets, its current and target tasks. A group another type holds, or none, answers
 GROUP_ID_NOT_FOUND.
+
+v1 (protocol/schema_extensions.py) adds the topology description a Streams client may push
+(KIP-1331) and the assignor's name (KIP-1357). roster keeps no descriptions, as Kafka 4.4 with
+no description plugin configured: none is answered, and its status says whether one was asked
+for (NOT_STORED) or not (NOT_REQUESTED); the assignor is "sticky".
 
 Admission, as Kafka 4.4's: DESCRIBE on each group (declared); and a group whose topology names
 a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED, without its
@@ -19,6 +24,8 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.STREAMS_GROUP_DESCRIBE
+NOT_REQUESTED_DESCRIPTION, NOT_STORED_DESCRIPTION = 0, 1   # TopologyDescriptionStatus
+ASSIGNOR = "sticky"   # Kafka's sticky task assignor, the one roster's streams groups run
 UNAUTHORIZED_TOPICS = ("The described group uses topics that the client is not authorized to "
                        "describe.")
 
@@ -48,6 +55,12 @@ async def handle(broker, request, connection):
     task_entry = element(assignment_entry, "active_tasks")
     streams = streams_type(broker)
     operations = requested(broker, connection, body.include_authorized_operations)
+    # v1's fields of a described group, the same for every one (v0 has none of them; a group
+    # answered with an error keeps their defaults: no assignor, NOT_REQUESTED)
+    v1 = {} if request.api_version < 1 else {
+        "topology_description": None, "assignor_name": ASSIGNOR,
+        "topology_description_status": NOT_STORED_DESCRIPTION
+        if body.include_topology_description else NOT_REQUESTED_DESCRIPTION}
 
     def authorized(group_id: str) -> int:
         return NOT_REQUESTED if operations is None else operations.of(ResourceType.GROUP,
@@ -119,9 +132,9 @@ async def handle(broker, request, connection):
             group_entry, error_code=ErrorCode.none, error_message=None, group_id=group_id,
             group_state=state, group_epoch=group.group_epoch,
             assignment_epoch=group.assignment_epoch, topology=topology, members=members,
-            authorized_operations=authorized(group_id)))
+            authorized_operations=authorized(group_id), **v1))
     return make(schema, groups=tuple(described))
 
 
-SPEC = ApiSpec(API_KEY, "StreamsGroupDescribe", 0, 0, handle,
+SPEC = ApiSpec(API_KEY, "StreamsGroupDescribe", 0, 1, handle,
                resources=(Groups(AclOperation.DESCRIBE, "group_ids"),))

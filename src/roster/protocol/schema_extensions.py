@@ -1,0 +1,147 @@
+"""Schemas for versions Kafka 4.4 serves that kio (roster's schema library) has not generated
+yet, made as kio makes its own: frozen dataclasses whose fields carry kio's metadata, built on
+kio's classes of the version before where the new version only appends fields. kio's reader
+and writer then serve them like any other schema (protocol/codec.py looks here first), so a
+handler, roster's clients and the tests speak the new version with no codec of their own.
+
+The layouts are Kafka 4.4.0's, as its kafka-clients jar declares them (each message's SCHEMAS):
+
+- StreamsGroupDescribe (89) v1, KIP-1331 and KIP-1357:
+    request:  v0's GroupIds, IncludeAuthorizedOperations, then IncludeTopologyDescription bool
+    response: each DescribedGroup as v0's, then
+                TopologyDescription (a nullable struct):
+                  Subtopologies [SubtopologyId string,
+                                 Nodes [Name string, NodeType int8, SourceTopics [string],
+                                        SinkTopic string?, Stores [string], Successors [string]]]
+                  GlobalStores [Source Node, Processor Node]
+                TopologyDescriptionStatus int8 (0 not requested, 1 not stored, 2 error,
+                                                3 available)
+                AssignorName string?
+
+- StreamsGroupTopologyDescriptionUpdate (93) v0, KIP-1331 (new in 4.4):
+    request:  GroupId string, MemberId string, TopologyEpoch int32,
+              TopologyDescription (the struct above, not nullable)
+    response: ThrottleTimeMs int32, ErrorCode int16, ErrorMessage string?
+
+This module must not use `from __future__ import annotations`: kio reads each field's type
+from the dataclass, so the annotations have to be the types themselves.
+"""
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from kio.schema.errors import ErrorCode
+from kio.schema.streams_group_describe.v0 import request as describe_v0_request
+from kio.schema.streams_group_describe.v0 import response as describe_v0
+from kio.schema.types import GroupId
+from kio.static.constants import EntityType
+from kio.static.primitive import i8, i16, i32, i32Timedelta
+
+from roster.protocol.api_keys import ApiKey
+
+_DESCRIBE = i16(ApiKey.STREAMS_GROUP_DESCRIBE)
+
+
+def _strings(**options):
+    return field(metadata={"kafka_type": "string"}, **options)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupDescribeRequestV1:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = _DESCRIBE
+    __header_schema__: ClassVar = describe_v0_request.StreamsGroupDescribeRequest.__header_schema__
+    group_ids: tuple[GroupId, ...] = _strings(default=())
+    include_authorized_operations: bool = field(metadata={"kafka_type": "bool"})
+    include_topology_description: bool = field(metadata={"kafka_type": "bool"}, default=False)
+
+
+class _Nested:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = _DESCRIBE
+    __header_schema__: ClassVar = describe_v0.DescribedGroup.__header_schema__
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescriptionNode(_Nested):
+    name: str = _strings()
+    node_type: i8 = field(metadata={"kafka_type": "int8"})
+    source_topics: tuple[str, ...] = _strings(default=())
+    sink_topic: str | None = _strings(default=None)
+    stores: tuple[str, ...] = _strings(default=())
+    successors: tuple[str, ...] = _strings(default=())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescriptionSubtopology(_Nested):
+    subtopology_id: str = _strings()
+    nodes: tuple[TopologyDescriptionNode, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescriptionGlobalStore(_Nested):
+    source: TopologyDescriptionNode
+    processor: TopologyDescriptionNode
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyDescription(_Nested):
+    subtopologies: tuple[TopologyDescriptionSubtopology, ...] = ()
+    global_stores: tuple[TopologyDescriptionGlobalStore, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedGroupV1(describe_v0.DescribedGroup):
+    __version__: ClassVar[i16] = i16(1)
+    topology_description: TopologyDescription | None = field(default=None)
+    topology_description_status: i8 = field(metadata={"kafka_type": "int8"}, default=i8(0))
+    assignor_name: str | None = _strings(default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupDescribeResponseV1:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(1)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = _DESCRIBE
+    __header_schema__: ClassVar = describe_v0.StreamsGroupDescribeResponse.__header_schema__
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    groups: tuple[DescribedGroupV1, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateRequest:
+    __type__: ClassVar = EntityType.request
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+    __header_schema__: ClassVar = describe_v0_request.StreamsGroupDescribeRequest.__header_schema__
+    group_id: GroupId = _strings()
+    member_id: str = _strings()
+    topology_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    topology_description: TopologyDescription
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupTopologyDescriptionUpdateResponse:
+    __type__: ClassVar = EntityType.response
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    __api_key__: ClassVar[i16] = i16(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+    __header_schema__: ClassVar = describe_v0.StreamsGroupDescribeResponse.__header_schema__
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    error_message: str | None = _strings(default=None)
+
+
+# (api key, version) -> (request schema, response schema)
+SCHEMAS = {
+    (ApiKey.STREAMS_GROUP_DESCRIBE, 1): (StreamsGroupDescribeRequestV1,
+                                         StreamsGroupDescribeResponseV1),
+    (ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0): (
+        StreamsGroupTopologyDescriptionUpdateRequest,
+        StreamsGroupTopologyDescriptionUpdateResponse),
+}
