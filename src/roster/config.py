@@ -192,6 +192,35 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.consumer.assignors", "uniform,range", str, None,
             "server-side assignors by name (Kafka's class names are accepted); the first is the "
             "default"),
+    # streams groups (KIP-1071, StreamsGroupHeartbeat): Kafka 4.4.0's names, defaults and
+    # lower bounds (its GroupCoordinatorConfig); the min./max. pairs bound what a group's own
+    # streams.* configs may say (broker/groups/streams_configs.py), and STREAMS_CHECKS below
+    # holds the settings to each other as Kafka does at start
+    Setting("group.streams.session.timeout.ms", 45000, int, 1,
+            "a streams member not heard from for this long is removed"),
+    Setting("group.streams.min.session.timeout.ms", 45000, int, 1),
+    Setting("group.streams.max.session.timeout.ms", 60000, int, 1),
+    Setting("group.streams.heartbeat.interval.ms", 5000, int, 1,
+            "the heartbeat interval given to streams members"),
+    Setting("group.streams.min.heartbeat.interval.ms", 5000, int, 1),
+    Setting("group.streams.max.heartbeat.interval.ms", 15000, int, 1),
+    Setting("group.streams.max.size", INT_MAX, int, 1, "members a streams group may hold"),
+    Setting("group.streams.num.standby.replicas", 0, int, 0,
+            "standby replicas of each stateful task"),
+    Setting("group.streams.max.standby.replicas", 2, int, 0),
+    Setting("group.streams.initial.rebalance.delay.ms", 3000, int, 0,
+            "how long a new streams group waits for more members before its first assignment"),
+    Setting("group.streams.assignment.interval.ms", 1000, int, 0,
+            "a streams group's target assignment is computed at most once per interval"),
+    Setting("group.streams.min.assignment.interval.ms", 0, int, 0),
+    Setting("group.streams.max.assignment.interval.ms", 15000, int, 0),
+    Setting("group.streams.task.offset.interval.ms", 60000, int, 1,
+            "how often streams members report their tasks' changelog offsets"),
+    Setting("group.streams.min.task.offset.interval.ms", 15000, int, 1),
+    Setting("group.streams.num.warmup.replicas", 2, int, 0),
+    Setting("group.streams.max.warmup.replicas", 20, int, 0),
+    Setting("group.streams.acceptable.recovery.lag", 10000, int, 0,
+            "changelog lag under which a streams instance counts as caught up on a task"),
     Setting("offsets.retention.minutes", 10080, int, 1),
     Setting("offsets.retention.check.interval.ms", 600000, int, 1),
     # 0: write as soon as the event loop has taken in what arrived together (adaptive batching)
@@ -203,6 +232,46 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
 # as the topic config each stands behind (roster.topic_config_table).
 for _name, _default, _parse, _doc in broker_synonym_settings():
     SETTINGS.setdefault(_name, Setting(_name, _default, _parse, None, _doc))
+
+
+# Kafka's GroupCoordinatorConfig requires these of the group.streams.* settings at start, in
+# this order and in these words: (setting, relation, the setting it is held to)
+STREAMS_CHECKS = (
+    ("group.streams.max.heartbeat.interval.ms", ">=", "group.streams.min.heartbeat.interval.ms"),
+    ("group.streams.heartbeat.interval.ms", ">=", "group.streams.min.heartbeat.interval.ms"),
+    ("group.streams.heartbeat.interval.ms", "<=", "group.streams.max.heartbeat.interval.ms"),
+    ("group.streams.max.session.timeout.ms", ">=", "group.streams.min.session.timeout.ms"),
+    ("group.streams.session.timeout.ms", ">=", "group.streams.min.session.timeout.ms"),
+    ("group.streams.session.timeout.ms", "<=", "group.streams.max.session.timeout.ms"),
+    ("group.streams.heartbeat.interval.ms", "<", "group.streams.session.timeout.ms"),
+    ("group.streams.max.assignment.interval.ms", ">=",
+     "group.streams.min.assignment.interval.ms"),
+    ("group.streams.assignment.interval.ms", ">=", "group.streams.min.assignment.interval.ms"),
+    ("group.streams.assignment.interval.ms", "<=", "group.streams.max.assignment.interval.ms"),
+    ("group.streams.num.standby.replicas", "<=", "group.streams.max.standby.replicas"),
+    ("group.streams.task.offset.interval.ms", ">=",
+     "group.streams.min.task.offset.interval.ms"),
+    ("group.streams.num.warmup.replicas", "<=", "group.streams.max.warmup.replicas"),
+)
+_RELATIONS = {">=": (lambda a, b: a >= b, "greater than or equal to"),
+              "<=": (lambda a, b: a <= b, "less than or equal to"),
+              "<": (lambda a, b: a < b, "less than")}
+# the one group.streams.* setting Kafka types LONG; the others are INTs there
+STREAMS_LONGS = {"group.streams.acceptable.recovery.lag"}
+
+
+def check_streams_settings(values: Mapping[str, Any]) -> None:
+    """Refuse group.streams.* settings Kafka would refuse at start (ConfigError)."""
+    for name in values:
+        if name.startswith("group.streams.") and name not in STREAMS_LONGS \
+                and values[name] > INT_MAX:
+            raise ConfigError(f"{name}={values[name]}: must be at most {INT_MAX} (an INT in "
+                              "Kafka)")
+    for name, relation, other in STREAMS_CHECKS:
+        holds, words = _RELATIONS[relation]
+        if not holds(values[name], values[other]):
+            raise ConfigError(f"{name} must be {words} {other} "
+                              f"({values[name]} and {values[other]})")
 
 
 def retention_ms(values: Mapping[str, Any]) -> int:
@@ -317,6 +386,7 @@ class BrokerConfig(Mapping[str, Any]):
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms is larger than "
                               "group.max.session.timeout.ms")
+        check_streams_settings(values)
         if values["log.cleaner.min.cleanable.ratio"] > 1:
             raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
         if not 0 < values["log.cleaner.io.buffer.load.factor"] <= 1:

@@ -15,7 +15,14 @@ log = logging.getLogger("roster.groups")
 
 def _make(context: TypeContext):
     from roster.coordinator.streams.coordinator import StreamsCoordinator
-    return StreamsCoordinator(topics=context.topics)
+    return StreamsCoordinator(context.settings_of("streams"), topics=context.topics)
+
+
+def _settings(config, group_configs):
+    """The group.streams.* settings (roster/config.py validated them) and the groups' own
+    streams.* configs, the live mapping group_configs.py keeps."""
+    from roster.coordinator.streams.messages import StreamsConfig
+    return StreamsConfig.from_broker(config, group_configs)
 
 
 def create_internal_topics(broker, effect) -> None:
@@ -36,7 +43,7 @@ def create_internal_topics(broker, effect) -> None:
                      effect.group_id, topic.name, topic.partitions)
 
 
-STREAMS = GroupTypeRegistration("streams", make=_make,
+STREAMS = GroupTypeRegistration("streams", make=_make, configure=_settings,
                                 effects={InternalTopicsWanted: create_internal_topics})
 
 

@@ -402,8 +402,8 @@ class StreamsCoordinator(GroupsById):
         return StreamsHeartbeatReply(
             member_id=member.member_id, member_epoch=member.member_epoch,
             heartbeat_interval_ms=self.config.heartbeat_ms(gid),
-            acceptable_recovery_lag=self.config.acceptable_recovery_lag,
-            task_offset_interval_ms=self.config.task_offset_interval_ms,
+            acceptable_recovery_lag=self.config.recovery_lag(gid),
+            task_offset_interval_ms=self.config.task_offset_interval(gid),
             status=tuple(status),
             active=assigned.active if full else None,
             standby=assigned.standby if full else None,

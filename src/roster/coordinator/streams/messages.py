@@ -93,10 +93,25 @@ TOPOLOGY_DESCRIPTION_UPDATE_API_KEY = 93
 VERSIONS = (0, 1)            # both APIs, Kafka 4.4
 
 
+# a group config (streams.* on the GROUP resource) -> the StreamsConfig field it overrides
+# for that group; the broker setting behind each is group.<config>
+GROUP_CONFIG_FIELDS = {
+    "streams.session.timeout.ms": "session_timeout_ms",
+    "streams.heartbeat.interval.ms": "heartbeat_interval_ms",
+    "streams.num.standby.replicas": "num_standby_replicas",
+    "streams.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
+    "streams.assignment.interval.ms": "assignment_interval_ms",
+    "streams.task.offset.interval.ms": "task_offset_interval_ms",
+    "streams.num.warmup.replicas": "num_warmup_replicas",
+    "streams.acceptable.recovery.lag": "acceptable_recovery_lag",
+}
+
+
 @dataclass(frozen=True, slots=True)
 class StreamsConfig:
     """Broker settings (group.streams.*) with Kafka 4.4.0's defaults (its GroupCoordinatorConfig),
-    and per-group overrides (streams.* on a GROUP resource) read at each use."""
+    and per-group overrides (streams.* on a GROUP resource) read at each use, so a config
+    altered while the group runs applies from its next heartbeat or timer, as in Kafka."""
 
     session_timeout_ms: int = 45_000          # group.streams.session.timeout.ms (45000-60000)
     heartbeat_interval_ms: int = 5_000        # group.streams.heartbeat.interval.ms (5000-15000)
@@ -111,18 +126,41 @@ class StreamsConfig:
     # AssignmentRefiner returns the target); roster's refinement (assignor.refine_with_warmups)
     # runs only when this is set
     refine_warmups: bool = False
+    # group id -> {group config name: value} (broker/groups/group_configs.py keeps it, shared)
     group_overrides: dict = field(default_factory=dict)
 
-    def _override(self, group_id: str, name: str, default: int) -> int:
-        return self.group_overrides.get(group_id, {}).get(name, default)
+    @classmethod
+    def from_broker(cls, config, group_overrides: dict | None = None) -> StreamsConfig:
+        """From the broker's validated settings (roster/config.py checks them at start)."""
+        values = {f: config["group." + name] for name, f in GROUP_CONFIG_FIELDS.items()}
+        return cls(max_size=config["group.streams.max.size"],
+                   group_overrides=group_overrides if group_overrides is not None else {},
+                   **values)
+
+    def of(self, group_id: str, name: str) -> int:
+        """The value of group config `name` for this group: its own, else the broker's."""
+        own = self.group_overrides.get(group_id)
+        if own and name in own:
+            return own[name]
+        return getattr(self, GROUP_CONFIG_FIELDS[name])
 
     def session_ms(self, group_id: str) -> int:
-        return self._override(group_id, "streams.session.timeout.ms", self.session_timeout_ms)
+        return self.of(group_id, "streams.session.timeout.ms")
 
     def heartbeat_ms(self, group_id: str) -> int:
-        return self._override(group_id, "streams.heartbeat.interval.ms",
-                              self.heartbeat_interval_ms)
+        return self.of(group_id, "streams.heartbeat.interval.ms")
 
     def standby_replicas(self, group_id: str) -> int:
-        return self._override(group_id, "streams.num.standby.replicas",
-                              self.num_standby_replicas)
+        return self.of(group_id, "streams.num.standby.replicas")
+
+    def initial_delay_ms(self, group_id: str) -> int:
+        return self.of(group_id, "streams.initial.rebalance.delay.ms")
+
+    def assignment_interval(self, group_id: str) -> int:
+        return self.of(group_id, "streams.assignment.interval.ms")
+
+    def task_offset_interval(self, group_id: str) -> int:
+        return self.of(group_id, "streams.task.offset.interval.ms")
+
+    def recovery_lag(self, group_id: str) -> int:
+        return self.of(group_id, "streams.acceptable.recovery.lag")
