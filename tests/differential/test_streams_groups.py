@@ -8,6 +8,7 @@ import uuid
 
 from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
+from tests.differential.test_consumer_protocol import alter_group_config, describe_group_config
 
 FIELDS = ("member_id", "member_epoch", "heartbeat_interval", "acceptable_recovery_lag",
           "status", "active_tasks", "standby_tasks", "warmup_tasks", "error_message")
@@ -137,3 +138,44 @@ def test_streams_topology_description_push(s):
         a.conn.call(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0,
                     keep=("error_code", "error_message"), group_id=group_id, member_id=member,
                     topology_epoch=0, topology_description=description)
+
+
+# every streams.* group config roster takes (Kafka 4.4 lists the last three only once set)
+STREAMS_CONFIGS = ("streams.session.timeout.ms", "streams.heartbeat.interval.ms",
+                   "streams.num.standby.replicas", "streams.initial.rebalance.delay.ms",
+                   "streams.assignment.interval.ms", "streams.task.offset.interval.ms",
+                   "streams.num.warmup.replicas", "streams.acceptable.recovery.lag")
+
+
+@scenario(outcome="""streams group configs: a group lists streams.session.timeout.ms,
+heartbeat.interval.ms, num.standby.replicas, initial.rebalance.delay.ms and
+assignment.interval.ms from the broker's settings (the internal task.offset.interval.ms,
+num.warmup.replicas and acceptable.recovery.lag only once set); values set on the group are
+described back as dynamic group configs and reach the members' heartbeats (interval, recovery
+lag); values outside the broker's group.streams.* bounds, below a config's minimum, not an INT,
+or unknown get INVALID_CONFIG with Kafka's message; a deleted config falls back""")
+def test_streams_group_configs(s):
+    topic = s.topic("t", 1)
+    group = s.name("g")
+    describe_group_config(s, group, *STREAMS_CONFIGS)
+    alter_group_config(s, group, streams_session_timeout_ms="50000",
+                       streams_heartbeat_interval_ms="6000", streams_num_standby_replicas="1",
+                       streams_num_warmup_replicas="3", streams_acceptable_recovery_lag="5")
+    describe_group_config(s, group, *STREAMS_CONFIGS)
+    member = StreamsMember(s, "a", group, topic)
+    member.heartbeat()
+    alter_group_config(s, group, streams_session_timeout_ms="1000")
+    alter_group_config(s, group, streams_heartbeat_interval_ms="20000")
+    alter_group_config(s, group, streams_num_standby_replicas="3")
+    alter_group_config(s, group, streams_num_standby_replicas="-1")
+    alter_group_config(s, group, streams_assignment_interval_ms="20000")
+    alter_group_config(s, group, streams_initial_rebalance_delay_ms="99999999999")
+    alter_group_config(s, group, streams_task_offset_interval_ms="1000")
+    alter_group_config(s, group, streams_num_warmup_replicas="21")
+    alter_group_config(s, group, streams_acceptable_recovery_lag="-1")
+    alter_group_config(s, group, streams_session_timeout_ms="soon")
+    alter_group_config(s, group, streams_no_such_config="1")
+    alter_group_config(s, group, streams_heartbeat_interval_ms=None,
+                       streams_acceptable_recovery_lag=None)
+    describe_group_config(s, group, *STREAMS_CONFIGS)
+    member.heartbeat()

@@ -73,9 +73,11 @@ PEER_SETTINGS = {
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.min.session.timeout.ms": "1000",
-    # a streams group's first assignment at once, as the classic groups' above (roster has no
-    # initial delay for streams groups: docs/groups.md)
+    # a streams group's first assignment at once, as the classic groups' above, and a new
+    # target on the heartbeat that needs one (Kafka 4.4's defaults, which roster keeps too,
+    # delay the first by 3 s and space them by 1 s, answering ASSIGNMENT_DELAYED meanwhile)
     "group.streams.initial.rebalance.delay.ms": "0",
+    "group.streams.assignment.interval.ms": "0",
     # a timed-out transaction is aborted within half a second, not Kafka's 10 s check interval
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 }
@@ -95,8 +97,6 @@ SINGLE_NODE = {
     # (docs/compatibility.md).
     "group.consumer.assignment.interval.ms": "0",
     "group.consumer.assignor.offload.enable": "false",
-    # the same for streams groups (Kafka 4.4 answers ASSIGNMENT_DELAYED meanwhile)
-    "group.streams.assignment.interval.ms": "0",
 }
 SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 

@@ -13,6 +13,11 @@ def test_set_validate_persist_and_delete(tmp_path):
     store = GroupConfigStore(tmp_path, DEFAULTS)
     assert store.effective("g") == [("consumer.heartbeat.interval.ms", 5000, False),
                                     ("consumer.session.timeout.ms", 45000, False),
+                                    ("streams.session.timeout.ms", 45000, False),
+                                    ("streams.heartbeat.interval.ms", 5000, False),
+                                    ("streams.num.standby.replicas", 0, False),
+                                    ("streams.initial.rebalance.delay.ms", 3000, False),
+                                    ("streams.assignment.interval.ms", 1000, False),
                                     ("group.expected.instance.ids", "", False),
                                     ("group.expected.size", -1, False),
                                     ("group.expected.refuse.unexpected", True, False)]
@@ -63,3 +68,62 @@ def test_expected_static_members(tmp_path):
     assert store.expected("g") == Expected(size=3, refuse_unexpected=False)
     with pytest.raises(GroupConfigError, match="at least 1"):
         store.alter("h", [("group.expected.size", SET, "0")])
+
+
+def test_streams_configs_within_the_brokers_bounds_in_kafkas_words(tmp_path):
+    """streams.* as Kafka 4.4 refuses them (each message checked against Kafka 4.4's answer
+    to kafka-configs --alter)."""
+    store = GroupConfigStore(tmp_path, DEFAULTS)
+    refusals = [
+        ("streams.session.timeout.ms", "1000",
+         "streams.session.timeout.ms must be in the range 45000 to 60000 inclusive."),
+        ("streams.heartbeat.interval.ms", "20000",
+         "streams.heartbeat.interval.ms must be in the range 5000 to 15000 inclusive."),
+        ("streams.num.standby.replicas", "3",
+         "streams.num.standby.replicas must be less than or equal to 2"),
+        ("streams.num.standby.replicas", "-1", "Invalid value -1 for configuration "
+         "streams.num.standby.replicas: Value must be at least 0"),
+        ("streams.assignment.interval.ms", "20000",
+         "streams.assignment.interval.ms must be in the range 0 to 15000 inclusive."),
+        ("streams.initial.rebalance.delay.ms", "99999999999", "Invalid value 99999999999 for "
+         "configuration streams.initial.rebalance.delay.ms: Not a number of type INT"),
+        ("streams.task.offset.interval.ms", "1000",
+         "streams.task.offset.interval.ms must be greater than or equal to 15000"),
+        ("streams.num.warmup.replicas", "21",
+         "streams.num.warmup.replicas must be less than or equal to 20"),
+        ("streams.acceptable.recovery.lag", "-1", "Invalid value -1 for configuration "
+         "streams.acceptable.recovery.lag: Value must be at least 0"),
+        ("streams.session.timeout.ms", "abc", "Invalid value abc for configuration "
+         "streams.session.timeout.ms: Not a number of type INT"),
+        ("streams.bogus", "1", "Unknown group config name: streams.bogus"),
+    ]
+    for name, value, message in refusals:
+        with pytest.raises(GroupConfigError) as refused:
+            store.alter("g", [(name, SET, value)])
+        assert str(refused.value) == message
+        assert refused.value.code == "invalid_config"
+    assert store.values == {}
+    store.alter("g", [("streams.session.timeout.ms", SET, "50000"),
+                      ("streams.num.warmup.replicas", SET, "3"),
+                      ("streams.acceptable.recovery.lag", SET, str(2**40))])
+    assert GroupConfigStore(tmp_path, DEFAULTS).values == {"g": {
+        "streams.session.timeout.ms": 50000, "streams.num.warmup.replicas": 3,
+        "streams.acceptable.recovery.lag": 2**40}}
+    # Kafka's internal ones are described only once set on the group
+    listed = {name for name, _, _ in store.effective("g")}
+    assert "streams.num.warmup.replicas" in listed and "streams.acceptable.recovery.lag" in listed
+    assert "streams.task.offset.interval.ms" not in listed
+
+
+def test_streams_bounds_follow_the_broker_settings(tmp_path):
+    limits = dict(DEFAULTS, **{"group.streams.min.session.timeout.ms": 1000,
+                               "group.streams.min.heartbeat.interval.ms": 100,
+                               "group.streams.max.standby.replicas": 5})
+    store = GroupConfigStore(tmp_path, limits)
+    store.alter("g", [("streams.session.timeout.ms", SET, "2000"),
+                      ("streams.heartbeat.interval.ms", SET, "500"),
+                      ("streams.num.standby.replicas", SET, "4")])
+    with pytest.raises(GroupConfigError, match="streams.session.timeout.ms must be greater than "
+                                               "streams.heartbeat.interval.ms"):
+        store.alter("g", [("streams.session.timeout.ms", SET, "1000"),
+                          ("streams.heartbeat.interval.ms", SET, "1000")])

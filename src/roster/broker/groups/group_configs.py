@@ -1,7 +1,7 @@
 """Group configs (Kafka's ConfigResource type GROUP, KIP-848): per-group overrides of the
-consumer group protocol's session timeout and heartbeat interval, set with
-IncrementalAlterConfigs and read with DescribeConfigs (what `kafka-configs --entity-type groups`
-and the admin clients send).
+consumer group protocol's session timeout and heartbeat interval, and of a streams group's
+settings (streams.*, KIP-1071: streams_configs.py), set with IncrementalAlterConfigs and read
+with DescribeConfigs (what `kafka-configs --entity-type groups` and the admin clients send).
 
 roster adds the pre-registered static members of a classic group (KIP-345's future work;
 coordinator/classic/expectations.py): `group.expected.instance.ids` (a list), or `group.expected.size`,
@@ -11,13 +11,15 @@ Kafka keeps them in its metadata log; roster keeps them in `group-configs.json` 
 directory, replaced atomically and fsynced before the answer. Validation is Kafka's
 GroupConfig.validate: known names, integers, within the broker's
 group.consumer.{min,max}.{session.timeout,heartbeat.interval}.ms, and a session timeout larger
-than the heartbeat interval.
+than the heartbeat interval; the streams.* ones within the broker's group.streams.* bounds
+(streams_configs.validate).
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from roster.broker.groups import streams_configs as streams
 from roster.coordinator.classic.expectations import Expected
 from roster.log.files import durable_replace
 
@@ -29,12 +31,14 @@ EXPECTED_IDS = "group.expected.instance.ids"
 EXPECTED_SIZE = "group.expected.size"
 REFUSE_UNEXPECTED = "group.expected.refuse.unexpected"
 EXPECTATIONS = (EXPECTED_IDS, EXPECTED_SIZE, REFUSE_UNEXPECTED)
-ALL_NAMES = NAMES + EXPECTATIONS
+ALL_NAMES = NAMES + streams.NAMES + EXPECTATIONS
 # what DescribeConfigs shows for an expectation not set on the group, and its ConfigType
 UNSET = {EXPECTED_IDS: "", EXPECTED_SIZE: -1, REFUSE_UNEXPECTED: True}
-TYPES = {EXPECTED_IDS: "list", EXPECTED_SIZE: "int", REFUSE_UNEXPECTED: "boolean"}
+TYPES = {EXPECTED_IDS: "list", EXPECTED_SIZE: "int", REFUSE_UNEXPECTED: "boolean",
+         **{name: spec.kind for name, spec in streams.SPECS.items()}}
 BROKER_DEFAULTS = {SESSION: "group.consumer.session.timeout.ms",
-                   HEARTBEAT: "group.consumer.heartbeat.interval.ms"}
+                   HEARTBEAT: "group.consumer.heartbeat.interval.ms",
+                   **{name: spec.broker_setting for name, spec in streams.SPECS.items()}}
 LIMITS = {SESSION: ("group.consumer.min.session.timeout.ms",
                     "group.consumer.max.session.timeout.ms"),
           HEARTBEAT: ("group.consumer.min.heartbeat.interval.ms",
@@ -62,11 +66,13 @@ class GroupConfigStore:
                                 for g, c in loaded.items()})
 
     def effective(self, group_id: str) -> list[tuple[str, object, bool]]:
-        """(name, value, set on the group) for each setting."""
+        """(name, value, set on the group) for each setting DescribeConfigs lists (Kafka's
+        internal streams.* ones only once set on the group)."""
         own = self.values.get(group_id, {})
+        defaulted = NAMES + tuple(n for n in streams.NAMES if streams.described(n, own))
         return [(name, own.get(name, self._config[BROKER_DEFAULTS[name]]), name in own)
-                for name in NAMES] + [(name, own.get(name, UNSET[name]), name in own)
-                                      for name in EXPECTATIONS]
+                for name in defaulted] + [(name, own.get(name, UNSET[name]), name in own)
+                                          for name in EXPECTATIONS]
 
     def expected(self, group_id: str) -> Expected | None:
         """The group's pre-registered static members (None: none), read live by the classic
@@ -109,6 +115,10 @@ class GroupConfigStore:
         if ids is not None and size is not None and size != len(ids.split(",")):
             raise GroupConfigError(f"{EXPECTED_SIZE} ({size}) must be the number of "
                                    f"{EXPECTED_IDS} ({len(ids.split(','))}) when both are set")
+        try:
+            streams.validate(own, self._config)
+        except ValueError as exc:
+            raise GroupConfigError(str(exc)) from None
         merged = {name: own.get(name, self._config[BROKER_DEFAULTS[name]]) for name in NAMES}
         for name in NAMES:
             low, high = (self._config[key] for key in LIMITS[name])
@@ -123,6 +133,11 @@ class GroupConfigStore:
 
 def _parse(name: str, value) -> object:
     """A setting's value from its text (IncrementalAlterConfigs) or from the file."""
+    if name in streams.SPECS:
+        try:
+            return streams.parse(name, value)
+        except ValueError as exc:
+            raise GroupConfigError(str(exc)) from None
     if name == EXPECTED_IDS:
         ids = [i.strip() for i in ("" if value is None else str(value)).split(",")]
         if any(not i for i in ids):

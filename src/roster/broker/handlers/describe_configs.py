@@ -89,7 +89,7 @@ def _group_entries(broker, name: str):
             if origin in broker.config.explicit:
                 synonyms.append((origin, text_of(broker.config[origin]), STATIC_BROKER_CONFIG))
             synonyms.append((origin, text_of(SETTINGS[origin].default), DEFAULT_CONFIG))
-        kind = {"list": LIST, "boolean": BOOLEAN}.get(TYPES.get(key), INT)
+        kind = {"list": LIST, "boolean": BOOLEAN, "long": LONG}.get(TYPES.get(key), INT)
         entries.append((key, text, synonyms[0][2], False, tuple(synonyms), kind, None))
     return ErrorCode.none, None, entries
 

@@ -1,0 +1,99 @@
+"""A streams group's own configs (streams.* on the GROUP resource, KIP-1071), as Kafka 4.4.0's
+GroupConfig takes them: each name's type and lower bound (its ConfigDef), the broker setting it
+defaults to (group.<name>), and how the broker's group.streams.* settings bound it
+(GroupConfig.validate). group_configs.py keeps and persists them with the other group configs;
+the streams coordinator reads them live (coordinator/streams/messages.py StreamsConfig.of).
+
+Kafka 4.4 marks three of them internal (task.offset.interval.ms, num.warmup.replicas,
+acceptable.recovery.lag): DescribeConfigs lists those only once set on the group. roster does
+not take Kafka's streams.assignor.name (it has one assignor, Kafka's sticky),
+streams.rack.aware.assignment.tags (no rack-aware standby placement) nor
+streams.assignor.offload.enable (assignments run on the event loop): they are refused as
+unknown names.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupConfig:
+    name: str
+    kind: str                 # Kafka's ConfigDef type: "int" or "long"
+    at_least: int             # its ConfigDef validator's lower bound
+    low: str | None = None    # the broker setting it must be at least (Kafka's range check)
+    high: str | None = None   # the broker setting it must be at most
+    internal: bool = False    # Kafka 4.4 describes it only when set on the group
+
+    @property
+    def broker_setting(self) -> str:
+        return "group." + self.name
+
+
+_G = "group.streams."
+SPECS = {spec.name: spec for spec in (
+    StreamsGroupConfig("streams.session.timeout.ms", "int", 1, _G + "min.session.timeout.ms",
+                       _G + "max.session.timeout.ms"),
+    StreamsGroupConfig("streams.heartbeat.interval.ms", "int", 1,
+                       _G + "min.heartbeat.interval.ms", _G + "max.heartbeat.interval.ms"),
+    StreamsGroupConfig("streams.num.standby.replicas", "int", 0,
+                       high=_G + "max.standby.replicas"),
+    StreamsGroupConfig("streams.initial.rebalance.delay.ms", "int", 0),
+    StreamsGroupConfig("streams.assignment.interval.ms", "int", 0,
+                       _G + "min.assignment.interval.ms", _G + "max.assignment.interval.ms"),
+    StreamsGroupConfig("streams.task.offset.interval.ms", "int", 1,
+                       low=_G + "min.task.offset.interval.ms", internal=True),
+    StreamsGroupConfig("streams.num.warmup.replicas", "int", 0,
+                       high=_G + "max.warmup.replicas", internal=True),
+    StreamsGroupConfig("streams.acceptable.recovery.lag", "long", 0, internal=True),
+)}
+NAMES = tuple(SPECS)
+SESSION, HEARTBEAT = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
+
+
+def parse(name: str, value) -> int:
+    """The value of `name` from its text, as Kafka's ConfigDef parses it; ValueError carries
+    Kafka's message."""
+    spec = SPECS[name]
+    most = INT_MAX if spec.kind == "int" else LONG_MAX
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        number = None
+    if number is None or not -most - 1 <= number <= most:
+        raise ValueError(f"Invalid value {value} for configuration {name}: Not a number of "
+                         f"type {spec.kind.upper()}")
+    if number < spec.at_least:
+        raise ValueError(f"Invalid value {value} for configuration {name}: Value must be at "
+                         f"least {spec.at_least}")
+    return number
+
+
+def validate(own: dict, broker) -> None:
+    """The group's streams.* values (`own`: those set on it) against the broker's bounds, in
+    Kafka's words; ValueError otherwise. `broker`: the broker's settings."""
+    for name, spec in SPECS.items():
+        if name not in own:
+            continue
+        value = own[name]
+        if spec.low and spec.high:
+            low, high = broker[spec.low], broker[spec.high]
+            if not low <= value <= high:
+                raise ValueError(f"{name} must be in the range {low} to {high} inclusive.")
+        elif spec.high and value > broker[spec.high]:
+            raise ValueError(f"{name} must be less than or equal to {broker[spec.high]}")
+        elif spec.low and value < broker[spec.low]:
+            raise ValueError(f"{name} must be greater than or equal to {broker[spec.low]}")
+    if SESSION in own or HEARTBEAT in own:
+        session = own.get(SESSION, broker[SPECS[SESSION].broker_setting])
+        heartbeat = own.get(HEARTBEAT, broker[SPECS[HEARTBEAT].broker_setting])
+        if session <= heartbeat:
+            raise ValueError(f"{SESSION} must be greater than {HEARTBEAT}")
+
+
+def described(name: str, own: dict) -> bool:
+    """Whether DescribeConfigs lists `name` for a group whose own configs are `own`."""
+    return not SPECS[name].internal or name in own
