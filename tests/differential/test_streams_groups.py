@@ -179,3 +179,34 @@ def test_streams_group_configs(s):
                        streams_acceptable_recovery_lag=None)
     describe_group_config(s, group, *STREAMS_CONFIGS)
     member.heartbeat()
+
+
+# (not named streams_*: the first epoch differs in every other streams scenario, not here)
+@scenario(outcome="""a streams group given its own streams.initial.rebalance.delay.ms: its
+members join and heartbeat with status 5 ASSIGNMENT_DELAYED ("Assignment delayed due to the
+configured initial rebalance delay.") and no tasks while the delay runs, all at the first
+group epoch (1 on both brokers, where Kafka's first epoch is otherwise 2)""")
+def test_delayed_streams_first_assignment(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    alter_group_config(s, group, streams_initial_rebalance_delay_ms="600000")
+    a = StreamsMember(s, "a", group, topic)
+    b = StreamsMember(s, "b", group, topic)
+    a.heartbeat()
+    b.heartbeat()
+    a.heartbeat()
+
+
+@scenario(outcome="""a group given its own streams.assignment.interval.ms: the first member is
+assigned at once; a second joining within the interval gets status 5 ASSIGNMENT_DELAYED
+("Assignment delayed due to the configured assignment interval.") and no tasks, and so does the
+first on its next heartbeat""")
+def test_streams_assignment_interval(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    alter_group_config(s, group, streams_assignment_interval_ms="15000")
+    a = StreamsMember(s, "a", group, topic)
+    b = StreamsMember(s, "b", group, topic)
+    a.heartbeat()
+    b.heartbeat()
+    a.heartbeat()

@@ -87,6 +87,12 @@ class StreamsRebalanceDeadline:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamsInitialRebalance:
+    """A new group's initial rebalance delay is over: its first target is computed."""
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
 class StreamsWritten:
     """Release `reply` to `token` once the records are written; else answer the error (the
     shard has put the group back)."""
@@ -114,7 +120,8 @@ def _copy(group: StreamsGroup) -> StreamsGroup:
     return StreamsGroup(group.group_id, group.group_epoch, group.metadata_hash,
                         group.validated_topology_epoch, group.last_assignment_configs,
                         group.assignment_epoch, dict(group.members), dict(group.static_members),
-                        dict(group.target), group.topology, dict(group.session_deadlines))
+                        dict(group.target), group.topology, dict(group.session_deadlines),
+                        group.assignment_timestamp)
 
 
 @dataclass
@@ -149,6 +156,10 @@ def rebalance_key(group_id: str, member_id: str) -> str:
     return f"streams-rebalance:{group_id}:{member_id}"
 
 
+def initial_rebalance_key(group_id: str) -> str:
+    return f"streams-initial-rebalance:{group_id}"
+
+
 TIMER_RETRY_MS = 500
 
 
@@ -160,7 +171,8 @@ class StreamsCoordinator(GroupsById):
     name = "streams"
     accepts = frozenset({"streams"})
     serves = frozenset({"streams"})     # StreamsGroupHeartbeat makes its groups
-    steps = (StreamsSessionDeadline, StreamsRebalanceDeadline, StreamsWritten)
+    steps = (StreamsSessionDeadline, StreamsRebalanceDeadline, StreamsInitialRebalance,
+             StreamsWritten)
 
     def __init__(self, config: StreamsConfig | None = None, topics=None) -> None:
         self.config = config or StreamsConfig()
@@ -170,6 +182,9 @@ class StreamsCoordinator(GroupsById):
         # (bumped when any member's tasks change) and the groups asked to shut down
         self._endpoint_epochs: dict[str, int] = {}
         self._shutdown: set[str] = set()
+        # the groups whose initial rebalance delay runs (in memory, as Kafka's timer: a group
+        # replayed at start has members, and only an empty group's first epoch is delayed)
+        self._delayed: set[str] = set()
 
     # -- StreamsGroupHeartbeat ------------------------------------------------------------------
 
@@ -217,6 +232,7 @@ class StreamsCoordinator(GroupsById):
                 fail(ErrorCode.group_id_not_found, text.GROUP_NOT_FOUND.format(gid))
             group = StreamsGroup(gid)     # stored by its first record
         static_members.check_group_size(group, mid, q.instance_id, self.config.max_size)
+        was_empty = not group.members
         records: list = []
         old: StreamsMember | None
         if q.instance_id is None:
@@ -288,6 +304,8 @@ class StreamsCoordinator(GroupsById):
             op.write([rec.epoch_record(gid, group.group_epoch + 1, metadata_hash, validated)],
                      result)
             log.info("streams group %s: epoch %d", gid, group.group_epoch + 1)
+            if was_empty and self._delay_first_assignment(gid, now, result):
+                op.write(self._target_records(group, None, 0), result)
         if configured is not None and configured.to_create:
             refused = () if q.create_refused is None else sorted(
                 q.create_refused(configured.to_create))
@@ -296,8 +314,12 @@ class StreamsCoordinator(GroupsById):
             else:
                 result.effects += (InternalTopicsWanted(gid,
                                                         tuple(configured.to_create.values())),)
-        if group.group_epoch > group.assignment_epoch:
-            op.write(self._target_records(group, configured), result)
+        # reported while the initial delay runs whatever the epochs, as Kafka checks it first
+        delayed = text.DELAYED_BY_INITIAL_DELAY if gid in self._delayed else None
+        if delayed is None and group.group_epoch > group.assignment_epoch:
+            delayed = self._assignment_delayed(group, now)
+            if delayed is None:
+                op.write(self._target_records(group, configured, now), result)
         member = group.members[mid]
         if q.task_offsets is not None or q.task_end_offsets is not None:
             member = self._offsets_reported(group, member, q)
@@ -322,7 +344,7 @@ class StreamsCoordinator(GroupsById):
         # the tasks go back when they changed, and at join (Kafka leaves them null otherwise,
         # whatever the member reported)
         full = joining or member.assigned != before
-        return self._reply(group, member, q, configured, image, full)
+        return self._reply(group, member, q, configured, image, full, delayed)
 
     @staticmethod
     def _arm_rebalance_deadline(gid: str, member: StreamsMember, now: int,
@@ -336,6 +358,53 @@ class StreamsCoordinator(GroupsById):
         else:
             result.cancel(rebalance_key(gid, member.member_id))
 
+    def _delay_first_assignment(self, gid: str, now: int, result: Result) -> bool:
+        """A new (or emptied) group's first target waits streams.initial.rebalance.delay.ms
+        for more members to join (Kafka's scheduleIfAbsent: a delay running is not moved).
+        True when it is delayed: the caller then sets an empty target at the new epoch, which
+        Kafka 4.4 answers with (its members are at that epoch, with no tasks, during the delay,
+        and the members joining later stay at it)."""
+        delay = self.config.initial_delay_ms(gid)
+        if delay <= 0:
+            return False
+        if gid not in self._delayed:
+            self._delayed.add(gid)
+            result.schedule(initial_rebalance_key(gid), now + delay,
+                            StreamsInitialRebalance(gid))
+        return True
+
+    def _assignment_delayed(self, group: StreamsGroup, now: int) -> str | None:
+        """Why the group's new target is not computed now (Kafka's status detail), or None:
+        at most one per streams.assignment.interval.ms (the next heartbeat after it computes
+        it: Kafka has no timer for the interval either)."""
+        interval = self.config.assignment_interval(group.group_id)
+        last = group.assignment_timestamp
+        if last == 0 or interval == 0 or now >= last + interval:
+            return None
+        return text.DELAYED_BY_INTERVAL
+
+    def _initial_rebalance(self, event: StreamsInitialRebalance, now: int) -> Result:
+        """The delay is over: the first target, members learning it on their next heartbeat
+        (nothing if the group emptied, or has no topology, as Kafka)."""
+        result = Result()
+        gid = event.group_id
+        self._delayed.discard(gid)
+        group = self.groups.get(gid)
+        if group is None or not group.members or group.group_epoch <= group.assignment_epoch:
+            return result
+        op = _Op(self.groups, now)
+        try:
+            configured = self._configure(group, self.topics)
+        except RequestError as exc:
+            log.warning("streams group %s: no delayed target assignment: %s", gid, exc.message)
+            return result
+        if configured is None:
+            log.warning("streams group %s: no delayed target assignment: no topology", gid)
+            return result
+        op.write(self._target_records(group, configured, now), result)
+        self._finish(op, gid, None, None, result)
+        return result
+
     def _configure(self, group: StreamsGroup, image) -> ConfiguredTopology | None:
         if group.topology is None:
             return None
@@ -345,7 +414,7 @@ class StreamsCoordinator(GroupsById):
             fail(ErrorCode.streams_invalid_topology, str(exc))
 
     def _target_records(self, group: StreamsGroup,
-                        configured: ConfiguredTopology | None) -> list:
+                        configured: ConfiguredTopology | None, now: int) -> list:
         """The new target of every member at the group epoch (nothing to run while the
         topology is not ready: every target empty)."""
         gid = group.group_id
@@ -360,7 +429,7 @@ class StreamsCoordinator(GroupsById):
         records = [rec.target_record(gid, member_id, targets.get(member_id, EMPTY))
                    for member_id in sorted(group.members)
                    if group.target.get(member_id) != targets.get(member_id, EMPTY)]
-        records.append(rec.target_epoch_record(gid, group.group_epoch))
+        records.append(rec.target_epoch_record(gid, group.group_epoch, now))
         return records
 
     def _offsets_reported(self, group: StreamsGroup, member: StreamsMember,
@@ -376,12 +445,15 @@ class StreamsCoordinator(GroupsById):
         return member
 
     def _reply(self, group: StreamsGroup, member: StreamsMember, q: StreamsHeartbeat,
-               configured: ConfiguredTopology | None, image, full: bool):
+               configured: ConfiguredTopology | None, image, full: bool,
+               delayed: str | None = None):
         gid = group.group_id
         status = []
         if configured is not None and configured.status is not None:
             code, detail = configured.status
             status.append((int(code), detail))
+        if delayed is not None:
+            status.append((int(Status.ASSIGNMENT_DELAYED), delayed))
         if group.topology is not None and member.topology_epoch < group.topology.epoch:
             status.append((int(Status.STALE_TOPOLOGY), text.STALE_TOPOLOGY.format(
                 member.topology_epoch, group.topology.epoch)))
@@ -454,6 +526,8 @@ class StreamsCoordinator(GroupsById):
             self._shutdown.discard(gid)
 
     def expire(self, event, now: int) -> Result:
+        if isinstance(event, StreamsInitialRebalance):
+            return self._initial_rebalance(event, now)
         result = Result()
         group = self.groups.get(event.group_id)
         member = None if group is None else group.members.get(event.member_id)

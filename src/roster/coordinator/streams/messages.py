@@ -84,6 +84,9 @@ TOPOLOGY_EPOCH_MISMATCH = "Topology epoch {} does not match the group's current 
 TOPOLOGY_UPDATES_UNSUPPORTED = "Topology updates are not supported yet."
 UNKNOWN_SUBTOPOLOGY = "Subtopology {} does not exist in the topology."
 INVALID_TASK = "Task {} for subtopology {} is invalid. Number of tasks for this subtopology: {}"
+# status 5, ASSIGNMENT_DELAYED (Kafka 4.4.0's words, from its GroupMetadataManager)
+DELAYED_BY_INITIAL_DELAY = "Assignment delayed due to the configured initial rebalance delay."
+DELAYED_BY_INTERVAL = "Assignment delayed due to the configured assignment interval."
 SHUTDOWN_REQUESTED = ("Streams group member {} encountered a fatal error and requested a "
                       "shutdown for the entire application.")
 

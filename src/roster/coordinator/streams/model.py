@@ -165,6 +165,10 @@ class StreamsGroup:
     topology: object = None          # topology.Topology once a member has sent one
     # member id -> when it must be heard from next (the session; the edge arms the timer)
     session_deadlines: dict[str, int] = field(default_factory=dict, compare=False)
+    # when its target assignment was last computed (StreamsGroupTargetAssignmentMetadataValue's
+    # AssignmentTimestamp, KIP-1263; 0: never, or written by a broker without it): the next
+    # waits for streams.assignment.interval.ms after it
+    assignment_timestamp: int = 0
 
     def state(self, topology_ready: bool) -> str:
         """`topology_ready`: the topology is configured against the topics as they are now

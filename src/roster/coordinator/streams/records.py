@@ -499,8 +499,10 @@ def member_record(group: str, m: StreamsMember) -> StreamsRecord:
         m.topology_epoch, m.process_id, m.user_endpoint, m.client_tags))
 
 
-def target_epoch_record(group: str, epoch: int) -> StreamsRecord:
-    return StreamsRecord(StreamsKey(TARGET_METADATA, group), TargetMetadataValue(epoch))
+def target_epoch_record(group: str, epoch: int, timestamp_ms: int = 0) -> StreamsRecord:
+    """`timestamp_ms`: when the target was computed (0: not recorded)."""
+    return StreamsRecord(StreamsKey(TARGET_METADATA, group),
+                         TargetMetadataValue(epoch, timestamp_ms))
 
 
 def target_record(group: str, member_id: str, tasks: TaskSets) -> StreamsRecord:

@@ -29,6 +29,7 @@ def replay(groups: dict[str, StreamsGroup], record: rec.StreamsRecord) -> None:
         group.last_assignment_configs = value.last_assignment_configs
     elif key.type == rec.TARGET_METADATA:
         group.assignment_epoch = -1 if value is None else value.assignment_epoch
+        group.assignment_timestamp = 0 if value is None else value.assignment_timestamp_ms
     elif key.type == rec.TOPOLOGY:
         group.topology = value
     elif key.type == rec.TARGET_MEMBER:

@@ -16,6 +16,7 @@ from roster.coordinator.streams.coordinator import (
     StreamsWritten,
 )
 from roster.coordinator.streams.heartbeat import StreamsHeartbeat
+from roster.coordinator.streams.messages import StreamsConfig
 from roster.coordinator.streams.model import MemberState
 from roster.coordinator.streams.topology import Status, Subtopology, TopicInfo, Topology
 from roster.protocol.errors import ErrorCode
@@ -28,15 +29,18 @@ TOPOLOGY = Topology(0, (
                     ("cleanup.policy", "compact"),)),)),
 ))
 SESSION = StreamsCoordinator().config.session_timeout_ms
+# the first target at once and each new one on the heartbeat that needs it, as Kafka with
+# both delays at 0 (test_assignment_delays.py drives Kafka's defaults)
+IMMEDIATE = StreamsConfig(initial_rebalance_delay_ms=0, assignment_interval_ms=0)
 
 
 class Driver:
-    def __init__(self, internal: bool = True) -> None:
+    def __init__(self, internal: bool = True, config: StreamsConfig = IMMEDIATE) -> None:
         topics = {"in": (b"i" * 16, 3)}
         if internal:
             topics.update({"app-rep": (b"r" * 16, 3), "app-cl": (b"c" * 16, 3)})
         self.image = DictTopicImage(topics)
-        self.streams = StreamsCoordinator(topics=self.image)
+        self.streams = StreamsCoordinator(config, topics=self.image)
         self.now = 1_000
         self.records: list = []
         self.timers: dict = {}
