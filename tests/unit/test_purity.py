@@ -15,7 +15,8 @@ FORBIDDEN = {"asyncio", "socket", "time", "uuid", "random", "os", "threading", "
 # report)
 PURE_MODULES = ["observability/events.py",
                 "observability/flight_recorder.py", "observability/recorder.py",
-                "observability/consumer_recorder.py", "observability/after_write.py",
+                "observability/consumer_recorder.py", "observability/streams_recorder.py",
+                "observability/after_write.py",
                 "observability/axes.py",
                 # the transaction coordinator and its record layouts (the edge: broker/)
                 "transactions",
@@ -32,7 +33,7 @@ def _paths(module: str) -> list[Path]:
     return [SRC / module] if module.endswith(".py") else sorted((SRC / module).rglob("*.py"))
 # what derives the flight recorder's events: the edge runs it, the core only notes facts
 RECORDERS = ("roster.observability.flight_recorder", "roster.observability.recorder",
-             "roster.observability.consumer_recorder")
+             "roster.observability.consumer_recorder", "roster.observability.streams_recorder")
 
 
 @pytest.mark.parametrize("package", ["coordinator", "protocol", *PURE_MODULES, *NO_IO_MODULES])

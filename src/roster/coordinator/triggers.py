@@ -20,11 +20,19 @@ METADATA_CHANGED = "metadata_changed"
 ADMIN_REMOVAL = "admin_removal"
 GROUP_DELETED = "group_deleted"
 STATIC_REJOIN = "static_rejoin"      # the trigger of a "saved" event
+# a static member left saying it will come back (epoch -2: streams groups): no new epoch, its
+# work waits for it (the trigger of an "away" event)
+STATIC_LEAVE = "static_leave"
+TOPOLOGY_CHANGED = "topology_changed"    # a streams group's topology (a newer epoch)
+# a member's own metadata that the assignment reads changed (a streams member's process id,
+# rack, client tags or topology epoch)
+MEMBER_CHANGED = "member_changed"
 OTHER = "other"
 
 TRIGGERS = (MEMBER_JOINED, STATIC_MEMBER_JOINED, MEMBER_LEFT, SESSION_EXPIRED,
             REBALANCE_TIMEOUT, STATIC_MEMBER_REPLACED, LEADER_REJOIN, SUBSCRIPTION_CHANGED,
-            METADATA_CHANGED, ADMIN_REMOVAL, GROUP_DELETED, STATIC_REJOIN, OTHER)
+            METADATA_CHANGED, ADMIN_REMOVAL, GROUP_DELETED, STATIC_REJOIN, STATIC_LEAVE,
+            TOPOLOGY_CHANGED, MEMBER_CHANGED, OTHER)
 
 
 @dataclass(frozen=True, slots=True)

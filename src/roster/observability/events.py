@@ -1,5 +1,6 @@
-"""What the flight recorder writes: one GroupEvent per group generation (classic and consumer
-protocol), per rebalance that static membership saved, and per deleted group.
+"""What the flight recorder writes: one GroupEvent per group generation (a classic generation, a
+consumer or streams group epoch), per rebalance that static membership saved, per static member
+that left saying it will come back (streams groups' epoch -2), and per deleted group.
 
 Pure: no I/O, no clock. Events are JSON on the wire (`__roster_group_events`, key = group id),
 so any Kafka client can read them.
@@ -14,16 +15,19 @@ from roster.coordinator.triggers import (  # noqa: F401
     ADMIN_REMOVAL,
     GROUP_DELETED,
     LEADER_REJOIN,
+    MEMBER_CHANGED,
     MEMBER_JOINED,
     MEMBER_LEFT,
     METADATA_CHANGED,
     OTHER,
     REBALANCE_TIMEOUT,
     SESSION_EXPIRED,
+    STATIC_LEAVE,
     STATIC_MEMBER_JOINED,
     STATIC_MEMBER_REPLACED,
     STATIC_REJOIN,
     SUBSCRIPTION_CHANGED,
+    TOPOLOGY_CHANGED,
     TRIGGERS,
     Trigger,
 )
@@ -31,6 +35,7 @@ from roster.coordinator.triggers import (  # noqa: F401
 # GroupEvent.kind
 GENERATION = "generation"   # a new generation (classic) or group epoch (consumer)
 SAVED = "saved"             # a static member came back in time: no rebalance
+AWAY = "away"               # a static member left with epoch -2: no rebalance (yet)
 DELETED = "deleted"
 
 CLASSIC = "classic"
@@ -39,13 +44,17 @@ CONSUMER = "consumer"
 
 @dataclass(frozen=True, slots=True)
 class Moved:
-    """A partition whose owner changed in this generation (consumer protocol)."""
+    """A partition whose owner changed in this generation (consumer protocol), or a streams
+    group's task: then `topic` is its subtopology id and `role` says which of the member's tasks
+    it was (active, standby, warmup); "" for a partition. `before`/`after` name the holder
+    (instance id, else member id; a standby task held by several: their names, comma-joined)."""
 
     topic: str
     partition: int
     before: str | None
     after: str | None
     unowned_ms: int | None = None
+    role: str = ""
 
     @property
     def handed_over(self) -> bool:
@@ -57,8 +66,8 @@ class Moved:
 @dataclass(frozen=True, slots=True)
 class GroupEvent:
     group_id: str
-    protocol: str              # classic | consumer
-    kind: str                  # generation | saved | deleted
+    protocol: str              # the group type's name: classic | consumer | streams
+    kind: str                  # generation | saved | away | deleted
     generation: int
     trigger: Trigger
     at_ms: int                 # when the event was decided

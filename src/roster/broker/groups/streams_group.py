@@ -43,7 +43,12 @@ def create_internal_topics(broker, effect) -> None:
                      effect.group_id, topic.name, topic.partitions)
 
 
-STREAMS = GroupTypeRegistration("streams", make=_make, configure=_settings,
+def _recorder():
+    from roster.observability.streams_recorder import StreamsRecorder
+    return StreamsRecorder()
+
+
+STREAMS = GroupTypeRegistration("streams", make=_make, configure=_settings, recorder=_recorder,
                                 effects={InternalTopicsWanted: create_internal_topics})
 
 

@@ -28,6 +28,8 @@ import hashlib
 import logging
 from dataclasses import dataclass, field, replace
 
+from roster.coordinator import facts as shared_facts
+from roster.coordinator import triggers as tr
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
@@ -39,6 +41,12 @@ from roster.coordinator.streams import static_members
 from roster.coordinator.streams.assignor import MemberSpec, SubtopologySpec, assign
 from roster.coordinator.streams.effects import InternalTopicsWanted
 from roster.coordinator.streams.endpoints import endpoint_partitions
+from roster.coordinator.streams.facts import (
+    StreamsAway,
+    StreamsEpochCause,
+    StreamsObserved,
+    StreamsSaved,
+)
 from roster.coordinator.streams.heartbeat import (
     EndpointAnswer,
     StreamsHeartbeat,
@@ -208,6 +216,7 @@ class StreamsCoordinator(GroupsById):
             op.revert()
             result.records.clear()
             result.effects = ()
+            result.facts.clear()          # nothing it noted happened
             # (Kafka's refusals carry no member id)
             result.reply(q.token, StreamsHeartbeatReply(error=exc.error,
                                                         error_message=exc.message))
@@ -218,6 +227,8 @@ class StreamsCoordinator(GroupsById):
     def _finish(self, op: _Op, group_id: str, token, reply, result: Result,
                 fenced: tuple[str, ...] = ()) -> None:
         if result.records:
+            # what the flight recorder follows: the group as this operation left it
+            result.facts.append(StreamsObserved.of(group_id, self.groups.get(group_id), op.now))
             result.changes += op.changes
             result.after_write.append(StreamsWritten(group_id, token, reply, fenced))
         elif token is not None:
@@ -255,6 +266,7 @@ class StreamsCoordinator(GroupsById):
                 log.info("static member %s (instance %s) rejoins streams group %s in place of "
                          "%s", mid, q.instance_id, gid, join.replaced)
                 op.write(static_members.rejoin_records(gid, join), result)
+                result.facts.append(StreamsSaved(gid, q.instance_id, mid, join.replaced))
                 group = self.groups[gid]
                 member = group.members[mid]
                 result.cancel(session_key(gid, join.replaced))
@@ -263,6 +275,9 @@ class StreamsCoordinator(GroupsById):
                 if old is not None and not joining:
                     _check_epoch(member, q)
         bump = old is None
+        # why the epoch is bumped, for the flight recorder: the first cause found
+        cause = None if old is not None else tr.Trigger(
+            tr.STATIC_MEMBER_JOINED if q.instance_id else tr.MEMBER_JOINED, mid, q.instance_id)
         # the topology, sent at join
         if q.topology is not None and (group.topology is None
                                        or q.topology.epoch > group.topology.epoch
@@ -273,6 +288,8 @@ class StreamsCoordinator(GroupsById):
             if q.topology != group.topology:
                 records.append(rec.topology_record(gid, q.topology))
                 bump = True
+                cause = cause or tr.Trigger(tr.TOPOLOGY_CHANGED, mid, q.instance_id,
+                                            detail=f"topology epoch {q.topology.epoch}")
         # the member's metadata; a null field is unchanged
         changes = {}
         for name, value in (("instance_id", q.instance_id), ("rack_id", q.rack_id),
@@ -291,6 +308,7 @@ class StreamsCoordinator(GroupsById):
         updated = member.replace(**changes) if changes else member
         if old is not None and static_members.bumps_group_epoch(old, updated):
             bump = True
+            cause = cause or tr.Trigger(tr.MEMBER_CHANGED, mid, q.instance_id)
         if updated != member or old is None:
             records.append(rec.member_record(gid, updated))
         op.write(records, result)
@@ -299,7 +317,10 @@ class StreamsCoordinator(GroupsById):
         metadata_hash = _metadata_hash(group.topology, image)
         if metadata_hash != group.metadata_hash:
             bump = True
+            cause = cause or tr.Trigger(tr.METADATA_CHANGED,
+                                        detail="the topology's topics changed")
         if bump:
+            result.facts.append(StreamsEpochCause(gid, cause or tr.Trigger(tr.OTHER), now))
             validated = configured.epoch if configured is not None and configured.ready else -1
             op.write([rec.epoch_record(gid, group.group_epoch + 1, metadata_hash, validated)],
                      result)
@@ -509,8 +530,11 @@ class StreamsCoordinator(GroupsById):
                          q.member_id, q.instance_id, gid)
                 op.write([rec.current_record(gid, static_members.leave_temporarily(member))],
                          result)
+                result.facts.append(StreamsAway(gid, q.member_id, q.instance_id, op.now))
                 return reply
         log.info("member %s left streams group %s", q.member_id, gid)
+        result.facts.append(StreamsEpochCause(
+            gid, tr.Trigger(tr.MEMBER_LEFT, q.member_id, q.instance_id), op.now))
         self._remove(op, group, member.member_id, result)
         return reply
 
@@ -540,9 +564,14 @@ class StreamsCoordinator(GroupsById):
             log.info("member %s of streams group %s fenced: it did not revoke its tasks within "
                      "its rebalance timeout (%d ms)", event.member_id, event.group_id,
                      member.rebalance_timeout_ms)
+            trigger = tr.Trigger(tr.REBALANCE_TIMEOUT, member.member_id, member.instance_id,
+                                 detail="its tasks not revoked within its rebalance timeout "
+                                        f"({member.rebalance_timeout_ms} ms)")
         else:
             log.info("member %s of streams group %s fenced: its session expired",
                      event.member_id, event.group_id)
+            trigger = tr.Trigger(tr.SESSION_EXPIRED, member.member_id, member.instance_id)
+        result.facts.append(StreamsEpochCause(event.group_id, trigger, now))
         op = _Op(self.groups, now)
         self._remove(op, group, event.member_id, result)
         self._finish(op, event.group_id, None, None, result, (event.member_id,))
@@ -681,6 +710,9 @@ class StreamsCoordinator(GroupsById):
 
     def delete_group(self, group_id: str, now: int, result: Result) -> tuple:
         op = _Op(self.groups, now)
+        group = self.groups.get(group_id)
+        result.facts.append(shared_facts.GroupDeleted(
+            self.name, group_id, 0 if group is None else group.group_epoch, now))
         op.write(rec.group_tombstones(group_id), result)
         self._finish(op, group_id, None, None, result)
         self._endpoint_epochs.pop(group_id, None)
