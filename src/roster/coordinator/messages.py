@@ -163,6 +163,9 @@ class GroupOverview:
     state: str
     members: int
     generation: int
+    # what its members hold, by kind, for the types whose work is not partitions (a streams
+    # group: ("active", n), ("standby", n), ("warmup", n) tasks); () for the others
+    work: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +189,7 @@ class GroupView:
     protocol: str          # the protocol its members speak: "classic", "consumer", ...
     generation: int        # the classic generation, the consumer group epoch, ...
     members: tuple[MemberView, ...]
+    work: tuple[tuple[str, int], ...] = ()   # as GroupOverview.work
 
 
 @dataclass(frozen=True, slots=True)

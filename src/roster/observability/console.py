@@ -95,6 +95,11 @@ def _timeline(events, with_group: bool = False) -> str:
                     f"came back as <code>{esc(t.member_id)}</code>, fencing "
                     f"<code>{esc(t.fenced_id)}</code>")
             took = "—"
+        elif e.kind == ev.AWAY:
+            what = (f"<b>no rebalance</b>: static member <b>{esc(t.instance_id)}</b> "
+                    f"(<code>{esc(t.member_id)}</code>) left with epoch -2; its tasks wait "
+                    "for it")
+            took = "—"
         elif e.kind == ev.DELETED:
             what, took = "<b>group deleted</b>", "—"
         else:
@@ -146,7 +151,9 @@ def group_page(broker, store, group_id: str, now_ms: int) -> bytes | None:
              f'{esc(state)}</span></b><span>{protocol} protocol</span></div>'
              f'<div class="card"><b>{generation}</b><span>generation</span></div>'
              f'<div class="card"><b>{len(members)}</b><span>members</span></div>'
-             f'<div class="card"><b data-count="generations">{len(gens)}</b>'
+             + "".join(f'<div class="card"><b data-count="{esc(kind)}">{n}</b>'
+                       f'<span>{esc(kind)} tasks</span></div>' for kind, n in view.work)
+             + f'<div class="card"><b data-count="generations">{len(gens)}</b>'
              f'<span>rebalances recorded</span></div>'
              f'<div class="card"><b data-count="saved">{len(saved)}</b><span>saved by static '
              f'membership</span></div></div>')

@@ -12,12 +12,12 @@ from collections.abc import Iterator
 from roster.admin.client import AdminClient, AdminError
 from roster.admin.offsets import EARLIEST, LATEST, log_offsets
 from roster.admin.topics import metadata
-from roster.protocol.partitioning import partition_for
 from roster.observability import events as ev
 from roster.observability.event_log import EVENTS_TOPIC
 from roster.observability.events import GroupEvent
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
+from roster.protocol.partitioning import partition_for
 from roster.record_codec import MemoryRecords
 
 FETCH_BYTES = 1 << 20
@@ -35,21 +35,26 @@ WHY = {
     ev.ADMIN_REMOVAL: "removed by an admin",
     ev.GROUP_DELETED: "group deleted",
     ev.STATIC_REJOIN: "static member rejoined in time",
+    ev.STATIC_LEAVE: "static member left, to come back (epoch -2)",
+    ev.TOPOLOGY_CHANGED: "topology changed",
+    ev.MEMBER_CHANGED: "member's metadata changed",
     ev.OTHER: "other",
 }
 
 
 def moves_text(moved) -> str:
     """A generation's moves in words: partitions handed from one member to another (with the
-    longest time one had no owner), assigned for the first time, and left without an owner."""
+    longest time one had no owner), assigned for the first time, and left without an owner.
+    A streams group's moves are tasks (Moved.role set), counted as such."""
     handed = [m for m in moved if m.handed_over]
+    noun = "task" if any(m.role for m in moved) else "partition"
     gaps = [m.unowned_ms for m in handed if m.unowned_ms is not None]
     counts = [(len(handed), "changed owner" + (
                   f" (without an owner up to {max(gaps)} ms)" if gaps else "")),
               (sum(m.before is None and m.after is not None for m in moved),
                "assigned for the first time"),
               (sum(m.after is None for m in moved), "left without an owner")]
-    return "; ".join(f"{n} partition{'s' if n != 1 else ''} {what}" for n, what in counts if n)
+    return "; ".join(f"{n} {noun}{'s' if n != 1 else ''} {what}" for n, what in counts if n)
 
 
 def later_causes_text(count: int) -> str:
@@ -193,6 +198,9 @@ def format_event(event: GroupEvent) -> list[str]:
         lines = [f"{_when(event.at_ms)}  saved      gen {event.generation:<4} "
                  f"no rebalance: {WHY[ev.STATIC_REJOIN]}: {t.instance_id} is now {t.member_id} "
                  f"(fenced {t.fenced_id})"]
+    elif event.kind == ev.AWAY:
+        lines = [f"{_when(event.at_ms)}  away       gen {event.generation:<4} "
+                 f"no rebalance: {WHY[ev.STATIC_LEAVE]}: {who}; its tasks wait for it"]
     elif event.kind == ev.DELETED:
         lines = [f"{_when(event.at_ms)}  deleted    gen {event.generation:<4} group deleted"]
     else:

@@ -6,6 +6,9 @@ read from the broker's state when Prometheus scrapes.
 Families (all prefixed roster_):
   groups{state,protocol}                    groups by state and protocol (classic | consumer)
   group_members{group,protocol}             members per group
+  group_epoch{group,protocol}               its classic generation or group epoch
+  group_tasks{group,protocol,role}          tasks its members hold (streams: active, standby,
+                                            warmup), from the type's GroupOverview.work
   rebalances_total{group,protocol,reason}   generations, by what triggered them
   rebalances_saved_total{group}             rebalances static membership avoided (KIP-345)
   rebalance_duration_seconds{protocol}      histogram: trigger to Stable
@@ -31,7 +34,8 @@ from roster.observability import events as ev
 from roster.protocol.api_keys import ApiKey
 
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
-HEARTBEAT_KEYS = {int(ApiKey.HEARTBEAT), 68}       # Heartbeat, ConsumerGroupHeartbeat
+# Heartbeat, ConsumerGroupHeartbeat, StreamsGroupHeartbeat
+HEARTBEAT_KEYS = {int(ApiKey.HEARTBEAT), 68, int(ApiKey.STREAMS_GROUP_HEARTBEAT)}
 COMMIT_KEY = int(ApiKey.OFFSET_COMMIT)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -197,6 +201,11 @@ class BrokerCollector:
                                    labels=["state", "protocol"])
         members = GaugeMetricFamily("roster_group_members", "Members of a group",
                                     labels=["group", "protocol"])
+        epochs = GaugeMetricFamily("roster_group_epoch",
+                                   "A group's classic generation or group epoch",
+                                   labels=["group", "protocol"])
+        tasks = GaugeMetricFamily("roster_group_tasks", "Tasks a group's members hold, by role",
+                                  labels=["group", "protocol", "role"])
         by_state: dict[tuple[str, str], int] = {}
         offsets = broker.groups.shard.offsets
         for group in broker.groups.overview():
@@ -205,10 +214,15 @@ class BrokerCollector:
             key = (group.state, group.group_type)
             by_state[key] = by_state.get(key, 0) + 1
             members.add_metric([group.group_id, group.group_type], group.members)
+            epochs.add_metric([group.group_id, group.group_type], group.generation)
+            for role, n in group.work:
+                tasks.add_metric([group.group_id, group.group_type, role], n)
         for (state, protocol), n in sorted(by_state.items()):
             groups.add_metric([state, protocol], n)
         yield groups
         yield members
+        yield epochs
+        yield tasks
 
         totals = self._totals
         rebalances = CounterMetricFamily("roster_rebalances", "Generations by trigger",
@@ -263,7 +277,7 @@ class BrokerCollector:
             latency.add_metric([name], *stats.latency(key))
         yield requests
         yield latency
-        yield CounterMetricFamily("roster_heartbeats", "Heartbeats (classic and consumer)",
+        yield CounterMetricFamily("roster_heartbeats", "Heartbeats (classic, consumer, streams)",
                                   value=sum(stats.count(k) for k in HEARTBEAT_KEYS))
         yield CounterMetricFamily("roster_offset_commits", "OffsetCommit requests",
                                   value=stats.count(COMMIT_KEY))

@@ -23,6 +23,9 @@ COLOURS = {
     ev.ADMIN_REMOVAL: "#999999",
     ev.GROUP_DELETED: "#222222",
     ev.STATIC_REJOIN: "#009e73",
+    ev.STATIC_LEAVE: "#8dd3c7",
+    ev.TOPOLOGY_CHANGED: "#1b9e77",
+    ev.MEMBER_CHANGED: "#a6761d",
     ev.OTHER: "#bbbbbb",
 }
 OWNER_COLOURS = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
@@ -138,7 +141,9 @@ def generations_plot(events, span: tuple[int, int] | None = None, width: int = 9
 
 def ownership_segments(events, now_ms: int):
     """Partition -> [(start, end, owner)] (owner None: nobody owned it), from the
-    generations' moves and members.
+    generations' moves and members. The key is (topic, partition); a streams group's task is
+    (subtopology, partition, role), its role active, standby or warmup (one task can have a
+    holder in each).
 
     A move names the partition's new owner. A partition whose owner is no longer a member when
     a generation ends (its session expired, it left, the group went Empty) has no owner from
@@ -146,8 +151,8 @@ def ownership_segments(events, now_ms: int):
     a member again when a later generation becomes Stable, with no move recorded for the
     partition, it holds the partition again (a recorder writes a move only when the owner
     differs from the one it last knew). A deleted group's partitions end with it."""
-    owners: dict[tuple[str, int], list] = {}
-    away: dict[tuple[str, int], str] = {}   # partition -> owner that left while holding it
+    owners: dict[tuple, list] = {}
+    away: dict[tuple, str] = {}   # partition -> owner that left while holding it
 
     def close(segments, at):
         start, _, who = segments[-1]
@@ -163,7 +168,7 @@ def ownership_segments(events, now_ms: int):
             continue
         moved = set()
         for m in e.moved:
-            key = (m.topic, m.partition)
+            key = (m.topic, m.partition, m.role) if m.role else (m.topic, m.partition)
             moved.add(key)
             away.pop(key, None)
             segments = owners.setdefault(key, [])
@@ -192,8 +197,14 @@ def ownership_segments(events, now_ms: int):
     return {k: [(s, now_ms if t is None else t, w) for s, t, w in v] for k, v in owners.items()}
 
 
-def _row_label(topic: str, partition: int) -> str:
-    name = f"{topic}-{partition}"
+def _row_name(topic: str, partition: int, role: str = "") -> str:
+    """A partition as topic-partition; a streams task as its role, subtopology and partition
+    ("active 0_1", Kafka Streams' own task id)."""
+    return f"{role} {topic}_{partition}" if role else f"{topic}-{partition}"
+
+
+def _row_label(topic: str, partition: int, role: str = "") -> str:
+    name = _row_name(topic, partition, role)
     shown = name if len(name) <= LABEL_CHARS else "…" + name[-(LABEL_CHARS - 1):]
     return f'<title>{esc(name)}</title>{esc(shown)}'
 
@@ -203,7 +214,8 @@ def ownership_plot(events, now_ms: int, span: tuple[int, int] | None = None,
     segments = ownership_segments(events, now_ms)
     if not segments:
         return ('<p class="empty">No partition moves recorded yet (they are recorded for '
-                'consumer groups and classic groups of protocol type "consumer").</p>')
+                'consumer groups, classic groups of protocol type "consumer", and the tasks of '
+                'streams groups).</p>')
     keys = sorted(segments)[:max_rows]
     owners = sorted({w for k in keys for _, _, w in segments[k] if w is not None})
     colour = {w: OWNER_COLOURS[i % len(OWNER_COLOURS)] for i, w in enumerate(owners)}
@@ -233,7 +245,7 @@ def ownership_plot(events, now_ms: int, span: tuple[int, int] | None = None,
             parts.append(f'<rect class="{"owned" if who is not None else "unowned"}" '
                          f'data-owner="{esc(who or "")}" x="{x(start):.1f}" y="{y + 2}" '
                          f'width="{w:.1f}" height="{row - 4}" {style}><title>'
-                         f'{esc(key[0])}-{key[1]}: {esc(label)} {clock(start)}–{clock(end)} '
+                         f'{esc(_row_name(*key))}: {esc(label)} {clock(start)}–{clock(end)} '
                          f'({end - start} ms)</title></rect>')
     parts.append("</svg>")
     more = (f'<p class="note">First {max_rows} of {len(segments)} partitions.</p>'

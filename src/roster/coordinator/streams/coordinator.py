@@ -626,7 +626,7 @@ class StreamsCoordinator(GroupsById):
 
     def listed(self):
         return [GroupOverview(gid, self.name, "streams", self.state(g), len(g.members),
-                              g.group_epoch) for gid, g in self.groups.items()]
+                              g.group_epoch, _work(g)) for gid, g in self.groups.items()]
 
     def describe_group(self, group_id: str) -> GroupDescription:
         return GroupDescription(group_id, ErrorCode.group_id_not_found, "Dead", "", "", (),
@@ -638,11 +638,14 @@ class StreamsCoordinator(GroupsById):
             return None
         members = tuple(MemberView(
             m.member_id, m.instance_id, m.client_id, m.client_host,
-            tuple((f"subtopology {s}", tuple(sorted(ps)))
-                  for s, ps in sorted(m.assigned.active.items())),
-            note=f"epoch {m.member_epoch}, {m.state.name.lower()}")
+            tuple((f"{role} {s}", tuple(sorted(ps)))
+                  for role, tasks in (("active", m.assigned.active),
+                                      ("standby", m.assigned.standby),
+                                      ("warm-up", m.assigned.warmup))
+                  for s, ps in sorted(tasks.items())),
+            note=_member_note(m))
             for _, m in sorted(group.members.items()))
-        return GroupView(self.state(group), "streams", group.group_epoch, members)
+        return GroupView(self.state(group), "streams", group.group_epoch, members, _work(group))
 
     # -- what the shard asks about offsets and deletion -------------------------------------------
 
@@ -725,6 +728,26 @@ class StreamsCoordinator(GroupsById):
         """The group and its state, for StreamsGroupDescribe (None: no such group)."""
         group = self.groups.get(group_id)
         return None if group is None else (group, self.state(group))
+
+
+def _work(group: StreamsGroup) -> tuple[tuple[str, int], ...]:
+    """The tasks its members hold now, by role (the console and /metrics count them)."""
+    counts = {"active": 0, "standby": 0, "warmup": 0}
+    for m in group.members.values():
+        for role in counts:
+            counts[role] += sum(len(ps) for ps in getattr(m.assigned, role).values())
+    return tuple(counts.items())
+
+
+def _member_note(member: StreamsMember) -> str:
+    """Its epoch and where it stands; a static member away with -2, and tasks it still has
+    to revoke, said in words."""
+    if member.left_temporarily:
+        return f"away (left with epoch -2, was at epoch {member.previous_member_epoch})"
+    note = f"epoch {member.member_epoch}, {member.state.name.lower().replace('_', ' ')}"
+    pending = sum(len(ps) for role in ("active", "standby", "warmup")
+                  for ps in getattr(member.pending_revocation, role).values())
+    return note + (f", {pending} to revoke" if pending else "")
 
 
 def _create_refused(configured: ConfiguredTopology, refused) -> ConfiguredTopology:
