@@ -1,12 +1,14 @@
 """Streams groups (KIP-1071) at the edge: the registration of the streams group type
 (coordinator/streams/) and the one effect it asks of the broker, creating the internal topics a
 group's topology needs (its changelogs compacted, its repartition topics as Streams configures
-them), once the heartbeat that found them missing is durable. roster/group_types.py lists it
-with the broker's other types."""
+them), once the heartbeat that found them missing is durable; its flight recorder
+(observability/streams_recorder.py) and its view for `roster groups describe`
+(admin/streams_view.py). roster/group_types.py lists it with the broker's other types."""
 from __future__ import annotations
 
 import logging
 
+from roster.admin.streams_view import STREAMS_VIEW
 from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
 from roster.coordinator.streams.effects import InternalTopicsWanted
 
@@ -49,7 +51,8 @@ def _recorder():
 
 
 STREAMS = GroupTypeRegistration("streams", make=_make, configure=_settings, recorder=_recorder,
-                                effects={InternalTopicsWanted: create_internal_topics})
+                                effects={InternalTopicsWanted: create_internal_topics},
+                                describe_view=STREAMS_VIEW)
 
 
 def streams_type(broker):
