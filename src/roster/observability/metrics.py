@@ -4,7 +4,7 @@ requests, or per request that waited; only while the HTTP listener is on); every
 read from the broker's state when Prometheus scrapes.
 
 Families (all prefixed roster_):
-  groups{state,protocol}                    groups by state and protocol (classic | consumer)
+  groups{state,protocol}                    groups by state and type (classic | consumer | ...)
   group_members{group,protocol}             members per group
   group_epoch{group,protocol}               its classic generation or group epoch
   group_tasks{group,protocol,role}          tasks its members hold (streams: active, standby,

@@ -28,10 +28,10 @@ What is here (pure: no I/O, no clock; time comes in as `now`):
 
 Registered by broker/groups/streams_group.py (STREAMS, with the effect creating internal topics);
 served by broker/handlers/streams_group_heartbeat.py (v0-1, protocol/streams_group_wire.py) and
-streams_group_describe.py (v0, kio's schema). Its settings are the broker's group.streams.*
-(roster/config.py) and each group's own streams.* configs (broker/groups/streams_configs.py),
-read live through messages.StreamsConfig; the initial rebalance delay is a timer of the core
-(StreamsInitialRebalance), the assignment interval a check on the heartbeat. Not here yet:
-StreamsGroupDescribe v1, the flight recorder's streams events, and
-StreamsGroupTopologyDescriptionUpdate (93).
+streams_group_describe.py (v0-1; v1's schema in protocol/schema_extensions.py). Its settings are
+the broker's group.streams.* (roster/config.py) and each group's own streams.* configs
+(broker/groups/streams_configs.py), read live through messages.StreamsConfig; the initial
+rebalance delay is a timer of the core (StreamsInitialRebalance), the assignment interval a
+check on the heartbeat. `facts.py` holds what the coordinator tells the flight recorder
+(observability/streams_recorder.py).
 """
