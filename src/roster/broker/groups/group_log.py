@@ -105,7 +105,7 @@ class GroupLog:
         self.partitions = partitions
         self._linger_s = max(linger_ms, 0) / 1000
         self._pending: defaultdict[int, list[tuple[Encoded, _Operation]]] = defaultdict(list)
-        self._flushing: set[int] = set()
+        self._flushes: dict[int, asyncio.Future] = {}   # partition -> its flush, while it runs
         self._seq = itertools.count()   # the order operations were decided in
         self.batch_target_bytes = BATCH_TARGET_BYTES
         self._crash_point = CrashPoint(KILL_AFTER_GROUP_WRITES)   # tests only
@@ -141,17 +141,25 @@ class GroupLog:
         for partition, part_records in encoded.items():
             first = not self._pending[partition]
             self._pending[partition].append((part_records, operation))
-            if first and partition not in self._flushing:
+            if first and partition not in self._flushes:
                 if self._linger_s:
                     loop.call_later(self._linger_s, self._start_flush, partition)
                 else:
                     loop.call_soon(self._start_flush, partition)
 
     def _start_flush(self, partition: int) -> None:
-        if partition in self._flushing or not self._pending[partition]:
+        if partition in self._flushes or not self._pending[partition]:
             return
-        self._flushing.add(partition)
-        asyncio.ensure_future(self._flush(partition))
+        self._flushes[partition] = asyncio.ensure_future(self._flush(partition))
+
+    async def drained(self) -> None:
+        """Return once every queued write has been written or has failed, its operations
+        answered and continued (a continuation's own write included): when memory and the log
+        agree again. A write still lingering is started now."""
+        while any(self._pending.values()) or self._flushes:
+            for partition in [p for p, queued in self._pending.items() if queued]:
+                self._start_flush(partition)
+            await asyncio.gather(*self._flushes.values())
 
     async def _flush(self, partition: int) -> None:
         try:
@@ -170,7 +178,7 @@ class GroupLog:
                 else:
                     self._fail_from(partition, waiting, failed_from, error)
         finally:
-            self._flushing.discard(partition)
+            self._flushes.pop(partition, None)
 
     def _fail_from(self, partition: int, waiting: list, failed_from: int,
                    error: ErrorCode) -> None:
