@@ -210,3 +210,56 @@ def test_streams_assignment_interval(s):
     a.heartbeat()
     b.heartbeat()
     a.heartbeat()
+
+
+def raw_heartbeat(conn, keep=("error_code", "error_message"), **fields):
+    """One StreamsGroupHeartbeat with `fields` over a join's defaults."""
+    topic = fields.pop("topic", "t")
+    request = {
+        "group_id": "g", "member_id": "m", "member_epoch": 0, "endpoint_information_epoch": 0,
+        "instance_id": None, "rack_id": None, "rebalance_timeout": 30000,
+        "topology": {"epoch": 0, "subtopologies": [{
+            "subtopology_id": "0", "source_topics": [topic], "source_topic_regex": [],
+            "state_changelog_topics": [], "repartition_sink_topics": [],
+            "repartition_source_topics": [], "copartition_groups": []}]},
+        "active_tasks": [], "standby_tasks": [], "warmup_tasks": [], "process_id": "p",
+        "user_endpoint": None, "client_tags": [], "task_offsets": None,
+        "task_end_offsets": None, "shutdown_application": False}
+    request.update(fields)
+    return conn.call(ApiKey.STREAMS_GROUP_HEARTBEAT, 0, keep=keep, **request)
+
+
+@scenario(outcome="""StreamsGroupHeartbeat's request checks, in Kafka 4.4's order and words:
+empty member, group, instance and rack ids; a join without a rebalance timeout, with tasks, or
+without a topology; a changelog with a partition count (STREAMS_INVALID_TOPOLOGY); source topic
+regular expressions; an epoch below -2, a -2 without an instance id; one task list null and
+not the others; a topology after the join; a join without a process id""")
+def test_request_checks_of_streams_heartbeats(s):
+    topic = s.topic("t", 1)
+    conn = s.conn("a")
+    group = s.name("g")
+    subtopology = {"subtopology_id": "0", "source_topics": [topic], "source_topic_regex": [],
+                   "state_changelog_topics": [], "repartition_sink_topics": [],
+                   "repartition_source_topics": [], "copartition_groups": []}
+    changelog = {**subtopology, "state_changelog_topics": [
+        {"name": f"{group}-store-changelog", "partitions": -1, "replication_factor": 0,
+         "topic_configs": []}]}
+    regex = {**subtopology, "source_topic_regex": ["t.*"]}
+    for label, fields in (
+            ("empty member and group", {"member_id": " ", "group_id": ""}),
+            ("empty group", {"group_id": " "}),
+            ("empty instance", {"instance_id": ""}),
+            ("empty rack", {"rack_id": " "}),
+            ("no rebalance timeout", {"rebalance_timeout": -1}),
+            ("tasks at join", {"active_tasks": [{"subtopology_id": "0", "partitions": [0]}]}),
+            ("no topology", {"topology": None}),
+            ("changelog partitions", {"topology": {"epoch": 0, "subtopologies": [changelog]}}),
+            ("regex", {"topology": {"epoch": 0, "subtopologies": [regex]}}),
+            ("epoch -3", {"member_epoch": -3}),
+            ("static leave without instance", {"member_epoch": -2}),
+            ("one task list null", {"member_epoch": 3, "topology": None,
+                                    "standby_tasks": None}),
+            ("topology after joining", {"member_epoch": 3}),
+            ("no process id", {"process_id": None})):
+        s.note(label)
+        raw_heartbeat(conn, group_id=fields.pop("group_id", group), topic=topic, **fields)

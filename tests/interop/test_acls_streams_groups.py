@@ -55,7 +55,7 @@ def join(wire: Wire, group: str, source: str, changelog: str):
     topology_entry = element(request, "topology")
     sub_entry = element(topology_entry, "subtopologies")
     changelog = make(element(sub_entry, "state_changelog_topics"), name=changelog,
-                     partitions=-1, replication_factor=-1, topic_configs=())
+                     partitions=0, replication_factor=-1, topic_configs=())
     topology = make(topology_entry, epoch=0, subtopologies=(make(
         sub_entry, subtopology_id="0", source_topics=(source,), source_topic_regex=(),
         state_changelog_topics=(changelog,), repartition_sink_topics=(),

@@ -761,32 +761,42 @@ def _create_refused(configured: ConfiguredTopology, refused) -> ConfiguredTopolo
 
 
 def _validate(q: StreamsHeartbeat) -> None:
-    """StreamsGroupHeartbeat's request checks, in Kafka's words."""
-    if not q.group_id.strip():
-        fail(ErrorCode.invalid_request, "GroupId can't be empty.")
-    if not q.member_id.strip():
-        fail(ErrorCode.invalid_request, "MemberId can't be empty.")
-    if q.instance_id is not None and not q.instance_id.strip():
-        fail(ErrorCode.invalid_request, "InstanceId can't be empty.")
-    if q.rack_id is not None and not q.rack_id.strip():
-        fail(ErrorCode.invalid_request, "RackId can't be empty.")
+    """StreamsGroupHeartbeat's request checks, in Kafka 4.4's order and words (its
+    GroupCoordinatorService: the unsupported features first, then the request's shape)."""
+    if q.topology is not None and any(s.source_topic_regex for s in q.topology.subtopologies):
+        fail(ErrorCode.invalid_request,
+             "Regular expressions for source topics are not supported yet.")
+    for value, name in ((q.member_id, "MemberId"), (q.group_id, "GroupId"),
+                        (q.instance_id, "InstanceId"), (q.rack_id, "RackId")):
+        if value is not None and not value.strip():
+            fail(ErrorCode.invalid_request, f"{name} can't be empty.")
     if q.member_epoch == JOIN_EPOCH:
         if q.rebalance_timeout_ms == -1:
-            fail(ErrorCode.invalid_request, "RebalanceTimeoutMs must be provided when joining.")
-        if q.topology is None:
-            fail(ErrorCode.invalid_request, "Topology must be non-empty when joining.")
-        if q.process_id is None:
-            fail(ErrorCode.invalid_request, "ProcessId must be provided when joining.")
+            fail(ErrorCode.invalid_request,
+                 "RebalanceTimeoutMs must be provided in first request.")
         for tasks, role in ((q.active, "ActiveTasks"), (q.standby, "StandbyTasks"),
                             (q.warmup, "WarmupTasks")):
             if tasks:
                 fail(ErrorCode.invalid_request, f"{role} must be empty when (re-)joining.")
+        if q.topology is None:
+            fail(ErrorCode.invalid_request, "Topology must be non-null when (re-)joining.")
+        for s in q.topology.subtopologies:
+            for changelog in s.state_changelog_topics:
+                if changelog.partitions != 0:
+                    fail(ErrorCode.streams_invalid_topology,
+                         f"Changelog topic {changelog.name} must have an undefined partition "
+                         f"count, but it is set to {changelog.partitions}.")
+    elif q.member_epoch == STATIC_LEAVE_EPOCH:
+        if q.instance_id is None:
+            fail(ErrorCode.invalid_request, "InstanceId can't be null.")
     elif q.member_epoch < STATIC_LEAVE_EPOCH:
         fail(ErrorCode.invalid_request, f"MemberEpoch is {q.member_epoch}, but must be greater "
                                         "than or equal to -2.")
-    elif q.member_epoch == STATIC_LEAVE_EPOCH and q.instance_id is None:
-        fail(ErrorCode.invalid_request,
-             "InstanceId can't be null when MemberEpoch is -2 (a static member leaving).")
+    owned = (q.active, q.standby, q.warmup)
+    if any(t is not None for t in owned) and any(t is None for t in owned):
+        fail(ErrorCode.invalid_request, "If one task-type is non-null, all must be non-null.")
+    if q.member_epoch != JOIN_EPOCH and q.topology is not None:
+        fail(ErrorCode.invalid_request, "Topology can only be provided when (re-)joining.")
 
 
 def _check_epoch(member: StreamsMember, q: StreamsHeartbeat) -> None:
