@@ -14,10 +14,7 @@ Nothing waits on a clock: the heartbeats are sent when the test decides, and the
 followed with the long-polling reader of `roster groups history` until they are there."""
 from __future__ import annotations
 
-import base64
-import datetime
 import re
-import uuid
 from dataclasses import dataclass
 
 import pytest
@@ -27,93 +24,20 @@ from roster.admin import groups as group_commands
 from roster.admin.client import AdminClient
 from roster.observability import events as ev
 from roster.observability import history
-from roster.protocol.api_keys import ApiKey
-from roster.protocol.build import element, make
-from roster.protocol.codec import request_schema
-from roster.protocol.errors import ErrorCode
 from tests.interop.test_console_browser import chromium, distinct_colours, screenshot
 from tests.support import groups
 from tests.support.cli import ok, roster, table
 from tests.support.http import http_get
 from tests.support.ports import free_port
-from tests.support.wire import Wire
+from tests.support.streams_thread import StreamThread, settle
 
 pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("console-browser")]
 
 GROUP, TOPIC, PARTITIONS = "word-counts", "words", 4
-HEARTBEAT = ApiKey.STREAMS_GROUP_HEARTBEAT
 
 
-def _topology():
-    request = request_schema(HEARTBEAT, 0)
-    topology = element(request, "topology")
-    sub = element(topology, "subtopologies")
-    return make(topology, epoch=0, subtopologies=(make(
-        sub, subtopology_id="0", source_topics=(TOPIC,), source_topic_regex=(),
-        state_changelog_topics=(), repartition_sink_topics=(), repartition_source_topics=(),
-        copartition_groups=()),))
-
-
-class Thread:
-    """One stream thread as Kafka Streams speaks for it: it joins with the topology, then on
-    every heartbeat reports the tasks it runs (all it was given: it revokes at once)."""
-
-    def __init__(self, bootstrap: str, instance_id: str | None) -> None:
-        self.wire = Wire(bootstrap)
-        self.instance_id = instance_id
-        self.member_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        self.epoch = 0
-        self.active: tuple = ()
-
-    def beat(self, epoch: int | None = None):
-        joining = self.epoch == 0 and epoch is None
-        task = element(request_schema(HEARTBEAT, 0), "active_tasks")
-        answer = self.wire.call(
-            HEARTBEAT, 0, group_id=GROUP, member_id=self.member_id,
-            member_epoch=self.epoch if epoch is None else epoch, endpoint_information_epoch=0,
-            instance_id=self.instance_id, rack_id=None,
-            rebalance_timeout=datetime.timedelta(milliseconds=30_000 if joining else -1),
-            topology=_topology() if joining else None,
-            active_tasks=tuple(make(task, subtopology_id=s, partitions=ps)
-                               for s, ps in self.active) if epoch is None else None,
-            standby_tasks=() if epoch is None else None,
-            warmup_tasks=() if epoch is None else None,
-            process_id=f"process-{self.instance_id}" if joining else None, user_endpoint=None,
-            client_tags=() if joining else None, task_offsets=None, task_end_offsets=None,
-            shutdown_application=False)
-        assert answer.error_code == ErrorCode.none, answer.error_message
-        if epoch is None:
-            self.epoch = answer.member_epoch
-            if answer.active_tasks is not None:
-                self.active = tuple((t.subtopology_id, tuple(t.partitions))
-                                    for t in answer.active_tasks)
-        return answer
-
-    def partitions(self) -> list[int]:
-        return sorted(p for _, ps in self.active for p in ps)
-
-    def commit(self, offsets: dict[int, int]) -> None:
-        """OffsetCommit at its member epoch, as a streams member commits its input."""
-        schema = request_schema(ApiKey.OFFSET_COMMIT, 9)
-        topic = element(schema, "topics")
-        partition = element(topic, "partitions")
-        answer = self.wire.call(
-            ApiKey.OFFSET_COMMIT, 9, group_id=GROUP, generation_id_or_member_epoch=self.epoch,
-            member_id=self.member_id, group_instance_id=None, retention_time_ms=-1,
-            topics=(make(topic, name=TOPIC, partitions=tuple(make(
-                partition, partition_index=p, committed_offset=o, committed_leader_epoch=-1,
-                committed_metadata="") for p, o in sorted(offsets.items()))),))
-        assert {p.error_code for t in answer.topics for p in t.partitions} == {ErrorCode.none}
-
-    def close(self) -> None:
-        self.wire.close()
-
-
-def settle(threads, rounds: int = 4) -> None:
-    """Heartbeat like the stream threads until every one runs its target."""
-    for _ in range(rounds):
-        for t in threads:
-            t.beat()
+def thread(bootstrap: str, instance_id: str) -> StreamThread:
+    return StreamThread(bootstrap, GROUP, TOPIC, instance_id=instance_id)
 
 
 @dataclass
@@ -140,18 +64,19 @@ def follow(client, found, what: str) -> list:
 def run(tmp_path_factory):
     from tests.support.process import BrokerProcess
     port = free_port()
-    broker = BrokerProcess(tmp_path_factory.mktemp("streams-observe"),
-                           {"http.port": str(port)}).start()
+    broker = BrokerProcess(tmp_path_factory.mktemp("streams-observe"), {
+        "http.port": str(port), "group.streams.initial.rebalance.delay.ms": "0",
+        "group.streams.assignment.interval.ms": "0"}).start()
     threads = []
     try:
         groups.create_topic(broker.bootstrap, TOPIC, PARTITIONS)
         produced = groups.produce_known(broker.bootstrap, TOPIC, PARTITIONS, 40, "w")
-        a = Thread(broker.bootstrap, "app-1-1")
+        a = thread(broker.bootstrap, "app-1-1")
         threads.append(a)
         a.beat()
         settle([a])
         assert a.partitions() == list(range(PARTITIONS))
-        b = Thread(broker.bootstrap, "app-2-1")
+        b = thread(broker.bootstrap, "app-2-1")
         threads.append(b)
         b.beat()
         settle([a, b])
@@ -161,7 +86,7 @@ def run(tmp_path_factory):
         a.commit(committed)
         # a's instance restarts: it leaves with -2 and comes back under a new member id
         a.beat(epoch=-2)
-        back = Thread(broker.bootstrap, "app-1-1")
+        back = thread(broker.bootstrap, "app-1-1")
         threads.append(back)
         back.beat()
         settle([back, b])

@@ -28,7 +28,9 @@ class Recording(Driver):
 
     def __init__(self, standby: int = 0) -> None:
         super().__init__()
-        self.streams = StreamsCoordinator(StreamsConfig(num_standby_replicas=standby),
+        self.streams = StreamsCoordinator(StreamsConfig(num_standby_replicas=standby,
+                                                        initial_rebalance_delay_ms=0,
+                                                        assignment_interval_ms=0),
                                           topics=self.image)
         self.recorder = StreamsRecorder()
         self.flight = FlightRecorder((self.recorder,))
