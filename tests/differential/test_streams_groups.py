@@ -4,6 +4,8 @@ member's temporary leave and return, and the refusals on the way."""
 from __future__ import annotations
 
 import base64
+import threading
+import time
 import uuid
 
 from roster.protocol.api_keys import ApiKey
@@ -263,3 +265,25 @@ def test_request_checks_of_streams_heartbeats(s):
             ("no process id", {"process_id": None})):
         s.note(label)
         raw_heartbeat(conn, group_id=fields.pop("group_id", group), topic=topic, **fields)
+
+
+@scenario(outcome="""a lone member of a streams group whose initial rebalance delay (1 s) ends:
+it waits at the first epoch with no tasks, then (heartbeating until its tasks come) is given
+every task at the epoch the delay's end assigned""")
+def test_a_lone_member_after_the_initial_delay(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    alter_group_config(s, group, streams_initial_rebalance_delay_ms="1000")
+    a = StreamsMember(s, "a", group, topic)
+    a.heartbeat()
+    trace, a.conn.trace = a.conn.trace, None    # the polls' count is the clock's
+    deadline = time.monotonic() + 20
+    while not a.owned and time.monotonic() < deadline:
+        answer = a.heartbeat()
+        if not a.owned:
+            threading.Event().wait(0.2)
+    a.conn.trace = trace
+    s.note("after the delay", member_epoch=a.epoch, status=[int(x.status_code) for x in
+                                                           answer.status or ()],
+           tasks=a.owned)
+    a.heartbeat()

@@ -88,7 +88,13 @@ def read_committed_counts(bootstrap: str, topic: str) -> dict[str, list[int]]:
 
 @BOTH
 def test_exactly_once_v2_counts_are_exact_after_kill9_restarts_while_input_flows(eos_app):
-    app = eos_app
+    counts_exactly_through_kills(eos_app)
+
+
+def counts_exactly_through_kills(app: App) -> None:
+    """The three instances counting while input flows, each of KILLS kills -9 followed by a
+    restart some records later; then every word's counts as a read_committed reader sees
+    them must be 1..N. (Also run in the streams group protocol, test_streams_group_protocol.)"""
     rng = random.Random(SEED)
     # the kills: after which input record, which instance, and how many records later it returns
     kill_at = sorted(rng.sample(range(BATCH, RECORDS - 3 * BATCH, BATCH), KILLS))

@@ -28,6 +28,7 @@ from tests.streams.test_streams_counts import (
     restored,
     wait_counts,
 )
+from tests.streams.test_streams_exactly_once import EOS, counts_exactly_through_kills
 from tests.support import groups, java_judges
 from tests.support.java_judges import JavaProgram
 from tests.support.judges import roster_broker, target  # noqa: F401 (fixtures)
@@ -221,3 +222,55 @@ def test_the_application_carries_on_through_a_kill9_of_roster_with_no_task_moved
             assert restored(program, mark) == [], "an instance restored from its changelog"
     finally:
         app.stop()
+
+
+CONFIGS = "org.apache.kafka.tools.ConfigCommand"
+
+
+@BOTH
+def test_scaling_one_to_three_instances_with_a_standby_replica(streams_app):
+    """The group has one standby replica (its streams.num.standby.replicas, set as an operator
+    sets it: in this protocol the client's num.standby.replicas is ignored). One instance runs
+    every task; two more join: the tasks spread two each, each stateful task gets a standby on
+    an instance that does not run it, and the counts stay exact."""
+    app = streams_app
+    done = kafka_tool(CONFIGS, "--bootstrap-server", app.target.bootstrap, "--alter",
+                      "--entity-type", "groups", "--entity-name", app.name,
+                      "--add-config", "streams.num.standby.replicas=1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = produce(app.target.bootstrap, app.input, 300, 0)
+    first = app.start(0)
+    alone = first.wait_for(
+        lambda: (r := app.running(first)) and len(r["active"]) == 6 and r,
+        "one instance running all six tasks")
+    assert alone["standby"] == []          # no other instance to keep a standby on
+    wait_counts(app, expected)
+    for i in (1, 2):
+        app.start(i)
+
+    def spread():
+        running = [app.running(p) for p in app.instances]
+        if not all(running) or any(len(r["active"]) != 2 for r in running):
+            return None
+        standby = {t: i for i, r in enumerate(running) for t in r["standby"]}
+        return running if sorted(standby) == ["1_0", "1_1", "1_2"] else None
+    running = first.wait_for(spread, lambda: "two active tasks each and a standby of each "
+                             f"stateful task: {[p.select('state')[-1:] for p in app.instances]}",
+                             timeout_s=90)
+    print("after scaling:", [(r["active"], r["standby"]) for r in running])
+    for i, r in enumerate(running):
+        assert not set(r["standby"]) & set(r["active"]), f"instance {i} stands by for itself"
+    assert sorted(t for r in running for t in r["active"]) == \
+        ["0_0", "0_1", "0_2", "1_0", "1_1", "1_2"]
+    expected += produce(app.target.bootstrap, app.input, 150, 300)
+    wait_counts(app, expected)
+
+
+@BOTH
+def test_exactly_once_v2_in_the_streams_protocol_counts_exactly_through_kill9s(streams_app):
+    """test_streams_exactly_once's story with group.protocol=streams: the three static
+    instances in exactly_once_v2, killed -9 three times at seeded points while input flows and
+    restarted (a static member back under its instance id takes its tasks back); a
+    read_committed reader sees every word's counts 1, 2, ..., N."""
+    streams_app.settings = EOS
+    counts_exactly_through_kills(streams_app)

@@ -187,11 +187,14 @@ def ownership_segments(events, now_ms: int):
             if key in moved or segments[-1][1] is not None:
                 continue
             who = segments[-1][2]
-            if who is not None and who not in present:
+            # a standby task may be held by several members at once ("a,b"): it is away only
+            # when none of them is left
+            if who is not None and not present.intersection(who.split(",")):
                 close(segments, e.started_ms)
                 segments.append((segments[-1][1], None, None))
                 away[key] = who
-            elif who is None and e.outcome == "stable" and away.get(key) in present:
+            elif who is None and e.outcome == "stable" and key in away \
+                    and present.intersection(away[key].split(",")):
                 close(segments, e.at_ms)
                 segments.append((e.at_ms, None, away.pop(key)))
     return {k: [(s, now_ms if t is None else t, w) for s, t, w in v] for k, v in owners.items()}

@@ -90,7 +90,8 @@ class StreamsRecorder:
         self._released: dict[str, dict] = {}     # key -> (since ms, names of the last holders)
         self._open: dict[str, _Open] = {}
         self._last: dict[str, tuple] = {}        # the members of the last epoch's event
-        self._pending: list = []                 # saved/away, emitted with the next observation
+        self._pending: dict[str, list] = {}      # group id -> its saved/away, emitted with its
+        #                                          next observation
 
     def take(self, fact, out: list) -> None:
         """One fact of a streams group (flight_recorder.py hands it over)."""
@@ -102,7 +103,7 @@ class StreamsRecorder:
                 else:
                     self._cause[fact.group_id] = (fact.trigger, fact.now)
             case f.StreamsSaved() | f.StreamsAway():
-                self._pending.append(fact)
+                self._pending.setdefault(fact.group_id, []).append(fact)
             case f.StreamsObserved():
                 self.observe(fact.group_id, fact.group, fact.now, out)
             case shared.GroupDeleted():
@@ -126,7 +127,7 @@ class StreamsRecorder:
         """`group` is what the operation left (facts.StreamsView), None once it is gone."""
         cause = self._cause.pop(group_id, None)
         extra = self._extra_causes.pop(group_id, 0)
-        pending, self._pending = self._pending, []
+        pending = self._pending.pop(group_id, [])
         if group is None:
             return
         epoch = group.group_epoch

@@ -118,3 +118,17 @@ def test_consumer_protocol_member_whose_session_expired_stops_owning():
     segments = ownership_segments(events, h.now + 1_000)
     assert {k: [(who, end) for _, end, who in v] for k, v in segments.items()} == {
         ("t", p): [("a", ended), (None, h.now + 1_000)] for p in (0, 1)}
+
+
+def test_a_standby_task_held_by_two_members_is_owned_while_either_stays():
+    """A streams group's standby task may have several holders ("a,b"): the task keeps its
+    holders while one of them is still in the group."""
+    first = generation(1, T, T - 10, [Moved("0", 1, None, "a,b", role="standby")],
+                       [("a", None), ("b", None)])
+    one_left = generation(2, T + 1_000, T + 900, (), [("b", None)], kind=ev.MEMBER_LEFT)
+    assert ownership_segments([first, one_left], T + 2_000)[("0", 1, "standby")] == [
+        (T, T + 2_000, "a,b")]
+    both_left = generation(3, T + 3_000, T + 2_900, (), (), outcome="empty",
+                           kind=ev.MEMBER_LEFT)
+    assert ownership_segments([first, one_left, both_left], T + 4_000)[
+        ("0", 1, "standby")] == [(T, T + 2_900, "a,b"), (T + 2_900, T + 4_000, None)]

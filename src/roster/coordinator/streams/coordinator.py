@@ -325,8 +325,8 @@ class StreamsCoordinator(GroupsById):
             op.write([rec.epoch_record(gid, group.group_epoch + 1, metadata_hash, validated)],
                      result)
             log.info("streams group %s: epoch %d", gid, group.group_epoch + 1)
-            if was_empty and self._delay_first_assignment(gid, now, result):
-                op.write(self._target_records(group, None, 0), result)
+            if was_empty:
+                self._delay_first_assignment(gid, now, result)
         if configured is not None and configured.to_create:
             refused = () if q.create_refused is None else sorted(
                 q.create_refused(configured.to_create))
@@ -348,8 +348,12 @@ class StreamsCoordinator(GroupsById):
         owned = None
         if q.active is not None or q.standby is not None or q.warmup is not None:
             owned = TaskSets(q.active or {}, q.standby or {}, q.warmup or {})
-        target = group.target.get(mid, EMPTY)
-        reconciled = reconcile(member, group.assignment_epoch, target,
+        target, target_epoch = group.target.get(mid, EMPTY), group.assignment_epoch
+        if gid in self._delayed:
+            # as Kafka 4.4: while the delay runs no target is written, and a member waits at
+            # the first epoch (or the group's last assignment's) with no tasks
+            target, target_epoch = EMPTY, max(1, group.assignment_epoch)
+        reconciled = reconcile(member, target_epoch, target,
                                lambda task, me: _active_elsewhere(group, task, me), owned)
         if reconciled != member:
             op.write([rec.current_record(gid, reconciled)], result)
@@ -379,20 +383,14 @@ class StreamsCoordinator(GroupsById):
         else:
             result.cancel(rebalance_key(gid, member.member_id))
 
-    def _delay_first_assignment(self, gid: str, now: int, result: Result) -> bool:
+    def _delay_first_assignment(self, gid: str, now: int, result: Result) -> None:
         """A new (or emptied) group's first target waits streams.initial.rebalance.delay.ms
-        for more members to join (Kafka's scheduleIfAbsent: a delay running is not moved).
-        True when it is delayed: the caller then sets an empty target at the new epoch, which
-        Kafka 4.4 answers with (its members are at that epoch, with no tasks, during the delay,
-        and the members joining later stay at it)."""
+        for more members to join (Kafka's scheduleIfAbsent: a delay running is not moved)."""
         delay = self.config.initial_delay_ms(gid)
-        if delay <= 0:
-            return False
-        if gid not in self._delayed:
+        if delay > 0 and gid not in self._delayed:
             self._delayed.add(gid)
             result.schedule(initial_rebalance_key(gid), now + delay,
                             StreamsInitialRebalance(gid))
-        return True
 
     def _assignment_delayed(self, group: StreamsGroup, now: int) -> str | None:
         """Why the group's new target is not computed now (Kafka's status detail), or None:
@@ -422,6 +420,14 @@ class StreamsCoordinator(GroupsById):
         if configured is None:
             log.warning("streams group %s: no delayed target assignment: no topology", gid)
             return result
+        if group.group_epoch <= max(1, group.assignment_epoch):
+            # the members waited at the group's epoch (a lone member's, here, where Kafka's
+            # first heartbeats bump twice): a target at that epoch would not reach them
+            result.facts.append(StreamsEpochCause(gid, tr.Trigger(
+                tr.OTHER, detail="the initial rebalance delay ended"), now))
+            op.write([rec.epoch_record(gid, group.group_epoch + 1, group.metadata_hash,
+                                       group.validated_topology_epoch)], result)
+            group = self.groups[gid]
         op.write(self._target_records(group, configured, now), result)
         self._finish(op, gid, None, None, result)
         return result
@@ -719,6 +725,10 @@ class StreamsCoordinator(GroupsById):
         op.write(rec.group_tombstones(group_id), result)
         self._finish(op, group_id, None, None, result)
         self._endpoint_epochs.pop(group_id, None)
+        # a group made again under this id starts a delay of its own, as Kafka cancels the
+        # deleted group's timers
+        self._delayed.discard(group_id)
+        result.cancel(initial_rebalance_key(group_id))
         log.info("streams group %s deleted", group_id)
         return ()
 

@@ -4,6 +4,7 @@ meanwhile, in Kafka 4.4's words), computed by the delay's timer; later targets a
 interval, computed by the first heartbeat after it; a group's own configs change both."""
 from __future__ import annotations
 
+from roster.coordinator.results import Result
 from roster.coordinator.streams import records as rec
 from roster.coordinator.streams.coordinator import (
     StreamsCoordinator,
@@ -35,12 +36,12 @@ def test_the_first_assignment_waits_for_the_initial_delay():
     reply = d.beat("b", 0)                       # joins within the delay: it is not moved
     assert reply.status == (INITIAL,) and reply.active == {}
     assert d.timers[initial_rebalance_key(G)][0] == start + 3_000
-    # as Kafka 4.4: an empty target at the first epoch, which the members stay at meanwhile
-    assert (d.group.group_epoch, d.group.assignment_epoch) == (2, 1)
-    assert d.group.members["b"].member_epoch == 1 and not d.group.target["a"].active
+    # as Kafka 4.4: no target is written meanwhile, and the members wait at the first epoch
+    assert (d.group.group_epoch, d.group.assignment_epoch) == (2, 0) and not d.group.target
+    assert d.group.members["b"].member_epoch == 1
     d.now = start + 2_999
     d.fire_due()
-    assert d.group.assignment_epoch == 1
+    assert d.group.assignment_epoch == 0
     d.now = start + 3_000
     d.fire_due()                                 # the timer computes the first target
     assert initial_rebalance_key(G) not in d.timers
@@ -77,11 +78,11 @@ def test_a_groups_own_configs_decide_and_are_read_live():
     assert d.timers[initial_rebalance_key(G)][0] == start + 500
     d.now += 500
     d.fire_due()
-    assert d.group.assignment_epoch == 1
+    assert d.group.assignment_epoch == 2        # its lone member waited at epoch 1
     overrides[G]["streams.assignment.interval.ms"] = 0     # altered while it runs
     d.now += 1
     assert d.beat("b", 0).status == ()
-    assert d.group.assignment_epoch == 2
+    assert d.group.assignment_epoch == 3
 
 
 def test_no_target_when_the_group_emptied_meanwhile():
@@ -90,7 +91,33 @@ def test_no_target_when_the_group_emptied_meanwhile():
     d.beat("a", -1)                              # leaves during the delay
     d.now += 3_000
     d.fire_due()
-    assert (d.group.group_epoch, d.group.assignment_epoch) == (2, 1) and not d.last.records
+    assert (d.group.group_epoch, d.group.assignment_epoch) == (2, 0) and not d.last.records
+
+
+def test_a_lone_member_gets_its_tasks_once_the_delay_is_over():
+    d = Driver(config=StreamsConfig())
+    assert d.beat("a", 0).status == (INITIAL,)
+    assert d.group.members["a"].member_epoch == 1
+    d.now += 3_000
+    d.fire_due()
+    # a new epoch for it (a target at the one it waited at would not reach it): as Kafka,
+    # whose lone member gets its tasks at epoch 2
+    assert (d.group.group_epoch, d.group.assignment_epoch) == (2, 2)
+    reply = d.beat("a", 1, owned={})
+    assert reply.status == () and sum(len(ps) for ps in tasks_of(reply).values()) == 6
+
+
+def test_a_deleted_group_takes_its_delay_with_it():
+    d = Driver(config=StreamsConfig())
+    d.beat("a", 0)
+    d.beat("a", -1)
+    result = Result()
+    d.streams.delete_group(G, d.now, result)
+    d.carry_out(result)
+    assert initial_rebalance_key(G) not in d.timers
+    d.now += 1_000
+    d.beat("b", 0)                           # the id made again: a delay of its own
+    assert d.timers[initial_rebalance_key(G)][0] == d.now + 3_000
 
 
 def test_the_delay_result_is_replayed_with_its_timestamp():
