@@ -78,6 +78,10 @@ PEER_SETTINGS = {
     # delay the first by 3 s and space them by 1 s, answering ASSIGNMENT_DELAYED meanwhile)
     "group.streams.initial.rebalance.delay.ms": "0",
     "group.streams.assignment.interval.ms": "0",
+    # so that a streams group can be given a session of a few seconds (Kafka's floor: 45 s),
+    # for the tests whose instances are killed -9 and must be dropped from the group
+    "group.streams.min.session.timeout.ms": "6000",
+    "group.streams.min.heartbeat.interval.ms": "1000",
     # a timed-out transaction is aborted within half a second, not Kafka's 10 s check interval
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
 }

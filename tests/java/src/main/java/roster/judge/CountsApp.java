@@ -29,6 +29,9 @@ import org.apache.kafka.streams.processor.StateRestoreListener;
  *
  *   CountsApp BOOTSTRAP APPLICATION_ID INSTANCE_ID STATE_DIR INPUT OUTPUT [key=value ...]
  *
+ * A setting given with no value ("key=") removes it: main.consumer.group.instance.id= makes
+ * the instance a dynamic member (its client id stays INSTANCE_ID).
+ *
  * It prints JSON lines (Events): every state change, the tasks it runs once RUNNING, each
  * restoration from a changelog (start, end), and "closed". A line "close" on stdin closes it
  * (a static member: no LeaveGroup); kill -9 is the other way out.
@@ -50,7 +53,12 @@ public final class CountsApp {
         props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, 1);
         for (int i = 6; i < args.length; i++) {
             int eq = args[i].indexOf('=');
-            props.put(args[i].substring(0, eq), args[i].substring(eq + 1));
+            String key = args[i].substring(0, eq), value = args[i].substring(eq + 1);
+            if (value.isEmpty()) {
+                props.remove(key);
+            } else {
+                props.put(key, value);
+            }
         }
 
         StreamsBuilder builder = new StreamsBuilder();
