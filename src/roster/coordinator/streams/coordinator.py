@@ -193,6 +193,9 @@ class StreamsCoordinator(GroupsById):
         # the groups whose initial rebalance delay runs (in memory, as Kafka's timer: a group
         # replayed at start has members, and only an empty group's first epoch is delayed)
         self._delayed: set[str] = set()
+        # group id -> (its topology, the catalog's version, the topology configured against
+        # it, the topics' hash): see _configuration
+        self._configured: dict[str, tuple] = {}
 
     # -- StreamsGroupHeartbeat ------------------------------------------------------------------
 
@@ -309,12 +312,11 @@ class StreamsCoordinator(GroupsById):
         if old is not None and static_members.bumps_group_epoch(old, updated):
             bump = True
             cause = cause or tr.Trigger(tr.MEMBER_CHANGED, mid, q.instance_id)
-        if updated != member or old is None:
+        if old is None or updated is not member:   # a change made a new member value
             records.append(rec.member_record(gid, updated))
         op.write(records, result)
         group = self.groups.get(gid) or group
-        configured = self._configure(group, image)
-        metadata_hash = _metadata_hash(group.topology, image)
+        configured, metadata_hash = self._configuration(group, image)
         if metadata_hash != group.metadata_hash:
             bump = True
             cause = cause or tr.Trigger(tr.METADATA_CHANGED,
@@ -413,7 +415,7 @@ class StreamsCoordinator(GroupsById):
             return result
         op = _Op(self.groups, now)
         try:
-            configured = self._configure(group, self.topics)
+            configured, _ = self._configuration(group, self.topics)
         except RequestError as exc:
             log.warning("streams group %s: no delayed target assignment: %s", gid, exc.message)
             return result
@@ -431,6 +433,22 @@ class StreamsCoordinator(GroupsById):
         op.write(self._target_records(group, configured, now), result)
         self._finish(op, gid, None, None, result)
         return result
+
+    def _configuration(self, group: StreamsGroup, image) -> tuple[ConfiguredTopology | None, int]:
+        """The group's topology configured against the topics, and the hash of what its topics
+        look like: both depend on nothing else, so they are kept until the topology or the
+        catalog (its version) changes, and a steady heartbeat does not work them out again."""
+        version = None if image is None else image.version()
+        known = self._configured.get(group.group_id)
+        if version is not None and known is not None and known[0] is group.topology \
+                and known[1] == version:
+            return known[2], known[3]
+        configured = self._configure(group, image)
+        metadata_hash = _metadata_hash(group.topology, image)
+        if version is not None:
+            self._configured[group.group_id] = (group.topology, version, configured,
+                                                metadata_hash)
+        return configured, metadata_hash
 
     def _configure(self, group: StreamsGroup, image) -> ConfiguredTopology | None:
         if group.topology is None:
@@ -728,6 +746,7 @@ class StreamsCoordinator(GroupsById):
         # a group made again under this id starts a delay of its own, as Kafka cancels the
         # deleted group's timers
         self._delayed.discard(group_id)
+        self._configured.pop(group_id, None)
         result.cancel(initial_rebalance_key(group_id))
         log.info("streams group %s deleted", group_id)
         return ()
