@@ -9,6 +9,8 @@ for their describe views) loads none of the coordinator."""
 from __future__ import annotations
 
 from roster.admin.describe_views import CLASSIC_VIEW, CONSUMER_VIEW
+from roster.broker.groups.consumer_configs import CONSUMER_CONFIGS
+from roster.broker.groups.expected_members import EXPECTED_MEMBERS
 from roster.broker.groups.streams_group import STREAMS
 from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
 
@@ -43,9 +45,10 @@ def _classic_recorder():
 GROUP_TYPES: tuple[GroupTypeRegistration, ...] = (
     STREAMS,      # Kafka Streams' own groups (KIP-1071): broker/groups/streams_group.py
     GroupTypeRegistration("consumer", make=_consumer, recorder=_consumer_recorder,
-                          configure=_consumer_settings, describe_view=CONSUMER_VIEW),
+                          configure=_consumer_settings, describe_view=CONSUMER_VIEW,
+                          group_configs=CONSUMER_CONFIGS),
     GroupTypeRegistration("classic", make=_classic, recorder=_classic_recorder,
-                          describe_view=CLASSIC_VIEW),
+                          describe_view=CLASSIC_VIEW, group_configs=EXPECTED_MEMBERS),
 )
 
 

@@ -1,26 +1,42 @@
-"""Group configs (broker/groups/group_configs.py): Kafka's validation, and kept across a restart."""
+"""Group configs (broker/groups/group_configs.py with each group type's table, as the broker
+builds it): Kafka's validation, and kept across a restart."""
 from __future__ import annotations
 
 import pytest
 
-from roster.broker.groups.group_configs import DELETE, SET, GroupConfigError, GroupConfigStore
+from roster.broker.groups.expected_members import expected
+from roster.broker.groups.group_configs import DELETE, SET, GroupConfigError
+from roster.broker.groups.group_configs import GroupConfigStore as Store
 from roster.config import SETTINGS
+from roster.group_types import with_built_in
 
 DEFAULTS = {name: setting.default for name, setting in SETTINGS.items()}
 
 
+def GroupConfigStore(path, config):
+    """The store with every built-in type's table, as Broker makes it."""
+    return Store(path, config, [t.group_configs for t in with_built_in()
+                                if t.group_configs is not None])
+
+
 def test_set_validate_persist_and_delete(tmp_path):
     store = GroupConfigStore(tmp_path, DEFAULTS)
-    assert store.effective("g") == [("consumer.heartbeat.interval.ms", 5000, False),
-                                    ("consumer.session.timeout.ms", 45000, False),
-                                    ("streams.session.timeout.ms", 45000, False),
-                                    ("streams.heartbeat.interval.ms", 5000, False),
-                                    ("streams.num.standby.replicas", 0, False),
-                                    ("streams.initial.rebalance.delay.ms", 3000, False),
-                                    ("streams.assignment.interval.ms", 1000, False),
-                                    ("group.expected.instance.ids", "", False),
-                                    ("group.expected.size", -1, False),
-                                    ("group.expected.refuse.unexpected", True, False)]
+    assert [entry[:3] for entry in store.effective("g")] == [
+        ("streams.session.timeout.ms", 45000, False),
+        ("streams.heartbeat.interval.ms", 5000, False),
+        ("streams.num.standby.replicas", 0, False),
+        ("streams.initial.rebalance.delay.ms", 3000, False),
+        ("streams.assignment.interval.ms", 1000, False),
+        ("consumer.heartbeat.interval.ms", 5000, False),
+        ("consumer.session.timeout.ms", 45000, False),
+        ("group.expected.instance.ids", "", False),
+        ("group.expected.size", -1, False),
+        ("group.expected.refuse.unexpected", True, False)]
+    # each with the broker setting it defaults to and its ConfigType
+    by_name = {name: rest for name, *rest in store.effective("g")}
+    assert by_name["consumer.session.timeout.ms"][2:] == [
+        "group.consumer.session.timeout.ms", "int"]
+    assert by_name["group.expected.instance.ids"][2:] == [None, "list"]
     store.alter("g", [("consumer.session.timeout.ms", SET, "50000")])
     with pytest.raises(GroupConfigError, match="must be in the range 45000 to 60000 inclusive"):
         store.alter("g", [("consumer.session.timeout.ms", SET, "1000")])
@@ -47,9 +63,9 @@ def test_session_must_exceed_heartbeat(tmp_path):
 def test_expected_static_members(tmp_path):
     from roster.coordinator.classic.expectations import Expected
     store = GroupConfigStore(tmp_path, DEFAULTS)
-    assert store.expected("g") is None
+    assert expected(store.own("g")) is None
     store.alter("g", [("group.expected.instance.ids", SET, "a, b,a,c")])
-    assert store.expected("g") == Expected(frozenset({"a", "b", "c"}))
+    assert expected(store.own("g")) == Expected(frozenset({"a", "b", "c"}))
     with pytest.raises(GroupConfigError, match="must be the number of"):
         store.alter("g", [("group.expected.size", SET, "2")])
     with pytest.raises(GroupConfigError, match="none empty"):
@@ -61,11 +77,11 @@ def test_expected_static_members(tmp_path):
     reloaded = GroupConfigStore(tmp_path, DEFAULTS)
     assert reloaded.values == {"g": {"group.expected.instance.ids": "a,b,c",
                                      "group.expected.refuse.unexpected": False}}
-    assert reloaded.expected("g") == Expected(frozenset({"a", "b", "c"}),
+    assert expected(reloaded.own("g")) == Expected(frozenset({"a", "b", "c"}),
                                               refuse_unexpected=False)
     store.alter("g", [("group.expected.instance.ids", DELETE, None),
                       ("group.expected.size", SET, "3")])
-    assert store.expected("g") == Expected(size=3, refuse_unexpected=False)
+    assert expected(store.own("g")) == Expected(size=3, refuse_unexpected=False)
     with pytest.raises(GroupConfigError, match="at least 1"):
         store.alter("h", [("group.expected.size", SET, "0")])
 
@@ -110,7 +126,7 @@ def test_streams_configs_within_the_brokers_bounds_in_kafkas_words(tmp_path):
         "streams.session.timeout.ms": 50000, "streams.num.warmup.replicas": 3,
         "streams.acceptable.recovery.lag": 2**40}}
     # Kafka's internal ones are described only once set on the group
-    listed = {name for name, _, _ in store.effective("g")}
+    listed = {name for name, *_ in store.effective("g")}
     assert "streams.num.warmup.replicas" in listed and "streams.acceptable.recovery.lag" in listed
     assert "streams.task.offset.interval.ms" not in listed
 

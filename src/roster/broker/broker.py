@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from roster.broker.groups.expected_members import expected as expected_members
 from roster.broker.groups.group_configs import GroupConfigStore
 from roster.broker.groups.group_log import GroupLog
 from roster.broker.groups.runtime import GroupRuntime
@@ -85,16 +86,19 @@ class Broker:
         self.transactions = TransactionRuntime(self, config)
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
-        self.group_configs = GroupConfigStore(data_dir, config)
+        types = with_built_in(group_types)
+        # each type's own group configs (the GROUP resource), kept in one file
+        self.group_configs = GroupConfigStore(
+            data_dir, config, [t.group_configs for t in types if t.group_configs is not None])
         # classic consumer groups read the topic catalog the way KIP-848 groups do (the same
         # TopicImage view: coordinator/classic/metadata_watch.py); pre-registered static members come
         # from the group configs (coordinator/classic/expectations.py)
         self.groups = GroupRuntime(GroupConfig.from_broker(config), self.group_log,
                                    settings=group_types_settings(
-                                       with_built_in(group_types), config,
-                                       self.group_configs.values),
+                                       types, config, self.group_configs.values),
                                    topics=LiveTopics(self.topics),
-                                   expected=self.group_configs.expected,
+                                   expected=lambda group_id: expected_members(
+                                       self.group_configs.own(group_id)),
                                    group_types=group_types)
         for registration in self.groups.types:
             for effect, handler in registration.effects.items():

@@ -139,7 +139,9 @@ class GroupTypeRegistration:
       the per-group configs (a mapping group id -> {name: value}), handed to `make` as
       `context.settings_of(name)`; None: it has none;
     - `describe_view`: how `roster groups describe` asks for and draws its groups
-      (admin/group_views.py's DescribeView), or None: DescribeGroups' classic view.
+      (admin/group_views.py's DescribeView), or None: DescribeGroups' classic view;
+    - `group_configs`: the table of its own group configs (the GROUP resource's names, how
+      they parse, validate and describe: broker/groups/group_configs.py), or None: it has none.
     Its handlers (one module per API, as every API) are registered as any API is."""
     name: str
     make: Callable[[TypeContext], GroupType]
@@ -147,6 +149,7 @@ class GroupTypeRegistration:
     effects: Mapping[type, Callable[[Any, Any], None]] = field(default_factory=dict)
     configure: Callable[[Any, Any], Any] | None = None
     describe_view: Any = None
+    group_configs: Any = None
 
 
 class GroupsById:

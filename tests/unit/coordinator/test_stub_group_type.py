@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from roster.admin.describe_views import Member
 from roster.broker.broker import Broker
+from roster.broker.groups.group_configs import number
 from roster.broker.network.connection import Connection
 from roster.broker.network.server import ConnectionTable
 from roster.config import BrokerConfig
@@ -29,6 +30,8 @@ from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.observability.events import GroupEvent, Trigger
 from roster.protocol.api_keys import ApiKey
+from roster.protocol.build import element, make
+from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import OffsetKey, Record
 from roster.security.listen import ListenerPlan
@@ -269,12 +272,45 @@ class StubView:
         return "stub-strategy"
 
 
+class StubConfigs:
+    """The stub's own group config (broker/groups/group_configs.py's table): `stub.limit`, an
+    int of at least 1 defaulting to the broker's group.max.size."""
+    names = ("stub.limit",)
+
+    @staticmethod
+    def parse(name, value):
+        limit = number(name, value)
+        if limit < 1:
+            raise ValueError("stub.limit must be at least 1")
+        return limit
+
+    @staticmethod
+    def validate(own, broker):
+        pass
+
+    @staticmethod
+    def described(name, own):
+        return True
+
+    @staticmethod
+    def default(name, broker):
+        return broker["group.max.size"]
+
+    @staticmethod
+    def origin(name):
+        return "group.max.size"
+
+    @staticmethod
+    def kind(name):
+        return "int"
+
+
 EFFECTS_RUN: list = []
 STUB = GroupTypeRegistration(
     "stub", make=lambda context: RecordingStubType(), recorder=StubRecorder,
     effects={StubTopicsWanted: lambda broker, effect: EFFECTS_RUN.append(
         (effect.group_id, broker.groups.shard.type_of(effect.group_id).name))},
-    describe_view=StubView())
+    describe_view=StubView(), group_configs=StubConfigs())
 
 
 class InProcessBroker:
@@ -308,6 +344,40 @@ class InProcessBroker:
         self.run(stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+
+
+def test_a_stub_types_group_configs_are_set_and_described_over_the_wire(tmp_path):
+    """Its table registered with it, IncrementalAlterConfigs takes the stub's config on a GROUP
+    resource (and refuses a bad value in the table's words) and DescribeConfigs lists it with
+    the broker setting it defaults to: no other edit of the broker."""
+    served = InProcessBroker(tmp_path)
+    try:
+        with Wire(f"127.0.0.1:{served.port}") as wire:
+            def alter(value):
+                schema = request_schema(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1)
+                resource = element(schema, "resources")
+                (answer,) = wire.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, validate_only=False,
+                                      resources=(make(resource, resource_type=32,
+                                                      resource_name="s", configs=(make(
+                                                          element(resource, "configs"),
+                                                          name="stub.limit", config_operation=0,
+                                                          value=value),)),)).responses
+                return answer
+            refused, accepted = alter("0"), alter("7")
+            schema = request_schema(ApiKey.DESCRIBE_CONFIGS, 4)
+            (described,) = wire.call(ApiKey.DESCRIBE_CONFIGS, 4, include_synonyms=True,
+                                     include_documentation=False, resources=(make(
+                                         element(schema, "resources"), resource_type=32,
+                                         resource_name="s",
+                                         configuration_keys=("stub.limit",)),)).results
+    finally:
+        served.close()
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.invalid_config, "stub.limit must be at least 1")
+    assert accepted.error_code == ErrorCode.none
+    (config,) = described.configs
+    assert (config.name, config.value) == ("stub.limit", "7")
+    assert [s.name for s in config.synonyms] == ["stub.limit", "group.max.size"]
 
 
 async def _loaded(broker):

@@ -1,49 +1,36 @@
-"""Group configs (Kafka's ConfigResource type GROUP, KIP-848): per-group overrides of the
-consumer group protocol's session timeout and heartbeat interval, and of a streams group's
-settings (streams.*, KIP-1071: streams_configs.py), set with IncrementalAlterConfigs and read
-with DescribeConfigs (what `kafka-configs --entity-type groups` and the admin clients send).
+"""Group configs (Kafka's ConfigResource type GROUP, KIP-848): per-group settings, set with
+IncrementalAlterConfigs and read with DescribeConfigs (what `kafka-configs --entity-type groups`
+and the admin clients send). Each group type brings its own table of them through its
+registration (GroupTypeRegistration.group_configs): the consumer protocol's session timeout and
+heartbeat interval (consumer_configs.py), a streams group's streams.* (streams_configs.py),
+and roster's pre-registered static members of a classic group (expected_members.py).
 
-roster adds the pre-registered static members of a classic group (KIP-345's future work;
-coordinator/classic/expectations.py): `group.expected.instance.ids` (a list), or `group.expected.size`,
-and `group.expected.refuse.unexpected` (default true). They have no broker-wide default.
+A table answers, for its names:
+  `names`                        the names it takes, in the order DescribeConfigs lists them;
+  `parse(name, value)`           the value from its text (or from the file), ValueError with
+                                 Kafka's message otherwise;
+  `validate(own, broker)`        the group's values set on it (`own`, every table's) against
+                                 the broker's settings, ValueError with Kafka's message;
+  `described(name, own)`         whether DescribeConfigs lists `name` (Kafka leaves its
+                                 internal ones out until they are set);
+  `default(name, broker)`        the value when the group has none;
+  `origin(name)`                 the broker setting it defaults to (a synonym), or None;
+  `kind(name)`                   its ConfigType: "int", "long", "list" or "boolean".
 
 Kafka keeps them in its metadata log; roster keeps them in `group-configs.json` in the data
-directory, replaced atomically and fsynced before the answer. Validation is Kafka's
-GroupConfig.validate: known names, integers, within the broker's
-group.consumer.{min,max}.{session.timeout,heartbeat.interval}.ms, and a session timeout larger
-than the heartbeat interval; the streams.* ones within the broker's group.streams.* bounds
-(streams_configs.validate).
+directory, replaced atomically and fsynced before the answer.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from roster.broker.groups import streams_configs as streams
-from roster.coordinator.classic.expectations import Expected
 from roster.log.files import durable_replace
 
 FILE = "group-configs.json"
-SESSION = "consumer.session.timeout.ms"
-HEARTBEAT = "consumer.heartbeat.interval.ms"
-NAMES = (HEARTBEAT, SESSION)   # the consumer group protocol's (validated together)
-EXPECTED_IDS = "group.expected.instance.ids"
-EXPECTED_SIZE = "group.expected.size"
-REFUSE_UNEXPECTED = "group.expected.refuse.unexpected"
-EXPECTATIONS = (EXPECTED_IDS, EXPECTED_SIZE, REFUSE_UNEXPECTED)
-ALL_NAMES = NAMES + streams.NAMES + EXPECTATIONS
-# what DescribeConfigs shows for an expectation not set on the group, and its ConfigType
-UNSET = {EXPECTED_IDS: "", EXPECTED_SIZE: -1, REFUSE_UNEXPECTED: True}
-TYPES = {EXPECTED_IDS: "list", EXPECTED_SIZE: "int", REFUSE_UNEXPECTED: "boolean",
-         **{name: spec.kind for name, spec in streams.SPECS.items()}}
-BROKER_DEFAULTS = {SESSION: "group.consumer.session.timeout.ms",
-                   HEARTBEAT: "group.consumer.heartbeat.interval.ms",
-                   **{name: spec.broker_setting for name, spec in streams.SPECS.items()}}
-LIMITS = {SESSION: ("group.consumer.min.session.timeout.ms",
-                    "group.consumer.max.session.timeout.ms"),
-          HEARTBEAT: ("group.consumer.min.heartbeat.interval.ms",
-                      "group.consumer.max.heartbeat.interval.ms")}
 SET, DELETE = 0, 1   # IncrementalAlterConfigs operations (APPEND/SUBTRACT: not for these)
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
 
 
 class GroupConfigError(ValueError):
@@ -54,42 +41,54 @@ class GroupConfigError(ValueError):
         self.code = code
 
 
+def number(name: str, value, kind: str = "int", at_least: int | None = None) -> int:
+    """A number from its text as Kafka's ConfigDef parses an INT or a LONG, in its words."""
+    most = INT_MAX if kind == "int" else LONG_MAX
+    try:
+        parsed = int(str(value).strip())
+    except (TypeError, ValueError):
+        parsed = None
+    if parsed is None or not -most - 1 <= parsed <= most:
+        raise ValueError(f"Invalid value {value} for configuration {name}: Not a number of "
+                         f"type {kind.upper()}")
+    if at_least is not None and parsed < at_least:
+        raise ValueError(f"Invalid value {value} for configuration {name}: Value must be at "
+                         f"least {at_least}")
+    return parsed
+
+
 class GroupConfigStore:
-    def __init__(self, data_dir: Path, config) -> None:
+    def __init__(self, data_dir: Path, config, tables=()) -> None:
         self._path = Path(data_dir) / FILE
         self._config = config
-        # group id -> {name: value}; shared with the consumer coordinator (it reads it live)
-        self.values: dict[str, dict[str, int]] = {}
+        self._tables = tuple(tables)
+        self._table_of = {name: table for table in self._tables for name in table.names}
+        # group id -> {name: value}; shared with the coordinators (they read it live)
+        self.values: dict[str, dict[str, object]] = {}
         if self._path.exists():
             loaded = json.loads(self._path.read_text())
-            self.values.update({g: {k: _parse(k, v) for k, v in c.items() if k in ALL_NAMES}
+            self.values.update({g: {k: self._parse(k, v) for k, v in c.items()
+                                    if k in self._table_of}
                                 for g, c in loaded.items()})
 
-    def effective(self, group_id: str) -> list[tuple[str, object, bool]]:
-        """(name, value, set on the group) for each setting DescribeConfigs lists (Kafka's
-        internal streams.* ones only once set on the group)."""
-        own = self.values.get(group_id, {})
-        defaulted = NAMES + tuple(n for n in streams.NAMES if streams.described(n, own))
-        return [(name, own.get(name, self._config[BROKER_DEFAULTS[name]]), name in own)
-                for name in defaulted] + [(name, own.get(name, UNSET[name]), name in own)
-                                          for name in EXPECTATIONS]
+    def own(self, group_id: str) -> dict:
+        """The configs set on the group (none: empty)."""
+        return self.values.get(group_id, {})
 
-    def expected(self, group_id: str) -> Expected | None:
-        """The group's pre-registered static members (None: none), read live by the classic
-        coordinator."""
-        own = self.values.get(group_id)
-        if not own or (EXPECTED_IDS not in own and EXPECTED_SIZE not in own):
-            return None
-        ids = own.get(EXPECTED_IDS)
-        return Expected(instance_ids=frozenset(ids.split(",")) if ids else None,
-                        size=own.get(EXPECTED_SIZE),
-                        refuse_unexpected=own.get(REFUSE_UNEXPECTED, True))
+    def effective(self, group_id: str) -> list[tuple[str, object, bool, str | None, str]]:
+        """(name, value, set on the group, the broker setting it defaults to, its kind) for
+        each config DescribeConfigs lists, table by table."""
+        own = self.own(group_id)
+        return [(name, own[name] if name in own else table.default(name, self._config),
+                 name in own, table.origin(name), table.kind(name))
+                for table in self._tables for name in table.names
+                if table.described(name, own)]
 
     def alter(self, group_id: str, changes, validate_only: bool = False) -> None:
         """changes: (name, operation, value) triples."""
-        own = dict(self.values.get(group_id, {}))
+        own = dict(self.own(group_id))
         for name, operation, value in changes:
-            if name not in ALL_NAMES:
+            if name not in self._table_of:
                 raise GroupConfigError(f"Unknown group config name: {name}")
             if operation == DELETE:
                 own.pop(name, None)
@@ -97,8 +96,12 @@ class GroupConfigStore:
             if operation != SET:
                 raise GroupConfigError(f"{name}: only SET and DELETE apply to group configs",
                                        "invalid_request")
-            own[name] = _parse(name, value)
-        self._validate(own)
+            own[name] = self._parse(name, value)
+        for table in self._tables:
+            try:
+                table.validate(own, self._config)
+            except ValueError as exc:
+                raise GroupConfigError(str(exc)) from None
         if validate_only:
             return
         updated = {g: dict(c) for g, c in self.values.items()}
@@ -106,57 +109,12 @@ class GroupConfigStore:
             updated[group_id] = own
         else:
             updated.pop(group_id, None)
-        self._save(updated)
+        durable_replace(self._path, json.dumps(updated, sort_keys=True).encode())
         self.values.clear()
         self.values.update(updated)
 
-    def _validate(self, own: dict) -> None:
-        ids, size = own.get(EXPECTED_IDS), own.get(EXPECTED_SIZE)
-        if ids is not None and size is not None and size != len(ids.split(",")):
-            raise GroupConfigError(f"{EXPECTED_SIZE} ({size}) must be the number of "
-                                   f"{EXPECTED_IDS} ({len(ids.split(','))}) when both are set")
+    def _parse(self, name: str, value) -> object:
         try:
-            streams.validate(own, self._config)
+            return self._table_of[name].parse(name, value)
         except ValueError as exc:
             raise GroupConfigError(str(exc)) from None
-        merged = {name: own.get(name, self._config[BROKER_DEFAULTS[name]]) for name in NAMES}
-        for name in NAMES:
-            low, high = (self._config[key] for key in LIMITS[name])
-            if not low <= merged[name] <= high:   # Kafka's words (GroupConfig.validate)
-                raise GroupConfigError(f"{name} must be in the range {low} to {high} inclusive.")
-        if merged[SESSION] <= merged[HEARTBEAT]:
-            raise GroupConfigError(f"{SESSION} must be greater than {HEARTBEAT}")
-
-    def _save(self, values: dict[str, dict[str, int]]) -> None:
-        durable_replace(self._path, json.dumps(values, sort_keys=True).encode())
-
-
-def _parse(name: str, value) -> object:
-    """A setting's value from its text (IncrementalAlterConfigs) or from the file."""
-    if name in streams.SPECS:
-        try:
-            return streams.parse(name, value)
-        except ValueError as exc:
-            raise GroupConfigError(str(exc)) from None
-    if name == EXPECTED_IDS:
-        ids = [i.strip() for i in ("" if value is None else str(value)).split(",")]
-        if any(not i for i in ids):
-            raise GroupConfigError(f"Invalid value {value} for configuration {name}: a "
-                                   "comma-separated list of group.instance.ids, none empty")
-        return ",".join(dict.fromkeys(ids))   # each once, in the order given
-    if name == REFUSE_UNEXPECTED:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text not in ("true", "false"):
-            raise GroupConfigError(f"Invalid value {value} for configuration {name}: "
-                                   "Expected value to be either true or false")
-        return text == "true"
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        raise GroupConfigError(f"Invalid value {value} for configuration {name}: "
-                               "Not a number of type INT") from None
-    if name == EXPECTED_SIZE and number < 1:
-        raise GroupConfigError(f"{name} must be at least 1")
-    return number

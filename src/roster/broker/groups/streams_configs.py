@@ -1,8 +1,10 @@
 """A streams group's own configs (streams.* on the GROUP resource, KIP-1071), as Kafka 4.4.0's
 GroupConfig takes them: each name's type and lower bound (its ConfigDef), the broker setting it
 defaults to (group.<name>), and how the broker's group.streams.* settings bound it
-(GroupConfig.validate). group_configs.py keeps and persists them with the other group configs;
-the streams coordinator reads them live (coordinator/streams/messages.py StreamsConfig.of).
+(GroupConfig.validate). The streams type registers this table (STREAMS_CONFIGS,
+broker/groups/streams_group.py); group_configs.py keeps and persists the values with the other
+group configs, and the streams coordinator reads them live (coordinator/streams/messages.py
+StreamsConfig.of).
 
 Kafka 4.4 marks three of them internal (task.offset.interval.ms, num.warmup.replicas,
 acceptable.recovery.lag): DescribeConfigs lists those only once set on the group. roster does
@@ -15,8 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-INT_MAX = 2**31 - 1
-LONG_MAX = 2**63 - 1
+from roster.broker.groups.group_configs import number
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,18 +59,7 @@ def parse(name: str, value) -> int:
     """The value of `name` from its text, as Kafka's ConfigDef parses it; ValueError carries
     Kafka's message."""
     spec = SPECS[name]
-    most = INT_MAX if spec.kind == "int" else LONG_MAX
-    try:
-        number = int(str(value).strip())
-    except (TypeError, ValueError):
-        number = None
-    if number is None or not -most - 1 <= number <= most:
-        raise ValueError(f"Invalid value {value} for configuration {name}: Not a number of "
-                         f"type {spec.kind.upper()}")
-    if number < spec.at_least:
-        raise ValueError(f"Invalid value {value} for configuration {name}: Value must be at "
-                         f"least {spec.at_least}")
-    return number
+    return number(name, value, spec.kind, spec.at_least)
 
 
 def validate(own: dict, broker) -> None:
@@ -97,3 +87,27 @@ def validate(own: dict, broker) -> None:
 def described(name: str, own: dict) -> bool:
     """Whether DescribeConfigs lists `name` for a group whose own configs are `own`."""
     return not SPECS[name].internal or name in own
+
+
+class StreamsGroupConfigs:
+    """This module as group_configs.py takes a table."""
+
+    names = NAMES
+    parse = staticmethod(parse)
+    validate = staticmethod(validate)
+    described = staticmethod(described)
+
+    @staticmethod
+    def default(name: str, broker) -> int:
+        return broker[SPECS[name].broker_setting]
+
+    @staticmethod
+    def origin(name: str) -> str:
+        return SPECS[name].broker_setting
+
+    @staticmethod
+    def kind(name: str) -> str:
+        return SPECS[name].kind
+
+
+STREAMS_CONFIGS = StreamsGroupConfigs()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from roster.admin.streams_view import STREAMS_VIEW
+from roster.broker.groups.streams_configs import STREAMS_CONFIGS
 from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
 from roster.coordinator.streams.effects import InternalTopicsWanted
 
@@ -52,7 +53,7 @@ def _recorder():
 
 STREAMS = GroupTypeRegistration("streams", make=_make, configure=_settings, recorder=_recorder,
                                 effects={InternalTopicsWanted: create_internal_topics},
-                                describe_view=STREAMS_VIEW)
+                                describe_view=STREAMS_VIEW, group_configs=STREAMS_CONFIGS)
 
 
 def streams_type(broker):

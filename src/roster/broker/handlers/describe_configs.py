@@ -71,26 +71,25 @@ def _broker_entries(broker, name: str):
 
 
 def _group_entries(broker, name: str):
-    """A group's configs (group_configs.py): set on the group (GROUP_CONFIG), else the broker
-    setting they default to. Any group id may be described or configured, existing or not."""
-    from roster.broker.groups.group_configs import BROKER_DEFAULTS, TYPES
+    """A group's configs (group_configs.py, each group type's table): set on the group
+    (GROUP_CONFIG), else the broker setting they default to. Any group id may be described or
+    configured, existing or not."""
     if not name:
         return ErrorCode.invalid_request, "a group config resource needs a group id", ()
     entries = []
-    for key, value, own in broker.group_configs.effective(name):
+    for key, value, own, origin, kind in broker.group_configs.effective(name):
         text = text_of(value)
         # Kafka's synonyms, most specific first: the group's own value, then the broker
         # setting it defaults to as the operator set it, then that setting's default
         synonyms = [(key, text, GROUP_CONFIG)] if own else []
-        origin = BROKER_DEFAULTS.get(key)
-        if origin is None:   # roster's expectations (pre-registered static members)
+        if origin is None:   # a config of roster's own, with no broker setting behind it
             synonyms = synonyms or [(key, text, DEFAULT_CONFIG)]
         else:
             if origin in broker.config.explicit:
                 synonyms.append((origin, text_of(broker.config[origin]), STATIC_BROKER_CONFIG))
             synonyms.append((origin, text_of(SETTINGS[origin].default), DEFAULT_CONFIG))
-        kind = {"list": LIST, "boolean": BOOLEAN, "long": LONG}.get(TYPES.get(key), INT)
-        entries.append((key, text, synonyms[0][2], False, tuple(synonyms), kind, None))
+        entries.append((key, text, synonyms[0][2], False, tuple(synonyms),
+                        {"list": LIST, "boolean": BOOLEAN, "long": LONG}.get(kind, INT), None))
     return ErrorCode.none, None, entries
 
 
