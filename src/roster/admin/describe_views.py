@@ -133,22 +133,29 @@ class ClassicView:
                 for m in group.members]
 
 
+def describe_one(client, api_key: int, group_id: str):
+    """One group as a type's own describe API (ConsumerGroupDescribe, StreamsGroupDescribe)
+    answers it, or None when the broker does not serve that API; a group still loading raises
+    Loading (the caller retries)."""
+    from roster.admin.client import AdminError, Loading
+    try:
+        client.version(api_key)
+    except AdminError:
+        return None   # a broker without the API
+    group = client.call(api_key, group_ids=(group_id,),
+                        include_authorized_operations=False).groups[0]
+    if group.error_code.name == "coordinator_load_in_progress":
+        raise Loading(group_id)
+    return group
+
+
 class ConsumerView:
     """ConsumerGroupDescribe: consumer groups (KIP-848)."""
     name = "consumer"
 
     def ask(self, client, group_id: str):
-        from roster.admin.client import AdminError, Loading
-        try:
-            client.version(ApiKey.CONSUMER_GROUP_DESCRIBE)
-        except AdminError:
-            return None, False   # a broker without the API
-        answer = client.call(ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=(group_id,),
-                             include_authorized_operations=False)
-        group = answer.groups[0]
-        if group.error_code.name == "coordinator_load_in_progress":
-            raise Loading(group_id)
-        return group, not group.error_code.value
+        group = describe_one(client, ApiKey.CONSUMER_GROUP_DESCRIBE, group_id)
+        return group, group is not None and not group.error_code.value
 
     def not_found(self, group_id: str, answer):
         from roster.admin.groups import GroupNotFound

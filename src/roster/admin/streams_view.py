@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.admin.describe_views import Member
+from roster.admin.describe_views import Member, describe_one
 from roster.admin.table import MISSING, columns
 from roster.protocol.api_keys import ApiKey
 
@@ -72,19 +72,10 @@ class StreamsView:
     name = "streams"
 
     def ask(self, client, group_id: str):
-        from roster.admin.client import AdminError, Loading
         from roster.admin.offsets import LATEST, committed, log_offsets
         from roster.admin.topics import metadata
-        try:
-            client.version(ApiKey.STREAMS_GROUP_DESCRIBE)
-        except AdminError:
-            return None, False   # a broker without the API
-        answer = client.call(ApiKey.STREAMS_GROUP_DESCRIBE, group_ids=(group_id,),
-                             include_authorized_operations=False)
-        group = answer.groups[0]
-        if group.error_code.name == "coordinator_load_in_progress":
-            raise Loading(group_id)
-        if group.error_code.value:
+        group = describe_one(client, ApiKey.STREAMS_GROUP_DESCRIBE, group_id)
+        if group is None or group.error_code.value:
             return group, False
         offsets = committed(client, group_id)
         topics = sorted({t for names in _sources(group).values() for t in names})

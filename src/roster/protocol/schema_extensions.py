@@ -39,30 +39,38 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 from roster.protocol.api_keys import ApiKey
 
 _DESCRIBE = i16(ApiKey.STREAMS_GROUP_DESCRIBE)
+_TOPOLOGY_DESCRIPTION_UPDATE = i16(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
+# the flexible headers every one of these uses (request header v2, response header v1)
+_REQUEST_HEADER = describe_v0_request.StreamsGroupDescribeRequest.__header_schema__
+_RESPONSE_HEADER = describe_v0.StreamsGroupDescribeResponse.__header_schema__
 
 
 def _strings(**options):
     return field(metadata={"kafka_type": "string"}, **options)
 
 
+def _entity(kind, api_key: i16, version: int):
+    """The class-level facts kio reads of an entity (what its generated classes declare one
+    by one), as a base class."""
+    header = _RESPONSE_HEADER if kind is EntityType.response else _REQUEST_HEADER
+
+    class Entity:
+        __type__: ClassVar = kind
+        __version__: ClassVar[i16] = i16(version)
+        __flexible__: ClassVar[bool] = True
+        __api_key__: ClassVar[i16] = api_key
+        __header_schema__: ClassVar = header
+    return Entity
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StreamsGroupDescribeRequestV1:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _DESCRIBE
-    __header_schema__: ClassVar = describe_v0_request.StreamsGroupDescribeRequest.__header_schema__
+class StreamsGroupDescribeRequestV1(_entity(EntityType.request, _DESCRIBE, 1)):
     group_ids: tuple[GroupId, ...] = _strings(default=())
     include_authorized_operations: bool = field(metadata={"kafka_type": "bool"})
     include_topology_description: bool = field(metadata={"kafka_type": "bool"}, default=False)
 
 
-class _Nested:
-    __type__: ClassVar = EntityType.nested
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _DESCRIBE
-    __header_schema__: ClassVar = describe_v0.DescribedGroup.__header_schema__
+_Nested = _entity(EntityType.nested, _DESCRIBE, 1)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,23 +110,14 @@ class DescribedGroupV1(describe_v0.DescribedGroup):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StreamsGroupDescribeResponseV1:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(1)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = _DESCRIBE
-    __header_schema__: ClassVar = describe_v0.StreamsGroupDescribeResponse.__header_schema__
+class StreamsGroupDescribeResponseV1(_entity(EntityType.response, _DESCRIBE, 1)):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     groups: tuple[DescribedGroupV1, ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StreamsGroupTopologyDescriptionUpdateRequest:
-    __type__: ClassVar = EntityType.request
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
-    __header_schema__: ClassVar = describe_v0_request.StreamsGroupDescribeRequest.__header_schema__
+class StreamsGroupTopologyDescriptionUpdateRequest(
+        _entity(EntityType.request, _TOPOLOGY_DESCRIPTION_UPDATE, 0)):
     group_id: GroupId = _strings()
     member_id: str = _strings()
     topology_epoch: i32 = field(metadata={"kafka_type": "int32"})
@@ -126,12 +125,8 @@ class StreamsGroupTopologyDescriptionUpdateRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StreamsGroupTopologyDescriptionUpdateResponse:
-    __type__: ClassVar = EntityType.response
-    __version__: ClassVar[i16] = i16(0)
-    __flexible__: ClassVar[bool] = True
-    __api_key__: ClassVar[i16] = i16(ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE)
-    __header_schema__: ClassVar = describe_v0.StreamsGroupDescribeResponse.__header_schema__
+class StreamsGroupTopologyDescriptionUpdateResponse(
+        _entity(EntityType.response, _TOPOLOGY_DESCRIPTION_UPDATE, 0)):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
     error_message: str | None = _strings(default=None)
