@@ -287,3 +287,33 @@ def test_a_lone_member_after_the_initial_delay(s):
                                                            answer.status or ()],
            tasks=a.owned)
     a.heartbeat()
+
+
+@scenario(outcome="""a streams group's assignor and rack configs: streams.assignor.name
+(sticky), streams.assignor.offload.enable and streams.rack.aware.assignment.tags are described
+with their defaults; an assignor that is not registered is refused in Kafka's words, sticky
+taken; a non-boolean offload refused, true taken; tags taken and described back""")
+def test_assignor_and_rack_configs_of_streams_groups(s):
+    group = s.name("g")
+    names = ("streams.assignor.name", "streams.rack.aware.assignment.tags",
+             "streams.assignor.offload.enable")
+    describe_group_config(s, group, *names)
+    alter_group_config(s, group, streams_assignor_name="bogus")
+    alter_group_config(s, group, streams_assignor_name="sticky")
+    alter_group_config(s, group, streams_assignor_offload_enable="maybe")
+    alter_group_config(s, group, streams_assignor_offload_enable="true")
+    alter_group_config(s, group, streams_rack_aware_assignment_tags="zone,rack")
+    describe_group_config(s, group, *names)
+
+
+@scenario(outcome="""DescribeConfigs with an empty list of keys lists every config of a topic,
+as with none""")
+def test_describe_configs_with_no_keys_lists_them_all(s):
+    topic = s.topic("t", 1)
+    for keys in (None, []):
+        answer = s.conn("admin").call(ApiKey.DESCRIBE_CONFIGS, resources=[{
+            "resource_type": 2, "resource_name": topic, "configuration_keys": keys}],
+            include_synonyms=False, include_documentation=False)
+        s.note("listed", keys=keys, count_at_least_20=len(answer.results[0].configs) >= 20,
+               has_cleanup_policy="cleanup.policy" in {c.name for c in
+                                                       answer.results[0].configs})

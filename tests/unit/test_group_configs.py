@@ -27,6 +27,8 @@ def test_set_validate_persist_and_delete(tmp_path):
         ("streams.num.standby.replicas", 0, False),
         ("streams.initial.rebalance.delay.ms", 3000, False),
         ("streams.assignment.interval.ms", 1000, False),
+        ("streams.assignor.name", "sticky", False),
+        ("streams.rack.aware.assignment.tags", "", False),
         ("consumer.heartbeat.interval.ms", 5000, False),
         ("consumer.session.timeout.ms", 45000, False),
         ("group.expected.instance.ids", "", False),

@@ -6,7 +6,7 @@ type registers this table (roster/group_types.py); group_configs.py keeps the va
 `expected(own)` is what the classic coordinator reads live."""
 from __future__ import annotations
 
-from roster.broker.groups.group_configs import number
+from roster.broker.groups.group_configs import boolean, number
 from roster.coordinator.classic.expectations import Expected
 
 IDS = "group.expected.instance.ids"
@@ -29,13 +29,7 @@ class ExpectedMembersConfigs:
                                  "comma-separated list of group.instance.ids, none empty")
             return ",".join(dict.fromkeys(ids))   # each once, in the order given
         if name == REFUSE_UNEXPECTED:
-            if isinstance(value, bool):
-                return value
-            text = str(value).strip().lower()
-            if text not in ("true", "false"):
-                raise ValueError(f"Invalid value {value} for configuration {name}: "
-                                 "Expected value to be either true or false")
-            return text == "true"
+            return boolean(name, value)
         size = number(name, value)
         if size < 1:
             raise ValueError(f"{name} must be at least 1")

@@ -57,6 +57,17 @@ def number(name: str, value, kind: str = "int", at_least: int | None = None) -> 
     return parsed
 
 
+def boolean(name: str, value) -> bool:
+    """A BOOLEAN from its text as Kafka's ConfigDef parses it, in its words."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"Invalid value {value} for configuration {name}: Expected value to "
+                         "be either true or false")
+    return text == "true"
+
+
 class GroupConfigStore:
     def __init__(self, data_dir: Path, config, tables=()) -> None:
         self._path = Path(data_dir) / FILE

@@ -7,17 +7,18 @@ group configs, and the streams coordinator reads them live (coordinator/streams/
 StreamsConfig.of).
 
 Kafka 4.4 marks three of them internal (task.offset.interval.ms, num.warmup.replicas,
-acceptable.recovery.lag): DescribeConfigs lists those only once set on the group. roster does
-not take Kafka's streams.assignor.name (it has one assignor, Kafka's sticky),
-streams.rack.aware.assignment.tags (no rack-aware standby placement) nor
-streams.assignor.offload.enable (assignments run on the event loop): they are refused as
-unknown names.
+acceptable.recovery.lag): DescribeConfigs lists those only once set on the group. Three more
+are taken and described as Kafka takes them, with no broker setting behind them here:
+streams.assignor.name (roster has Kafka's one registered assignor, "sticky"),
+streams.assignor.offload.enable (roster's assignments run on the event loop whatever it says)
+and streams.rack.aware.assignment.tags (kept and described; roster does not place standby
+tasks by client tags, nor report MISSING_CLIENT_TAGS).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.broker.groups.group_configs import number
+from roster.broker.groups.group_configs import boolean, number
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,13 +52,29 @@ SPECS = {spec.name: spec for spec in (
                        high=_G + "max.warmup.replicas", internal=True),
     StreamsGroupConfig("streams.acceptable.recovery.lag", "long", 0, internal=True),
 )}
-NAMES = tuple(SPECS)
 SESSION, HEARTBEAT = "streams.session.timeout.ms", "streams.heartbeat.interval.ms"
+ASSIGNOR, OFFLOAD = "streams.assignor.name", "streams.assignor.offload.enable"
+RACK_TAGS = "streams.rack.aware.assignment.tags"
+ASSIGNORS = ("sticky",)   # the task assignors roster has (Kafka's group.streams.assignors)
+# the ones that are not numbers: name -> (ConfigType, the value when not set, internal: Kafka
+# describes it only once set on the group)
+OTHERS = {ASSIGNOR: ("string", "sticky", False), OFFLOAD: ("boolean", False, True),
+          RACK_TAGS: ("list", "", False)}
+NAMES = (*SPECS, *OTHERS)
 
 
 def parse(name: str, value) -> int:
     """The value of `name` from its text, as Kafka's ConfigDef parses it; ValueError carries
     Kafka's message."""
+    if name == ASSIGNOR:
+        if value not in ASSIGNORS:
+            raise ValueError(f"{name} '{value}' is not a registered task assignor. Registered "
+                             f"assignors are: [{', '.join(ASSIGNORS)}].")
+        return value
+    if name == OFFLOAD:
+        return boolean(name, value)
+    if name == RACK_TAGS:
+        return ",".join(t.strip() for t in str(value or "").split(",") if t.strip())
     spec = SPECS[name]
     return number(name, value, spec.kind, spec.at_least)
 
@@ -86,7 +103,8 @@ def validate(own: dict, broker) -> None:
 
 def described(name: str, own: dict) -> bool:
     """Whether DescribeConfigs lists `name` for a group whose own configs are `own`."""
-    return not SPECS[name].internal or name in own
+    internal = OTHERS[name][2] if name in OTHERS else SPECS[name].internal
+    return not internal or name in own
 
 
 class StreamsGroupConfigs:
@@ -98,16 +116,16 @@ class StreamsGroupConfigs:
     described = staticmethod(described)
 
     @staticmethod
-    def default(name: str, broker) -> int:
-        return broker[SPECS[name].broker_setting]
+    def default(name: str, broker) -> object:
+        return OTHERS[name][1] if name in OTHERS else broker[SPECS[name].broker_setting]
 
     @staticmethod
-    def origin(name: str) -> str:
-        return SPECS[name].broker_setting
+    def origin(name: str) -> str | None:
+        return None if name in OTHERS else SPECS[name].broker_setting
 
     @staticmethod
     def kind(name: str) -> str:
-        return SPECS[name].kind
+        return OTHERS[name][0] if name in OTHERS else SPECS[name].kind
 
 
 STREAMS_CONFIGS = StreamsGroupConfigs()

@@ -89,7 +89,8 @@ def _group_entries(broker, name: str):
                 synonyms.append((origin, text_of(broker.config[origin]), STATIC_BROKER_CONFIG))
             synonyms.append((origin, text_of(SETTINGS[origin].default), DEFAULT_CONFIG))
         entries.append((key, text, synonyms[0][2], False, tuple(synonyms),
-                        {"list": LIST, "boolean": BOOLEAN, "long": LONG}.get(kind, INT), None))
+                        {"list": LIST, "boolean": BOOLEAN, "long": LONG,
+                         "string": STRING}.get(kind, INT), None))
     return ErrorCode.none, None, entries
 
 
@@ -116,10 +117,10 @@ async def handle(broker, request, connection):
             error, message, entries = ErrorCode.invalid_request, (
                 f"roster describes topics (2) and brokers (4), not resource type "
                 f"{resource.resource_type}"), ()
-        wanted = resource.configuration_keys
+        wanted = resource.configuration_keys   # none or empty: every one, as Kafka lists
         configs = []
         for key, value, source, read_only, synonyms, kind, doc in entries:
-            if wanted is not None and key not in wanted:
+            if wanted and key not in wanted:
                 continue
             configs.append(make(  # (make drops config_type and documentation below v3)
                 config_entry, name=key, value=value, read_only=read_only,
