@@ -317,3 +317,30 @@ def test_describe_configs_with_no_keys_lists_them_all(s):
         s.note("listed", keys=keys, count_at_least_20=len(answer.results[0].configs) >= 20,
                has_cleanup_policy="cleanup.policy" in {c.name for c in
                                                        answer.results[0].configs})
+
+
+@scenario(outcome="""a streams group given rack-aware assignment tags: a member (heartbeat v1)
+without those client tags is told MISSING_CLIENT_TAGS (status 6) naming them; at v0 the status
+is left out; a member with them is not told""")
+def test_missing_client_tags_of_streams_members(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    alter_group_config(s, group, streams_rack_aware_assignment_tags="zone,rack")
+    conn = s.conn("a")
+    for who, version, tags in (("m1", 1, []), ("m2", 0, []),
+                               ("m3", 1, [{"key": "zone", "value": "z1"}]),
+                               ("m4", 1, [{"key": "zone", "value": "z2"},
+                                          {"key": "rack", "value": "r1"}])):
+        request = dict(group_id=group, member_id=who, member_epoch=0,
+                       endpoint_information_epoch=0, instance_id=None, rack_id=None,
+                       rebalance_timeout=30000, topology={"epoch": 0, "subtopologies": [{
+                           "subtopology_id": "0", "source_topics": [topic],
+                           "source_topic_regex": [], "state_changelog_topics": [],
+                           "repartition_sink_topics": [], "repartition_source_topics": [],
+                           "copartition_groups": []}]},
+                       active_tasks=[], standby_tasks=[], warmup_tasks=[],
+                       process_id=f"p-{who}", user_endpoint=None, client_tags=tags,
+                       task_offsets=None, task_end_offsets=None, shutdown_application=False)
+        answer = conn.call(ApiKey.STREAMS_GROUP_HEARTBEAT, version, **request)
+        s.note(f"{who} v{version}", status=[(int(x.status_code), x.status_detail)
+                                           for x in answer.status or ()])

@@ -70,3 +70,22 @@ def test_v1_moves_the_lag_to_an_int64_and_adds_topology_description_required():
     bool_at = v1.index(struct.pack(">i", 4) + b"\x02\x02h", 40) - 1
     assert v1[bool_at] == 0
     assert v1[40:bool_at] + v1[bool_at + 1:] == tail
+
+
+def test_v1_reads_back_through_its_declared_schema():
+    """The hand encoder and protocol/schema_extensions.py's v1 layout (from Kafka 4.4's
+    kafka-clients) agree: what the one writes, the other reads, field for field."""
+    from roster.protocol.codec import decode_response
+    correlation_id, answer = decode_response(ApiKey.STREAMS_GROUP_HEARTBEAT, 1,
+                                             encode_heartbeat_response(1, 42, REPLY)[4:])
+    assert correlation_id == 42
+    assert (answer.member_id, answer.member_epoch, answer.acceptable_recovery_lag) == \
+        ("m-1", 7, 10_000)
+    assert answer.task_offset_interval == datetime.timedelta(milliseconds=60_000)
+    assert [(s.status_code, s.status_detail) for s in answer.status] == list(REPLY.status)
+    assert [(t.subtopology_id, t.partitions) for t in answer.active_tasks] == [("0", (0, 2))]
+    assert answer.standby_tasks == () and answer.warmup_tasks is None
+    assert answer.topology_description_required is False
+    assert answer.endpoint_information_epoch == 4
+    (endpoint,) = answer.partitions_by_user_endpoint
+    assert (endpoint.user_endpoint.host, endpoint.user_endpoint.port) == ("h", 8080)

@@ -31,9 +31,7 @@ from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
 from roster.protocol.varint import encode_unsigned, read_unsigned
 
 # (api key, version) -> the version kio knows whose request body and header are the same
-SAME_REQUEST = {(ApiKey.DELETE_GROUPS, 3): 2,
-                # v1 only widens the answer (protocol/streams_group_wire.py)
-                (ApiKey.STREAMS_GROUP_HEARTBEAT, 1): 0}
+SAME_REQUEST = {(ApiKey.DELETE_GROUPS, 3): 2}
 
 _VERSION_AT = 2   # a request frame (after its size): int16 api key, then int16 api version
 

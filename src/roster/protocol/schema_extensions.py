@@ -23,6 +23,15 @@ The layouts are Kafka 4.4.0's, as its kafka-clients jar declares them (each mess
               TopologyDescription (the struct above, not nullable)
     response: ThrottleTimeMs int32, ErrorCode int16, ErrorMessage string?
 
+- StreamsGroupHeartbeat (88) v1 (Kafka 4.4; the broker answers it with its own encoder,
+  protocol/streams_group_wire.py, and reads requests here):
+    request:  v0's, byte for byte
+    response: ThrottleTimeMs, ErrorCode, ErrorMessage?, MemberId, MemberEpoch,
+              HeartbeatIntervalMs, TaskOffsetIntervalMs int32, AcceptableRecoveryLag int64
+              (v0: an int32 before TaskOffsetIntervalMs), Status?, ActiveTasks?,
+              StandbyTasks?, WarmupTasks?, TopologyDescriptionRequired bool,
+              EndpointInformationEpoch, PartitionsByUserEndpoint?
+
 This module must not use `from __future__ import annotations`: kio reads each field's type
 from the dataclass, so the annotations have to be the types themselves.
 """
@@ -32,9 +41,11 @@ from typing import ClassVar
 from kio.schema.errors import ErrorCode
 from kio.schema.streams_group_describe.v0 import request as describe_v0_request
 from kio.schema.streams_group_describe.v0 import response as describe_v0
+from kio.schema.streams_group_heartbeat.v0 import request as heartbeat_v0_request
+from kio.schema.streams_group_heartbeat.v0 import response as heartbeat_v0
 from kio.schema.types import GroupId
 from kio.static.constants import EntityType
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from roster.protocol.api_keys import ApiKey
 
@@ -132,10 +143,40 @@ class StreamsGroupTopologyDescriptionUpdateResponse(
     error_message: str | None = _strings(default=None)
 
 
+_HEARTBEAT = i16(ApiKey.STREAMS_GROUP_HEARTBEAT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupHeartbeatRequestV1(heartbeat_v0_request.StreamsGroupHeartbeatRequest):
+    __version__: ClassVar[i16] = i16(1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamsGroupHeartbeatResponseV1(_entity(EntityType.response, _HEARTBEAT, 1)):
+    throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})
+    error_message: str | None = _strings(default=None)
+    member_id: str = _strings()
+    member_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    heartbeat_interval: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    task_offset_interval: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
+    acceptable_recovery_lag: i64 = field(metadata={"kafka_type": "int64"})
+    status: tuple[heartbeat_v0.Status, ...] | None
+    active_tasks: tuple[heartbeat_v0.TaskIds, ...] | None
+    standby_tasks: tuple[heartbeat_v0.TaskIds, ...] | None
+    warmup_tasks: tuple[heartbeat_v0.TaskIds, ...] | None
+    topology_description_required: bool = field(metadata={"kafka_type": "bool"},
+                                                 default=False)
+    endpoint_information_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    partitions_by_user_endpoint: tuple[heartbeat_v0.EndpointToPartitions, ...] | None
+
+
 # (api key, version) -> (request schema, response schema)
 SCHEMAS = {
     (ApiKey.STREAMS_GROUP_DESCRIBE, 1): (StreamsGroupDescribeRequestV1,
                                          StreamsGroupDescribeResponseV1),
+    (ApiKey.STREAMS_GROUP_HEARTBEAT, 1): (StreamsGroupHeartbeatRequestV1,
+                                          StreamsGroupHeartbeatResponseV1),
     (ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE, 0): (
         StreamsGroupTopologyDescriptionUpdateRequest,
         StreamsGroupTopologyDescriptionUpdateResponse),

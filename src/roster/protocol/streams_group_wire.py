@@ -1,7 +1,7 @@
-"""StreamsGroupHeartbeat (88) responses at v0 and v1, written by hand from Kafka 4.4's message
-JSON (kio has v0 only). Both versions are flexible (response header v1: correlation id, tagged
-fields). The v1 request is byte for byte v0's: it is read with kio's v0 schema
-(protocol/newer_versions.py, SAME_REQUEST).
+"""StreamsGroupHeartbeat (88) responses at v0 and v1, encoded by hand (the heartbeat is a hot
+path, and kio has v0 only: protocol/schema_extensions.py declares v1's layout, with which
+requests are read and tests read answers). Both versions are flexible (response header v1:
+correlation id, tagged fields). The v1 request is byte for byte v0's.
 
 Response body, in order (compact strings and arrays; "?" nullable: a compact length of 0):
   ThrottleTimeMs int32, ErrorCode int16, ErrorMessage string?, MemberId string,

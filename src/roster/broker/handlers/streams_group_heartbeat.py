@@ -19,7 +19,6 @@ from roster.broker.partitions.topic_image import LiveTopics
 from roster.coordinator.streams.heartbeat import StreamsHeartbeat, StreamsHeartbeatReply
 from roster.coordinator.streams.model import Endpoint
 from roster.coordinator.streams.topology import CopartitionGroup, Subtopology, TopicInfo, Topology
-from roster.protocol import newer_versions
 from roster.protocol import streams_group_wire as wire
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
@@ -135,10 +134,9 @@ async def _answered(broker, request, connection) -> bytes:
 
 
 def answer(broker, frame: bytes, prefix, connection):
-    """The raw path (both versions are roster's own codec): the encoded answer, or a
-    coroutine for it when it waits for a write."""
-    coroutine = _answered(broker, newer_versions.decode_request(frame, prefix)
-                         if prefix.api_version > 0 else decode_request(frame, prefix), connection)
+    """The raw path (the answer of both versions is roster's own encoding): the encoded
+    answer, or a coroutine for it when it waits for a write."""
+    coroutine = _answered(broker, decode_request(frame, prefix), connection)
     try:
         waiting_on = coroutine.send(None)
     except StopIteration as done:

@@ -502,6 +502,13 @@ class StreamsCoordinator(GroupsById):
         if group.topology is not None and member.topology_epoch < group.topology.epoch:
             status.append((int(Status.STALE_TOPOLOGY), text.STALE_TOPOLOGY.format(
                 member.topology_epoch, group.topology.epoch)))
+        tags = self.config.rack_tags(gid)
+        if tags:
+            held = {key for key, _ in member.client_tags}
+            missing = [t for t in tags if t not in held]
+            if missing:
+                status.append((int(Status.MISSING_CLIENT_TAGS),
+                               text.MISSING_CLIENT_TAGS.format(f"[{', '.join(missing)}]")))
         if gid in self._shutdown:
             status.append((int(Status.SHUTDOWN_APPLICATION),
                            text.SHUTDOWN_REQUESTED.format(member.member_id)))

@@ -87,6 +87,8 @@ INVALID_TASK = "Task {} for subtopology {} is invalid. Number of tasks for this 
 # status 5, ASSIGNMENT_DELAYED (Kafka 4.4.0's words, from its GroupMetadataManager)
 DELAYED_BY_INITIAL_DELAY = "Assignment delayed due to the configured initial rebalance delay."
 DELAYED_BY_INTERVAL = "Assignment delayed due to the configured assignment interval."
+MISSING_CLIENT_TAGS = ("Missing required client tags for rack-aware standby assignment: {}. "
+                       "Configure them via 'client.tag.<tagKey>' in your Streams config.")
 SHUTDOWN_REQUESTED = ("Streams group member {} encountered a fatal error and requested a "
                       "shutdown for the entire application.")
 
@@ -167,3 +169,9 @@ class StreamsConfig:
 
     def recovery_lag(self, group_id: str) -> int:
         return self.of(group_id, "streams.acceptable.recovery.lag")
+
+    def rack_tags(self, group_id: str) -> tuple[str, ...]:
+        """The client tag keys standby tasks are placed by (the group's own
+        streams.rack.aware.assignment.tags; none by default)."""
+        tags = self.group_overrides.get(group_id, {}).get("streams.rack.aware.assignment.tags")
+        return tuple(tags.split(",")) if tags else ()
