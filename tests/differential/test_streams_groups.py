@@ -344,3 +344,36 @@ def test_missing_client_tags_of_streams_members(s):
         answer = conn.call(ApiKey.STREAMS_GROUP_HEARTBEAT, version, **request)
         s.note(f"{who} v{version}", status=[(int(x.status_code), x.status_detail)
                                            for x in answer.status or ()])
+
+
+@scenario(outcome="""a streams group's topology is never replaced (Kafka 4.4): a newer, different
+topology beside a live member, a different one at the same epoch, and a newer one into the
+emptied group are each refused INVALID_REQUEST "Topology updates are not supported yet."; the
+same topology joins""")
+def test_streams_topology_updates(s):
+    topic = s.topic("t", 2)
+    other = s.topic("u", 2)
+    group = s.name("g")
+    conn = s.conn("a")
+
+    def join(who, epoch, source, member_epoch=0):
+        return raw_heartbeat(conn, keep=("error_code", "error_message", "member_epoch",
+                                         "status"),
+                             group_id=group, member_id=who, member_epoch=member_epoch,
+                             topic=source, topology={"epoch": epoch, "subtopologies": [{
+                                 "subtopology_id": "0", "source_topics": [source],
+                                 "source_topic_regex": [], "state_changelog_topics": [],
+                                 "repartition_sink_topics": [],
+                                 "repartition_source_topics": [],
+                                 "copartition_groups": []}]})
+    join("m1", 0, topic)
+    join("m2", 1, other)          # a newer, different topology beside a live member
+    join("m3", 0, other)          # a different one at the same epoch
+    join("m4", 0, topic)          # the same
+    raw_heartbeat(conn, keep=("error_code",), group_id=group, member_id="m1",
+                  member_epoch=-1, topology=None, active_tasks=None, standby_tasks=None,
+                  warmup_tasks=None)
+    raw_heartbeat(conn, keep=("error_code",), group_id=group, member_id="m4",
+                  member_epoch=-1, topology=None, active_tasks=None, standby_tasks=None,
+                  warmup_tasks=None)
+    join("m5", 1, other)          # a newer, different topology into the emptied group

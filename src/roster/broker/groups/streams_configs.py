@@ -11,8 +11,9 @@ acceptable.recovery.lag): DescribeConfigs lists those only once set on the group
 are taken and described as Kafka takes them, with no broker setting behind them here:
 streams.assignor.name (roster has Kafka's one registered assignor, "sticky"),
 streams.assignor.offload.enable (roster's assignments run on the event loop whatever it says)
-and streams.rack.aware.assignment.tags (kept and described; roster does not place standby
-tasks by client tags, nor report MISSING_CLIENT_TAGS).
+and streams.rack.aware.assignment.tags (members without one of the tags are told
+MISSING_CLIENT_TAGS; standby tasks are not placed by them, as Kafka 4.4.0's sticky assignor
+does not place them).
 """
 from __future__ import annotations
 

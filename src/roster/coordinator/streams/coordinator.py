@@ -281,18 +281,18 @@ class StreamsCoordinator(GroupsById):
         # why the epoch is bumped, for the flight recorder: the first cause found
         cause = None if old is not None else tr.Trigger(
             tr.STATIC_MEMBER_JOINED if q.instance_id else tr.MEMBER_JOINED, mid, q.instance_id)
-        # the topology, sent at join
-        if q.topology is not None and (group.topology is None
-                                       or q.topology.epoch > group.topology.epoch
-                                       or not any(m != mid for m in group.members)):
-            why = invalid_topology(q.topology)
-            if why is not None:
-                fail(ErrorCode.streams_invalid_topology, why)
-            if q.topology != group.topology:
-                records.append(rec.topology_record(gid, q.topology))
-                bump = True
-                cause = cause or tr.Trigger(tr.TOPOLOGY_CHANGED, mid, q.instance_id,
-                                            detail=f"topology epoch {q.topology.epoch}")
+        # the topology, sent at join: the first initializes the group's; as in Kafka 4.4 it is
+        # never replaced (a member behind it is told its topology is stale; any other is refused,
+        # even into an emptied group, until the group is deleted)
+        if q.topology is not None:
+            if group.topology is None:
+                why = invalid_topology(q.topology)
+                if why is not None:
+                    fail(ErrorCode.streams_invalid_topology, why)
+                records.append(rec.topology_record(gid, q.topology))   # with the first
+                bump = True                                               # member's join
+            elif q.topology.epoch >= group.topology.epoch and q.topology != group.topology:
+                fail(ErrorCode.invalid_request, text.TOPOLOGY_UPDATES_UNSUPPORTED)
         # the member's metadata; a null field is unchanged
         changes = {}
         for name, value in (("instance_id", q.instance_id), ("rack_id", q.rack_id),
