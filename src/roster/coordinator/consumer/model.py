@@ -80,6 +80,19 @@ class DictTopicImage:
         return None   # it may be changed in place: compare every time
 
 
+class VersionedTopicImage(DictTopicImage):
+    """A DictTopicImage that says when it changed, as the broker's catalog does: its user
+    bumps `changes` after changing `topics`. For tests of what the coordinators keep between
+    catalog changes."""
+
+    def __init__(self, topics: dict[str, tuple[bytes, int]] | None = None) -> None:
+        super().__init__(topics)
+        self.changes = 0
+
+    def version(self) -> int:
+        return self.changes
+
+
 @dataclass(frozen=True, slots=True)
 class ClassicMetadata:
     """What a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a

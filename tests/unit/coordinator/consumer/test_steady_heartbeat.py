@@ -8,25 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from roster.coordinator.consumer.coordinator import session_key
-from roster.coordinator.consumer.model import ClassicMetadata, DictTopicImage
+from roster.coordinator.consumer.model import ClassicMetadata, VersionedTopicImage
 from roster.protocol.errors import ErrorCode
 from tests.unit.coordinator.consumer.harness import ConsumerHarness, topic_id
 
 
-class VersionedImage(DictTopicImage):
-    """A catalog that says when it changed, as the broker's does (TopicManager.version)."""
-
-    def __init__(self, topics) -> None:
-        super().__init__(topics)
-        self.changes = 0
-
-    def version(self) -> int:
-        return self.changes
-
-
 def harness(topics: dict[str, int]) -> ConsumerHarness:
     h = ConsumerHarness()
-    h.image = VersionedImage({n: (topic_id(n), p) for n, p in topics.items()})
+    h.image = VersionedTopicImage({n: (topic_id(n), p) for n, p in topics.items()})
     return h
 
 

@@ -6,7 +6,7 @@ records replayed into an equal group."""
 from __future__ import annotations
 
 from roster.coordinator.changes import revert
-from roster.coordinator.consumer.model import DictTopicImage
+from roster.coordinator.consumer.model import DictTopicImage, VersionedTopicImage
 from roster.coordinator.results import Reply
 from roster.coordinator.streams import records as rec
 from roster.coordinator.streams.coordinator import (
@@ -277,20 +277,9 @@ def test_a_member_that_does_not_revoke_within_its_rebalance_timeout_is_removed()
     assert sum(len(ps) for ps in reply.active.values()) == 6
 
 
-class VersionedImage(DictTopicImage):
-    """A catalog that says when it changed, as the broker's does (LiveTopics.version)."""
-
-    def __init__(self, topics) -> None:
-        super().__init__(topics)
-        self.changes = 0
-
-    def version(self) -> int:
-        return self.changes
-
-
 def test_the_configured_topology_is_kept_until_the_catalog_changes():
     d = Driver(internal=False)
-    d.image = d.streams.topics = VersionedImage(d.image.topics)
+    d.image = d.streams.topics = VersionedTopicImage(d.image.topics)
     assert d.beat("a", 0).status[0][0] == int(Status.MISSING_INTERNAL_TOPICS)
     d.image.topics.update({"app-rep": (b"r" * 16, 3), "app-cl": (b"c" * 16, 3)})
     # the catalog did not say it changed: the heartbeat answers from what it configured
