@@ -163,6 +163,7 @@ def test_streams_group_configs(s):
     alter_group_config(s, group, streams_session_timeout_ms="50000",
                        streams_heartbeat_interval_ms="6000", streams_num_standby_replicas="1",
                        streams_num_warmup_replicas="3", streams_acceptable_recovery_lag="5")
+    wait_group_config(s, group, "streams.acceptable.recovery.lag", "5")
     describe_group_config(s, group, *STREAMS_CONFIGS)
     member = StreamsMember(s, "a", group, topic)
     member.heartbeat()
@@ -212,6 +213,22 @@ def test_streams_assignment_interval(s):
     a.heartbeat()
     b.heartbeat()
     a.heartbeat()
+
+
+def wait_group_config(s, group: str, name: str, value: str, timeout_s: float = 15.0) -> None:
+    """Until the broker describes `name` as `value` (out of the trace): Kafka applies an
+    altered group config through its metadata log, so a describe right after the answer may
+    still show the old one on a loaded machine; roster's is applied before it answers."""
+    conn = s.conn("waiter", traced=False)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        answer = conn.call(ApiKey.DESCRIBE_CONFIGS, resources=[{
+            "resource_type": 32, "resource_name": group, "configuration_keys": [name]}],
+            include_synonyms=False, include_documentation=False)
+        if any(c.value == value for c in answer.results[0].configs):
+            return
+        threading.Event().wait(0.1)
+    raise AssertionError(f"{name} of {group} never described as {value}")
 
 
 def raw_heartbeat(conn, keep=("error_code", "error_message"), **fields):
