@@ -24,7 +24,9 @@ PURE_MODULES = ["observability/events.py",
                 "client/membership.py", "client/consumer_membership.py",
                 "client/member_actions.py", "client/assignment_data.py", "client/assignors",
                 # the ACL matching rules (security/authorizer.py keeps and stores them)
-                "security/acls.py"]
+                "security/acls.py",
+                # share partitions and their __share_group_state records (edge: broker/share/)
+                "share"]
 # pure of I/O, but built on log/'s batch parsing, which is not in the pure set above
 NO_IO_MODULES = ["log/producer_state.py", "log/batch.py"]
 

@@ -20,6 +20,7 @@ from roster.broker.partitions.producers import ProducerIds, SequenceTable
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.broker.partitions.topics import Topic, TopicError, TopicManager
 from roster.broker.partitions.waiters import AppendWaiters
+from roster.broker.share.state import ShareState
 from roster.broker.transactions.runtime import TransactionRuntime
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
@@ -84,6 +85,8 @@ class Broker:
         self.sequences = SequenceTable()
         # the transaction coordinator (roster.transactions) and its __transaction_state
         self.transactions = TransactionRuntime(self, config)
+        # share partitions (KIP-932, roster.share) and their __share_group_state
+        self.share_state = ShareState(self, config)
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
         types = with_built_in(group_types)
@@ -154,6 +157,7 @@ class Broker:
         self.topics.load()
         self._restore_producer_state()
         self._tasks += self.transactions.load()
+        self._tasks += self.share_state.load()
         self.group_log.ensure_topic()
         self.group_events.ensure_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
@@ -168,6 +172,7 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.transactions.stop()
+        await self.share_state.stop()
         await self.cleaner.stop()
         self.groups.close()
         self.topics.close()

@@ -1,0 +1,283 @@
+"""`broker.share_state`: the share partitions of the broker, as the membership side (B's
+share_group.py effects), the fetch path (ShareFetch/ShareAcknowledge) and the offsets APIs
+(Describe/Alter/DeleteShareGroupOffsets) use them.
+
+The share coordinator (roster.share.coordinator, pure) runs on the broker's one coordinator
+runtime with __share_group_state (state_log.py) as its sink: its acquisition-lock timers are
+the runtime's, an acknowledgement is answered once its record is fsynced, and a restart replays
+the topic (acquired records come back AVAILABLE, delivery counts as last written).
+
+Partitions are keyed (group id, topic id: uuid.UUID, partition). A group's values (lock
+duration, delivery limit, record locks, renew, auto offset reset, dead-letter queue) are its
+group configs (share.* / errors.deadletterqueue.*), else the broker's settings.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable
+
+from roster.broker.coordinator_runtime import CoordinatorRuntime
+from roster.broker.share.state_log import ShareStateLog
+from roster.protocol.errors import ErrorCode
+from roster.share import offset_reset
+from roster.share.coordinator import (
+    AckOutcome,
+    Answer,
+    Available,
+    DeadLetters,
+    Key,
+    ShareCoordinator,
+)
+from roster.share.partition import Acquired, Limits
+
+log = logging.getLogger("roster.share")
+
+
+class ShareState:
+    def __init__(self, broker, config) -> None:
+        self._broker = broker
+        self._config = config
+        self.log = ShareStateLog(broker, config["share.coordinator.state.topic.num.partitions"],
+                                 config["share.coordinator.state.topic.segment.bytes"])
+        self.coordinator = ShareCoordinator(
+            self.limits, config["share.coordinator.snapshot.update.records.per.snapshot"] or 1)
+        self.runtime = CoordinatorRuntime(self.coordinator, self.log, time.time)
+        self.runtime.effects[Available] = lambda effect: self.wakeup(effect.key)
+        self.runtime.effects[DeadLetters] = self._dead_letters
+        self._prune_interval_s = config["share.coordinator.state.topic.prune.interval.ms"] / 1000
+        # set (and replaced) when records of a partition become AVAILABLE again
+        self._available: dict[Key, asyncio.Event] = {}
+        # called with (key) on the same occasions (the fetch path's parked requests)
+        self.on_available: list[Callable[[Key], None]] = []
+        # called with (group id, member id) when a member leaves (the share sessions)
+        self.on_member_left: list[Callable[[str, str], None]] = []
+        # the dead-letter queue writer (dlq.py), once built: (key, entries) -> None
+        self.dead_letter_queue = None
+        self.loaded = False
+
+    # -- life cycle -------------------------------------------------------------------------
+
+    def load(self) -> list[asyncio.Task]:
+        replayed = 0
+        for record in self.log.load():
+            self.coordinator.replay(record)
+            replayed += 1
+        self.coordinator.loaded()
+        if replayed:
+            log.info("replayed %d __share_group_state records: %d share partitions", replayed,
+                     len(self.coordinator.partitions))
+        self.loaded = True
+        return [asyncio.ensure_future(self._prune_forever())]
+
+    async def stop(self) -> None:
+        await self.log.stop()
+        self.runtime.close()
+
+    async def _prune_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self._prune_interval_s)
+            try:
+                await self.snapshot_and_prune()
+            except Exception:       # a bug must not stop the pass for good
+                log.exception("pruning __share_group_state failed")
+
+    async def snapshot_and_prune(self) -> int:
+        """Write a snapshot of every share partition, then drop what precedes them."""
+        if not self.coordinator.partitions:
+            return self.log.prune()
+        token = self.runtime.new_token()
+        result = self.coordinator.snapshot_all(self.runtime.now_ms())
+        result.after_write.append(Answer(token, AckOutcome(None)))
+        outcome = await self.runtime.run(lambda now: result, token)
+        return self.log.prune() if outcome.error is None else 0
+
+    # -- group values -----------------------------------------------------------------------
+
+    def group_value(self, group_id: str, name: str, broker_setting: str | None, default=None):
+        """A group's config `name`, else the broker's `broker_setting`, else `default`."""
+        own = self._broker.group_configs.own(group_id)
+        if name in own and own[name] is not None:
+            return own[name]
+        if broker_setting is not None:
+            return self._config[broker_setting]
+        return default
+
+    def limits(self, group_id: str) -> Limits:
+        renew = self.group_value(group_id, "share.renew.acknowledge.enable", None, True)
+        if isinstance(renew, str):
+            renew = renew.strip().lower() == "true"
+        return Limits(
+            delivery_count_limit=int(self.group_value(
+                group_id, "share.delivery.count.limit", "group.share.delivery.count.limit")),
+            lock_duration_ms=self.lock_duration_ms(group_id),
+            max_record_locks=int(self.group_value(
+                group_id, "share.partition.max.record.locks",
+                "group.share.partition.max.record.locks")),
+            renew_enabled=bool(renew))
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        """The acquisition lock's duration (ShareFetch's AcquisitionLockTimeoutMs)."""
+        return int(self.group_value(group_id, "share.record.lock.duration.ms",
+                                    "group.share.record.lock.duration.ms"))
+
+    # -- the membership side (B) -----------------------------------------------------------
+
+    def initialize(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]) -> None:
+        """Initialise the group's share partitions not yet initialised, each at the offset its
+        share.auto.offset.reset gives now; durable shortly after (idempotent)."""
+        reset = None
+        for topic_id, index in partitions:
+            key = (group_id, topic_id, index)
+            if self.coordinator.get(key) is not None:
+                continue
+            if reset is None:
+                try:
+                    reset = offset_reset.parse(self.group_value(
+                        group_id, "share.auto.offset.reset", None, "latest"))
+                except ValueError:
+                    reset = offset_reset.LATEST
+            start = self._reset_offset(topic_id, index, reset)
+            if start is None:
+                continue
+            self.runtime.apply(self.coordinator.initialize(key, start, self.runtime.now_ms()))
+
+    def _partition_log(self, topic_id: uuid.UUID, index: int):
+        topic = self._broker.topics.by_id(topic_id)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def _reset_offset(self, topic_id, index, reset: offset_reset.OffsetReset) -> int | None:
+        target = self._partition_log(topic_id, index)
+        if target is None:
+            return None
+        if reset.strategy == "earliest":
+            return target.log_start_offset
+        if reset.strategy == "by_duration":
+            found = target.offset_for_timestamp(self._broker.now_ms() - reset.duration_ms)
+            if found is not None:
+                return found.offset
+        return target.log_end_offset
+
+    def member_left(self, group_id: str, member_id: str) -> None:
+        """The member left or was fenced: its acquired records are released (their delivery
+        counts kept) and its share session dropped."""
+        self.release_member_records(group_id, member_id)
+        for hook in list(self.on_member_left):
+            hook(group_id, member_id)
+
+    def group_deleted(self, group_id: str) -> None:
+        """DeleteGroups took the group: its share state is dropped, durably."""
+        keys = self.coordinator.keys_of(group_id)
+        if keys:
+            self.runtime.apply(self.coordinator.delete(keys, self.runtime.now_ms()))
+
+    # -- the fetch path (C2) ---------------------------------------------------------------
+
+    def start_offset(self, key: Key) -> int | None:
+        partition = self.coordinator.get(key)
+        return None if partition is None else partition.start
+
+    def next_fetch_offset(self, key: Key) -> int:
+        """Where the next read of the log starts (after following the log's start, should
+        retention have passed the SPSO)."""
+        partition = self.coordinator.get(key)
+        if partition is None:
+            return 0
+        target = self._partition_log(key[1], key[2])
+        if target is not None and target.log_start_offset > partition.start:
+            self.runtime.apply(self.coordinator.move_start_to(key, target.log_start_offset,
+                                                              self.runtime.now_ms()))
+        return partition.next_fetch_offset()
+
+    def acquire(self, key: Key, member_id: str, batches, max_records: int, strict: bool,
+                now_ms: int | None = None) -> list[Acquired]:
+        """Acquire records of `batches` ((base offset, last offset) of the batches read from
+        next_fetch_offset(key), in order) for the member; in memory only, each under an
+        acquisition lock."""
+        now = self.runtime.now_ms() if now_ms is None else now_ms
+        acquired, result = self.coordinator.acquire(key, member_id, batches, max_records,
+                                                    strict, now)
+        if result.timers:
+            self.runtime.apply(result)
+        return acquired
+
+    async def acknowledge(self, key: Key, member_id: str, batches, now_ms: int | None = None
+                          ) -> ErrorCode | None:
+        """Apply acknowledgements ((first, last, [types]) each); answered once durable."""
+        outcome = await self.acknowledge_outcome(key, member_id, batches, now_ms)
+        return outcome.error
+
+    async def acknowledge_outcome(self, key: Key, member_id: str, batches,
+                                  now_ms: int | None = None) -> AckOutcome:
+        """As acknowledge, with Kafka's message beside the error."""
+        token = self.runtime.new_token()
+        return await self.runtime.run(
+            lambda now: self.coordinator.acknowledge(
+                key, member_id, [(f, l, list(t)) for f, l, t in batches],
+                now if now_ms is None else now_ms, token), token)
+
+    def release_member_records(self, group_id: str, member_id: str,
+                               keys: Iterable[Key] | None = None) -> None:
+        """Release what the member holds (in `keys` only, when given): its session closed."""
+        self.runtime.apply(self.coordinator.release_member(
+            group_id, member_id, None if keys is None else list(keys), self.runtime.now_ms()))
+
+    def waiter(self, key: Key) -> asyncio.Event:
+        """An event set when records of the partition become AVAILABLE again."""
+        event = self._available.get(key)
+        if event is None:
+            event = self._available[key] = asyncio.Event()
+        return event
+
+    def wakeup(self, key: Key) -> None:
+        event = self._available.pop(key, None)
+        if event is not None:
+            event.set()
+        for hook in list(self.on_available):
+            hook(key)
+
+    # -- the offsets APIs (Describe/Alter/DeleteShareGroupOffsets) -------------------------
+
+    def describe(self, group_id: str, topic_id: uuid.UUID, index: int
+                 ) -> tuple[int, int] | None:
+        """(start offset, lag) of an initialised share partition, else None. The lag is the
+        records from the SPSO to the partition's end not yet delivered (KIP-1226)."""
+        partition = self.coordinator.get((group_id, topic_id, index))
+        if partition is None:
+            return None
+        target = self._partition_log(topic_id, index)
+        end = target.log_end_offset if target is not None else partition.end
+        lag = max(0, end - partition.start - partition.delivery_complete_count())
+        return partition.start, lag
+
+    def keys_of(self, group_id: str) -> list[Key]:
+        return self.coordinator.keys_of(group_id)
+
+    async def alter(self, group_id: str, topic_id: uuid.UUID, index: int,
+                    start_offset: int) -> ErrorCode | None:
+        key = (group_id, topic_id, index)
+        token = self.runtime.new_token()
+        outcome = await self.runtime.run(
+            lambda now: self.coordinator.alter(key, start_offset, now, token), token)
+        self.wakeup(key)
+        return outcome.error
+
+    async def delete(self, group_id: str, keys: Iterable[Key]) -> ErrorCode | None:
+        token = self.runtime.new_token()
+        chosen = [k for k in keys if k[0] == group_id]
+        outcome = await self.runtime.run(
+            lambda now: self.coordinator.delete(chosen, now, token), token)
+        return outcome.error
+
+    # -- dead letters ----------------------------------------------------------------------
+
+    def _dead_letters(self, effect: DeadLetters) -> None:
+        if self.dead_letter_queue is not None:
+            try:
+                self.dead_letter_queue(effect.key, effect.entries)
+            except Exception:       # the record is archived regardless, as in Kafka
+                log.exception("cannot write dead letters of %s", effect.key)
