@@ -23,12 +23,15 @@ PURE_MODULES = ["observability/events.py",
                 # roster.client's member state machines and assignors (their drivers do I/O)
                 "client/membership.py", "client/consumer_membership.py",
                 "client/member_actions.py", "client/assignment_data.py", "client/assignors",
+                "client/share_consumer_membership.py", "client/share_consumer_config.py",
                 # the ACL matching rules (security/authorizer.py keeps and stores them)
                 "security/acls.py",
                 # share partitions and their __share_group_state records (edge: broker/share/)
                 "share"]
 # pure of I/O, but built on log/'s batch parsing, which is not in the pure set above
-NO_IO_MODULES = ["log/producer_state.py", "log/batch.py"]
+NO_IO_MODULES = ["log/producer_state.py", "log/batch.py",
+                 # roster.client's share fetch core: decodes fetched batches (client/records.py)
+                 "client/share_consumer_fetch.py"]
 
 
 def _paths(module: str) -> list[Path]:
