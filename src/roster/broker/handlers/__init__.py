@@ -4,6 +4,7 @@ from roster.broker.handlers import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
+    alter_share_group_offsets,
     alter_user_scram_credentials,
     api_versions,
     consumer_group_describe,
@@ -14,12 +15,14 @@ from roster.broker.handlers import (
     delete_acls,
     delete_groups,
     delete_records,
+    delete_share_group_offsets,
     delete_topics,
     describe_acls,
     describe_cluster,
     describe_configs,
     describe_groups,
     describe_producers,
+    describe_share_group_offsets,
     describe_topic_partitions,
     describe_transactions,
     describe_user_scram_credentials,
@@ -62,7 +65,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            txn_offset_commit, describe_producers, describe_transactions,
            list_transactions, write_txn_markers, list_config_resources,
            describe_topic_partitions, streams_group_heartbeat, streams_group_describe,
-           streams_group_topology_description_update)
+           streams_group_topology_description_update, describe_share_group_offsets,
+           alter_share_group_offsets, delete_share_group_offsets)
 
 
 def build_registry() -> Registry:

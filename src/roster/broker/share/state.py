@@ -134,15 +134,18 @@ class ShareState:
             if self.coordinator.get(key) is not None:
                 continue
             if reset is None:
-                try:
-                    reset = offset_reset.parse(self.group_value(
-                        group_id, "share.auto.offset.reset", None, "latest"))
-                except ValueError:
-                    reset = offset_reset.LATEST
+                reset = self._reset_of(group_id)
             start = self._reset_offset(topic_id, index, reset)
             if start is None:
                 continue
             self.runtime.apply(self.coordinator.initialize(key, start, self.runtime.now_ms()))
+
+    def _reset_of(self, group_id: str) -> offset_reset.OffsetReset:
+        try:
+            return offset_reset.parse(self.group_value(group_id, "share.auto.offset.reset",
+                                                       None, "latest"))
+        except ValueError:
+            return offset_reset.LATEST
 
     def _partition_log(self, topic_id: uuid.UUID, index: int):
         topic = self._broker.topics.by_id(topic_id)
@@ -188,6 +191,11 @@ class ShareState:
         if partition is None:
             return 0
         target = self._partition_log(key[1], key[2])
+        if partition.start < 0:     # altered to a negative offset: start as a new partition
+            start = self._reset_offset(key[1], key[2], self._reset_of(key[0]))
+            if start is not None:
+                self.runtime.apply(self.coordinator.alter(key, start, self.runtime.now_ms()))
+            return partition.next_fetch_offset()
         if target is not None and target.log_start_offset > partition.start:
             self.runtime.apply(self.coordinator.move_start_to(key, target.log_start_offset,
                                                               self.runtime.now_ms()))
@@ -251,8 +259,10 @@ class ShareState:
             return None
         target = self._partition_log(topic_id, index)
         end = target.log_end_offset if target is not None else partition.end
-        lag = max(0, end - partition.start - partition.delivery_complete_count())
-        return partition.start, lag
+        if partition.start == -1:       # altered to -1: Kafka's uninitialised start
+            return partition.start, -1
+        # not clamped: a start altered past the end shows a negative lag, as Kafka's does
+        return partition.start, end - partition.start - partition.delivery_complete_count()
 
     def keys_of(self, group_id: str) -> list[Key]:
         return self.coordinator.keys_of(group_id)
