@@ -221,6 +221,22 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.streams.max.warmup.replicas", 20, int, 0),
     Setting("group.streams.acceptable.recovery.lag", 10000, int, 0,
             "changelog lag under which a streams instance counts as caught up on a task"),
+    # share groups' membership (KIP-932, ShareGroupHeartbeat): Kafka 4.4.0's names, defaults
+    # and bounds (its GroupCoordinatorConfig); the min./max. pairs bound a group's own
+    # share.* configs (broker/groups/share_configs.py), SHARE_CHECKS below holds them to each
+    # other as Kafka does at start
+    Setting("group.share.session.timeout.ms", 45000, int, 1,
+            "a share group member not heard from for this long is removed"),
+    Setting("group.share.min.session.timeout.ms", 45000, int, 1),
+    Setting("group.share.max.session.timeout.ms", 60000, int, 1),
+    Setting("group.share.heartbeat.interval.ms", 5000, int, 1,
+            "the heartbeat interval given to share group members"),
+    Setting("group.share.min.heartbeat.interval.ms", 5000, int, 1),
+    Setting("group.share.max.heartbeat.interval.ms", 15000, int, 1),
+    Setting("group.share.max.size", 200, int, 1, "members a share group may hold (1-1000)"),
+    Setting("group.share.assignment.interval.ms", 1000, int, 0),
+    Setting("group.share.min.assignment.interval.ms", 0, int, 0),
+    Setting("group.share.max.assignment.interval.ms", 15000, int, 0),
     # share partitions' records (KIP-932, roster.share): Kafka 4.4.0's names, defaults and
     # lower bounds (ShareGroupConfig, ShareCoordinatorConfig, GroupCoordinatorConfig); the
     # min./max. pairs bound a group's own share.* configs
@@ -279,6 +295,19 @@ STREAMS_CHECKS = (
      "group.streams.min.task.offset.interval.ms"),
     ("group.streams.num.warmup.replicas", "<=", "group.streams.max.warmup.replicas"),
 )
+# and of the group.share.* membership settings (its verifyShareGroupConfigs)
+SHARE_CHECKS = (
+    ("group.share.max.heartbeat.interval.ms", ">=", "group.share.min.heartbeat.interval.ms"),
+    ("group.share.heartbeat.interval.ms", ">=", "group.share.min.heartbeat.interval.ms"),
+    ("group.share.heartbeat.interval.ms", "<=", "group.share.max.heartbeat.interval.ms"),
+    ("group.share.max.session.timeout.ms", ">=", "group.share.min.session.timeout.ms"),
+    ("group.share.session.timeout.ms", ">=", "group.share.min.session.timeout.ms"),
+    ("group.share.session.timeout.ms", "<=", "group.share.max.session.timeout.ms"),
+    ("group.share.heartbeat.interval.ms", "<", "group.share.session.timeout.ms"),
+    ("group.share.max.assignment.interval.ms", ">=", "group.share.min.assignment.interval.ms"),
+    ("group.share.assignment.interval.ms", ">=", "group.share.min.assignment.interval.ms"),
+    ("group.share.assignment.interval.ms", "<=", "group.share.max.assignment.interval.ms"),
+)
 _RELATIONS = {">=": (lambda a, b: a >= b, "greater than or equal to"),
               "<=": (lambda a, b: a <= b, "less than or equal to"),
               "<": (lambda a, b: a < b, "less than")}
@@ -294,6 +323,18 @@ def check_streams_settings(values: Mapping[str, Any]) -> None:
             raise ConfigError(f"{name}={values[name]}: must be at most {INT_MAX} (an INT in "
                               "Kafka)")
     for name, relation, other in STREAMS_CHECKS:
+        holds, words = _RELATIONS[relation]
+        if not holds(values[name], values[other]):
+            raise ConfigError(f"{name} must be {words} {other} "
+                              f"({values[name]} and {values[other]})")
+
+
+def check_share_settings(values: Mapping[str, Any]) -> None:
+    """Refuse group.share.* membership settings Kafka would refuse at start (ConfigError)."""
+    if values["group.share.max.size"] > 1000:
+        raise ConfigError(f"group.share.max.size={values['group.share.max.size']}: must be "
+                          "at most 1000 (Kafka's bound)")
+    for name, relation, other in SHARE_CHECKS:
         holds, words = _RELATIONS[relation]
         if not holds(values[name], values[other]):
             raise ConfigError(f"{name} must be {words} {other} "
@@ -413,6 +454,7 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError("group.min.session.timeout.ms is larger than "
                               "group.max.session.timeout.ms")
         check_streams_settings(values)
+        check_share_settings(values)
         if values["log.cleaner.min.cleanable.ratio"] > 1:
             raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
         if not 0 < values["log.cleaner.io.buffer.load.factor"] <= 1:

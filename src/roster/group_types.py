@@ -11,6 +11,7 @@ from __future__ import annotations
 from roster.admin.describe_views import CLASSIC_VIEW, CONSUMER_VIEW
 from roster.broker.groups.consumer_configs import CONSUMER_CONFIGS
 from roster.broker.groups.expected_members import EXPECTED_MEMBERS
+from roster.broker.groups.share_group import SHARE
 from roster.broker.groups.streams_group import STREAMS
 from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
 
@@ -43,6 +44,7 @@ def _classic_recorder():
 
 
 GROUP_TYPES: tuple[GroupTypeRegistration, ...] = (
+    SHARE,        # share groups (KIP-932): broker/groups/share_group.py
     STREAMS,      # Kafka Streams' own groups (KIP-1071): broker/groups/streams_group.py
     GroupTypeRegistration("consumer", make=_consumer, recorder=_consumer_recorder,
                           configure=_consumer_settings, describe_view=CONSUMER_VIEW,

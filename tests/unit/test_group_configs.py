@@ -22,6 +22,17 @@ def GroupConfigStore(path, config):
 def test_set_validate_persist_and_delete(tmp_path):
     store = GroupConfigStore(tmp_path, DEFAULTS)
     assert [entry[:3] for entry in store.effective("g")] == [
+        ("share.session.timeout.ms", 45000, False),
+        ("share.heartbeat.interval.ms", 5000, False),
+        ("share.record.lock.duration.ms", 30000, False),
+        ("share.delivery.count.limit", 5, False),
+        ("share.partition.max.record.locks", 2000, False),
+        ("share.auto.offset.reset", "latest", False),
+        ("share.isolation.level", "read_uncommitted", False),
+        ("share.renew.acknowledge.enable", True, False),
+        ("share.assignment.interval.ms", 1000, False),
+        ("errors.deadletterqueue.topic.name", "", False),
+        ("errors.deadletterqueue.copy.record.enable", False, False),
         ("streams.session.timeout.ms", 45000, False),
         ("streams.heartbeat.interval.ms", 5000, False),
         ("streams.num.standby.replicas", 0, False),

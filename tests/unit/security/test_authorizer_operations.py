@@ -78,6 +78,10 @@ KAFKA = {
     "StreamsGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE"), ("TOPIC", "CREATE")},
     "StreamsGroupDescribe": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
     "StreamsGroupTopologyDescriptionUpdate": {("GROUP", "READ")},
+    # KIP-932: READ on the group, DESCRIBE on each subscribed topic; Describe: DESCRIBE on each
+    # group, and on the topics its members are assigned
+    "ShareGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE")},
+    "ShareGroupDescribe": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
 }
 
 # what Kafka checks that no declaration can name: StreamsGroupDescribe's topic check is on the
@@ -85,6 +89,10 @@ KAFKA = {
 # (broker/handlers/streams_group_describe.py); a test that fails once it is declared
 NOT_YET = {
     "StreamsGroupDescribe": {("TOPIC", "DESCRIBE")},
+    # ShareGroupHeartbeat checks its topics after the member id, as Kafka orders them
+    # (broker/handlers/share_group_heartbeat.py); ShareGroupDescribe's are the assigned topics
+    "ShareGroupHeartbeat": {("TOPIC", "DESCRIBE")},
+    "ShareGroupDescribe": {("TOPIC", "DESCRIBE")},
 }
 
 

@@ -45,6 +45,8 @@ from roster.broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_group_describe,
+    share_group_heartbeat,
     streams_group_describe,
     streams_group_heartbeat,
     streams_group_topology_description_update,
@@ -66,7 +68,8 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            list_transactions, write_txn_markers, list_config_resources,
            describe_topic_partitions, streams_group_heartbeat, streams_group_describe,
            streams_group_topology_description_update, describe_share_group_offsets,
-           alter_share_group_offsets, delete_share_group_offsets)
+           alter_share_group_offsets, delete_share_group_offsets,
+           share_group_heartbeat, share_group_describe)
 
 
 def build_registry() -> Registry:

@@ -1,0 +1,118 @@
+"""Share groups (KIP-932) at the edge: the registration of the share group type
+(coordinator/share/), its group configs (share_configs.py), its view for `roster groups
+describe` (admin/share_view.py), and the effects it asks of the broker's share-partition state
+(`broker.share_state`, broker/share/state.py) once a result's records are durable:
+- `ShareStateWanted`: initialise the share state of partitions entering the group's target
+  assignment (`share_state.initialize(group_id, [(topic uuid, partition), ...])`, idempotent);
+- `ShareMemberGone`: a member left or was fenced (`share_state.member_left(group_id,
+  member_id)`): its acquired records go back;
+- `ShareGroupGone`: DeleteGroups took the group (`share_state.group_deleted(group_id)`).
+
+A heartbeat that assigns partitions is answered only once their initialisation is done
+(`initialized`, awaited by broker/handlers/share_group_heartbeat.py), so no consumer fetches a
+partition whose share state does not exist yet: an initialisation that returns an awaitable
+(it writes to __share_group_state) is kept here until it completes. The runtime carries out a
+result's effects after its records are durable and before any continuation answers the
+request, and at once when the result writes nothing.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import uuid
+import weakref
+
+from roster.admin.share_view import SHARE_VIEW
+from roster.broker.groups.share_configs import SHARE_CONFIGS
+from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+from roster.coordinator.share.effects import ShareGroupGone, ShareMemberGone, ShareStateWanted
+
+log = logging.getLogger("roster.groups")
+
+# broker -> {group id: the initialisations still running}
+_initializing: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _make(context: TypeContext):
+    from roster.coordinator.share.coordinator import ShareCoordinator
+    return ShareCoordinator(context.settings_of("share"), topics=context.topics)
+
+
+def _settings(config, group_configs):
+    """The group.share.* membership settings (roster/config.py validated them) and the groups'
+    own share.* configs, the live mapping group_configs.py keeps."""
+    from roster.coordinator.share.messages import ShareConfig
+    return ShareConfig.from_broker(config, group_configs)
+
+
+def _state(broker, what: str):
+    state = getattr(broker, "share_state", None)
+    if state is None:
+        log.warning("share groups: no share-partition state on this broker to %s", what)
+    return state
+
+
+def _follow(broker, group_id: str, outcome, what: str) -> None:
+    """Keep an awaitable outcome until it is done (the heartbeat waits for initialisations);
+    log a failure."""
+    if not inspect.isawaitable(outcome):
+        return
+    task = asyncio.ensure_future(outcome)
+    running = _initializing.setdefault(broker, {}).setdefault(group_id, set())
+    running.add(task)
+
+    def done(finished: asyncio.Future) -> None:
+        running.discard(finished)
+        if not finished.cancelled() and finished.exception() is not None:
+            log.error("share group %s: %s failed: %r", group_id, what, finished.exception())
+
+    task.add_done_callback(done)
+
+
+def initialize_share_state(broker, effect: ShareStateWanted) -> None:
+    state = _state(broker, f"initialise {len(effect.partitions)} partitions of "
+                           f"{effect.group_id}")
+    if state is None:
+        return
+    partitions = [(uuid.UUID(bytes=topic_id), p) for topic_id, p in effect.partitions]
+    _follow(broker, effect.group_id, state.initialize(effect.group_id, partitions),
+            "initialising share state")
+
+
+def member_left(broker, effect: ShareMemberGone) -> None:
+    state = _state(broker, f"release member {effect.member_id} of {effect.group_id}")
+    if state is not None:
+        _follow(broker, effect.group_id, state.member_left(effect.group_id, effect.member_id),
+                "releasing a member's records")
+
+
+def group_deleted(broker, effect: ShareGroupGone) -> None:
+    state = _state(broker, f"drop the share state of {effect.group_id}")
+    if state is not None:
+        _follow(broker, effect.group_id, state.group_deleted(effect.group_id),
+                "deleting share state")
+
+
+async def initialized(broker, group_id: str) -> None:
+    """Until every share-state operation the group's results asked for so far is done."""
+    running = _initializing.get(broker, {}).get(group_id, ())
+    while pending := [task for task in running if not task.done()]:
+        await asyncio.wait(pending)
+
+
+SHARE = GroupTypeRegistration(
+    "share", make=_make, configure=_settings,
+    effects={ShareStateWanted: initialize_share_state, ShareMemberGone: member_left,
+             ShareGroupGone: group_deleted},
+    describe_view=SHARE_VIEW, group_configs=SHARE_CONFIGS)
+
+
+def share_type(broker):
+    """The broker's share group type (coordinator/share/coordinator.ShareCoordinator: its
+    `is_member(group_id, member_id)`, `assigned(group_id, member_id)`, `describe(group_id)`),
+    or None when it is not registered."""
+    for group_type in broker.groups.shard.types:
+        if group_type.name == "share":
+            return group_type
+    return None
