@@ -20,6 +20,7 @@ from roster.broker.partitions.producers import ProducerIds, SequenceTable
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.broker.partitions.topics import Topic, TopicError, TopicManager
 from roster.broker.partitions.waiters import AppendWaiters
+from roster.broker.share_sessions import ShareSessions
 from roster.broker.share.state import ShareState
 from roster.broker.transactions.runtime import TransactionRuntime
 from roster.config import BrokerConfig
@@ -72,6 +73,8 @@ class Broker:
         self.cluster_id = read_cluster_id(data_dir)
         self.topics = TopicManager(data_dir, config, FileLog.open)
         self.waiters = AppendWaiters()
+        # share consumers' sessions (ShareFetch, ShareAcknowledge), ended with their connection
+        self.share_sessions = ShareSessions(self)
         self.durability = Durability(config["log.flush.interval.messages"],
                                      config["log.flush.interval.ms"])
         self.endpoint = Endpoint(config["node.id"], "localhost", 9092)

@@ -182,6 +182,9 @@ class Connection(asyncio.BufferedProtocol):
             self._queued.wake()
         if self._admitted:
             self._table.discard(self)
+        sessions = getattr(self.broker, "share_sessions", None)
+        if sessions is not None:   # a share consumer gone: its acquired records return now
+            sessions.connection_closed(self)
 
     def pause_writing(self) -> None:
         # The client is not reading its answers: stop serving (and so reading) until it does.

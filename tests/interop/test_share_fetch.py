@@ -1,0 +1,301 @@
+"""The share fetch path (KIP-932) on a real roster broker over a real socket: ShareFetch and
+ShareAcknowledge requests acquire records for a member, carry them with their AcquiredRecords,
+apply acknowledgements (piggy-backed and on their own) durably, park on a long poll that
+appends and released records end, and give a closed connection's records back at once.
+
+The broker runs in this process (a real listener on an event-loop thread) so that a test can
+initialise share partitions itself, as the membership side does when it assigns them; the
+requests are the ones a share consumer sends. Share session rules are compared with Kafka 4.4
+in test_share_fetch_kafka.py."""
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from roster.broker.broker import Broker
+from roster.broker.network.connection import Connection
+from roster.broker.network.server import ConnectionTable
+from roster.config import BrokerConfig
+from roster.protocol.errors import ErrorCode
+from roster.security.listen import ListenerPlan
+from tests.interop.share_fetch_wire import (
+    acquired,
+    partitions_of,
+    produce,
+    share_acknowledge,
+    share_fetch,
+    topic_id,
+    values,
+)
+from tests.support.transactions import create_topics
+from tests.support.wire import Wire
+
+pytestmark = pytest.mark.interop
+
+ACCEPT, RELEASE, REJECT = 1, 2, 3
+OTHER = "o" * 22
+
+
+class ServedBroker:
+    """A roster Broker serving a real PLAINTEXT listener on an event-loop thread."""
+
+    def __init__(self, data_dir, settings=()) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        config = BrokerConfig.load(assignments=["offsets.topic.num.partitions=1", *settings],
+                                   environ={})
+        self.broker, port = self.run(self._start(config, data_dir))
+        self.bootstrap = f"127.0.0.1:{port}"
+
+    async def _start(self, config, data_dir):
+        broker = Broker(config, data_dir)
+        broker.start()
+        listeners = ListenerPlan(config, data_dir, "127.0.0.1", 0, Connection)
+        listening = await listeners.open(broker, ConnectionTable(config))
+        broker.serve_on(listeners, listening)
+        self.servers = [item.server for item in listening]
+        deadline = time.monotonic() + 20
+        while not (broker.groups.loaded and broker.share_state.loaded):
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        return broker, listening[0].port
+
+    def run(self, coroutine, timeout_s: float = 20):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout_s)
+
+    def initialize(self, group: str, tid, partitions=(0,)) -> None:
+        """What the membership side does when the group is assigned the partitions."""
+        async def initialize():
+            self.broker.share_state.initialize(group, [(tid, p) for p in partitions])
+            return [self.broker.share_state.start_offset((group, tid, p)) for p in partitions]
+        assert None not in self.run(initialize())
+
+    def close(self) -> None:
+        async def stop():
+            for server in self.servers:
+                server.close()
+            await self.broker.stop()
+        self.run(stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+@pytest.fixture
+def served(tmp_path):
+    server = ServedBroker(tmp_path)
+    yield server
+    server.close()
+
+
+def scenario(served, name: str, partitions: int = 1):
+    """A topic, its id, and a group whose share partitions start at the topic's end."""
+    create_topics(served.bootstrap, name, partitions=partitions)
+    with Wire(served.bootstrap) as wire:
+        tid = topic_id(wire, name)
+    group = "g-" + name
+    served.initialize(group, tid, range(partitions))
+    return tid, group
+
+
+def test_records_are_acquired_handed_out_and_accepted(served):
+    tid, group = scenario(served, "accepted")
+    produce(served.bootstrap, "accepted", [b"a", b"b", b"c"])
+    with Wire(served.bootstrap) as wire:
+        first = share_fetch(wire, group=group, parts=[(tid, [(0, [])])])
+        assert first.error_code == ErrorCode.none
+        assert first.acquisition_lock_timeout.total_seconds() == 30
+        assert acquired(first) == {(tid, 0): [(0, 2, 1)]}
+        assert values(first) == [b"a", b"b", b"c"]
+        # the acknowledgement rides on the next fetch; nothing is left to hand out
+        second = share_fetch(wire, group=group, epoch=1, max_wait_ms=100,
+                             parts=[(tid, [(0, [(0, 2, [ACCEPT])])])])
+        part = partitions_of(second)[(tid, 0)]
+        assert part.acknowledge_error_code == 0 and not part.acquired_records
+        # a later fetch with nothing new answers no partition at all
+        third = share_fetch(wire, group=group, epoch=2, max_wait_ms=100)
+        assert third.error_code == ErrorCode.none and third.responses == ()
+        # accepted records are never handed out again, even to another member
+        with Wire(served.bootstrap) as other:
+            again = share_fetch(other, group=group, member=OTHER, max_wait_ms=100,
+                                parts=[(tid, [(0, [])])])
+            assert acquired(again) == {}
+
+
+def test_released_records_come_back_with_their_delivery_count_raised(served):
+    tid, group = scenario(served, "released")
+    produce(served.bootstrap, "released", [b"a", b"b"])
+    with Wire(served.bootstrap) as wire:
+        assert acquired(share_fetch(wire, group=group, parts=[(tid, [(0, [])])])) == \
+            {(tid, 0): [(0, 1, 1)]}
+        answer = share_acknowledge(wire, group=group, epoch=1,
+                                   parts=[(tid, [(0, [(0, 1, [RELEASE, ACCEPT])])])])
+        assert [p.error_code for p in partitions_of(answer).values()] == [ErrorCode.none]
+        again = share_fetch(wire, group=group, epoch=2)
+        assert acquired(again) == {(tid, 0): [(0, 0, 2)]}
+        assert values(again) == [b"a"]
+
+
+def test_max_records_across_modes(served):
+    """batch_optimized hands out whole batches (past MaxRecords); record_limit (KIP-1206)
+    exactly MaxRecords."""
+    tid, group = scenario(served, "limits")
+    from confluent_kafka import Producer
+    producer = Producer({"bootstrap.servers": served.bootstrap, "linger.ms": 200})
+    for value in (b"0", b"1", b"2", b"3", b"4"):
+        producer.produce("limits", value=value, partition=0)
+    producer.flush(10)   # one batch of five
+    with Wire(served.bootstrap) as wire:
+        strict = share_fetch(wire, group=group, member="a" * 22, max_records=2, mode=1,
+                             parts=[(tid, [(0, [])])])
+        assert acquired(strict) == {(tid, 0): [(0, 1, 1)]}
+        assert values(strict) == [b"0", b"1"]
+        whole = share_fetch(wire, group=group, member="b" * 22, max_records=1, mode=0,
+                            parts=[(tid, [(0, [])])])
+        assert acquired(whole) == {(tid, 0): [(2, 4, 1)]}
+        assert values(whole) == [b"2", b"3", b"4"]
+
+
+def test_a_parked_fetch_answers_as_soon_as_records_are_appended(served):
+    tid, group = scenario(served, "parked")
+    with Wire(served.bootstrap) as wire:
+        started = time.monotonic()
+        answered = {}
+        fetching = threading.Thread(target=lambda: answered.setdefault("answer", share_fetch(
+            wire, group=group, max_wait_ms=15000, parts=[(tid, [(0, [])])])))
+        fetching.start()
+        time.sleep(0.5)
+        produce(served.bootstrap, "parked", [b"late"])
+        fetching.join(20)
+        assert time.monotonic() - started < 10
+        assert values(answered["answer"]) == [b"late"]
+
+
+def test_the_long_poll_ends_at_max_wait_with_nothing_to_hand_out(served):
+    tid, group = scenario(served, "idle")
+    with Wire(served.bootstrap) as wire:
+        started = time.monotonic()
+        answer = share_fetch(wire, group=group, max_wait_ms=700, parts=[(tid, [(0, [])])])
+        waited = time.monotonic() - started
+        assert 0.6 < waited < 5
+        # nothing handed out: a full fetch lists the partition it read, empty
+        assert acquired(answer) == {} and list(partitions_of(answer)) == [(tid, 0)]
+
+
+def test_a_parked_fetch_gets_the_records_another_member_releases(served):
+    tid, group = scenario(served, "handover")
+    produce(served.bootstrap, "handover", [b"x"])
+    with Wire(served.bootstrap) as holder, Wire(served.bootstrap) as waiter:
+        assert acquired(share_fetch(holder, group=group, parts=[(tid, [(0, [])])])) == \
+            {(tid, 0): [(0, 0, 1)]}
+        answered = {}
+        fetching = threading.Thread(target=lambda: answered.setdefault("answer", share_fetch(
+            waiter, group=group, member=OTHER, max_wait_ms=15000, parts=[(tid, [(0, [])])])))
+        fetching.start()
+        time.sleep(0.5)
+        started = time.monotonic()
+        share_acknowledge(holder, group=group, epoch=1, parts=[(tid, [(0, [(0, 0, [RELEASE])])])])
+        fetching.join(20)
+        assert time.monotonic() - started < 5
+        assert acquired(answered["answer"]) == {(tid, 0): [(0, 0, 2)]}
+
+
+def test_a_closed_connection_gives_its_records_back_long_before_the_lock_expires(served):
+    tid, group = scenario(served, "killed")
+    produce(served.bootstrap, "killed", [b"k1", b"k2"])
+    holder = Wire(served.bootstrap)
+    assert acquired(share_fetch(holder, group=group, parts=[(tid, [(0, [])])])) == \
+        {(tid, 0): [(0, 1, 1)]}
+    with Wire(served.bootstrap) as other:
+        # held by the first member: nothing for the other
+        assert acquired(share_fetch(other, group=group, member=OTHER, max_wait_ms=100,
+                                    parts=[(tid, [(0, [])])])) == {}
+        holder.close()   # the consumer is killed: no ShareAcknowledge, no epoch -1
+        started = time.monotonic()
+        answer = share_fetch(other, group=group, member=OTHER, epoch=1, max_wait_ms=10000)
+        assert time.monotonic() - started < 5   # the lock is 30 s
+        assert acquired(answer) == {(tid, 0): [(0, 1, 2)]}
+        assert values(answer) == [b"k1", b"k2"]
+
+
+def test_closing_the_session_releases_what_is_left_after_its_acknowledgements(served):
+    tid, group = scenario(served, "closing")
+    produce(served.bootstrap, "closing", [b"a", b"b", b"c"])
+    with Wire(served.bootstrap) as wire, Wire(served.bootstrap) as other:
+        share_fetch(wire, group=group, parts=[(tid, [(0, [])])])
+        closed = share_fetch(wire, group=group, epoch=-1,
+                             parts=[(tid, [(0, [(0, 0, [ACCEPT])])])])
+        assert closed.error_code == ErrorCode.none
+        assert partitions_of(closed)[(tid, 0)].acknowledge_error_code == 0
+        assert acquired(closed) == {}
+        assert share_fetch(wire, group=group, epoch=2).error_code == \
+            ErrorCode.share_session_not_found
+        answer = share_fetch(other, group=group, member=OTHER, parts=[(tid, [(0, [])])])
+        assert acquired(answer) == {(tid, 0): [(1, 2, 2)]}
+
+
+def test_a_member_cannot_acknowledge_records_it_does_not_hold(served):
+    tid, group = scenario(served, "foreign")
+    produce(served.bootstrap, "foreign", [b"a"])
+    with Wire(served.bootstrap) as wire, Wire(served.bootstrap) as other:
+        share_fetch(wire, group=group, parts=[(tid, [(0, [])])])
+        share_fetch(other, group=group, member=OTHER, max_wait_ms=50, parts=[(tid, [(0, [])])])
+        answer = share_acknowledge(other, group=group, member=OTHER, epoch=1,
+                                   parts=[(tid, [(0, [(0, 0, [ACCEPT])])])])
+        assert partitions_of(answer)[(tid, 0)].error_code == ErrorCode.invalid_record_state
+        # still the holder's to acknowledge
+        mine = share_acknowledge(wire, group=group, epoch=1,
+                                 parts=[(tid, [(0, [(0, 0, [ACCEPT])])])])
+        assert partitions_of(mine)[(tid, 0)].error_code == ErrorCode.none
+
+
+def test_renew_acknowledgements_keep_the_records_without_a_fetch(served):
+    """v2 IsRenewAck (KIP-1222): RENEW extends the lock; the request fetches nothing."""
+    tid, group = scenario(served, "renewed")
+    produce(served.bootstrap, "renewed", [b"r"])
+    with Wire(served.bootstrap) as wire, Wire(served.bootstrap) as other:
+        share_fetch(wire, group=group, parts=[(tid, [(0, [])])])
+        renewed = share_fetch(wire, group=group, epoch=1, renew=True, max_wait_ms=0,
+                              min_bytes=0, max_bytes=0, max_records=0,
+                              parts=[(tid, [(0, [(0, 0, [4])])])])
+        assert renewed.error_code == ErrorCode.none
+        assert partitions_of(renewed)[(tid, 0)].acknowledge_error_code == 0
+        assert acquired(renewed) == {}
+        # still held
+        assert acquired(share_fetch(other, group=group, member=OTHER, max_wait_ms=50,
+                                    parts=[(tid, [(0, [])])])) == {}
+        done = share_acknowledge(wire, group=group, epoch=2, parts=[(tid, [(0, [(0, 0, [1])])])])
+        assert partitions_of(done)[(tid, 0)].error_code == ErrorCode.none
+
+
+def test_partitions_across_topics_share_max_records(served):
+    tid_a, group = scenario(served, "across-a")
+    create_topics(served.bootstrap, "across-b")
+    with Wire(served.bootstrap) as wire:
+        tid_b = topic_id(wire, "across-b")
+    served.initialize(group, tid_b)
+    produce(served.bootstrap, "across-a", [b"a1", b"a2"])
+    produce(served.bootstrap, "across-b", [b"b1", b"b2"])
+    with Wire(served.bootstrap) as wire:
+        answer = share_fetch(wire, group=group, max_records=3, mode=1,
+                             parts=[(tid_a, [(0, [])]), (tid_b, [(0, [])])])
+        got = acquired(answer)
+        assert sum(last - first + 1 for ranges in got.values() for first, last, _ in ranges) == 3
+        # the rest on the next fetch
+        rest = share_fetch(wire, group=group, epoch=1, max_records=3, mode=1)
+        assert sum(last - first + 1 for ranges in acquired(rest).values()
+                   for first, last, _ in ranges) == 1
+
+
+def test_a_partition_not_initialised_answers_nothing(served):
+    create_topics(served.bootstrap, "uninitialised")
+    produce(served.bootstrap, "uninitialised", [b"u"])
+    with Wire(served.bootstrap) as wire:
+        tid = topic_id(wire, "uninitialised")
+        started = time.monotonic()
+        answer = share_fetch(wire, group="nobody", max_wait_ms=300, parts=[(tid, [(0, [])])])
+        assert time.monotonic() - started >= 0.25
+        assert answer.error_code == ErrorCode.none and answer.responses == ()
