@@ -192,6 +192,10 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.consumer.assignors", "uniform,range", str, None,
             "server-side assignors by name (Kafka's class names are accepted); the first is the "
             "default"),
+    # share sessions (KIP-932, ShareFetch): Kafka 4.4.0's name, default and bound (its
+    # ShareGroupConfig); past it a new session is refused SHARE_SESSION_LIMIT_REACHED
+    Setting("group.share.max.share.sessions", 2000, int, 1,
+            "share sessions (one per share consumer) this broker keeps at once"),
     # streams groups (KIP-1071, StreamsGroupHeartbeat): Kafka 4.4.0's names, defaults and
     # lower bounds (its GroupCoordinatorConfig); the min./max. pairs bound what a group's own
     # streams.* configs may say (broker/groups/streams_configs.py), and STREAMS_CHECKS below

@@ -20,8 +20,8 @@ from roster.broker.partitions.producers import ProducerIds, SequenceTable
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.broker.partitions.topics import Topic, TopicError, TopicManager
 from roster.broker.partitions.waiters import AppendWaiters
-from roster.broker.share_sessions import ShareSessions
 from roster.broker.share.state import ShareState
+from roster.broker.share_sessions import ShareSessions
 from roster.broker.transactions.runtime import TransactionRuntime
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig

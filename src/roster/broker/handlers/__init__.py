@@ -45,6 +45,8 @@ from roster.broker.handlers import (
     produce,
     sasl_authenticate,
     sasl_handshake,
+    share_acknowledge,
+    share_fetch,
     share_group_describe,
     share_group_heartbeat,
     streams_group_describe,
@@ -69,7 +71,7 @@ MODULES = (produce, fetch, list_offsets, metadata, offset_commit, offset_fetch,
            describe_topic_partitions, streams_group_heartbeat, streams_group_describe,
            streams_group_topology_description_update, describe_share_group_offsets,
            alter_share_group_offsets, delete_share_group_offsets,
-           share_group_heartbeat, share_group_describe)
+           share_group_heartbeat, share_group_describe, share_fetch, share_acknowledge)
 
 
 def build_registry() -> Registry:
