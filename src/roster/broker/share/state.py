@@ -20,6 +20,11 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from roster.broker.coordinator_runtime import CoordinatorRuntime
+
+try:    # the share group type's configs (the membership side's module)
+    from roster.broker.groups.share_configs import group_value as share_group_value
+except ImportError:     # not there yet: the group config store is read directly
+    share_group_value = None
 from roster.broker.share.state_log import ShareStateLog
 from roster.protocol.errors import ErrorCode
 from roster.share import offset_reset
@@ -98,6 +103,11 @@ class ShareState:
 
     def group_value(self, group_id: str, name: str, broker_setting: str | None, default=None):
         """A group's config `name`, else the broker's `broker_setting`, else `default`."""
+        if share_group_value is not None:
+            try:
+                return share_group_value(self._broker, group_id, name)
+            except KeyError:
+                pass
         own = self._broker.group_configs.own(group_id)
         if name in own and own[name] is not None:
             return own[name]
