@@ -1,0 +1,146 @@
+"""The share fetch path beside Apache Kafka 4.4: the same ShareFetch and ShareAcknowledge requests
+(and the ShareGroupHeartbeat that gets a member its partitions) against roster and against the
+Kafka peer, with the same assertions: the share session's epochs and errors, the request
+checks, per-partition errors, acquisition, piggy-backed and separate acknowledgements, a
+released record's second delivery, renew acknowledgements, and which partitions a full and a
+later answer list."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from roster.protocol.errors import ErrorCode
+from tests.interop.share_fetch_wire import (
+    acquired,
+    join_share_group,
+    partitions_of,
+    produce,
+    set_group_configs,
+    share_acknowledge,
+    share_fetch,
+    topic_id,
+    values,
+)
+from tests.support.judges import KAFKA, ROSTER, roster_broker, target  # noqa: F401 (fixtures)
+from tests.support.kafka_peer import unique_name
+from tests.support.transactions import create_topics
+from tests.support.wire import Wire
+
+BOTH = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
+ACCEPT, RELEASE, RENEW = 1, 2, 4
+
+
+def codes(answer) -> dict:
+    return {key: (p.error_code, p.acknowledge_error_code)
+            for key, p in partitions_of(answer).items()}
+
+
+@BOTH
+def test_share_session_rules_and_request_checks(target):
+    name = unique_name("share-rules")
+    create_topics(target.bootstrap, name, partitions=2)
+    group = unique_name("g")
+    with Wire(target.bootstrap) as wire:
+        tid = topic_id(wire, name)
+        unknown = uuid.uuid4()
+        opened = share_fetch(wire, group=group, max_wait_ms=100,
+                             parts=[(tid, [(0, []), (1, []), (7, [])]), (unknown, [(0, [])])])
+        assert opened.error_code == ErrorCode.none
+        # no share state for a group nobody joined: only the failed partitions are listed
+        assert codes(opened) == {(tid, 7): (ErrorCode.unknown_topic_or_partition, 0),
+                                 (unknown, 0): (ErrorCode.unknown_topic_id, 0)}
+        assert opened.acquisition_lock_timeout.total_seconds() == 30
+        # a later fetch reports the failed partitions once more
+        later = share_fetch(wire, group=group, epoch=1, max_wait_ms=100)
+        assert set(codes(later)) == {(tid, 7), (unknown, 0)}
+        for epoch, member, expected in [
+                (5, None, ErrorCode.invalid_share_session_epoch),
+                (3, "z" * 22, ErrorCode.share_session_not_found),
+                (-1, "z" * 22, ErrorCode.share_session_not_found),
+                (2, "", ErrorCode.invalid_request),
+                (2, "x" * 37, ErrorCode.invalid_request)]:
+            answer = share_fetch(wire, group=group, epoch=epoch, max_wait_ms=50,
+                                 **({} if member is None else {"member": member}))
+            assert (answer.error_code, answer.responses) == (expected, ()), (epoch, member)
+            assert answer.acquisition_lock_timeout.total_seconds() == 0
+        # IsRenewAck fetches nothing: its limits must be zero
+        assert share_fetch(wire, group=group, epoch=2, renew=True).error_code == \
+            ErrorCode.invalid_request
+        # acknowledgements cannot open a session
+        assert share_fetch(wire, group=group, epoch=0,
+                           parts=[(tid, [(0, [(0, 0, [ACCEPT])])])]).error_code == \
+            ErrorCode.invalid_request
+        # ShareAcknowledge never opens a session either
+        assert share_acknowledge(wire, group=group, epoch=0).error_code == \
+            ErrorCode.invalid_share_session_epoch
+        assert share_acknowledge(wire, group=group, member="q" * 22, epoch=1).error_code == \
+            ErrorCode.share_session_not_found
+        # the session survived the refused requests: it still expects epoch 2
+        checked = share_acknowledge(wire, group=group, epoch=2, parts=[
+            (tid, [(0, [(3, 2, [ACCEPT])]), (1, [(0, 1, [ACCEPT, ACCEPT, ACCEPT])])]),
+            (unknown, [(0, [(0, 0, [ACCEPT])])])])
+        assert checked.error_code == ErrorCode.none
+        assert {k: p.error_code for k, p in partitions_of(checked).items()} == {
+            (tid, 0): ErrorCode.invalid_request, (tid, 1): ErrorCode.invalid_request,
+            (unknown, 0): ErrorCode.unknown_topic_id}
+        more = share_acknowledge(wire, group=group, epoch=3, parts=[
+            (tid, [(0, [(0, 0, [RENEW])]), (1, [(0, 0, [9])])])])
+        assert {k: p.error_code for k, p in partitions_of(more).items()} == {
+            (tid, 0): ErrorCode.invalid_request, (tid, 1): ErrorCode.invalid_request}
+        # v1 knows no RENEW
+        v1 = share_acknowledge(wire, group=group, epoch=4, version=1,
+                               parts=[(tid, [(0, [(0, 0, [RENEW])])])])
+        assert [p.error_code for p in partitions_of(v1).values()] == [ErrorCode.invalid_request]
+        closed = share_fetch(wire, group=group, epoch=-1, parts=[(tid, [(0, [])])])
+        assert (closed.error_code, closed.responses) == (ErrorCode.none, ())
+        assert share_fetch(wire, group=group, epoch=6).error_code == \
+            ErrorCode.share_session_not_found
+
+
+@BOTH
+def test_acquire_acknowledge_release_and_redeliver(target):
+    name = unique_name("share-path")
+    group = unique_name("g")
+    create_topics(target.bootstrap, name, partitions=2)
+    produce(target.bootstrap, name, [b"v0", b"v1", b"v2"])
+    set_group_configs(target.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    with Wire(target.bootstrap) as wire:
+        tid = topic_id(wire, name)
+        member, _ = join_share_group(wire, group, [name], 2)
+        first = share_fetch(wire, group=group, member=member, max_records=2,
+                            parts=[(tid, [(0, []), (1, [])])])
+        # one-record batches: batch_optimized stops at MaxRecords; the empty partition is
+        # not listed beside one that handed records out
+        assert acquired(first) == {(tid, 0): [(0, 1, 1)]}
+        assert list(partitions_of(first)) == [(tid, 0)]
+        assert values(first) == [b"v0", b"v1"]
+        second = share_fetch(wire, group=group, member=member, epoch=1, max_records=2)
+        assert acquired(second) == {(tid, 0): [(2, 2, 1)]}
+        assert values(second) == [b"v2"]
+        acked = share_fetch(wire, group=group, member=member, epoch=2, max_wait_ms=300,
+                            parts=[(tid, [(0, [(0, 1, [ACCEPT])])])])
+        assert codes(acked) == {(tid, 0): (ErrorCode.none, 0)}
+        assert acquired(acked) == {}
+        renewed = share_fetch(wire, group=group, member=member, epoch=3, renew=True,
+                              max_wait_ms=0, min_bytes=0, max_bytes=0, max_records=0,
+                              parts=[(tid, [(0, [(2, 2, [RENEW])])])])
+        assert codes(renewed) == {(tid, 0): (ErrorCode.none, 0)}
+        released = share_acknowledge(wire, group=group, member=member, epoch=4,
+                                     parts=[(tid, [(0, [(2, 2, [RELEASE])])])])
+        assert {k: p.error_code for k, p in partitions_of(released).items()} == \
+            {(tid, 0): ErrorCode.none}
+        again = share_fetch(wire, group=group, member=member, epoch=5, max_wait_ms=300)
+        assert acquired(again) == {(tid, 0): [(2, 2, 2)]}
+        assert values(again) == [b"v2"]
+        # nothing more: a later answer lists no partition
+        idle = share_fetch(wire, group=group, member=member, epoch=6, max_wait_ms=300)
+        assert (idle.error_code, idle.responses) == (ErrorCode.none, ())
+        # a full fetch again, nothing to hand out: every partition it read, empty
+        full = share_fetch(wire, group=group, member=member, epoch=0, max_wait_ms=300,
+                           parts=[(tid, [(0, []), (1, [])])])
+        assert sorted(partitions_of(full)) == [(tid, 0), (tid, 1)]
+        assert acquired(full) == {}
+        # someone else's records cannot be acknowledged
+        foreign = share_acknowledge(wire, group=group, member="f" * 22, epoch=1)
+        assert foreign.error_code == ErrorCode.share_session_not_found
