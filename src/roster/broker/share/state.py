@@ -215,7 +215,10 @@ class ShareState:
                 now_ms: int | None = None) -> list[Acquired]:
         """Acquire records of `batches` ((base offset, last offset) of the batches read from
         next_fetch_offset(key), in order) for the member; in memory only, each under an
-        acquisition lock."""
+        acquisition lock. The read and this call must happen in one step (no await between):
+        offsets of the window between next_fetch_offset(key) and the first batch, and between
+        two batches, are taken as absent from the log (compacted, control or aborted
+        records) and count as delivered."""
         now = self.runtime.now_ms() if now_ms is None else now_ms
         acquired, result = self.coordinator.acquire(key, member_id, batches, max_records,
                                                     strict, now)
