@@ -151,3 +151,61 @@ def test_pruning_keeps_what_replay_needs():
         assert partition.start == state.start_offset(key)
         assert {o: (e.state, e.delivery_count) for o, e in partition.records.items()} == before
     run(scenario, ["share.coordinator.snapshot.update.records.per.snapshot=4"])
+
+
+def _dead_letters(broker, name: str) -> list:
+    from roster.record_codec import MemoryRecords
+    topic = broker.topics.get(name)
+    out = []
+    for index, log in enumerate(topic.partitions):
+        data = log.read(log.log_start_offset, 1 << 20) if log.log_end_offset else b""
+        batches = MemoryRecords(data)
+        while (batch := batches.next_batch()) is not None:
+            for record in batch:
+                out.append((index, record.key, record.value,
+                            {k: v.decode() for k, v in record.headers}))
+    return out
+
+
+def test_rejected_and_exhausted_records_go_to_the_dead_letter_queue():
+    async def scenario(broker, state, key):
+        broker.group_configs.values["g"] = {
+            "errors.deadletterqueue.topic.name": "dlq.g",
+            "errors.deadletterqueue.copy.record.enable": True,
+            "share.delivery.count.limit": 2}
+        state.runtime.apply(state.coordinator.initialize(key, 0, 0))
+        state.acquire(key, "m", [(0, 3)], 100, False)
+        assert await state.acknowledge(key, "m", [(0, 0, [3]), (1, 3, [RELEASE])]) is None
+        state.acquire(key, "m", [(1, 3)], 100, False)       # the 2nd delivery: the limit
+        assert await state.acknowledge(key, "m", [(1, 1, [RELEASE]), (2, 3, [ACCEPT])]) is None
+        letters = _dead_letters(broker, "dlq.g")
+        assert [(k, v) for _, k, v, _ in letters] == [(None, b"v0"), (None, b"v1")]
+        assert letters[0][3] == {
+            "__dlq.errors.topic": "work", "__dlq.errors.partition": "0",
+            "__dlq.errors.offset": "0", "__dlq.errors.group": "g",
+            "__dlq.errors.delivery.count": "1",
+            "__dlq.errors.message": "Offset rejected by client."}
+        assert letters[1][3]["__dlq.errors.message"] == \
+            "Offset delivery count exceeded the threshold."
+        assert letters[1][3]["__dlq.errors.delivery.count"] == "2"
+        assert state.start_offset(key) == 4
+    run(scenario, ["errors.deadletterqueue.auto.create.topics.enable=true"])
+
+
+def test_the_dead_letter_queue_topic_must_be_allowed():
+    async def scenario(broker, state, key):
+        state.runtime.apply(state.coordinator.initialize(key, 0, 0))
+        broker.topics.create("dlq.closed", 1)                   # group.enable false
+        broker.topics.create("dlq.open", 3, {"errors.deadletterqueue.group.enable": "true"})
+        for name in ("other.name", "dlq.missing", "dlq.closed", "dlq.open"):
+            broker.group_configs.values["g"] = {"errors.deadletterqueue.topic.name": name}
+            state.acquire(key, "m", [(o, o) for o in range(state.next_fetch_offset(key), 20)],
+                          1, True)
+            offset = state.next_fetch_offset(key) - 1
+            assert await state.acknowledge(key, "m", [(offset, offset, [3])]) is None
+        assert broker.topics.get("dlq.missing") is None          # no auto-create
+        assert _dead_letters(broker, "dlq.closed") == []
+        [(index, k, v, headers)] = _dead_letters(broker, "dlq.open")
+        assert (index, k, v) == (0, None, None)                  # partition 0 % 3, no copy
+        assert headers["__dlq.errors.offset"] == "3"
+    run(scenario)

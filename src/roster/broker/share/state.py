@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable
 
 from roster.broker.coordinator_runtime import CoordinatorRuntime
+from roster.broker.share.dlq import DeadLetterQueue
 
 try:    # the share group type's configs (the membership side's module)
     from roster.broker.groups.share_configs import group_value as share_group_value
@@ -59,8 +60,8 @@ class ShareState:
         self.on_available: list[Callable[[Key], None]] = []
         # called with (group id, member id) when a member leaves (the share sessions)
         self.on_member_left: list[Callable[[str, str], None]] = []
-        # the dead-letter queue writer (dlq.py), once built: (key, entries) -> None
-        self.dead_letter_queue = None
+        # the dead-letter queue writer (dlq.py): (key, entries) -> None
+        self.dead_letter_queue = DeadLetterQueue(broker, self)
         self.loaded = False
 
     # -- life cycle -------------------------------------------------------------------------
