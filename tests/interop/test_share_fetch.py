@@ -299,3 +299,125 @@ def test_a_partition_not_initialised_answers_nothing(served):
         answer = share_fetch(wire, group="nobody", max_wait_ms=300, parts=[(tid, [(0, [])])])
         assert time.monotonic() - started >= 0.25
         assert answer.error_code == ErrorCode.none and answer.responses == ()
+
+
+def test_read_committed_groups_get_committed_records_only(served):
+    """share.isolation.level=read_committed reads up to the last stable offset and never hands
+    out an aborted transaction's records; read_uncommitted hands out everything; control
+    batches are never handed out."""
+    from confluent_kafka import Producer
+
+    from tests.interop.share_fetch_wire import set_group_configs
+    tid, committed = scenario(served, "txn")
+    uncommitted = "plain-txn"
+    served.initialize(uncommitted, tid)
+    set_group_configs(served.bootstrap, committed, {"share.isolation.level": "read_committed"})
+    producer = Producer({"bootstrap.servers": served.bootstrap, "transactional.id": "share-txn"})
+    producer.init_transactions(30)
+    for batch, commit in ([b"a", b"b"], True), ([b"c"], False), ([b"d"], True), ([b"e"], None):
+        producer.begin_transaction()
+        for value in batch:
+            producer.produce("txn", value=value, partition=0)
+        producer.flush(10)
+        if commit is True:
+            producer.commit_transaction(30)
+        elif commit is False:
+            producer.abort_transaction(30)
+    # offsets: a 0, b 1, commit 2, c 3, abort 4, d 5, commit 6, e 7 (open)
+    with Wire(served.bootstrap) as wire, Wire(served.bootstrap) as plain:
+        first = share_fetch(wire, group=committed, parts=[(tid, [(0, [])])])
+        assert values(first) == [b"a", b"b", b"d"]
+        assert acquired(first) == {(tid, 0): [(0, 1, 1), (5, 5, 1)]}
+        everything = share_fetch(plain, group=uncommitted, parts=[(tid, [(0, [])])])
+        assert values(everything) == [b"a", b"b", b"c", b"d", b"e"]
+        assert acquired(everything) == {(tid, 0): [(0, 1, 1), (3, 3, 1), (5, 5, 1),
+                                                   (7, 7, 1)]}
+        # the open transaction commits: the parked read_committed fetch gets its record
+        answered = {}
+        fetching = threading.Thread(target=lambda: answered.setdefault("answer", share_fetch(
+            wire, group=committed, epoch=1, max_wait_ms=15000)))
+        fetching.start()
+        time.sleep(0.3)
+        producer.commit_transaction(30)
+        fetching.join(20)
+        assert values(answered["answer"]) == [b"e"]
+        assert acquired(answered["answer"]) == {(tid, 0): [(7, 7, 1)]}
+
+
+def test_past_the_session_limit_a_new_session_is_refused_after_max_wait(tmp_path):
+    """group.share.max.share.sessions (Kafka 4.4's, 2000 by default): a session past it is
+    SHARE_SESSION_LIMIT_REACHED, answered once MaxWaitMs has passed (as Kafka holds it, so the
+    consumer does not spin); a session that ends frees its place."""
+    served = ServedBroker(tmp_path, ["group.share.max.share.sessions=1"])
+    try:
+        tid, group = scenario(served, "limited")
+        with Wire(served.bootstrap) as first, Wire(served.bootstrap) as second:
+            assert share_fetch(first, group=group, max_wait_ms=50,
+                               parts=[(tid, [(0, [])])]).error_code == ErrorCode.none
+            started = time.monotonic()
+            refused = share_fetch(second, group=group, member=OTHER, max_wait_ms=600,
+                                  parts=[(tid, [(0, [])])])
+            assert time.monotonic() - started >= 0.55
+            assert (refused.error_code, refused.responses) == \
+                (ErrorCode.share_session_limit_reached, ())
+            # the first member opening again replaces its own session: not over the limit
+            assert share_fetch(first, group=group, max_wait_ms=50,
+                               parts=[(tid, [(0, [])])]).error_code == ErrorCode.none
+        # both connections closed: their sessions are gone
+        with Wire(served.bootstrap) as third:
+            deadline = time.monotonic() + 5
+            while share_fetch(third, group=group, member=OTHER, max_wait_ms=50,
+                              parts=[(tid, [(0, [])])]).error_code != ErrorCode.none:
+                assert time.monotonic() < deadline
+    finally:
+        served.close()
+
+
+class Refusing:
+    """An authorizer allowing everything but READ on the resources named."""
+
+    def __init__(self) -> None:
+        self.refused: set[tuple] = set()
+
+    def authorize(self, principal, host, operation, resource_type, name) -> bool:
+        return (int(operation), int(resource_type), name) not in self.refused
+
+
+def test_read_on_the_group_and_on_each_topic_is_checked(served):
+    """As Kafka 4.4's KafkaApis: READ on the group refuses the request as a whole
+    (GROUP_AUTHORIZATION_FAILED); READ on a topic refuses its partitions one by one
+    (TOPIC_AUTHORIZATION_FAILED), for fetching and acknowledging, and again on every fetch of
+    the session."""
+    from roster.protocol.acl import AclOperation, ResourceType
+    tid, group = scenario(served, "guarded")
+    produce(served.bootstrap, "guarded", [b"g"])
+    authorizer = Refusing()
+    served.broker.authorizer = authorizer
+    read, topic, grp = int(AclOperation.READ), int(ResourceType.TOPIC), int(ResourceType.GROUP)
+    try:
+        with Wire(served.bootstrap) as wire:
+            authorizer.refused = {(read, grp, group)}
+            refused = share_fetch(wire, group=group, parts=[(tid, [(0, [])])])
+            assert (refused.error_code, refused.responses) == \
+                (ErrorCode.group_authorization_failed, ())
+            assert share_acknowledge(wire, group=group, epoch=1).error_code == \
+                ErrorCode.group_authorization_failed
+            authorizer.refused = {(read, topic, "guarded")}
+            answer = share_fetch(wire, group=group, max_wait_ms=100, parts=[(tid, [(0, [])])])
+            assert {k: p.error_code for k, p in partitions_of(answer).items()} == \
+                {(tid, 0): ErrorCode.topic_authorization_failed}
+            acked = share_acknowledge(wire, group=group, epoch=1,
+                                      parts=[(tid, [(0, [(0, 0, [ACCEPT])])])])
+            assert {k: p.error_code for k, p in partitions_of(acked).items()} == \
+                {(tid, 0): ErrorCode.topic_authorization_failed}
+            # allowed again: the session's partition is read on the next fetch
+            authorizer.refused = set()
+            allowed = share_fetch(wire, group=group, epoch=2)
+            assert values(allowed) == [b"g"]
+            # refused again: the session's partition is checked on every fetch
+            authorizer.refused = {(read, topic, "guarded")}
+            again = share_fetch(wire, group=group, epoch=3, max_wait_ms=50)
+            assert {k: p.error_code for k, p in partitions_of(again).items()} == \
+                {(tid, 0): ErrorCode.topic_authorization_failed}
+    finally:
+        del served.broker.authorizer
