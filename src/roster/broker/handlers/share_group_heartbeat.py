@@ -4,8 +4,8 @@ hands the coordinator the live topic catalog, waits for the share state of the p
 assigns to be initialised (broker/groups/share_group.initialized) and builds the answer.
 
 Admission, in Kafka 4.4's order (its KafkaApis): READ on the group (declared); then the member
-id, which must be given and at most 36 characters ("Invalid member id in the request.");
-then DESCRIBE on every subscribed topic (one refused: TOPIC_AUTHORIZATION_FAILED for the
+id, which must be given and at most 36 characters (INVALID_REQUEST, with no message, as
+Kafka answers it); then DESCRIBE on every subscribed topic (one refused: TOPIC_AUTHORIZATION_FAILED for the
 whole heartbeat); then the coordinator's own request checks (coordinator/share/coordinator.py
 validate), before the group is looked at."""
 from __future__ import annotations
@@ -26,7 +26,8 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource
 
 API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
-INVALID_MEMBER_ID = "Invalid member id in the request."
+# KafkaApis refuses an empty or too long member id "Invalid member id in the request.", but
+# the answer it builds carries the error code only (its getErrorResponse drops the message)
 MAX_MEMBER_ID = 36       # KafkaApis.isMemberIdValid: a UUID's length at most
 
 
@@ -53,8 +54,7 @@ async def handle(broker, request, connection):
     body = request.body
     version = request.api_version
     if not body.member_id or len(body.member_id) > MAX_MEMBER_ID:
-        return encode(version, ShareHeartbeatReply(error=ErrorCode.invalid_request,
-                                                   error_message=INVALID_MEMBER_ID))
+        return encode(version, ShareHeartbeatReply(error=ErrorCode.invalid_request))
     names = body.subscribed_topic_names
     if names and not all(request.admission.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, n)
                          for n in set(names)):

@@ -33,7 +33,6 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 
-from roster.coordinator import facts as shared_facts
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
@@ -434,7 +433,9 @@ class ShareCoordinator(GroupsById):
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None,
                               epoch: int) -> ErrorCode | None:
-        return ErrorCode.group_id_not_found     # ShareGroup.validateOffsetFetch
+        """Kafka's ShareGroup.validateOffsetFetch refuses GROUP_ID_NOT_FOUND, which its
+        OffsetMetadataManager.fetchOffsets takes as "no offsets": answered without error."""
+        return None
 
     def validate_offset_delete(self, group_id: str) -> ErrorCode | None:
         return ErrorCode.group_id_not_found     # ShareGroup.validateOffsetDelete
@@ -454,8 +455,6 @@ class ShareCoordinator(GroupsById):
     def delete_group(self, group_id: str, now: int, result: Result) -> tuple:
         op = _Op(self.groups, now)
         group = self.groups.get(group_id)
-        result.facts.append(shared_facts.GroupDeleted(
-            self.name, group_id, 0 if group is None else group.group_epoch, now))
         members = () if group is None else sorted(group.members)
         op.write(rec.group_tombstones(group_id, members), result)
         result.changes += op.changes

@@ -280,7 +280,7 @@ def test_deleting_a_group():
 def test_offsets_of_a_share_group_are_refused_as_kafka_refuses_them():
     d = Driver()
     d.join("m1")
-    assert d.share.validate_offset_fetch(G, None, -1) == ErrorCode.group_id_not_found
+    assert d.share.validate_offset_fetch(G, None, -1) is None     # no offsets, no error
     assert d.share.validate_offset_delete(G) == ErrorCode.group_id_not_found
     assert d.share.validate_offset_commit(None, d.now, None) == ErrorCode.group_id_not_found
     assert d.share.is_member(G, "m1") and not d.share.is_member(G, "m2")
