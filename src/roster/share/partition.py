@@ -16,6 +16,9 @@ The rules (read off Kafka 4.4's kafka.server.share.SharePartition):
   while the window holds fewer than share.partition.max.record.locks offsets;
 - batch_optimized acquires whole batches and may overshoot max_records; record_limit
   (KIP-1206) stops at exactly max_records;
+- redelivered records are throttled: from a delivery count of max(2, ceil(limit / 2)) a read
+  hands out at most max(1, batch size >> (count - that + 1)) of them, and (for a limit above
+  2) a record on its last delivery goes out alone;
 - acknowledging needs every offset of every batch ACQUIRED by the acknowledging member, or the
   whole acknowledgement is refused (INVALID_RECORD_STATE; offsets past the window:
   INVALID_REQUEST) and nothing changes;
@@ -191,6 +194,14 @@ class SharePartition:
         taken: list[tuple[int, int]] = []       # (offset, delivery count)
         cursor = self.next_fetch_offset()
         stop = False
+        # records redelivered many times go out in ever smaller numbers, and one on its last
+        # delivery alone (Kafka 4.4's throttling of records near the delivery limit)
+        limit = limits.delivery_count_limit
+        throttle_from = max(2, -(-limit // 2))
+        throttled_to = None
+
+        def last_attempt(count: int) -> bool:
+            return limit > 2 and count == limit
         for base, last in batches:
             if stop or len(taken) >= max_records:
                 break
@@ -207,6 +218,12 @@ class SharePartition:
                     entry = self.records.get(offset)
                     if entry is None or entry.state is not RecordState.AVAILABLE:
                         continue
+                    delivered = entry.delivery_count
+                    if last_attempt(delivered + 1) and taken:
+                        stop = True     # its last delivery: alone, in the next fetch
+                        break
+                    if delivered >= throttle_from and throttled_to is None:
+                        throttled_to = max(1, (last - base + 1) >> (delivered - throttle_from + 1))
                     self._touch(change, offset)
                 else:
                     if self.end - self.start >= limits.max_record_locks:
@@ -221,6 +238,9 @@ class SharePartition:
                 entry.member = member
                 entry.deadline = now + limits.lock_duration_ms
                 taken.append((offset, entry.delivery_count))
+                if last_attempt(entry.delivery_count) or len(taken) == throttled_to:
+                    stop = True         # alone on its last delivery; or throttled
+                    break
             cursor = last + 1
         self._advance_start(change)
         return _runs(taken), change

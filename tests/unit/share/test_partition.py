@@ -82,14 +82,37 @@ def test_release_at_the_delivery_limit_archives():
 
 def test_lock_expiry_releases_and_counts_towards_the_limit():
     p = SharePartition(0)
-    for delivery in range(1, 4):
+    limits = Limits(delivery_count_limit=2, lock_duration_ms=1000, max_record_locks=100)
+    for delivery in range(1, 3):
         now = delivery * 10_000
-        acquired(p, batches=[(0, 1)], now=now)
-        assert p.expire_locks(now + 999, LIMITS).empty      # not yet due
-        change = p.expire_locks(now + 1000, LIMITS)
+        assert acquired(p, batches=[(0, 1)], now=now, limits=limits) == \
+            [Acquired(0, 1, delivery)]
+        assert p.expire_locks(now + 999, limits).empty      # not yet due
+        change = p.expire_locks(now + 1000, limits)
         assert change.changed == {0, 1}
-    assert change.dead_letters == [(0, 3), (1, 3)]
+    assert change.dead_letters == [(0, 2), (1, 2)]
     assert p.start == 2
+
+
+def test_records_near_the_delivery_limit_are_throttled_and_the_last_attempt_goes_alone():
+    limits = Limits(delivery_count_limit=6, lock_duration_ms=1000, max_record_locks=100)
+    p = SharePartition(0)
+
+    def round_trip():
+        got = acquired(p, batches=[(0, 15)], limits=limits)
+        for a in got:
+            p.acknowledge("m", [(a.first_offset, a.last_offset, [RELEASE])], limits, 1)
+        return got
+    assert round_trip() == [Acquired(0, 15, 1)]
+    assert round_trip() == [Acquired(0, 15, 2)]
+    assert round_trip() == [Acquired(0, 15, 3)]
+    # delivery count 3 reached max(2, ceil(6 / 2)): 16 >> 1 of them, then 16 >> 2, ...
+    assert round_trip() == [Acquired(0, 7, 4)]
+    assert acquired(p, batches=[(0, 15)], limits=limits) == [Acquired(0, 3, 5)]
+    p.acknowledge("m", [(0, 3, [RELEASE])], limits, 1)
+    # 0..3 are on their last delivery (6th): each alone
+    assert acquired(p, batches=[(0, 15)], limits=limits) == [Acquired(0, 0, 6)]
+    assert acquired(p, member="n", batches=[(0, 15)], limits=limits) == [Acquired(1, 1, 6)]
 
 
 def test_renew_extends_the_lock_only_when_enabled():
