@@ -247,15 +247,15 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.share.record.lock.duration.ms", 30000, int, 1000,
             "how long a share consumer holds the records it acquired"),
     Setting("group.share.min.record.lock.duration.ms", 15000, int, 1000),
-    Setting("group.share.max.record.lock.duration.ms", 60000, int, 1000),
+    Setting("group.share.max.record.lock.duration.ms", 60000, int, 30000),
     Setting("group.share.delivery.count.limit", 5, int, 2,
             "deliveries of a record before it is archived"),
     Setting("group.share.min.delivery.count.limit", 2, int, 2),
-    Setting("group.share.max.delivery.count.limit", 10, int, 2),
+    Setting("group.share.max.delivery.count.limit", 10, int, 5),
     Setting("group.share.partition.max.record.locks", 2000, int, 100,
             "in-flight records of a share partition"),
     Setting("group.share.min.partition.max.record.locks", 100, int, 100),
-    Setting("group.share.max.partition.max.record.locks", 4000, int, 100),
+    Setting("group.share.max.partition.max.record.locks", 4000, int, 2000),
     Setting("errors.deadletterqueue.topic.name.prefix", "dlq.", str, None,
             "the prefix a share group's dead-letter queue topic must have"),
     Setting("errors.deadletterqueue.auto.create.topics.enable", False, _parse_bool, None,
@@ -342,6 +342,37 @@ def check_share_settings(values: Mapping[str, Any]) -> None:
         holds, words = _RELATIONS[relation]
         if not holds(values[name], values[other]):
             raise ConfigError(f"{name} must be {words} {other} "
+                              f"({values[name]} and {values[other]})")
+
+
+# Kafka 4.4.0's ShareGroupConfig: the upper bounds of the share-partition settings (their
+# lower ones are the Settings' minimums), and how they must relate
+SHARE_RECORD_UPPER = {"group.share.record.lock.duration.ms": 3600000,
+                      "group.share.min.record.lock.duration.ms": 30000,
+                      "group.share.max.record.lock.duration.ms": 3600000,
+                      "group.share.delivery.count.limit": 10,
+                      "group.share.min.delivery.count.limit": 5,
+                      "group.share.max.delivery.count.limit": 25,
+                      "group.share.partition.max.record.locks": 10000,
+                      "group.share.min.partition.max.record.locks": 2000,
+                      "group.share.max.partition.max.record.locks": 10000}
+SHARE_RECORD_CHECKS = (
+    ("group.share.max.delivery.count.limit", "group.share.delivery.count.limit"),
+    ("group.share.delivery.count.limit", "group.share.min.delivery.count.limit"),
+    ("group.share.max.partition.max.record.locks", "group.share.partition.max.record.locks"),
+    ("group.share.partition.max.record.locks", "group.share.min.partition.max.record.locks"),
+    ("group.share.record.lock.duration.ms", "group.share.min.record.lock.duration.ms"),
+    ("group.share.max.record.lock.duration.ms", "group.share.record.lock.duration.ms"))
+
+
+def check_share_record_settings(values: Mapping[str, Any]) -> None:
+    """Refuse the share-partition settings Kafka would refuse at start (ConfigError)."""
+    for name, most in SHARE_RECORD_UPPER.items():
+        if values[name] > most:
+            raise ConfigError(f"{name}={values[name]}: must be at most {most}")
+    for name, other in SHARE_RECORD_CHECKS:
+        if values[name] < values[other]:
+            raise ConfigError(f"{name} must be greater than or equal to {other} "
                               f"({values[name]} and {values[other]})")
 
 
@@ -458,6 +489,7 @@ class BrokerConfig(Mapping[str, Any]):
             raise ConfigError("group.min.session.timeout.ms is larger than "
                               "group.max.session.timeout.ms")
         check_streams_settings(values)
+        check_share_record_settings(values)
         check_share_settings(values)
         if values["log.cleaner.min.cleanable.ratio"] > 1:
             raise ConfigError("log.cleaner.min.cleanable.ratio: must be at most 1")
