@@ -175,6 +175,15 @@ def seam(bootstrap: str) -> dict:
     create_topic(bootstrap, topic, 2)
     seen: dict = {}
     with Wire(bootstrap) as wire:
+        versions = wire.call(ApiKey.API_VERSIONS, 4, client_software_name="roster-tests",
+                             client_software_version="1")
+        seen["share.version"] = (
+            [(f.min_version, f.max_version) for f in versions.supported_features
+             if f.name == "share.version"],
+            [(f.min_version_level, f.max_version_level) for f in versions.finalized_features
+             if f.name == "share.version"])
+        seen["api versions"] = sorted((a.api_key, a.min_version, a.max_version)
+                                      for a in versions.api_keys if a.api_key in (76, 77))
         member = new_member()
         joined = beat(wire, group, member, 0, (topic,))
         assert joined.error_code == ErrorCode.none

@@ -101,6 +101,20 @@ async def initialized(broker, group_id: str) -> None:
         await asyncio.wait(pending)
 
 
+# ApiVersions' share.version, as Kafka 4.4.0 advertises it: supported 0-2, finalized at 2
+# (level 1 share groups, level 2 their dead-letter queue, KIP-1191)
+SHARE_VERSION = ("share.version", 0, 2)
+SHARE_VERSION_LEVEL = 2
+
+
+def share_features(broker) -> tuple[list, list]:
+    """ApiVersions' (supported, finalized) share.version, when the share type is registered."""
+    groups = getattr(broker, "groups", None)
+    if groups is None or groups.shard.maker("share") is None:
+        return [], []
+    return [SHARE_VERSION], [(SHARE_VERSION[0], SHARE_VERSION_LEVEL)]
+
+
 SHARE = GroupTypeRegistration(
     "share", make=_make, configure=_settings,
     effects={ShareStateWanted: initialize_share_state, ShareMemberGone: member_left,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from roster.broker.groups.share_group import share_features
 from roster.protocol.build import element, make
 from roster.protocol.codec import encode_response, response_schema
 from roster.protocol.errors import ErrorCode
@@ -63,7 +64,9 @@ async def handle(broker, request, connection):
             error = ErrorCode.invalid_request
     # a broker without a transaction coordinator (test doubles) finalizes no features
     transactions = getattr(broker, "transactions", None)
-    features = transactions.features() if transactions is not None else ((), ())
+    supported, finalized = transactions.features() if transactions is not None else ((), ())
+    share_supported, share_finalized = share_features(broker)   # share groups (KIP-932)
+    features = ([*supported, *share_supported], [*finalized, *share_finalized])
     return _body(broker.registry, request.api_version, error, features)
 
 
