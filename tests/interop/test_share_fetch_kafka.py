@@ -144,3 +144,27 @@ def test_acquire_acknowledge_release_and_redeliver(target):
         # someone else's records cannot be acknowledged
         foreign = share_acknowledge(wire, group=group, member="f" * 22, epoch=1)
         assert foreign.error_code == ErrorCode.share_session_not_found
+
+
+@BOTH
+def test_a_share_session_outlives_its_member_leaving_the_group(target):
+    """Leaving with ShareGroupHeartbeat (epoch -1) does not end the share session: the next
+    epoch is still served and the consumer closes the session with NONE afterwards (it sends
+    ShareAcknowledge -1 after its leave heartbeat)."""
+    from roster.protocol.api_keys import ApiKey
+    name, group = unique_name("share-leave"), unique_name("g")
+    create_topics(target.bootstrap, name)
+    with Wire(target.bootstrap) as wire:
+        tid = topic_id(wire, name)
+        member, epoch = join_share_group(wire, group, [name], 1)
+        assert share_fetch(wire, group=group, member=member, max_wait_ms=50,
+                           parts=[(tid, [(0, [])])]).error_code == ErrorCode.none
+        left = wire.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, group_id=group, member_id=member,
+                         member_epoch=-1, rack_id=None, subscribed_topic_names=None)
+        assert left.error_code == ErrorCode.none
+        after = share_fetch(wire, group=group, member=member, epoch=1, max_wait_ms=50)
+        assert after.error_code == ErrorCode.none
+        closed = share_acknowledge(wire, group=group, member=member, epoch=-1)
+        assert (closed.error_code, closed.responses) == (ErrorCode.none, ())
+        assert share_fetch(wire, group=group, member=member, epoch=2).error_code == \
+            ErrorCode.share_session_not_found

@@ -33,15 +33,16 @@ class ShareSessions:
     @property
     def cache(self) -> ShareSessionCache:
         """The sessions; on first use, the share partitions are asked to tell when records
-        become AVAILABLE again (to wake parked fetches) and when a member leaves the group (its
-        session ends; the records are released by the share partitions themselves)."""
+        become AVAILABLE again, to wake the fetches parked on them. A member leaving the group
+        (ShareGroupHeartbeat) does not end its session: as in Kafka 4.4, the session lasts
+        until epoch -1 or its connection closes (checked beside Kafka: a member that left still
+        fetches and closes its session with NONE)."""
         if not self._hooked:
             state = getattr(self._broker, "share_state", None)
             if state is not None:
                 self._hooked = True
                 waiters = self._broker.waiters
                 state.on_available.append(lambda key: waiters.notify(available_key(*key)))
-                state.on_member_left.append(self._cache.release)
         return self._cache
 
     def connection_closed(self, connection) -> None:
