@@ -145,15 +145,16 @@ class ShareCoordinator:
 
     # -- operations ------------------------------------------------------------------------
 
-    def initialize(self, key: Key, start_offset: int, now: int) -> Result:
-        """A share partition starting at `start_offset`, unless it exists (idempotent)."""
+    def initialize(self, key: Key, start_offset: int, now: int, token=None) -> Result:
+        """A share partition starting at `start_offset`, unless it exists (idempotent); `token`
+        is answered once its snapshot is durable."""
         result = Result()
-        if key in self.partitions:
-            return result
-        partition = SharePartition(start_offset, state_epoch=0, created_ms=now)
-        self.partitions[key] = partition
-        result.changes.append(_Created(key))
-        result.records.append(self._snapshot(key, partition, now))
+        if key not in self.partitions:
+            partition = SharePartition(start_offset, state_epoch=0, created_ms=now)
+            self.partitions[key] = partition
+            result.changes.append(_Created(key))
+            result.records.append(self._snapshot(key, partition, now))
+        self._answer(result, token, AckOutcome(None))
         return result
 
     def acquire(self, key: Key, member_id: str, batches: Sequence[tuple[int, int]],

@@ -109,8 +109,9 @@ def test_a_failed_write_is_answered_with_the_error_and_put_back():
 def test_initialisation_follows_share_auto_offset_reset():
     async def scenario(broker, state, key):
         group, topic_id, _ = key
-        state.initialize(group, [(topic_id, 0)])                  # latest: the end
-        assert state.start_offset(key) == 20
+        written = state.initialize(group, [(topic_id, 0)])        # latest: the end
+        assert state.start_offset(key) == 20                      # at once
+        assert [o.error for o in await written] == [None]         # then durable
         broker.group_configs.values["early"] = {"share.auto.offset.reset": "earliest"}
         state.initialize("early", [(topic_id, 0)])
         assert state.start_offset(("early", topic_id, 0)) == 0
@@ -120,7 +121,7 @@ def test_initialisation_follows_share_auto_offset_reset():
             "share.auto.offset.reset": f"by_duration:PT{(now - 12_500) / 1000:.3f}S"}
         state.initialize("recent", [(topic_id, 0)])
         assert state.start_offset(("recent", topic_id, 0)) == 13
-        state.initialize(group, [(topic_id, 0)])                  # idempotent
+        assert state.initialize(group, [(topic_id, 0)]) is None   # idempotent
         assert state.start_offset(key) == 20
     run(scenario)
 

@@ -136,10 +136,13 @@ class ShareState:
 
     # -- the membership side (B) -----------------------------------------------------------
 
-    def initialize(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]) -> None:
+    def initialize(self, group_id: str, partitions: Iterable[tuple[uuid.UUID, int]]):
         """Initialise the group's share partitions not yet initialised, each at the offset its
-        share.auto.offset.reset gives now; durable shortly after (idempotent)."""
+        share.auto.offset.reset gives now (idempotent). They serve at once; the awaitable
+        returned (None when there was nothing to do) is done once they are durable, for a
+        caller that assigns partitions only then, as Kafka does."""
         reset = None
+        writes = []
         for topic_id, index in partitions:
             key = (group_id, topic_id, index)
             if self.coordinator.get(key) is not None:
@@ -149,7 +152,13 @@ class ShareState:
             start = self._reset_offset(topic_id, index, reset)
             if start is None:
                 continue
-            self.runtime.apply(self.coordinator.initialize(key, start, self.runtime.now_ms()))
+            token = self.runtime.new_token()
+            written = self.runtime.start(
+                lambda now, key=key, start=start, token=token:
+                    self.coordinator.initialize(key, start, now, token), token)
+            if isinstance(written, asyncio.Future):
+                writes.append(written)
+        return asyncio.gather(*writes) if writes else None
 
     def _reset_of(self, group_id: str) -> offset_reset.OffsetReset:
         try:
