@@ -271,3 +271,45 @@ def seam(bootstrap: str) -> dict:
 def test_the_seam_answers_as_kafka_does(broker, kafka_peer):
     on_roster, on_kafka = seam(broker.bootstrap), seam(kafka_peer.bootstrap)
     assert on_roster == on_kafka
+
+
+BAD_CONFIGS = (
+    ("share.record.lock.duration.ms", "500"), ("share.record.lock.duration.ms", "70000"),
+    ("share.delivery.count.limit", "11"), ("share.delivery.count.limit", "1"),
+    ("share.partition.max.record.locks", "5000"), ("share.session.timeout.ms", "1000"),
+    ("share.heartbeat.interval.ms", "60000"), ("share.assignment.interval.ms", "20000"),
+    ("share.auto.offset.reset", "sometimes"), ("share.auto.offset.reset", "none"),
+    ("share.auto.offset.reset", "by_duration:-PT1H"), ("share.isolation.level", "dirty"),
+    ("share.renew.acknowledge.enable", "maybe"), ("errors.deadletterqueue.topic.name", "__dlq"),
+    ("share.session.timeout.ms", "soon"),
+)
+GOOD_CONFIGS = (
+    ("share.auto.offset.reset", "earliest"), ("share.auto.offset.reset", "by_duration:PT1H"),
+    ("share.isolation.level", "read_committed"), ("share.delivery.count.limit", "3"),
+    ("share.record.lock.duration.ms", "20000"), ("errors.deadletterqueue.topic.name", "dlq.x"),
+    ("errors.deadletterqueue.copy.record.enable", "true"),
+    ("share.assignor.offload.enable", "false"),
+)
+
+
+def configs(bootstrap: str) -> dict:
+    """What a broker answers when share group configs are set (refused in Kafka's words, or
+    taken and then described)."""
+    seen: dict = {}
+    with Wire(bootstrap) as wire:
+        for name, value in BAD_CONFIGS + GOOD_CONFIGS:
+            seen[f"{name}={value}"] = alter(wire, "configured-share", name, value)
+        schema = request_schema(ApiKey.DESCRIBE_CONFIGS, 4)
+        answer = wire.call(ApiKey.DESCRIBE_CONFIGS, 4, resources=(make(
+            element(schema, "resources"), resource_type=32, resource_name="configured-share",
+            configuration_keys=None),), include_synonyms=False, include_documentation=False)
+        seen["described"] = sorted((c.name, c.value, c.config_type) for c in
+                                   answer.results[0].configs
+                                   if c.name.startswith(("share.", "errors.")))
+    return seen
+
+
+@pytest.mark.xdist_group("kafka")
+def test_share_group_configs_as_kafka_takes_them(broker, kafka_peer):
+    on_roster, on_kafka = configs(broker.bootstrap), configs(kafka_peer.bootstrap)
+    assert on_roster == on_kafka
