@@ -28,7 +28,10 @@ from roster.share.records import SNAPSHOT, ShareRecord, ShareRecordError, decode
 log = logging.getLogger("roster.share")
 
 STATE_TOPIC = "__share_group_state"
-MAX_RECORD_BATCH = 1 << 20
+MAX_RECORD_BATCH = 8 << 20
+# an operation writes one record per share partition it changed; only the periodic snapshot
+# pass writes many, which need not be one batch
+RECORDS_PER_BATCH = 64
 
 
 def kafka_uuid(topic_id: uuid.UUID) -> str:
@@ -72,10 +75,13 @@ class ShareStateLog:
             self.topic.ensure()
             now = self._broker.now_ms()
             for index, chosen in by_index.items():
-                batch = records_batch([(*r.encode(), now) for r in chosen], MAX_RECORD_BATCH)
-                target, appended = self.topic.append(index, batch, len(chosen))
-                ends.append((target, appended.last_offset + 1))
-                self._note(index, chosen, appended.last_offset - len(chosen) + 1)
+                # one batch per state partition, but for a periodic pass over many partitions
+                for at in range(0, len(chosen), RECORDS_PER_BATCH):
+                    part = chosen[at:at + RECORDS_PER_BATCH]
+                    batch = records_batch([(*r.encode(), now) for r in part], MAX_RECORD_BATCH)
+                    target, appended = self.topic.append(index, batch, len(part))
+                    ends.append((target, appended.last_offset + 1))
+                    self._note(index, part, appended.last_offset - len(part) + 1)
         except LogError as exc:
             log.error("cannot write %s: %s", STATE_TOPIC, exc)
             done(ErrorCode.coordinator_not_available)
