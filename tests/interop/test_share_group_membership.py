@@ -264,6 +264,12 @@ def seam(bootstrap: str) -> dict:
         seen["delete once empty"] = groups.results[0].error_code
         gone = describe(wire, group)[0]
         seen["describe once deleted"] = refusal(gone)
+        offsets = wire.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, groups=(make(
+            element(request_schema(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1), "groups"),
+            group_id=group, topics=None),))
+        seen["share offsets once deleted"] = (offsets.groups[0].error_code,
+                                              offsets.groups[0].error_message,
+                                              len(offsets.groups[0].topics))
     return seen
 
 
@@ -313,3 +319,68 @@ def configs(bootstrap: str) -> dict:
 def test_share_group_configs_as_kafka_takes_them(broker, kafka_peer):
     on_roster, on_kafka = configs(broker.bootstrap), configs(kafka_peer.bootstrap)
     assert on_roster == on_kafka
+
+
+def records_written_by(bootstrap: str, group: str) -> list[tuple[bytes, bytes | None]]:
+    """The share group records of `group` in __consumer_offsets, as the broker wrote them."""
+    from confluent_kafka import Consumer, TopicPartition
+    from roster.coordinator.share.records import TYPES
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader-" + group,
+                         "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    try:
+        partitions = consumer.list_topics("__consumer_offsets", timeout=10) \
+            .topics["__consumer_offsets"].partitions
+        consumer.assign([TopicPartition("__consumer_offsets", p, 0) for p in partitions])
+        ended, found = set(), []
+        deadline = time.monotonic() + 30
+        while len(ended) < len(partitions) and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is None:
+                continue
+            if message.error():
+                ended.add(message.partition())
+                continue
+            key = message.key()
+            kind = int.from_bytes(key[:2], "big", signed=True)
+            length = int.from_bytes(key[2:4], "big")
+            if kind in TYPES and key[4:4 + length].decode() == group:
+                found.append((key, message.value()))
+        return found
+    finally:
+        consumer.close()
+
+
+@pytest.mark.xdist_group("kafka")
+def test_kafkas_share_group_records_read_and_written_byte_for_byte(kafka_peer):
+    """What Kafka 4.4 writes for a share group (members, epochs, targets, current
+    assignments, initialised partitions, tombstones) decodes with roster's layouts and encodes
+    back to the same bytes."""
+    from roster.coordinator.share import records as rec
+    create_topic(kafka_peer.bootstrap, "layouts", 2)
+    members = [new_member() for _ in range(2)]
+    with Wire(kafka_peer.bootstrap) as wire:
+        epochs = {m: beat(wire, "layouts", m, 0, ("layouts",), rack="r").member_epoch
+                  for m in members}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:        # until Kafka has initialised and assigned
+            replies = {m: beat(wire, "layouts", m, epochs[m]) for m in members}
+            epochs = {m: r.member_epoch for m, r in replies.items()}
+            if all(m.assignment.topic_partitions for m in describe(wire, "layouts")[0].members):
+                break
+            time.sleep(0.5)
+        for m in members:
+            beat(wire, "layouts", m, -1)
+        wire.call(ApiKey.DELETE_GROUPS, 2, groups_names=("layouts",))
+    written = records_written_by(kafka_peer.bootstrap, "layouts")
+    kinds = {int.from_bytes(key[:2], "big") for key, _ in written}
+    assert kinds == set(rec.TYPES), kinds
+    assert any(value is None for _, value in written)        # the tombstones too
+    for key, value in written:
+        decoded = rec.decode(key, value)
+        assert decoded.encode() == (key, value), decoded
+    groups: dict = {}
+    from roster.coordinator.share.replay import replay
+    for key, value in written:
+        replay(groups, rec.decode(key, value))
+    assert "layouts" not in groups                           # deleted as Kafka deleted it
