@@ -168,3 +168,29 @@ def test_a_share_session_outlives_its_member_leaving_the_group(target):
         assert (closed.error_code, closed.responses) == (ErrorCode.none, ())
         assert share_fetch(wire, group=group, member=member, epoch=2).error_code == \
             ErrorCode.share_session_not_found
+
+
+@BOTH
+def test_acquired_records_are_cut_at_batch_size_and_unknown_modes_fail(target):
+    """New records' AcquiredRecords are cut once BatchSize records are reached, at the end of
+    the stored batch that reached it; a ShareAcquireMode Kafka does not know fails the fetch
+    with UNKNOWN_SERVER_ERROR."""
+    from confluent_kafka import Producer
+    name, group = unique_name("share-cut"), unique_name("g")
+    create_topics(target.bootstrap, name)
+    produce(target.bootstrap, name, [b"s%d" % i for i in range(10)])   # ten one-record batches
+    producer = Producer({"bootstrap.servers": target.bootstrap, "linger.ms": 200})
+    for i in range(10):
+        producer.produce(name, value=b"b%d" % i, partition=0)
+    producer.flush(10)   # one batch of ten
+    set_group_configs(target.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    with Wire(target.bootstrap) as wire, Wire(target.bootstrap) as other:
+        tid = topic_id(wire, name)
+        member, _ = join_share_group(wire, group, [name], 1)
+        answer = share_fetch(wire, group=group, member=member, batch_size=3, max_records=100,
+                             parts=[(tid, [(0, [])])])
+        assert acquired(answer) == {(tid, 0): [(0, 2, 1), (3, 5, 1), (6, 8, 1), (9, 19, 1)]}
+        assert len(values(answer)) == 20
+        unknown = share_fetch(other, group=group, member="k" * 22, mode=-1, max_wait_ms=100,
+                              parts=[(tid, [(0, [])])])
+        assert (unknown.error_code, unknown.responses) == (ErrorCode.unknown_server_error, ())

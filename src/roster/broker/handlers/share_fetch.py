@@ -17,9 +17,11 @@ As Kafka 4.4's KafkaApis.handleShareFetchRequest and SharePartitionManager:
   (roster.broker.share) and what it can hand out is acquired for the member: up to MaxRecords
   across the partitions (ShareAcquireMode 1, record_limit (KIP-1206), stops at exactly
   MaxRecords; 0, batch_optimized, takes whole batches and may overshoot), up to MaxBytes
-  (shared evenly between the partitions, the first batch always whole). The answer carries the
-  stored batches covering the acquired ranges, the AcquiredRecords (first, last, delivery
-  count) and AcquisitionLockTimeoutMs. The group's share.isolation.level read_committed
+  (shared evenly between the partitions, the first batch always whole); another mode is
+  UNKNOWN_SERVER_ERROR, as Kafka answers it. The answer carries the stored batches covering
+  the acquired ranges, the AcquiredRecords (first, last, delivery count; cut once BatchSize
+  records are reached, at a stored batch's end, as Kafka cuts new records) and
+  AcquisitionLockTimeoutMs. The group's share.isolation.level read_committed
   reads up to the last stable offset and never hands out aborted transactions' records;
   control batches are never handed out either (the client skips them);
 - MaxWaitMs/MinBytes are a long poll: the request waits until MinBytes can be acquired, woken
@@ -61,12 +63,14 @@ from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
+from roster.share.partition import Acquired
 from roster.share.sessions import FINAL_EPOCH
 
 API_KEY = ApiKey.SHARE_FETCH
 NONE = ErrorCode.none
 NO_LOCK = datetime.timedelta(0)
 RECORD_LIMIT = 1            # ShareAcquireMode (KIP-1206); 0 is batch_optimized
+ACQUIRE_MODES = (0, RECORD_LIMIT)
 READ_COMMITTED = "read_committed"
 
 GROUP = Group(AclOperation.READ, route=False)
@@ -131,6 +135,11 @@ async def handle(broker, request, connection):
     answers = (await apply_acknowledgements(broker, group_id, member_id, acks)
                if acknowledges else {})
     reads: list[_Read] = []
+    mode = getattr(body, "share_acquire_mode", 0)
+    if not (context.final or renew) and mode not in ACQUIRE_MODES:
+        # Kafka fails the fetch on a mode it does not know, the session opened and the
+        # acknowledgements applied: UNKNOWN_SERVER_ERROR (checked beside Kafka 4.4)
+        return refuse(request, ErrorCode.unknown_server_error)
     if context.final:
         sessions.release(group_id, member_id)
     elif not renew:
@@ -239,12 +248,34 @@ def _acquire(broker, state, body, group_id: str, member_id: str, reads: list[_Re
                                  left, strict, now)
         if not acquired:
             continue
-        read.acquired = list(acquired)
+        read.acquired = _split(acquired, read.batches, body.batch_size)
         left -= sum(a.last_offset - a.first_offset + 1 for a in read.acquired)
         read.records = _covering(read, read.acquired[0].first_offset,
                                  read.acquired[-1].last_offset)
         any_acquired = True
     return any_acquired
+
+
+def _split(acquired, batches, batch_size: int) -> list[Acquired]:
+    """The acquired runs cut into AcquiredRecords of about BatchSize records, at the stored
+    batches' boundaries (Kafka's SharePartition.createBatches: a cut once a run has reached
+    BatchSize, at the end of the batch that got it there)."""
+    if batch_size <= 0:
+        return list(acquired)
+    cut = []
+    for run in acquired:
+        start, taken = run.first_offset, 0
+        for _, header in batches:
+            first = max(header.base_offset, start)
+            last = min(header.last_offset, run.last_offset)
+            if last < first:
+                continue
+            taken += last - first + 1
+            if taken >= batch_size and last < run.last_offset:
+                cut.append(Acquired(start, last, run.delivery_count))
+                start, taken = last + 1, 0
+        cut.append(Acquired(start, run.last_offset, run.delivery_count))
+    return cut
 
 
 def _covering(read: _Read, first: int, last: int) -> bytes:
