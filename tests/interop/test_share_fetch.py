@@ -421,3 +421,28 @@ def test_read_on_the_group_and_on_each_topic_is_checked(served):
                 {(tid, 0): ErrorCode.topic_authorization_failed}
     finally:
         del served.broker.authorizer
+
+
+def test_a_parked_fetch_gets_records_whose_lock_expired(tmp_path):
+    """A member that neither acknowledges nor goes away loses its records when their
+    acquisition lock expires; the fetch parked on the partition gets them then."""
+    served = ServedBroker(tmp_path, ["group.share.record.lock.duration.ms=1000",
+                                     "group.share.min.record.lock.duration.ms=1000"])
+    try:
+        tid, group = scenario(served, "expiring")
+        produce(served.bootstrap, "expiring", [b"e"])
+        with Wire(served.bootstrap) as holder, Wire(served.bootstrap) as waiter:
+            held = share_fetch(holder, group=group, parts=[(tid, [(0, [])])])
+            assert held.acquisition_lock_timeout.total_seconds() == 1
+            assert acquired(held) == {(tid, 0): [(0, 0, 1)]}
+            started = time.monotonic()
+            answer = share_fetch(waiter, group=group, member=OTHER, max_wait_ms=15000,
+                                 parts=[(tid, [(0, [])])])
+            assert 0.5 < time.monotonic() - started < 5
+            assert acquired(answer) == {(tid, 0): [(0, 0, 2)]}
+            # the first member's acknowledgement comes too late
+            late = share_acknowledge(holder, group=group, epoch=1,
+                                     parts=[(tid, [(0, [(0, 0, [ACCEPT])])])])
+            assert partitions_of(late)[(tid, 0)].error_code == ErrorCode.invalid_record_state
+    finally:
+        served.close()
