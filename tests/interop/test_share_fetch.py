@@ -446,3 +446,21 @@ def test_a_parked_fetch_gets_records_whose_lock_expired(tmp_path):
             assert partitions_of(late)[(tid, 0)].error_code == ErrorCode.invalid_record_state
     finally:
         served.close()
+
+
+def test_a_topic_deleted_during_the_long_poll_is_answered_unknown_topic_id(served):
+    """Its closed log is never read: the partition is looked up again when the wait ends."""
+    from roster.admin.client import AdminClient
+    from roster.admin.topics import delete
+    tid, group = scenario(served, "vanishing")
+    with Wire(served.bootstrap) as wire:
+        answered = {}
+        fetching = threading.Thread(target=lambda: answered.setdefault("answer", share_fetch(
+            wire, group=group, max_wait_ms=2000, parts=[(tid, [(0, [])])])))
+        fetching.start()
+        time.sleep(0.5)
+        with AdminClient(served.bootstrap) as admin:
+            delete(admin, ["vanishing"])
+        fetching.join(20)
+        assert {k: p.error_code for k, p in partitions_of(answered["answer"]).items()} == \
+            {(tid, 0): ErrorCode.unknown_topic_id}

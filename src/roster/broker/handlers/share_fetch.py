@@ -180,6 +180,18 @@ async def _fetch(broker, body, group_id: str, member_id: str, reads: list[_Read]
             if _acquire(broker, state, body, group_id, member_id, readable) or remaining <= 0:
                 return
         await broker.waiters.wait(keys, remaining)
+        # looked up again after every wait: a topic deleted meanwhile is gone, and its closed
+        # logs must not be read
+        for read in readable:
+            topic = broker.topics.by_id(read.topic_id)
+            if topic is None or read.index >= len(topic.partitions):
+                read.topic, read.error = None, ErrorCode.unknown_topic_id
+                read.data, read.batches, read.readable = b"", [], 0
+            else:
+                read.topic = topic
+        readable = [r for r in readable if r.error is NONE]
+        if not readable:
+            return
 
 
 def _isolation(broker, group_id: str) -> str:
