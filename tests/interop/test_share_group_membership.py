@@ -384,3 +384,49 @@ def test_kafkas_share_group_records_read_and_written_byte_for_byte(kafka_peer):
     for key, value in written:
         replay(groups, rec.decode(key, value))
     assert "layouts" not in groups                           # deleted as Kafka deleted it
+
+
+def test_the_flight_recorder_and_metrics_follow_the_share_group(broker_factory):
+    """One recorded event per group epoch (followed with `roster groups history`'s reader, no
+    sleeps), /metrics' share group series, and `roster groups list` naming the type."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from roster.admin.client import AdminClient
+    from roster.observability import history
+    from tests.support.cli import table
+    from tests.support.http import http_get
+    from tests.support.ports import free_port
+    port = free_port()
+    broker = broker_factory({"http.port": str(port)})
+    create_topic(broker.bootstrap, TOPIC, 2)
+    m1, m2 = new_member(), new_member()
+    with Wire(broker.bootstrap) as wire:
+        beat(wire, "observed", m1, 0, (TOPIC,))
+        beat(wire, "observed", m2, 0, (TOPIC,))
+        beat(wire, "observed", m1, 1)                  # m1 at epoch 2: the epoch is stable
+    seen = []
+    with AdminClient(broker.bootstrap) as client:
+        for event in history.events(client, "observed", follow=True, wait_ms=300,
+                                    timeout_s=30):
+            seen.append(event)
+            if event.generation == 2:
+                break
+    assert [(e.protocol, e.generation, e.outcome, e.trigger.kind) for e in seen] == [
+        ("share", 1, "stable", "member_joined"), ("share", 2, "stable", "member_joined")]
+    assert any(m.before == m1 and m.after == m2 for m in seen[1].moved)
+    status, _, body = http_get(f"http://127.0.0.1:{port}/metrics")
+    assert status == 200
+    values = {(s.name, tuple(sorted(s.labels.items()))): s.value
+              for family in text_string_to_metric_families(body) for s in family.samples}
+    labels = (("group", "observed"), ("protocol", "share"))
+    assert values[("roster_groups", (("protocol", "share"), ("state", "Stable")))] == 1
+    assert values[("roster_group_members", labels)] == 2
+    assert values[("roster_group_epoch", labels)] == 2
+    listed = ok(roster("--bootstrap-server", broker.bootstrap, "groups", "list"))
+    assert "observed\tStable\tshare" in listed.splitlines(), listed
+    state = ok(roster("--bootstrap-server", broker.bootstrap, "groups", "describe",
+                      "observed", "--state")).splitlines()[1].split()
+    assert state[-3:] == ["simple", "Stable", "2"], state
+    members = table(ok(roster("--bootstrap-server", broker.bootstrap, "groups", "describe",
+                              "observed", "--members")))
+    assert sorted(row["CONSUMER-ID"] for row in members) == sorted((m1, m2))

@@ -107,6 +107,11 @@ SHARE_VERSION = ("share.version", 0, 2)
 SHARE_VERSION_LEVEL = 2
 
 
+def _recorder():
+    from roster.observability.share_recorder import ShareRecorder
+    return ShareRecorder()
+
+
 def share_features(broker) -> tuple[list, list]:
     """ApiVersions' (supported, finalized) share.version, when the share type is registered."""
     groups = getattr(broker, "groups", None)
@@ -116,7 +121,7 @@ def share_features(broker) -> tuple[list, list]:
 
 
 SHARE = GroupTypeRegistration(
-    "share", make=_make, configure=_settings,
+    "share", make=_make, configure=_settings, recorder=_recorder,
     effects={ShareStateWanted: initialize_share_state, ShareMemberGone: member_left,
              ShareGroupGone: group_deleted},
     describe_view=SHARE_VIEW, group_configs=SHARE_CONFIGS)

@@ -33,6 +33,8 @@ import hashlib
 import logging
 from dataclasses import dataclass, field
 
+from roster.coordinator import facts as shared_facts
+from roster.coordinator import triggers as tr
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
@@ -41,6 +43,7 @@ from roster.coordinator.share import messages as text
 from roster.coordinator.share import records as rec
 from roster.coordinator.share.assignor import assign
 from roster.coordinator.share.effects import ShareGroupGone, ShareMemberGone, ShareStateWanted
+from roster.coordinator.share.facts import ShareEpochCause, ShareObserved, ShareView
 from roster.coordinator.share.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
@@ -197,6 +200,10 @@ class ShareCoordinator(GroupsById):
     def _finish(self, op: _Op, group_id: str, token, reply, result: Result,
                 fenced: tuple[str, ...] = ()) -> None:
         if result.records:
+            # what the flight recorder follows: the group as this operation left it
+            group = self.groups.get(group_id)
+            result.facts.append(ShareObserved(
+                group_id, None if group is None else ShareView.of(group, self._name), op.now))
             result.changes += op.changes
             result.after_write.append(ShareWritten(group_id, token, reply, fenced))
         elif token is not None:
@@ -240,6 +247,10 @@ class ShareCoordinator(GroupsById):
         group = self.groups.get(gid) or group
         metadata_hash = _metadata_hash(group.subscribed_names(), image)
         if subscription_changed or metadata_hash != group.metadata_hash:
+            cause = tr.Trigger(tr.MEMBER_JOINED, mid) if old is None else \
+                tr.Trigger(tr.SUBSCRIPTION_CHANGED, mid) if subscription_changed else \
+                tr.Trigger(tr.METADATA_CHANGED, detail="the subscribed topics changed")
+            result.facts.append(ShareEpochCause(gid, cause, now))
             op.write([rec.epoch_record(gid, group.group_epoch + 1, metadata_hash)], result)
             log.info("share group %s: epoch %d", gid, group.group_epoch + 1)
         wanted: dict = {}
@@ -320,14 +331,16 @@ class ShareCoordinator(GroupsById):
         if mid not in group.members:
             fail(ErrorCode.unknown_member_id, text.UNKNOWN_MEMBER.format(mid, gid))
         log.info("member %s left share group %s", mid, gid)
-        self._remove(op, group, mid, result)
+        self._remove(op, group, mid, result, tr.Trigger(tr.MEMBER_LEFT, mid))
         return ShareHeartbeatReply(member_id=mid, member_epoch=LEAVE_EPOCH)
 
-    def _remove(self, op: _Op, group: ShareGroup, member_id: str, result: Result) -> None:
+    def _remove(self, op: _Op, group: ShareGroup, member_id: str, result: Result,
+                cause: tr.Trigger) -> None:
         """Kafka's shareGroupFenceMember: the member's records go, the epoch is bumped (the
         target assignment epoch with it when it was the last member), the edge releases what
         it had acquired."""
         gid = group.group_id
+        result.facts.append(ShareEpochCause(gid, cause, op.now))
         last = len(group.members) == 1
         op.write(rec.member_tombstones(gid, member_id), result)
         group = self.groups[gid]
@@ -349,7 +362,8 @@ class ShareCoordinator(GroupsById):
         log.info("member %s of share group %s fenced: its session expired", event.member_id,
                  event.group_id)
         op = _Op(self.groups, now)
-        self._remove(op, group, event.member_id, result)
+        self._remove(op, group, event.member_id, result,
+                     tr.Trigger(tr.SESSION_EXPIRED, event.member_id))
         self._finish(op, event.group_id, None, None, result, (event.member_id,))
         return result
 
@@ -399,6 +413,11 @@ class ShareCoordinator(GroupsById):
         classic one."""
         return GroupDescription(group_id, ErrorCode.group_id_not_found, "Dead", "", "", (),
                                 error_message=f"Group {group_id} is not a classic group.")
+
+    def group(self, group_id: str) -> ShareView | None:
+        """The group as its flight recorder reads it (its loading after a restart)."""
+        group = self.groups.get(group_id)
+        return None if group is None else ShareView.of(group, self._name)
 
     def describe(self, group_id: str) -> ShareGroup | None:
         """The group, for ShareGroupDescribe (None: no such share group)."""
@@ -455,6 +474,8 @@ class ShareCoordinator(GroupsById):
     def delete_group(self, group_id: str, now: int, result: Result) -> tuple:
         op = _Op(self.groups, now)
         group = self.groups.get(group_id)
+        result.facts.append(shared_facts.GroupDeleted(
+            self.name, group_id, 0 if group is None else group.group_epoch, now))
         members = () if group is None else sorted(group.members)
         op.write(rec.group_tombstones(group_id, members), result)
         result.changes += op.changes
