@@ -150,6 +150,9 @@ class ShareCoordinator(GroupsById):
         self.config = config or ShareConfig()
         self.topics = topics            # the topic catalog (consumer.model.TopicImage)
         self.groups: dict[str, ShareGroup] = {}
+        # group id -> (its subscribed topic names, the catalog's version, their hash): a steady
+        # heartbeat does not hash the topics again until either changes
+        self._hashes: dict[str, tuple] = {}
 
     # -- what the share-partition state and the fetch path ask ----------------------------------
 
@@ -245,7 +248,7 @@ class ShareCoordinator(GroupsById):
         if old is None or updated != member:
             op.write([rec.member_record(gid, updated)], result)
         group = self.groups.get(gid) or group
-        metadata_hash = _metadata_hash(group.subscribed_names(), image)
+        metadata_hash = self._metadata_hash(group, image)
         if subscription_changed or metadata_hash != group.metadata_hash:
             cause = tr.Trigger(tr.MEMBER_JOINED, mid) if old is None else \
                 tr.Trigger(tr.SUBSCRIPTION_CHANGED, mid) if subscription_changed else \
@@ -272,6 +275,17 @@ class ShareCoordinator(GroupsById):
         return ShareHeartbeatReply(member_id=mid, member_epoch=reconciled.member_epoch,
                                    heartbeat_interval_ms=self.config.heartbeat_ms(gid),
                                    assignment=assignment)
+
+    def _metadata_hash(self, group: ShareGroup, image) -> int:
+        names = frozenset(group.subscribed_names())
+        version = None if image is None else image.version()
+        kept = self._hashes.get(group.group_id)
+        if version is not None and kept is not None and kept[0] == names \
+                and kept[1] == version:
+            return kept[2]
+        value = _metadata_hash(names, image)
+        self._hashes[group.group_id] = (names, version, value)
+        return value
 
     def _new_target(self, op: _Op, group: ShareGroup, image, result: Result,
                     wanted: dict) -> None:
@@ -344,7 +358,7 @@ class ShareCoordinator(GroupsById):
         last = len(group.members) == 1
         op.write(rec.member_tombstones(gid, member_id), result)
         group = self.groups[gid]
-        metadata_hash = _metadata_hash(group.subscribed_names(), self.topics)
+        metadata_hash = self._metadata_hash(group, self.topics)
         records = [rec.epoch_record(gid, group.group_epoch + 1, metadata_hash)]
         if last:
             records.append(rec.target_epoch_record(gid, group.group_epoch + 1))
@@ -480,6 +494,7 @@ class ShareCoordinator(GroupsById):
         op.write(rec.group_tombstones(group_id, members), result)
         result.changes += op.changes
         result.effects = (*result.effects, ShareGroupGone(group_id))
+        self._hashes.pop(group_id, None)
         log.info("share group %s deleted", group_id)
         return ()
 

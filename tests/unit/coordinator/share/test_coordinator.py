@@ -286,3 +286,16 @@ def test_offsets_of_a_share_group_are_refused_as_kafka_refuses_them():
     assert d.share.is_member(G, "m1") and not d.share.is_member(G, "m2")
     assert [(o.group_id, o.group_type, o.protocol_type, o.state) for o in d.share.listed()] \
         == [(G, "share", "share", "Stable")]
+
+
+def test_the_topics_hash_is_kept_until_the_catalog_says_it_changed():
+    from roster.coordinator.consumer.model import VersionedTopicImage
+    d = Driver()
+    d.image = VersionedTopicImage({"orders": (A, 3)})
+    d.share.topics = d.image
+    d.join("m1")
+    d.image.topics["orders"] = (A, 4)         # changed, but the catalog has not said so yet
+    assert d.beat("m1", 1).member_epoch == 1
+    d.image.changes += 1
+    reply = d.beat("m1", 1)
+    assert reply.member_epoch == 2 and partitions(reply) == {A: [0, 1, 2, 3]}
