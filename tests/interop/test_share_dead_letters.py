@@ -25,7 +25,8 @@ BOTH = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 WAIT_S = 60
 
 
-def _setup(bootstrap: str, topic: str, dlq: str, group: str, copy: bool) -> None:
+def _setup(bootstrap: str, topic: str, dlq: str, group: str, copy: bool,
+           **group_configs: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([
             NewTopic(topic, 1, 1),
@@ -37,7 +38,7 @@ def _setup(bootstrap: str, topic: str, dlq: str, group: str, copy: bool) -> None
         for name, value in {"share.auto.offset.reset": "earliest",
                             "errors.deadletterqueue.topic.name": dlq,
                             "errors.deadletterqueue.copy.record.enable":
-                                "true" if copy else "false"}.items()])
+                                "true" if copy else "false", **group_configs}.items()])
     for future in admin.incremental_alter_configs([resource]).values():
         future.result(30)
     producer = Producer({"bootstrap.servers": bootstrap})
@@ -101,3 +102,50 @@ def test_rejected_records_reach_the_dead_letter_queue(target, copy):
                            "__dlq.errors.offset": offset, "__dlq.errors.group": group,
                            "__dlq.errors.delivery.count": "1",
                            "__dlq.errors.message": "Offset rejected by client."}, headers
+
+
+def _release_until_archived(bootstrap: str, topic: str, group: str) -> list[list]:
+    """Release every record delivered until nothing comes back: the deliveries, poll by poll,
+    as [offset, delivery count] pairs."""
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group,
+                              "share.acknowledgement.mode": "explicit"})
+    polls = []
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        quiet_until = None
+        while time.monotonic() < deadline:
+            messages = [m for m in consumer.poll(0.5) if m.error() is None]
+            if not messages:
+                if polls and quiet_until is None:
+                    quiet_until = time.monotonic() + 5
+                if quiet_until is not None and time.monotonic() > quiet_until:
+                    break
+                continue
+            quiet_until = None
+            polls.append(sorted([m.offset(), m.delivery_count()] for m in messages))
+            for message in messages:
+                consumer.acknowledge(message, AcknowledgeType.RELEASE)
+            consumer.commit_sync()
+    finally:
+        consumer.close()
+    return polls
+
+
+@BOTH
+def test_records_released_to_the_delivery_limit_are_archived_to_the_dead_letter_queue(target):
+    if not _serves_share_groups(target.bootstrap):
+        pytest.skip("this broker does not serve share groups yet")
+    topic, group = unique_name("dlq-limit"), unique_name("dlq-limit-group")
+    dlq = "dlq." + unique_name("limit")
+    _setup(target.bootstrap, topic, dlq, group, copy=False,
+           **{"share.delivery.count.limit": "3"})
+    polls = _release_until_archived(target.bootstrap, topic, group)
+    deliveries = sorted(pair for poll in polls for pair in poll)
+    assert deliveries == sorted([o, n] for o in range(4) for n in (1, 2, 3)), polls
+    # the last delivery of each record goes out alone (limit 3 > 2)
+    assert all(len(poll) == 1 for poll in polls if any(n == 3 for _, n in poll)), polls
+    letters = _dead_letters(target.bootstrap, dlq, 4)
+    assert sorted(h["__dlq.errors.offset"] for _, _, h in letters) == ["0", "1", "2", "3"]
+    assert {(h["__dlq.errors.delivery.count"], h["__dlq.errors.message"])
+            for _, _, h in letters} == {("3", "Offset delivery count exceeded the threshold.")}
