@@ -224,6 +224,30 @@ def seam(bootstrap: str) -> dict:
         [cgd] = wire.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, group_ids=(group,),
                           include_authorized_operations=False).groups
         seen["consumer describe of a share group"] = refusal(cgd)
+        join_schema = request_schema(ApiKey.JOIN_GROUP, 9)
+        classic_join = wire.call(
+            ApiKey.JOIN_GROUP, 9, group_id=group, session_timeout=datetime.timedelta(seconds=45),
+            rebalance_timeout=datetime.timedelta(seconds=30), member_id="",
+            group_instance_id=None, protocol_type="consumer", protocols=(make(
+                element(join_schema, "protocols"), name="range", metadata=b""),), reason=None)
+        seen["classic join on a share group"] = (classic_join.error_code,
+                                                 classic_join.member_id)
+        seen["classic heartbeat on a share group"] = wire.call(
+            ApiKey.HEARTBEAT, 4, group_id=group, generation_id=1, member_id=member,
+            group_instance_id=None).error_code
+        seen["classic sync on a share group"] = wire.call(
+            ApiKey.SYNC_GROUP, 5, group_id=group, generation_id=1, member_id=member,
+            group_instance_id=None, protocol_type="consumer", protocol_name="range",
+            assignments=()).error_code
+        classic_leave = wire.call(
+            ApiKey.LEAVE_GROUP, 5, group_id=group, members=(make(
+                element(request_schema(ApiKey.LEAVE_GROUP, 5), "members"), member_id=member,
+                group_instance_id=None, reason=None),))
+        seen["classic leave on a share group"] = (
+            classic_leave.error_code, [(m.member_id == member, m.error_code)
+                                       for m in classic_leave.members])
+        seen["classic join left the member"] = [m.member_id for m in describe(wire, group)[0]
+                                                .members] == [member]
         [dg] = wire.call(ApiKey.DESCRIBE_GROUPS, 6, groups=(group,),
                          include_authorized_operations=False).groups
         seen["describe groups"] = (dg.error_code, dg.error_message, dg.group_state)

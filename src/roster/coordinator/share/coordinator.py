@@ -37,7 +37,16 @@ from roster.coordinator import facts as shared_facts
 from roster.coordinator import triggers as tr
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
-from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
+from roster.coordinator.messages import (
+    GroupDescription,
+    GroupOverview,
+    GroupView,
+    JoinReply,
+    LeaveMemberResult,
+    LeaveReply,
+    MemberView,
+    SyncReply,
+)
 from roster.coordinator.results import Result
 from roster.coordinator.share import messages as text
 from roster.coordinator.share import records as rec
@@ -142,8 +151,10 @@ def validate(q: ShareHeartbeat) -> tuple[ErrorCode, str] | None:
 
 class ShareCoordinator(GroupsById):
     name = "share"
-    accepts = frozenset({"share"})
-    serves = frozenset({"share"})       # ShareGroupHeartbeat makes its groups
+    # ShareGroupHeartbeat makes its groups; the classic protocol's requests on its ids are
+    # answered here as Kafka answers them (not refused GROUP_ID_NOT_FOUND as other types')
+    accepts = frozenset({"share", "classic"})
+    serves = frozenset({"share", "classic"})
     steps = (ShareSessionDeadline, ShareWritten)
 
     def __init__(self, config: ShareConfig | None = None, topics=None) -> None:
@@ -365,6 +376,30 @@ class ShareCoordinator(GroupsById):
         op.write(records, result)
         result.cancel(session_key(gid, member_id))
         result.effects = (*result.effects, ShareMemberGone(gid, member_id))
+
+    # -- the classic protocol on a share group's id (Kafka's classicGroupJoin/Sync/Leave and
+    #    Heartbeat, read beside Kafka 4.4): none of its members speaks it --------------------
+
+    def join(self, request, now: int) -> Result:
+        result = Result()
+        result.reply(request.token, JoinReply(error=ErrorCode.inconsistent_group_protocol))
+        return result
+
+    def sync(self, request, now: int) -> Result:
+        result = Result()
+        result.reply(request.token, SyncReply(error=ErrorCode.unknown_member_id))
+        return result
+
+    def leave(self, request, now: int) -> Result:
+        result = Result()
+        result.reply(request.token, LeaveReply(members=tuple(
+            LeaveMemberResult(m.member_id, m.group_instance_id, ErrorCode.unknown_member_id)
+            for m in request.members)))
+        return result
+
+    def check_in(self, group_id: str, generation: int, member_id: str,
+                 instance_id: str | None, now: int, result: Result) -> ErrorCode:
+        return ErrorCode.unknown_member_id
 
     # -- timers and continuations ---------------------------------------------------------------
 
