@@ -53,6 +53,17 @@ def _state(broker, what: str):
     return state
 
 
+def _call(broker, group_id: str, what: str, operation, *args) -> None:
+    """Ask the share state; a failure is logged, never raised into the runtime carrying out
+    the result (its replies and continuations still run)."""
+    try:
+        outcome = operation(*args)
+    except Exception:
+        log.exception("share group %s: %s failed", group_id, what)
+        return
+    _follow(broker, group_id, outcome, what)
+
+
 def _follow(broker, group_id: str, outcome, what: str) -> None:
     """Keep an awaitable outcome until it is done (the heartbeat waits for initialisations);
     log a failure."""
@@ -76,22 +87,22 @@ def initialize_share_state(broker, effect: ShareStateWanted) -> None:
     if state is None:
         return
     partitions = [(uuid.UUID(bytes=topic_id), p) for topic_id, p in effect.partitions]
-    _follow(broker, effect.group_id, state.initialize(effect.group_id, partitions),
-            "initialising share state")
+    _call(broker, effect.group_id, "initialising share state", state.initialize,
+          effect.group_id, partitions)
 
 
 def member_left(broker, effect: ShareMemberGone) -> None:
     state = _state(broker, f"release member {effect.member_id} of {effect.group_id}")
     if state is not None:
-        _follow(broker, effect.group_id, state.member_left(effect.group_id, effect.member_id),
-                "releasing a member's records")
+        _call(broker, effect.group_id, "releasing a member's records", state.member_left,
+              effect.group_id, effect.member_id)
 
 
 def group_deleted(broker, effect: ShareGroupGone) -> None:
     state = _state(broker, f"drop the share state of {effect.group_id}")
     if state is not None:
-        _follow(broker, effect.group_id, state.group_deleted(effect.group_id),
-                "deleting share state")
+        _call(broker, effect.group_id, "deleting share state", state.group_deleted,
+              effect.group_id)
 
 
 async def initialized(broker, group_id: str) -> None:
