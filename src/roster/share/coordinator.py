@@ -70,6 +70,13 @@ class Answer:
     body: object
 
 
+@dataclass(frozen=True, slots=True)
+class _Rearm:
+    """Continuation: if the write failed, its change was put back (acquired records again,
+    under their locks): set the partition's lock timer again."""
+    key: Key
+
+
 # what a failed write puts back
 @dataclass(frozen=True, slots=True)
 class _Undo:
@@ -120,6 +127,10 @@ class ShareCoordinator:
         if isinstance(step, Answer):
             result.reply(step.token, step.body if error is None
                          else AckOutcome(error, "Unable to write the share group state."))
+        elif isinstance(step, _Rearm) and error is not None:
+            partition = self.partitions.get(step.key)
+            if partition is not None:
+                self._arm(result, step.key, partition)
         return result
 
     def revert(self, changes: list, now: int) -> None:
@@ -271,6 +282,7 @@ class ShareCoordinator:
             return
         result.changes.append(_Undo(key, change.undo))
         result.records.append(self._update(key, partition, change, now))
+        result.after_write.append(_Rearm(key))
         if change.dead_letters:
             result.effects += (DeadLetters(key, tuple(change.dead_letters)),)
         if any(o in partition.records and partition.records[o].state == 0
@@ -286,8 +298,7 @@ class ShareCoordinator:
         return ShareRecord(UPDATE, key[0], key[1], key[2],
                            start_offset=partition.start if change.start_moved else -1,
                            batches=tuple(partition.state_batches(change.changed)),
-                           snapshot_epoch=self._snapshot_epochs.get(key, 0),
-                           delivery_complete_count=partition.delivery_complete_count())
+                           snapshot_epoch=self._snapshot_epochs.get(key, 0))
 
     def _snapshot(self, key: Key, partition: SharePartition, now: int) -> ShareRecord:
         self._updates[key] = 0

@@ -30,6 +30,7 @@ The rules (read off Kafka 4.4's kafka.server.share.SharePartition):
 """
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -111,16 +112,28 @@ class SharePartition:
         self.records: dict[int, InFlight] = {}
         self.state_epoch = state_epoch
         self.created_ms = created_ms
+        # offsets that became AVAILABLE inside the window (a heap, stale entries dropped as
+        # met): where the next read starts without walking the window
+        self._available: list[int] = []
+        # (deadline, offset) of every acquisition lock set, stale ones dropped as met
+        self._locks: list[tuple[int, int]] = []
+
+    def _now_available(self, offset: int) -> None:
+        heapq.heappush(self._available, offset)
 
     # -- reading -------------------------------------------------------------------------
 
     def next_fetch_offset(self) -> int:
         """Where the next read of the log starts: the first AVAILABLE offset of the window, or
         its end."""
-        for offset in range(self.start, self.end):
+        heap = self._available
+        while heap:
+            offset = heap[0]
             entry = self.records.get(offset)
-            if entry is not None and entry.state is RecordState.AVAILABLE:
+            if offset >= self.start and entry is not None \
+                    and entry.state is RecordState.AVAILABLE:
                 return offset
+            heapq.heappop(heap)
         return self.end
 
     def has_available(self) -> bool:
@@ -135,9 +148,18 @@ class SharePartition:
 
     def lock_deadline(self) -> int | None:
         """The earliest acquisition lock's deadline, None when nothing is acquired."""
-        deadlines = [e.deadline for e in self.records.values()
-                     if e.state is RecordState.ACQUIRED and e.deadline is not None]
-        return min(deadlines) if deadlines else None
+        heap = self._locks
+        while heap:
+            deadline, offset = heap[0]
+            entry = self.records.get(offset)
+            if entry is not None and entry.state is RecordState.ACQUIRED \
+                    and entry.deadline == deadline:
+                return deadline
+            heapq.heappop(heap)
+        return None
+
+    def _locked(self, offset: int, entry: InFlight) -> None:
+        heapq.heappush(self._locks, (entry.deadline, offset))
 
     def acquired_by(self, member: str) -> list[int]:
         return sorted(o for o, e in self.records.items()
@@ -183,6 +205,10 @@ class SharePartition:
                 self.records.pop(offset, None)
             else:
                 self.records[offset] = entry.copy()
+                if entry.state is RecordState.AVAILABLE:
+                    self._now_available(offset)
+                elif entry.state is RecordState.ACQUIRED and entry.deadline is not None:
+                    self._locked(offset, entry)
         for offset in [o for o in self.records if o < self.start or o >= self.end]:
             del self.records[offset]
 
@@ -237,6 +263,7 @@ class SharePartition:
                 entry.delivery_count += 1
                 entry.member = member
                 entry.deadline = now + limits.lock_duration_ms
+                self._locked(offset, entry)
                 taken.append((offset, entry.delivery_count))
                 if last_attempt(entry.delivery_count) or len(taken) == throttled_to:
                     stop = True         # alone on its last delivery; or throttled
@@ -265,6 +292,7 @@ class SharePartition:
                 continue
             if kind is AckType.RENEW:
                 entry.deadline = now + limits.lock_duration_ms
+                self._locked(offset, entry)
                 continue
             if kind is AckType.ACCEPT:
                 self._settle(entry, RecordState.ACKNOWLEDGED)
@@ -333,6 +361,7 @@ class SharePartition:
             self._settle(entry, RecordState.ARCHIVED)
         else:
             self._settle(entry, RecordState.AVAILABLE)
+            self._now_available(offset)
 
     def release_member(self, member: str, limits: Limits) -> Change:
         """The member is gone (left, fenced, its session closed): its records are released."""
@@ -347,13 +376,12 @@ class SharePartition:
     def expire_locks(self, now: int, limits: Limits) -> Change:
         """Release every record whose acquisition lock's deadline has passed."""
         change = self._begin()
-        for offset in sorted(self.records):
+        while (deadline := self.lock_deadline()) is not None and deadline <= now:
+            _, offset = heapq.heappop(self._locks)
             entry = self.records[offset]
-            if entry.state is RecordState.ACQUIRED and entry.deadline is not None \
-                    and entry.deadline <= now:
-                self._touch(change, offset)
-                self._release(change, offset, entry, limits)
-                change.changed.add(offset)
+            self._touch(change, offset)
+            self._release(change, offset, entry, limits)
+            change.changed.add(offset)
         self._advance_start(change)
         return change
 
@@ -412,6 +440,8 @@ class SharePartition:
             state = RecordState.AVAILABLE if batch.state is RecordState.ACQUIRED else batch.state
             for offset in range(max(batch.first_offset, self.start), batch.last_offset + 1):
                 self.records[offset] = InFlight(state, batch.delivery_count)
+                if state is RecordState.AVAILABLE:
+                    self._now_available(offset)
             self.end = max(self.end, batch.last_offset + 1)
 
     def loaded(self) -> None:
@@ -420,6 +450,7 @@ class SharePartition:
         for offset in range(self.start, self.end):
             if offset not in self.records:
                 self.records[offset] = InFlight(RecordState.AVAILABLE, 0)
+                self._now_available(offset)
         self._advance_start(self._begin())
 
 

@@ -65,12 +65,11 @@ def test_acknowledge_is_answered_after_its_update_is_written():
     c.acquire(KEY, "m", [(0, 4)], 10, False, 0)
     result = c.acknowledge(KEY, "m", [(0, 1, [ACCEPT]), (2, 2, [REJECT])], 10, token="t")
     assert result.replies == []                  # not before the record is durable
-    assert result.after_write == [Answer("t", AckOutcome(None))]
+    assert result.after_write[-1] == Answer("t", AckOutcome(None))
     [update] = result.records
     assert update.kind == UPDATE and update.start_offset == 3
-    assert update.delivery_complete_count == 0
     assert result.effects == (DeadLetters(KEY, ((2, 1),)),)
-    answered = c.write_completed(result.after_write[0], None, 11)
+    answered = c.write_completed(result.after_write[-1], None, 11)
     assert answered.replies[0].body == AckOutcome(None)
 
 
@@ -94,7 +93,10 @@ def test_a_failed_write_is_reverted_then_answered_with_the_failure():
     c.revert(result.changes, 11)
     assert c.get(KEY).start == 0
     assert c.get(KEY).records[0].state is RecordState.ACQUIRED
-    answered = c.write_completed(result.after_write[0], ErrorCode.coordinator_not_available, 11)
+    rearmed, answered = (c.write_completed(step, ErrorCode.coordinator_not_available, 11)
+                         for step in result.after_write)
+    # the records are acquired again: their lock timer is set again
+    assert rearmed.timers == [Schedule(timer_key(KEY), 1000, LockCheck(KEY))]
     assert answered.replies[0].body.error is ErrorCode.coordinator_not_available
 
 
