@@ -141,6 +141,7 @@ class ShareStateLog:
         ids as uuid.UUID. Unreadable records are logged and skipped."""
         if not self.exists():
             return
+        self.topic.ensure()     # a changed partition count stops the start, in one line
         for index in range(self.partitions):
             for batch in self.topic.batches(index):
                 for entry in batch:
