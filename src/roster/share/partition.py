@@ -285,6 +285,8 @@ class SharePartition:
         plan: list[tuple[int, AckType]] = []
         for first, last, types in batches:
             plan += self._check(member, first, last, types, limits)
+        if len({offset for offset, _ in plan}) != len(plan):
+            raise AckRefused(ErrorCode.invalid_request, "Acknowledgement batches overlap.")
         change = self._begin()
         for offset, kind in plan:
             entry = self._touch(change, offset)

@@ -135,6 +135,7 @@ def test_renew_extends_the_lock_only_when_enabled():
     ([(3, 2, [ACCEPT])], ErrorCode.invalid_request),                # last before first
     ([(0, 1, [ACCEPT, ACCEPT, ACCEPT])], ErrorCode.invalid_request),  # types do not fit
     ([(0, 0, [9])], ErrorCode.invalid_request),                     # no such type
+    ([(0, 2, [ACCEPT]), (2, 3, [RELEASE])], ErrorCode.invalid_request),   # overlapping
 ])
 def test_refused_acknowledgements_change_nothing(batches, error):
     p = SharePartition(0)
