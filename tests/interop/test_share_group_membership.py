@@ -454,3 +454,16 @@ def test_the_flight_recorder_and_metrics_follow_the_share_group(broker_factory):
     members = table(ok(roster("--bootstrap-server", broker.bootstrap, "groups", "describe",
                               "observed", "--members")))
     assert sorted(row["CONSUMER-ID"] for row in members) == sorted((m1, m2))
+
+
+def test_group_share_max_size_refuses_one_member_too_many(broker_factory):
+    broker = broker_factory({"group.share.max.size": "2"})
+    create_topic(broker.bootstrap, TOPIC, 1)
+    with Wire(broker.bootstrap) as wire:
+        first, second = new_member(), new_member()
+        assert beat(wire, "small", first, 0, (TOPIC,)).error_code == ErrorCode.none
+        assert beat(wire, "small", second, 0, (TOPIC,)).error_code == ErrorCode.none
+        assert refusal(beat(wire, "small", new_member(), 0, (TOPIC,))) == (
+            ErrorCode.group_max_size_reached,
+            "The share group has reached its maximum capacity of 2 members.")
+        assert beat(wire, "small", first, 0, (TOPIC,)).error_code == ErrorCode.none
