@@ -351,6 +351,12 @@ class ShareConsumer:
                 return []
             records, moved = core.on_fetch_answer(exchange, answer)
             self._stale(moved)
+            if answer.error_code.value or moved:
+                # refused (the member not known yet, a session to start again) or a leader
+                # moved: back off before the next round instead of asking again at once
+                log.info("ShareFetch to broker %d: %s %s", node, answer.error_code.name,
+                         answer.error_message or "")
+                await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
             return records
 
     async def _acknowledge(self, connection, node: int, final: bool,
