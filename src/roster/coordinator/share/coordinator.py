@@ -317,7 +317,10 @@ class ShareCoordinator(GroupsById):
         records = [rec.target_record(gid, mid, target) for mid, target in sorted(targets.items())
                    if group.target.get(mid) != target]
         records.append(rec.target_epoch_record(gid, group.group_epoch, op.now))
-        initialized = dict(group.initialized)
+        # a deleted topic's partitions leave the initialised set (Kafka cleans its share
+        # group state metadata up when a topic goes)
+        initialized = {tid: v for tid, v in group.initialized.items()
+                       if image is None or image.name_of(tid) is not None}
         for target in targets.values():
             for tid, ps in target.items():
                 have = initialized.get(tid, (names[tid], frozenset()))[1]

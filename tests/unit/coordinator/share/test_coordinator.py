@@ -299,3 +299,13 @@ def test_the_topics_hash_is_kept_until_the_catalog_says_it_changed():
     d.image.changes += 1
     reply = d.beat("m1", 1)
     assert reply.member_epoch == 2 and partitions(reply) == {A: [0, 1, 2, 3]}
+
+
+def test_a_deleted_topic_leaves_the_assignment_and_the_initialised_partitions():
+    d = Driver()
+    d.join("m1", ("orders", "audit"))
+    assert set(d.group.initialized) == {A, B}
+    del d.image.topics["audit"]
+    reply = d.beat("m1", 1)
+    assert reply.member_epoch == 2 and partitions(reply) == {A: [0, 1, 2]}
+    assert set(d.group.initialized) == {A}
