@@ -349,7 +349,15 @@ def test_implicit_mode_accepts_what_a_poll_returned(broker):
         with pytest.raises(ImplicitAcknowledgement,
                            match="Implicit acknowledgement of delivery is being used."):
             consumer.acknowledge(got[0])
-        outcome = await consumer.commit_sync()       # accepts both
+        told = []
+        consumer.set_acknowledgement_commit_callback(lambda offsets, exc: told.append(
+            (offsets, exc)))
+        await consumer.commit_async()                # accepts both
+        assert told == []                            # told from the next call, not before
+        await consumer.poll(0)
+        outcome = {tp: exc for offsets, exc in told for tp in offsets}
+        assert [offsets for offsets, _ in told] == [{(topic, 0): {got[0].offset,
+                                                                   got[1].offset}}]
         await consumer.close()
         # a new member of the group gets only what came after
         await produce(broker.bootstrap, topic, [b"z"])
