@@ -5,8 +5,8 @@ assigns to be initialised (broker/groups/share_group.initialized) and builds the
 
 Admission, in Kafka 4.4's order (its KafkaApis): READ on the group (declared); then the member
 id, which must be given and at most 36 characters (INVALID_REQUEST, with no message, as
-Kafka answers it); then DESCRIBE on every subscribed topic (one refused: TOPIC_AUTHORIZATION_FAILED for the
-whole heartbeat); then the coordinator's own request checks (coordinator/share/coordinator.py
+Kafka answers it); then DESCRIBE on every subscribed topic (one refused:
+TOPIC_AUTHORIZATION_FAILED for the whole heartbeat); then the coordinator's own request checks (coordinator/share/coordinator.py
 validate), before the group is looked at."""
 from __future__ import annotations
 
@@ -27,13 +27,13 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
 
 API_KEY = ApiKey.SHARE_GROUP_HEARTBEAT
-# KafkaApis refuses an empty or too long member id "Invalid member id in the request.", but
-# the answer it builds carries the error code only (its getErrorResponse drops the message)
+# KafkaApis.isMemberIdValid: given, and at most a UUID's length. It refuses others "Invalid
+# member id in the request.", but its answer carries the error code only (getErrorResponse)
 MAX_MEMBER_ID = 36
 # DESCRIBE on every subscribed topic, one refused refusing the heartbeat: checked in the
 # handler after the member id (Kafka's order), so not among SPEC's declarations
 SUBSCRIBED_TOPICS = Topics(AclOperation.DESCRIBE, "subscribed_topic_names", name=None,
-                           topic_id=None, resolve=False, whole=True)       # KafkaApis.isMemberIdValid: a UUID's length at most
+                           topic_id=None, resolve=False, whole=True)
 
 
 def encode(version: int, reply: ShareHeartbeatReply):
