@@ -6,8 +6,8 @@ assigns to be initialised (broker/groups/share_group.initialized) and builds the
 Admission, in Kafka 4.4's order (its KafkaApis): READ on the group (declared); then the member
 id, which must be given and at most 36 characters (INVALID_REQUEST, with no message, as
 Kafka answers it); then DESCRIBE on every subscribed topic (one refused:
-TOPIC_AUTHORIZATION_FAILED for the whole heartbeat); then the coordinator's own request checks (coordinator/share/coordinator.py
-validate), before the group is looked at."""
+TOPIC_AUTHORIZATION_FAILED for the whole heartbeat); then the coordinator's own request checks
+(coordinator/share/coordinator.py validate), before the group is looked at."""
 from __future__ import annotations
 
 import asyncio
