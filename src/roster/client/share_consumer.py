@@ -95,13 +95,16 @@ class ShareConsumer:
     def __init__(self, config: dict | str | None = None, group_id: str | None = None,
                  **settings) -> None:
         """`ShareConsumer({"bootstrap.servers": ..., "group.id": ..., ...})` as
-        confluent_kafka, or `ShareConsumer("host:9092", "group", max_poll_records=100)`."""
+        confluent_kafka, or `ShareConsumer("host:9092", "group", max_poll_records=100)`
+        (underscores for dots). `security=` takes the security settings as a dict, as
+        roster.client's other clients; `on_commit=` the acknowledgement commit callback."""
         given = dict(config) if isinstance(config, dict) else {}
         if isinstance(config, str):
             given["bootstrap.servers"] = config
         if group_id is not None:
             given["group.id"] = group_id
         callback = settings.pop("on_commit", None)
+        given.update(settings.pop("security", None) or {})   # as roster.client's other clients
         given.update(settings)
         self.settings: ShareConsumerSettings = settings_from(given)
         s = self.settings

@@ -59,3 +59,24 @@ def test_other_mistakes():
     assert settings_from({**BASE, "security.protocol": "SASL_PLAINTEXT",
                           "sasl.mechanism": "PLAIN"}).security == {
         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
+
+
+def test_what_the_consumer_refuses_before_any_request():
+    import asyncio
+
+    from roster.client.share_consumer import ImplicitAcknowledgement, ShareRecord
+    record = ShareRecord("t", 0, 5, 0, None, b"v", (), 1)
+    implicit = ShareConsumer("127.0.0.1:1", "g")
+    with pytest.raises(ImplicitAcknowledgement,
+                       match="Implicit acknowledgement of delivery is being used."):
+        implicit.acknowledge(record)
+    explicit = ShareConsumer("127.0.0.1:1", "g", share_acknowledgement_mode="explicit",
+                             security={"security.protocol": "PLAINTEXT"})
+    from roster.client.share_consumer_fetch import CannotAcknowledge
+    with pytest.raises(CannotAcknowledge, match="The record cannot be acknowledged."):
+        explicit.acknowledge(record)            # not delivered by a poll
+    with pytest.raises(RuntimeError, match="Consumer is not subscribed to any topics."):
+        asyncio.run(explicit.poll(0))
+    asyncio.run(explicit.close())
+    with pytest.raises(RuntimeError, match="This consumer has already been closed."):
+        asyncio.run(explicit.poll(0))
