@@ -211,6 +211,7 @@ class Broker:
         topic = self.topics.delete(name)
         for partition in topic.partitions:
             self.durability.forget(partition)
+        self.share_state.topic_deleted(topic.topic_id)
         return topic
 
     def _all_partitions(self):

@@ -210,3 +210,24 @@ def test_the_dead_letter_queue_topic_must_be_allowed():
         assert (index, k, v) == (0, None, None)                  # partition 0 % 3, no copy
         assert headers["__dlq.errors.offset"] == "3"
     run(scenario)
+
+
+def test_a_deleted_topics_share_state_goes():
+    """(Broker.delete_topic calls topic_deleted; here it is called directly, to wait for the
+    tombstones.)"""
+    async def scenario(broker, state, key):
+        state.runtime.apply(state.coordinator.initialize(key, 0, 0))
+        other = broker.topics.create("kept", 1)
+        kept = ("g", other.topic_id, 0)
+        state.runtime.apply(state.coordinator.initialize(kept, 0, 0))
+        topic_id = broker.topics.get("work").topic_id
+        broker.topics.delete("work")
+        written = state.topic_deleted(topic_id)
+        assert state.start_offset(key) is None and state.start_offset(kept) == 0
+        assert (await written).error is None        # the tombstones are durable
+        replayed = Broker(broker.config, broker.data_dir)
+        replayed.topics = broker.topics
+        for record in replayed.share_state.log.load():
+            replayed.share_state.coordinator.replay(record)
+        assert set(replayed.share_state.coordinator.partitions) == {kept}
+    run(scenario)

@@ -198,6 +198,18 @@ class ShareState:
         if keys:
             self.runtime.apply(self.coordinator.delete(keys, self.runtime.now_ms()))
 
+    def topic_deleted(self, topic_id: uuid.UUID):
+        """A topic was deleted: every group's share state for it goes (tombstones), as Kafka's
+        group coordinator cleans up a deleted topic's share state. Returns what to await for
+        the tombstones to be durable (None: there was nothing)."""
+        keys = [k for k in self.coordinator.partitions if k[1] == topic_id]
+        if not keys:
+            return None
+        token = self.runtime.new_token()
+        written = self.runtime.start(lambda now: self.coordinator.delete(keys, now, token),
+                                     token)
+        return written if isinstance(written, asyncio.Future) else None
+
     # -- the fetch path (C2) ---------------------------------------------------------------
 
     def start_offset(self, key: Key) -> int | None:
