@@ -337,6 +337,43 @@ def test_close_releases_held_records_at_once(broker):
 
 
 @pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
+def test_unsubscribe_gives_held_records_back_and_subscribe_joins_again(broker):
+    lock_ms = 60_000
+    topic, group = scenario(broker.bootstrap, **{"share.record.lock.duration.ms": str(lock_ms)})
+
+    async def go():
+        await produce(broker.bootstrap, topic, [b"held"])
+        consumer = await joined(broker.bootstrap, group, topic,
+                                share_acknowledgement_mode="explicit")
+        held = []
+        while not held:
+            held = await consumer.poll(1.0)
+        other = Reader(await joined(broker.bootstrap, group, topic,
+                                    share_acknowledgement_mode="explicit"))
+        await consumer.unsubscribe()
+        assert consumer.assignment == ()
+        with pytest.raises(RuntimeError, match="Consumer is not subscribed to any topics."):
+            await consumer.poll(0)
+        await asyncio.wait_for(other.arrived.wait(), lock_ms / 2000)
+        await other.stop()
+        await consumer.subscribe([topic])          # the same member, joining again
+        await consumer.member.wait_assigned(60)
+        await produce(broker.bootstrap, topic, [b"after"])
+        after = []
+        while not after:
+            after = await consumer.poll(1.0)
+        for record in after:
+            consumer.acknowledge(record)
+        await consumer.close()
+        return held, other.records, after
+
+    held, taken, after = run(go())
+    assert [(r.value, r.delivery_count) for r in held] == [(b"held", 1)]
+    assert [(r.value, r.delivery_count) for r in taken] == [(b"held", 2)]
+    assert [(r.value, r.delivery_count) for r in after] == [(b"after", 1)]
+
+
+@pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 def test_implicit_mode_accepts_what_a_poll_returned(broker):
     topic, group = scenario(broker.bootstrap)
 

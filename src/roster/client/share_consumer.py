@@ -162,6 +162,20 @@ class ShareConsumer:
         else:
             await self.member.subscribe(topics)
 
+    async def unsubscribe(self) -> None:
+        """Stop reading: acknowledge what is owed (implicit mode), close the share sessions
+        (what this member still holds goes back to the group) and leave the group. A later
+        subscribe() joins it again."""
+        self._ensure_open()
+        if not self._started or not self.subscription:
+            return
+        if not self.settings.explicit:
+            self._core.acknowledge_all(AcknowledgeType.ACCEPT)
+        await self._acknowledge_everywhere(final=True)
+        self._core.forget_delivered()
+        self._tell_results()
+        await self.member.unsubscribe()
+
     def acknowledge(self, record: ShareRecord,
                     type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:  # noqa: A002
         """Acknowledge a record the last poll() returned (explicit mode only). Sent with the

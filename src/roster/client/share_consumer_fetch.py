@@ -208,6 +208,12 @@ class ShareFetchCore:
                 pending[offset] = int(kind)
         self.delivered.clear()
 
+    def forget_delivered(self) -> None:
+        """The sessions are closed (unsubscribed): what was held is the broker's again."""
+        self.delivered.clear()
+        self.renewing.clear()
+        self.renewed.clear()
+
     def unacknowledged(self) -> int:
         return sum(len(held) for held in self.delivered.values())
 

@@ -54,10 +54,17 @@ class ShareGroupMember(MemberDriver):
         connection = await self._bootstrap_connection()
         if ApiKey.SHARE_GROUP_HEARTBEAT not in connection.versions:
             raise ShareGroupUnsupported(NO_SHARE_GROUPS)
+        await super().start(topics)
+
+    async def subscribe(self, topics: list[str]) -> None:
         if topics:
             await self.fetch_metadata(tuple(topics))   # topic ids, to name the assignment
             self._learn_names()
-        await super().start(topics)
+        await super().subscribe(topics)
+
+    async def unsubscribe(self) -> None:
+        """Leave the group; subscribe() joins it again."""
+        await self._handle(self.machine.unsubscribe(self.now()))
 
     async def wait_assigned(self, timeout_s: float = 60.0) -> None:
         """Until the broker has assigned this member something (or it failed)."""

@@ -113,6 +113,22 @@ class ShareMembership:
 
     leave = close
 
+    def unsubscribe(self, now: int) -> list:
+        """Leave the group (epoch -1) but stay usable: a later subscribe() joins again, with
+        epoch 0 and the same member id."""
+        if self.state in (State.FATAL, State.CLOSED):
+            return []
+        joined = self.state in HEARTBEATING and (self.epoch > 0 or self.in_flight)
+        leave = [Send("ShareGroupHeartbeat", {
+            "group_id": self.config.group_id, "member_id": self.member_id,
+            "member_epoch": LEAVE_EPOCH, "rack_id": None,
+            "subscribed_topic_names": None})] if joined else []
+        self.subscription, self.state, self.epoch = (), State.UNJOINED, 0
+        self.owned, self.owned_ids, self.pending = (), frozenset(), None
+        self.next_heartbeat_ms = self.retry_at_ms = None
+        self.sent_subscription, self.sent_rack, self.in_flight = None, False, False
+        return leave
+
     def finish_leaving(self, now: int) -> list:
         """(The driver's closing protocol: nothing is left to do after the leave.)"""
         if self.state is State.FATAL:

@@ -118,3 +118,17 @@ def test_closing_leaves_with_epoch_minus_1_and_a_member_never_joined_sends_nothi
     fresh.subscribe(["orders"], 0)
     fresh.tick(0)
     assert fresh.close(5) == [] and fresh.state is State.CLOSED
+
+
+def test_unsubscribing_leaves_and_a_later_subscribe_joins_again_with_the_same_id():
+    member, _ = joined()
+    member.on_heartbeat(E.none, None, 4, 5000, ((T1, (0,)),), 10)
+    [leave] = member.unsubscribe(20)
+    assert leave.fields["member_epoch"] == -1 and member.owned == ()
+    assert member.state is State.UNJOINED and member.tick(10**6) == []   # nothing to read
+    member.subscribe(["orders"], 30)
+    [find] = member.tick(30)
+    member.on_find_coordinator(E.none, 40)
+    [join] = member.tick(40)
+    assert join.fields["member_epoch"] == 0 and join.fields["member_id"] == "member-1"
+    assert join.fields["subscribed_topic_names"] == ("orders",)
