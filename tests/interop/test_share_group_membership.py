@@ -212,6 +212,9 @@ def seam(bootstrap: str) -> dict:
             beat(wire, consumer_group, new_member(), 0, (topic,)))
         seen["share describe of a consumer group"] = refusal(describe(wire, consumer_group)[0])
         seen["share describe of no group"] = refusal(describe(wire, "no-such-share-group")[0])
+        many = ("", group, *(f"absent-{i}" for i in range(20)), consumer_group, group, "")
+        seen["many described, in Kafka's order"] = [
+            (g.group_id, g.error_code, g.group_state) for g in describe(wire, *many)]
         consumer_join = wire.call(
             ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, group_id=group, member_id=new_member(),
             member_epoch=0, instance_id=None, rack_id=None,

@@ -7,7 +7,11 @@ found.".
 Admission, as Kafka 4.4's KafkaApis: DESCRIBE on each group (declared; the refused groups are
 answered first, GROUP_AUTHORIZATION_FAILED, as Kafka lists them); a described group one of
 whose members is assigned a topic the caller may not DESCRIBE is answered
-TOPIC_AUTHORIZATION_FAILED without its members."""
+TOPIC_AUTHORIZATION_FAILED without its members.
+
+The rest come in the order Kafka's GroupCoordinatorService answers them (kafka_order): an
+empty group id first (INVALID_GROUP_ID), then the groups by their __consumer_offsets partition,
+the partitions in the order a Java HashMap of them iterates, each partition's groups as asked."""
 from __future__ import annotations
 
 import uuid
@@ -21,11 +25,45 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
+from roster.protocol.partitioning import java_string_hash, partition_for
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.SHARE_GROUP_DESCRIBE
 UNAUTHORIZED_TOPICS = ("The group has described topic(s) that the client is not authorized to "
                        "describe.")
+
+
+def _java_int(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - 2**32 if value >= 2**31 else value
+
+
+_OFFSETS_TOPIC_HASH = java_string_hash("__consumer_offsets")
+
+
+def _hashmap_order(partitions: list[int]) -> list[int]:
+    """The order a java.util.HashMap<TopicPartition, _> iterates these __consumer_offsets
+    partitions put in this order: by bucket (the key's spread hash masked by the table size,
+    which doubles past three quarters full from 16), each bucket in insertion order."""
+    size = 16
+    while len(partitions) > size * 3 // 4:
+        size *= 2
+
+    def bucket(partition: int) -> int:
+        h = _java_int(31 * (31 + partition) + _OFFSETS_TOPIC_HASH) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & (size - 1)
+    return sorted(partitions, key=bucket)      # sorted() is stable: insertion order kept
+
+
+def kafka_order(group_ids, offsets_partitions: int) -> list[str]:
+    """The order Kafka 4.4's coordinator answers these group ids in."""
+    by_partition: dict[int, list[str]] = {}
+    for group_id in group_ids:
+        if group_id:
+            by_partition.setdefault(partition_for(group_id, offsets_partitions),
+                                    []).append(group_id)
+    return [g for g in group_ids if not g] + [
+        g for partition in _hashmap_order(list(by_partition)) for g in by_partition[partition]]
 
 
 async def handle(broker, request, connection):
@@ -49,10 +87,16 @@ async def handle(broker, request, connection):
         return catalog.name_of(topic_id) or ""
 
     refused, described = [], []
+    allowed = []
     for group_id in body.group_ids:
         error = request.admission.group(group_id)
         if error:
             refused.append(missing(group_id, error))
+        else:
+            allowed.append(group_id)
+    for group_id in kafka_order(allowed, broker.config["offsets.topic.num.partitions"]):
+        if not group_id:
+            described.append(missing(group_id, ErrorCode.invalid_group_id))
             continue
         group = None if share is None else share.describe(group_id)
         if group is None:
