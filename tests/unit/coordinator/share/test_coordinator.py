@@ -309,3 +309,15 @@ def test_a_deleted_topic_leaves_the_assignment_and_the_initialised_partitions():
     reply = d.beat("m1", 1)
     assert reply.member_epoch == 2 and partitions(reply) == {A: [0, 1, 2]}
     assert set(d.group.initialized) == {A}
+
+
+def test_the_console_view_names_topics_and_epochs():
+    d = Driver()
+    d.join("m1")
+    view = d.share.console_view(G)
+    assert (view.state, view.protocol, view.generation) == ("Stable", "share", 1)
+    [member] = view.members
+    assert (member.member_id, member.partitions, member.note) == (
+        "m1", (("orders", (0, 1, 2)),), "epoch 1")
+    assert d.share.console_view("none") is None
+    assert d.share.describe_group(G).error_message == f"Group {G} is not a classic group."
