@@ -10,58 +10,26 @@ share.auto.offset.reset (latest) starts where the log ended when its share parti
 initialised. roster runs are skipped while its ApiVersions answer lacks ShareGroupHeartbeat."""
 from __future__ import annotations
 
-import pytest
-
 from tests.support.judges import roster_broker, target  # noqa: F401 (fixtures)
 from tests.support.kafka_peer import unique_name
 from tests.support.share_judges import (  # noqa: F401 (fixtures)
     SHARE_BOTH,
-    ShareProgram,
-    delivery_faults,
+    confluent,
     deliveries,
+    delivery_faults,
+    java,
     produce,
     share_group,
     share_offsets,
     share_target,
+    stop_members,
+    summary,
     topic_with,
     wait_delivered,
     wait_until,
 )
 
 PARTITIONS = 4
-
-
-@pytest.fixture
-def java():
-    program = ShareProgram.java().start()
-    yield program
-    program.stop()
-    print("java share judge stderr:\n" + "\n".join(program.stderr[-40:]))
-
-
-@pytest.fixture
-def confluent():
-    program = ShareProgram.confluent().start()
-    yield program
-    program.stop()
-    print("confluent share judge stderr:\n" + "\n".join(program.stderr[-40:]))
-
-
-def summary(programs: list[ShareProgram]) -> str:
-    """The last events of each judge, briefly, for a failure message."""
-    def brief(e: dict) -> tuple:
-        return (e.get("member"), e["event"], e.get("value"), e.get("offset"),
-                e.get("deliveryCount", e.get("type")), e.get("error"))
-
-    return "; ".join(f"{p.client}: {[brief(e) for e in p.events[-30:]]}\n"
-                     f"stderr {p.stderr[-10:]}" for p in programs)
-
-
-def stop_members(program: ShareProgram, names: list[str]) -> None:
-    for name in names:
-        program.send(f"stop {name}")
-    program.wait_for(lambda: all(program.select("closed", member=n) for n in names),
-                     f"{names} closed")
 
 
 @SHARE_BOTH

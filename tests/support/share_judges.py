@@ -13,7 +13,9 @@ answer lists ShareGroupHeartbeat (the test skips, saying so, until then); Kafka 
 """
 from __future__ import annotations
 
+import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -130,17 +132,19 @@ class ShareProgram(JavaProgram):
         program.command = [sys.executable, "-u", "-m", "tests.support.share_consumer_process"]
         program._sharing = None
         program.events, program.stderr, program.proc = [], [], None
-        import threading
         program.cond = threading.Condition()
         program.client = "confluent"
         return program
+
+    @classmethod
+    def of(cls, client: str) -> ShareProgram:
+        """A "java" or "confluent" judge, not started."""
+        return cls.java() if client == "java" else cls.confluent()
 
     def start(self) -> ShareProgram:
         if self._sharing is not None:
             super().start()
         else:
-            import subprocess
-            import threading
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                          text=True, bufsize=1, cwd=ROOT)
@@ -158,6 +162,39 @@ class ShareProgram(JavaProgram):
 
     def errors(self) -> list[dict]:
         return [e for e in self.events if e.get("event") in ("error", "bad-command")]
+
+
+@pytest.fixture
+def java():
+    program = ShareProgram.java().start()
+    yield program
+    program.stop()
+    print("java share judge stderr:\n" + "\n".join(program.stderr[-40:]))
+
+
+@pytest.fixture
+def confluent():
+    program = ShareProgram.confluent().start()
+    yield program
+    program.stop()
+    print("confluent share judge stderr:\n" + "\n".join(program.stderr[-40:]))
+
+
+def summary(programs: list[ShareProgram]) -> str:
+    """The last events of each judge, briefly, for a failure message."""
+    def brief(e: dict) -> tuple:
+        return (e.get("member"), e["event"], e.get("value"), e.get("offset"),
+                e.get("deliveryCount", e.get("type")), e.get("error"))
+
+    return "; ".join(f"{p.client}: {[brief(e) for e in p.events[-30:]]}\n"
+                     f"stderr {p.stderr[-10:]}" for p in programs)
+
+
+def stop_members(program: ShareProgram, names: list[str]) -> None:
+    for name in names:
+        program.send(f"stop {name}")
+    program.wait_for(lambda: all(program.select("closed", member=n) for n in names),
+                     f"{names} closed")
 
 
 def deliveries(*programs: ShareProgram) -> list[dict]:
