@@ -5,13 +5,54 @@ DescribeView (admin/describe_views.py's protocol), handed over by its registrati
 A share group's members share partitions: each partition is assigned to one member or, with
 more members than partitions, to several. The view asks ShareGroupDescribe and draws the
 members with their assigned partitions, then every partition with the members it is assigned
-to. Over the wire only, so it works against Kafka 4.4 as against roster.
+to, its share-partition start offset and its lag (DescribeShareGroupOffsets v1, when the broker
+serves it). Over the wire only, so it works against Kafka 4.4 as against roster.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from roster.admin.describe_views import Member, describe_one
 from roster.admin.table import MISSING, columns
 from roster.protocol.api_keys import ApiKey
+
+
+@dataclass(frozen=True)
+class ShareDescription:
+    """ShareGroupDescribe's group with its share partitions' offsets."""
+    group: object                      # ShareGroupDescribe's DescribedGroup
+    offsets: dict                      # (topic, partition) -> (start offset, lag or None)
+
+    # what the generic views (admin/group_views.py) read of any describe answer
+    @property
+    def group_id(self) -> str:
+        return self.group.group_id
+
+    @property
+    def group_state(self) -> str:
+        return self.group.group_state
+
+    @property
+    def members(self) -> tuple:
+        return self.group.members
+
+
+def share_offsets(client, group_id: str) -> dict:
+    """(topic, partition) -> (start offset, lag) of the group's share partitions, as
+    DescribeShareGroupOffsets answers them ({} from a broker without it; -1: not initialised,
+    lag None before v1)."""
+    from roster.admin.client import AdminError
+    try:
+        client.version(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS)
+    except AdminError:
+        return {}
+    from roster.protocol.build import element, make
+    entry = element(client.schema(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS), "groups")
+    answer = client.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+                         groups=(make(entry, group_id=group_id, topics=None),))
+    return {(t.topic_name, p.partition_index): (p.start_offset, getattr(p, "lag", None))
+            for g in answer.groups if not g.error_code.value
+            for t in g.topics for p in t.partitions if not p.error_code.value}
 
 
 def _partitions(member) -> list[tuple[str, int]]:
@@ -29,16 +70,19 @@ class ShareView:
 
     def ask(self, client, group_id: str):
         group = describe_one(client, ApiKey.SHARE_GROUP_DESCRIBE, group_id)
-        return group, group is not None and not group.error_code.value
+        if group is None or group.error_code.value:
+            return group, False
+        return ShareDescription(group, share_offsets(client, group_id)), True
 
     def not_found(self, group_id: str, answer):
         from roster.admin.groups import GroupNotFound
         raise GroupNotFound(f"share group '{group_id}' does not exist")
 
     def recognises(self, answer) -> bool:
-        return "share_group_describe" in type(answer).__module__   # ShareGroupDescribe's
+        return isinstance(answer, ShareDescription)
 
-    def lines(self, group, record=None) -> list[str]:
+    def lines(self, described, record=None) -> list[str]:
+        group = described.group
         lines = [f"Group: {group.group_id}\tState: {group.group_state}\t"
                  f"Type: share (KIP-932)\tMembers: {len(group.members)}",
                  f"GroupEpoch: {group.group_epoch}\tAssignmentEpoch: "
@@ -54,20 +98,24 @@ class ShareView:
         for m in members:
             for tp in _partitions(m):
                 holders.setdefault(tp, []).append(m.member_id)
-        if holders:
-            rows = [("TOPIC", "PARTITION", "MEMBERS")]
-            rows += [(topic, str(p), ",".join(who)) for (topic, p), who in sorted(holders.items())]
+        if holders or described.offsets:
+            rows = [("TOPIC", "PARTITION", "START-OFFSET", "LAG", "MEMBERS")]
+            for topic, p in sorted({*holders, *described.offsets}):
+                start, lag = described.offsets.get((topic, p), (None, None))
+                rows.append((topic, str(p), MISSING if start is None or start < 0 else str(start),
+                             MISSING if lag is None or lag < 0 else str(lag),
+                             ",".join(holders.get((topic, p), ())) or MISSING))
             lines += [""] + columns(rows)
         else:
             lines += ["", f"Group {group.group_id} has no assigned partitions."]
         return lines
 
-    def members(self, group) -> list[Member]:
+    def members(self, described) -> list[Member]:
         return [Member(m.member_id, None, m.client_id, m.client_host,
-                       tuple(_partitions(m))) for m in group.members]
+                       tuple(_partitions(m))) for m in described.group.members]
 
-    def strategy(self, group) -> str:
-        return group.assignor_name
+    def strategy(self, described) -> str:
+        return described.group.assignor_name
 
 
 SHARE_VIEW = ShareView()

@@ -266,7 +266,7 @@ class ShareCoordinator(GroupsById):
                 tr.Trigger(tr.METADATA_CHANGED, detail="the subscribed topics changed")
             result.facts.append(ShareEpochCause(gid, cause, now))
             op.write([rec.epoch_record(gid, group.group_epoch + 1, metadata_hash)], result)
-            log.info("share group %s: epoch %d", gid, group.group_epoch + 1)
+            log.info("share group %s: epoch %d", gid, group.group_epoch)
         wanted: dict = {}
         if group.group_epoch > group.assignment_epoch:
             self._new_target(op, group, image, result, wanted)
