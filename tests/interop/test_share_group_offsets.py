@@ -16,7 +16,7 @@ from tests.support.judges import KAFKA, ROSTER, roster_broker, target  # noqa: F
 from tests.support.kafka_peer import unique_name
 
 BOTH = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
-NONE, UNKNOWN_TOPIC, INVALID_GROUP_ID, GROUP_ID_NOT_FOUND = 0, 3, 24, 69
+NONE, UNKNOWN_TOPIC, INVALID_GROUP_ID, GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP = 0, 3, 24, 69, 68
 UNKNOWN_PARTITION_MESSAGE = "This server does not host this topic-partition."
 
 
@@ -121,9 +121,13 @@ def test_deleting_a_topics_share_state(target):
     offsets.alter(group, {topic: [(0, 0)]})
     deleted = offsets.delete(group, [other, nosuch, topic])
     assert deleted.error_code == NONE
-    assert [(t.topic_name, t.error_code, t.error_message) for t in deleted.responses] == [
-        (topic, NONE, None), (other, UNKNOWN_TOPIC, UNKNOWN_PARTITION_MESSAGE),
-        (nosuch, UNKNOWN_TOPIC, UNKNOWN_PARTITION_MESSAGE)]
+    assert [(t.topic_name, t.error_code) for t in deleted.responses] == [
+        (topic, NONE), (other, UNKNOWN_TOPIC), (nosuch, UNKNOWN_TOPIC)]
+    # a topic without share state in the group: Kafka says so, or, while its coordinator has
+    # not learnt of the new topic yet, that it does not host it
+    assert deleted.responses[1].error_message in ("There is no offset information to delete.",
+                                                  UNKNOWN_PARTITION_MESSAGE)
+    assert deleted.responses[2].error_message == UNKNOWN_PARTITION_MESSAGE
     assert partitions(offsets.describe(group, {topic: (0,)}))[(topic, 0)][0] == -1
 
 
@@ -153,3 +157,47 @@ def test_request_level_refusals(target):
     described = offsets.describe(classic, {topic: (0,)})
     assert described.error_code == NONE
     assert partitions(described) == {(topic, 0): (-1, -1, 0, NONE)}
+
+
+@BOTH
+def test_a_group_with_members_is_refused_non_empty_and_its_start_shows_once_written(target):
+    from tests.interop.share_fetch_wire import (
+        join_share_group,
+        set_group_configs,
+        share_acknowledge,
+        share_fetch,
+        topic_id,
+    )
+    from tests.interop.test_share_kill9 import _serves_share_groups
+    from tests.support.wire import Wire
+    if not _serves_share_groups(target.bootstrap):
+        pytest.skip("this broker does not serve share groups yet")
+    offsets = Offsets(target.bootstrap)
+    topic, group = unique_name("sgo-topic"), unique_name("sgo-members")
+    offsets.create(topic, 1)
+    offsets.produce(topic, 4)
+    set_group_configs(target.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    with Wire(target.bootstrap) as wire:
+        join_share_group(wire, group, [topic], 1)       # initialised at 0 by now
+        altered = offsets.alter(group, {topic: [(0, 2)]})
+        assert (altered.error_code, altered.error_message, altered.responses) == (
+            NON_EMPTY_GROUP, "The group is not empty.", ())
+        deleted = offsets.delete(group, [topic])
+        assert (deleted.error_code, deleted.error_message, deleted.responses) == (
+            NON_EMPTY_GROUP, "The group is not empty.", ())
+        # Kafka initialises a share partition's state with start offset -1 when it assigns
+        # it, and describes that until the partition first writes
+        described = offsets.describe(group, {topic: (0,)})
+        assert partitions(described) == {(topic, 0): (-1, -1, 0, NONE)}
+        member, _ = join_share_group(wire, group, [topic], 1)
+        tid = topic_id(wire, topic)
+        fetched = share_fetch(wire, group=group, member=member, parts=[(tid, [(0, [])])])
+        assert fetched.error_code == NONE
+        described = offsets.describe(group, {topic: (0,)})
+        assert partitions(described) == {(topic, 0): (-1, -1, 0, NONE)}     # fetched only
+        acked = share_acknowledge(wire, group=group, member=member, epoch=1,
+                                  parts=[(tid, [(0, [(0, 1, [1])])])])
+        assert [p.error_code for t in acked.responses for p in t.partitions] == [NONE]
+        # written: the start as it was when written (0, not yet past the 2 accepted), lag 2
+        described = offsets.describe(group, {topic: (0,)})
+        assert partitions(described) == {(topic, 0): (0, 2, 0, NONE)}

@@ -106,11 +106,19 @@ class ShareCoordinator:
         self.partitions: dict[Key, SharePartition] = {}
         self._updates: dict[Key, int] = {}          # updates since the partition's snapshot
         self._snapshot_epochs: dict[Key, int] = {}
+        # the start offset DescribeShareGroupOffsets answers, as Kafka's share coordinator
+        # holds it: -1 from initialisation until the partition's first write, then the start
+        # the partition had when it wrote (Kafka moves the SPSO once the write is done, so
+        # what it persisted trails by one write); an alteration's at once
+        self._described: dict[Key, int] = {}
 
     # -- reading ---------------------------------------------------------------------------
 
     def get(self, key: Key) -> SharePartition | None:
         return self.partitions.get(key)
+
+    def described_start(self, key: Key) -> int:
+        return self._described.get(key, -1)
 
     def keys_of(self, group_id: str) -> list[Key]:
         return [k for k in self.partitions if k[0] == group_id]
@@ -163,6 +171,7 @@ class ShareCoordinator:
         if key not in self.partitions:
             partition = SharePartition(start_offset, state_epoch=0, created_ms=now)
             self.partitions[key] = partition
+            self._described[key] = -1
             result.changes.append(_Created(key))
             result.records.append(self._snapshot(key, partition, now))
         self._answer(result, token, AckOutcome(None))
@@ -244,6 +253,7 @@ class ShareCoordinator:
             result.changes.append(_Undo(key, partition.reset(start_offset).undo))
             partition.state_epoch += 1
         result.records.append(self._snapshot(key, partition, now))
+        self._described[key] = start_offset
         self._arm(result, key, partition)
         self._answer(result, token, AckOutcome(None))
         return result
@@ -258,6 +268,7 @@ class ShareCoordinator:
                 continue
             result.changes.append(_Removed(key, partition))
             self._updates.pop(key, None)
+            self._described.pop(key, None)
             for kind in (SNAPSHOT, UPDATE):
                 result.records.append(ShareRecord(kind, key[0], key[1], key[2],
                                                   tombstone=True))
@@ -282,6 +293,7 @@ class ShareCoordinator:
             return
         result.changes.append(_Undo(key, change.undo))
         result.records.append(self._update(key, partition, change, now))
+        self._described[key] = change.undo.start
         result.after_write.append(_Rearm(key))
         if change.dead_letters:
             result.effects += (DeadLetters(key, tuple(change.dead_letters)),)
@@ -326,6 +338,7 @@ class ShareCoordinator:
             if record.kind == SNAPSHOT:
                 self.partitions.pop(key, None)
                 self._updates.pop(key, None)
+                self._described.pop(key, None)
             return
         partition = self.partitions.get(key)
         if record.kind == SNAPSHOT:
@@ -335,10 +348,13 @@ class ShareCoordinator:
             partition.state_epoch = record.state_epoch
             partition.created_ms = record.create_ms
             partition.apply_state(record.start_offset, record.batches, reset=True)
+            self._described[key] = record.start_offset
             self._updates[key] = 0
             self._snapshot_epochs[key] = record.snapshot_epoch
         elif partition is not None:     # an update without its snapshot: pruned away with it
             partition.apply_state(record.start_offset, record.batches, reset=False)
+            if record.start_offset >= 0:
+                self._described[key] = record.start_offset
             self._updates[key] = self._updates.get(key, 0) + 1
 
     def loaded(self) -> None:

@@ -5,8 +5,9 @@ As Kafka 4.4: GROUP DELETE (GROUP_AUTHORIZATION_FAILED, the whole request), TOPI
 (TOPIC_AUTHORIZATION_FAILED), an empty group id INVALID_GROUP_ID, an unknown group
 GROUP_ID_NOT_FOUND "Group <id> not found.", another type's "Group <id> is not a share group.",
 a group with members NON_EMPTY_GROUP. What Kafka 4.4.0 answers (compared on a running broker):
-the topics deleted first, then those the group has no state for and the unknown ones
-(UNKNOWN_TOPIC_OR_PARTITION with its message), each in request order.
+the topics deleted first, then those the group has no state for (UNKNOWN_TOPIC_OR_PARTITION,
+"There is no offset information to delete.") and the unknown ones (UNKNOWN_TOPIC_OR_PARTITION,
+"This server does not host this topic-partition."), each in request order.
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, Topics
 
 API_KEY = ApiKey.DELETE_SHARE_GROUP_OFFSETS
+# a topic the group has no share state for (Kafka's words; it says "This server does not host
+# this topic-partition." instead while its coordinator has not learnt of a new topic yet)
+NO_STATE = "There is no offset information to delete."
 
 
 def refuse(request, error: ErrorCode, message: str | None = None):
@@ -55,7 +59,9 @@ async def handle(broker, request, connection):
             continue
         mine = [k for k in held if k[1] == topic.topic_id]
         if not mine:
-            without_state.append(entry(t.topic_name, None, ErrorCode.unknown_topic_or_partition))
+            without_state.append(make(
+                topic_entry, topic_name=t.topic_name, topic_id=None,
+                error_code=ErrorCode.unknown_topic_or_partition, error_message=NO_STATE))
             continue
         keys += mine
         deleted.append((t.topic_name, topic.topic_id))

@@ -287,17 +287,23 @@ class ShareState:
 
     def describe(self, group_id: str, topic_id: uuid.UUID, index: int
                  ) -> tuple[int, int] | None:
-        """(start offset, lag) of an initialised share partition, else None. The lag is the
-        records from the SPSO to the partition's end not yet delivered (KIP-1226)."""
-        partition = self.coordinator.get((group_id, topic_id, index))
+        """(start offset, lag) of an initialised share partition, else None, as Kafka 4.4
+        answers them from what its share coordinator wrote: -1 and -1 until the partition's
+        first write after initialisation, then the start it had at its latest write. The lag
+        is the records from the SPSO to the partition's end not yet delivered (KIP-1226)."""
+        key = (group_id, topic_id, index)
+        partition = self.coordinator.get(key)
         if partition is None:
             return None
+        described = self.coordinator.described_start(key)
+        if described == -1:     # not written since initialised (or altered to -1)
+            return -1, -1
         target = self._partition_log(topic_id, index)
         end = target.log_end_offset if target is not None else partition.end
-        if partition.start == -1:       # altered to -1: Kafka's uninitialised start
-            return partition.start, -1
-        # not clamped: a start altered past the end shows a negative lag, as Kafka's does
-        return partition.start, end - partition.start - partition.delivery_complete_count()
+        # not clamped: a start altered past the end shows a negative lag, as Kafka's does. The
+        # lag is the same whether counted from the start as written or as it is now: the
+        # offsets between them are all delivered
+        return described, end - partition.start - partition.delivery_complete_count()
 
     def keys_of(self, group_id: str) -> list[Key]:
         return self.coordinator.keys_of(group_id)
