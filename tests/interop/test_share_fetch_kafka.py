@@ -194,3 +194,54 @@ def test_acquired_records_are_cut_at_batch_size_and_unknown_modes_fail(target):
         unknown = share_fetch(other, group=group, member="k" * 22, mode=-1, max_wait_ms=100,
                               parts=[(tid, [(0, [])])])
         assert (unknown.error_code, unknown.responses) == (ErrorCode.unknown_server_error, ())
+
+
+@BOTH
+def test_read_committed_and_read_uncommitted_share_groups(target):
+    """share.isolation.level: read_committed acquires up to the last stable offset and leaves
+    an aborted transaction's records out (its markers are acquired, as records are);
+    read_uncommitted acquires everything; a transaction committing wakes the parked fetch."""
+    import threading
+    import time
+
+    from confluent_kafka import Producer
+    name = unique_name("share-txn")
+    committed, plain = unique_name("g"), unique_name("g")
+    create_topics(target.bootstrap, name)
+    set_group_configs(target.bootstrap, committed, {"share.auto.offset.reset": "earliest",
+                                                    "share.isolation.level": "read_committed"})
+    set_group_configs(target.bootstrap, plain, {"share.auto.offset.reset": "earliest"})
+    producer = Producer({"bootstrap.servers": target.bootstrap,
+                         "transactional.id": unique_name("tx")})
+    producer.init_transactions(30)
+    for batch, commit in ([b"a", b"b"], True), ([b"c"], False), ([b"d"], True), ([b"e"], None):
+        producer.begin_transaction()
+        for value in batch:
+            producer.produce(name, value=value, partition=0)
+        producer.flush(10)
+        if commit is True:
+            producer.commit_transaction(30)
+        elif commit is False:
+            producer.abort_transaction(30)
+    # offsets: a 0, b 1, commit 2, c 3, abort 4, d 5, commit 6, e 7 (open)
+    with Wire(target.bootstrap) as wire, Wire(target.bootstrap) as other:
+        tid = topic_id(wire, name)
+        reader, _ = join_share_group(wire, committed, [name], 1)
+        everyone, _ = join_share_group(other, plain, [name], 1)
+        first = share_fetch(wire, group=committed, member=reader, max_wait_ms=500,
+                            parts=[(tid, [(0, [])])])
+        assert acquired(first) == {(tid, 0): [(0, 2, 1), (4, 6, 1)]}
+        assert values(first) == [b"a", b"b", b"d"]
+        everything = share_fetch(other, group=plain, member=everyone, max_wait_ms=500,
+                                 parts=[(tid, [(0, [])])])
+        assert acquired(everything) == {(tid, 0): [(0, 7, 1)]}
+        assert values(everything) == [b"a", b"b", b"c", b"d", b"e"]
+        answered = {}
+        fetching = threading.Thread(target=lambda: answered.setdefault("answer", share_fetch(
+            wire, group=committed, member=reader, epoch=1, max_wait_ms=8000)))
+        fetching.start()
+        time.sleep(0.3)
+        producer.commit_transaction(30)
+        fetching.join(20)
+        assert acquired(answered["answer"]) == {(tid, 0): [(7, 8, 1)]}
+        assert values(answered["answer"]) == [b"e"]

@@ -21,9 +21,10 @@ As Kafka 4.4's KafkaApis.handleShareFetchRequest and SharePartitionManager:
   UNKNOWN_SERVER_ERROR, as Kafka answers it. The answer carries the stored batches covering
   the acquired ranges, the AcquiredRecords (first, last, delivery count; cut once BatchSize
   records are reached, at a stored batch's end, as Kafka cuts new records) and
-  AcquisitionLockTimeoutMs. The group's share.isolation.level read_committed
-  reads up to the last stable offset and never hands out aborted transactions' records;
-  control batches are never handed out either (the client skips them);
+  AcquisitionLockTimeoutMs. The group's share.isolation.level read_committed reads up to the
+  last stable offset and never hands out aborted transactions' records (they are left out of
+  the acquired ranges, as Kafka archives them). Transaction markers are acquired like records,
+  as Kafka acquires them: the consumer skips them and acknowledges their offsets as gaps;
 - MaxWaitMs/MinBytes are a long poll: the request waits until MinBytes can be acquired, woken
   by appends to its partitions and by records becoming AVAILABLE again (released, or their
   lock expired: `available_key`), and acquires what there is when the wait ends;
@@ -219,7 +220,7 @@ def _read_log(state, group_id: str, read: _Read, max_bytes: int, committed: bool
     skipped = _aborted_batches(data, aborted) if aborted else set()
     read.data = data
     for position, header in iter_batches(data):
-        if header.last_offset < offset or header.is_control or position in skipped:
+        if header.last_offset < offset or position in skipped:
             continue
         read.batches.append((position, header))
         read.readable += header.size
