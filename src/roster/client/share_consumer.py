@@ -356,6 +356,11 @@ class ShareConsumer:
             if not wanted:
                 return []
             version = _version(connection, ApiKey.SHARE_FETCH)
+            if version < 2 and self.settings.acquire_mode != 0:
+                raise ShareConsumerConfigError(
+                    f"The v1 ShareFetch only supports ShareAcquireMode.BATCH_OPTIMIZED "
+                    f"(Kafka's words): broker {node} serves ShareFetch v1 only, so "
+                    f"share.acquire.mode must be batch_optimized")
             exchange = core.fetch_request(node, wanted, version, wait_ms)
             try:
                 answer = await connection.call(
