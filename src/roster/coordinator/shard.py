@@ -132,7 +132,7 @@ class GroupShard:
         GROUP_ID_NOT_FOUND with this message); None: it may. A new type's handlers ask it too."""
         for group_type in self._refusing.get(family, self.types):
             if group_type.has_group(group_id):
-                return f"Group {group_id} is not a {family} group"
+                return f"Group {group_id} is not a {family} group."
         return None
 
     def _held(self, group_id: str) -> GroupType | None:

@@ -415,7 +415,7 @@ def test_a_stub_type_registered_with_the_broker_is_served_end_to_end(tmp_path):
             deleted = served.run(groups.delete_groups(["s"]))
         assert joined.error_code == ErrorCode.group_id_not_found
         assert heartbeat.error_code == ErrorCode.group_id_not_found
-        assert heartbeat.error_message == "Group s is not a consumer group"
+        assert heartbeat.error_message == "Group s is not a consumer group."
         assert "s" not in groups.shard.type_named("classic").groups and "s" not in groups.shard.type_named("consumer").groups
         assert [(g.group_id, g.group_type, g.protocol_type) for g in listed.groups] == \
             [("s", "stub", "stub-protocol")]
