@@ -11,6 +11,7 @@ initialised). A share member is assigned its partitions on a heartbeat after it 
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -89,6 +90,21 @@ async def joined(bootstrap: str, group: str, topic: str, **settings) -> ShareCon
     await consumer.subscribe([topic])
     await consumer.member.wait_assigned(60)
     return consumer
+
+
+async def assigned_members(bootstrap: str, group: str, count: int) -> None:
+    """Until ShareGroupDescribe shows `count` members, each holding the group's current
+    assignment (its member epoch is the assignment epoch)."""
+    while True:
+        with AdminClient(bootstrap) as admin:
+            [described] = admin.call(ApiKey.SHARE_GROUP_DESCRIBE, group_ids=(group,),
+                                     include_authorized_operations=False).groups
+        members = described.members
+        if len(members) == count and all(
+                m.assignment.topic_partitions and m.member_epoch == described.assignment_epoch
+                for m in members):
+            return
+        await asyncio.sleep(0.2)
 
 
 class Reader:
@@ -409,6 +425,60 @@ def test_implicit_mode_accepts_what_a_poll_returned(broker):
     assert [r.value for r in got] == [b"x", b"y"]
     assert outcome == {(topic, 0): None}
     assert [(r.value, r.delivery_count) for r in later] == [(b"z", 1)]
+
+
+@pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
+def test_one_group_with_confluent_kafkas_share_consumer_each_record_once(broker):
+    """roster.client and librdkafka's share consumer (confluent-kafka 2.16) in one group."""
+    from confluent_kafka import ShareConsumer as ConfluentShareConsumer
+    topic, group = scenario(broker.bootstrap, partitions=2)
+    values = [f"mixed-{i}".encode() for i in range(200)]
+    got_confluent: list[tuple] = []
+    stop = threading.Event()
+
+    def confluent() -> None:
+        consumer = ConfluentShareConsumer({"bootstrap.servers": broker.bootstrap,
+                                           "group.id": group,
+                                           "share.acknowledgement.mode": "explicit"})
+        try:
+            consumer.subscribe([topic])
+            while not stop.is_set():
+                for message in consumer.poll(0.5) or []:
+                    if message.error() is None:
+                        got_confluent.append((message.partition(), message.offset(),
+                                              message.value(), message.delivery_count()))
+                        consumer.acknowledge(message)
+                consumer.commit_sync()
+        finally:
+            consumer.close()
+
+    async def go():
+        thread = threading.Thread(target=confluent, daemon=True)
+        thread.start()
+        ours = await joined(broker.bootstrap, group, topic,
+                            share_acknowledgement_mode="explicit", max_poll_records=10)
+        await assigned_members(broker.bootstrap, group, 2)
+        for start in range(0, len(values), 10):      # batches of 10 as they come
+            await produce(broker.bootstrap, topic, values[start:start + 10], partitions=2)
+            await asyncio.sleep(0.05)
+        got = []
+        try:
+            while len(got) + len(got_confluent) < len(values):
+                for record in await ours.poll(0.5):
+                    got.append((record.partition, record.offset, record.value,
+                                record.delivery_count))
+                    ours.acknowledge_offset(record.topic, record.partition, record.offset)
+        finally:
+            await ours.close()
+            stop.set()
+            await asyncio.get_running_loop().run_in_executor(None, thread.join, 30)
+        return got
+
+    got = run(go())
+    everything = got + got_confluent
+    assert got and got_confluent                  # both members had a share
+    assert sorted(v for _, _, v, _ in everything) == sorted(values)    # each exactly once
+    assert {count for _, _, _, count in everything} == {1}
 
 
 def test_group_instance_id_is_refused_at_construction():

@@ -186,6 +186,16 @@ class ShareConsumer:
                 "Implicit acknowledgement of delivery is being used.")   # Kafka's words
         self._core.acknowledge(record, AcknowledgeType(type))
 
+    def acknowledge_offset(self, topic: str, partition: int, offset: int,
+                           type: AcknowledgeType = AcknowledgeType.ACCEPT) -> None:  # noqa: A002
+        """acknowledge() by where the record is (confluent_kafka's acknowledge_offset, Kafka's
+        acknowledge(topic, partition, offset, type))."""
+        self._ensure_open()
+        record = self._core.held(topic, partition, offset)
+        if record is None:
+            raise CannotAcknowledge("The record cannot be acknowledged.")
+        self.acknowledge(record, type)
+
     async def poll(self, timeout: float = 1.0) -> list[ShareRecord]:
         """Records acquired for this member, waiting up to `timeout` seconds for some."""
         self._ensure_open()

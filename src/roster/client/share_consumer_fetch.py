@@ -185,6 +185,11 @@ class ShareFetchCore:
                     return key
         return None
 
+    def held(self, topic: str, partition: int, offset: int) -> ShareRecord | None:
+        """The record at that place, if the last poll returned it and it is unacknowledged."""
+        key = self.key_of(topic, partition)
+        return None if key is None else self.delivered[key].get(offset)
+
     def acknowledge(self, record: ShareRecord, kind: AcknowledgeType) -> None:
         kind = AcknowledgeType(kind)
         if kind is AcknowledgeType.GAP:

@@ -252,3 +252,13 @@ def test_closing_sends_epoch_minus_1_and_drops_the_session():
     c.acks[(T, 0)] = {5: 1}
     assert c.acknowledge_request(NODE, 2) is None
     assert [r.error for r in c.take_results()] == [E.none, E.invalid_share_session_epoch]
+
+
+def test_a_held_record_is_found_by_where_it_is():
+    c = core()
+    started(c)
+    exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
+    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(3, 2), [(3, 4, 1)], 0)]))
+    assert c.held("orders", 0, 4) == records[1]
+    assert c.held("orders", 0, 5) is None and c.held("orders", 1, 4) is None
+    assert c.held("other", 0, 4) is None
