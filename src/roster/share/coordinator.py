@@ -277,8 +277,9 @@ class ShareCoordinator:
         return result
 
     def snapshot_all(self, now: int) -> Result:
-        """A fresh snapshot of every partition written to since its last one (the edge's
-        periodic pass, after which the state topic can drop what precedes them)."""
+        """A fresh snapshot of every partition (the edge's periodic pass, after which the state
+        topic can drop everything before the oldest of them: a partition not written to for
+        long would otherwise hold its old snapshot, and the log, back)."""
         result = Result()
         for key, partition in self.partitions.items():
             result.records.append(self._snapshot(key, partition, now))
