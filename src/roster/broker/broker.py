@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from roster.broker.clock import TestClock, WallClock, refuse_outside_test_mode
 from roster.broker.groups.expected_members import expected as expected_members
 from roster.broker.groups.group_configs import GroupConfigStore
 from roster.broker.groups.group_log import GroupLog
@@ -69,6 +70,10 @@ class Broker:
         the effects they ask for run against this broker."""
         self.config = config
         self.data_dir = data_dir
+        # the one source of "now" for the coordinators' timers (broker/clock.py): a clock a
+        # test can advance in test mode, the wall clock otherwise
+        self.coordinator_clock = TestClock() if config.get("roster.test.mode", False) \
+            else WallClock()
         data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = read_cluster_id(data_dir)
         self.topics = TopicManager(data_dir, config, FileLog.open)
@@ -117,10 +122,20 @@ class Broker:
         self.transactions.ready = lambda: self.groups.loaded
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
+        for runtime in (self.groups, self.transactions, self.share_state.runtime):
+            runtime.follow(self.coordinator_clock)
         self._tasks: list[asyncio.Task] = []
 
     def now_ms(self) -> int:
-        return int(time.time() * 1000)
+        return self.coordinator_clock.now_ms()
+
+    @property
+    def clock(self) -> TestClock:
+        """The broker clock a test advances (`broker.clock.advance(seconds)`, broker/clock.py);
+        refused (ClockRefused) outside test mode."""
+        if not self.coordinator_clock.manual:
+            raise refuse_outside_test_mode("broker.clock")
+        return self.coordinator_clock
 
     def _transaction_marker_in_offsets(self, producer_id: int, commit: bool,
                                        partitions: list[int]) -> None:
@@ -157,6 +172,10 @@ class Broker:
         self.endpoint = Endpoint(self.config["node.id"], host, port)
 
     def start(self) -> None:
+        try:   # a jump asked from another thread (a test's) runs on this loop
+            self.coordinator_clock.bind(asyncio.get_running_loop())
+        except RuntimeError:
+            pass
         self.topics.load()
         self._restore_producer_state()
         self._tasks += self.transactions.load()

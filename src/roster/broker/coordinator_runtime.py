@@ -88,6 +88,17 @@ class CoordinatorRuntime:
     def now_ms(self) -> int:
         return int(self._clock() * 1000)
 
+    def follow(self, clock) -> None:
+        """Take `now` from the broker's clock (broker/clock.py) and fire the timers a jump of
+        it makes due (test mode's advance)."""
+        self._clock = clock.time
+        clock.on_advance(self.clock_moved)
+
+    def clock_moved(self, seconds: float) -> None:
+        """The clock jumped forward by `seconds`: every timer now due fires at once. A runtime
+        with periodic passes over `now` (offset expiry, transaction timeouts) runs them too."""
+        self._timers.fire_due()
+
     def new_token(self) -> int:
         """The token a request's reply will be addressed to: every request handed to the core
         carries one."""

@@ -86,6 +86,16 @@ class TimerQueue:
         self._timers.clear()
         self._heap.clear()
 
+    def fire_due(self) -> None:
+        """Fire what is due now, at once: the clock jumped (broker/clock.py, test mode), so
+        the loop timer armed for the earliest deadline may be far too late."""
+        if self._running:
+            return
+        if self._wakeup is not None:
+            self._wakeup.cancel()
+            self._wakeup = None
+        self._run()
+
     def _arm(self) -> None:
         """Keep the loop timer set for the earliest entry (never while running: _run re-arms)."""
         if self._running or not self._heap:
