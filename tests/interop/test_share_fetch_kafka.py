@@ -245,3 +245,32 @@ def test_read_committed_and_read_uncommitted_share_groups(target):
         fetching.join(20)
         assert acquired(answered["answer"]) == {(tid, 0): [(7, 8, 1)]}
         assert values(answered["answer"]) == [b"e"]
+
+
+@BOTH
+def test_which_partitions_a_later_fetch_lists(target):
+    """A partition added by a later fetch is listed once even without records, unless another
+    partition hands records out, in which case it is listed in the next answer instead."""
+    name, group = unique_name("share-listing"), unique_name("g")
+    create_topics(target.bootstrap, name, partitions=3)
+    set_group_configs(target.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    with Wire(target.bootstrap) as wire:
+        tid = topic_id(wire, name)
+        member, _ = join_share_group(wire, group, [name], 3)
+
+        def listed(answer):
+            return sorted(index for _, index in partitions_of(answer))
+
+        assert listed(share_fetch(wire, group=group, member=member, max_wait_ms=200,
+                                  parts=[(tid, [(0, [])])])) == [0]
+        assert listed(share_fetch(wire, group=group, member=member, epoch=1, max_wait_ms=200,
+                                  parts=[(tid, [(1, [])])])) == [1]
+        assert listed(share_fetch(wire, group=group, member=member, epoch=2,
+                                  max_wait_ms=200)) == []
+        produce(target.bootstrap, name, [b"x", b"y"])
+        assert listed(share_fetch(wire, group=group, member=member, epoch=3, max_wait_ms=200,
+                                  parts=[(tid, [(2, [])])])) == [0]
+        assert listed(share_fetch(wire, group=group, member=member, epoch=4,
+                                  max_wait_ms=200)) == [2]
+        assert listed(share_fetch(wire, group=group, member=member, epoch=5,
+                                  max_wait_ms=200)) == []

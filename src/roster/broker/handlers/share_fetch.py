@@ -328,13 +328,13 @@ def _response(broker, request, context, reads: list[_Read], acks: list[AckPartit
     any_acquired = any(read.acquired for read in reads)
     for read in reads:
         failed = read.error is not NONE
-        if context.full:
-            # Kafka lists a full fetch's failed partitions and those it handed records from,
-            # or, when it handed none, every partition it could read
-            listed = failed or (bool(read.acquired) if any_acquired else read.initialised)
-        else:
-            listed = session.in_answer((read.topic_id, read.index), bool(read.acquired), failed)
-        if not listed:
+        # Kafka's fetch answers its failed partitions and those it handed records from, or,
+        # when it handed none, every partition it could read; a later fetch of a session then
+        # keeps only those with records, an error, or new to the session
+        if not (failed or (bool(read.acquired) if any_acquired else read.initialised)):
+            continue
+        if not context.full and not session.in_answer((read.topic_id, read.index),
+                                                      bool(read.acquired), failed):
             continue
         ack_error = answers.pop((read.topic_id, read.index), NONE)
         entry(read.topic_id, read.index, read.error, ack_error, read.records, read.acquired)
