@@ -41,6 +41,8 @@ def _serve(args) -> int:
     from roster.broker.network.server import run
     if args.http_port is not None:
         args.set.append(f"http.port={args.http_port}")
+    if args.test_mode:
+        args.set.append("roster.test.mode=true")
     try:
         config = BrokerConfig.load(args.config, args.set)
     except ConfigError as exc:
@@ -448,6 +450,10 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http-port", type=kinds.port, metavar="PORT",
                        help="serve /metrics and the group console on PORT (http.port; "
                             "loopback unless http.host says otherwise)")
+    serve.add_argument("--test-mode", action="store_true",
+                       help="serve the fault-injection control plane and the test clock "
+                            "(roster.test.mode; refused on a non-loopback listener that does "
+                            "not authenticate)")
     serve.set_defaults(run=_serve)
 
     for add, run in ((command_line.add_topics, _topics), (command_line.add_groups, _groups),
@@ -457,6 +463,8 @@ def build_parser() -> argparse.ArgumentParser:
                      (command_line.add_migrate, _migrate),
                      (command_line.add_console, _console)):
         add(commands, run)
+    from roster.admin import clock_command   # test mode's broker clock (docs/testing.md)
+    clock_command.add_clock(commands, clock_command.run)
     return parser
 
 

@@ -8,6 +8,7 @@ error that names the key, the value and what was expected.
 """
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
@@ -89,6 +90,11 @@ MIGRATION_POLICIES = ("bidirectional", "upgrade", "downgrade", "disabled")
 
 SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("node.id", 0, int, 0, "id of this broker in Metadata answers"),
+    # test mode (docs/testing-faults.md): the fault-injection control plane and the broker
+    # clock exist only when this is set at start, and only on listeners that are loopback or
+    # authenticate every client (check_test_mode)
+    Setting("roster.test.mode", False, _parse_bool, None,
+            "serve the fault-injection control plane and the test clock (never in production)"),
     # the HTTP listener: /metrics and the group console (docs/observability.md)
     Setting("http.port", None, _optional_int, 0, "serve /metrics and the group console on this "
             "port; unset: no HTTP listener"),
@@ -374,6 +380,48 @@ def check_share_record_settings(values: Mapping[str, Any]) -> None:
         if values[name] < values[other]:
             raise ConfigError(f"{name} must be greater than or equal to {other} "
                               f"({values[name]} and {values[other]})")
+
+
+def _is_loopback(host: str) -> bool:
+    """An address only this machine reaches: 127.0.0.0/8, ::1 or the name localhost. "",
+    0.0.0.0 and :: bind every interface, so they are not."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False   # a host name: it may resolve to anything
+
+
+def check_test_mode(config: BrokerConfig, listeners) -> None:
+    """roster.test.mode lets whoever reaches the broker make it fail on purpose, so it is
+    refused (ConfigError, saying why) unless every way in is either loopback or
+    authenticated: each Kafka listener (`listeners`: security/listeners.Listener, with the
+    default one made of --host) binds a loopback address or authenticates its clients (SASL,
+    or SSL with ssl.client.auth=required), and the HTTP port (http.port), which carries the
+    control plane, binds loopback or asks for credentials (it does when a listener uses
+    SASL). Called at start, before anything is bound."""
+    if not config["roster.test.mode"]:
+        return
+    security = config.security
+    for listener in listeners:
+        if _is_loopback(listener.host) or listener.uses_sasl:
+            continue
+        if listener.protocol == "SSL" and security.get(
+                "ssl.client.auth", listener.name.lower()) == "required":
+            continue
+        raise ConfigError(
+            f"roster.test.mode=true refused: listener {listener.name} ({listener.protocol}) "
+            f"binds {listener.host or '0.0.0.0'}, which is not a loopback address, and does "
+            "not authenticate its clients; bind it to 127.0.0.1 or use SASL or SSL with "
+            "ssl.client.auth=required (anyone who reaches a test-mode broker can make it fail)")
+    http_host = config["http.host"]
+    if config["http.port"] is not None and not _is_loopback(http_host) and not any(
+            listener.uses_sasl for listener in listeners):
+        raise ConfigError(
+            f"roster.test.mode=true refused: the HTTP port (http.host={http_host}) is not a "
+            "loopback address and asks for no credentials (it does only when a listener uses "
+            "SASL); bind it to 127.0.0.1")
 
 
 def retention_ms(values: Mapping[str, Any]) -> int:

@@ -62,6 +62,13 @@ class Broker:
     # None: everything is allowed (broker/network/admission.py asks no one); a class attribute, so
     # admission reads it as a plain attribute on every request
     authorizer = None
+    # test mode's faults (broker/faults): None unless rules are in force, read by the request
+    # path (network/connection.py) and the append path (partitions/appends.py) as plain
+    # class attributes, so that they cost one load when test mode is off
+    armed_faults = None
+    append_faults = None
+    _faults = None
+    _loop = None   # the loop the broker serves on, once started
 
     def __init__(self, config: BrokerConfig, data_dir: Path,
                  group_types: tuple[GroupTypeRegistration, ...] = ()) -> None:
@@ -137,6 +144,25 @@ class Broker:
             raise refuse_outside_test_mode("broker.clock")
         return self.coordinator_clock
 
+    @property
+    def test_mode(self) -> bool:
+        """roster.test.mode: the fault plane (`faults`) and the test clock (`clock`) exist."""
+        return self.config.get("roster.test.mode", False)
+
+    @property
+    def faults(self):
+        """The fault-injection control plane (broker/faults: `broker.faults.fail_next(...)`);
+        refused (FaultsRefused) outside test mode."""
+        from roster.broker.faults import Faults
+        from roster.broker.faults.control import refused
+        if not self.test_mode:
+            raise refused()
+        if self._faults is None:
+            self._faults = Faults(self)
+            if self._loop is not None:
+                self._faults.bind(self._loop)
+        return self._faults
+
     def _transaction_marker_in_offsets(self, producer_id: int, commit: bool,
                                        partitions: list[int]) -> None:
         self.groups.end_transaction(producer_id, commit)
@@ -176,6 +202,13 @@ class Broker:
             self.coordinator_clock.bind(asyncio.get_running_loop())
         except RuntimeError:
             pass
+        try:   # so do faults asked from another thread
+            self._loop = asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            if self._faults is not None:
+                self._faults.bind(self._loop)
         self.topics.load()
         self._restore_producer_state()
         self._tasks += self.transactions.load()

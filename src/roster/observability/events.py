@@ -37,6 +37,7 @@ GENERATION = "generation"   # a new generation (classic) or group epoch (consume
 SAVED = "saved"             # a static member came back in time: no rebalance
 AWAY = "away"               # a static member left with epoch -2: no rebalance (yet)
 DELETED = "deleted"
+FAULT = "fault"             # a fault injected in test mode, or a request it acted on
 
 CLASSIC = "classic"
 CONSUMER = "consumer"

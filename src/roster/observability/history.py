@@ -203,6 +203,8 @@ def format_event(event: GroupEvent) -> list[str]:
                  f"no rebalance: {WHY[ev.STATIC_LEAVE]}: {who}; its tasks wait for it"]
     elif event.kind == ev.DELETED:
         lines = [f"{_when(event.at_ms)}  deleted    gen {event.generation:<4} group deleted"]
+    elif event.kind == ev.FAULT:   # test mode (broker/faults): what was injected, or did
+        return [f"{_when(event.at_ms)}  fault      {_fault_text(event.extra)}"]
     else:
         took = f"{event.duration_ms} ms"
         if event.join_ms is not None:
@@ -222,6 +224,21 @@ def format_event(event: GroupEvent) -> list[str]:
     if t.detail and event.kind == ev.GENERATION and t.kind == ev.OTHER:
         lines.append(f"{'':25}{t.detail}")
     return lines
+
+
+def _fault_text(extra: dict) -> str:
+    fault = extra.get("fault") or {}
+    what = fault.get("kind", "")
+    if fault.get("apis"):
+        what += " " + ",".join(fault["apis"][:3]) + ("..." if len(fault["apis"]) > 3 else "")
+    if fault.get("error"):
+        what += f" {fault['error']}"
+    text = f"{extra.get('action', '')} {what}".strip()
+    if extra.get("outcome"):
+        text += f": {extra['outcome']}"
+    if extra.get("client_id"):
+        text += f" (client {extra['client_id']})"
+    return text
 
 
 def history_lines(client: AdminClient, group_id: str, since_ms: int | None = None) -> list[str]:

@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Awaitable
 from time import perf_counter_ns
 
+from roster.broker.faults.gate import PASS as FAULTS_PASS
 from roster.broker.handlers.api_versions import answer_unsupported_version
 from roster.broker.network.admission import admit
 from roster.broker.network.frames import MIN_READ, FrameBuffer
@@ -209,6 +210,13 @@ class Connection(asyncio.BufferedProtocol):
             parked.cancel()
         return parked
 
+    def drop(self) -> None:
+        """Close the connection at once, answering nothing more (an injected fault:
+        broker/faults)."""
+        if not self._closed:
+            self._closed = True
+            self._transport.abort()
+
     def expire(self) -> None:
         """connections.max.idle.ms passed without a byte either way: drop the connection, and
         whatever answers it has not taken."""
@@ -274,6 +282,8 @@ class Connection(asyncio.BufferedProtocol):
                     run_count += 1
                 answer = self._start_request(frame)
                 if answer is None:
+                    if self._closed:   # dropped on purpose (an injected fault)
+                        break
                     continue
                 if isinstance(answer, bytes):
                     answers.append(answer)
@@ -326,6 +336,15 @@ class Connection(asyncio.BufferedProtocol):
             raise MalformedRequest(
                 f"{spec.name} v{prefix.api_version} is not supported "
                 f"(versions {spec.min_version}-{spec.max_version})")
+        armed = self.broker.armed_faults  # None unless test mode has rules (broker/faults)
+        if armed is not None and prefix.api_key in armed.keys:
+            answer = armed.intercept(self, spec, frame, prefix)
+            if answer is not FAULTS_PASS:
+                return answer
+        return self.dispatch(spec, frame, prefix)
+
+    def dispatch(self, spec, frame: bytes, prefix) -> bytes | Awaitable | None:
+        """A checked request to its handler: legacy, raw or decoded (and admitted)."""
         if spec.is_legacy(prefix.api_version):
             return spec.legacy(frame, prefix)
         if spec.raw is not None:

@@ -14,7 +14,13 @@ from pathlib import Path
 from roster.broker.broker import Broker
 from roster.broker.network.connection import Connection, QueuedBytes
 from roster.broker.partitions.data_dir import DataDirError, DataDirLock, claim
-from roster.config import INT_MAX, BrokerConfig, ConfigError, connection_overrides
+from roster.config import (
+    INT_MAX,
+    BrokerConfig,
+    ConfigError,
+    check_test_mode,
+    connection_overrides,
+)
 from roster.log.api import LogError
 from roster.security.listen import ListenerPlan
 
@@ -183,6 +189,8 @@ async def _serve_locked(config: BrokerConfig, data_dir: Path, host: str, port: i
         listeners = ListenerPlan(config, data_dir, host, port, Connection)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+    # test mode only where no stranger can reach it (config.check_test_mode)
+    check_test_mode(config, [runtime.listener for runtime in listeners.runtimes])
     broker = _open_broker(config, data_dir)
 
     loop = asyncio.get_running_loop()

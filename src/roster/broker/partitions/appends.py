@@ -10,13 +10,17 @@ answers then awaits `make_durable`, which every waiter on one log shares (durabi
 """
 from __future__ import annotations
 
-from roster.log.api import AppendResult, PartitionLog
+from roster.log.api import AppendResult, LogStorageError, PartitionLog
 
 
 def append(broker, topic: str, index: int, log: PartitionLog, batch: bytes,
            records: int) -> AppendResult:
     """Append `batch` (holding `records` records) to partition `index` of `topic`, whose log is
     `log`; wake its fetches and count it for the flush policy. Raises LogError."""
+    faults = broker.append_faults   # None unless a test-mode fault is armed (broker/faults)
+    if faults is not None and faults.append_fails(topic):
+        raise LogStorageError(f"cannot append to {topic}-{index}: [Errno 28] No space left "
+                              "on device (injected: roster test mode)")
     appended = log.append(batch)
     broker.waiters.notify((topic, index))
     broker.durability.appended(log, records)
