@@ -71,10 +71,13 @@ class Broker:
     _loop = None   # the loop the broker serves on, once started
 
     def __init__(self, config: BrokerConfig, data_dir: Path,
-                 group_types: tuple[GroupTypeRegistration, ...] = ()) -> None:
+                 group_types: tuple[GroupTypeRegistration, ...] = (),
+                 open_log=FileLog.open) -> None:
         """`group_types`: group types beyond the built-in ones (coordinator/group_type.py),
         registered once here: they reach the group runtime, its shard and flight recorder, and
-        the effects they ask for run against this broker."""
+        the effects they ask for run against this broker. `open_log(directory, LogConfig)`:
+        how a partition's log is opened (a test broker may keep them in memory:
+        roster.testing)."""
         self.config = config
         self.data_dir = data_dir
         # the one source of "now" for the coordinators' timers (broker/clock.py): a clock a
@@ -83,7 +86,7 @@ class Broker:
             else WallClock()
         data_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = read_cluster_id(data_dir)
-        self.topics = TopicManager(data_dir, config, FileLog.open)
+        self.topics = TopicManager(data_dir, config, open_log)
         self.waiters = AppendWaiters()
         # share consumers' sessions (ShareFetch, ShareAcknowledge), ended with their connection
         self.share_sessions = ShareSessions(self)

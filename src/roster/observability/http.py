@@ -4,13 +4,16 @@ loopback (`http.host`) by default. When a Kafka listener uses SASL, every reques
 HTTP Basic credentials of a SCRAM user (`roster users`), checked like SASL/PLAIN against the
 same store; otherwise, as the Kafka listeners, it asks for nothing.
 
-A deliberately small HTTP/1.1 server on the broker's event loop: GET only, one request per
-connection, bounded request heads."""
+A deliberately small HTTP/1.1 server on the broker's event loop: GET, and POST and DELETE on
+the control routes of test mode (ROUTE_MODULES: the broker clock's POST /clock/advance, the
+fault plane's /faults), one request per connection, bounded request heads and bodies."""
 from __future__ import annotations
 
 import asyncio
 import base64
 import binascii
+import importlib
+import inspect
 import logging
 from collections import OrderedDict, deque
 from urllib.parse import unquote, urlsplit
@@ -25,6 +28,11 @@ from roster.record_codec import MemoryRecords
 log = logging.getLogger("roster.observability")
 
 MAX_HEAD = 16 << 10
+MAX_BODY = 64 << 10              # a control route's request body (JSON of a few fields)
+# modules whose ROUTES ({(method, path): handler(broker, body: bytes, query: str) -> (status,
+# headers, body), or a coroutine of it}) the listener serves beside its pages; each refuses
+# by itself outside test mode
+ROUTE_MODULES = ["roster.broker.clock_http", "roster.broker.faults.http"]
 PER_GROUP = 2000                 # events the console keeps per group
 MAX_GROUPS = 1000                # groups it keeps them for: the most recently active
 # At start the console reads only the tail of each partition of the events topic (a busy
@@ -137,22 +145,45 @@ def parse_head(head: bytes) -> tuple[str, str, dict[str, str]] | None:
         name, _, value = line.partition(":")
         if name:
             headers[name.strip().lower()] = value.strip()
-    return method, unquote(urlsplit(target).path), headers
+    url = urlsplit(target)
+    if url.query:
+        headers[":query"] = url.query   # a pseudo-header: no real header name has a colon
+    return method, unquote(url.path), headers
 
 
-async def respond(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answer) -> None:
-    """Serve one GET (or HEAD) on a connection: `answer(method, path, headers)` is awaited for
-    (status, headers, body); a bad request line, another method, a slow or oversized head and
-    an answer that raised get their error here, for every page the listeners serve."""
+async def read_body(reader: asyncio.StreamReader, headers: dict[str, str]) -> bytes | None:
+    """A request's body by its Content-Length (none: empty); None when it is larger than
+    MAX_BODY or the length is not a number."""
+    text = headers.get("content-length", "0")
+    if not text.isdigit() or int(text) > MAX_BODY:
+        return None
+    return await asyncio.wait_for(reader.readexactly(int(text)), 10) if int(text) else b""
+
+
+async def respond(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, answer,
+                  methods: tuple[str, ...] = ("GET", "HEAD")) -> None:
+    """Serve one request on a connection: `answer(method, path, headers)` is awaited for
+    (status, headers, body); a method of `methods` other than GET and HEAD also gets the
+    request's body (`body=`). A bad request line, another method, a slow or oversized head or
+    body and an answer that raised get their error here, for every page the listeners serve."""
     try:
         head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
         request = parse_head(head)
         if request is None:
             status, headers, body = "400 Bad Request", {}, b"bad request\n"
-        elif request[0] not in ("GET", "HEAD"):
-            status, headers, body = "405 Method Not Allowed", {"Allow": "GET"}, b"GET only\n"
-        else:
+        elif request[0] not in methods:
+            allowed = ", ".join(m for m in methods if m != "HEAD")
+            status, headers, body = ("405 Method Not Allowed", {"Allow": allowed},
+                                     f"{allowed} only\n".encode())
+        elif request[0] in ("GET", "HEAD"):
             status, headers, body = await answer(*request)
+        else:
+            payload = await read_body(reader, request[2])
+            if payload is None:
+                status, headers, body = ("413 Content Too Large", {},
+                                         f"a body of at most {MAX_BODY} bytes\n".encode())
+            else:
+                status, headers, body = await answer(*request, body=payload)
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.TimeoutError,
             ConnectionError):
         writer.close()
@@ -181,6 +212,9 @@ class HttpListener:
         self.store = EventStore()
         self.require_auth = require_auth
         self._server: asyncio.base_events.Server | None = None
+        self.routes: dict[tuple[str, str], object] = {}
+        for name in ROUTE_MODULES:
+            self.routes.update(getattr(importlib.import_module(name), "ROUTES", {}))
 
     async def start(self) -> None:
         loaded = self.store.backfill(self.broker)
@@ -211,12 +245,22 @@ class HttpListener:
         return f"http://{host}:{self.port}/"
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await respond(reader, writer, self._answer)
+        await respond(reader, writer, self._answer, ("GET", "HEAD", "POST", "DELETE"))
 
-    async def _answer(self, method: str, path: str, headers: dict[str, str]):
+    async def _answer(self, method: str, path: str, headers: dict[str, str], body: bytes = b""):
         if self.require_auth and not self._authorized(headers.get("authorization", "")):
             return ("401 Unauthorized", {"WWW-Authenticate": 'Basic realm="roster"'},
                     b"credentials of a SCRAM user required (the Kafka listeners use SASL)\n")
+        route = self.routes.get((method if method != "HEAD" else "GET", path))
+        if route is not None:
+            answer = route(self.broker, body, headers.get(":query", ""))
+            return await answer if inspect.isawaitable(answer) else answer
+        if method not in ("GET", "HEAD"):
+            known = sorted(m for m, p in self.routes if p == path)
+            if known:
+                return ("405 Method Not Allowed", {"Allow": ", ".join(known)},
+                        f"{path}: {', '.join(known)} only\n".encode())
+            return "404 Not Found", {}, b"not found\n"
         if path == "/metrics":
             return "200 OK", {"Content-Type": CONTENT_TYPE}, self.metrics.render()
         if path in ("/", "/groups"):
