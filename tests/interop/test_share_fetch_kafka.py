@@ -274,3 +274,25 @@ def test_which_partitions_a_later_fetch_lists(target):
                                   max_wait_ms=200)) == [2]
         assert listed(share_fetch(wire, group=group, member=member, epoch=5,
                                   max_wait_ms=200)) == []
+
+
+@BOTH
+def test_min_bytes_waits_for_max_wait_and_max_bytes_still_gives_a_batch(target):
+    import time
+    name, group = unique_name("share-limits"), unique_name("g")
+    create_topics(target.bootstrap, name)
+    produce(target.bootstrap, name, [b"a", b"b", b"c"])
+    set_group_configs(target.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    with Wire(target.bootstrap) as wire:
+        tid = topic_id(wire, name)
+        member, _ = join_share_group(wire, group, [name], 1)
+        started = time.monotonic()
+        short = share_fetch(wire, group=group, member=member, max_wait_ms=1000,
+                            min_bytes=1 << 20, parts=[(tid, [(0, [])])])
+        assert time.monotonic() - started >= 0.9   # MinBytes never reached: MaxWaitMs
+        assert acquired(short) == {(tid, 0): [(0, 2, 1)]}
+        produce(target.bootstrap, name, [b"d", b"e"])
+        small = share_fetch(wire, group=group, member=member, epoch=1, max_bytes=10)
+        # the first batch is whole even past MaxBytes, and nothing after it
+        assert acquired(small) == {(tid, 0): [(3, 3, 1)]}
+        assert values(small) == [b"d"]
