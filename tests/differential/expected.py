@@ -15,12 +15,33 @@ class Listed:
     reason: str
 
 
+SHARE_INITIALISED_AT_ONCE = (
+    "a share member joining is assigned its partitions in the answer to its first heartbeat: "
+    "roster initialises the group's share partitions before it answers (its share state is "
+    "local); Kafka 4.4 initialises them through its share coordinator after answering, so the "
+    "first answer has no partitions and the next heartbeat (5 s later at the default interval) "
+    "brings them, with a new epoch")
+
 # A key "prefix*" applies to every scenario whose name starts with the prefix.
 EXPECTED: dict[str, list[Listed]] = {
     "streams_*": [
         Listed("first KIP-848 epoch#1", "value", 2, 1,
                "a new streams group's first member epoch: Kafka 4.4 answers 2, roster 1 (every "
                "later epoch moves by the same steps on both; a member only compares epochs)"),
+    ],
+    # share groups (tests/differential/test_share_groups.py)
+    "share_join_assign_leave": [
+        Listed("a SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0, 1], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
+        Listed("b SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
+    ],
+    "share_fetch_release_reject": [
+        Listed("a SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
     ],
     "scram_failures": [
         Listed("nobody login#1", "rounds", 1, 2,
