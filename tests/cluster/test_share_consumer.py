@@ -1,0 +1,64 @@
+"""roster.client's ShareConsumer on a three-node Kafka 4.4 cluster: the partitions' leaders are
+on different brokers, so each consumer keeps one share session per broker and sends each
+acknowledgement to the broker that delivered the record."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from roster.client.share_consumer import AcknowledgeType, ShareConsumer
+from tests.interop.test_roster_share_consumer import group_configs, produce
+from tests.support.kafka_peer import unique_name
+
+pytestmark = pytest.mark.xdist_group("kafka_cluster")
+
+
+def test_share_sessions_with_every_leader_deliver_each_record_once(cluster):
+    topic, group = unique_name("share-cluster"), unique_name("share-cluster-group")
+    cluster.create_topic(topic, partitions=3)
+    leaders = {cluster.leader_of(topic, p) for p in range(3)}
+    group_configs(cluster.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    values = [f"spread-{i}".encode() for i in range(300)]
+
+    async def scenario():
+        await produce(cluster.bootstrap, topic, values, partitions=3)
+        consumers = [ShareConsumer(cluster.bootstrap, group,
+                                   share_acknowledgement_mode="explicit") for _ in range(2)]
+        for consumer in consumers:
+            await consumer.subscribe([topic])
+        got: list = []
+        released: set = set()
+        accepted = [0]
+
+        async def read(consumer: ShareConsumer) -> None:
+            while accepted[0] < len(values):
+                for record in await consumer.poll(0.5):
+                    got.append(record)
+                    # the first delivery of one record per partition is given back
+                    first = record.offset == 0 and record.delivery_count == 1
+                    if first and record.partition not in released:
+                        released.add(record.partition)
+                        consumer.acknowledge(record, AcknowledgeType.RELEASE)
+                    else:
+                        consumer.acknowledge(record)
+                        accepted[0] += 1
+
+        await asyncio.wait_for(asyncio.gather(*(read(c) for c in consumers)), 120)
+        sessions = [set(c._core.sessions) for c in consumers]
+        assigned = [c.assignment for c in consumers]
+        outcomes = [await c.commit_sync() for c in consumers]
+        for consumer in consumers:
+            await consumer.close()
+        return got, sessions, assigned, outcomes
+
+    got, sessions, assigned, outcomes = asyncio.run(scenario())
+    accepted = [r for r in got if not (r.offset == 0 and r.delivery_count == 1)]
+    assert sorted(r.value for r in accepted) == sorted(values)       # each accepted once
+    assert sorted((r.partition, r.delivery_count) for r in got if r.offset == 0) == \
+        [(0, 1), (0, 2), (1, 1), (1, 2), (2, 1), (2, 2)]
+    # a share session with each broker leading a partition the consumer was assigned
+    assert len(leaders) > 1 and set().union(*sessions) == leaders
+    for own, partitions in zip(sessions, assigned):
+        assert own == {cluster.leader_of(topic, p) for _, p in partitions}
+    assert all(error is None for outcome in outcomes for error in outcome.values())
