@@ -17,6 +17,7 @@ v2 adds IsRenewAck (KIP-1222) and AcquisitionLockTimeoutMs in the answer.
 """
 from __future__ import annotations
 
+import asyncio
 import datetime
 
 from roster.broker.network.admission import partition_error
@@ -82,7 +83,7 @@ def read_acknowledgements(request, version: int, renew: bool) -> list[AckPartiti
     found = []
     for t, topic_entry in enumerate(request.body.topics):
         resolved = admission.topic(t)
-        topic, topic_error = resolved
+        topic_error = resolved[1]
         for partition in topic_entry.partitions:
             batches = partition.acknowledgement_batches
             if topic_error is ErrorCode.unknown_topic_id:
@@ -97,22 +98,24 @@ def read_acknowledgements(request, version: int, renew: bool) -> list[AckPartiti
 
 async def apply_acknowledgements(broker, group_id: str, member_id: str,
                                  partitions: list[AckPartition]) -> dict[tuple, ErrorCode]:
-    """Each partition's acknowledgements applied (durable before this returns): its answer."""
+    """Each partition's acknowledgements applied, all at once (their writes share flushes),
+    each durable before this returns: its answer."""
     state = getattr(broker, "share_state", None)
-    answers: dict[tuple, ErrorCode] = {}
-    for partition in partitions:
-        error = partition.error
-        if error is NONE and partition.batches:
-            if state is None:
-                error = ErrorCode.unknown_topic_or_partition
-            else:
-                refused = await state.acknowledge(
-                    (group_id, partition.topic_id, partition.index), member_id,
-                    [(b.first_offset, b.last_offset, list(b.acknowledge_types))
-                     for b in partition.batches], broker.now_ms())
-                error = refused if refused is not None else NONE
-        answers[partition.key] = error
-    return answers
+    now = broker.now_ms()
+
+    async def one(partition: AckPartition) -> ErrorCode:
+        if partition.error is not NONE or not partition.batches:
+            return partition.error
+        if state is None:
+            return ErrorCode.unknown_topic_or_partition
+        refused = await state.acknowledge(
+            (group_id, partition.topic_id, partition.index), member_id,
+            [(b.first_offset, b.last_offset, list(b.acknowledge_types))
+             for b in partition.batches], now)
+        return NONE if refused is None else refused
+
+    errors = await asyncio.gather(*(one(p) for p in partitions))
+    return {p.key: error for p, error in zip(partitions, errors)}
 
 
 def lock_timeout(broker, group_id: str) -> datetime.timedelta:
