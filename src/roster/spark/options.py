@@ -95,6 +95,11 @@ class Settings:
     # a request unanswered this long fails and its connection is closed (Kafka's
     # request.timeout.ms; JoinGroup waits at least the rebalance timeout + 5 s)
     request_timeout_ms: int = 30_000
+    # a share group (KIP-932) instead of a consumer group: roster.spark.share_source
+    share_group: str | None = None
+    share_acquire_mode: str | None = None     # None: the ShareConsumer's default
+    # the security options as given (Kafka or librdkafka names): what ShareConsumer takes
+    security_config: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     # writing
     topic: str | None = None
     sink_id: str | None = None
@@ -236,6 +241,8 @@ def _group_protocol(options) -> tuple[str, str | None]:
 
 
 def read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
+    if _get(options, "shareGroup") is not None:
+        return share_read_settings(options, streaming=streaming)
     common = _common(options)
     subscribe = tuple(t.strip() for t in (_get(options, "subscribe") or "").split(",")
                       if t.strip())
@@ -281,6 +288,64 @@ def read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
         group_protocol=protocol, group_remote_assignor=remote_assignor,
         join_timeout_ms=_int(options, "joinTimeoutMs", default=60_000, minimum=1),
         metadata_max_age_ms=_int(options, "metadata.max.age.ms", default=30_000, minimum=1),
+    )
+
+
+# Options of a consumer-group read that mean nothing, or something else, in a share group (the
+# broker hands records out and takes them back; the group's configs decide what these would)
+NOT_WITH_SHARE_GROUP = {
+    "group.id": "the share group is named by the option shareGroup",
+    "group.instance.id": "share groups have no static membership (a stopped query's records "
+                         "go back to the group at once)",
+    "startingOffsets": "where a share group starts is its group config share.auto.offset.reset "
+                       "(latest unless set; kafka-configs --entity-type groups --alter)",
+    "endingOffsets": "a share group is read by a streaming query only",
+    "subscribePattern": "a share consumer subscribes to topic names (use subscribe)",
+    "commitOffsets": "a share group is not committed to: each record is acknowledged once "
+                     "Spark completed its micro-batch",
+    "failOnDataLoss": "the broker hands out what the log still holds",
+    "isolation.level": "the group config share.isolation.level decides it for every member",
+    "group.protocol": "a share group has its own protocol (ShareGroupHeartbeat)",
+    "group.remote.assignor": "the broker assigns a share group's partitions",
+    "partition.assignment.strategy": "the broker assigns a share group's partitions",
+    "session.timeout.ms": "the group config share.session.timeout.ms decides it",
+    "heartbeat.interval.ms": "the group config share.heartbeat.interval.ms decides it",
+    "max.poll.interval.ms": "a share group has no rebalance to wait for: a record held too "
+                            "long goes back to the group when its acquisition lock expires "
+                            "(this source renews the locks of a running micro-batch)",
+}
+SHARE_ACQUIRE_MODES = ("batch_optimized", "record_limit")
+
+
+def share_read_settings(options: Mapping[str, str], *, streaming: bool) -> Settings:
+    """Settings of a read from a share group (`shareGroup`), refusing what does not apply."""
+    group = (_get(options, "shareGroup") or "").strip()
+    if not group:
+        raise OptionError("option shareGroup must name the share group")
+    if not streaming:
+        raise OptionError("a share group is read by a streaming query only "
+                          "(spark.readStream): its records are acknowledged when Spark "
+                          "completes a micro-batch, and a batch read has no such moment")
+    for name, why in NOT_WITH_SHARE_GROUP.items():
+        if _get(options, name) is not None:
+            raise OptionError(f"option {name} does not apply with shareGroup: {why}")
+    subscribe = tuple(t.strip() for t in (_get(options, "subscribe") or "").split(",")
+                      if t.strip())
+    if not subscribe:
+        raise OptionError("option subscribe must list the topics of the share group to read")
+    mode = _get(options, "share.acquire.mode")
+    if mode is not None and mode.strip().lower() not in SHARE_ACQUIRE_MODES:
+        raise OptionError(f"option share.acquire.mode must be batch_optimized or record_limit, "
+                          f"got {mode!r}")
+    raw_security = {key: _get(options, key) for key in SECURITY_KEYS}
+    return Settings(
+        **_common(options), subscribe=subscribe, share_group=group,
+        share_acquire_mode=mode.strip().lower() if mode is not None else None,
+        security_config=tuple(sorted((k, v) for k, v in raw_security.items()
+                                     if v is not None)),
+        max_offsets_per_trigger=_int(options, "maxOffsetsPerTrigger", default=None, minimum=1),
+        fetch_max_wait_ms=_int(options, "fetch.max.wait.ms", default=500),
+        join_timeout_ms=_int(options, "joinTimeoutMs", default=60_000, minimum=1),
     )
 
 

@@ -16,9 +16,6 @@ What runs where (Spark's Python Data Source API, pyspark >= 4.2):
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import threading
 import time
 
 from pyspark.sql.datasource import (
@@ -43,6 +40,7 @@ from roster.spark.options import (
     write_settings,
 )
 from roster.spark.reading import DataLossError, RangePartition, lost_message, read_range
+from roster.spark.stopping import StopsOnSigterm
 from roster.spark.wire import Broker, run_sync
 
 log = logging.getLogger("roster.spark")
@@ -65,13 +63,24 @@ class RosterDataSource(DataSource):
         return "roster"
 
     def schema(self) -> str:
+        if self._share_group():
+            from roster.spark.share_source import SHARE_SCHEMA
+            return SHARE_SCHEMA
         return SCHEMA
+
+    def _share_group(self) -> bool:
+        """A read of a share group (option shareGroup) instead of a consumer group."""
+        return any(key.lower() in ("sharegroup", "kafka.sharegroup") for key in self.options)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return RosterBatchReader(read_settings(self.options, streaming=False))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return RosterStreamReader(read_settings(self.options, streaming=True))
+        settings = read_settings(self.options, streaming=True)
+        if settings.share_group is not None:
+            from roster.spark.share_source import RosterShareStreamReader
+            return RosterShareStreamReader(settings)
+        return RosterStreamReader(settings)
 
     def writer(self, schema: StructType, overwrite: bool):
         # Only mode("append") gets here meaningfully: Spark itself refuses ErrorIfExists (the
@@ -146,7 +155,8 @@ async def _plan_batch(broker: Broker, s: Settings):
 
 # -- streaming ----------------------------------------------------------------------------------
 
-class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+class RosterStreamReader(StopsOnSigterm, DataSourceStreamReader,
+                         SupportsTriggerAvailableNow):
     """Offsets are {"topic": {"partition": next offset}} over the partitions this reader owns
     in the group. Between micro-batches the assignment may change: lost partitions drop out of
     the next end offset; gained ones enter at the group's committed offset (else the
@@ -219,31 +229,6 @@ class RosterStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._topics_checked = time.monotonic()
         return self._io().run(self._io().broker.resolve(s.subscribe, s.subscribe_pattern,
                                                         s.matches))
-
-    def _install_sigterm_handler(self) -> None:
-        """Spark stops a query by killing this runner process with SIGTERM; reader.stop() is
-        not called. Close the member first (a static member does not leave)."""
-        if threading.current_thread() is not threading.main_thread():
-            return
-        try:
-            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
-        except (ValueError, OSError):
-            pass
-
-    def _on_sigterm(self, signum, frame) -> None:
-        if self._stopping:
-            return      # Spark may signal twice; the first call is closing the member
-        self._stopping = True
-        log.info("SIGTERM: closing the group member of %s", self.settings.group_id)
-        previous = self._previous_sigterm
-        try:
-            self.stop()
-        finally:
-            if callable(previous):
-                previous(signum, frame)
-            elif previous != signal.SIG_IGN:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                os.kill(os.getpid(), signal.SIGTERM)
 
     # -- Spark's calls --------------------------------------------------------------------------
 
