@@ -62,3 +62,43 @@ def test_share_sessions_with_every_leader_deliver_each_record_once(cluster):
     for own, partitions in zip(sessions, assigned):
         assert own == {cluster.leader_of(topic, p) for _, p in partitions}
     assert all(error is None for outcome in outcomes for error in outcome.values())
+
+
+def test_a_leader_killed_mid_stream_moves_the_session_and_every_record_is_accepted(cluster):
+    """kill -9 of the broker leading a partition while the consumer reads: its session and the
+    acknowledgements owed to it are dropped (the records it had acquired are released when the
+    partition's new leader takes over), a session opens with the new leader, and every record
+    is accepted at least once; the consumer never fails."""
+    topic, group = unique_name("share-kill"), unique_name("share-kill-group")
+    cluster.create_topic(topic, partitions=3)
+    group_configs(cluster.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    values = [f"kill-{i}".encode() for i in range(600)]
+    victim = cluster.leader_of(topic, 0)
+
+    async def scenario():
+        await produce(cluster.bootstrap, topic, values[:300], partitions=3)
+        consumer = ShareConsumer(cluster.bootstrap, group,
+                                 share_acknowledgement_mode="explicit", max_poll_records=20)
+        await consumer.subscribe([topic])
+        accepted: set = set()
+        failures: list = []
+        consumer.set_acknowledgement_commit_callback(
+            lambda offsets, exc: failures.append(exc) if exc is not None else None)
+        killed = False
+        while len(accepted) < len(values):
+            for record in await consumer.poll(0.5):
+                consumer.acknowledge(record)
+                accepted.add(record.value)
+            if not killed and len(accepted) >= 100:
+                await asyncio.to_thread(cluster.kill9, victim)
+                await asyncio.to_thread(cluster.wait_fenced, victim)
+                await produce(cluster.bootstrap, topic, values[300:], partitions=3)
+                killed = True
+        moved_to = cluster.leader_of(topic, 0)
+        sessions = set(consumer._core.sessions)
+        await consumer.close()
+        return accepted, sessions, moved_to, consumer.member.fatal
+
+    accepted, sessions, moved_to, fatal = asyncio.run(asyncio.wait_for(scenario(), 240))
+    assert accepted == set(values) and fatal is None
+    assert moved_to != victim and victim not in sessions and moved_to in sessions

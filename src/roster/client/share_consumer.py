@@ -65,7 +65,6 @@ from roster.client.share_consumer_fetch import (
     AcknowledgementError,
     AckResult,
     CannotAcknowledge,
-    Exchange,
     FetchLimits,
     ShareFetchCore,
     ShareRecord,
@@ -74,6 +73,7 @@ from roster.client.share_consumer_member import ShareGroupMember, ShareGroupUnsu
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
+from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.client")
 
@@ -339,6 +339,11 @@ class ShareConsumer:
         """One ShareFetch to every broker leading an assigned partition (and a
         ShareAcknowledge to any other broker owed acknowledgements), all at once."""
         by_node = await self._leaders()
+        leading = {key: node for node, keys in by_node.items() for key in keys}
+        for key, holder in list(self._core.holders.items()):
+            if key in self._core.acks and leading.get(key, holder) != holder:
+                # the leader moved: the records were acquired at the old one, lost with it
+                self._core.drop_acks(holder, ErrorCode.not_leader_or_follower, {key})
         nodes = set(by_node) | self._core.nodes_with_acks()
         if renewing:
             nodes = self._core.nodes_with_acks()
@@ -356,6 +361,8 @@ class ShareConsumer:
                 connection = await self._cluster._node(node)
             except (ConnectionClosed, KeyError) as exc:
                 log.info("share consumer: broker %d out of reach: %s", node, exc)
+                core.drop_acks(node, ErrorCode.network_exception)
+                core.sessions.pop(node, None)
                 await asyncio.sleep(self.settings.retry_backoff_ms / 1000)
                 return []
             # acknowledgements for partitions this broker no longer serves us go first

@@ -240,6 +240,15 @@ class ShareFetchCore:
     def nodes_with_acks(self) -> set[int]:
         return {self.holders[key] for key, acks in self.acks.items() if acks and key in self.holders}
 
+    def drop_acks(self, node: int, error: ErrorCode, keys: Iterable[Key] | None = None) -> None:
+        """The acknowledgements owed to `node` (for `keys`) cannot reach it any more: it is
+        out of reach, or no longer leads the partition (its acquisitions went with it, as
+        Kafka's client fails them). They are reported failed; the records come back."""
+        wanted = None if keys is None else set(keys)
+        dropped = {key: self.acks.pop(key) for key in list(self.acks)
+                   if self.holders.get(key) == node and (wanted is None or key in wanted)}
+        self._fail(dropped, error, f"broker {node} cannot take them")
+
     def take_results(self) -> list[AckResult]:
         results, self.results = self.results, []
         return results
