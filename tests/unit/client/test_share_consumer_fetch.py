@@ -262,3 +262,19 @@ def test_a_held_record_is_found_by_where_it_is():
     assert c.held("orders", 0, 4) == records[1]
     assert c.held("orders", 0, 5) is None and c.held("orders", 1, 4) is None
     assert c.held("other", 0, 4) is None
+
+
+def test_acknowledgements_for_a_broker_gone_or_no_longer_leading_are_reported_failed():
+    c = core()
+    started(c)
+    exchange = c.fetch_request(NODE, {(T, 0), (T, 1)}, 2, 500)
+    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0),
+                                                           (1, batch(0, 1), [(0, 0, 1)], 0)]))
+    for record in records:
+        c.acknowledge(record, A.ACCEPT)
+    c.drop_acks(NODE, E.not_leader_or_follower, {(T, 1)})
+    assert set(c.acks) == {(T, 0)}
+    c.drop_acks(NODE, E.network_exception)
+    assert c.acks == {} and c.nodes_with_acks() == set()
+    assert [(r.partition, r.error) for r in c.take_results()] == \
+        [(1, E.not_leader_or_follower), (0, E.network_exception)]
