@@ -1,5 +1,5 @@
 """Share-group reads (`.option("shareGroup", g)`, KIP-932) with a real SparkSession against a real
-roster broker: records are acquired by the driver's ShareConsumer when Spark plans a micro-batch
+roster broker, and the same on Apache Kafka 4.4: records are acquired by the driver's ShareConsumer when Spark plans a micro-batch
 and accepted once Spark has completed it; a stopped query's records come back from the broker
 (delivery count 2), not from Spark's checkpoint; two queries on one share group split the
 records; a batch slower than the acquisition lock keeps its records by renewing the lock.
@@ -30,14 +30,20 @@ GROUP_RESOURCE, SET = 32, 0
 LOCK_MS = 2_000
 
 
-@pytest.fixture(scope="module")
-def roster_broker(tmp_path_factory):
-    """The module's broker allows share groups a 2 s acquisition lock (Kafka's floor is
+SHORT_LOCKS = {"group.share.min.record.lock.duration.ms": "1000"}
+
+
+@pytest.fixture(scope="module", params=["roster", "kafka"])
+def roster_broker(request, tmp_path_factory):
+    """The scenarios run on roster and on Apache Kafka 4.4 (a private peer) with the same
+    assertions. Both allow share groups a 2 s acquisition lock (Kafka's floor is
     group.share.min.record.lock.duration.ms, 15 s by default)."""
-    broker = BrokerProcess(tmp_path_factory.mktemp("spark-share-broker"),
-                           {"group.initial.rebalance.delay.ms": "0",
-                            "group.share.min.record.lock.duration.ms": "1000"})
-    broker.start()
+    if request.param == "kafka":
+        from tests.support.kafka_peer import KafkaPeer
+        broker = KafkaPeer(extra_settings=SHORT_LOCKS).start()
+    else:
+        broker = BrokerProcess(tmp_path_factory.mktemp("spark-share-broker"),
+                               {"group.initial.rebalance.delay.ms": "0", **SHORT_LOCKS}).start()
     yield broker
     broker.stop()
 
