@@ -102,3 +102,43 @@ def test_a_leader_killed_mid_stream_moves_the_session_and_every_record_is_accept
     accepted, sessions, moved_to, fatal = asyncio.run(asyncio.wait_for(scenario(), 240))
     assert accepted == set(values) and fatal is None
     assert moved_to != victim and victim not in sessions and moved_to in sessions
+
+
+def test_the_groups_coordinator_killed_the_member_finds_the_next_and_reads_on(cluster):
+    """kill -9 of the broker coordinating the share group: the member looks the coordinator up
+    again and heartbeats on there; reading goes on and every record is accepted."""
+    topic, group = unique_name("share-coord"), unique_name("share-coord-group")
+    cluster.create_topic(topic, partitions=3)
+    group_configs(cluster.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    values = [f"coord-{i}".encode() for i in range(400)]
+    coordinator = cluster.coordinator_of(group)
+
+    async def scenario():
+        await produce(cluster.bootstrap, topic, values[:200], partitions=3)
+        consumer = ShareConsumer(cluster.bootstrap, group,
+                                 share_acknowledgement_mode="explicit", max_poll_records=20)
+        await consumer.subscribe([topic])
+        accepted: set = set()
+        killed_at_epoch = None
+        while len(accepted) < len(values):
+            for record in await consumer.poll(0.5):
+                consumer.acknowledge(record)
+                accepted.add(record.value)
+            if killed_at_epoch is None and len(accepted) >= 100:
+                killed_at_epoch = consumer.member.machine.epoch
+                await asyncio.to_thread(cluster.kill9, coordinator)
+                await asyncio.to_thread(cluster.wait_fenced, coordinator)
+                await produce(cluster.bootstrap, topic, values[200:], partitions=3)
+        # heartbeats reached the new coordinator (its answers keep the member in the group)
+        dead_port = int(cluster.node(coordinator).bootstrap.rsplit(":", 1)[1])
+        await consumer.member.wait_for(
+            lambda: consumer.member._coordinator_address is not None
+            and consumer.member._coordinator_address[1] != dead_port, 30)
+        moved_to = cluster.coordinator_of(group)
+        fatal = consumer.member.fatal
+        await consumer.close()
+        return accepted, moved_to, fatal
+
+    accepted, moved_to, fatal = asyncio.run(asyncio.wait_for(scenario(), 240))
+    assert accepted == set(values) and fatal is None
+    assert moved_to != coordinator
