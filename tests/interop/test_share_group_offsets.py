@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import time
 
 import pytest
 
@@ -81,8 +82,18 @@ def test_a_group_without_share_state_answers_minus_one(target):
     assert sorted(partitions(described).values()) == [(-1, -1, 0, NONE)] * 3
     assert all(t.topic_id is None for t in described.topics)
     assert offsets.describe(group, None).topics == ()
-    empty = offsets.describe("", {topic: (0,)})
+    # the empty group id: refused once a named topic exists (only those reach Kafka's
+    # coordinator, whose metadata learns of a new topic a moment after CreateTopics answers)
+    deadline = time.monotonic() + 30
+    while (empty := offsets.describe("", {topic: (0,)})).error_code == NONE:
+        assert time.monotonic() < deadline, "the new topic never reached the coordinator"
+        time.sleep(0.05)    # polling the broker's answer
     assert (empty.error_code, empty.topics) == (-1, ())
+    unknown = offsets.describe("", {unique_name("sgo-nosuch"): (0,)})
+    assert unknown.error_code == NONE
+    assert partitions(unknown) == {(unknown.topics[0].topic_name, 0): (-1, -1, 0, NONE)}
+    assert (offsets.describe("", None).error_code, offsets.describe("", None).topics) == (
+        NONE, ())
 
 
 @BOTH

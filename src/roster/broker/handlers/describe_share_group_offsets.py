@@ -9,7 +9,8 @@ What Kafka 4.4.0 answers (compared on a running broker): a partition without sha
 any group id (none, or another type's), an unknown topic's included, is start offset -1 and lag
 -1 without an error; its topic id is null when the group does not exist or the topic is
 unknown; LeaderEpoch is 0; the lag is end - start - delivered, not clamped (a start past the
-end gives a negative lag); an empty group id is UNKNOWN_SERVER_ERROR on the group.
+end gives a negative lag); an empty group id is UNKNOWN_SERVER_ERROR on the group when a topic
+it names exists (only those reach Kafka's coordinator), else answered as any unknown group.
 """
 from __future__ import annotations
 
@@ -97,7 +98,10 @@ async def handle(broker, request, connection):
     answered = []
     for within, g in enumerate(body.groups):
         refused = admission.group(g.group_id)
-        if refused is ErrorCode.none and not g.group_id:
+        if refused is ErrorCode.none and not g.group_id and g.topics and any(
+                admission.topic(index, within)[1] is ErrorCode.none
+                for index in range(len(g.topics))):
+            # Kafka's coordinator fails on the empty id; it is asked only for known topics
             refused = ErrorCode.unknown_server_error
         if refused is not ErrorCode.none:
             answered.append(make(group_entry, group_id=g.group_id, topics=(),
