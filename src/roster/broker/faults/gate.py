@@ -14,6 +14,7 @@ import asyncio
 
 from roster.broker.faults.answers import error_answer
 from roster.broker.faults.rules import DELAY, DROP, FaultTable
+from roster.broker.network.admission import admit
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import MalformedRequest
@@ -101,11 +102,18 @@ class FaultGate:
                 request = decode_request(frame, prefix)
             except MalformedRequest:
                 return PASS
-        self._record(rule, {**detail, "outcome": f"answered {rule.error.name.upper()}"})
         if api_key == ApiKey.PRODUCE and getattr(request.body, "acks", 1) == 0:
+            self._record(rule, {**detail, "outcome": "acks=0: dropped unanswered"})
             return None   # acks=0: no answer, as for any produce of that kind
-        return encode_response(api_key, prefix.api_version, prefix.correlation_id,
-                               error_answer(spec, request, rule.error))
+        # admitted as usual first (authorized, topics resolved): an answer the broker refuses
+        # for real stays its own, and an API's refuse() finds request.admission as always
+        body = admit(connection.broker, connection, spec, request)
+        if body is None:
+            body = error_answer(spec, request, rule.error)
+            self._record(rule, {**detail, "outcome": f"answered {rule.error.name.upper()}"})
+        else:
+            self._record(rule, {**detail, "outcome": "refused by admission before the fault"})
+        return encode_response(api_key, prefix.api_version, prefix.correlation_id, body)
 
     async def _delayed(self, connection, spec, frame, prefix, seconds: float):
         await asyncio.sleep(seconds)
