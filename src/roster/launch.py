@@ -6,11 +6,22 @@ installed with the test extra). A roster process never uses them; None in sys.mo
 `import hypothesis` raise ImportError, which kio expects. Only here, before roster.cli (and so
 kio) is imported, in a process's entry point: a test process that imports roster.cli keeps its
 hypothesis.
+
+The cyclic garbage collector is off while the command's modules are imported: importing builds
+thousands of classes and functions that all live as long as the process, and collections
+during the import find nothing to free (a few percent of a broker's start, docs/testing.md).
 """
+import gc
 import sys
 
 
 def main() -> int:
     sys.modules.setdefault("hypothesis", None)
-    from roster.cli import main as cli_main
+    gc.disable()
+    try:
+        from roster.cli import main as cli_main
+        if "serve" in sys.argv[1:4]:   # `roster [--log-level L] serve ...`: the broker's too
+            import roster.broker.network.server  # noqa: F401
+    finally:
+        gc.enable()
     return cli_main()

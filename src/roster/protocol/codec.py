@@ -17,10 +17,24 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
+from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
 from roster.protocol.request_shape import checked_frame
-from roster.protocol.schema_extensions import SCHEMAS
+
+# the APIs some of whose versions protocol/schema_extensions.py declares: its dataclasses (and
+# the kio streams schemas they build on) are made on the first lookup of one of these, not at
+# every start of a broker or a client that never speaks them
+_EXTENDED = frozenset({ApiKey.STREAMS_GROUP_DESCRIBE, ApiKey.STREAMS_GROUP_HEARTBEAT,
+                       ApiKey.STREAMS_GROUP_TOPOLOGY_DESCRIPTION_UPDATE})
+
+
+def _extended(api_key: int, api_version: int):
+    """(request schema, response schema) of protocol/schema_extensions.py, else None."""
+    if api_key not in _EXTENDED:
+        return None
+    from roster.protocol.schema_extensions import SCHEMAS
+    return SCHEMAS.get((api_key, api_version))
 
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 
@@ -39,7 +53,7 @@ class Request:
 
 @cache
 def request_schema(api_key: int, api_version: int) -> type | None:
-    extended = SCHEMAS.get((api_key, api_version))
+    extended = _extended(api_key, api_version)
     if extended is not None:
         return extended[0]
     try:
@@ -50,7 +64,7 @@ def request_schema(api_key: int, api_version: int) -> type | None:
 
 @cache
 def response_schema(api_key: int, api_version: int) -> type:
-    extended = SCHEMAS.get((api_key, api_version))
+    extended = _extended(api_key, api_version)
     return extended[1] if extended is not None else load_response_schema(api_key, api_version)
 
 
