@@ -465,6 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
         add(commands, run)
     from roster.admin import clock_command   # test mode's broker clock (docs/testing.md)
     clock_command.add_clock(commands, clock_command.run)
+    from roster.admin import faults_command   # test mode's faults (docs/testing-faults.md)
+    faults_command.add_faults(commands, faults_command.run)
     return parser
 
 
