@@ -4,8 +4,6 @@ describe` (admin/share_view.py), and the effects it asks of the broker's share-p
 (`broker.share_state`, broker/share/state.py) once a result's records are durable:
 - `ShareStateWanted`: initialise the share state of partitions entering the group's target
   assignment (`share_state.initialize(group_id, [(topic uuid, partition), ...])`, idempotent);
-- `ShareMemberGone`: a member left or was fenced (`share_state.member_left(group_id,
-  member_id)`): its acquired records go back;
 - `ShareGroupGone`: DeleteGroups took the group (`share_state.group_deleted(group_id)`).
 
 A heartbeat that assigns partitions is answered only once their initialisation is done
@@ -26,7 +24,7 @@ import weakref
 from roster.admin.share_view import SHARE_VIEW
 from roster.broker.groups.share_configs import SHARE_CONFIGS
 from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
-from roster.coordinator.share.effects import ShareGroupGone, ShareMemberGone, ShareStateWanted
+from roster.coordinator.share.effects import ShareGroupGone, ShareStateWanted
 
 log = logging.getLogger("roster.groups")
 
@@ -91,13 +89,6 @@ def initialize_share_state(broker, effect: ShareStateWanted) -> None:
           effect.group_id, partitions)
 
 
-def member_left(broker, effect: ShareMemberGone) -> None:
-    state = _state(broker, f"release member {effect.member_id} of {effect.group_id}")
-    if state is not None:
-        _call(broker, effect.group_id, "releasing a member's records", state.member_left,
-              effect.group_id, effect.member_id)
-
-
 def group_deleted(broker, effect: ShareGroupGone) -> None:
     state = _state(broker, f"drop the share state of {effect.group_id}")
     if state is not None:
@@ -133,8 +124,7 @@ def share_features(broker) -> tuple[list, list]:
 
 SHARE = GroupTypeRegistration(
     "share", make=_make, configure=_settings, recorder=_recorder,
-    effects={ShareStateWanted: initialize_share_state, ShareMemberGone: member_left,
-             ShareGroupGone: group_deleted},
+    effects={ShareStateWanted: initialize_share_state, ShareGroupGone: group_deleted},
     describe_view=SHARE_VIEW, group_configs=SHARE_CONFIGS)
 
 

@@ -58,8 +58,6 @@ class ShareState:
         self._available: dict[Key, asyncio.Event] = {}
         # called with (key) on the same occasions (the fetch path's parked requests)
         self.on_available: list[Callable[[Key], None]] = []
-        # called with (group id, member id) when a member leaves (the share sessions)
-        self.on_member_left: list[Callable[[str, str], None]] = []
         # the dead-letter queue writer (dlq.py): (key, entries) -> None
         self.dead_letter_queue = DeadLetterQueue(broker, self)
         self.loaded = False
@@ -184,13 +182,6 @@ class ShareState:
             if found is not None:
                 return found.offset
         return target.log_end_offset
-
-    def member_left(self, group_id: str, member_id: str) -> None:
-        """The member left or was fenced: its acquired records are released (their delivery
-        counts kept) and its share session dropped."""
-        self.release_member_records(group_id, member_id)
-        for hook in list(self.on_member_left):
-            hook(group_id, member_id)
 
     def group_deleted(self, group_id: str) -> None:
         """DeleteGroups took the group: its share state is dropped, durably."""

@@ -16,8 +16,11 @@ What a heartbeat does (Kafka 4.4.0's GroupMetadataManager.shareGroupHeartbeat):
 4. the member takes its target at once (share groups have no revocation): its epoch becomes
    the target assignment epoch, its partitions the target's of the topics it subscribes to;
 5. its session runs one share session timeout from now.
-A leave (epoch -1), an expired session or DeleteGroups removes members; the edge is told
-(`ShareMemberGone`, `ShareGroupGone`) so their acquired records go back.
+A leave (epoch -1), an expired session or DeleteGroups removes members. A member's acquired
+records stay with it until its share session ends (ShareAcknowledge or ShareFetch at epoch -1,
+or its connection closes) or their locks expire, as in Kafka 4.4, whose share sessions, not its
+group membership, release them (SharePartitionManager's listener on the session cache); the
+edge is told of a deleted group only (`ShareGroupGone`), to drop its share state.
 
 Kafka assigns a partition only once its share state is initialised, a heartbeat later; roster
 initialises the partitions of a new target before it answers the heartbeat that computed it
@@ -51,7 +54,7 @@ from roster.coordinator.results import Result
 from roster.coordinator.share import messages as text
 from roster.coordinator.share import records as rec
 from roster.coordinator.share.assignor import assign
-from roster.coordinator.share.effects import ShareGroupGone, ShareMemberGone, ShareStateWanted
+from roster.coordinator.share.effects import ShareGroupGone, ShareStateWanted
 from roster.coordinator.share.facts import ShareEpochCause, ShareObserved, ShareView
 from roster.coordinator.share.messages import (
     JOIN_EPOCH,
@@ -365,8 +368,8 @@ class ShareCoordinator(GroupsById):
     def _remove(self, op: _Op, group: ShareGroup, member_id: str, result: Result,
                 cause: tr.Trigger) -> None:
         """Kafka's shareGroupFenceMember: the member's records go, the epoch is bumped (the
-        target assignment epoch with it when it was the last member), the edge releases what
-        it had acquired."""
+        target assignment epoch with it when it was the last member), what it acquired stays
+        acquired until its share session ends or the locks expire, as in Kafka."""
         gid = group.group_id
         result.facts.append(ShareEpochCause(gid, cause, op.now))
         last = len(group.members) == 1
@@ -378,7 +381,6 @@ class ShareCoordinator(GroupsById):
             records.append(rec.target_epoch_record(gid, group.group_epoch + 1))
         op.write(records, result)
         result.cancel(session_key(gid, member_id))
-        result.effects = (*result.effects, ShareMemberGone(gid, member_id))
 
     # -- the classic protocol on a share group's id (Kafka's classicGroupJoin/Sync/Leave and
     #    Heartbeat, read beside Kafka 4.4): none of its members speaks it --------------------

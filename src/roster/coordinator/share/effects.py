@@ -15,13 +15,6 @@ class ShareStateWanted:
 
 
 @dataclass(frozen=True, slots=True)
-class ShareMemberGone:
-    """The member left, or was fenced (its session expired): its acquired records go back."""
-    group_id: str
-    member_id: str
-
-
-@dataclass(frozen=True, slots=True)
 class ShareGroupGone:
     """DeleteGroups took the group: its share state goes too."""
     group_id: str

@@ -9,7 +9,7 @@ import logging
 import uuid
 
 from roster.broker.groups import share_group as edge
-from roster.coordinator.share.effects import ShareGroupGone, ShareMemberGone, ShareStateWanted
+from roster.coordinator.share.effects import ShareGroupGone, ShareStateWanted
 
 T = b"t" * 16
 
@@ -25,9 +25,6 @@ class State:
             raise RuntimeError("no such topic")
         return self.outcome
 
-    def member_left(self, group_id, member_id):
-        self.calls.append(("member_left", group_id, member_id))
-
     def group_deleted(self, group_id):
         self.calls.append(("group_deleted", group_id))
 
@@ -42,11 +39,10 @@ def test_each_effect_calls_the_share_state():
     state = State()
     broker = Broker(state)
     edge.initialize_share_state(broker, ShareStateWanted("g", ((T, 0), (T, 1))))
-    edge.member_left(broker, ShareMemberGone("g", "m"))
     edge.group_deleted(broker, ShareGroupGone("g"))
     assert state.calls == [("initialize", "g", [(uuid.UUID(bytes=T), 0),
                                                  (uuid.UUID(bytes=T), 1)]),
-                           ("member_left", "g", "m"), ("group_deleted", "g")]
+                           ("group_deleted", "g")]
 
 
 def test_an_awaitable_initialisation_is_waited_for():
@@ -69,6 +65,6 @@ def test_an_awaitable_initialisation_is_waited_for():
 def test_failures_and_a_missing_state_are_logged(caplog):
     with caplog.at_level(logging.WARNING, logger="roster.groups"):
         edge.initialize_share_state(Broker(State(fail=True)), ShareStateWanted("g", ((T, 0),)))
-        edge.member_left(Broker(), ShareMemberGone("g", "m"))
+        edge.group_deleted(Broker(), ShareGroupGone("g"))
     assert "initialising share state failed" in caplog.text
     assert "no share-partition state" in caplog.text
