@@ -390,6 +390,34 @@ def test_unsubscribe_gives_held_records_back_and_subscribe_joins_again(broker):
 
 
 @pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
+def test_a_poll_returns_at_most_max_poll_records(broker):
+    topic, group = scenario(broker.bootstrap)
+    values = [f"capped-{i}".encode() for i in range(50)]
+
+    async def go():
+        await produce(broker.bootstrap, topic, values)      # one batch of 50
+        consumer = await joined(broker.bootstrap, group, topic,
+                                share_acknowledgement_mode="explicit", max_poll_records=10)
+        polls = []
+        while sum(len(p) for p in polls) < len(values):
+            batch = await consumer.poll(1.0)
+            for record in batch:
+                consumer.acknowledge(record)
+            if batch:
+                polls.append(batch)
+        outcome = await consumer.commit_sync()
+        await consumer.close()
+        return polls, outcome
+
+    polls, outcome = run(go())
+    assert max(len(p) for p in polls) <= 10
+    everything = [r for p in polls for r in p]
+    assert [r.value for r in everything] == values and {r.delivery_count
+                                                        for r in everything} == {1}
+    assert all(e is None for e in outcome.values())
+
+
+@pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 def test_implicit_mode_accepts_what_a_poll_returned(broker):
     topic, group = scenario(broker.bootstrap)
 

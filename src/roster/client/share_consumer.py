@@ -39,8 +39,9 @@ Modelled on Kafka's KafkaShareConsumer (and confluent_kafka.ShareConsumer):
   ShareConsumerConfigError here at construction, saying what to use instead
   (share_consumer_config.py).
 
-poll(timeout) returns every record one round of ShareFetches brought (at most
-max.poll.records per broker; share.acquire.mode record_limit makes that a hard cap). The pure
+poll(timeout) returns at most max.poll.records records; what a round of ShareFetches (one per
+broker, each for up to max.poll.records) acquired beyond that waits in the consumer for the
+next poll (share.acquire.mode record_limit makes the broker's answer a hard cap too). The pure
 cores are share_consumer_membership.ShareMembership (the heartbeat) and
 share_consumer_fetch.ShareFetchCore (sessions and acknowledgements); this module does the I/O.
 """
@@ -211,21 +212,29 @@ class ShareConsumer:
             core.acknowledge_all(AcknowledgeType.ACCEPT)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + max(timeout, 0)
-        records: list[ShareRecord] = []
+        limit = self.settings.max_poll_records
         try:
             if core.has_renewals():
                 if core.renewing:
-                    records += await self._round(0, renewing=True)
-                return records + core.take_renewed()
+                    await self._round(0, renewing=True)
+                renewed = core.take_renewed()
+                return renewed + core.take(max(0, limit - len(renewed)))
+            if core.waiting:
+                # acquired by an earlier fetch beyond max.poll.records: returned now; what
+                # is acknowledged goes at once, as Kafka's client sends it then
+                if core.nodes_with_acks():
+                    await self._acknowledge_everywhere(final=False)
+                return core.take(limit)
             while True:
                 remaining = max(0, round((deadline - loop.time()) * 1000))
                 if not self.member.machine.owned_ids:
                     await self._send_stray_acknowledgements()
                     if remaining <= 0:
-                        return records
+                        return []
                     await self._wait_assignment(remaining)
                     continue
-                records += await self._round(min(remaining, self.settings.fetch_max_wait_ms))
+                await self._round(min(remaining, self.settings.fetch_max_wait_ms))
+                records = core.take(limit)
                 if records or loop.time() >= deadline:
                     return records
                 self._raise_if_failed()

@@ -165,6 +165,7 @@ class ShareFetchCore:
         self.sessions: dict[int, Session] = {}
         self.names: dict[TopicId, str] = {}          # topic id -> name
         self.holders: dict[Key, int] = {}              # partition -> broker its records came from
+        self.waiting: list[tuple[Key, ShareRecord]] = []   # acquired, not yet returned
         self.delivered: dict[Key, dict[int, ShareRecord]] = {}   # returned, not acknowledged
         self.acks: dict[Key, dict[int, int]] = {}      # acknowledged, not yet sent
         self.renewing: dict[Key, dict[int, ShareRecord]] = {}    # RENEW not yet answered
@@ -213,8 +214,17 @@ class ShareFetchCore:
                 pending[offset] = int(kind)
         self.delivered.clear()
 
+    def take(self, limit: int) -> list[ShareRecord]:
+        """Up to `limit` acquired records for the application (a poll's max.poll.records, as
+        Kafka's client caps a poll); the rest wait for the next poll, their locks running."""
+        taken, self.waiting = self.waiting[:limit], self.waiting[limit:]
+        for key, record in taken:
+            self.delivered.setdefault(key, {})[record.offset] = record
+        return [record for _, record in taken]
+
     def forget_delivered(self) -> None:
         """The sessions are closed (unsubscribed): what was held is the broker's again."""
+        self.waiting.clear()
         self.delivered.clear()
         self.renewing.clear()
         self.renewed.clear()
@@ -359,7 +369,7 @@ class ShareFetchCore:
 
     def on_fetch_answer(self, exchange: Exchange, answer) -> tuple[list[ShareRecord], set[Key]]:
         """A ShareFetch answer: the records acquired for this member (in each partition's
-        order), and the partitions whose leader moved."""
+        order; they wait for take()), and the partitions whose leader moved."""
         top = answer.error_code
         if not self._session_answer(exchange, top):
             self._fail(exchange.acks, top, answer.error_message, exchange.outcome)
@@ -385,7 +395,9 @@ class ShareFetchCore:
                     continue
                 if name is None or not part.acquired_records:
                     continue
-                records += self._acquired(exchange.node, key, name, part)
+                acquired = self._acquired(exchange.node, key, name, part)
+                self.waiting += [(key, record) for record in acquired]
+                records += acquired
         moved |= self._acks_answered(exchange.acks, ack_errors, exchange.outcome)
         return records, moved
 
@@ -414,7 +426,6 @@ class ShareFetchCore:
             decoded, _ = decode_fetched(name, part.partition_index, part.records)
             fetched = {r.offset: r for r in decoded}
         out: list[ShareRecord] = []
-        held = self.delivered.setdefault(key, {})
         gaps = {}
         self.holders[key] = node
         for acquired in part.acquired_records:
@@ -426,12 +437,9 @@ class ShareFetchCore:
                 share = ShareRecord(name, part.partition_index, offset, record.timestamp,
                                     record.key, record.value, record.headers,
                                     acquired.delivery_count)
-                held[offset] = share
                 out.append(share)
         if gaps:
             self.acks.setdefault(key, {}).update(gaps)
-        if not held:
-            del self.delivered[key]
         out.sort(key=lambda r: r.offset)
         return out
 

@@ -67,6 +67,13 @@ def core(**limits) -> ShareFetchCore:
     return c
 
 
+def answered(c: ShareFetchCore, exchange, answer):
+    """A fetch answer, and every record it acquired taken (returned by a poll)."""
+    records, moved = c.on_fetch_answer(exchange, answer)
+    assert c.take(10**6) == records
+    return records, moved
+
+
 def started(c: ShareFetchCore, partitions=(0, 1)):
     """A first fetch (epoch 0) answered with nothing: the session is at epoch 1."""
     exchange = c.fetch_request(NODE, {(T, p) for p in partitions}, 2, 500)
@@ -96,7 +103,7 @@ def test_only_acquired_records_are_delivered_with_their_delivery_count_and_holes
     exchange = c.fetch_request(NODE, {(T, 0), (T, 1)}, 2, 500)
     # a batch of offsets 10..15; this member acquired 11-12 (first delivery) and 14-16
     # (a redelivery; 16 holds no record: a control record or compacted away)
-    records, moved = c.on_fetch_answer(exchange, fetch_answer(
+    records, moved = answered(c, exchange, fetch_answer(
         [(0, batch(10, 6), [(11, 12, 1), (14, 16, 3)], 0)]))
     assert moved == set()
     assert [(r.offset, r.delivery_count, r.value) for r in records] == \
@@ -111,7 +118,7 @@ def test_acknowledgements_ride_on_the_next_fetch_as_batches_of_consecutive_offse
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0), (T, 1)}, 2, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer(
+    records, _ = answered(c, exchange, fetch_answer(
         [(0, batch(0, 6), [(0, 5, 1)], 0)]))
     for r in records:
         c.acknowledge(r, A.RELEASE if r.offset == 3 else A.ACCEPT)
@@ -139,7 +146,7 @@ def test_implicit_acknowledgement_accepts_everything_delivered():
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
-    c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 3), [(0, 2, 1)], 0)]))
+    answered(c, exchange, fetch_answer([(0, batch(0, 3), [(0, 2, 1)], 0)]))
     c.acknowledge_all()
     assert c.unacknowledged() == 0 and c.acks == {(T, 0): {0: 1, 1: 1, 2: 1}}
 
@@ -148,7 +155,7 @@ def test_a_removed_partition_is_forgotten_and_its_acknowledgements_go_apart():
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0), (T, 1)}, 2, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer([(1, batch(0, 2), [(0, 1, 1)], 0)]))
+    records, _ = answered(c, exchange, fetch_answer([(1, batch(0, 2), [(0, 1, 1)], 0)]))
     for r in records:
         c.acknowledge(r, A.REJECT)
     nxt = c.fetch_request(NODE, {(T, 0), (T, 2)}, 2, 500)     # 1 left the assignment, 2 came
@@ -174,7 +181,7 @@ def test_session_errors_start_a_new_session_and_fail_what_the_request_carried():
         c = core()
         started(c)
         exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
-        records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)],
+        records, _ = answered(c, exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)],
                                                                  0)]))
         c.acknowledge(records[0], A.ACCEPT)
         nxt = c.fetch_request(NODE, {(T, 0)}, 2, 500)
@@ -188,7 +195,7 @@ def test_acknowledgements_wait_while_a_session_is_new():
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0)]))
+    records, _ = answered(c, exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0)]))
     c.acknowledge(records[0], A.ACCEPT)
     c.on_failure(c.fetch_request(NODE, {(T, 0)}, 2, 500))   # the connection dropped: epoch 0
     c.take_results()
@@ -204,7 +211,7 @@ def test_renew_is_sent_alone_and_the_renewed_record_is_held_again():
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 2), [(0, 1, 1)], 0)]))
+    records, _ = answered(c, exchange, fetch_answer([(0, batch(0, 2), [(0, 1, 1)], 0)]))
     c.acknowledge(records[0], A.RENEW)
     c.acknowledge(records[1], A.ACCEPT)
     assert c.has_renewals()
@@ -225,7 +232,7 @@ def test_renew_needs_version_2_the_record_stays_held():
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0)}, 1, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0)],
+    records, _ = answered(c, exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0)],
                                                           version=1))
     c.acknowledge(records[0], A.RENEW)
     nxt = c.fetch_request(NODE, {(T, 0)}, 1, 500)
@@ -239,7 +246,7 @@ def test_closing_sends_epoch_minus_1_and_drops_the_session():
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0)]))
+    records, _ = answered(c, exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0)]))
     c.acknowledge(records[0], A.ACCEPT)
     close = c.acknowledge_request(NODE, 2, final=True)
     assert close.fields["share_session_epoch"] == -1
@@ -258,7 +265,7 @@ def test_a_held_record_is_found_by_where_it_is():
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(3, 2), [(3, 4, 1)], 0)]))
+    records, _ = answered(c, exchange, fetch_answer([(0, batch(3, 2), [(3, 4, 1)], 0)]))
     assert c.held("orders", 0, 4) == records[1]
     assert c.held("orders", 0, 5) is None and c.held("orders", 1, 4) is None
     assert c.held("other", 0, 4) is None
@@ -268,7 +275,7 @@ def test_acknowledgements_for_a_broker_gone_or_no_longer_leading_are_reported_fa
     c = core()
     started(c)
     exchange = c.fetch_request(NODE, {(T, 0), (T, 1)}, 2, 500)
-    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0),
+    records, _ = answered(c, exchange, fetch_answer([(0, batch(0, 1), [(0, 0, 1)], 0),
                                                            (1, batch(0, 1), [(0, 0, 1)], 0)]))
     for record in records:
         c.acknowledge(record, A.ACCEPT)
@@ -278,3 +285,17 @@ def test_acknowledgements_for_a_broker_gone_or_no_longer_leading_are_reported_fa
     assert c.acks == {} and c.nodes_with_acks() == set()
     assert [(r.partition, r.error) for r in c.take_results()] == \
         [(1, E.not_leader_or_follower), (0, E.network_exception)]
+
+
+def test_a_poll_takes_at_most_its_limit_the_rest_waits_unacknowledged():
+    c = core()
+    started(c)
+    exchange = c.fetch_request(NODE, {(T, 0)}, 2, 500)
+    records, _ = c.on_fetch_answer(exchange, fetch_answer([(0, batch(0, 5), [(0, 4, 1)], 0)]))
+    assert c.unacknowledged() == 0 and len(c.waiting) == 5
+    assert c.take(2) == records[:2] and c.unacknowledged() == 2
+    c.acknowledge_all()                     # implicit: only what was returned
+    assert c.acks == {(T, 0): {0: 1, 1: 1}}
+    with pytest.raises(CannotAcknowledge):
+        c.acknowledge(records[2], A.ACCEPT)  # not returned yet
+    assert c.take(10) == records[2:] and c.waiting == []
