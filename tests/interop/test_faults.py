@@ -325,3 +325,80 @@ def test_every_injection_is_in_the_group_history(faulty):
         lines = wait_for(lambda: [line for line in history.history_lines(client, group)
                                   if "fault" in line], what="a fault event")
     assert "armed fail JOIN_GROUP COORDINATOR_NOT_AVAILABLE" in lines[0]
+
+
+# -- coordinator actions -------------------------------------------------------------------------
+
+def test_confluent_member_removed_hears_it_and_rejoins(faulty):
+    from confluent_kafka import Consumer
+    topic = topic_with(faulty)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    events = []
+    consumer = Consumer({"bootstrap.servers": faulty.bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                         "heartbeat.interval.ms": 100})
+    try:
+        consumer.subscribe([topic], on_assign=lambda c, ps: events.append("assigned"),
+                           on_revoke=lambda c, ps: events.append("revoked"),
+                           on_lost=lambda c, ps: events.append("lost"))
+        message = wait_for(lambda: consumer.poll(0.5), what="record")
+        member_id = consumer.memberid()
+        outcome = faulty.arm("remove_member", group=group, member_id=member_id)
+        assert outcome["error"] == "NONE"
+        # its next heartbeat is told UNKNOWN_MEMBER_ID: the partitions are lost, and it
+        # joins again under a new member id
+        wait_for(lambda: consumer.poll(0.1) is None and events[-1:] == ["assigned"]
+                 and "lost" in events and consumer.memberid() != member_id,
+                 what="a new assignment under a new member id")
+        consumer.commit(message, asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def test_confluent_static_member_fenced_gets_a_fatal_error(faulty):
+    from confluent_kafka import Consumer, KafkaError
+    topic = topic_with(faulty)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": faulty.bootstrap, "group.id": group,
+                         "group.instance.id": "worker-1", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False, "heartbeat.interval.ms": 100})
+    try:
+        consumer.subscribe([topic])
+        wait_for(lambda: consumer.poll(0.5), what="record")
+        outcome = faulty.arm("fence_instance", group=group, instance_id="worker-1")
+        assert outcome["error"] == "NONE" and outcome["fenced_member_id"] != \
+            outcome["member_id"]
+
+        def fatal():   # librdkafka hands a fatal error over as a consumer error
+            message = consumer.poll(0.1)
+            return message if message is not None and message.error() is not None \
+                and message.error().code() == KafkaError._FATAL else None
+        error = wait_for(fatal, what="a fatal error").error()
+        assert "Static consumer fenced by other consumer with same group.instance.id" \
+            in error.str()
+    finally:
+        consumer.close()
+
+
+def test_consumer_protocol_member_removed_rejoins(faulty):
+    from confluent_kafka import Consumer
+    topic = topic_with(faulty)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    events = []
+    consumer = Consumer({"bootstrap.servers": faulty.bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe([topic], on_assign=lambda c, ps: events.append(("assigned", len(ps))),
+                           on_lost=lambda c, ps: events.append(("lost", len(ps))),
+                           on_revoke=lambda c, ps: events.append(("revoked", len(ps))))
+        message = wait_for(lambda: consumer.poll(0.5), what="record")
+        outcome = faulty.arm("remove_member", group=group, member_id=consumer.memberid())
+        assert outcome["error"] == "NONE"
+        # its next heartbeat is told UNKNOWN_MEMBER_ID: the partitions are lost and it joins
+        # again (KIP-848 clients keep their own member id)
+        wait_for(lambda: consumer.poll(0.1) is None and ("lost", 1) in events
+                 and events[-1] == ("assigned", 1), what="a new membership")
+        consumer.commit(message, asynchronous=False)
+    finally:
+        consumer.close()
