@@ -10,8 +10,14 @@ Each scenario has its own topic and group, reading from the earliest offset
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +32,7 @@ from tests.spark.helpers import wait_until
 from tests.support.process import BrokerProcess
 
 pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("spark")]
+REPO = Path(__file__).resolve().parents[2]
 GROUP_RESOURCE, SET = 32, 0
 LOCK_MS = 2_000
 
@@ -279,3 +286,66 @@ def test_a_batch_slower_than_the_lock_keeps_its_records(spark, kafka, tmp_path):
     assert sink.places() == [(0, o) for o in range(10)]
     assert {count for _, _, _, count in sink.rows} == {1}
     assert leftovers(kafka.bootstrap, "sh-slow", "sh-slow") == []
+
+
+# the crashing query: its own SparkSession in a child process, holding its first micro-batch
+# (it prints the batch's records, then sleeps) until the test kills the child's process group
+CRASHING = textwrap.dedent("""
+    import sys, time
+    from tests.spark.session import local_session
+
+    bootstrap, topic, group, checkpoint = sys.argv[1:5]
+    spark = local_session("roster-share-crash")
+
+    def batch(df, batch_id):
+        rows = sorted((r.partition, r.offset, r.deliveryCount) for r in df.collect())
+        if rows:
+            print("batch", batch_id, rows, flush=True)
+            time.sleep(600)
+
+    (spark.readStream.format("roster").option("kafka.bootstrap.servers", bootstrap)
+     .option("subscribe", topic).option("shareGroup", group).load()
+     .writeStream.foreachBatch(batch).option("checkpointLocation", checkpoint)
+     .trigger(processingTime="300 milliseconds").start())
+    time.sleep(600)
+""")
+
+
+def test_after_a_crash_the_records_come_back_from_the_broker_not_the_checkpoint(
+        spark, kafka, tmp_path):
+    """The driver (JVM, Python and the source's runner) is killed -9 while its first batch
+    runs: nothing is released on purpose, the broker gives the records back when the dead
+    member's connections close (or its locks expire). The query restarted from the same
+    checkpoint replays the unfinished batch without records and gets them from the broker,
+    delivery count 2."""
+    kafka.create("sh-crash", 1)
+    share_group(kafka.bootstrap, "sh-crash")
+    produce_batches(kafka.bootstrap, "sh-crash", [f"v{i}".encode() for i in range(10)], 0)
+    checkpoint = tmp_path / "cp"
+    child = subprocess.Popen([sys.executable, "-c", CRASHING, kafka.bootstrap, "sh-crash",
+                              "sh-crash", str(checkpoint)], cwd=REPO, stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    try:
+        line = ""
+        deadline = time.monotonic() + 180
+        while not line.startswith("batch") and time.monotonic() < deadline:
+            line = child.stdout.readline()
+            assert line or child.poll() is None, "the crashing query exited"
+        assert line.startswith("batch 0 "), line
+        assert line.split(" ", 2)[2].strip() == str([(0, o, 1) for o in range(10)])
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)      # the child's group: its Python and its JVM
+        child.wait(30)
+
+    again = Rows()
+    query = start(spark, kafka.bootstrap, again, checkpoint, "sh-crash", "sh-crash")
+    try:
+        wait_until(lambda: len(again.rows) >= 10, 120, "the crashed batch's records",
+                   queries=(query,))
+        time.sleep(1.0)     # a duplicate would come in the next micro-batches
+    finally:
+        stop_all(query)
+    assert again.calls[0] == (0, [])           # Spark's replay of batch 0: no records
+    assert again.places() == [(0, o) for o in range(10)]
+    assert {count for _, _, _, count in again.rows} == {2}
+    assert leftovers(kafka.bootstrap, "sh-crash", "sh-crash") == []
