@@ -7,6 +7,9 @@ and roster with the same assertions:
   acquisition lock (share.record.lock.duration.ms, set to 60 s) would expire;
 - a rejected record is never delivered again, and (KIP-1191, share.version=2) reaches the
   group's dead-letter topic with Kafka's __dlq.errors.* headers;
+- a dead-letter topic Kafka refuses to write to (not created with
+  errors.deadletterqueue.group.enable=true, a name without the dlq. prefix, or no topic at all:
+  Kafka does not create it) gets nothing, the broker says why, and the record is archived;
 - a record released on every delivery is delivered share.delivery.count.limit times, then
   archived (never delivered again) and dead-lettered;
 - RENEW (KIP-1222, Java only: confluent-kafka 2.16 has no RENEW) keeps a slow consumer's lock
@@ -23,7 +26,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from roster.admin.client import AdminClient
-from roster.admin.topics import create
+from roster.admin.topics import create, list_names
 from tests.support.judges import KAFKA, ROSTER, roster_broker, target  # noqa: F401 (fixtures)
 from tests.support.kafka_peer import PEER_SETTINGS, KafkaPeer, unique_name
 from tests.support.process import BrokerProcess
@@ -48,6 +51,14 @@ from tests.support.share_judges import (  # noqa: F401 (fixtures)
 )
 
 EXPLICIT = {"share.acknowledgement.mode": "explicit"}
+
+
+def end_offset(target, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": target.bootstrap, "group.id": unique_name("ends")})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)[1]
+    finally:
+        consumer.close()
 
 
 def dead_letters(bootstrap: str, topic: str, count: int) -> list[dict]:
@@ -196,6 +207,67 @@ def test_a_record_released_at_the_delivery_count_limit_is_archived_and_dead_lett
     assert [(d["value"], d["headers"]["__dlq.errors.offset"],
              d["headers"]["__dlq.errors.delivery.count"]) for d in letters] == [
         (b"poison0", "0", "2"), (b"poison1", "1", "2"), (b"poison2", "2", "2")]
+
+
+REFUSED_DEAD_LETTER_TOPICS = {
+    # how the group's dead-letter topic is wrong -> what Kafka 4.4 logs (an ERROR, "Failed to
+    # write to DLQ, proceeding to ARCHIVED regardless.", with this ConfigException), and roster
+    # (a WARNING, "dead letters not written: ...")
+    "not enabled": "DLQ is not enabled on configured DLQ topic for share group: {group}, "
+                   "topic: {topic}.",
+    "no prefix": "Configured DLQ topic name does not comply with the DLQ topic prefix in share "
+                 "group: {group}, topic: {topic}, prefix: dlq..",
+    "not created": "DLQ topic does not exist and auto create is disabled on cluster for share "
+                   "group: {group}, topic: {topic}.",
+}
+
+
+@SHARE_BOTH
+def test_a_dead_letter_topic_kafka_would_refuse_gets_nothing_and_the_record_is_archived(
+        share_target, java):
+    target = share_target
+    topic = topic_with(target, "share-bad-dlq", 1)
+    for case in REFUSED_DEAD_LETTER_TOPICS:
+        group = unique_name("share-bad-dlq")
+        bad = f"{group}-dead" if case == "no prefix" else f"dlq.{group}"
+        good = f"dlq.{group}-good"
+        with AdminClient(target.bootstrap) as admin:
+            if case != "not created":
+                create(admin, bad, 1, {} if case == "not enabled"
+                       else {"errors.deadletterqueue.group.enable": "true"})
+            create(admin, good, 1, {"errors.deadletterqueue.group.enable": "true"})
+        # latest (the default): the earlier cases' records on the topic are not this group's
+        set_group_configs(target.bootstrap, group, {"errors.deadletterqueue.topic.name": bad})
+        name = case.replace(" ", "-")
+        java.member(name, target, group, topic, **EXPLICIT, **{"judge.ack": "reject-marked"})
+        probes = 0
+        while not java.records(member=name):   # until the member's share partition is loaded
+            produce(target.bootstrap, topic, [f"probe-{name}-{probes}"], 1)
+            probes += 1
+            with java.cond:
+                java.cond.wait(0.3)
+            assert probes < 300, "the member never took a record"
+        produce(target.bootstrap, topic, [f"reject-{name}"], 1)
+        java.wait_for(lambda: java.select("acked", member=name, type="REJECT"),
+                      f"{case}: the rejection answered")
+        said = REFUSED_DEAD_LETTER_TOPICS[case].format(group=group, topic=bad)
+        wait_until(lambda: any(said in line for line in list(target.output)),
+                   f"the broker saying: {said}")
+        # the same group with a dead-letter topic it may write to: the next rejection lands
+        # there, and by then nothing went to the refused one
+        set_group_configs(target.bootstrap, group, {"errors.deadletterqueue.topic.name": good})
+        produce(target.bootstrap, topic, [f"reject-{name}-again"], 1)
+        (letter,) = dead_letters(target.bootstrap, good, 1)
+        assert letter["headers"]["__dlq.errors.group"] == group
+        stop_members(java, [name])
+        with AdminClient(target.bootstrap) as admin:
+            exists = bad in list_names(admin, True)
+        assert exists == (case != "not created"), f"{case}: {bad} exists: {exists}"
+        if exists:
+            assert end_offset(target, bad) == 0, f"{case}: {bad} got dead letters"
+        assert [e["value"] for e in java.records(member=name) if e["value"].startswith(
+            "reject")] == [f"reject-{name}", f"reject-{name}-again"]   # archived, never again
+    assert delivery_faults([java]) == []
 
 
 # -- RENEW keeps a slow consumer's lock --------------------------------------------------------
