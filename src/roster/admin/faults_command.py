@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from roster.admin.clock_command import _password
 
 
 def _scoped(parser) -> None:
@@ -159,3 +158,12 @@ def run(args: argparse.Namespace) -> int:
         return 1
     print(json.dumps(document, indent=2))
     return 0
+
+
+def _password(path: str | None) -> str:
+    if not path:
+        return ""
+    if path == "-":
+        return sys.stdin.readline().rstrip("\n")
+    with open(path) as file:
+        return file.readline().rstrip("\n")

@@ -22,9 +22,12 @@ from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 
 # the request's array an answer's array mirrors, when the names differ
-MIRRORS = {"responses": ("topic_data", "topics"), "partition_responses": ("partition_data",),
-           "coordinators": ("coordinator_keys",), "results": ("groups_names", "topics",
-                                                               "resources", "transactional_ids")}
+MIRRORS = {"responses": ("topic_data", "topics", "topic_names", "resources"),
+           "partition_responses": ("partition_data",),
+           "coordinators": ("coordinator_keys",),
+           "results": ("groups_names", "topics", "resources", "transactional_ids", "creations",
+                       "filters", "alterations", "deletions"),
+           "filter_results": ("filters",), "transaction_states": ("transactional_ids",)}
 # a request entry's field an answer entry copies, when the names differ
 COPIES = {"partition_index": ("partition", "index"), "index": ("partition_index",),
           "name": ("topic", "topic_name"), "group_id": ("key",), "key": ("group_id",)}
@@ -62,7 +65,7 @@ def build(schema: type, asked, error: ErrorCode):
         elif entity is not None:
             inner = source if source is not _NONE and is_dataclass(source) else None
             values[name] = None if nullable and inner is None else build(entity, inner, error)
-        elif name in IDENTIFIERS and source is not _NONE:
+        elif name in IDENTIFIERS and source is not _NONE and (source is not None or nullable):
             values[name] = source
         elif isinstance(asked, str) and name in ID_FIELDS:
             values[name] = asked
@@ -102,7 +105,7 @@ def _zero(name: str, kind: str | None, array: bool, nullable: bool):
     if nullable:
         return None
     if kind in ("int8", "int16", "int32", "int64"):
-        return 0 if name in ZERO_INTS else -1
+        return 0 if name in ZERO_INTS or name.endswith("error_code") else -1
     if kind in ("uint8", "uint16", "uint32", "uint64", "float64"):
         return 0
     if kind == "bool":
@@ -117,7 +120,7 @@ def _zero(name: str, kind: str | None, array: bool, nullable: bool):
         return datetime.timedelta(0)
     if kind == "datetime_i64":
         return datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
-    return None   # records
+    return b""   # records
 
 
 @cache
