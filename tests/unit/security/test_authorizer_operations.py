@@ -82,6 +82,14 @@ KAFKA = {
     # group, and on the topics its members are assigned
     "ShareGroupHeartbeat": {("GROUP", "READ"), ("TOPIC", "DESCRIBE")},
     "ShareGroupDescribe": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
+    # READ on the group and on each topic fetched or acknowledged (KafkaApis
+    # handleShareFetchRequest / handleShareAcknowledgeRequest)
+    "ShareFetch": {("GROUP", "READ"), ("TOPIC", "READ")},
+    "ShareAcknowledge": {("GROUP", "READ"), ("TOPIC", "READ")},
+    # the offsets APIs: DESCRIBE/READ/DELETE on the group, DESCRIBE or READ on its topics
+    "DescribeShareGroupOffsets": {("GROUP", "DESCRIBE"), ("TOPIC", "DESCRIBE")},
+    "AlterShareGroupOffsets": {("GROUP", "READ"), ("TOPIC", "READ")},
+    "DeleteShareGroupOffsets": {("GROUP", "DELETE"), ("TOPIC", "READ")},
 }
 
 # what Kafka checks that no declaration can name: StreamsGroupDescribe's topic check is on the
