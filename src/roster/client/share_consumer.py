@@ -217,8 +217,9 @@ class ShareConsumer:
             if core.has_renewals():
                 if core.renewing:
                     await self._round(0, renewing=True)
-                renewed = core.take_renewed()
-                return renewed + core.take(max(0, limit - len(renewed)))
+                # the renewed records alone, as Kafka's client returns them (records waiting
+                # beyond max.poll.records come with the next poll)
+                return core.take_renewed()
             if core.waiting:
                 # acquired by an earlier fetch beyond max.poll.records: returned now; what
                 # is acknowledged goes at once, as Kafka's client sends it then
