@@ -165,7 +165,9 @@ TOPIC_CONFIGS: tuple[TopicConfigSpec, ...] = (
                     _same("max.decompressed.message.bytes"), "accepted",
                     "reported; roster bounds a batch by max.message.bytes"),
     TopicConfigSpec("errors.deadletterqueue.group.enable", "BOOLEAN", "false", None, (),
-                    "accepted", "reported; roster has no share groups or Streams groups"),
+                    "implemented", "a share group's dead-letter queue (KIP-1191) writes only "
+                    "to a topic that has it true (one the broker creates for it, with "
+                    "errors.deadletterqueue.auto.create.topics.enable, has it)"),
 )
 
 # Kafka's internal topic config (for tests: segments below segment.bytes' 1 MiB minimum).
