@@ -16,6 +16,7 @@ FORBIDDEN = {"asyncio", "socket", "time", "uuid", "random", "os", "threading", "
 PURE_MODULES = ["observability/events.py",
                 "observability/flight_recorder.py", "observability/recorder.py",
                 "observability/consumer_recorder.py", "observability/streams_recorder.py",
+                "observability/share_records_recorder.py",
                 "observability/after_write.py",
                 "observability/axes.py",
                 # the transaction coordinator and its record layouts (the edge: broker/)

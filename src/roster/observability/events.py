@@ -38,6 +38,11 @@ SAVED = "saved"             # a static member came back in time: no rebalance
 AWAY = "away"               # a static member left with epoch -2: no rebalance (yet)
 DELETED = "deleted"
 FAULT = "fault"             # a fault injected in test mode, or a request it acted on
+# what became of a share group's records (share_records_recorder.py): no generation, -1
+LOCKS_EXPIRED = "locks_expired"     # acquisition locks ran out, by member and offsets
+ARCHIVED = "archived"               # records archived at share.delivery.count.limit
+DEAD_LETTERED = "dead_lettered"     # records written to the group's dead-letter topic
+RECORD_KINDS = (LOCKS_EXPIRED, ARCHIVED, DEAD_LETTERED)
 
 CLASSIC = "classic"
 CONSUMER = "consumer"

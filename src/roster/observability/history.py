@@ -205,6 +205,12 @@ def format_event(event: GroupEvent) -> list[str]:
         lines = [f"{_when(event.at_ms)}  deleted    gen {event.generation:<4} group deleted"]
     elif event.kind == ev.FAULT:   # test mode (broker/faults): what was injected, or did
         return [f"{_when(event.at_ms)}  fault      {_fault_text(event.extra)}"]
+    elif event.kind in ev.RECORD_KINDS:   # a share group's records (share_records_recorder)
+        lines = [f"{_when(event.at_ms)}  {event.kind.replace('_', ' '):<14} {t.detail}"]
+        if event.extra.get("suppressed"):
+            lines.append(f"{'':25}({event.extra['suppressed']} earlier such event(s) of this "
+                         "group left out: too many in a minute)")
+        return lines
     else:
         took = f"{event.duration_ms} ms"
         if event.join_ms is not None:

@@ -30,6 +30,14 @@ from roster.share.partition import (
     StateBatch,
     Undo,
 )
+from roster.share.counts import (
+    LOCK_EXPIRED,
+    ArchivedAtLimit,
+    LocksExpired,
+    ShareCounts,
+    bounded,
+    ranges,
+)
 from roster.share.records import SNAPSHOT, UPDATE, ShareRecord
 
 # (group id, topic id, partition), as Kafka keys share partitions
@@ -82,6 +90,7 @@ class _Rearm:
 class _Undo:
     key: Key
     undo: Undo
+    counts: ShareCounts | None = None   # what the change counted, taken back with it
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +120,9 @@ class ShareCoordinator:
         # the partition had when it wrote (Kafka moves the SPSO once the write is done, so
         # what it persisted trails by one write); an alteration's at once
         self._described: dict[Key, int] = {}
+        # what became of each partition's records since this broker started (counts.py), for
+        # /metrics; dropped with the partition
+        self.counts: dict[Key, ShareCounts] = {}
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -147,6 +159,9 @@ class ShareCoordinator:
                 partition = self.partitions.get(change.key)
                 if partition is not None:
                     partition.revert(change.undo)
+                counted = self.counts.get(change.key)
+                if counted is not None and change.counts is not None:
+                    counted.add(change.counts, -1)
             elif isinstance(change, _Created):
                 self.partitions.pop(change.key, None)
             elif isinstance(change, _Removed):
@@ -183,8 +198,9 @@ class ShareCoordinator:
         result = Result()
         if partition is None or max_records <= 0:
             return [], result
-        acquired, _ = partition.acquire(member_id, batches, max_records, strict,
-                                        self.limits(key[0]), now)
+        acquired, change = partition.acquire(member_id, batches, max_records, strict,
+                                             self.limits(key[0]), now)
+        self._count(key, change.counts)
         if acquired:
             self._arm(result, key, partition)
         return acquired, result
@@ -269,6 +285,7 @@ class ShareCoordinator:
             result.changes.append(_Removed(key, partition))
             self._updates.pop(key, None)
             self._described.pop(key, None)
+            self.counts.pop(key, None)
             for kind in (SNAPSHOT, UPDATE):
                 result.records.append(ShareRecord(kind, key[0], key[1], key[2],
                                                   tombstone=True))
@@ -289,10 +306,12 @@ class ShareCoordinator:
 
     def _written(self, result: Result, key: Key, partition: SharePartition, change: Change,
                  now: int) -> None:
-        """Note a change: its record, its undo and its effects."""
+        """Note a change: its record, its undo, its effects, its counts and facts."""
+        self._count(key, change.counts)
         if change.empty:
             return
-        result.changes.append(_Undo(key, change.undo))
+        result.changes.append(_Undo(key, change.undo, change.counts))
+        self._note(result, key, change, now)
         result.records.append(self._update(key, partition, change, now))
         self._described[key] = change.undo.start
         result.after_write.append(_Rearm(key))
@@ -301,6 +320,38 @@ class ShareCoordinator:
         if any(o in partition.records and partition.records[o].state == 0
                for o in change.changed):
             result.effects += (Available(key),)
+
+    def _count(self, key: Key, counts: ShareCounts) -> None:
+        if counts and key in self.partitions:
+            self.counts.setdefault(key, ShareCounts()).add(counts)
+
+    def dead_lettered(self, key: Key, records: int) -> None:
+        """The edge wrote `records` of the partition to the group's dead-letter topic."""
+        self._count(key, ShareCounts(dead_lettered=records))
+
+    @staticmethod
+    def _note(result: Result, key: Key, change: Change, now: int) -> None:
+        """The facts that explain what became of records without one per record: the
+        locks that expired, by member; the records archived at the delivery limit, by member,
+        cause and delivery count."""
+        if change.expired:
+            by_member: dict = {}
+            for member, offset in change.expired:
+                by_member.setdefault(member or "", []).append(offset)
+            members = tuple((member, *bounded(ranges(offsets)))
+                            for member, offsets in sorted(by_member.items()))
+            result.facts.append(LocksExpired(key, now, members, len(change.expired),
+                                             sum(1 for *_, cause in change.limit_archived
+                                                 if cause == LOCK_EXPIRED)))
+        if change.limit_archived:
+            groups: dict = {}
+            for offset, count, member, cause in change.limit_archived:
+                groups.setdefault((member, cause, count), []).append(offset)
+            for (member, cause, count), offsets in sorted(
+                    groups.items(), key=lambda item: (min(item[1]), item[0][1])):
+                runs, left_out = bounded(ranges(offsets))
+                result.facts.append(ArchivedAtLimit(key, now, member, cause, count, runs,
+                                                    left_out, len(offsets)))
 
     def _update(self, key: Key, partition: SharePartition, change: Change,
                 now: int) -> ShareRecord:
@@ -340,6 +391,7 @@ class ShareCoordinator:
                 self.partitions.pop(key, None)
                 self._updates.pop(key, None)
                 self._described.pop(key, None)
+                self.counts.pop(key, None)
             return
         partition = self.partitions.get(key)
         if record.kind == SNAPSHOT:

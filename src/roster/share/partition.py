@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from roster.protocol.errors import ErrorCode
+from roster.share.counts import LOCK_EXPIRED, RELEASE, SESSION_CLOSED, ShareCounts
 from roster.share.states import AckType, RecordState
 
 
@@ -94,11 +95,16 @@ class Undo:
 class Change:
     """What one operation did to a partition: the offsets whose state changed (to persist),
     those to copy to the dead-letter queue (rejected, or archived at the delivery limit), and
-    how to undo it."""
+    how to undo it; and, for /metrics and the flight recorder (counts.py), what became of the
+    records: counted, the locks that expired and the records archived at the limit."""
     undo: Undo
     changed: set[int]
     dead_letters: list[tuple[int, int]]     # (offset, delivery count)
     start_moved: bool = False
+    counts: ShareCounts = field(default_factory=ShareCounts)
+    expired: list[tuple[str | None, int]] = field(default_factory=list)   # (member, offset)
+    # (offset, delivery count, member, cause: counts.RELEASE / LOCK_EXPIRED / SESSION_CLOSED)
+    limit_archived: list[tuple[int, int, str | None, str]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -145,6 +151,14 @@ class SharePartition:
 
     def in_flight(self) -> int:
         return self.end - self.start
+
+    def state_counts(self) -> dict[RecordState, int]:
+        """The window's records by state (the console, /metrics): every state, 0 included.
+        An offset of the window the log does not hold has no entry and is not counted."""
+        counts = dict.fromkeys(RecordState, 0)
+        for entry in self.records.values():
+            counts[entry.state] += 1
+        return counts
 
     def lock_deadline(self) -> int | None:
         """The earliest acquisition lock's deadline, None when nothing is acquired."""
@@ -265,6 +279,9 @@ class SharePartition:
                 entry.deadline = now + limits.lock_duration_ms
                 self._locked(offset, entry)
                 taken.append((offset, entry.delivery_count))
+                change.counts.acquired += 1
+                if entry.delivery_count > 1:
+                    change.counts.redelivered += 1
                 if last_attempt(entry.delivery_count) or len(taken) == throttled_to:
                     stop = True         # alone on its last delivery; or throttled
                     break
@@ -295,14 +312,18 @@ class SharePartition:
             if kind is AckType.RENEW:
                 entry.deadline = now + limits.lock_duration_ms
                 self._locked(offset, entry)
+                change.counts.renewed += 1
                 continue
             if kind is AckType.ACCEPT:
                 self._settle(entry, RecordState.ACKNOWLEDGED)
+                change.counts.accepted += 1
             elif kind is AckType.RELEASE:
-                self._release(change, offset, entry, limits)
+                change.counts.released += 1
+                self._release(change, offset, entry, limits, RELEASE)
             else:                       # REJECT, GAP
                 if kind is AckType.REJECT:
                     change.dead_letters.append((offset, entry.delivery_count))
+                    change.counts.rejected += 1
                 self._settle(entry, RecordState.ARCHIVED)
             change.changed.add(offset)
         self._advance_start(change)
@@ -355,11 +376,14 @@ class SharePartition:
         entry.member = None
         entry.deadline = None
 
-    def _release(self, change: Change, offset: int, entry: InFlight, limits: Limits) -> None:
+    def _release(self, change: Change, offset: int, entry: InFlight, limits: Limits,
+                 cause: str) -> None:
         """Back to AVAILABLE, or ARCHIVED once the delivery limit is reached (then it is a
-        dead letter)."""
+        dead letter). `cause`: how its delivery ended (counts.py), for the recorder."""
         if entry.delivery_count >= limits.delivery_count_limit:
             change.dead_letters.append((offset, entry.delivery_count))
+            change.limit_archived.append((offset, entry.delivery_count, entry.member, cause))
+            change.counts.archived += 1
             self._settle(entry, RecordState.ARCHIVED)
         else:
             self._settle(entry, RecordState.AVAILABLE)
@@ -370,7 +394,8 @@ class SharePartition:
         change = self._begin()
         for offset in self.acquired_by(member):
             entry = self._touch(change, offset)
-            self._release(change, offset, entry, limits)
+            change.counts.released += 1
+            self._release(change, offset, entry, limits, SESSION_CLOSED)
             change.changed.add(offset)
         self._advance_start(change)
         return change
@@ -382,7 +407,9 @@ class SharePartition:
             _, offset = heapq.heappop(self._locks)
             entry = self.records[offset]
             self._touch(change, offset)
-            self._release(change, offset, entry, limits)
+            change.counts.lock_expired += 1
+            change.expired.append((entry.member, offset))
+            self._release(change, offset, entry, limits, LOCK_EXPIRED)
             change.changed.add(offset)
         self._advance_start(change)
         return change

@@ -107,6 +107,10 @@ class DeadLetterQueue:
                            bytes(builder.build()), len(entries))
         except LogError as exc:
             log.warning("cannot write dead letters to %s-%d: %s", target.name, index, exc)
+            return
+        noted = getattr(self._state, "dead_lettered", None)
+        if noted is not None:       # counted for /metrics, and a flight recorder event
+            noted(key, entries, target.name, index)
 
     @staticmethod
     def _originals(source_log, offsets: list[int]) -> dict[int, tuple]:

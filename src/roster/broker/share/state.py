@@ -27,6 +27,7 @@ try:    # the share group type's configs (the membership side's module)
 except ImportError:     # not there yet: the group config store is read directly
     share_group_value = None
 from roster.broker.share.state_log import ShareStateLog
+from roster.observability.share_records_recorder import ShareRecordsRecorder
 from roster.protocol.errors import ErrorCode
 from roster.share import offset_reset
 from roster.share.coordinator import (
@@ -50,7 +51,12 @@ class ShareState:
                                  config["share.coordinator.state.topic.segment.bytes"])
         self.coordinator = ShareCoordinator(
             self.limits, config["share.coordinator.snapshot.update.records.per.snapshot"] or 1)
-        self.runtime = CoordinatorRuntime(self.coordinator, self.log, time.time)
+        # what became of records (locks expired, archived at the limit, dead letters) as
+        # flight recorder events of the group, once the records they describe are durable
+        self.recorder = ShareRecordsRecorder(self._topic_name)
+        self.runtime = CoordinatorRuntime(self.coordinator, self.log, time.time,
+                                          derive_events=self.recorder.derive)
+        self.runtime.on_events = self._publish_events
         self.runtime.effects[Available] = lambda effect: self.wakeup(effect.key)
         self.runtime.effects[DeadLetters] = self._dead_letters
         self._prune_interval_s = config["share.coordinator.state.topic.prune.interval.ms"] / 1000
@@ -61,6 +67,25 @@ class ShareState:
         # the dead-letter queue writer (dlq.py): (key, entries) -> None
         self.dead_letter_queue = DeadLetterQueue(broker, self)
         self.loaded = False
+
+    def _topic_name(self, topic_id) -> str | None:
+        topic = self._broker.topics.by_id(topic_id)
+        return None if topic is None else topic.name
+
+    def _publish_events(self, events: list) -> None:
+        """To wherever the group runtime's events go (the events topic, the console)."""
+        groups = getattr(self._broker, "groups", None)
+        on_events = getattr(groups, "on_events", None)
+        if on_events is not None:
+            on_events(events)
+
+    def dead_lettered(self, key: Key, entries, topic: str, partition: int) -> None:
+        """dlq.py wrote `entries` of `key` to `topic`-`partition`: counted, and an event."""
+        self.coordinator.dead_lettered(key, len(entries))
+        events = self.recorder.dead_lettered(key, entries, topic, partition,
+                                             self.runtime.now_ms())
+        if events:
+            self._publish_events(events)
 
     # -- life cycle -------------------------------------------------------------------------
 
@@ -186,6 +211,7 @@ class ShareState:
     def group_deleted(self, group_id: str) -> None:
         """DeleteGroups took the group: its share state is dropped, durably."""
         keys = self.coordinator.keys_of(group_id)
+        self.recorder.forget(group_id)
         if keys:
             self.runtime.apply(self.coordinator.delete(keys, self.runtime.now_ms()))
 
