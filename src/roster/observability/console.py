@@ -179,12 +179,17 @@ def group_page(broker, store, group_id: str, now_ms: int) -> bytes | None:
                          for _, t, p, c, e, b in lag) + '</table>')
     else:
         lag_table = '<p class="empty">No committed offsets.</p>'
+    if protocol == "share":     # no committed offsets: its share partitions instead
+        from roster.observability.share_console import share_sections
+        lag_section = share_sections(broker, store, group_id, view)
+    else:
+        lag_section = f'<section><h2>Lag</h2>{lag_table}</section>'
     span = time_range(events, now_ms)   # one time axis for both plots
     body = (cards
             + f'<section><h2>Rebalances over time</h2>{generations_plot(events, span)}</section>'
             + f'<section><h2>Partition ownership</h2>{ownership_plot(events, now_ms, span)}'
             '</section>'
             + f'<section><h2>Members</h2>{member_table}</section>'
-            + f'<section><h2>Lag</h2>{lag_table}</section>'
+            + lag_section
             + f'<section><h2>Timeline</h2>{_timeline(events[-50:])}</section>')
     return page(f"group {group_id}", body)

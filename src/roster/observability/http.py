@@ -34,6 +34,7 @@ MAX_BODY = 64 << 10              # a control route's request body (JSON of a few
 # by itself outside test mode
 ROUTE_MODULES = ["roster.broker.clock_http", "roster.broker.faults.http"]
 PER_GROUP = 2000                 # events the console keeps per group
+PER_GROUP_RECORDS = 200          # and share-record events (locks expired, ...), apart
 MAX_GROUPS = 1000                # groups it keeps them for: the most recently active
 # At start the console reads only the tail of each partition of the events topic (a busy
 # broker may keep months of events there: reading them all would block the loop and hold them
@@ -49,6 +50,9 @@ class EventStore:
 
     def __init__(self) -> None:
         self._by_group: OrderedDict[str, deque] = OrderedDict()   # least recent first
+        # a share group's record events (events.RECORD_KINDS), kept apart so that they never
+        # push its generations out
+        self._records: dict[str, deque] = {}
         self._recent: deque = deque(maxlen=200)
         self._counts: dict[tuple[str, str], int] = {}
 
@@ -63,18 +67,29 @@ class EventStore:
                     self._forget(next(iter(by_group)))
             else:
                 by_group.move_to_end(group_id)
-            kept.append(event)
-            self._recent.append(event)
+            if event.kind in ev.RECORD_KINDS:
+                records = self._records.get(group_id)
+                if records is None:
+                    records = self._records[group_id] = deque(maxlen=PER_GROUP_RECORDS)
+                records.append(event)
+            else:
+                kept.append(event)
+                self._recent.append(event)
             key = (group_id, event.kind)
             self._counts[key] = self._counts.get(key, 0) + 1
 
     def _forget(self, group_id: str) -> None:
         del self._by_group[group_id]
-        for kind in (ev.GENERATION, ev.SAVED, ev.DELETED):
+        self._records.pop(group_id, None)
+        for kind in (ev.GENERATION, ev.SAVED, ev.DELETED, *ev.RECORD_KINDS):
             self._counts.pop((group_id, kind), None)
 
     def events(self, group_id: str) -> list[GroupEvent]:
         return list(self._by_group.get(group_id, ()))
+
+    def record_events(self, group_id: str) -> list[GroupEvent]:
+        """A share group's recent record events (locks expired, archived, dead letters)."""
+        return list(self._records.get(group_id, ()))
 
     def recent(self, n: int) -> list[GroupEvent]:
         return list(self._recent)[-n:]

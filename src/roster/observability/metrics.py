@@ -21,6 +21,7 @@ Families (all prefixed roster_):
   bytes_in_total, bytes_out_total           request and answer bytes
   connections                               open client connections
   authentication_failures_total             SASL failures and failed TLS handshakes
+  share_...                                 share partitions (KIP-932): share_metrics.py
 """
 from __future__ import annotations
 
@@ -307,6 +308,8 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(BrokerCollector(broker, self.stats, self.totals, self.auth,
                                                connections))
+        from roster.observability.share_metrics import ShareCollector
+        self.registry.register(ShareCollector(broker))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
