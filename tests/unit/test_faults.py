@@ -53,9 +53,8 @@ def test_a_deadline_ends_a_rule():
     table = FaultTable()
     rule = table.add(_rule(until=10.0))
     assert table.match(12, None, now=9.9) is rule
-    assert table.match(12, None, now=10.0) is None
-    assert table.expire(10.0) == [rule] and table.keys == frozenset()
     assert rule.describe(9.0)["seconds_left"] == 1.0
+    assert table.expire(10.0) == [rule] and table.keys == frozenset()
 
 
 def test_remove_and_clear():
@@ -168,3 +167,10 @@ def test_broker_faults_from_another_thread(tmp_path):
     finally:
         loop.call_soon_threadsafe(stop.set)
         thread.join(30)
+
+
+def test_a_rule_past_its_deadline_leaves_the_table_when_next_consulted():
+    table = FaultTable()
+    table.add(_rule(until=10.0))
+    assert table.match(12, None, now=11.0) is None
+    assert table.rules == [] and table.keys == frozenset()

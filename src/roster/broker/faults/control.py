@@ -130,7 +130,7 @@ class Faults:
     def __init__(self, broker) -> None:
         self._broker = broker
         self.table = FaultTable()
-        self._gate = FaultGate(self.table, self._fired, self._now)
+        self._gate = FaultGate(self.table, self._fired, self._now, self._rearm)
         self._appends: list[dict] = []   # fail_appends: {"id", "topic", "remaining"}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -326,8 +326,6 @@ class Faults:
         self._broker.append_faults = self if self._appends else None
 
     def _fired(self, rule, detail: dict) -> None:
-        if rule.remaining == 0:
-            self._rearm()
         self._record(rule.group_id or (detail.get("group_ids") or [None])[0],
                      {"action": "fired", "fault": rule.describe(), **detail})
 

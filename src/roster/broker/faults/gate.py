@@ -55,10 +55,11 @@ class FaultGate:
     """What the request path holds while rules are in force: the table, and what to do with a
     request a rule matched. `record(rule, detail)` tells the flight recorder."""
 
-    def __init__(self, table: FaultTable, record, now) -> None:
+    def __init__(self, table: FaultTable, record, now, emptied) -> None:
         self.table = table
         self._record = record
         self._now = now
+        self._emptied = emptied   # the last rule is gone: the request path is disarmed
 
     @property
     def keys(self) -> frozenset[int]:
@@ -81,6 +82,8 @@ class FaultGate:
             group_ids = named_groups(request.body)
             member_id = getattr(request.body, "member_id", None)
         rule = table.match(api_key, client_id, group_ids, member_id, self._now())
+        if not table.rules:
+            self._emptied()
         if rule is None:
             return PASS
         detail = {"api": _api_name(api_key), "api_version": prefix.api_version,

@@ -126,7 +126,8 @@ class FaultTable:
         that was its last use); None when no rule applies."""
         for rule in self.rules:
             if rule.until is not None and rule.until <= now:
-                continue
+                self.expire(now)   # over: gone from the table, and from `keys`
+                return self.match(api_key, client_id, group_ids, member_id, now)
             if rule.matches(api_key, client_id, group_ids, member_id):
                 rule.fired += 1
                 if rule.remaining is not None:
