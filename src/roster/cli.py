@@ -95,9 +95,15 @@ def _groups(args) -> int:
             if args.view:
                 return _kafka_views(client, args, args.view)
             for group_id in _chosen_groups(client, args):
+                described = group_commands.describe(client, group_id)
+                if getattr(args, "http", None) and hasattr(described, "in_flight"):
+                    import dataclasses
+
+                    from roster.admin import share_in_flight   # a share group: roster's counts
+                    described = dataclasses.replace(
+                        described, in_flight=share_in_flight.read(args.http, group_id))
                 print("\n".join(group_commands.describe_lines(
-                    group_commands.describe(client, group_id),
-                    group_commands.last_written(client, group_id))))
+                    described, group_commands.last_written(client, group_id))))
         elif args.action == "delete":
             group_commands.delete(client, args.groups)
             print(f"Deleted {', '.join(args.groups)}.")

@@ -90,6 +90,10 @@ def add_groups(commands, run) -> None:
                       help="one row per member: id, instance id, host, client id, #partitions")
     view.add_argument("--state", dest="view", action="store_const", const="state",
                       help="coordinator, assignment strategy, state, #members")
+    describe.add_argument("--http", metavar="URL",
+                          help="a roster broker's console (roster serve --http-port): a share "
+                               "group's in-flight records per partition, by state, from its "
+                               "/metrics (not on Kafka's wire)")
     _action(actions, "delete", "delete Empty groups and their committed offsets",
             group="groups")
     history = _action(actions, "history", "a group's rebalances, one per generation, and "

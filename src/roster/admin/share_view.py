@@ -6,7 +6,9 @@ A share group's members share partitions: each partition is assigned to one memb
 more members than partitions, to several. The view asks ShareGroupDescribe and draws the
 members with their assigned partitions, then every partition with the members it is assigned
 to, its share-partition start offset and its lag (DescribeShareGroupOffsets v1, when the broker
-serves it). Over the wire only, so it works against Kafka 4.4 as against roster.
+serves it). Over the wire only, so it works against Kafka 4.4 as against roster. In-flight
+records by state are not on Kafka's wire: `--http URL` (a roster broker's console) adds them,
+read from its /metrics (admin/share_in_flight.py), as `in_flight`.
 """
 from __future__ import annotations
 
@@ -16,12 +18,17 @@ from roster.admin.describe_views import Member, describe_one
 from roster.admin.table import MISSING, columns
 from roster.protocol.api_keys import ApiKey
 
+# the in-flight columns `--http URL` adds (admin/share_in_flight.py's states)
+IN_FLIGHT_STATES = ("available", "acquired", "acknowledged", "archived")
+
 
 @dataclass(frozen=True)
 class ShareDescription:
     """ShareGroupDescribe's group with its share partitions' offsets."""
     group: object                      # ShareGroupDescribe's DescribedGroup
     offsets: dict                      # (topic, partition) -> (start offset, lag or None)
+    # (topic, partition) -> {state: records} from roster's /metrics; None: not asked
+    in_flight: dict | None = None
 
     # what the generic views (admin/group_views.py) read of any describe answer
     @property
@@ -98,12 +105,17 @@ class ShareView:
         for m in members:
             for tp in _partitions(m):
                 holders.setdefault(tp, []).append(m.member_id)
-        if holders or described.offsets:
-            rows = [("TOPIC", "PARTITION", "START-OFFSET", "LAG", "MEMBERS")]
-            for topic, p in sorted({*holders, *described.offsets}):
+        in_flight = described.in_flight
+        if holders or described.offsets or in_flight:
+            states = () if in_flight is None else IN_FLIGHT_STATES
+            rows = [("TOPIC", "PARTITION", "START-OFFSET", "LAG",
+                     *(s.upper() for s in states), "MEMBERS")]
+            for topic, p in sorted({*holders, *described.offsets, *(in_flight or ())}):
                 start, lag = described.offsets.get((topic, p), (None, None))
+                counts = (in_flight or {}).get((topic, p))
                 rows.append((topic, str(p), MISSING if start is None or start < 0 else str(start),
                              MISSING if lag is None or lag < 0 else str(lag),
+                             *(MISSING if counts is None else str(counts[s]) for s in states),
                              ",".join(holders.get((topic, p), ())) or MISSING))
             lines += [""] + columns(rows)
         else:
