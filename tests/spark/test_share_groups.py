@@ -24,10 +24,16 @@ import pytest
 from roster.admin.client import AdminClient
 from roster.client.producer import Producer
 from roster.client.records import OutgoingRecord
-from roster.client.share_consumer import ShareConsumer
+from roster.client.share_consumer import ShareConsumer, ShareRecord
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import ErrorCode
 from roster.spark.options import OptionError, read_settings
+from roster.spark.share_source import (
+    SHARE_SCHEMA,
+    batch_of,
+    read_share_partition,
+    share_partitions,
+)
 from tests.spark.helpers import wait_until
 from tests.support.process import BrokerProcess
 
@@ -162,6 +168,26 @@ def test_a_share_group_is_read_by_streaming_queries_only():
     with pytest.raises(OptionError, match="streaming query only"):
         read_settings({"kafka.bootstrap.servers": "h:1", "sharegroup": "g", "subscribe": "t"},
                       streaming=False)
+
+
+def test_a_consumer_group_checkpoint_is_refused_with_the_reason():
+    with pytest.raises(ValueError, match="checkpoint of its own"):
+        batch_of({"t": {"0": 12}}, "start offset")
+    assert batch_of({"batch": 7}, "start offset") == 7 and batch_of(None, "start") == 0
+
+
+def test_the_arrow_batches_have_the_schema_spark_derives_from_the_share_schema(spark):
+    from pyspark.sql.pandas.types import to_arrow_schema
+    expected = to_arrow_schema(spark.createDataFrame([], SHARE_SCHEMA).schema, timezone="UTC")
+    record = ShareRecord("t", 3, 41, 1_700_000_000_123, b"k", b"v", (("h", b"1"),), 2)
+    [part] = share_partitions([record])
+    [batch] = list(read_share_partition(part))
+    assert batch.schema.equals(expected)
+    assert batch.to_pylist() == [{
+        "key": b"k", "value": b"v", "topic": "t", "partition": 3, "offset": 41,
+        "timestamp": batch.column("timestamp")[0].as_py(), "timestampType": None,
+        "headers": [{"key": "h", "value": b"1"}], "deliveryCount": 2}]
+    assert batch.column("timestamp")[0].value == 1_700_000_000_123_000     # microseconds
 
 
 # -- with Spark ----------------------------------------------------------------------------

@@ -10,7 +10,9 @@ Spark's Python Data Source API (pyspark >= 4.2, pyarrow) — no JVM connector ja
 
 The streaming source is a real member of the consumer group (a static one with
 group.instance.id) and commits what each micro-batch processed to it; the sink writes each
-micro-batch once per task even when Spark replays it. See docs/spark.md.
+micro-batch once per task even when Spark replays it. With `.option("shareGroup", g)` the
+streaming source reads a share group instead (KIP-932; roster.spark.share_source): records are
+acquired per micro-batch and acknowledged once Spark has completed it. See docs/spark.md.
 
 pyspark is imported only when the data source itself is needed (`register`,
 `RosterDataSource`), so the option and offset helpers work without it.

@@ -55,6 +55,7 @@ SHARE_SCHEMA = ("key binary, value binary, topic string, partition int, offset l
 # max.poll.records without maxOffsetsPerTrigger: a micro-batch is one poll of the group
 DEFAULT_RECORDS_PER_BATCH = 5_000
 RENEW_CHECK_S = 0.25
+RENEW_TRIES = 3       # renewals failing this many times in a row stop being tried
 
 
 def batch_of(offset: dict | None, what: str) -> int:
@@ -227,21 +228,31 @@ class ShareSession:
     # -- keeping the locks of a running batch ---------------------------------------------
 
     async def _renew_forever(self) -> None:
+        failures = 0
         while not self.closed and self._renewing:
             await asyncio.sleep(RENEW_CHECK_S)
             lock_ms = self.consumer.acquisition_lock_timeout_ms
             if not lock_ms or not self.held:
                 continue
             now = time.monotonic()
-            due = [b for b, at in self._renewed_at.items() if now - at > lock_ms / 2000]
-            if due:
+            if any(now - at > lock_ms / 2000 for at in self._renewed_at.values()):
+                # every held record at once: the renewal's poll() refuses to run while any
+                # record of the last poll is left without an acknowledgement
+                due = sorted(self.held)
                 try:
                     await self._renew(due)
+                    failures = 0
                 except Exception as exc:  # noqa: BLE001 - renewing is best effort
-                    self._renewing = False
-                    log.warning("share group %s: cannot renew acquisition locks (%s); a "
-                                "micro-batch longer than the lock (%d ms) has its records "
-                                "delivered again", self.settings.share_group, exc, lock_ms)
+                    failures += 1
+                    for b in due:
+                        self._renewed_at[b] = time.monotonic()   # next try in half a lock
+                    if failures >= RENEW_TRIES:
+                        self._renewing = False
+                    log.warning("share group %s: renewing acquisition locks failed (%s)%s",
+                                self.settings.share_group, exc,
+                                "; giving up: a micro-batch longer than the lock (%d ms) has "
+                                "its records delivered again" % lock_ms
+                                if not self._renewing else "")
 
     async def _renew(self, due: list[int]) -> None:
         from roster.client.share_consumer import AcknowledgeType, CannotAcknowledge
