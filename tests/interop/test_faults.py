@@ -402,3 +402,61 @@ def test_consumer_protocol_member_removed_rejoins(faulty):
         consumer.commit(message, asynchronous=False)
     finally:
         consumer.close()
+
+
+# -- the coordinator lookup path, and narrowing by client id -------------------------------------
+
+def test_aiokafka_commit_looks_the_coordinator_up_until_it_answers(faulty):
+    from aiokafka import AIOKafkaConsumer
+    topic = topic_with(faulty)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+
+    async def run():
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=faulty.bootstrap, group_id=group,
+                                    auto_offset_reset="earliest", enable_auto_commit=False)
+        await consumer.start()
+        try:
+            while not await consumer.getmany(timeout_ms=200):
+                pass
+            rule = faulty.arm("refuse_coordinator", seconds=1.5, error="NOT_COORDINATOR",
+                              group_id=group)
+            started = time.monotonic()
+            await consumer.commit()   # retried, with FindCoordinator between, until it works
+            assert time.monotonic() - started >= 1.0
+            assert faulty.fired(rule["id"]) is None
+        finally:
+            await consumer.stop()
+
+    asyncio.run(run())
+
+
+def test_kafka_python_commit_sync_rides_out_a_coordinator_refusing(faulty):
+    from kafka import KafkaConsumer
+    topic = topic_with(faulty)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumer = KafkaConsumer(topic, bootstrap_servers=faulty.bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        wait_for(lambda: consumer.poll(500), what="records")
+        faulty.arm("refuse_coordinator", seconds=1.5, error="NOT_COORDINATOR", group_id=group)
+        started = time.monotonic()
+        consumer.commit()
+        assert time.monotonic() - started >= 1.0
+    finally:
+        consumer.close()
+
+
+def test_a_fault_for_one_client_id_leaves_the_others_alone(faulty):
+    from confluent_kafka import KafkaError, Producer
+    topic = topic_with(faulty, records=1)
+    faulty.arm("fail_next", api="Produce", error="TOPIC_AUTHORIZATION_FAILED", count=None,
+               client_id="unlucky")
+    reports = {}
+    for client_id in ("unlucky", "lucky"):
+        producer = Producer({"bootstrap.servers": faulty.bootstrap, "client.id": client_id,
+                             "retries": 0, "enable.idempotence": False})
+        producer.produce(topic, client_id.encode(),
+                         on_delivery=lambda err, msg, c=client_id: reports.setdefault(c, err))
+        producer.flush(30)
+    assert reports["unlucky"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert reports["lucky"] is None
