@@ -1,8 +1,9 @@
 """Share-group reads (`.option("shareGroup", g)`, KIP-932) with a real SparkSession against a real
-roster broker, and the same on Apache Kafka 4.4: records are acquired by the driver's ShareConsumer when Spark plans a micro-batch
-and accepted once Spark has completed it; a stopped query's records come back from the broker
-(delivery count 2), not from Spark's checkpoint; two queries on one share group split the
-records; a batch slower than the acquisition lock keeps its records by renewing the lock.
+roster broker, and the same on Apache Kafka 4.4: records are acquired by the driver's
+ShareConsumer when Spark plans a micro-batch and accepted once Spark has completed it; a query
+stopped, or killed -9, mid-batch has its records come back from the broker (delivery count 2),
+not from Spark's checkpoint; two queries on one share group split the records; a batch slower
+than the acquisition lock keeps its records by renewing the lock.
 
 Each scenario has its own topic and group, reading from the earliest offset
 (share.auto.offset.reset=earliest, set on the group before anyone joins).
