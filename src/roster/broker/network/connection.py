@@ -336,7 +336,9 @@ class Connection(asyncio.BufferedProtocol):
             raise MalformedRequest(
                 f"{spec.name} v{prefix.api_version} is not supported "
                 f"(versions {spec.min_version}-{spec.max_version})")
-        armed = self.broker.armed_faults  # None unless test mode has rules (broker/faults)
+        # None unless test mode has rules (broker/faults); getattr: stand-in brokers (tests,
+        # bench/dispatch.py) are plain objects without it
+        armed = getattr(self.broker, "armed_faults", None)
         if armed is not None and prefix.api_key in armed.keys:
             answer = armed.intercept(self, spec, frame, prefix)
             if answer is not FAULTS_PASS:

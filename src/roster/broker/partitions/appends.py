@@ -17,7 +17,8 @@ def append(broker, topic: str, index: int, log: PartitionLog, batch: bytes,
            records: int) -> AppendResult:
     """Append `batch` (holding `records` records) to partition `index` of `topic`, whose log is
     `log`; wake its fetches and count it for the flush policy. Raises LogError."""
-    faults = broker.append_faults   # None unless a test-mode fault is armed (broker/faults)
+    # None unless a test-mode fault is armed (broker/faults); stand-in brokers lack it
+    faults = getattr(broker, "append_faults", None)
     if faults is not None and faults.append_fails(topic):
         raise LogStorageError(f"cannot append to {topic}-{index}: [Errno 28] No space left "
                               "on device (injected: roster test mode)")
