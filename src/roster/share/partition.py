@@ -279,14 +279,14 @@ class SharePartition:
                 entry.deadline = now + limits.lock_duration_ms
                 self._locked(offset, entry)
                 taken.append((offset, entry.delivery_count))
-                change.counts.acquired += 1
-                if entry.delivery_count > 1:
-                    change.counts.redelivered += 1
                 if last_attempt(entry.delivery_count) or len(taken) == throttled_to:
                     stop = True         # alone on its last delivery; or throttled
                     break
             cursor = last + 1
         self._advance_start(change)
+        if taken:       # counted once, not per record (the fetch path's hot loop)
+            change.counts.acquired = len(taken)
+            change.counts.redelivered = sum(1 for _, count in taken if count > 1)
         return _runs(taken), change
 
     def _drop_absent(self, change: Change, first: int, end: int) -> None:
