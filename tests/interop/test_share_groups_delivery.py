@@ -282,7 +282,7 @@ def test_renew_keeps_a_slow_consumers_lock_past_the_lock_duration(share_target, 
     group = share_group(target, "share-renew",
                         **{"share.record.lock.duration.ms": str(LOCK_MS)})
     java.member("slow", target, group, topic, **EXPLICIT, **{
-        "judge.ack": "renew", "judge.hold.ms": str(LOCK_MS + 3000),
+        "judge.ack": "renew", "judge.hold.ms": str(LOCK_MS + 1500),
         "judge.renew.every.ms": str(LOCK_MS // 3)})
     produce(target.bootstrap, topic, ["slow0"], 1)
     java.wait_for(lambda: java.records(value="slow0"), "the slow consumer's record")

@@ -5,7 +5,7 @@ drives both clients alike and can kill -9 this process while it holds records.
     python -m tests.support.share_consumer_process
 
   start NAME TOPIC[,TOPIC] key=value ...   a ShareConsumer (client.id=NAME) on its own thread
-  stop NAME                                 close() it
+  stop NAME                                 commit_sync() (implicit mode) and close() it
   quit                                      close everything and exit
 
 judge.ack as in ShareConsumers.java: accept | release | release-once | reject-marked | hold
@@ -106,6 +106,8 @@ class Member:
             emit({**self.event("error"), "error": type(exc).__name__, "message": str(exc)})
         if consumer is not None:
             try:
+                if not self.explicit:   # as the Java judge: accept the last poll's, then close
+                    consumer.commit_sync(30)
                 consumer.close()
             except Exception as exc:
                 emit({**self.event("error"), "error": type(exc).__name__, "message": str(exc)})
