@@ -17,6 +17,7 @@ Nothing waits on the lock's 30 s: the test advances the broker clock (roster.tes
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -207,6 +208,12 @@ async def _scenario(broker, tmp_path) -> None:
     for kind in (ev.LOCKS_EXPIRED, ev.ARCHIVED, ev.DEAD_LETTERED):
         assert dom.count(f'class="record-event" data-kind="{kind}"') == 1, kind
     png = await asyncio.to_thread(screenshot, page, tmp_path / "share.png", tmp_path)
+    assert len(png) > 20_000 and distinct_colours(png) > 20, "the page looks blank"
+    # the index: the group, its type, and its share partitions' lag in the lag column
+    index = await asyncio.to_thread(lambda: chromium(http, tmp_path, "--dump-dom").stdout)
+    row = index.split(f'href="/group/{GROUP}"')[1].split("</tr>")[0]
+    assert "<td>share</td>" in row
+    assert re.findall(r'<td class="num">(\d+)</td>', row)[2] == "3"     # members, gen, lag
     assert len(png) > 20_000 and distinct_colours(png) > 20, "the page looks blank"
 
     await a.close()

@@ -46,6 +46,9 @@ def index(broker, store) -> bytes:
     lag = {}
     for group_id, _, _, _, _, behind in lag_rows(broker):
         lag[group_id] = lag.get(group_id, 0) + behind
+    from roster.observability.share_metrics import share_rows
+    for row in share_rows(broker):      # a share group's lag: its share partitions'
+        lag[row.group_id] = lag.get(row.group_id, 0) + row.lag
     members = sum(r[3] for r in rows)
     rebalancing = sum(r[2] not in ("Stable", "Empty") for r in rows)
     cards = (f'<div class="cards"><div class="card"><b data-count="groups">{len(rows)}</b>'
