@@ -21,6 +21,14 @@ from dataclasses import dataclass
 
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
+from roster.share.counts import (
+    LOCK_EXPIRED,
+    ArchivedAtLimit,
+    LocksExpired,
+    ShareCounts,
+    bounded,
+    ranges,
+)
 from roster.share.partition import (
     AckRefused,
     Acquired,
@@ -29,14 +37,6 @@ from roster.share.partition import (
     SharePartition,
     StateBatch,
     Undo,
-)
-from roster.share.counts import (
-    LOCK_EXPIRED,
-    ArchivedAtLimit,
-    LocksExpired,
-    ShareCounts,
-    bounded,
-    ranges,
 )
 from roster.share.records import SNAPSHOT, UPDATE, ShareRecord
 
