@@ -346,12 +346,14 @@ class SharePartition:
             raise AckRefused(ErrorCode.invalid_request,
                              "Batch record not found. The last offset in request is past "
                              "acquired records.")
-        if first < self.start:
-            raise AckRefused(ErrorCode.invalid_record_state,
-                             "Batch record not found. The request batch offsets are not found "
-                             "in the cache.")
+        if last < self.start:
+            # every offset is behind the start offset, already settled (another member's
+            # acknowledgement after this one's lock ran out, say): Kafka skips the batch
+            # ("All offsets in the acknowledgement batch ... are already archived") and
+            # answers no error; a batch reaching past the start offset acts from it on
+            return []
         plan = []
-        for offset in range(first, last + 1):
+        for offset in range(max(first, self.start), last + 1):
             kind = kinds[0] if len(kinds) == 1 else kinds[offset - first]
             entry = self.records.get(offset)
             if entry is None and kind is AckType.GAP:

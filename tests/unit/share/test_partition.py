@@ -157,9 +157,30 @@ def test_acknowledging_a_record_not_acquired_is_invalid_record_state():
     assert refused.value.error is ErrorCode.invalid_record_state
     assert p.records[4].state is RecordState.ACQUIRED      # all or nothing
     p.acknowledge("m", [(0, 4, [ACCEPT])], LIMITS, 1)
-    with pytest.raises(AckRefused) as refused:       # before the start offset
-        p.acknowledge("m", [(0, 0, [ACCEPT])], LIMITS, 1)
+
+
+def test_acknowledgements_behind_the_start_offset_are_skipped_as_kafka_skips_them():
+    p = SharePartition(0)
+    acquired(p)
+    p.acknowledge("m", [(5, 5, [RELEASE])], LIMITS, 1)
+    p.acknowledge("m", [(0, 4, [ACCEPT])], LIMITS, 1)
+    assert p.start == 5
+    before = states(p)
+    change = p.acknowledge("m", [(0, 0, [ACCEPT])], LIMITS, 1)      # settled already
+    assert not change.changed and states(p) == before
+    # a batch reaching past the start offset acts from it on: 5 is AVAILABLE, so refused
+    with pytest.raises(AckRefused) as refused:
+        p.acknowledge("m", [(3, 5, [ACCEPT])], LIMITS, 1)
     assert refused.value.error is ErrorCode.invalid_record_state
+
+
+def test_a_batch_reaching_past_the_start_offset_keeps_its_per_offset_types_in_place():
+    p = SharePartition(0)
+    acquired(p)
+    p.acknowledge("m", [(0, 4, [ACCEPT])], LIMITS, 1)
+    change = p.acknowledge("m", [(3, 7, [REJECT, REJECT, ACCEPT, ACCEPT, REJECT])], LIMITS, 1)
+    assert change.changed == {5, 6, 7} and change.counts.rejected == 1
+    assert p.start == 8
 
 
 def test_batch_optimized_overshoots_to_whole_batches_record_limit_is_strict():

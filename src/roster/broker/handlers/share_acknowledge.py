@@ -97,22 +97,24 @@ def read_acknowledgements(request, version: int, renew: bool) -> list[AckPartiti
 
 
 async def apply_acknowledgements(broker, group_id: str, member_id: str,
-                                 partitions: list[AckPartition]) -> dict[tuple, ErrorCode]:
+                                 partitions: list[AckPartition]
+                                 ) -> dict[tuple, tuple[ErrorCode, str | None]]:
     """Each partition's acknowledgements applied, all at once (their writes share flushes),
-    each durable before this returns: its answer."""
+    each durable before this returns: its answer, the error and Kafka's message for a refusal
+    by the share partition ("Member is not the owner of offset")."""
     state = getattr(broker, "share_state", None)
     now = broker.now_ms()
 
-    async def one(partition: AckPartition) -> ErrorCode:
+    async def one(partition: AckPartition) -> tuple[ErrorCode, str | None]:
         if partition.error is not NONE or not partition.batches:
-            return partition.error
+            return partition.error, None
         if state is None:
-            return ErrorCode.unknown_topic_or_partition
-        refused = await state.acknowledge(
+            return ErrorCode.unknown_topic_or_partition, None
+        outcome = await state.acknowledge_outcome(
             (group_id, partition.topic_id, partition.index), member_id,
             [(b.first_offset, b.last_offset, list(b.acknowledge_types))
              for b in partition.batches], now)
-        return NONE if refused is None else refused
+        return (NONE, None) if outcome.error is None else (outcome.error, outcome.message)
 
     errors = await asyncio.gather(*(one(p) for p in partitions))
     return {p.key: error for p, error in zip(partitions, errors)}
@@ -158,9 +160,9 @@ async def handle(broker, request, connection):
     partition_entry = element(topic_entry, "partitions")
     leader_entry = element(partition_entry, "current_leader")
     by_topic: dict = {}
-    for (topic_id, index), error in answers.items():
+    for (topic_id, index), (error, message) in answers.items():
         by_topic.setdefault(topic_id, []).append(make(
-            partition_entry, partition_index=index, error_code=error, error_message=None,
+            partition_entry, partition_index=index, error_code=error, error_message=message,
             current_leader=make(leader_entry, leader_id=0, leader_epoch=0)))
     return make(schema, error_code=NONE, error_message=None,
                 acquisition_lock_timeout=lock_timeout(broker, body.group_id),

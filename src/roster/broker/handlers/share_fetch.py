@@ -316,10 +316,11 @@ def _response(broker, request, context, reads: list[_Read], acks: list[AckPartit
     leader = make(leader_entry, leader_id=0, leader_epoch=0)   # as Kafka leaves it
     by_topic: dict = {}
 
-    def entry(topic_id, index, error, ack_error, records=b"", acquired=()):
+    def entry(topic_id, index, error, ack_answer, records=b"", acquired=()):
+        ack_error, ack_message = ack_answer
         by_topic.setdefault(topic_id, []).append(make(
             partition_entry, partition_index=index, error_code=error, error_message=None,
-            acknowledge_error_code=int(ack_error), acknowledge_error_message=None,
+            acknowledge_error_code=int(ack_error), acknowledge_error_message=ack_message,
             current_leader=leader, records=records, acquired_records=tuple(
                 make(acquired_entry, first_offset=a.first_offset, last_offset=a.last_offset,
                      delivery_count=a.delivery_count) for a in acquired)))
@@ -336,10 +337,10 @@ def _response(broker, request, context, reads: list[_Read], acks: list[AckPartit
         if not context.full and not session.in_answer((read.topic_id, read.index),
                                                       bool(read.acquired), failed):
             continue
-        ack_error = answers.pop((read.topic_id, read.index), NONE)
-        entry(read.topic_id, read.index, read.error, ack_error, read.records, read.acquired)
-    for (topic_id, index), ack_error in answers.items():
-        entry(topic_id, index, NONE, ack_error)
+        ack_answer = answers.pop((read.topic_id, read.index), (NONE, None))
+        entry(read.topic_id, read.index, read.error, ack_answer, read.records, read.acquired)
+    for (topic_id, index), ack_answer in answers.items():
+        entry(topic_id, index, NONE, ack_answer)
     return make(schema, error_code=NONE, error_message=None,
                 acquisition_lock_timeout=lock_timeout(broker, body.group_id),
                 responses=tuple(make(topic_entry, topic_id=topic_id, partitions=tuple(ps))
