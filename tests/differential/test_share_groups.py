@@ -66,13 +66,16 @@ class ShareMember:
                               subscribed_topic_names=None)
 
     def fetch(self, acks: list[tuple[int, int, int]] = (), max_wait_ms: int = 5000,
-              close: bool = False, label: str = "share fetch"):
+              close: bool = False, label: str = "share fetch", epoch: int | None = None,
+              member_id: str | None = None):
         """ShareFetch v1 of partition 0 (acknowledging `acks`: first, last, type), noted as what
         a client reads from it: errors, the acquired ranges with their delivery counts, the
-        acquisition lock; the record bytes are left out (their timestamps differ)."""
-        epoch = -1 if close else self.session_epoch
+        acquisition lock; the record bytes are left out (their timestamps differ). `epoch`
+        and `member_id` override the session's (a request a broker must refuse)."""
+        forced = epoch is not None or member_id is not None
+        epoch = epoch if epoch is not None else -1 if close else self.session_epoch
         answer = self.conn.call(
-            ApiKey.SHARE_FETCH, 1, group_id=self.group, member_id=self.member_id,
+            ApiKey.SHARE_FETCH, 1, group_id=self.group, member_id=member_id or self.member_id,
             share_session_epoch=epoch, max_wait=datetime.timedelta(milliseconds=max_wait_ms),
             min_bytes=1, max_bytes=1 << 20, max_records=500, batch_size=500,
             topics=[] if close else [{"topic_id": self.topic_id, "partitions": [{
@@ -80,25 +83,30 @@ class ShareMember:
                     {"first_offset": f, "last_offset": t, "acknowledge_types": [k]}
                     for f, t, k in acks]}]}],
             forgotten_topics_data=[])
-        self.session_epoch = 0 if close else self.session_epoch + 1
+        if not forced and answer.error_code.name == "none":
+            self.session_epoch = 0 if close else self.session_epoch + 1
         self._note(label, answer, with_lock=True)
         return answer
 
-    def acknowledge(self, acks: list[tuple[int, int, int]], label: str = "share acknowledge"):
+    def acknowledge(self, acks: list[tuple[int, int, int]], label: str = "share acknowledge",
+                    epoch: int | None = None):
+        forced = epoch is not None
         answer = self.conn.call(
             ApiKey.SHARE_ACKNOWLEDGE, 1, group_id=self.group, member_id=self.member_id,
-            share_session_epoch=self.session_epoch, topics=[{
+            share_session_epoch=self.session_epoch if epoch is None else epoch, topics=[{
                 "topic_id": self.topic_id, "partitions": [{
                     "partition_index": 0, "acknowledgement_batches": [
                         {"first_offset": f, "last_offset": t, "acknowledge_types": [k]}
                         for f, t, k in acks]}]}])
-        self.session_epoch += 1
+        if not forced and answer.error_code.name == "none":
+            self.session_epoch += 1
         self._note(label, answer, with_lock=False)
         return answer
 
     def _note(self, label: str, answer, with_lock: bool) -> None:
-        seen = {"error": answer.error_code.name, "partitions": [
+        seen = {"error": answer.error_code.name, "message": answer.error_message, "partitions": [
             {"partition": p.partition_index, "error": p.error_code.name,
+             "message": p.error_message,
              "acknowledge_error": int(getattr(p, "acknowledge_error_code", p.error_code)),
              "acquired": [(a.first_offset, a.last_offset, a.delivery_count)
                           for a in getattr(p, "acquired_records", ())]}
@@ -184,6 +192,36 @@ def test_share_fetch_release_reject(s):
     a.fetch(acks=[(0, 0, RELEASE), (1, 2, ACCEPT)], label="release 0, accept 1-2")
     a.acknowledge([(0, 0, REJECT)], label="reject 0")
     a.fetch(max_wait_ms=200, label="nothing left")
+    a.fetch(close=True, label="close the session")
+    a.leave()
+    offsets(s, group)
+
+
+@scenario(outcome="""share session refusals: ShareFetch at epoch 1 before a session exists is
+SHARE_SESSION_NOT_FOUND; an opening fetch (epoch 0) carrying acknowledgements is INVALID_REQUEST;
+a wrong epoch once it exists is INVALID_SHARE_SESSION_EPOCH; ShareAcknowledge of an offset past
+what the member acquired is INVALID_REQUEST for the partition, "Batch record not found. The first
+offset in request is past acquired records."; accepting an offset already accepted is NONE; the
+session stays usable after each refusal. The group's offsets described after both records were
+accepted: start offset 0, lag 0""")
+def test_share_session_refusals(s):
+    topic = s.topic("t", 1)
+    group = share_group(s)
+    producer = Producer({"bootstrap.servers": s.bootstrap, "linger.ms": 0})
+    for i in range(2):
+        producer.produce(topic, value=f"v{i}".encode(), partition=0)
+    producer.flush(10)
+    a = ShareMember(s, "a", group, topic)
+    a.heartbeat()
+    a.wait_assigned(1)
+    a.fetch(epoch=1, max_wait_ms=100, label="no session yet, epoch 1")
+    a.fetch(acks=[(0, 0, ACCEPT)], max_wait_ms=100, label="opening fetch with acknowledgements")
+    a.fetch(label="opening fetch")
+    a.fetch(epoch=7, max_wait_ms=100, label="wrong epoch")
+    a.acknowledge([(9, 9, ACCEPT)], label="an offset it does not hold")
+    a.acknowledge([(0, 1, ACCEPT)], label="accept both")
+    a.acknowledge([(0, 0, ACCEPT)], label="accept one again")
+    a.fetch(max_wait_ms=100, label="nothing left")
     a.fetch(close=True, label="close the session")
     a.leave()
     offsets(s, group)
