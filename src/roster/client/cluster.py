@@ -96,7 +96,7 @@ class Cluster:
             node = self.leaders.get((topic, partition))
             if node is None:
                 raise ConnectionClosed(f"no leader known for {topic}-{partition}")
-        return await self._node(node)
+        return await self.node(node)
 
     async def coordinator(self, key: str, key_type: int) -> BrokerConnection:
         """A connection to the coordinator of a group (key_type 0) or transactional id (1).
@@ -116,9 +116,9 @@ class Cluster:
         node = answer.coordinators[0].node_id if hasattr(answer, "coordinators") \
             else answer.node_id
         self.brokers[node] = (host, port)
-        return await self._node(node)
+        return await self.node(node)
 
-    async def _node(self, node: int) -> BrokerConnection:
+    async def node(self, node: int) -> BrokerConnection:
         """The connection to this broker, opened anew once closed (e.g. a request on it timed
         out). A broker that cannot be reached any more is forgotten with its leaderships, so
         the next call asks Metadata who leads now."""

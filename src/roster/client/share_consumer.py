@@ -368,7 +368,7 @@ class ShareConsumer:
         core = self._core
         async with self._locks.setdefault(node, asyncio.Lock()):
             try:
-                connection = await self._cluster._node(node)
+                connection = await self._cluster.node(node)
             except (ConnectionClosed, KeyError) as exc:
                 log.info("share consumer: broker %d out of reach: %s", node, exc)
                 core.drop_acks(node, ErrorCode.network_exception)
@@ -429,7 +429,7 @@ class ShareConsumer:
     async def _acknowledge_node(self, node: int, final: bool) -> list[AckResult]:
         async with self._locks.setdefault(node, asyncio.Lock()):
             try:
-                connection = await self._cluster._node(node)
+                connection = await self._cluster.node(node)
             except (ConnectionClosed, KeyError) as exc:
                 exchange = self._core.acknowledge_request(node, 2, final=final)
                 if exchange is not None:

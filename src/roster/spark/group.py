@@ -43,7 +43,7 @@ log = logging.getLogger("roster.spark")
 TopicPartition = tuple[str, int]
 
 
-def _configure_logging() -> None:
+def configure_logging() -> None:
     """The runner process has no logging set up; ROSTER_SPARK_LOG=INFO (or DEBUG) makes the
     reader's group events visible on the driver's stderr, or in the file named by
     ROSTER_SPARK_LOG_FILE (Spark stops relaying a runner's stderr once it stops the runner)."""
@@ -61,7 +61,7 @@ def _configure_logging() -> None:
 
 class GroupSession:
     def __init__(self, settings: Settings) -> None:
-        _configure_logging()
+        configure_logging()
         self.settings = settings
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name="roster-spark-group",

@@ -135,8 +135,8 @@ class ShareSession:
     consumer is on that loop, under one asyncio lock."""
 
     def __init__(self, settings: Settings) -> None:
-        from roster.spark.group import _configure_logging
-        _configure_logging()
+        from roster.spark.group import configure_logging
+        configure_logging()
         self.settings = settings
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="roster-spark-share",
