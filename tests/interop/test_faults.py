@@ -460,3 +460,24 @@ def test_a_fault_for_one_client_id_leaves_the_others_alone(faulty):
         producer.flush(30)
     assert reports["unlucky"].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     assert reports["lucky"] is None
+
+
+def test_a_commit_whose_write_fails_as_on_a_full_disk_is_retried(faulty):
+    """fail_appends on __consumer_offsets: the group runtime's own write fails, it puts the
+    commit back and answers NOT_COORDINATOR, as Kafka's coordinator does on a failed append;
+    kafka-python looks the coordinator up again and commits. (librdkafka's synchronous commit
+    meets its own loop there: confluentinc/librdkafka#3645, docs/testing-faults.md.)"""
+    from kafka import KafkaConsumer, TopicPartition
+    topic = topic_with(faulty)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumer = KafkaConsumer(topic, bootstrap_servers=faulty.bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        records = wait_for(lambda: consumer.poll(500), what="records")
+        rule = faulty.arm("fail_appends", count=1, topic="__consumer_offsets")
+        consumer.commit()
+        assert faulty.fired(rule["id"]) is None   # the write failed once, then the retry
+        last = max(r.offset for batch in records.values() for r in batch)
+        assert consumer.committed(TopicPartition(topic, 0)) == last + 1
+    finally:
+        consumer.close()
