@@ -200,3 +200,52 @@ def test_the_cli_says_what_was_wrong_and_arms_what_is_right(faulty):
     cleared = roster("faults", "clear", "--http", faulty.url)
     assert '"cleared": 1' in cleared.stdout
     assert faulty.rules() == []
+
+
+# -- the routes are authenticated as the console is ----------------------------------------------
+
+@pytest.mark.xdist_group("security")
+def test_with_a_sasl_listener_the_routes_and_the_cli_need_a_scram_user(tmp_path):
+    import base64
+    import json
+    import urllib.error
+    import urllib.request
+
+    from tests.support.ports import free_port
+    from tests.support.security import (
+        PASSWORDS,
+        SecureBroker,
+        add_users_offline,
+        make_pki,
+        secure_settings,
+    )
+    pki = make_pki(tmp_path / "pki")
+    add_users_offline(tmp_path / "data", tmp_path)
+    port = free_port()
+    broker = SecureBroker(tmp_path / "data", secure_settings(
+        pki, **{"http.port": str(port), "roster.test.mode": "true"})).start()
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        def post(user=None, password=None):
+            request = urllib.request.Request(url + "faults", method="POST", data=json.dumps(
+                {"action": "fail_next", "api": "Heartbeat", "error": "NOT_COORDINATOR"}).encode())
+            if user is not None:
+                token = base64.b64encode(f"{user}:{password}".encode()).decode()
+                request.add_header("Authorization", f"Basic {token}")
+            try:
+                with urllib.request.urlopen(request, timeout=10) as answer:
+                    return answer.status
+            except urllib.error.HTTPError as refused:
+                return refused.code
+        assert post() == 401
+        assert post("alice", "wrong") == 401
+        assert post("alice", PASSWORDS["alice"]) == 200
+        refused = roster("faults", "list", "--http", url)
+        assert refused.returncode == 1 and "HTTP 401" in refused.stderr
+        secret = tmp_path / "password"
+        secret.write_text(PASSWORDS["alice"] + "\n")
+        listed = roster("faults", "list", "--http", url, "--user", "alice",
+                        "--password-file", str(secret))
+        assert listed.returncode == 0 and '"HEARTBEAT"' in listed.stdout
+    finally:
+        broker.stop()
