@@ -481,3 +481,20 @@ def test_a_commit_whose_write_fails_as_on_a_full_disk_is_retried(faulty):
         assert consumer.committed(TopicPartition(topic, 0)) == last + 1
     finally:
         consumer.close()
+
+
+def test_force_rebalance_of_a_consumer_protocol_group_is_refused_with_why(faulty):
+    from confluent_kafka import Consumer
+    topic = topic_with(faulty)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    consumer = Consumer({"bootstrap.servers": faulty.bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic])
+        wait_for(lambda: consumer.poll(0.5), what="record")
+        for action, extra in (("force_rebalance", {}), ("fence_instance", {"instance_id": "i"})):
+            status, answer = call(faulty.url, "POST", {"action": action, "group": group, **extra})
+            assert status == 400
+            assert f"group {group!r} is a consumer group" in answer["error"]
+    finally:
+        consumer.close()

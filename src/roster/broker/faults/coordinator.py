@@ -26,6 +26,11 @@ FORCED = "forced by a test (roster test mode)"
 
 def _classic(broker, group_id: str):
     """The classic group `group_id`, or FaultError saying why not."""
+    held_by = broker.groups.shard.type_of(group_id).name
+    if held_by != "classic":
+        raise FaultError(f"group {group_id!r} is a {held_by} group: fence_instance and "
+                         "force_rebalance act on classic groups (remove_member works on "
+                         "every type)")
     group = broker.groups.shard.type_named("classic").groups.get(group_id)
     if group is None or not group.members:
         raise FaultError(f"group {group_id!r}: no classic group with members by this id "
