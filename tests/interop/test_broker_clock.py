@@ -384,3 +384,43 @@ def test_the_command_says_when_nothing_listens(capsys):
     from tests.support.ports import free_port
     assert main(["clock", "advance", "1", "--http", f"http://127.0.0.1:{free_port()}"]) == 1
     assert "cannot reach" in capsys.readouterr().err
+
+
+def test_share_records_are_redelivered_when_their_locks_expire_on_advance(test_broker):
+    """A share consumer holds records under their acquisition locks (30 s by default) and
+    never acknowledges them; advance(31) expires the locks on the broker (share state's
+    timers follow the clock): another member of the share group gets them, delivery count 2."""
+    from roster.client.producer import Producer
+    from roster.client.share_consumer import ShareConsumer
+    topic = test_broker.create_topic(fresh("clock-share"))
+    group = fresh("share")
+
+    async def scenario():
+        holder = ShareConsumer(str(test_broker.bootstrap), group)
+        await holder.subscribe([topic])
+        await holder.member.wait_assigned(WAIT_S)
+        producer = Producer(str(test_broker.bootstrap))
+        for i in range(3):
+            await producer.send(topic, b"job-%d" % i, partition=0)
+        await producer.close()
+        held = []
+        began = time.monotonic()
+        while len(held) < 3:
+            assert time.monotonic() - began < WAIT_S, held
+            held += await holder.poll(0.2)
+        assert {r.delivery_count for r in held} == {1}
+        other = ShareConsumer(str(test_broker.bootstrap), group)
+        await other.subscribe([topic])
+        await other.member.wait_assigned(WAIT_S)
+        assert await other.poll(0.5) == []                  # all three are locked by holder
+        await asyncio.to_thread(test_broker.clock.advance, 31)
+        redelivered = []
+        began = time.monotonic()
+        while len(redelivered) < 3:
+            assert time.monotonic() - began < 20, redelivered   # not another 30 s
+            redelivered += await other.poll(0.2)
+        assert sorted(r.offset for r in redelivered) == [0, 1, 2]
+        assert {r.delivery_count for r in redelivered} == {2}
+        await other.close()
+        await holder.close()
+    asyncio.run(scenario())
