@@ -327,6 +327,16 @@ def test_every_injection_is_in_the_group_history(faulty):
     assert "armed fail JOIN_GROUP COORDINATOR_NOT_AVAILABLE" in lines[0]
 
 
+def test_a_fault_naming_no_group_is_recorded_under_roster_faults(faulty):
+    from roster.admin.client import AdminClient
+    from roster.observability import history
+    marker = f"m-{uuid.uuid4().hex[:8]}"
+    faulty.arm("delay", api="ListOffsets", ms=1, count=1, client_id=marker)
+    with AdminClient(faulty.bootstrap) as client:
+        wait_for(lambda: [line for line in history.history_lines(client, "roster.faults")
+                          if "armed delay LIST_OFFSETS" in line], what="the fault's event")
+
+
 # -- coordinator actions -------------------------------------------------------------------------
 
 def test_confluent_member_removed_hears_it_and_rejoins(faulty):
