@@ -508,3 +508,29 @@ def test_force_rebalance_of_a_consumer_protocol_group_is_refused_with_why(faulty
             assert f"group {group!r} is a consumer group" in answer["error"]
     finally:
         consumer.close()
+
+
+def test_confluent_consumer_reconnects_after_its_fetch_connection_is_dropped(faulty):
+    from confluent_kafka import Consumer, Producer
+    topic = topic_with(faulty, records=2)
+    consumer = Consumer({"bootstrap.servers": faulty.bootstrap, "group.id": f"g-{topic}",
+                         "auto.offset.reset": "earliest", "fetch.wait.max.ms": 100,
+                         "reconnect.backoff.ms": 50})
+    try:
+        consumer.subscribe([topic])
+        values = [wait_for(lambda: consumer.poll(0.5), what="record").value()]
+
+        def pump():   # poll, keeping what comes
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        rule = faulty.arm("drop_connection", api="Fetch", count=1)
+        wait_for(lambda: pump() or faulty.fired(rule["id"]) is None, what="a fetch dropped")
+        producer = Producer({"bootstrap.servers": faulty.bootstrap})
+        for value in (b"after-1", b"after-2"):
+            producer.produce(topic, value)
+        assert producer.flush(30) == 0
+        wait_for(lambda: pump() or len(values) >= 4, what="the records after the drop")
+        assert values == [b"v0", b"v1", b"after-1", b"after-2"]
+    finally:
+        consumer.close()
