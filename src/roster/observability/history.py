@@ -239,6 +239,8 @@ def _fault_text(extra: dict) -> str:
         what += " " + ",".join(fault["apis"][:3]) + ("..." if len(fault["apis"]) > 3 else "")
     if fault.get("error"):
         what += f" {fault['error']}"
+    if fault.get("topic"):
+        what += f" of {fault['topic']}"
     text = f"{extra.get('action', '')} {what}".strip()
     if extra.get("outcome"):
         text += f": {extra['outcome']}"

@@ -214,7 +214,7 @@ class Faults:
                 "remaining": count, "fired": 0}
         self._appends.append(rule)
         self._broker.append_faults = self
-        self._record(topic or None, {"action": "armed", "fault": dict(rule)})
+        self._record(None, {"action": "armed", "fault": dict(rule)})
         return dict(rule)
 
     def append_fails(self, topic: str) -> bool:
