@@ -325,6 +325,10 @@ def test_every_injection_is_in_the_group_history(faulty):
         lines = wait_for(lambda: [line for line in history.history_lines(client, group)
                                   if "fault" in line], what="a fault event")
     assert "armed fail JOIN_GROUP COORDINATOR_NOT_AVAILABLE" in lines[0]
+    # and on the console
+    from tests.support.http import http_get
+    status, _, page = http_get(faulty.url)   # the recent events of every group
+    assert status == 200 and "armed fail JOIN_GROUP COORDINATOR_NOT_AVAILABLE" in page
 
 
 def test_a_fault_naming_no_group_is_recorded_under_roster_faults(faulty):

@@ -105,6 +105,8 @@ def _timeline(events, with_group: bool = False) -> str:
             took = "—"
         elif e.kind == ev.DELETED:
             what, took = "<b>group deleted</b>", "—"
+        elif e.kind == ev.FAULT:   # injected in test mode (broker/faults)
+            what, took = f"<b>fault</b> {esc(ev.fault_text(e.extra))}", "—"
         else:
             what = f"<b>{esc(WHY.get(t.kind, t.kind))}</b> {who}"
             if t.client_reason:

@@ -112,3 +112,21 @@ class GroupEvent:
 _EVENT_FIELDS = tuple(f.name for f in fields(GroupEvent))
 _TRIGGER_FIELDS = tuple(f.name for f in fields(Trigger))
 _MOVED_FIELDS = tuple(f.name for f in fields(Moved))
+
+
+def fault_text(extra: dict) -> str:
+    """A fault event's one line: what was done (armed, fired, ...), the fault, its outcome."""
+    fault = extra.get("fault") or {}
+    what = fault.get("kind", "")
+    if fault.get("apis"):
+        what += " " + ",".join(fault["apis"][:3]) + ("..." if len(fault["apis"]) > 3 else "")
+    if fault.get("error"):
+        what += f" {fault['error']}"
+    if fault.get("topic"):
+        what += f" of {fault['topic']}"
+    text = f"{extra.get('action', '')} {what}".strip()
+    if extra.get("outcome"):
+        text += f": {extra['outcome']}"
+    if extra.get("client_id"):
+        text += f" (client {extra['client_id']})"
+    return text

@@ -204,7 +204,7 @@ def format_event(event: GroupEvent) -> list[str]:
     elif event.kind == ev.DELETED:
         lines = [f"{_when(event.at_ms)}  deleted    gen {event.generation:<4} group deleted"]
     elif event.kind == ev.FAULT:   # test mode (broker/faults): what was injected, or did
-        return [f"{_when(event.at_ms)}  fault      {_fault_text(event.extra)}"]
+        return [f"{_when(event.at_ms)}  fault      {ev.fault_text(event.extra)}"]
     elif event.kind in ev.RECORD_KINDS:   # a share group's records (share_records_recorder)
         lines = [f"{_when(event.at_ms)}  {event.kind.replace('_', ' '):<14} {t.detail}"]
         if event.extra.get("suppressed"):
@@ -230,23 +230,6 @@ def format_event(event: GroupEvent) -> list[str]:
     if t.detail and event.kind == ev.GENERATION and t.kind == ev.OTHER:
         lines.append(f"{'':25}{t.detail}")
     return lines
-
-
-def _fault_text(extra: dict) -> str:
-    fault = extra.get("fault") or {}
-    what = fault.get("kind", "")
-    if fault.get("apis"):
-        what += " " + ",".join(fault["apis"][:3]) + ("..." if len(fault["apis"]) > 3 else "")
-    if fault.get("error"):
-        what += f" {fault['error']}"
-    if fault.get("topic"):
-        what += f" of {fault['topic']}"
-    text = f"{extra.get('action', '')} {what}".strip()
-    if extra.get("outcome"):
-        text += f": {extra['outcome']}"
-    if extra.get("client_id"):
-        text += f" (client {extra['client_id']})"
-    return text
 
 
 def history_lines(client: AdminClient, group_id: str, since_ms: int | None = None) -> list[str]:
