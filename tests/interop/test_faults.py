@@ -538,3 +538,34 @@ def test_confluent_consumer_reconnects_after_its_fetch_connection_is_dropped(fau
         assert values == [b"v0", b"v1", b"after-1", b"after-2"]
     finally:
         consumer.close()
+
+
+def test_consumer_protocol_member_rides_out_a_coordinator_refusing(faulty):
+    """KIP-848: ConsumerGroupHeartbeat answered NOT_COORDINATOR for a while; librdkafka looks
+    the coordinator up again, keeps its partitions and goes on consuming."""
+    from confluent_kafka import Consumer, Producer
+    topic = topic_with(faulty, records=1)
+    group = f"g-{uuid.uuid4().hex[:8]}"
+    lost = []
+    consumer = Consumer({"bootstrap.servers": faulty.bootstrap, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest"})
+    try:
+        consumer.subscribe([topic], on_lost=lambda c, ps: lost.append(ps))
+        wait_for(lambda: consumer.poll(0.5), what="record")
+        lookups = faulty.arm("delay", api="FindCoordinator", ms=0, count=None)
+        # long enough for a heartbeat (the broker's interval is 5 s) to meet it
+        rule = faulty.arm("refuse_coordinator", seconds=6, error="NOT_COORDINATOR",
+                          group_id=group)
+        fired = []
+        wait_for(lambda: consumer.poll(0.1) is None
+                 and fired.append(faulty.fired(rule["id"])) is None and fired[-1] is None,
+                 what="the window to pass")
+        assert max(f for f in fired if f is not None) >= 1, "no heartbeat was refused"
+        assert faulty.fired(lookups["id"]), "no coordinator lookup"
+        producer = Producer({"bootstrap.servers": faulty.bootstrap})
+        producer.produce(topic, b"after")
+        assert producer.flush(30) == 0
+        message = wait_for(lambda: consumer.poll(0.2), what="the record after the window")
+        assert message.value() == b"after" and lost == []
+    finally:
+        consumer.close()
