@@ -249,3 +249,7 @@ def test_with_a_sasl_listener_the_routes_and_the_cli_need_a_scram_user(tmp_path)
         assert listed.returncode == 0 and '"HEARTBEAT"' in listed.stdout
     finally:
         broker.stop()
+
+
+def test_a_test_mode_broker_says_so_when_it_starts(faulty):
+    faulty.broker.wait_for_line("test mode (roster.test.mode): faults can be injected")

@@ -191,6 +191,10 @@ async def _serve_locked(config: BrokerConfig, data_dir: Path, host: str, port: i
         raise ConfigError(str(exc)) from None
     # test mode only where no stranger can reach it (config.check_test_mode)
     check_test_mode(config, [runtime.listener for runtime in listeners.runtimes])
+    if config["roster.test.mode"]:
+        log.warning("test mode (roster.test.mode): faults can be injected and the broker clock "
+                    "moved by anyone who reaches the listeners or the HTTP port; never in "
+                    "production")
     broker = _open_broker(config, data_dir)
 
     loop = asyncio.get_running_loop()
