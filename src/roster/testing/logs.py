@@ -12,6 +12,10 @@ import threading
 from collections import deque
 
 KEPT_LINES = 20_000
+# the brokers' logs attached now, and the roster logger's level before the first was
+_ATTACHED: set = set()
+_SAVED_LEVEL: list[int] = []
+_LEVEL_GUARD = threading.Lock()
 FORMAT = "%(asctime)s.%(msecs)03d %(levelname)s %(name)s: %(message)s"
 
 
@@ -28,12 +32,22 @@ class BrokerLog(logging.Handler):
         """Keep what `thread_id` (the broker's loop thread) logs from now on."""
         self._thread = thread_id
         logger = logging.getLogger("roster")
-        if logger.getEffectiveLevel() > logging.INFO:
-            logger.setLevel(logging.INFO)   # INFO lines (rebalances, expiries) are the story
+        with _LEVEL_GUARD:
+            if not _ATTACHED and logger.getEffectiveLevel() > logging.INFO:
+                # INFO lines (rebalances, expiries) are the story; the level is put back
+                # when the last broker's log is closed
+                _SAVED_LEVEL.append(logger.level)
+                logger.setLevel(logging.INFO)
+            _ATTACHED.add(self)
         logger.addHandler(self)
 
     def close(self) -> None:
-        logging.getLogger("roster").removeHandler(self)
+        logger = logging.getLogger("roster")
+        logger.removeHandler(self)
+        with _LEVEL_GUARD:
+            _ATTACHED.discard(self)
+            if not _ATTACHED and _SAVED_LEVEL:
+                logger.setLevel(_SAVED_LEVEL.pop())
         super().close()
 
     def emit(self, record: logging.LogRecord) -> None:
