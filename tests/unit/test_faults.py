@@ -174,3 +174,21 @@ def test_a_rule_past_its_deadline_leaves_the_table_when_next_consulted():
     table.add(_rule(until=10.0))
     assert table.match(12, None, now=11.0) is None
     assert table.rules == [] and table.keys == frozenset()
+
+
+def test_a_version_without_a_schema_is_served_and_the_event_says_so():
+    """OffsetCommit v0 (no kio schema): fail_next lets it through to its handler, recorded."""
+    from types import SimpleNamespace
+
+    from roster.broker.faults.gate import PASS, FaultGate
+    from roster.broker.handlers import build_registry
+    table = FaultTable()
+    table.add({**_rule(), "api_keys": frozenset({8}), "api_names": ("OFFSET_COMMIT",)})
+    recorded = []
+    gate = FaultGate(table, lambda rule, detail: recorded.append(detail), lambda: 0.0,
+                     lambda: None)
+    spec = build_registry().get(8)
+    frame = struct.pack(">hhih", 8, 0, 1, 1) + b"c" + b"\0" * 16
+    prefix = SimpleNamespace(api_key=8, api_version=0, correlation_id=1)
+    assert gate.intercept(SimpleNamespace(peer="p"), spec, frame, prefix) is PASS
+    assert recorded[0]["outcome"] == "version without a schema: served"

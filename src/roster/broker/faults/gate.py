@@ -16,7 +16,7 @@ from roster.broker.faults.answers import error_answer
 from roster.broker.faults.rules import DELAY, DROP, FaultTable
 from roster.broker.network.admission import admit
 from roster.protocol.api_keys import ApiKey
-from roster.protocol.codec import decode_request, encode_response
+from roster.protocol.codec import decode_request, encode_response, request_schema
 from roster.protocol.errors import MalformedRequest
 
 PASS = object()   # no rule applies: serve the request as usual
@@ -97,7 +97,10 @@ class FaultGate:
         if rule.kind == DELAY:
             self._record(rule, {**detail, "outcome": f"answer delayed {rule.delay_ms} ms"})
             return self._delayed(connection, spec, frame, prefix, rule.delay_ms / 1000)
-        if spec.is_legacy(prefix.api_version):
+        if spec.is_legacy(prefix.api_version) \
+                or request_schema(api_key, prefix.api_version) is None:
+            # an old (or newest) version kio has no schema for: no error answer is built for
+            # it, so it is served as usual (delays and drops apply to it all the same)
             self._record(rule, {**detail, "outcome": "version without a schema: served"})
             return PASS
         if request is None:
