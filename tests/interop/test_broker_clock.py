@@ -424,3 +424,48 @@ def test_share_records_are_redelivered_when_their_locks_expire_on_advance(test_b
         await other.close()
         await holder.close()
     asyncio.run(scenario())
+
+
+def test_the_clock_route_asks_for_credentials_when_a_listener_uses_sasl(tmp_path, capsys):
+    """`roster serve` in test mode with SASL listeners (all on loopback): the clock's route is
+    as authenticated as the console, HTTP Basic of a SCRAM user; roster clock takes --user."""
+    import base64
+
+    from roster.cli import main
+    from tests.support.ports import free_port
+    from tests.support.security import (
+        PASSWORDS,
+        SecureBroker,
+        add_users_offline,
+        make_pki,
+        secure_settings,
+    )
+    pki = make_pki(tmp_path / "pki")
+    add_users_offline(tmp_path / "data", tmp_path)
+    port = free_port()
+    broker = SecureBroker(tmp_path / "data", secure_settings(
+        pki, **{"http.port": str(port), "roster.test.mode": "true"})).start()
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        def advance(user=None, password=None):
+            request = urllib.request.Request(url + "clock/advance", method="POST",
+                                             data=b'{"seconds": 5}')
+            if user is not None:
+                token = base64.b64encode(f"{user}:{password}".encode()).decode()
+                request.add_header("Authorization", f"Basic {token}")
+            try:
+                with urllib.request.urlopen(request, timeout=30) as answer:
+                    return answer.status, json.loads(answer.read())
+            except urllib.error.HTTPError as refused:
+                return refused.code, refused.read().decode()
+        assert advance()[0] == 401
+        assert advance("alice", "wrong")[0] == 401
+        status, answer = advance("alice", PASSWORDS["alice"])
+        assert status == 200 and answer["total_advanced_s"] == 5
+        assert main(["clock", "advance", "5", "--http", url]) == 1
+        assert "HTTP 401" in capsys.readouterr().err
+        assert main(["clock", "advance", "5", "--http", url, "--user", "bob",
+                     "--password-file", str(tmp_path / "bob.password")]) == 0
+        assert "(10 s in all)" in capsys.readouterr().out
+    finally:
+        broker.stop()
