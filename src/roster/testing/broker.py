@@ -83,7 +83,12 @@ class RosterBroker:
         self._thread = threading.Thread(target=self._run, args=(ready,), daemon=True,
                                         name=f"roster-broker-{self.data_dir.name}")
         self._thread.start()
-        self.port = ready.result(timeout_s)   # the start's own error, raised here
+        try:
+            self.port = ready.result(timeout_s)   # the start's own error, raised here
+        except BaseException:
+            self.stop()
+            self.log.close()    # stop() closes it only for a broker that got to serve
+            raise
         self.started_s = time.monotonic() - began
         return self
 
