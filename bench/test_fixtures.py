@@ -225,10 +225,10 @@ _ADMINS: dict = {}
 
 
 def create_topic_over_the_wire(bootstrap: str, name: str) -> None:
-    """CreateTopics (1 partition) on one kept connection (roster's blocking admin client; a
-    Kafka node just started may answer INVALID_REPLICATION_FACTOR while its controller still
-    fences it: asked again, counted in `ready`). confluent-kafka's AdminClient is not used:
-    against a fresh Kafka 4.4 node it was seen to wait "for controller" until it timed out."""
+    """CreateTopics (1 partition) on one kept connection: roster's blocking admin client, the
+    same for every broker, answered when the topic is made. Refusals a node that has just
+    started may give (INVALID_REPLICATION_FACTOR while its controller has not unfenced it) are
+    asked again, and counted in `ready`."""
     from roster.admin.client import AdminClient, AdminError
     from roster.admin.topics import create
     deadline = time.monotonic() + 120
