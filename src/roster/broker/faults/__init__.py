@@ -21,8 +21,12 @@ Request faults (broker/faults/gate.py: one check on the request path, before any
     refuse_coordinator(seconds, error="NOT_COORDINATOR", group_id=None)
         for `seconds` (None: until cleared) answer every group coordinator request (JoinGroup,
         SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, TxnOffsetCommit,
-        ConsumerGroupHeartbeat, ...) with NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS,
-        so clients run their coordinator lookup (FindCoordinator) and retry.
+        ConsumerGroupHeartbeat, ...) with NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or
+        COORDINATOR_NOT_AVAILABLE, so clients run their coordinator lookup (FindCoordinator)
+        and retry. The window runs on the loop's monotonic clock, not the test clock.
+
+A request of a version kio has no schema for (OffsetCommit v0-1, Fetch v0-3, ...) is served
+as usual by fail_next (its event says so); delays and drops apply to every version.
 
 `api` is an API key (8), Kafka's name ("OffsetCommit") or its enum name ("OFFSET_COMMIT");
 `error` an ErrorCode, a code (16) or a name ("NOT_COORDINATOR", any case). Anything else is
@@ -32,20 +36,20 @@ Coordinator actions (ordinary operations of the group runtime: they write their 
 replay like any other):
 
     remove_member(group, member_id=None, instance_id=None)
-        remove a member as the admin API does (LeaveGroup v3+): the group rebalances and the
-        removed member hears UNKNOWN_MEMBER_ID (classic) or FENCED/UNKNOWN_MEMBER_ID
-        (consumer protocol) on its next heartbeat and rejoins.
+        remove a member as the admin API does (LeaveGroup v3+), any group type: the group
+        rebalances and the removed member's next heartbeat is refused; it loses its
+        partitions and joins again (classic: under a new member id; KIP-848: its own).
     fence_instance(group, instance_id)
         another process takes the static member's instance id (a JoinGroup with it and no
         member id, as Kafka's replacement of a static member): the member holding it hears
         FENCED_INSTANCE_ID, a fatal error for its client. Classic groups.
     force_rebalance(group)
-        start a rebalance now (a classic group: as a member rejoining would; every member
-        hears REBALANCE_IN_PROGRESS on its next heartbeat and rejoins).
+        start a classic group's rebalance now, as the coordinator starts one: every member
+        hears REBALANCE_IN_PROGRESS on its next heartbeat and rejoins. Classic groups.
     fail_next_commit(group, count=1, error="NOT_COORDINATOR")
-        the group's next `count` OffsetCommits are answered `error` (NOT_COORDINATOR,
-        COORDINATOR_NOT_AVAILABLE, REQUEST_TIMED_OUT, ...: what a failed offsets write tells
-        a client).
+        the group's next `count` OffsetCommits are answered `error` (fail_next narrowed to
+        the group). To fail the coordinator's own write of a commit instead (it puts the
+        commit back and answers NOT_COORDINATOR): fail_appends(topic="__consumer_offsets").
 
 Storage:
 
