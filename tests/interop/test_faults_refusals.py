@@ -253,3 +253,33 @@ def test_with_a_sasl_listener_the_routes_and_the_cli_need_a_scram_user(tmp_path)
 
 def test_a_test_mode_broker_says_so_when_it_starts(faulty):
     faulty.broker.wait_for_line("test mode (roster.test.mode): faults can be injected")
+
+
+def test_every_cli_action_reaches_its_method(faulty):
+    """Each `roster faults` action arms (or refuses) through its broker.faults method."""
+    url = ["--http", faulty.url]
+    call(faulty.url, "DELETE")
+    armed = [
+        ("delay", "Fetch", "250", "--count", "2"),
+        ("drop-connection", "Metadata", "--client-id", "c1"),
+        ("refuse-coordinator", "30", "--error", "COORDINATOR_LOAD_IN_PROGRESS", "--group", "g"),
+        ("fail-next-commit", "g", "--count", "2", "--error", "REQUEST_TIMED_OUT"),
+        ("fail-appends", "--count", "2", "--topic", "t"),
+        ("fail-next", "Produce", "29", "--always"),
+    ]
+    for argv in armed:
+        done = roster("faults", *argv, *url)
+        assert done.returncode == 0, (argv, done.stderr)
+    kinds = sorted(rule["kind"] for rule in faulty.rules())
+    assert kinds == ["delay", "drop", "fail", "fail", "fail_appends", "refuse_coordinator"]
+    always = next(r for r in faulty.rules() if r.get("error") == "TOPIC_AUTHORIZATION_FAILED")
+    assert always["remaining"] is None
+    for argv, words in ((("remove-member", "g"), "give member_id or instance_id"),
+                        (("fence-instance", "g", "i-1"), "no classic group with members"),
+                        (("force-rebalance", "g"), "no classic group with members")):
+        done = roster("faults", *argv, *url)
+        assert done.returncode == 1 and words in done.stderr, (argv, done.stderr)
+    assert roster("faults", "clear", "--id", str(always["id"]), *url).returncode == 0
+    assert len(faulty.rules()) == 5
+    assert roster("faults", "clear", *url).returncode == 0
+    assert faulty.rules() == []
