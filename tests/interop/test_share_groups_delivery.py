@@ -12,6 +12,9 @@ and roster with the same assertions:
   Kafka does not create it) gets nothing, the broker says why, and the record is archived;
 - a record released on every delivery is delivered share.delivery.count.limit times, then
   archived (never delivered again) and dead-lettered;
+- a consumer that stays connected but holds records past the lock: they come back with delivery
+  count 2 once the lock expired, and its late ACCEPT is answered without error (the offsets are
+  behind the share partition start by then) and changes nothing;
 - RENEW (KIP-1222, Java only: confluent-kafka 2.16 has no RENEW) keeps a slow consumer's lock
   past the lock duration: nobody else gets the record, its delivery count stays 1;
 - the broker killed -9 mid-stream and restarted on its data: nothing whose acknowledgement was
@@ -51,6 +54,7 @@ from tests.support.share_judges import (  # noqa: F401 (fixtures)
 )
 
 EXPLICIT = {"share.acknowledgement.mode": "explicit"}
+LOCK_MS = 15000   # Kafka's group.share.min.record.lock.duration.ms
 
 
 def end_offset(target, topic: str) -> int:
@@ -142,6 +146,52 @@ def test_records_a_killed_consumer_held_come_back_with_delivery_count_two(
         victim.kill9()
         survivor.stop()
         print(summary(programs))
+
+
+@SHARE_BOTH
+def test_records_held_past_the_lock_come_back_and_a_late_accept_changes_nothing(
+        share_target, java, confluent):
+    target = share_target
+    topic = topic_with(target, "share-expire", 1)
+    group = share_group(target, "share-expire",
+                        **{"share.record.lock.duration.ms": str(LOCK_MS)})
+    values = [f"e{i}" for i in range(5)]
+    produce(target.bootstrap, topic, values, 1)
+    # a slow consumer that stays connected: it holds what it got for longer than the lock
+    java.member("slow", target, group, topic, **EXPLICIT, **{
+        "judge.ack": "hold", "judge.hold.ms": str(LOCK_MS + 5000)})
+    java.wait_for(lambda: java.select("holding"), "the slow consumer holding records")
+    held = {e["offset"]: e["t"] for e in java.records()}
+    confluent.member("other", target, group, topic, **EXPLICIT)
+    try:
+        wait_delivered([confluent], set(values), "the records the slow one held, after its lock",
+                       timeout_s=LOCK_MS / 1000 + 60)
+    finally:
+        print(summary([java, confluent]))
+    java.wait_for(lambda: len(java.select("acked")) >= len(held), "the slow consumer's late acks",
+                  timeout_s=30)
+    stop_members(java, ["slow"])
+    stop_members(confluent, ["other"])
+    programs = [java, confluent]
+    again = [e for e in confluent.records() if e["offset"] in held]
+    assert {e["offset"]: e["deliveryCount"] for e in again} == {o: 2 for o in held}
+    # not before the lock expired
+    early = [(e["offset"], (e["t"] - held[e["offset"]]) / 1e6) for e in again
+             if (e["t"] - held[e["offset"]]) / 1e6 < LOCK_MS - 250]
+    assert not early, f"redelivered before the {LOCK_MS} ms lock expired: {early}"
+    # the slow consumer's acceptance came after the other accepted them: Kafka 4.4 answers it
+    # without an error (the offsets are behind the share partition's start by then) and
+    # nothing changes
+    late = java.select("acked")
+    print("late acknowledgements:", [(a["offset"], a["type"], a.get("error")) for a in late],
+          "ack results:", [(a["offsets"], a["error"]) for a in java.select("ack-result")])
+    assert {a["offset"] for a in late} == set(held)
+    assert [a.get("error") for a in late] == [None] * len(held)
+    assert [a["error"] for a in java.select("ack-result")] == [None]
+    faults = [f for f in delivery_faults(programs) if "while slow held it" not in f]
+    assert faults == []
+    offsets = share_offsets(target.bootstrap, group)
+    assert offsets[(topic, 0)][1] == 0
 
 
 # -- rejected records, the delivery count limit, the dead-letter topic -------------------------
@@ -272,9 +322,6 @@ def test_a_dead_letter_topic_kafka_would_refuse_gets_nothing_and_the_record_is_a
 
 # -- RENEW keeps a slow consumer's lock --------------------------------------------------------
 
-LOCK_MS = 15000   # Kafka's group.share.min.record.lock.duration.ms
-
-
 @SHARE_BOTH
 def test_renew_keeps_a_slow_consumers_lock_past_the_lock_duration(share_target, java, confluent):
     target = share_target
@@ -290,11 +337,18 @@ def test_renew_keeps_a_slow_consumers_lock_past_the_lock_duration(share_target, 
     java.wait_for(lambda: java.select("acked", type="ACCEPT"),
                   lambda: "the slow consumer accepting at last: " + summary([java, confluent]),
                   timeout_s=LOCK_MS / 1000 + 30)
-    produce(target.bootstrap, topic, ["later"], 1)
-    wait_delivered([java, confluent], {"later"}, "a record produced afterwards")
+    # the other consumer was there all along, fetching: the next record reaches it
     stop_members(java, ["slow"])
+    produce(target.bootstrap, topic, ["later"], 1)
+    wait_delivered([confluent], {"later"}, "a record produced afterwards")
     stop_members(confluent, ["other"])
     programs = [java, confluent]
+    first = min(e["t"] for e in java.records(value="slow0"))
+    print("timeline (ms after the first delivery):", sorted(
+        [(round((e["t"] - first) / 1e6), e["member"], "delivered", e["deliveryCount"])
+         for e in deliveries(*programs) if e["value"] == "slow0"]
+        + [(round((a["sent"] - first) / 1e6), "slow", "sent", a["type"])
+           for a in java.select("acked", offset=0)]))
     assert delivery_faults(programs) == []
     slow = [e for e in deliveries(*programs) if e["value"] == "slow0"]
     assert {e["member"] for e in slow} == {"slow"} and {e["deliveryCount"] for e in slow} == {1}

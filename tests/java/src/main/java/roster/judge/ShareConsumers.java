@@ -36,7 +36,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *                 accept | release (always) | release-once (release the first delivery, accept
  *                 later ones) | reject-marked (reject values starting with "reject", accept the
  *                 rest) | hold (acknowledge nothing and stop polling after the first records: a
- *                 consumer stuck holding its locks) | renew (RENEW each record every
+ *                 consumer stuck holding its locks; with judge.hold.ms, accept them after that
+ *                 long and go on accepting) | renew (RENEW each record every
  *                 judge.renew.every.ms until it was held judge.hold.ms, then ACCEPT)
  *
  * Printed JSON lines (Events): started/closed; "record" for each record a poll returned, with
@@ -126,6 +127,7 @@ public final class ShareConsumers {
         final long renewEveryMs;
         final Map<String, Long> firstSeen = new HashMap<>();
         volatile boolean stopping;
+        private boolean held;
 
         Member(String name, List<String> topics, Properties props, Map<String, String> judge) {
             this.name = name;
@@ -158,9 +160,15 @@ public final class ShareConsumers {
                     consumer.poll(Duration.ofMillis(200)).forEach(records::add);
                     for (ConsumerRecord<String, String> record : records) emitRecord(record);
                     if (!explicit || records.isEmpty()) continue;
-                    if (policy.equals("hold")) {
-                        hold();
-                        break;
+                    if (policy.equals("hold") && !held) {
+                        if (holdMs == 0) {
+                            hold();
+                            break;
+                        }
+                        // held past its locks, then accepted (the broker may refuse that)
+                        Events.emit(Events.event("holding", name));
+                        pause(holdMs);
+                        held = true;
                     }
                     Map<String, AcknowledgeType> types = new LinkedHashMap<>();
                     for (ConsumerRecord<String, String> record : records) {
