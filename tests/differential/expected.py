@@ -43,6 +43,11 @@ EXPECTED: dict[str, list[Listed]] = {
                {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
                SHARE_INITIALISED_AT_ONCE),
     ],
+    "share_session_refusals": [
+        Listed("a SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
+    ],
     "scram_failures": [
         Listed("nobody login#1", "rounds", 1, 2,
                "a SCRAM login for a user that does not exist: Kafka refuses the client's first "
