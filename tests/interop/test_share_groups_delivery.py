@@ -55,6 +55,7 @@ from tests.support.share_judges import (  # noqa: F401 (fixtures)
 
 EXPLICIT = {"share.acknowledgement.mode": "explicit"}
 LOCK_MS = 15000   # Kafka's group.share.min.record.lock.duration.ms
+HOLD_PAST_LOCK_MS = 20000   # how long the slow consumer holds records past their lock
 
 
 def end_offset(target, topic: str) -> int:
@@ -157,9 +158,13 @@ def test_records_held_past_the_lock_come_back_and_a_late_accept_changes_nothing(
                         **{"share.record.lock.duration.ms": str(LOCK_MS)})
     values = [f"e{i}" for i in range(5)]
     produce(target.bootstrap, topic, values, 1)
-    # a slow consumer that stays connected: it holds what it got for longer than the lock
+    # a slow consumer that stays connected: it holds what it got for longer than the lock.
+    # The other consumer must take the records between the lock's expiry and the slow one's
+    # late ACCEPT: were that window short, a client stalled through it (a loaded machine) would
+    # let the slow one's ACCEPT be refused and its next poll take them back (delivery count 2)
+    # and accept them, and the other would never see them, on Kafka 4.4 as on roster
     java.member("slow", target, group, topic, **EXPLICIT, **{
-        "judge.ack": "hold", "judge.hold.ms": str(LOCK_MS + 5000)})
+        "judge.ack": "hold", "judge.hold.ms": str(LOCK_MS + HOLD_PAST_LOCK_MS)})
     java.wait_for(lambda: java.select("holding"), "the slow consumer holding records")
     held = {e["offset"]: e["t"] for e in java.records()}
     confluent.member("other", target, group, topic, **EXPLICIT)
@@ -169,7 +174,7 @@ def test_records_held_past_the_lock_come_back_and_a_late_accept_changes_nothing(
     finally:
         print(summary([java, confluent]))
     java.wait_for(lambda: len(java.select("acked")) >= len(held), "the slow consumer's late acks",
-                  timeout_s=30)
+                  timeout_s=HOLD_PAST_LOCK_MS / 1000 + 30)
     stop_members(java, ["slow"])
     stop_members(confluent, ["other"])
     programs = [java, confluent]

@@ -65,9 +65,8 @@ def test_an_acknowledgement_is_answered_once_written_and_replays():
 def test_an_expired_lock_releases_and_wakes_the_waiter():
     async def scenario(broker, state, key):
         state.runtime.apply(state.coordinator.initialize(key, 0, 0))
-        waiter = state.waiter(key)
-        woken = []
-        state.on_available.append(woken.append)
+        woken, waiter = [], asyncio.Event()
+        state.on_available.append(lambda k: (woken.append(k), waiter.set()))
         # acquired "in the past": its 30 s lock is due 50 ms from now
         now = state.runtime.now_ms()
         acquired = state.acquire(key, "m", [(0, 2)], 100, False,

@@ -60,9 +60,8 @@ class ShareState:
         self.runtime.effects[Available] = lambda effect: self.wakeup(effect.key)
         self.runtime.effects[DeadLetters] = self._dead_letters
         self._prune_interval_s = config["share.coordinator.state.topic.prune.interval.ms"] / 1000
-        # set (and replaced) when records of a partition become AVAILABLE again
-        self._available: dict[Key, asyncio.Event] = {}
-        # called with (key) on the same occasions (the fetch path's parked requests)
+        # called with (key) when records of a partition become AVAILABLE again (released, or
+        # their lock expired): the fetch path wakes its parked requests
         self.on_available: list[Callable[[Key], None]] = []
         # the dead-letter queue writer (dlq.py): (key, entries) -> None
         self.dead_letter_queue = DeadLetterQueue(broker, self)
@@ -286,17 +285,7 @@ class ShareState:
         self.runtime.apply(self.coordinator.release_member(
             group_id, member_id, None if keys is None else list(keys), self.runtime.now_ms()))
 
-    def waiter(self, key: Key) -> asyncio.Event:
-        """An event set when records of the partition become AVAILABLE again."""
-        event = self._available.get(key)
-        if event is None:
-            event = self._available[key] = asyncio.Event()
-        return event
-
     def wakeup(self, key: Key) -> None:
-        event = self._available.pop(key, None)
-        if event is not None:
-            event.set()
         for hook in list(self.on_available):
             hook(key)
 
