@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 from roster.coordinator.share.model import Assignment, ShareMember, freeze
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
+from roster.protocol.flexible_values import FlexibleReader, FlexibleWriter
 from roster.protocol.group_records import UnknownRecord
-from roster.protocol.varint import encode_unsigned, read_unsigned
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
@@ -104,31 +104,8 @@ class ShareRecord:
 
 # -- encoding --------------------------------------------------------------------------------
 
-class _Writer:
-    __slots__ = ("out",)
-
-    def __init__(self) -> None:
-        self.out = bytearray(struct.pack(">h", 0))     # value version 0
-
-    def raw(self, fmt: str, v: int) -> _Writer:
-        self.out += struct.pack(fmt, v)
-        return self
-
-    def string(self, v: str | None) -> _Writer:
-        if v is None:
-            self.out += b"\x00"
-        else:
-            data = v.encode()
-            self.out += encode_unsigned(len(data) + 1) + data
-        return self
-
-    def count(self, n: int) -> _Writer:
-        self.out += encode_unsigned(n + 1)
-        return self
-
-    def no_tags(self) -> _Writer:
-        self.out += b"\x00"
-        return self
+class _Writer(FlexibleWriter):
+    __slots__ = ()
 
     def ints(self, values) -> _Writer:
         values = sorted(values)
@@ -172,9 +149,7 @@ def encode_value(value) -> bytes:
         case TargetMetadataValue():
             w.raw(">i", value.assignment_epoch)
             if value.assignment_timestamp_ms:
-                tag = struct.pack(">q", value.assignment_timestamp_ms)
-                w.out += encode_unsigned(1) + encode_unsigned(0) + encode_unsigned(len(tag)) + tag
-                return bytes(w.out)
+                return bytes(w.tags([(0, struct.pack(">q", value.assignment_timestamp_ms))]).out)
         case TargetMemberValue():
             w.partitions(value.partitions)
         case CurrentAssignmentValue():
@@ -193,73 +168,11 @@ def encode_value(value) -> bytes:
 
 # -- decoding --------------------------------------------------------------------------------
 
-class _Reader:
-    __slots__ = ("data", "at")
+class _Reader(FlexibleReader):
+    __slots__ = ()
 
     def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.at = 0
-
-    def raw(self, fmt: str) -> int:
-        layout = struct.Struct(fmt)
-        if self.at + layout.size > len(self.data):
-            raise ShareRecordError("value ends inside a field")
-        (v,) = layout.unpack_from(self.data, self.at)
-        self.at += layout.size
-        return v
-
-    def unsigned(self) -> int:
-        try:
-            v, self.at = read_unsigned(self.data, self.at)
-        except (IndexError, ValueError) as e:
-            raise ShareRecordError(f"bad varint: {e}") from None
-        return v
-
-    def nullable_string(self) -> str | None:
-        n = self.unsigned()
-        if n == 0:
-            return None
-        end = self.at + n - 1
-        if end > len(self.data):
-            raise ShareRecordError("string runs past the end of the value")
-        try:
-            v = self.data[self.at:end].decode()
-        except UnicodeDecodeError:
-            raise ShareRecordError("string is not UTF-8") from None
-        self.at = end
-        return v
-
-    def string(self) -> str:
-        v = self.nullable_string()
-        if v is None:
-            raise ShareRecordError("null where a string is required")
-        return v
-
-    def array(self) -> int:
-        n = self.unsigned()
-        if n == 0:
-            raise ShareRecordError("null where an array is required")
-        if n - 1 > len(self.data) - self.at:
-            raise ShareRecordError("array count past the end of the value")
-        return n - 1
-
-    def uuid(self) -> bytes:
-        if self.at + 16 > len(self.data):
-            raise ShareRecordError("value ends inside a uuid")
-        v = bytes(self.data[self.at:self.at + 16])
-        self.at += 16
-        return v
-
-    def tags(self) -> dict[int, bytes]:
-        fields = {}
-        for _ in range(self.unsigned()):
-            tag = self.unsigned()
-            n = self.unsigned()
-            if self.at + n > len(self.data):
-                raise ShareRecordError("tagged field runs past the end of the value")
-            fields[tag] = self.data[self.at:self.at + n]
-            self.at += n
-        return fields
+        super().__init__(data, ShareRecordError)
 
     def ints(self) -> tuple[int, ...]:
         return tuple(self.raw(">i") for _ in range(self.array()))
@@ -308,7 +221,7 @@ def decode_value(kind: int, data: bytes):
         epoch = r.raw(">i")
         tags = r.tags()
         stamp = struct.unpack(">q", tags[0])[0] if 0 in tags else 0
-        return _ended(r, TargetMetadataValue(epoch, stamp))
+        return r.ended(TargetMetadataValue(epoch, stamp))
     elif kind == TARGET_MEMBER:
         value = TargetMemberValue(r.partitions())
     elif kind == CURRENT_ASSIGNMENT:
@@ -321,13 +234,7 @@ def decode_value(kind: int, data: bytes):
             r.tags()
         value = StatePartitionsValue(initializing, initialized, tuple(deleting))
     r.tags()
-    return _ended(r, value)
-
-
-def _ended(r: _Reader, value):
-    if r.at != len(r.data):
-        raise ShareRecordError(f"{len(r.data) - r.at} bytes after the value")
-    return value
+    return r.ended(value)
 
 
 def decode(key: bytes, value: bytes | None) -> ShareRecord:

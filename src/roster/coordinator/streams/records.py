@@ -65,8 +65,8 @@ from roster.coordinator.streams.topology import (
     Topology,
 )
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
+from roster.protocol.flexible_values import FlexibleReader, FlexibleWriter
 from roster.protocol.group_records import UnknownRecord
-from roster.protocol.varint import encode_unsigned, read_unsigned
 
 GROUP_METADATA = 17
 PARTITION_METADATA = 18      # removed from Kafka: read past, never written
@@ -155,39 +155,8 @@ class StreamsRecord:
 
 # -- encoding --------------------------------------------------------------------------------
 
-class _Writer:
-    """Flexible-version fields (compact strings and arrays, tagged-field sections)."""
-
-    __slots__ = ("out",)
-
-    def __init__(self, version: int | None = 0) -> None:
-        self.out = bytearray() if version is None else bytearray(struct.pack(">h", version))
-
-    def raw(self, fmt: str, v: int) -> _Writer:
-        self.out += struct.pack(fmt, v)
-        return self
-
-    def string(self, v: str | None) -> _Writer:
-        if v is None:
-            self.out += b"\x00"
-        else:
-            data = v.encode()
-            self.out += encode_unsigned(len(data) + 1) + data
-        return self
-
-    def count(self, n: int | None) -> _Writer:
-        self.out += encode_unsigned(0 if n is None else n + 1)
-        return self
-
-    def no_tags(self) -> _Writer:
-        self.out += b"\x00"
-        return self
-
-    def tags(self, fields: list[tuple[int, bytes]]) -> _Writer:
-        self.out += encode_unsigned(len(fields))     # a plain count, not count + 1
-        for tag, payload in sorted(fields):
-            self.out += encode_unsigned(tag) + encode_unsigned(len(payload)) + payload
-        return self
+class _Writer(FlexibleWriter):
+    __slots__ = ()
 
     def key_values(self, pairs) -> _Writer:
         self.count(len(pairs))
@@ -293,70 +262,11 @@ def encode_value(value) -> bytes:
 
 # -- decoding --------------------------------------------------------------------------------
 
-class _Reader:
-    __slots__ = ("data", "at")
+class _Reader(FlexibleReader):
+    __slots__ = ()
 
     def __init__(self, data: bytes, at: int = 0) -> None:
-        self.data = data
-        self.at = at
-
-    def raw(self, fmt: str) -> int:
-        layout = struct.Struct(fmt)
-        if self.at + layout.size > len(self.data):
-            raise StreamsRecordError("value ends inside a field")
-        (v,) = layout.unpack_from(self.data, self.at)
-        self.at += layout.size
-        return v
-
-    def unsigned(self) -> int:
-        try:
-            v, self.at = read_unsigned(self.data, self.at)
-        except (IndexError, ValueError) as e:
-            raise StreamsRecordError(f"bad varint: {e}") from None
-        return v
-
-    def nullable_string(self) -> str | None:
-        n = self.unsigned()
-        if n == 0:
-            return None
-        end = self.at + n - 1
-        if end > len(self.data):
-            raise StreamsRecordError("string runs past the end of the value")
-        try:
-            v = self.data[self.at:end].decode()
-        except UnicodeDecodeError:
-            raise StreamsRecordError("string is not UTF-8") from None
-        self.at = end
-        return v
-
-    def string(self) -> str:
-        v = self.nullable_string()
-        if v is None:
-            raise StreamsRecordError("null where a string is required")
-        return v
-
-    def count(self) -> int | None:
-        n = self.unsigned()
-        if n - 1 > len(self.data) - self.at:
-            raise StreamsRecordError("array count past the end of the value")
-        return None if n == 0 else n - 1
-
-    def array(self) -> int:
-        n = self.count()
-        if n is None:
-            raise StreamsRecordError("null where an array is required")
-        return n
-
-    def tags(self) -> dict[int, bytes]:
-        fields = {}
-        for _ in range(self.unsigned()):
-            tag = self.unsigned()
-            n = self.unsigned()
-            if self.at + n > len(self.data):
-                raise StreamsRecordError("tagged field runs past the end of the value")
-            fields[tag] = self.data[self.at:self.at + n]
-            self.at += n
-        return fields
+        super().__init__(data, StreamsRecordError, at)
 
     def key_values(self) -> tuple[tuple[str, str], ...]:
         out = []
@@ -417,7 +327,7 @@ def decode_value(kind: int, data: bytes):
                 configs = inner.key_values()
         value = GroupMetadataValue(epoch, metadata_hash, validated, configs,
                                    tuple(sorted(tags.items())))
-        return _ended(r, value)
+        return r.ended(value)
     if kind == MEMBER_METADATA:
         instance_id, rack_id = r.nullable_string(), r.nullable_string()
         client_id, client_host = r.string(), r.string()
@@ -432,7 +342,7 @@ def decode_value(kind: int, data: bytes):
         epoch = r.raw(">i")
         tags = r.tags()
         stamp = struct.unpack(">q", tags[0])[0] if 0 in tags else 0
-        return _ended(r, TargetMetadataValue(epoch, stamp))
+        return r.ended(TargetMetadataValue(epoch, stamp))
     elif kind == TARGET_MEMBER:
         value = TargetMemberValue(r.tasks(), r.tasks(), r.tasks())
     elif kind == CURRENT_ASSIGNMENT:
@@ -465,13 +375,7 @@ def decode_value(kind: int, data: bytes):
     else:
         raise StreamsRecordError(f"no value layout for record type {kind}")
     r.tags()
-    return _ended(r, value)
-
-
-def _ended(r: _Reader, value):
-    if r.at != len(r.data):
-        raise StreamsRecordError(f"{len(r.data) - r.at} bytes after the value")
-    return value
+    return r.ended(value)
 
 
 def decode(key: bytes, value: bytes | None) -> StreamsRecord | None:
