@@ -22,8 +22,8 @@ The broker answers; this prints its answer as JSON: exit 0, or 1 with the broker
 from __future__ import annotations
 
 import argparse
-import sys
 
+from roster.admin.console_http import add_console_options, ask
 
 
 def _scoped(parser) -> None:
@@ -86,13 +86,7 @@ def add_faults(commands, run) -> None:
     clear = action("clear", "remove every fault (or one: --id)")
     clear.add_argument("--id", type=int, dest="rule_id")
     for parser in made:
-        parser.add_argument("--http", required=True, metavar="URL",
-                            help="the broker's console, e.g. http://127.0.0.1:8080 "
-                                 "(roster serve --http-port)")
-        parser.add_argument("--user", help="a SCRAM user, when the listeners use SASL")
-        parser.add_argument("--password-file", metavar="FILE",
-                            help="the user's password is its first line ('-': stdin)")
-        parser.set_defaults(run=run)
+        add_console_options(parser, run)
 
 
 ARGUMENTS = {"fail-next": ("api", "error", "count", "client_id", "group_id", "member_id"),
@@ -123,47 +117,15 @@ def document_of(args: argparse.Namespace) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    import base64   # here: `roster serve` builds this parser and should not pay for urllib
     import json
-    import urllib.error
-    import urllib.request
-    base = args.http.rstrip("/")
     if args.action == "list":
-        request = urllib.request.Request(f"{base}/faults")
+        document = ask(args, "roster faults", "/faults")
     elif args.action == "clear":
         query = "" if args.rule_id is None else f"?id={args.rule_id}"
-        request = urllib.request.Request(f"{base}/faults{query}", method="DELETE")
+        document = ask(args, "roster faults", f"/faults{query}", "DELETE")
     else:
-        request = urllib.request.Request(
-            f"{base}/faults", method="POST", data=json.dumps(document_of(args)).encode(),
-            headers={"Content-Type": "application/json"})
-    if args.user:
-        password = _password(args.password_file)
-        token = base64.b64encode(f"{args.user}:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=60) as answer:
-            document = json.loads(answer.read())
-    except urllib.error.HTTPError as refused:
-        text = refused.read().decode(errors="replace").strip()
-        try:
-            text = json.loads(text)["error"]
-        except (ValueError, KeyError, TypeError):
-            pass
-        print(f"roster faults: {text} (HTTP {refused.code})", file=sys.stderr)
-        return 1
-    except (urllib.error.URLError, OSError) as exc:
-        print(f"roster faults: cannot reach {base}: {getattr(exc, 'reason', exc)}",
-              file=sys.stderr)
+        document = ask(args, "roster faults", "/faults", "POST", document_of(args))
+    if document is None:
         return 1
     print(json.dumps(document, indent=2))
     return 0
-
-
-def _password(path: str | None) -> str:
-    if not path:
-        return ""
-    if path == "-":
-        return sys.stdin.readline().rstrip("\n")
-    with open(path) as file:
-        return file.readline().rstrip("\n")
