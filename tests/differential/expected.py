@@ -48,6 +48,26 @@ EXPECTED: dict[str, list[Listed]] = {
                {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
                SHARE_INITIALISED_AT_ONCE),
     ],
+    "share_delivery_limit_and_dead_letters": [
+        Listed("a SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
+    ],
+    "share_dropped_connection_releases": [
+        Listed("a SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
+    ],
+    "share_renew_holds_the_lock": [
+        Listed("a SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
+    ],
+    "share_alter_delete_offsets": [
+        Listed("a SHARE_GROUP_HEARTBEAT#1", "assignment", {"topic_partitions": []},
+               {"topic_partitions": [{"partitions": [0], "topic_id": "t1"}]},
+               SHARE_INITIALISED_AT_ONCE),
+    ],
     "scram_failures": [
         Listed("nobody login#1", "rounds", 1, 2,
                "a SCRAM login for a user that does not exist: Kafka refuses the client's first "

@@ -2,8 +2,12 @@
 leaving (ShareGroupHeartbeat v1, the assignment once the share partitions are initialised,
 ShareGroupDescribe v1), and a share session fetching, releasing, accepting and rejecting records
 (ShareFetch v1, ShareAcknowledge v1) with the group's offsets described after
-(DescribeShareGroupOffsets v1). The waits for a group's share partitions to be initialised are
-out of the trace (Kafka initialises them asynchronously; how many heartbeats that takes is
+(DescribeShareGroupOffsets v1); and what KIP-932 fixes: a record released to
+share.delivery.count.limit is archived and, like a rejected one, written to the group's
+dead-letter queue (KIP-1191) with its __dlq.errors.* headers; a dropped connection releases what
+its session held (delivery count 2 for the next member); RENEW (ShareAcknowledge v2, KIP-1222)
+keeps the lock; AlterShareGroupOffsets and DeleteShareGroupOffsets on an empty group. The waits
+for a group's share partitions to be initialised are out of the trace (Kafka initialises them asynchronously; how many heartbeats that takes is
 timing); what a member is told once they are, is in it."""
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import base64
 import datetime
 import uuid
 
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
@@ -22,7 +26,7 @@ from tests.support.share_judges import set_group_configs
 # member can rely on -- it has an epoch, and everyone is at the group's once it is stable --
 # is noted instead
 HEARTBEAT = ("member_id", "heartbeat_interval", "assignment", "error_message")
-ACCEPT, RELEASE, REJECT = 1, 2, 3
+ACCEPT, RELEASE, REJECT, RENEW = 1, 2, 3, 4
 
 
 class ShareMember:
@@ -89,10 +93,14 @@ class ShareMember:
         return answer
 
     def acknowledge(self, acks: list[tuple[int, int, int]], label: str = "share acknowledge",
-                    epoch: int | None = None):
+                    epoch: int | None = None, renew: bool = False):
+        """ShareAcknowledge v1, or v2 (KIP-1222) with `renew`: IsRenewAck set, as a client
+        sends RENEW (type 4) acknowledgements."""
         forced = epoch is not None
+        v2 = {"is_renew_ack": True} if renew else {}
         answer = self.conn.call(
-            ApiKey.SHARE_ACKNOWLEDGE, 1, group_id=self.group, member_id=self.member_id,
+            ApiKey.SHARE_ACKNOWLEDGE, 2 if renew else 1, **v2, group_id=self.group,
+            member_id=self.member_id,
             share_session_epoch=self.session_epoch if epoch is None else epoch, topics=[{
                 "topic_id": self.topic_id, "partitions": [{
                     "partition_index": 0, "acknowledgement_batches": [
@@ -111,15 +119,25 @@ class ShareMember:
              "acquired": [(a.first_offset, a.last_offset, a.delivery_count)
                           for a in getattr(p, "acquired_records", ())]}
             for t in answer.responses for p in t.partitions]}
-        if with_lock:
+        if with_lock or hasattr(answer, "acquisition_lock_timeout"):
             seen["lock_ms"] = int(answer.acquisition_lock_timeout.total_seconds() * 1000)
         self.s.note(f"{self.who} {label}", **seen)
 
 
-def share_group(s, name: str = "g") -> str:
+def share_group(s, name: str = "g", configs: dict[str, str] | None = None) -> str:
     group = s.name(name)
-    set_group_configs(s.bootstrap, group, {"share.auto.offset.reset": "earliest"})
+    set_group_configs(s.bootstrap, group, {"share.auto.offset.reset": "earliest",
+                                           **(configs or {})})
     return group
+
+
+# Kafka 4.4 computes a share group's target assignment at most once per
+# share.assignment.interval.ms (group.share.assignment.interval.ms, 1 s by default), so a member
+# joining within a second of the last computation gets an empty assignment first; with 0 it gets
+# its partitions in its first answer, as on roster (which computes the target at once whatever
+# the setting says) -- the share counterpart of group.consumer.assignment.interval.ms=0 that the
+# Kafka peer runs with. Seen: b's first answer empty on Kafka without it, [0] with it.
+AT_ONCE = {"share.assignment.interval.ms": "0"}
 
 
 def describe(s, group: str) -> None:
@@ -224,4 +242,162 @@ def test_share_session_refusals(s):
     a.fetch(max_wait_ms=100, label="nothing left")
     a.fetch(close=True, label="close the session")
     a.leave()
+    offsets(s, group)
+
+
+# -- what KIP-932 fixes: the delivery limit, rejection, a dropped consumer, RENEW, the offsets APIs
+
+
+def produce_one_by_one(s, topic: str, count: int) -> None:
+    """`count` records in batches of one each (so every record's state is its own)."""
+    producer = Producer({"bootstrap.servers": s.bootstrap, "linger.ms": 0})
+    for i in range(count):
+        producer.produce(topic, key=b"k%d" % i, value=f"v{i}".encode(), partition=0)
+        producer.flush(10)
+
+
+def dead_letter_topic(s, name: str = "dead") -> str:
+    """A `dlq.`-prefixed topic (errors.deadletterqueue.topic.name.prefix) that accepts a share
+    group's dead letters (errors.deadletterqueue.group.enable=true); set-up, out of the trace."""
+    real = f"dlq.{s.name(name)}"
+    admin = s.conn("setup", traced=False)
+    answer = admin.call(ApiKey.CREATE_TOPICS, timeout=30000, topics=[{
+        "name": real, "num_partitions": 1, "replication_factor": 1,
+        "configs": [{"name": "errors.deadletterqueue.group.enable", "value": "true"}]}])
+    assert int(answer.topics[0].error_code) == 0, answer
+    s.wait(lambda: s.partitions(real) == 1, f"{real} has 1 partition")
+    return real
+
+
+def dead_letters(s, topic: str, count: int) -> None:
+    """The DLQ topic's records (read from offset 0 by a plain consumer; the DLQ write follows
+    the archival asynchronously on Kafka, so it is waited for), noted by source offset: key,
+    value and the __dlq.errors.* headers."""
+    consumer = Consumer({"bootstrap.servers": s.bootstrap, "group.id": s.name("dlq-reader"),
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    found = []
+    try:
+        def more() -> bool:
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                found.append((message.key(), message.value(),
+                              {k: v.decode() for k, v in message.headers() or []}))
+            return len(found) >= count
+        s.wait(more, f"{count} records on {topic}")
+        extra = consumer.poll(0.5)   # and no more than that
+    finally:
+        consumer.close()
+    s.note("dead letters", extra=extra is not None and extra.error() is None, records=sorted(
+        ({"key": k, "value": v, "headers": h} for k, v, h in found),
+        key=lambda r: int(r["headers"].get("__dlq.errors.offset", -1))))
+
+
+@scenario(outcome="""with share.delivery.count.limit=2 and errors.deadletterqueue.topic.name set on
+the group (a dlq. topic with errors.deadletterqueue.group.enable=true): three records acquired
+with delivery count 1; record 0 released, 1 rejected, 2 accepted in the next fetch, which acquires
+0 again with delivery count 2; released again, 0 is archived, not acquired again (the fetch after
+acquires nothing); the group's offsets described after: start offset 0, lag 0. The DLQ topic holds
+offset 0 with
+__dlq.errors.delivery.count 2, "Offset delivery count exceeded the threshold." and offset 1 with
+count 1, "Offset rejected by client.", each with __dlq.errors.topic, partition, offset and group,
+key and value null""")
+def test_share_delivery_limit_and_dead_letters(s):
+    topic = s.topic("t", 1)
+    dlq = dead_letter_topic(s)
+    group = share_group(s)
+    set_group_configs(s.bootstrap, group, {"share.delivery.count.limit": "2",
+                                           "errors.deadletterqueue.topic.name": dlq})
+    produce_one_by_one(s, topic, 3)
+    a = ShareMember(s, "a", group, topic)
+    a.heartbeat()
+    a.wait_assigned(1)
+    a.fetch(label="first fetch")
+    a.fetch(acks=[(0, 0, RELEASE), (1, 1, REJECT), (2, 2, ACCEPT)],
+            label="release 0, reject 1, accept 2")
+    a.fetch(acks=[(0, 0, RELEASE)], max_wait_ms=500, label="release 0 again")
+    a.fetch(max_wait_ms=200, label="nothing left")
+    a.fetch(close=True, label="close the session")
+    a.leave()
+    offsets(s, group)
+    dead_letters(s, dlq, 2)
+
+
+@scenario(outcome="""(group share.assignment.interval.ms=0) a consumer holding two acquired
+records loses its connection (the socket is
+closed without a closing fetch): a second member of the group, once assigned the partition,
+acquires both in its first ShareFetch with delivery count 2, under the group's lock; once they
+are accepted, the group's offsets are described with start offset 0, lag 0""")
+def test_share_dropped_connection_releases(s):
+    topic = s.topic("t", 1)
+    group = share_group(s, configs=AT_ONCE)
+    produce_one_by_one(s, topic, 2)
+    a = ShareMember(s, "a", group, topic)
+    a.heartbeat()
+    a.wait_assigned(1)
+    a.fetch(label="a acquires")
+    a.conn.close()
+    b = ShareMember(s, "b", group, topic)
+    b.heartbeat()
+    b.wait_assigned(1)
+    b.fetch(label="b's first fetch")
+    b.fetch(acks=[(0, 1, ACCEPT)], max_wait_ms=200, label="b accepts")
+    b.fetch(close=True, label="close b's session")
+    b.leave()
+    offsets(s, group)
+
+
+@scenario(outcome="""(group share.assignment.interval.ms=0) a member renews its lock on two
+acquired records (ShareAcknowledge v2,
+IsRenewAck, type 4): no error, the lock's duration in the answer; a second member's fetch
+acquires nothing of them; the first then accepts them (no error), and the group's offsets are
+described with start offset 0, lag 0""")
+def test_share_renew_holds_the_lock(s):
+    topic = s.topic("t", 1)
+    group = share_group(s, configs=AT_ONCE)
+    produce_one_by_one(s, topic, 2)
+    a = ShareMember(s, "a", group, topic)
+    a.heartbeat()
+    a.wait_assigned(1)
+    a.fetch(label="a acquires")
+    a.acknowledge([(0, 1, RENEW)], renew=True, label="a renews 0-1")
+    b = ShareMember(s, "b", group, topic)
+    b.heartbeat()
+    b.wait_assigned(1)
+    b.fetch(max_wait_ms=500, label="b finds them locked")
+    a.acknowledge([(0, 1, ACCEPT)], label="a accepts 0-1")
+    b.fetch(max_wait_ms=200, label="b finds nothing")
+    a.fetch(close=True, label="close a's session")
+    b.fetch(close=True, label="close b's session")
+    a.leave()
+    b.leave()
+    offsets(s, group)
+
+
+@scenario(outcome="""AlterShareGroupOffsets on an empty share group moves partition 0's start
+offset to 3 (no error); DescribeShareGroupOffsets shows start offset 3, lag 2; a member joining
+acquires records 3-4 with delivery count 1; after it accepted them and left, the offsets are
+described with start offset 3, lag 0; DeleteShareGroupOffsets removes the topic from the group's
+offsets (no error) and DescribeShareGroupOffsets no longer lists it""")
+def test_share_alter_delete_offsets(s):
+    topic = s.topic("t", 1)
+    group = share_group(s)
+    produce_one_by_one(s, topic, 5)
+    admin = s.conn("admin")
+    a = ShareMember(s, "a", group, topic)
+    a.heartbeat()
+    a.wait_assigned(1)
+    a.leave()
+    admin.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, group_id=group, topics=[
+        {"topic_name": topic, "partitions": [{"partition_index": 0, "start_offset": 3}]}])
+    offsets(s, group)
+    b = ShareMember(s, "b", group, topic)
+    b.heartbeat()
+    b.wait_assigned(1)
+    b.fetch(label="b's first fetch")
+    b.fetch(acks=[(3, 4, ACCEPT)], max_wait_ms=200, label="b accepts 3-4")
+    b.fetch(close=True, label="close b's session")
+    b.leave()
+    offsets(s, group)
+    admin.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id=group, topics=[{"topic_name": topic}])
     offsets(s, group)
