@@ -19,17 +19,14 @@ TOPIC_AUTHORIZATION_FAILED for the whole request).
 from __future__ import annotations
 
 import asyncio
-import datetime
-import uuid
 
+from roster.broker.handlers.heartbeat_answer import heartbeat_answer
 from roster.broker.network.admission import admit_group, admit_topic_names
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.coordinator.consumer.messages import HeartbeatReply, HeartbeatRequest
 from roster.protocol import consumer_heartbeat_wire as wire
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
-from roster.protocol.build import element, make
-from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
 
@@ -97,18 +94,7 @@ def refuse(request, error: ErrorCode):
 
 
 def encode(version: int, reply: HeartbeatReply):
-    schema = response_schema(API_KEY, version)
-    assignment = None
-    if reply.assignment is not None:
-        entry = element(schema, "assignment")
-        topic = element(entry, "topic_partitions")
-        assignment = make(entry, topic_partitions=tuple(
-            make(topic, topic_id=uuid.UUID(bytes=t), partitions=tuple(ps))
-            for t, ps in reply.assignment))
-    return make(schema, error_code=reply.error, error_message=reply.error_message,
-                member_id=reply.member_id, member_epoch=reply.member_epoch,
-                heartbeat_interval=datetime.timedelta(milliseconds=reply.heartbeat_interval_ms),
-                assignment=assignment)
+    return heartbeat_answer(API_KEY, version, reply)
 
 
 SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handler=None, raw=answer, resources=(

@@ -11,18 +11,15 @@ TOPIC_AUTHORIZATION_FAILED for the whole heartbeat); then the coordinator's own 
 from __future__ import annotations
 
 import asyncio
-import datetime
-import uuid
 
 from roster.broker.groups.share_group import initialized
+from roster.broker.handlers.heartbeat_answer import heartbeat_answer
 from roster.broker.network.admission import admit_topic_names
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.coordinator.share.coordinator import validate
 from roster.coordinator.share.messages import ShareHeartbeat, ShareHeartbeatReply
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
-from roster.protocol.build import element, make
-from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
 
@@ -37,18 +34,7 @@ SUBSCRIBED_TOPICS = Topics(AclOperation.DESCRIBE, "subscribed_topic_names", name
 
 
 def encode(version: int, reply: ShareHeartbeatReply):
-    schema = response_schema(API_KEY, version)
-    assignment = None
-    if reply.assignment is not None:
-        entry = element(schema, "assignment")
-        topic = element(entry, "topic_partitions")
-        assignment = make(entry, topic_partitions=tuple(
-            make(topic, topic_id=uuid.UUID(bytes=tid), partitions=tuple(ps))
-            for tid, ps in reply.assignment))
-    return make(schema, error_code=reply.error, error_message=reply.error_message,
-                member_id=reply.member_id, member_epoch=reply.member_epoch,
-                heartbeat_interval=datetime.timedelta(milliseconds=reply.heartbeat_interval_ms),
-                assignment=assignment)
+    return heartbeat_answer(API_KEY, version, reply)
 
 
 def refuse(request, error: ErrorCode):
