@@ -12,7 +12,6 @@ decision is the machine's.
 """
 from __future__ import annotations
 
-import asyncio
 import datetime
 import logging
 import time
@@ -26,7 +25,7 @@ from roster.client.consumer_membership import (
     Reconciled,
     State,
 )
-from roster.client.member_driver import MemberDriver
+from roster.client.member_driver import MemberDriver, heartbeat_assignment
 from roster.client.membership import MemberConfig, Send
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
@@ -61,16 +60,7 @@ class ConsumerGroupMember(MemberDriver):
     # -- the loop --------------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while self.machine.state is not State.CLOSED:
-            now = self.now()
-            await self._handle(self.machine.tick(now))
-            deadline = self.machine.next_deadline()
-            wait_ms = 1000 if deadline is None else deadline - now
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), max(min(wait_ms, 1000), 1) / 1000)
-            except asyncio.TimeoutError:
-                pass
+        await self._tick_until(State.CLOSED)
 
     def _own_action(self, action) -> bool:
         if isinstance(action, NeedTopicIds):
@@ -98,10 +88,7 @@ class ConsumerGroupMember(MemberDriver):
             return
         if send.fields["member_epoch"] < 0:
             return   # the answer to a leave
-        assignment = None
-        if answer.assignment is not None:
-            assignment = tuple((tp.topic_id, tuple(tp.partitions))
-                               for tp in answer.assignment.topic_partitions)
+        assignment = heartbeat_assignment(answer)
         interval = round(answer.heartbeat_interval.total_seconds() * 1000)
         await self._handle(machine.on_heartbeat(answer.error_code, answer.member_epoch,
                                                 interval, assignment, self.now()))

@@ -217,6 +217,21 @@ class MemberDriver:
     async def _run(self) -> None:
         raise NotImplementedError
 
+    async def _tick_until(self, closed) -> None:
+        """A `_run` for a machine that only asks to be ticked (the KIP-848 heartbeats: consumer
+        and share groups): tick it, carry out its actions, sleep until its next deadline (a
+        second at the most, or a wake) until its state is `closed`."""
+        while self.machine.state is not closed:
+            now = self.now()
+            await self._handle(self.machine.tick(now))
+            deadline = self.machine.next_deadline()
+            wait_ms = 1000 if deadline is None else deadline - now
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), max(min(wait_ms, 1000), 1) / 1000)
+            except asyncio.TimeoutError:
+                pass
+
     async def _send(self, send: Send) -> None:
         raise NotImplementedError
 
@@ -338,3 +353,11 @@ def offset_fetch_request(version: int, group_id: str, by_topic: dict[str, list[i
     topic_entry = element(schema, "topics")
     return make(schema, group_id=group_id, require_stable=True, topics=tuple(
         make(topic_entry, name=t, partition_indexes=tuple(ps)) for t, ps in sorted(by_topic.items())))
+
+
+def heartbeat_assignment(answer) -> tuple | None:
+    """A KIP-848 heartbeat answer's assignment as the machines take it: ((topic id,
+    (partitions...)), ...), None when the answer carries none."""
+    if answer.assignment is None:
+        return None
+    return tuple((tp.topic_id, tuple(tp.partitions)) for tp in answer.assignment.topic_partitions)
