@@ -8,11 +8,14 @@ continuations answer. A change is a small typed value: what it changed and what 
 before, so an operation costs what it changes, not what its group holds.
 
 Each group type keeps its own changes: the classic group's in classic/changes.py, a consumer
-group's (one per record type it replays) in consumer/changes.py.
+group's (one per record type it replays) in consumer/changes.py. The types whose members are
+immutable values (share and streams groups) put the whole group back: one `GroupPutBack` per
+group an operation writes to, kept by a `WholeGroupOperation`.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -25,3 +28,50 @@ def revert(changes: Iterable[Change], now: int) -> None:
     """Undo these changes, newest first."""
     for change in reversed(tuple(changes)):
         change.undo(now)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPutBack:
+    """The group as it was before an operation (None: it did not exist); undone, it is again."""
+    groups: dict
+    group_id: str
+    before: object | None
+
+    def undo(self, now: int) -> None:
+        if self.before is None:
+            self.groups.pop(self.group_id, None)
+        else:
+            self.groups[self.group_id] = self.before
+
+
+@dataclass
+class WholeGroupOperation:
+    """One operation's writes to groups that are put back whole: before the first record of a
+    group is replayed, a copy of the group is kept (`copy`); `replay` applies a record. A group
+    type names both in its subclass."""
+    groups: dict
+    now: int
+    changes: list = field(default_factory=list)
+    saved: set = field(default_factory=set)
+
+    def copy(self, group):
+        raise NotImplementedError
+
+    def replay(self, record) -> None:
+        raise NotImplementedError
+
+    def write(self, records: list, result) -> None:
+        for record in records:
+            gid = record.key.group
+            if gid not in self.saved:
+                self.saved.add(gid)
+                group = self.groups.get(gid)
+                self.changes.append(GroupPutBack(self.groups, gid,
+                                                 None if group is None else self.copy(group)))
+            self.replay(record)
+        result.records.extend(records)
+
+    def revert(self) -> None:
+        for change in reversed(self.changes):
+            change.undo(self.now)
+        self.changes.clear()

@@ -27,17 +27,18 @@ initialises the partitions of a new target before it answers the heartbeat that 
 and assigns them in that answer (initialisation is idempotent).
 
 Mutation: the group touched is put back as a whole when the operation is refused or its
-records are not written (`GroupPutBack`, one change per operation: members are immutable
-values, so the copy costs one dict per member map).
+records are not written (changes.py's `GroupPutBack`, one change per operation: members are
+immutable values, so the copy costs one dict per member map).
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from roster.coordinator import facts as shared_facts
 from roster.coordinator import triggers as tr
+from roster.coordinator.changes import WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import (
@@ -95,42 +96,12 @@ class ShareWritten:
     fenced: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class GroupPutBack:
-    """The group as it was before an operation (None: it did not exist); undone, it is again."""
-    groups: dict
-    group_id: str
-    before: ShareGroup | None
+class _Op(WholeGroupOperation):
+    def copy(self, group: ShareGroup) -> ShareGroup:
+        return group.copy()
 
-    def undo(self, now: int) -> None:
-        if self.before is None:
-            self.groups.pop(self.group_id, None)
-        else:
-            self.groups[self.group_id] = self.before
-
-
-@dataclass
-class _Op:
-    groups: dict
-    now: int
-    changes: list = field(default_factory=list)
-    saved: set = field(default_factory=set)
-
-    def write(self, records: list, result: Result) -> None:
-        for record in records:
-            gid = record.key.group
-            if gid not in self.saved:
-                self.saved.add(gid)
-                group = self.groups.get(gid)
-                self.changes.append(GroupPutBack(self.groups, gid,
-                                                 None if group is None else group.copy()))
-            replay(self.groups, record)
-        result.records.extend(records)
-
-    def revert(self) -> None:
-        for change in reversed(self.changes):
-            change.undo(self.now)
-        self.changes.clear()
+    def replay(self, record) -> None:
+        replay(self.groups, record)
 
 
 def session_key(group_id: str, member_id: str) -> str:

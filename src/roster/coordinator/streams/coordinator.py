@@ -19,17 +19,18 @@ What a heartbeat does (Kafka's GroupMetadataManager.streamsGroupHeartbeat):
    left with epoch -2 keeps its tasks until it ends).
 
 Mutation: the group touched is put back as a whole when the operation is refused or its
-records are not written (`GroupPutBack`, one change per operation: its members are immutable
-values, so the copy costs one dict per member map, not the members).
+records are not written (changes.py's `GroupPutBack`, one change per operation: its members are
+immutable values, so the copy costs one dict per member map, not the members).
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from roster.coordinator import facts as shared_facts
 from roster.coordinator import triggers as tr
+from roster.coordinator.changes import WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
@@ -110,20 +111,6 @@ class StreamsWritten:
     fenced: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class GroupPutBack:
-    """The group as it was before an operation (None: it did not exist); undone, it is again."""
-    groups: dict
-    group_id: str
-    before: StreamsGroup | None
-
-    def undo(self, now: int) -> None:
-        if self.before is None:
-            self.groups.pop(self.group_id, None)
-        else:
-            self.groups[self.group_id] = self.before
-
-
 def _copy(group: StreamsGroup) -> StreamsGroup:
     return StreamsGroup(group.group_id, group.group_epoch, group.metadata_hash,
                         group.validated_topology_epoch, group.last_assignment_configs,
@@ -132,28 +119,12 @@ def _copy(group: StreamsGroup) -> StreamsGroup:
                         group.assignment_timestamp)
 
 
-@dataclass
-class _Op:
-    groups: dict
-    now: int
-    changes: list = field(default_factory=list)
-    saved: set = field(default_factory=set)
+class _Op(WholeGroupOperation):
+    def copy(self, group: StreamsGroup) -> StreamsGroup:
+        return _copy(group)
 
-    def write(self, records: list, result: Result) -> None:
-        for record in records:
-            gid = record.key.group
-            if gid not in self.saved:
-                self.saved.add(gid)
-                group = self.groups.get(gid)
-                self.changes.append(GroupPutBack(self.groups, gid,
-                                                 None if group is None else _copy(group)))
-            replay(self.groups, record)
-        result.records.extend(records)
-
-    def revert(self) -> None:
-        for change in reversed(self.changes):
-            change.undo(self.now)
-        self.changes.clear()
+    def replay(self, record) -> None:
+        replay(self.groups, record)
 
 
 def session_key(group_id: str, member_id: str) -> str:
