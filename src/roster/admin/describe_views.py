@@ -25,6 +25,25 @@ class Member:
     partitions: tuple[tuple[str, int], ...]   # what it owns now, sorted
 
 
+class DescribedGroup:
+    """What the generic views (admin/group_views.py) read of a describe answer, for a view's
+    description that wraps the type's DescribedGroup (`self.group`) with what else it asked."""
+
+    __slots__ = ()
+
+    @property
+    def group_id(self) -> str:
+        return self.group.group_id
+
+    @property
+    def group_state(self) -> str:
+        return self.group.group_state
+
+    @property
+    def members(self) -> tuple:
+        return self.group.members
+
+
 class DescribeView(Protocol):
     name: str   # the group type it draws
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.admin.describe_views import Member, describe_one
+from roster.admin.describe_views import DescribedGroup, Member, describe_one
 from roster.admin.table import MISSING, columns
 from roster.protocol.api_keys import ApiKey
 
@@ -23,25 +23,12 @@ IN_FLIGHT_STATES = ("available", "acquired", "acknowledged", "archived")
 
 
 @dataclass(frozen=True)
-class ShareDescription:
+class ShareDescription(DescribedGroup):
     """ShareGroupDescribe's group with its share partitions' offsets."""
     group: object                      # ShareGroupDescribe's DescribedGroup
     offsets: dict                      # (topic, partition) -> (start offset, lag or None)
     # (topic, partition) -> {state: records} from roster's /metrics; None: not asked
     in_flight: dict | None = None
-
-    # what the generic views (admin/group_views.py) read of any describe answer
-    @property
-    def group_id(self) -> str:
-        return self.group.group_id
-
-    @property
-    def group_state(self) -> str:
-        return self.group.group_state
-
-    @property
-    def members(self) -> tuple:
-        return self.group.members
 
 
 def share_offsets(client, group_id: str) -> dict:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from roster.admin.describe_views import Member, describe_one
+from roster.admin.describe_views import DescribedGroup, Member, describe_one
 from roster.admin.table import MISSING, columns
 from roster.protocol.api_keys import ApiKey
 
@@ -24,25 +24,12 @@ ROLES = (("active", "active_tasks"), ("standby", "standby_tasks"), ("warmup", "w
 
 
 @dataclass(frozen=True)
-class StreamsDescription:
+class StreamsDescription(DescribedGroup):
     """StreamsGroupDescribe's group with the offsets its lag needs."""
     group: object                             # StreamsGroupDescribe's DescribedGroup
     committed: dict                           # (topic, partition) -> committed offset
     ends: dict                                # (topic, partition) -> log end offset
     partitions: dict                          # source topic -> its partition count
-
-    # what the generic views (admin/group_views.py) read of any describe answer
-    @property
-    def group_id(self) -> str:
-        return self.group.group_id
-
-    @property
-    def group_state(self) -> str:
-        return self.group.group_state
-
-    @property
-    def members(self) -> tuple:
-        return self.group.members
 
 
 def task_name(subtopology: str, partition: int) -> str:
