@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Hashable
 
+from roster.coordinator.config import PerGroupConfig
 from roster.protocol.errors import ErrorCode
 
 HEARTBEAT_API_KEY = 76
@@ -75,30 +76,19 @@ GROUP_CONFIG_FIELDS = {
 
 
 @dataclass(frozen=True, slots=True)
-class ShareConfig:
+class ShareConfig(PerGroupConfig):
     """Broker settings (group.share.*) with Kafka 4.4.0's defaults, and per-group overrides
     (share.* on a GROUP resource) read at each use, so a config altered while the group runs
     applies from its next heartbeat, as in Kafka."""
+
+    config_fields = GROUP_CONFIG_FIELDS
+    max_size_setting = "group.share.max.size"
 
     session_timeout_ms: int = 45_000          # group.share.session.timeout.ms
     heartbeat_interval_ms: int = 5_000        # group.share.heartbeat.interval.ms
     max_size: int = 200                       # group.share.max.size (1-1000)
     # group id -> {group config name: value} (broker/groups/group_configs.py keeps it, shared)
     group_overrides: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_broker(cls, config, group_overrides: dict | None = None) -> ShareConfig:
-        """From the broker's validated settings (roster/config.py checks them at start)."""
-        values = {f: config["group." + name] for name, f in GROUP_CONFIG_FIELDS.items()}
-        return cls(max_size=config["group.share.max.size"],
-                   group_overrides=group_overrides if group_overrides is not None else {},
-                   **values)
-
-    def of(self, group_id: str, name: str) -> int:
-        own = self.group_overrides.get(group_id)
-        if own and name in own:
-            return own[name]
-        return getattr(self, GROUP_CONFIG_FIELDS[name])
 
     def session_ms(self, group_id: str) -> int:
         return self.of(group_id, "share.session.timeout.ms")

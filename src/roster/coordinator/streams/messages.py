@@ -68,6 +68,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from roster.coordinator.config import PerGroupConfig
+
 # Kafka 4.4.0's messages for what the heartbeat refuses or reports (from its
 # GroupMetadataManager), for the coordinator still to come; which error code goes with each is
 # to be checked against Kafka beside roster when it is wired
@@ -113,10 +115,13 @@ GROUP_CONFIG_FIELDS = {
 
 
 @dataclass(frozen=True, slots=True)
-class StreamsConfig:
+class StreamsConfig(PerGroupConfig):
     """Broker settings (group.streams.*) with Kafka 4.4.0's defaults (its GroupCoordinatorConfig),
     and per-group overrides (streams.* on a GROUP resource) read at each use, so a config
     altered while the group runs applies from its next heartbeat or timer, as in Kafka."""
+
+    config_fields = GROUP_CONFIG_FIELDS
+    max_size_setting = "group.streams.max.size"
 
     session_timeout_ms: int = 45_000          # group.streams.session.timeout.ms (45000-60000)
     heartbeat_interval_ms: int = 5_000        # group.streams.heartbeat.interval.ms (5000-15000)
@@ -133,21 +138,6 @@ class StreamsConfig:
     refine_warmups: bool = False
     # group id -> {group config name: value} (broker/groups/group_configs.py keeps it, shared)
     group_overrides: dict = field(default_factory=dict)
-
-    @classmethod
-    def from_broker(cls, config, group_overrides: dict | None = None) -> StreamsConfig:
-        """From the broker's validated settings (roster/config.py checks them at start)."""
-        values = {f: config["group." + name] for name, f in GROUP_CONFIG_FIELDS.items()}
-        return cls(max_size=config["group.streams.max.size"],
-                   group_overrides=group_overrides if group_overrides is not None else {},
-                   **values)
-
-    def of(self, group_id: str, name: str) -> int:
-        """The value of group config `name` for this group: its own, else the broker's."""
-        own = self.group_overrides.get(group_id)
-        if own and name in own:
-            return own[name]
-        return getattr(self, GROUP_CONFIG_FIELDS[name])
 
     def session_ms(self, group_id: str) -> int:
         return self.of(group_id, "streams.session.timeout.ms")
