@@ -40,8 +40,10 @@ from roster.client.member_actions import (
     LeaveWhenRevoked,
     Lost,
     MemberConfig,
+    NeedTopicIds,
     Revoked,
     Send,
+    assignment_target,
     find_coordinator,
 )
 from roster.protocol.errors import ErrorCode
@@ -72,13 +74,6 @@ class State(Enum):
 
 
 HEARTBEATING = frozenset({State.JOINING, State.STABLE, State.LEAVING})
-
-
-@dataclass(frozen=True, slots=True)
-class NeedTopicIds:
-    """Resolve these topic ids to names (Metadata by id), then call on_topic_names()."""
-
-    topic_ids: tuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +255,7 @@ class ConsumerMembership:
         self.next_heartbeat_ms = now + self.interval_ms
         if assignment is None:
             return []
-        target = frozenset((t, p) for t, ps in assignment for p in ps)
-        unknown = tuple(sorted({t for t, _ in target if t not in self.names}, key=str))
+        target, unknown = assignment_target(assignment, self.names)
         if unknown:
             self.pending = target
             return [NeedTopicIds(unknown)]

@@ -27,6 +27,21 @@ def find_coordinator(group_id: str) -> Send:
 
 
 @dataclass(frozen=True, slots=True)
+class NeedTopicIds:
+    """Resolve these topic ids to names (Metadata), then call on_topic_names() (the KIP-848
+    machines: consumer and share groups, whose assignments name topics by id)."""
+
+    topic_ids: tuple
+
+
+def assignment_target(assignment, names: dict) -> tuple[frozenset, tuple]:
+    """A heartbeat's assignment ((topic id, (partitions...)), ...) as (topic id, partition)
+    pairs, and the topic ids among them `names` does not name yet (sorted)."""
+    target = frozenset((t, p) for t, ps in assignment for p in ps)
+    return target, tuple(sorted({t for t, _ in target if t not in names}, key=str))
+
+
+@dataclass(frozen=True, slots=True)
 class NeedMetadata:
     topics: tuple[str, ...]
 

@@ -22,7 +22,15 @@ import logging
 from dataclasses import dataclass, field
 from enum import Enum
 
-from roster.client.member_actions import Fatal, FencedError, MemberConfig, Send, find_coordinator
+from roster.client.member_actions import (
+    Fatal,
+    FencedError,
+    MemberConfig,
+    NeedTopicIds,
+    Send,
+    assignment_target,
+    find_coordinator,
+)
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.client")
@@ -55,13 +63,6 @@ class State(Enum):
 
 
 HEARTBEATING = frozenset({State.JOINING, State.STABLE})
-
-
-@dataclass(frozen=True, slots=True)
-class NeedTopicIds:
-    """Resolve these topic ids to names (Metadata), then call on_topic_names()."""
-
-    topic_ids: tuple
 
 
 @dataclass(slots=True)
@@ -200,8 +201,7 @@ class ShareMembership:
             self.next_heartbeat_ms = now   # changed while the heartbeat was in flight
         if assignment is None:
             return []
-        target = frozenset((t, p) for t, ps in assignment for p in ps)
-        unknown = tuple(sorted({t for t, _ in target if t not in self.names}, key=str))
+        target, unknown = assignment_target(assignment, self.names)
         if unknown:
             self.pending = target
             return [NeedTopicIds(unknown)]
