@@ -93,6 +93,30 @@ def assert_session_expired_on_advance(story: Story, broker: RosterBroker, pump) 
     return took
 
 
+async def assert_session_expired_on_advance_async(story: Story, broker: RosterBroker, pump,
+                                                  lost: str) -> None:
+    """assert_session_expired_on_advance for an asyncio client (`pump` awaits one poll): the
+    clock is advanced from another thread, so the client's loop keeps running; `lost` is what
+    the client reports the expired assignment as."""
+    async def pump_until(predicate, what):
+        began = time.monotonic()
+        while not predicate():
+            assert time.monotonic() - began < WAIT_S, what
+            await pump()
+        return time.monotonic() - began
+    await pump_until(lambda: story.count("assigned") >= 1 and story.lines[-1][1],
+                     "first assignment")
+    first = story.lines[-1][1]
+    assigned = story.count("assigned")
+    # advance() blocks until the broker's loop (another thread) has fired the timers
+    await asyncio.to_thread(broker.clock.advance, PAST_SESSION_S)
+    took = await pump_until(lambda: story.count("assigned") > assigned
+                            and story.lines[-1] == ("assigned", first),
+                            f"{lost} and assigned again: {story.lines}")
+    assert (lost, first) in story.lines, story.lines
+    assert took < SESSION_MS / 1000 - 10
+
+
 def test_confluent_kafka_classic_member_expires_on_advance(test_broker):
     from confluent_kafka import Consumer
     topic = test_broker.create_topic(fresh("clock-ck"), partitions=2)
@@ -183,23 +207,9 @@ def test_aiokafka_member_expires_on_advance(test_broker):
         consumer.subscribe([topic], listener=Listener())
         await consumer.start()
         try:
-            async def pump_until(predicate, what):
-                began = time.monotonic()
-                while not predicate():
-                    assert time.monotonic() - began < WAIT_S, what
-                    await consumer.getmany(timeout_ms=100)
-                return time.monotonic() - began
-            await pump_until(lambda: story.count("assigned") >= 1 and story.lines[-1][1],
-                             "first assignment")
-            first = story.lines[-1][1]
-            assigned = story.count("assigned")
-            # advance() blocks until the broker's loop (another thread) has fired the timers
-            await asyncio.to_thread(test_broker.clock.advance, PAST_SESSION_S)
-            took = await pump_until(lambda: story.count("assigned") > assigned
-                                    and story.lines[-1] == ("assigned", first),
-                                    f"revoked and assigned again: {story.lines}")
-            assert ("revoked", first) in story.lines   # aiokafka reports a lost one so
-            assert took < SESSION_MS / 1000 - 10
+            # aiokafka reports a lost assignment as revoked
+            await assert_session_expired_on_advance_async(
+                story, test_broker, lambda: consumer.getmany(timeout_ms=100), "revoked")
         finally:
             await consumer.stop()
     asyncio.run(scenario())
@@ -218,22 +228,8 @@ def test_roster_client_member_expires_on_advance(test_broker):
                             on_lost=lambda ps: story.tell("lost", ps))
         await consumer.subscribe([topic])
         try:
-            async def pump_until(predicate, what):
-                began = time.monotonic()
-                while not predicate():
-                    assert time.monotonic() - began < WAIT_S, what
-                    await consumer.poll(timeout_ms=100)
-                return time.monotonic() - began
-            await pump_until(lambda: story.count("assigned") >= 1 and story.lines[-1][1],
-                             "first assignment")
-            first = story.lines[-1][1]
-            assigned = story.count("assigned")
-            await asyncio.to_thread(test_broker.clock.advance, PAST_SESSION_S)
-            took = await pump_until(lambda: story.count("assigned") > assigned
-                                    and story.lines[-1] == ("assigned", first),
-                                    f"lost and assigned again: {story.lines}")
-            assert ("lost", first) in story.lines, story.lines
-            assert took < SESSION_MS / 1000 - 10
+            await assert_session_expired_on_advance_async(
+                story, test_broker, lambda: consumer.poll(timeout_ms=100), "lost")
         finally:
             await consumer.close()
     asyncio.run(scenario())
