@@ -6,6 +6,7 @@ released record's second delivery, renew acknowledgements, and which partitions 
 later answer list."""
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -44,13 +45,15 @@ def test_share_session_rules_and_request_checks(target):
     with Wire(target.bootstrap) as wire:
         tid = topic_id(wire, name)
         unknown = uuid.uuid4()
-        # Kafka answers a share partition UNKNOWN_SERVER_ERROR while its share coordinator is
-        # still loading the __share_group_state partition the group maps to (seen once on a
-        # fresh peer in a full run): ask again, a new session each time, until it has loaded
-        for _ in range(50):
-            opened = share_fetch(wire, group=group, max_wait_ms=100,
+        # Kafka answers a share partition UNKNOWN_SERVER_ERROR until its share coordinator has
+        # created and loaded __share_group_state (the first share request of a fresh peer):
+        # ask again, a new session each time, until it has (bounded)
+        deadline = time.monotonic() + 90
+        while True:
+            opened = share_fetch(wire, group=group, max_wait_ms=500,
                                  parts=[(tid, [(0, []), (1, []), (7, [])]), (unknown, [(0, [])])])
-            if all(code != ErrorCode.unknown_server_error for code, _ in codes(opened).values()):
+            if all(code != ErrorCode.unknown_server_error for code, _ in codes(opened).values()) \
+                    or time.monotonic() > deadline:
                 break
         assert opened.error_code == ErrorCode.none
         # no share state for a group nobody joined: only the failed partitions are listed
