@@ -1,0 +1,125 @@
+"""roster alone, started on a data dir full of offset commits: the cheap reproduction of
+versus_kafka.py's "start on 1,000,000 commits" rows, without Kafka beside it.
+
+  fill     a work dir: roster spawned as versus_kafka.py spawns it, --commits offset commits
+           written by its load_commits (100 partitions a request, round-robin over 1,000
+           groups) and --bytes of log by its PipelinedProducer; then stopped
+  spawn    `roster serve` on that dir, timed as versus_kafka.py times it: spawn → first
+           answered Metadata → FindCoordinator answered (the coordinator has replayed
+           __consumer_offsets); broker CPU to then. --rounds of them, each printed
+  inproc   the same start in this process, without sockets: Broker.start() (the logs opened,
+           the topics loaded), then the group coordinator's replay; --profile FILE writes
+           cProfile's statistics for both, and prints the top of them
+
+Every figure is printed with the 1-minute load average before and after it.
+
+  .venv/bin/python bench/start_loaded.py fill --work-dir /tmp/loaded --commits 1000000
+  .venv/bin/python bench/start_loaded.py spawn --work-dir /tmp/loaded --rounds 3
+  .venv/bin/python bench/start_loaded.py inproc --work-dir /tmp/loaded --profile /tmp/start.prof
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import versus_kafka as vk  # noqa: E402  (it puts src/ and the repo on sys.path)
+
+
+def loadavg() -> float:
+    return os.getloadavg()[0]
+
+
+def fill(args) -> None:
+    work = Path(args.work_dir)
+    if work.exists():
+        shutil.rmtree(work)
+    broker = vk.Broker("roster", work)
+    broker.start()
+    try:
+        vk.load_data_dir(broker, argparse.Namespace(loaded_commits=args.commits,
+                                                    loaded_bytes=args.bytes))
+    finally:
+        broker.stop()
+
+
+def spawn(args) -> None:
+    for n in range(args.rounds):
+        broker = vk.Broker("roster", Path(args.work_dir))
+        before = loadavg()
+        try:
+            broker.start(coordinator=False)
+            broker.wait_coordinator(broker.spawned_at + 600, f"probe-{n}")
+            coordinator_s = time.perf_counter() - broker.spawned_at
+            cpu_s = broker.cpu_s()
+        finally:
+            broker.stop()
+        print(f"spawn → Metadata {broker.timings['metadata_s']:.2f} s, → coordinator loaded "
+              f"{coordinator_s:.2f} s, broker CPU {cpu_s:.2f} s (load {before:.1f}→"
+              f"{loadavg():.1f})", flush=True)
+
+
+def inproc(args) -> None:
+    from roster.broker.broker import Broker
+    from roster.config import BrokerConfig
+
+    config = BrokerConfig.from_overrides(vk.COMMON)
+    profiler = None
+    if args.profile:
+        import cProfile
+        profiler = cProfile.Profile()
+
+    async def main() -> tuple[float, float, float, int]:
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        broker = Broker(config, Path(args.work_dir) / "data")
+        broker.start()
+        opened = time.perf_counter() - t0
+        cpu_opened = time.process_time() - cpu0
+        await asyncio.sleep(0)   # the load task starts, and marks every partition loading
+        while not broker.groups.loaded:
+            await asyncio.sleep(0.001)
+        loaded = time.perf_counter() - t0
+        cpu = time.process_time() - cpu0 - cpu_opened   # the replay's CPU, threads' included
+        groups = len(broker.groups.shard.group_ids())
+        await broker.stop()
+        return opened, loaded, cpu, groups
+
+    before = loadavg()
+    if profiler is not None:
+        profiler.enable()
+    opened, loaded, cpu, groups = asyncio.run(main())
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(args.profile)
+    print(f"in process: logs opened {opened:.2f} s, coordinator loaded {loaded:.2f} s "
+          f"({groups} groups), replay CPU {cpu:.2f} s (load {before:.1f}→{loadavg():.1f})", flush=True)
+    if profiler is not None:
+        import pstats
+        pstats.Stats(args.profile).sort_stats("tottime").print_stats(25)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("fill")
+    f.add_argument("--work-dir", required=True)
+    f.add_argument("--commits", type=int, default=1_000_000)
+    f.add_argument("--bytes", type=int, default=0)
+    s = sub.add_parser("spawn")
+    s.add_argument("--work-dir", required=True)
+    s.add_argument("--rounds", type=int, default=1)
+    i = sub.add_parser("inproc")
+    i.add_argument("--work-dir", required=True)
+    i.add_argument("--profile")
+    args = p.parse_args()
+    {"fill": fill, "spawn": spawn, "inproc": inproc}[args.command](args)
+
+
+if __name__ == "__main__":
+    main()
