@@ -17,6 +17,7 @@ from roster.protocol.group_records import (
     UnknownRecord,
     decode,
     decode_key,
+    decode_offset_commit,
     decode_value,
     encode_key,
     encode_value,
@@ -93,3 +94,67 @@ def test_the_fast_path_decodes_exactly_like_the_general_reader(group, topic, par
     value = None if tombstone else encode_value(OffsetValue(offset, epoch, metadata, timestamp,
                                                             expire))
     assert decode(key, value) == general_decode(key, value)
+
+
+def utf8(text):  # int16-length string of any text (s() counts characters: ASCII only)
+    data = text.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def offset_value_bytes(version, offset, epoch, metadata, timestamp, expire):
+    """An offset value in any classic version, packed by hand as Kafka lays it out."""
+    if version == 3:
+        return struct.pack(">hqi", 3, offset, epoch) + utf8(metadata) + struct.pack(">q", timestamp)
+    tail = struct.pack(">qq", timestamp, expire) if version == 1 else struct.pack(">q", timestamp)
+    return struct.pack(">hq", version, offset) + utf8(metadata) + tail
+
+
+@given(version=st.integers(0, 3), key_version=st.integers(0, 1), group=st.text(max_size=30),
+       topic=st.text(max_size=30), partition=st.integers(-2**31, 2**31 - 1),
+       offset=st.integers(-1, 2**63 - 1), epoch=st.integers(-1, 2**31 - 1),
+       metadata=st.text(max_size=40), timestamp=st.integers(0, 2**62),
+       expire=st.integers(-1, 2**62), trailing=st.sampled_from([b"", b"\0"]))
+def test_every_classic_offset_version_decodes_as_plain_values_like_the_general_reader(
+        version, key_version, group, topic, partition, offset, epoch, metadata, timestamp,
+        expire, trailing):
+    key = struct.pack(">h", key_version) + utf8(group) + utf8(topic) + struct.pack(">i", partition)
+    value = offset_value_bytes(version, offset, epoch, metadata, timestamp, expire) + trailing
+    general = general_decode(key, value)
+    assert decode(key, value) == general
+    plain = decode_offset_commit(key, value)
+    if trailing:   # unusual: left to the general reader
+        assert plain is None
+    else:
+        fields = (general.value.offset, general.value.leader_epoch, general.value.metadata,
+                  general.value.commit_timestamp, general.value.expire_timestamp)
+        assert plain == (group, topic, partition, fields)
+    assert decode_offset_commit(key, None) == (group, topic, partition, None)
+
+
+@pytest.mark.parametrize("key, value", [
+    (struct.pack(">h", 1) + struct.pack(">h", -1) + s("t") + struct.pack(">i", 0), None),  # null
+    (struct.pack(">h", 2) + s("g"), None),                                   # a group record
+    (struct.pack(">h", 1) + s("g") + s("t") + struct.pack(">i", 0),
+     struct.pack(">hq", 3, 1) + struct.pack(">i", 0) + struct.pack(">h", -1)
+     + struct.pack(">q", 0)),                                                # null metadata
+    (struct.pack(">h", 1) + s("g") + s("t") + struct.pack(">i", 0),
+     struct.pack(">h", 4) + b"\0" * 30),                                      # value v4
+])
+def test_anything_unusual_is_left_to_the_general_reader(key, value):
+    assert decode_offset_commit(key, value) is None
+
+
+OFFSET_KEY = struct.pack(">h", 1) + s("g") + s("t") + struct.pack(">i", 7)
+OFFSET_VALUE = struct.pack(">hqi", 3, 1, 2) + s("m") + struct.pack(">q", 3)
+
+
+@pytest.mark.parametrize("key, value",
+                         [(OFFSET_KEY[:cut], None) for cut in range(len(OFFSET_KEY))]
+                         + [(OFFSET_KEY, OFFSET_VALUE[:cut]) for cut in range(len(OFFSET_VALUE))])
+def test_a_truncated_offset_record_is_the_general_reader_s_to_judge(key, value):
+    try:
+        assert decode_offset_commit(key, value) is None
+    except struct.error:
+        pass
+    with pytest.raises(RecordFormatError):
+        decode(key, value)

@@ -21,7 +21,7 @@ from roster.coordinator import records
 from roster.coordinator.messages import CommitRequest, FetchedOffset
 from roster.coordinator.txn_offsets import PendingTxnOffsets
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import OffsetKey, OffsetValue, Record
+from roster.protocol.group_records import OffsetCommit, Record
 
 Partition = tuple[str, int]
 Answers = tuple[tuple[str, int, ErrorCode], ...]
@@ -29,6 +29,8 @@ Answers = tuple[tuple[str, int, ErrorCode], ...]
 
 @dataclass(slots=True)
 class CommittedOffset:
+    # the order of OffsetValue's fields and of group_records.OffsetFields (the shard builds one
+    # from those at replay)
     offset: int
     leader_epoch: int
     metadata: str
@@ -177,16 +179,31 @@ class OffsetStore:
 
     # -- the only way offsets change -------------------------------------------------------------
 
-    def replay(self, key: OffsetKey, value: OffsetValue | None) -> None:
-        group = self.committed.get(key.group)
-        if value is None:
-            if group is not None:
-                group.pop((key.topic, key.partition), None)
+    def replay_all(self, commits: Iterable[OffsetCommit]) -> None:
+        """replay() for each plain offset-commit record (group_records.decode_offset_commit),
+        in order: the restart's loop, kept free of a call per record."""
+        committed = self.committed
+        for group_id, topic, partition, fields in commits:
+            group = committed.get(group_id)
+            if fields is not None:
+                if group is None:
+                    group = committed[group_id] = {}
+                group[(topic, partition)] = CommittedOffset(*fields)
+            elif group is not None:   # a tombstone
+                group.pop((topic, partition), None)
                 if not group:
-                    del self.committed[key.group]
+                    del committed[group_id]
+
+    def replay(self, group_id: str, topic: str, partition: int,
+               committed: CommittedOffset | None) -> None:
+        """One offset-commit record: the partition's offset, or none (a tombstone)."""
+        group = self.committed.get(group_id)
+        if committed is None:
+            if group is not None:
+                group.pop((topic, partition), None)
+                if not group:
+                    del self.committed[group_id]
             return
         if group is None:
-            group = self.committed[key.group] = {}
-        group[(key.topic, key.partition)] = CommittedOffset(
-            value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
-            value.expire_timestamp)
+            group = self.committed[group_id] = {}
+        group[(topic, partition)] = committed

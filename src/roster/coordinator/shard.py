@@ -53,10 +53,10 @@ from roster.coordinator.messages import (
     SyncReply,
     SyncRequest,
 )
-from roster.coordinator.offset_store import OffsetStore
+from roster.coordinator.offset_store import CommittedOffset, OffsetStore
 from roster.coordinator.results import Result
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import OffsetKey, Record
+from roster.protocol.group_records import OffsetCommit, OffsetKey, Record
 
 log = logging.getLogger("roster.coordinator")
 
@@ -111,6 +111,7 @@ class GroupShard:
         # the classic Heartbeat is the hot path: its routing read once, each host's membership
         # test as the dict's own `in` where the type keeps its groups in one (GroupsById), and
         # the maker's check_in bound
+        self._holders = tuple(_holds(t) for t in reversed(self.types))   # _held_anywhere
         self._classic_refusing = tuple(_holds(t) for t in self._refusing.get("classic", ()))
         self._classic_hosts = tuple((_holds(t), t) for t in self._hosts.get("classic", ()))
         maker = self._makers.get("classic")
@@ -134,6 +135,14 @@ class GroupShard:
             if group_type.has_group(group_id):
                 return f"Group {group_id} is not a {family} group."
         return None
+
+    def _held_anywhere(self, group_id: str) -> bool:
+        """_held(group_id) is not None, asked the cheapest way (_holds), the last type first:
+        it holds the simple groups whose offsets a restart replays most."""
+        for holds in self._holders:
+            if holds(group_id):
+                return True
+        return False
 
     def _held(self, group_id: str) -> GroupType | None:
         for group_type in self.types:
@@ -402,12 +411,16 @@ class GroupShard:
         `committed_by_marker`: an offset record of a transaction its commit marker ends."""
         key = record.key
         if type(key) is OffsetKey:
-            if record.value is not None and self._held(key.group) is None:
+            value = record.value
+            if value is not None and not self._held_anywhere(key.group):
                 # offsets without a group record: a simple group holds them (as in Kafka)
                 self._last.create_group(key.group, now)
             if not committed_by_marker:   # a plain commit written later wins over a pending one
                 self.offsets.pending.superseded(key.group, key.topic, key.partition)
-            self.offsets.replay(key, record.value)
+            self.offsets.replay(key.group, key.topic, key.partition, None if value is None
+                                else CommittedOffset(value.offset, value.leader_epoch,
+                                                     value.metadata, value.commit_timestamp,
+                                                     value.expire_timestamp))
             return
         for group_type in self.types:
             own = group_type.own(record)
@@ -419,6 +432,21 @@ class GroupShard:
                     self._last.give_way(own.key.group)
                 return
         self._last.replay(record, now)   # (it logs and skips a type it does not know)
+
+    def replay_offset_commits(self, commits: list[OffsetCommit], now: int) -> None:
+        """Plain offset-commit records, in log order, as group_records.decode_offset_commit
+        reads them: what replay() does with each, without a Record, for the million a restart
+        may replay. The groups and the pending offsets are done first, then the store: each
+        is apart from the others, so the order of the two passes does not matter."""
+        held, create = self._held_anywhere, self._last.create_group
+        pending = self.offsets.pending
+        for group_id, topic, partition, fields in commits:
+            if fields is not None and not held(group_id):
+                # offsets without a group record: a simple group holds them (as in Kafka)
+                create(group_id, now)
+            if pending.any_pending():   # a plain commit written later wins over a pending one
+                pending.superseded(group_id, topic, partition)
+        self.offsets.replay_all(commits)
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:
         """After replay: sessions start now; see each type's groups_loaded."""

@@ -48,6 +48,10 @@ class PendingTxnOffsets:
         for pending in self._by_producer.values():
             pending.pop(key, None)
 
+    def any_pending(self) -> bool:
+        """True while some producer's transaction holds pending offsets."""
+        return bool(self._by_producer)
+
     def unstable(self, group_id: str, partition: Partition) -> bool:
         key = (group_id, *partition)
         return any(key in pending for pending in self._by_producer.values())

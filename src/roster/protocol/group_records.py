@@ -183,42 +183,81 @@ def _group_value(r: ClassicReader, version: int) -> GroupValue:
     return GroupValue(protocol_type, generation, protocol, leader, timestamp, tuple(members))
 
 
-_KEY_PREFIX = struct.Struct(">hh")
-_OFFSET_V3 = struct.Struct(">hqih")
+_KEY_PREFIX = struct.Struct(">hh")      # key version, group length
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_OFFSET_V3 = struct.Struct(">hqih")     # value version, offset, leader epoch, metadata length
+_OFFSET_V0_2 = struct.Struct(">hqh")    # value version, offset, metadata length
 _TIMESTAMP = struct.Struct(">q")
+_TIMESTAMPS = struct.Struct(">qq")      # v1's commit and expire timestamps
+
+# An offset commit as plain values: (group, topic, partition, fields), fields None for a
+# tombstone, else (offset, leader epoch, metadata, commit timestamp, expire timestamp), the
+# order of OffsetValue's fields.
+OffsetFields = tuple[int, int, str, int, int]
+OffsetCommit = tuple[str, str, int, OffsetFields | None]
 
 
-def _fast_offset_commit(key: bytes, value: bytes | None) -> Record | None:
-    """Offset-commit key v0/v1 with value v3 (or a tombstone): nearly every record a restart
-    replays. Straight-line unpacking; anything unusual returns None for the general reader."""
+def decode_offset_commit(key: bytes, value: bytes | None) -> OffsetCommit | None:
+    """An offset-commit record (key v0/v1, value v0-v3 or a tombstone) as plain values: nearly
+    every record a restart replays, and the one it replays a million times on a busy
+    __consumer_offsets, so it is unpacked straight-line and builds no Record. None for
+    anything else or anything unusual (a null string, trailing bytes), which the general
+    reader (decode) then reads or rejects; struct.error or UnicodeDecodeError on a truncated
+    or non-UTF-8 record, likewise the general reader's to judge."""
     version, group_length = _KEY_PREFIX.unpack_from(key, 0)
     if version not in (0, 1) or group_length < 0:
         return None
     topic_at = 4 + group_length
-    (topic_length,) = struct.unpack_from(">h", key, topic_at)
+    (topic_length,) = _INT16.unpack_from(key, topic_at)
     partition_at = topic_at + 2 + topic_length
     if topic_length < 0 or partition_at + 4 != len(key):
         return None
-    decoded_key = OffsetKey(key[4:topic_at].decode(), key[topic_at + 2:partition_at].decode(),
-                            int.from_bytes(key[partition_at:], "big", signed=True))
+    group = key[4:topic_at].decode()
+    topic = key[topic_at + 2:partition_at].decode()
+    (partition,) = _INT32.unpack_from(key, partition_at)
     if value is None:
-        return Record(decoded_key, None)
-    value_version, offset, leader_epoch, metadata_length = _OFFSET_V3.unpack_from(value, 0)
+        return group, topic, partition, None
+    if value[:2] != b"\x00\x03":   # v3 is what roster and Kafka write; older ones apart
+        fields = _offset_fields_v0_2(value)
+        return None if fields is None else (group, topic, partition, fields)
+    _, offset, leader_epoch, metadata_length = _OFFSET_V3.unpack_from(value, 0)
     end = 16 + metadata_length
-    if value_version != 3 or metadata_length < 0 or end + 8 != len(value):
+    if metadata_length < 0 or end + 8 != len(value):
         return None
     (commit_timestamp,) = _TIMESTAMP.unpack_from(value, end)
-    return Record(decoded_key, OffsetValue(offset, leader_epoch, value[16:end].decode(),
-                                           commit_timestamp))
+    return group, topic, partition, (offset, leader_epoch, value[16:end].decode(),
+                                     commit_timestamp, -1)
+
+
+def _offset_fields_v0_2(value: bytes) -> OffsetFields | None:
+    """Offset value v0-v2 (older Kafkas; v1 carries an expire timestamp) exactly as
+    _offset_value reads them; None when unusual."""
+    version, offset, metadata_length = _OFFSET_V0_2.unpack_from(value, 0)
+    end = 12 + metadata_length
+    if version not in (0, 1, 2) or metadata_length < 0:
+        return None
+    if version == 1:
+        if end + 16 != len(value):
+            return None
+        commit_timestamp, expire_timestamp = _TIMESTAMPS.unpack_from(value, end)
+    else:
+        if end + 8 != len(value):
+            return None
+        (commit_timestamp,) = _TIMESTAMP.unpack_from(value, end)
+        expire_timestamp = -1
+    return offset, -1, value[12:end].decode(), commit_timestamp, expire_timestamp
 
 
 def decode(key: bytes, value: bytes | None) -> Record:
     try:
-        fast = _fast_offset_commit(key, value)
+        fast = decode_offset_commit(key, value)
     except (struct.error, UnicodeDecodeError):
         fast = None
     if fast is not None:
-        return fast
+        group, topic, partition, fields = fast
+        return Record(OffsetKey(group, topic, partition),
+                      None if fields is None else OffsetValue(*fields))
     decoded_key = decode_key(key)
     if isinstance(decoded_key, UnknownRecord):
         return Record(UnknownRecord(decoded_key.key_version, bytes(key),

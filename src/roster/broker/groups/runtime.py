@@ -31,7 +31,7 @@ from roster.coordinator.shard import GroupShard
 from roster.group_types import with_built_in
 from roster.observability.flight_recorder import FlightRecorder
 from roster.protocol.errors import ErrorCode
-from roster.protocol.group_records import Record
+from roster.protocol.group_records import OffsetCommit, Record
 
 log = logging.getLogger("roster.groups")
 
@@ -225,7 +225,7 @@ class GroupRuntime(CoordinatorRuntime):
         for partition in range(self.sink.partitions):
             started = time.monotonic()
             count = await self.sink.load(partition, self._replay, self._replay_transactional,
-                                         self.end_transaction)
+                                         self.end_transaction, self._replay_offset_commits)
             self._loading.discard(partition)
             groups = [g for g in self.shard.group_ids()
                       if self.sink.partition_for(g) == partition]
@@ -249,6 +249,9 @@ class GroupRuntime(CoordinatorRuntime):
 
     def _replay(self, record: Record) -> None:
         self.shard.replay(record, self.now_ms())
+
+    def _replay_offset_commits(self, commits: list[OffsetCommit]) -> None:
+        self.shard.replay_offset_commits(commits, self.now_ms())
 
     def _replay_transactional(self, producer_id: int, record: Record) -> None:
         self.shard.transaction_written(producer_id, (record,))
