@@ -103,7 +103,7 @@ def state(runtime: GroupRuntime) -> dict:
         "pending": {producer: dict(pending)
                     for producer, pending in shard.offsets.pending._by_producer.items()},
         "open": dict(shard.offsets.pending._groups),
-        "groups": [(t.name, sorted(t.group_ids())) for t in shard.types],
+        "groups": [(t.name, t.group_ids()) for t in shard.types],   # in their order
         "classic": {g: (group.state, group.generation, group.protocol_type, group.protocol_name,
                         group.state_timestamp, sorted(group.members))
                     for g, group in classic.groups.items()},

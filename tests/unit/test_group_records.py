@@ -10,6 +10,7 @@ from roster.protocol.group_records import (
     GroupKey,
     GroupValue,
     MemberValue,
+    OffsetCommitReader,
     OffsetKey,
     OffsetValue,
     Record,
@@ -129,6 +130,9 @@ def test_every_classic_offset_version_decodes_as_plain_values_like_the_general_r
                   general.value.commit_timestamp, general.value.expire_timestamp)
         assert plain == (group, topic, partition, fields)
     assert decode_offset_commit(key, None) == (group, topic, partition, None)
+    reader = OffsetCommitReader()   # remembers the key: the second read must not differ
+    assert [reader.read(key, value), reader.read(key, None), reader.read(key, value)] == \
+        [plain, (group, topic, partition, None), plain]
 
 
 @pytest.mark.parametrize("key, value", [
@@ -142,6 +146,7 @@ def test_every_classic_offset_version_decodes_as_plain_values_like_the_general_r
 ])
 def test_anything_unusual_is_left_to_the_general_reader(key, value):
     assert decode_offset_commit(key, value) is None
+    assert OffsetCommitReader().read(key, value) is None
 
 
 OFFSET_KEY = struct.pack(">h", 1) + s("g") + s("t") + struct.pack(">i", 7)

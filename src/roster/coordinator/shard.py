@@ -436,16 +436,18 @@ class GroupShard:
     def replay_offset_commits(self, commits: list[OffsetCommit], now: int) -> None:
         """Plain offset-commit records, in log order, as group_records.decode_offset_commit
         reads them: what replay() does with each, without a Record, for the million a restart
-        may replay. The groups and the pending offsets are done first, then the store: each
-        is apart from the others, so the order of the two passes does not matter."""
-        held, create = self._held_anywhere, self._last.create_group
+        may replay. Groups, pending offsets and committed offsets are apart from each other,
+        so each is brought up to date for the whole run in turn, and each group is looked up
+        once a run, in the order its first offset came."""
         pending = self.offsets.pending
-        for group_id, topic, partition, fields in commits:
-            if fields is not None and not held(group_id):
-                # offsets without a group record: a simple group holds them (as in Kafka)
-                create(group_id, now)
-            if pending.any_pending():   # a plain commit written later wins over a pending one
+        if pending.any_pending():   # a plain commit written later wins over a pending one
+            for group_id, topic, partition, _ in commits:
                 pending.superseded(group_id, topic, partition)
+        for group_id in dict.fromkeys(group_id for group_id, _, _, fields in commits
+                                      if fields is not None):
+            if not self._held_anywhere(group_id):
+                # offsets without a group record: a simple group holds them (as in Kafka)
+                self._last.create_group(group_id, now)
         self.offsets.replay_all(commits)
 
     def groups_loaded(self, group_ids: list[str], now: int) -> Result:

@@ -205,6 +205,39 @@ def decode_offset_commit(key: bytes, value: bytes | None) -> OffsetCommit | None
     anything else or anything unusual (a null string, trailing bytes), which the general
     reader (decode) then reads or rejects; struct.error or UnicodeDecodeError on a truncated
     or non-UTF-8 record, likewise the general reader's to judge."""
+    names = _offset_commit_key(key)
+    if names is None:
+        return None
+    if value is None:
+        return names + (None,)
+    fields = _offset_fields(value)
+    return None if fields is None else names + (fields,)
+
+
+class OffsetCommitReader:
+    """decode_offset_commit for one replay, which remembers the keys it has read: a
+    __consumer_offsets not yet compacted holds the same keys over and over (a consumer commits
+    the same partitions again and again), so each is decoded once, and the replayed offsets
+    share its strings. It holds one entry per distinct key read: drop it with the replay."""
+
+    def __init__(self) -> None:
+        self._names: dict[bytes, tuple[str, str, int]] = {}
+
+    def read(self, key: bytes, value: bytes | None) -> OffsetCommit | None:
+        names = self._names.get(key)
+        if names is None:
+            names = _offset_commit_key(key)
+            if names is None:
+                return None
+            self._names[key] = names
+        if value is None:   # (as decode_offset_commit, without a call more per record)
+            return names + (None,)
+        fields = _offset_fields(value)
+        return None if fields is None else names + (fields,)
+
+
+def _offset_commit_key(key: bytes) -> tuple[str, str, int] | None:
+    """(group, topic, partition) of an offset-commit key v0/v1; None when it is not one."""
     version, group_length = _KEY_PREFIX.unpack_from(key, 0)
     if version not in (0, 1) or group_length < 0:
         return None
@@ -213,26 +246,20 @@ def decode_offset_commit(key: bytes, value: bytes | None) -> OffsetCommit | None
     partition_at = topic_at + 2 + topic_length
     if topic_length < 0 or partition_at + 4 != len(key):
         return None
-    group = key[4:topic_at].decode()
-    topic = key[topic_at + 2:partition_at].decode()
-    (partition,) = _INT32.unpack_from(key, partition_at)
-    if value is None:
-        return group, topic, partition, None
-    if value[:2] != b"\x00\x03":   # v3 is what roster and Kafka write; older ones apart
-        fields = _offset_fields_v0_2(value)
-        return None if fields is None else (group, topic, partition, fields)
-    _, offset, leader_epoch, metadata_length = _OFFSET_V3.unpack_from(value, 0)
-    end = 16 + metadata_length
-    if metadata_length < 0 or end + 8 != len(value):
-        return None
-    (commit_timestamp,) = _TIMESTAMP.unpack_from(value, end)
-    return group, topic, partition, (offset, leader_epoch, value[16:end].decode(),
-                                     commit_timestamp, -1)
+    return (key[4:topic_at].decode(), key[topic_at + 2:partition_at].decode(),
+            _INT32.unpack_from(key, partition_at)[0])
 
 
-def _offset_fields_v0_2(value: bytes) -> OffsetFields | None:
-    """Offset value v0-v2 (older Kafkas; v1 carries an expire timestamp) exactly as
-    _offset_value reads them; None when unusual."""
+def _offset_fields(value: bytes) -> OffsetFields | None:
+    """Offset value v3 (what roster and Kafka write) or v0-v2 (older Kafkas; v1 carries an
+    expire timestamp), exactly as _offset_value reads them; None when unusual."""
+    if value[:2] == b"\x00\x03":
+        _, offset, leader_epoch, metadata_length = _OFFSET_V3.unpack_from(value, 0)
+        end = 16 + metadata_length
+        if metadata_length < 0 or end + 8 != len(value):
+            return None
+        return (offset, leader_epoch, value[16:end].decode(),
+                _TIMESTAMP.unpack_from(value, end)[0], -1)
     version, offset, metadata_length = _OFFSET_V0_2.unpack_from(value, 0)
     end = 12 + metadata_length
     if version not in (0, 1, 2) or metadata_length < 0:

@@ -30,10 +30,10 @@ from roster.log.control import marker_commit
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import (
     OffsetCommit,
+    OffsetCommitReader,
     Record,
     RecordFormatError,
     decode,
-    decode_offset_commit,
 )
 
 log = logging.getLogger("roster.groups")
@@ -275,6 +275,7 @@ class GroupLog:
         transaction marker to apply_marker(producer id, commit), when given; plain offset
         commits to apply_offset_commits, a run at a time, when given (see _replay_plain)."""
         applied = since_yield = 0
+        reader = OffsetCommitReader()
         for batch in self.topic.batches(partition, LOAD_CHUNK_BYTES):
             if batch.is_control_batch:     # a transaction marker is no group record
                 for entry in batch:
@@ -287,7 +288,8 @@ class GroupLog:
                 count = self._replay_each(partition, batch, lambda record: apply_transactional(
                     producer_id, record))
             elif apply_offset_commits is not None:
-                count = self._replay_plain(partition, batch, apply, apply_offset_commits)
+                count = self._replay_plain(partition, batch, reader, apply,
+                                           apply_offset_commits)
             else:
                 count = self._replay_each(partition, batch, apply)
             applied += count
@@ -297,13 +299,14 @@ class GroupLog:
                 await asyncio.sleep(0)  # let requests in; they get LOAD_IN_PROGRESS
         return applied
 
-    def _replay_plain(self, partition: int, batch, apply: Callable[[Record], None],
+    def _replay_plain(self, partition: int, batch, reader: OffsetCommitReader,
+                      apply: Callable[[Record], None],
                       apply_offset_commits: Callable[[list[OffsetCommit]], None]) -> int:
         """A batch outside any transaction, nearly all offset commits. Those go to
-        apply_offset_commits as plain values (decode_offset_commit), a run of them at once: a
+        apply_offset_commits as plain values (OffsetCommitReader), a run of them at once: a
         restart may replay a million, and a Record of three frozen dataclasses and a handful
-        of calls each was most of its time. Any other record, or one decode_offset_commit
-        finds unusual, goes through decode to `apply`, after the run before it, so every
+        of calls each was most of its time. Any other record, or one the reader finds
+        unusual, goes through decode to `apply`, after the run before it, so every
         record is still applied in log order."""
         applied = 0
         commits: list[OffsetCommit] = []
@@ -312,7 +315,7 @@ class GroupLog:
             if key is None:
                 continue
             try:
-                commit = decode_offset_commit(key, entry.value)
+                commit = reader.read(key, entry.value)
             except (struct.error, UnicodeDecodeError):
                 commit = None   # the general reader judges it
             if commit is not None:
