@@ -3,7 +3,7 @@ versus_kafka.py's "start on 1,000,000 commits" rows, without Kafka beside it.
 
   fill     a work dir: roster spawned as versus_kafka.py spawns it, --commits offset commits
            written by its load_commits (100 partitions a request, round-robin over 1,000
-           groups) and --bytes of log by its PipelinedProducer; then stopped
+           groups, or --groups) and --bytes of log by its PipelinedProducer; then stopped
   spawn    `roster serve` on that dir, timed as versus_kafka.py times it: spawn → first
            answered Metadata → FindCoordinator answered (the coordinator has replayed
            __consumer_offsets); broker CPU to then. --rounds of them, each printed
@@ -30,6 +30,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import versus_kafka as vk  # noqa: E402  (it puts src/ and the repo on sys.path)
 
+# the spawned broker runs this tree's roster too (a `git archive` of another commit, say), not
+# whichever one the venv has installed
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(vk.REPO / "src"), *filter(None, [os.environ.get("PYTHONPATH")])])
+
 
 def loadavg() -> float:
     return os.getloadavg()[0]
@@ -42,8 +47,12 @@ def fill(args) -> None:
     broker = vk.Broker("roster", work)
     broker.start()
     try:
-        vk.load_data_dir(broker, argparse.Namespace(loaded_commits=args.commits,
-                                                    loaded_bytes=args.bytes))
+        if args.groups == 1000:   # versus_kafka.py's own fill
+            vk.load_data_dir(broker, argparse.Namespace(loaded_commits=args.commits,
+                                                        loaded_bytes=args.bytes))
+        else:   # its commits over fewer groups: each key written more often, as with 1M
+            vk.make_topics(broker, {"loaded": 100})
+            asyncio.run(vk.load_commits(broker, args.commits, groups=args.groups))
     finally:
         broker.stop()
 
@@ -66,8 +75,10 @@ def spawn(args) -> None:
 
 def inproc(args) -> None:
     from roster.broker.broker import Broker
+    from roster.broker.network.server import tune_garbage_collector
     from roster.config import BrokerConfig
 
+    tune_garbage_collector()   # as `roster serve` runs
     config = BrokerConfig.from_overrides(vk.COMMON)
     profiler = None
     if args.profile:
@@ -111,6 +122,9 @@ def main() -> None:
     f.add_argument("--work-dir", required=True)
     f.add_argument("--commits", type=int, default=1_000_000)
     f.add_argument("--bytes", type=int, default=0)
+    f.add_argument("--groups", type=int, default=1000,
+                   help="the commits' groups (100 partitions each); fewer than versus_kafka.py's "
+                        "1,000 repeat each key more often (no --bytes then)")
     s = sub.add_parser("spawn")
     s.add_argument("--work-dir", required=True)
     s.add_argument("--rounds", type=int, default=1)
