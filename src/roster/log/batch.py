@@ -18,10 +18,8 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import crc32c
-
+from roster import record_codec   # loads the codec and crc32c on first use
 from roster.log.api import CorruptBatch
-from roster.record_codec import DefaultRecordBatch
 
 BATCH_HEADER_SIZE = 61
 MAGIC = 2
@@ -123,7 +121,7 @@ def header_problem(header: BatchHeader) -> str | None:
 def computed_crc(batch, pos: int, header: BatchHeader) -> int:
     """CRC32C of the bytes the header's crc field covers, for the batch at `pos` in `batch`."""
     start = pos + CRC_COVERAGE_START
-    return crc32c.crc32c(memoryview(batch)[start:pos + header.size])
+    return record_codec.crc32c(memoryview(batch)[start:pos + header.size])
 
 
 def validate(batch) -> BatchHeader:
@@ -181,7 +179,7 @@ def first_record_at_or_after(batch, timestamp: int) -> tuple[int, int] | None:
     Raises CorruptBatch if the records cannot be decoded.
     """
     try:
-        for record in DefaultRecordBatch(batch):
+        for record in record_codec.DefaultRecordBatch(batch):
             if record.timestamp >= timestamp:
                 return record.offset, record.timestamp
     # The codecs underneath (zlib, lz4, zstandard, snappy) each raise their own exception types on

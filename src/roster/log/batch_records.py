@@ -29,7 +29,7 @@ from __future__ import annotations
 import struct
 from functools import cache
 
-import crc32c
+from roster import record_codec   # loads the codec and crc32c on first use
 from roster.log.batch import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -39,7 +39,6 @@ from roster.log.batch import (
     BatchHeader,
 )
 from roster.protocol.varint import encode_zigzag, read_zigzag
-from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 DELETE_HORIZON_BIT = 0x40   # KIP-534: baseTimestamp holds the batch's delete horizon
 
@@ -150,7 +149,7 @@ def rebuilt(header: BatchHeader, data: bytes, kept: list[tuple],
         attributes &= ~COMPRESSION_MASK  # an empty batch has no records to compress
     tail = _TAIL.pack(attributes, header.last_offset_delta, base_timestamp, max_timestamp,
                       header.producer_id, header.producer_epoch, header.base_sequence, len(kept))
-    crc = crc32c.crc32c(body, crc32c.crc32c(tail))
+    crc = record_codec.crc32c(body, record_codec.crc32c(tail))
     length = BATCH_HEADER_SIZE - LENGTH_FIELD_END + len(body)
     head = _HEAD.pack(header.base_offset, length, header.partition_leader_epoch, 2, crc)
     assert len(head) == CRC_COVERAGE_START
@@ -160,7 +159,7 @@ def rebuilt(header: BatchHeader, data: bytes, kept: list[tuple],
 def decoded(batch) -> list:
     """The batch's records as roster.record_codec's record objects (offset, timestamp, key,
     value, headers). Raises on a codec error or damaged records."""
-    return list(DefaultRecordBatch(batch))
+    return list(record_codec.DefaultRecordBatch(batch))
 
 
 def rebuilt_from(header: BatchHeader, kept: list) -> bytes:
@@ -168,7 +167,7 @@ def rebuilt_from(header: BatchHeader, kept: list) -> bytes:
     its own offset delta and timestamp, encoded by the compiled codec; base offset, leader
     epoch, attributes other than the codec, producer fields and lastOffsetDelta as `header`
     has them. `kept` must not be empty (an empty batch comes from `rebuilt`)."""
-    builder = DefaultRecordBatchBuilder(
+    builder = record_codec.DefaultRecordBatchBuilder(
         magic=2, compression_type=header.compression, is_transactional=header.is_transactional,
         producer_id=header.producer_id, producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence, batch_size=1 << 62)
@@ -185,7 +184,7 @@ def rebuilt_from(header: BatchHeader, kept: list) -> bytes:
     _INT32.pack_into(out, _LAST_OFFSET_DELTA_AT, header.last_offset_delta)
     if header.attributes & TIMESTAMP_TYPE_BIT:  # LogAppendTime: the batch's time stays
         _INT64_BASE.pack_into(out, 35, header.max_timestamp)
-    _UINT32.pack_into(out, _CRC_AT, crc32c.crc32c(memoryview(out)[CRC_COVERAGE_START:]))
+    _UINT32.pack_into(out, _CRC_AT, record_codec.crc32c(memoryview(out)[CRC_COVERAGE_START:]))
     return bytes(out)
 
 

@@ -13,10 +13,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-import crc32c
-
+from roster import record_codec   # loads the codec and crc32c on first use
 from roster.log.batch import CONTROL_BIT, CRC_COVERAGE_START, parse_header
-from roster.record_codec import DefaultRecordBatchBuilder, MemoryRecords
 
 ABORT, COMMIT = 0, 1
 _KEY = struct.Struct(">hh")
@@ -36,7 +34,7 @@ class Marker:
 def marker_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
                  timestamp_ms: int) -> bytes:
     """The bytes of one marker batch (base offset 0: the log assigns it)."""
-    builder = DefaultRecordBatchBuilder(
+    builder = record_codec.DefaultRecordBatchBuilder(
         magic=2, compression_type=0, is_transactional=True, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=-1, batch_size=1 << 10)
     builder.append(0, timestamp=timestamp_ms, key=_KEY.pack(0, COMMIT if commit else ABORT),
@@ -44,7 +42,7 @@ def marker_batch(producer_id: int, producer_epoch: int, commit: bool, coordinato
     batch = bytearray(builder.build())
     attributes = struct.unpack_from(">h", batch, _ATTRIBUTES_AT)[0] | CONTROL_BIT
     struct.pack_into(">h", batch, _ATTRIBUTES_AT, attributes)
-    struct.pack_into(">I", batch, _CRC_AT, crc32c.crc32c(bytes(batch[CRC_COVERAGE_START:])))
+    struct.pack_into(">I", batch, _CRC_AT, record_codec.crc32c(bytes(batch[CRC_COVERAGE_START:])))
     return bytes(batch)
 
 
@@ -62,7 +60,7 @@ def read_marker(batch: bytes) -> Marker | None:
     header = parse_header(batch)
     if not header.is_control:
         return None
-    records = MemoryRecords(batch).next_batch()
+    records = record_codec.MemoryRecords(batch).next_batch()
     for record in records:
         commit = marker_commit(record.key)
         if commit is None:

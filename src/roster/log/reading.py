@@ -2,8 +2,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from roster.record_codec import DefaultRecordBatch, MemoryRecords
+from roster import record_codec   # loads the codec on first use
+
+if TYPE_CHECKING:
+    from roster.record_codec import DefaultRecordBatch
 
 CHUNK_BYTES = 1 << 20
 
@@ -16,7 +20,7 @@ def batches_from_start(log, chunk_bytes: int = CHUNK_BYTES) -> Iterator[DefaultR
         chunk = log.read(offset, chunk_bytes)
         if not chunk:
             return
-        batches = MemoryRecords(chunk)
+        batches = record_codec.MemoryRecords(chunk)
         while (batch := batches.next_batch()) is not None:
             offset = batch.base_offset + batch.last_offset_delta + 1
             yield batch

@@ -25,8 +25,7 @@ import re
 import struct
 from pathlib import Path
 
-import crc32c
-
+from roster import record_codec   # loads crc32c on first use
 from roster.log.files import durable_replace
 from roster.log.producer_state import AbortedIndex, AbortedTxn, MarkerError, ProducerState
 
@@ -145,7 +144,7 @@ def write_snapshot(directory: Path, offset: int, state: ProducerState) -> None:
     body = json.dumps(state.to_rows(), separators=(",", ":")).encode()
     # not synced with its directory: a snapshot lost to a power loss only means recovery
     # starts from an older one (and a damaged one is refused by its CRC)
-    durable_replace(snapshot_path(directory, offset), b"%08x" % crc32c.crc32c(body) + body,
+    durable_replace(snapshot_path(directory, offset), b"%08x" % record_codec.crc32c(body) + body,
                     sync_directory=False)
 
 
@@ -154,7 +153,7 @@ def read_snapshot(directory: Path, offset: int) -> ProducerState | None:
     try:
         data = snapshot_path(directory, offset).read_bytes()
         body = data[8:]
-        if len(data) < 8 or int(data[:8], 16) != crc32c.crc32c(body):
+        if len(data) < 8 or int(data[:8], 16) != record_codec.crc32c(body):
             raise ValueError("CRC mismatch")
         return ProducerState.from_rows(json.loads(body))
     except (OSError, ValueError, TypeError) as exc:

@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 
+from roster import record_codec   # loads the codec on first use
 from roster.broker.partitions import appends
 from roster.log.api import AppendResult, LogStorageError, PartitionLog, RecordTooLarge
 from roster.log.reading import batches_from_start
 from roster.protocol.partitioning import partition_for
-from roster.record_codec import DefaultRecordBatchBuilder
 
 # (key, value, timestamp) of one record
 Entry = tuple[bytes | None, bytes | None, int]
@@ -90,7 +90,7 @@ def records_batch(entries: Iterable[Entry], max_bytes: int, producer_id: int = -
                   producer_epoch: int = -1, transactional: bool = False) -> bytes:
     """One magic-v2 batch of `entries`, uncompressed (a transactional one carries the producer's
     id and epoch). Raises RecordTooLarge when they do not fit in `max_bytes`."""
-    builder = DefaultRecordBatchBuilder(
+    builder = record_codec.DefaultRecordBatchBuilder(
         magic=2, compression_type=0, is_transactional=transactional, producer_id=producer_id,
         producer_epoch=producer_epoch, base_sequence=0 if transactional else -1,
         batch_size=max_bytes)

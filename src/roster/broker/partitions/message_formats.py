@@ -44,9 +44,9 @@ from __future__ import annotations
 import struct
 import zlib
 
+from roster import record_codec   # loads the codec on first use
 from roster.log.batch import parse_header
 from roster.protocol.errors import ErrorCode
-from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder, LegacyRecordBatchBuilder
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_MASK = 0x07
@@ -103,7 +103,7 @@ def _compress(codec: int, magic: int, payload: bytes) -> bytes:
 def _wrapper(magic: int, codec: int, records: list, log_append_time: int | None) -> bytes:
     """One compressed message holding `records` (of one stored batch)."""
     first = records[0].offset
-    inner = LegacyRecordBatchBuilder(magic, NONE, _UNLIMITED)
+    inner = record_codec.LegacyRecordBatchBuilder(magic, NONE, _UNLIMITED)
     max_timestamp = NO_TIMESTAMP
     for record in records:
         timestamp = record.timestamp
@@ -144,7 +144,7 @@ def down_convert(data, magic: int, fetch_offset: int, limit: int) -> tuple[bytes
             break
         log_append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
         try:
-            records = list(DefaultRecordBatch(bytes(view[position:batch_end])))
+            records = list(record_codec.DefaultRecordBatch(bytes(view[position:batch_end])))
         except Exception:  # noqa: BLE001 - the log checks a batch's CRC, not its records
             # A producer can store a batch whose CRC is right and whose records are not; v4+
             # readers get it as it is, an old reader cannot be given it converted.
@@ -152,7 +152,7 @@ def down_convert(data, magic: int, fetch_offset: int, limit: int) -> tuple[bytes
                 return b"", ErrorCode.corrupt_message
             break
         if codec == NONE:
-            messages = LegacyRecordBatchBuilder(magic, NONE, _UNLIMITED)
+            messages = record_codec.LegacyRecordBatchBuilder(magic, NONE, _UNLIMITED)
             full = False
             for record in records:
                 offset = record.offset
@@ -284,9 +284,9 @@ def up_convert(data) -> bytes:
             raise FormatError(ErrorCode.invalid_record, "a compressed message holds no messages")
         if magic == 1 and attributes & TIMESTAMP_TYPE_BIT:  # inner messages take the wrapper's
             records = [(m, a, wrapper_timestamp, k, v) for m, a, _, k, v in records]
-    batch = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
-                                      producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                      batch_size=_UNLIMITED)
+    batch = record_codec.DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=_UNLIMITED)
     for delta, (_, _, timestamp, key, value) in enumerate(records):
         batch.append(delta, timestamp=timestamp, key=key, value=value, headers=[])
     return bytes(batch.build())

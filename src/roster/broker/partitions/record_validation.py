@@ -27,11 +27,9 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import crc32c
-
+from roster import record_codec   # loads the codec and crc32c on first use
 from roster.log.batch import TIMESTAMP_TYPE_BIT, BatchHeader
 from roster.protocol.errors import ErrorCode
-from roster.record_codec import DefaultRecordBatch, DefaultRecordBatchBuilder
 from roster.topic_config_table import LONG_MAX
 
 CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -128,7 +126,7 @@ def _check_client_batch(header: BatchHeader, topic: str, partition: int) -> None
 
 def _records(batch) -> list:
     try:
-        return list(DefaultRecordBatch(bytes(batch)))
+        return list(record_codec.DefaultRecordBatch(bytes(batch)))
     # the codecs underneath raise their own exception types on damaged input
     except Exception as exc:  # noqa: BLE001
         raise Refused(ErrorCode.corrupt_message,
@@ -163,9 +161,9 @@ def _check_records(records, rules: AppendRules, check_keys: bool, check_times: b
 
 
 def _rebuilt(records, header: BatchHeader, codec: int) -> bytearray:
-    builder = DefaultRecordBatchBuilder(2, codec, int(header.is_transactional),
-                                        header.producer_id, header.producer_epoch,
-                                        header.base_sequence, _UNBOUNDED)
+    builder = record_codec.DefaultRecordBatchBuilder(2, codec, int(header.is_transactional),
+                                                     header.producer_id, header.producer_epoch,
+                                                     header.base_sequence, _UNBOUNDED)
     for delta, record in enumerate(records):
         builder.append(delta, record.timestamp, record.key, record.value,
                        list(record.headers))
@@ -179,5 +177,5 @@ def _stamped(batch, now_ms: int) -> bytearray:
     (attributes,) = _INT16.unpack_from(stamped, _ATTRIBUTES_AT)
     _INT16.pack_into(stamped, _ATTRIBUTES_AT, attributes | TIMESTAMP_TYPE_BIT)
     _INT64.pack_into(stamped, _MAX_TIMESTAMP_AT, now_ms)
-    _UINT32.pack_into(stamped, _CRC_AT, crc32c.crc32c(memoryview(stamped)[_CRC_FROM:]))
+    _UINT32.pack_into(stamped, _CRC_AT, record_codec.crc32c(memoryview(stamped)[_CRC_FROM:]))
     return stamped

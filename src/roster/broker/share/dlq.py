@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import logging
 
+from roster import record_codec   # loads the codec on first use
 from roster.broker.partitions import appends
 from roster.log.api import LogError
-from roster.record_codec import DefaultRecordBatchBuilder, MemoryRecords
 
 log = logging.getLogger("roster.share")
 
@@ -88,9 +88,9 @@ class DeadLetterQueue:
         originals = self._originals(source.partitions[partition],
                                     [o for o, _ in entries]) if copy else {}
         now = self._broker.now_ms()
-        builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                            producer_id=-1, producer_epoch=-1,
-                                            base_sequence=-1, batch_size=MAX_BATCH)
+        builder = record_codec.DefaultRecordBatchBuilder(
+            magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+            producer_epoch=-1, base_sequence=-1, batch_size=MAX_BATCH)
         for delta, (offset, delivered) in enumerate(sorted(entries)):
             headers = [("__dlq.errors.topic", source.name.encode()),
                        ("__dlq.errors.partition", str(partition).encode()),
@@ -124,7 +124,7 @@ class DeadLetterQueue:
                 break
             if not chunk:
                 break
-            batches = MemoryRecords(chunk)
+            batches = record_codec.MemoryRecords(chunk)
             moved = False
             while (batch := batches.next_batch()) is not None:
                 for record in batch:
