@@ -22,11 +22,16 @@ import socket
 import ssl
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from roster.security import ANONYMOUS
 from roster.security.listeners import Listener, advertised_address, parse_listeners
-from roster.security.sasl import Authenticator
-from roster.security.tls import PrincipalMapper, peer_principal, server_context
+
+# SASL (its mechanisms, the SCRAM store, JAAS) and TLS (certificates, principal mapping) are
+# imported by the listeners that use them, when they are set up: a broker with PLAINTEXT
+# listeners only never loads them, which shortens its start.
+if TYPE_CHECKING:
+    from roster.security.tls import PrincipalMapper
 
 log = logging.getLogger("roster.security")
 
@@ -54,6 +59,7 @@ def _tls_connection_class(base):
     """The listener's Connection class, which takes its principal from the client
     certificate before it serves anything (asyncio calls connection_made once the handshake
     is done)."""
+    from roster.security.tls import peer_principal
 
     class TlsConnection(base):
         mapper: PrincipalMapper | None = None  # SSL listeners; SASL_SSL leaves it to SASL
@@ -182,10 +188,12 @@ class _ListenerRuntime:
         self.mapper = None
         self.authenticator = None
         if listener.uses_tls:
+            from roster.security.tls import PrincipalMapper, server_context
             self.context = server_context(settings, listener.name, listener.protocol)
             self.mapper = PrincipalMapper(settings.get("ssl.principal.mapping.rules",
                                                        listener.name))
         if listener.uses_sasl:
+            from roster.security.sasl import Authenticator
             self.authenticator = Authenticator(listener.name, settings, store)
         self.connection_class = make_connection
         if listener.uses_tls:
