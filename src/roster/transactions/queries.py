@@ -16,14 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
 
-import re2
-
+from roster.protocol import client_regex   # RE2, imported on the first pattern
 from roster.transactions.state import TxnMetadata, TxnState
 
 STATE_NAMES = {state.kafka_name: state for state in TxnState}
-_QUIET = re2.Options()
-_QUIET.log_errors = False     # a client's bad pattern is its answer, not a line on our stderr
+
+
+@cache
+def _quiet():
+    options = client_regex.engine().Options()
+    options.log_errors = False     # a client's bad pattern is its answer, not a line on our stderr
+    return options
 
 
 class InvalidPattern(ValueError):
@@ -77,9 +82,10 @@ def _reason(exc: Exception) -> str:
 def _compiled(pattern: str | None):
     if not pattern:
         return None
+    engine = client_regex.engine()
     try:
-        return re2.compile(pattern, _QUIET)
-    except re2.error as exc:
+        return engine.compile(pattern, _quiet())
+    except engine.error as exc:
         raise InvalidPattern(f"Transaction ID pattern `{pattern}` is not a valid regular "
                              f"expression: {_reason(exc)}.") from None
 

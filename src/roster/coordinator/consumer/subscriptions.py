@@ -10,7 +10,7 @@ from roster.coordinator.consumer import records as rec
 from roster.coordinator.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, MemberSpec
 from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.model import ConsumerGroup, TopicImage
-from roster.coordinator.consumer.validation import regex_engine
+from roster.protocol import client_regex
 
 
 def resolve_regexes(group: ConsumerGroup, image: TopicImage, now: int) -> list:
@@ -27,7 +27,7 @@ def resolve_regexes(group: ConsumerGroup, image: TopicImage, now: int) -> list:
     records = []
     for regex in sorted(regexes):
         try:
-            pattern = regex_engine.compile(regex)
+            pattern = client_regex.engine().compile(regex)
         except Exception:
             resolved = frozenset()
         else:

@@ -6,12 +6,8 @@ from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.messages import HeartbeatRequest
 from roster.coordinator.consumer.model import STATIC_LEAVE_EPOCH, ConsumerMember
 from roster.coordinator.consumer.reconcile import is_subset
+from roster.protocol import client_regex   # RE2, as Kafka (RE2/J) reads the regex
 from roster.protocol.errors import ErrorCode
-
-try:  # RE2 syntax, as Kafka (RE2/J) reads SubscribedTopicRegex
-    import re2 as regex_engine
-except ImportError:  # pragma: no cover - google-re2 is a dependency
-    import re as regex_engine
 
 
 class RequestError(Exception):
@@ -58,7 +54,7 @@ def validate(q: HeartbeatRequest, config: ConsumerConfig) -> None:
              f"{', '.join(config.assignors)}.")
     if q.subscribed_topic_regex:
         try:
-            regex_engine.compile(q.subscribed_topic_regex)
+            client_regex.engine().compile(q.subscribed_topic_regex)
         except Exception:
             fail(ErrorCode.invalid_regular_expression,
                  f"SubscribedTopicRegex `{q.subscribed_topic_regex}` is not a valid regular "
