@@ -163,3 +163,13 @@ def test_a_truncated_offset_record_is_the_general_reader_s_to_judge(key, value):
         pass
     with pytest.raises(RecordFormatError):
         decode(key, value)
+
+
+@pytest.mark.parametrize("version, metadata", [(3, ""), (0, "abcd"), (2, "abcd"), (3, "m")])
+def test_a_value_of_the_bare_v3_length_is_read_by_its_version(version, metadata):
+    # v3 with no metadata is 24 bytes and read with one unpack; so is a v0 or v2 with four
+    # bytes of metadata, which must not be taken for it
+    key = OffsetKey("g", "t", 0)
+    value = offset_value_bytes(version, 5, 6, metadata, 7, -1)
+    assert decode(encode_key(key), value) == general_decode(encode_key(key), value)
+    assert decode_offset_commit(encode_key(key), value)[3][2] == metadata

@@ -187,6 +187,7 @@ _KEY_PREFIX = struct.Struct(">hh")      # key version, group length
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _OFFSET_V3 = struct.Struct(">hqih")     # value version, offset, leader epoch, metadata length
+_OFFSET_V3_BARE = struct.Struct(">hqihq")   # the same, no metadata, then the commit timestamp
 _OFFSET_V0_2 = struct.Struct(">hqh")    # value version, offset, metadata length
 _TIMESTAMP = struct.Struct(">q")
 _TIMESTAMPS = struct.Struct(">qq")      # v1's commit and expire timestamps
@@ -253,13 +254,22 @@ def _offset_commit_key(key: bytes) -> tuple[str, str, int] | None:
 def _offset_fields(value: bytes) -> OffsetFields | None:
     """Offset value v3 (what roster and Kafka write) or v0-v2 (older Kafkas; v1 carries an
     expire timestamp), exactly as _offset_value reads them; None when unusual."""
-    if value[:2] == b"\x00\x03":
-        _, offset, leader_epoch, metadata_length = _OFFSET_V3.unpack_from(value, 0)
+    if len(value) == _OFFSET_V3_BARE.size:   # v3 with no metadata, as consumers commit
+        version, offset, leader_epoch, metadata_length, commit_timestamp = \
+            _OFFSET_V3_BARE.unpack(value)
+        if version == 3 and metadata_length == 0:
+            return offset, leader_epoch, "", commit_timestamp, -1
+    version, offset, leader_epoch, metadata_length = _OFFSET_V3.unpack_from(value, 0)
+    if version == 3:
         end = 16 + metadata_length
         if metadata_length < 0 or end + 8 != len(value):
             return None
         return (offset, leader_epoch, value[16:end].decode(),
                 _TIMESTAMP.unpack_from(value, end)[0], -1)
+    return _offset_fields_v0_2(value)
+
+
+def _offset_fields_v0_2(value: bytes) -> OffsetFields | None:
     version, offset, metadata_length = _OFFSET_V0_2.unpack_from(value, 0)
     end = 12 + metadata_length
     if version not in (0, 1, 2) or metadata_length < 0:
