@@ -5,8 +5,10 @@ versus_kafka.py's "start on 1,000,000 commits" rows, without Kafka beside it.
            written by its load_commits (100 partitions a request, round-robin over 1,000
            groups, or --groups) and --bytes of log by its PipelinedProducer; then stopped
   spawn    `roster serve` on that dir, timed as versus_kafka.py times it: spawn → first
-           answered Metadata → FindCoordinator answered (the coordinator has replayed
-           __consumer_offsets); broker CPU to then. --rounds of them, each printed
+           answered Metadata → DescribeGroups answered without COORDINATOR_LOAD_IN_PROGRESS
+           for a group of every partition of __consumer_offsets, in turn (the coordinator has
+           replayed it all); broker CPU to then. --rounds of them, each printed;
+           --profile FILE runs it under cProfile
   inproc   the same start in this process, without sockets: Broker.start() (the logs opened,
            the topics loaded), then the group coordinator's replay; --profile FILE writes
            cProfile's statistics for both, and prints the top of them
@@ -57,20 +59,77 @@ def fill(args) -> None:
         broker.stop()
 
 
+class ProfiledBroker(vk.Broker):
+    """`roster serve` under cProfile, which writes its statistics once SIGTERM stops it."""
+
+    def __init__(self, work_dir: Path, profile: str) -> None:
+        super().__init__("roster", work_dir)
+        self.profile = profile
+
+    def argv(self) -> list[str]:
+        python, module, *rest = super().argv()
+        assert module == "-m"
+        return [python, "-m", "cProfile", "-o", self.profile, "-m", *rest]
+
+
+def probe_groups(partitions: int) -> list[str]:
+    """One group id held by each __consumer_offsets partition, in partition order (the order
+    roster loads them)."""
+    from roster.protocol.partitioning import partition_for
+    found: dict[int, str] = {}
+    n = 0
+    while len(found) < partitions:
+        found.setdefault(partition_for(f"probe-{n}", partitions), f"probe-{n}")
+        n += 1
+    return [found[p] for p in range(partitions)]
+
+
+def wait_loaded(broker, group: str, deadline: float) -> None:
+    """Until DescribeGroups of `group` stops answering COORDINATOR_LOAD_IN_PROGRESS: its
+    partition of __consumer_offsets is replayed. (FindCoordinator is no probe for that: roster
+    answers it at once, a loading group included, as Kafka does; versus_kafka.py's group then
+    waits in JoinGroup.)"""
+    from roster.admin.client import AdminClient, AdminError
+    from roster.protocol.api_keys import ApiKey
+    while time.perf_counter() < deadline:
+        broker.check()
+        try:
+            with AdminClient(broker.address, timeout_s=5.0) as admin:
+                answer = admin.call(ApiKey.DESCRIBE_GROUPS, groups=(group,),
+                                    include_authorized_operations=False)
+                if answer.groups[0].error_code.name != "coordinator_load_in_progress":
+                    return
+        except (AdminError, OSError):
+            pass
+        time.sleep(0.02)
+    raise RuntimeError(f"{group}: still loading")
+
+
 def spawn(args) -> None:
+    """One group per partition of __consumer_offsets is described until it is loaded, in the
+    order roster loads them, so the last figure is the whole replay (versus_kafka.py forms one
+    group, whose partition may be the first loaded or the last)."""
     for n in range(args.rounds):
-        broker = vk.Broker("roster", Path(args.work_dir))
+        broker = vk.Broker("roster", Path(args.work_dir)) if not args.profile else \
+            ProfiledBroker(Path(args.work_dir), args.profile)
+        groups = probe_groups(int(broker.settings["offsets.topic.num.partitions"]))
         before = loadavg()
         try:
             broker.start(coordinator=False)
-            broker.wait_coordinator(broker.spawned_at + 600, f"probe-{n}")
-            coordinator_s = time.perf_counter() - broker.spawned_at
+            loaded = []
+            for group in groups:
+                wait_loaded(broker, group, broker.spawned_at + 600)
+                loaded.append(time.perf_counter() - broker.spawned_at)
             cpu_s = broker.cpu_s()
         finally:
             broker.stop()
         print(f"spawn → Metadata {broker.timings['metadata_s']:.2f} s, → coordinator loaded "
-              f"{coordinator_s:.2f} s, broker CPU {cpu_s:.2f} s (load {before:.1f}→"
-              f"{loadavg():.1f})", flush=True)
+              f"{loaded[-1]:.2f} s (partition by partition: "
+              f"{', '.join(f'{s:.2f}' for s in loaded)}), broker CPU {cpu_s:.2f} s "
+              f"(load {before:.1f}→{loadavg():.1f})", flush=True)
+    if args.profile:
+        import pstats
+        pstats.Stats(args.profile).sort_stats("cumulative").print_stats(40)
 
 
 def inproc(args) -> None:
@@ -128,6 +187,8 @@ def main() -> None:
     s = sub.add_parser("spawn")
     s.add_argument("--work-dir", required=True)
     s.add_argument("--rounds", type=int, default=1)
+    s.add_argument("--profile", help="run the broker under cProfile, its statistics to this "
+                                     "file (the last round's), and print the top of them")
     i = sub.add_parser("inproc")
     i.add_argument("--work-dir", required=True)
     i.add_argument("--profile")
