@@ -26,11 +26,13 @@ from roster.admin.client import AdminClient
 from roster.client.producer import Producer
 from roster.protocol.api_keys import ApiKey
 from tests.support.process import BrokerProcess
+from tests.support.share_judges import share_offsets, wait_until
 
 pytestmark = pytest.mark.interop
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDS = 400
+ACCEPT = 1
 KILL_AFTER = 120            # accepted records confirmed before the kill
 QUIET_S = 8                 # after the restart: nothing more for this long means done
 WAIT_S = 120
@@ -102,7 +104,7 @@ class Child:
 def _confirmed_accepts(lines: list[dict]) -> list[int]:
     return [offset for line in lines if "confirmed" in line
             and all(e is None for e in line["errors"].values())
-            for _, offset, kind in line["confirmed"] if kind == 1]
+            for _, offset, kind in line["confirmed"] if kind == ACCEPT]
 
 
 def test_nothing_accepted_is_redelivered_and_nothing_is_lost_across_kill_9(tmp_path):
@@ -124,10 +126,18 @@ def test_nothing_accepted_is_redelivered_and_nothing_is_lost_across_kill_9(tmp_p
         first.kill()
         before = list(first.lines)
         accepted = set(_confirmed_accepts(before))
+        # acknowledgements the broker answered; one that failed with the kill (no answer) may
+        # or may not have been made durable first
         answered = {(o, k) for line in before if "confirmed" in line
+                    and all(e is None for e in line["errors"].values())
                     for _, o, k in line["confirmed"]}
         in_flight = {o for line in before if "sending" in line
                      for _, o, k in line["sending"] if (o, k) not in answered}
+        # an ACCEPT sent but not answered before the kill may have been made durable or not:
+        # such a record is delivered again or, if not, must have been accepted, which the
+        # group's lag shows once the second consumer has taken the rest
+        unsure_accepts = {o for line in before if "sending" in line
+                          for _, o, k in line["sending"] if k == ACCEPT and (o, k) not in answered}
 
         broker.start()
         second = Child(broker.bootstrap, group, topic)
@@ -136,19 +146,30 @@ def test_nothing_accepted_is_redelivered_and_nothing_is_lost_across_kill_9(tmp_p
         def delivered_after(lines):
             return {o for line in lines if "sending" in line for _, o, _ in line["sending"]}
 
+        everything = set(range(RECORDS))
         deadline = time.monotonic() + WAIT_S
         seen = -1
         while time.monotonic() < deadline:
             count = len(second.lines)
-            if count == seen and accepted | delivered_after(second.lines) >= set(range(RECORDS)):
+            if count == seen and accepted | unsure_accepts | delivered_after(second.lines) \
+                    >= everything:
                 break
             seen = count
             second.wait_for(lambda lines: len(lines) > count, QUIET_S)
         after = delivered_after(second.lines)
         again = sorted((accepted - in_flight) & after)
         assert not again, f"accepted before the kill, delivered again: {again[:10]}"
-        lost = sorted(set(range(RECORDS)) - accepted - after)
-        assert not lost, f"neither accepted before the kill nor delivered after: {lost[:10]}"
+        lost = sorted(everything - accepted - unsure_accepts - after)
+        assert not lost, f"neither accepted before the kill nor delivered after: {lost[:10]} " \
+            f"(the consumer before the kill: {before[-4:]}; after: {second.lines[-4:]}; " \
+            f"{share_offsets(broker.bootstrap, group)})"
+        # every record has reached a final state (the second consumer accepts all it gets), so
+        # the group's lag is 0 (the start offset shown may trail: it is the one of the last
+        # write, as Kafka's): an unsure ACCEPT not made durable and never redelivered would
+        # keep it above
+        wait_until(lambda: share_offsets(broker.bootstrap, group).get((topic, 0), (0, -1))[1] == 0,
+                   lambda: f"a lag of 0: {share_offsets(broker.bootstrap, group)}, "
+                   f"unsure {sorted(unsure_accepts)}, after {sorted(after)}", timeout_s=WAIT_S)
     finally:
         for child in children:
             child.kill()
