@@ -290,15 +290,23 @@ def test_partitions_across_topics_share_max_records(served):
                    for first, last, _ in ranges) == 1
 
 
-def test_a_partition_not_initialised_answers_nothing(served):
+def test_a_partition_not_initialised_is_unknown_server_error_after_the_wait(served):
+    """A fetch by someone no share group assigned the partition: its share state does not
+    exist, and Kafka 4.4 answers UNKNOWN_SERVER_ERROR for it once MaxWaitMs has passed (its
+    share coordinator refuses to read an uninitialised share partition), fetch after fetch."""
     create_topics(served.bootstrap, "uninitialised")
     produce(served.bootstrap, "uninitialised", [b"u"])
     with Wire(served.bootstrap) as wire:
         tid = topic_id(wire, "uninitialised")
-        started = time.monotonic()
-        answer = share_fetch(wire, group="nobody", max_wait_ms=300, parts=[(tid, [(0, [])])])
-        assert time.monotonic() - started >= 0.25
-        assert answer.error_code == ErrorCode.none and answer.responses == ()
+        for epoch in (0, 1):
+            started = time.monotonic()
+            answer = share_fetch(wire, group="nobody", epoch=epoch, max_wait_ms=300,
+                                 parts=[(tid, [(0, [])])] if epoch == 0 else ())
+            assert time.monotonic() - started >= 0.25
+            assert answer.error_code == ErrorCode.none
+            [(key, partition)] = partitions_of(answer).items()
+            assert key == (tid, 0) and partition.error_code == ErrorCode.unknown_server_error
+            assert acquired(answer) == {}
 
 
 def test_read_committed_groups_get_committed_records_only(served):

@@ -30,9 +30,11 @@ As Kafka 4.4's KafkaApis.handleShareFetchRequest and SharePartitionManager:
   lock expired: `available_key`), and acquires what there is when the wait ends;
 - per partition: an unknown topic id is UNKNOWN_TOPIC_ID (and stays in the session until
   forgotten), READ on the topic TOPIC_AUTHORIZATION_FAILED, a partition the topic lacks
-  UNKNOWN_TOPIC_OR_PARTITION; a partition whose share state is not initialised yet (the group
-  has not been assigned it) answers nothing. One broker leads every partition, so
-  NOT_LEADER_OR_FOLLOWER and NodeEndpoints never occur;
+  UNKNOWN_TOPIC_OR_PARTITION; a partition whose share state was never initialised (no member
+  of the group has been assigned it: the fetcher is not a member) UNKNOWN_SERVER_ERROR once the
+  wait is over, as Kafka 4.4 answers it, its share coordinator refusing to read an
+  uninitialised share partition. One broker leads every partition, so NOT_LEADER_OR_FOLLOWER
+  (Kafka's answer while it sets such a partition up) and NodeEndpoints never occur;
 - a full fetch (epoch 0) answers its failed partitions and those it handed records from, or,
   when it handed none, every partition it could read (as Kafka 4.4 answers, checked beside
   it); later fetches answer only the partitions with records or an error, and those new to
@@ -147,6 +149,9 @@ async def handle(broker, request, connection):
         reads = [_admitted(broker, request, topic_id, index)
                  for topic_id, index in context.partitions]
         await _fetch(broker, body, group_id, member_id, reads)
+        for read in reads:
+            if read.error is NONE and not read.initialised:
+                read.error = ErrorCode.unknown_server_error
     return _response(broker, request, context, reads, acks, answers)
 
 
