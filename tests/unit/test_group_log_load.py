@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from roster.broker.broker import Broker
+from roster.broker.groups import group_log
 from roster.broker.groups.group_log import OFFSETS_TOPIC
 from roster.broker.groups.runtime import GroupRuntime
 from roster.broker.partitions.internal_topic import records_batch
@@ -110,7 +111,7 @@ def state(runtime: GroupRuntime) -> dict:
     }
 
 
-def load_both_ways(batches) -> tuple[dict, dict, int, int]:
+def load_both_ways(batches, watch=lambda runtime: None) -> tuple[dict, dict, int, int]:
     async def main(data_dir: Path):
         config = BrokerConfig.load(assignments=["offsets.topic.num.partitions=1"], environ={})
         broker = Broker(config, data_dir)
@@ -124,6 +125,7 @@ def load_both_ways(batches) -> tuple[dict, dict, int, int]:
         runtimes = [GroupRuntime(GroupConfig(), broker.group_log, clock=lambda: NOW_S)
                     for _ in range(3)]
         wired, fast, general = runtimes
+        watch(wired)
         try:
             await wired.load()   # the broker's own load, which takes the fast path
             fast_count = await broker.group_log.load(
@@ -165,3 +167,29 @@ def test_the_fast_path_counts_and_orders_records_like_the_general_one():
     assert fast["offsets"]["g1"][("t1", 1)].offset == 5 and fast["offsets"]["g1"][("t1", 1)] \
         .metadata == ""
     assert fast["classic"]["g0"][1:3] == (1, "consumer")
+
+
+def test_a_run_is_applied_before_the_loader_yields(monkeypatch):
+    # runs span batches and end where the loader lets requests in: with a yield every two
+    # records, what each yield finds applied is what the general path has applied by then
+    monkeypatch.setattr(group_log, "LOAD_YIELD_RECORDS", 2)
+    seen: list[int] = []
+    real_sleep = asyncio.sleep
+
+    async def watching_sleep(delay, *args):
+        seen.append(sum(len(offsets) for offsets in watched.shard.offsets.committed.values()))
+        return await real_sleep(delay, *args)
+
+    batches = [("plain", [("commit", "g0", "t0", 0)]), ("plain", [("commit", "g0", "t0", 1)]),
+               ("plain", [("commit", "g1", "t1", 0), ("commit", "g1", "t1", 1)]),
+               ("plain", [("commit", "g2", "t0", 0)])]
+    watched = None
+
+    def watch(runtime):
+        nonlocal watched
+        watched = runtime
+
+    monkeypatch.setattr(group_log.asyncio, "sleep", watching_sleep)
+    fast, general, _, _ = load_both_ways(batches, watch)
+    assert fast == general
+    assert seen[:2] == [2, 4]   # the wired load's yields: every record read so far applied

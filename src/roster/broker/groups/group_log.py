@@ -273,43 +273,43 @@ class GroupLog:
         """Replay one partition from its log start; returns how many records were applied.
         A transactional batch's records go to apply_transactional(producer id, record) and a
         transaction marker to apply_marker(producer id, commit), when given; plain offset
-        commits to apply_offset_commits, a run at a time, when given (see _replay_plain)."""
+        commits to apply_offset_commits, a run at a time, when given (see _read_plain)."""
         applied = since_yield = 0
         reader = OffsetCommitReader()
+        run = _CommitRun(apply_offset_commits)
         for batch in self.topic.batches(partition, LOAD_CHUNK_BYTES):
             if batch.is_control_batch:     # a transaction marker is no group record
+                run.end()
                 for entry in batch:
                     commit = marker_commit(entry.key)
                     if commit is not None and apply_marker is not None:
                         apply_marker(batch.producer_id, commit)
                 continue
             if batch.is_transactional and apply_transactional is not None:
+                run.end()
                 producer_id = batch.producer_id
                 count = self._replay_each(partition, batch, lambda record: apply_transactional(
                     producer_id, record))
             elif apply_offset_commits is not None:
-                count = self._replay_plain(partition, batch, reader, apply,
-                                           apply_offset_commits)
+                count = self._read_plain(partition, batch, reader, run, apply)
             else:
                 count = self._replay_each(partition, batch, apply)
             applied += count
             since_yield += count
             if since_yield >= LOAD_YIELD_RECORDS:
+                run.end()   # whoever runs meanwhile finds every record read so far applied
                 since_yield = 0
                 await asyncio.sleep(0)  # let requests in; they get LOAD_IN_PROGRESS
+        run.end()
         return applied
 
-    def _replay_plain(self, partition: int, batch, reader: OffsetCommitReader,
-                      apply: Callable[[Record], None],
-                      apply_offset_commits: Callable[[list[OffsetCommit]], None]) -> int:
-        """A batch outside any transaction, nearly all offset commits. Those go to
-        apply_offset_commits as plain values (OffsetCommitReader), a run of them at once: a
-        restart may replay a million, and a Record of three frozen dataclasses and a handful
-        of calls each was most of its time. Any other record, or one the reader finds
-        unusual, goes through decode to `apply`, after the run before it, so every
-        record is still applied in log order."""
+    def _read_plain(self, partition: int, batch, reader: OffsetCommitReader, run: _CommitRun,
+                    apply: Callable[[Record], None]) -> int:
+        """A batch outside any transaction, nearly all offset commits: those join the run as
+        plain values (OffsetCommitReader). Any other record, or one the reader finds unusual,
+        goes through decode to `apply`, after the run before it, so every record is still
+        applied in log order."""
         applied = 0
-        commits: list[OffsetCommit] = []
         for entry in batch:
             key = entry.key
             if key is None:
@@ -319,16 +319,11 @@ class GroupLog:
             except (struct.error, UnicodeDecodeError):
                 commit = None   # the general reader judges it
             if commit is not None:
-                commits.append(commit)
-                continue
-            if commits:
-                apply_offset_commits(commits)
-                applied += len(commits)
-                commits = []
-            applied += self._replay_entry(partition, entry, apply)
-        if commits:
-            apply_offset_commits(commits)
-            applied += len(commits)
+                run.commits.append(commit)
+                applied += 1
+            else:
+                run.end()
+                applied += self._replay_entry(partition, entry, apply)
         return applied
 
     def _replay_each(self, partition: int, batch, apply: Callable[[Record], None]) -> int:
@@ -346,6 +341,25 @@ class GroupLog:
             return False
         apply(record)
         return True
+
+
+class _CommitRun:
+    """Plain offset commits read and not yet applied, across batches: a restart may replay a
+    million, often one small batch each (a commit that arrives alone), and a Record of three
+    frozen dataclasses and a handful of calls each, or a call into the shard per batch, was
+    most of its time. They are applied together, before any other record and before the
+    loader yields, so every record still takes effect in log order."""
+
+    __slots__ = ("commits", "_apply")
+
+    def __init__(self, apply: Callable[[list[OffsetCommit]], None] | None) -> None:
+        self.commits: list[OffsetCommit] = []
+        self._apply = apply
+
+    def end(self) -> None:
+        if self.commits:
+            commits, self.commits = self.commits, []
+            self._apply(commits)
 
 
 def _size(records: Encoded) -> int:
