@@ -175,9 +175,7 @@ def kafka_actions(argv: list[str]) -> list[str]:
     tool's action flag becomes roster's action word, right after the command (where the
     action's parser then takes every option that follows, whatever their order). Kafka's
     --describe prints the offsets view; `topics --alter --partitions N` grows the topic."""
-    start = 0
-    while start < len(argv) and argv[start].startswith("-"):   # options before the command
-        start += 2 if argv[start] in _VALUED else 1
+    start = _command_index(argv)
     if start >= len(argv) or argv[start] not in _ACTION_FLAGS:
         return argv
     flags = _ACTION_FLAGS[argv[start]]
@@ -192,6 +190,23 @@ def kafka_actions(argv: list[str]) -> list[str]:
             not {"--members", "--state", "--offsets"} & set(rest):
         rest.append("--offsets")   # Kafka's default view
     return argv[:start] + [command, action] + rest
+
+
+def command_of(argv: list[str]) -> str | None:
+    """The command word of a command line, or None when it has none or asks for help before
+    it (the help lists every command)."""
+    start = _command_index(argv)
+    if start >= len(argv) or {"-h", "--help"} & set(argv[:start]):
+        return None
+    return argv[start]
+
+
+def _command_index(argv: list[str]) -> int:
+    """Where the command word is: after the options that may come before it."""
+    start = 0
+    while start < len(argv) and argv[start].startswith("-"):
+        start += 2 if argv[start] in _VALUED else 1
+    return start
 
 
 def settle(args) -> str | None:
