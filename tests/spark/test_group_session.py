@@ -102,6 +102,39 @@ def test_a_revocation_hands_over_as_soon_as_the_batch_in_flight_completes(kafka)
             b.close()
 
 
+def test_a_revocation_arriving_while_a_batch_is_planned_waits_for_that_batch(kafka):
+    """latestOffset() looked at the member (stable, owning both partitions) and is planning a
+    batch over them when B joins. A's revocation must wait for that batch, not hand the
+    partitions over before it is named: it would read them while their next owner reads them
+    from the same committed offsets (duplicates, seen once under load)."""
+    kafka.create("handover-plan", 2)
+    starts = {("handover-plan", p): 0 for p in range(2)}
+    ends = {("handover-plan", 0): 7, ("handover-plan", 1): 8}
+    a = _classic_session(kafka, "handover-plan", "handover-plan-g",
+                         **{"max.poll.interval.ms": "60000"})
+    b = None
+    try:
+        a.started_at(starts)
+        a.completed(starts)
+        assert a.stable_snapshot(30) is not None        # the look a plan starts from
+        b = _classic_session(kafka, "handover-plan", "handover-plan-g",
+                             **{"max.poll.interval.ms": "60000"})
+        _member_state(a, lambda m: m.state is State.REVOKING)
+        armed: set = set()
+        _member_state(a, lambda m: armed.add(m.next_heartbeat_ms) or len(armed) > 3)
+        assert a.member.machine.state is State.REVOKING       # waiting for the planned batch
+        a.planning(starts, ends)                                # the batch is named ...
+        assert a.member.machine.state is State.REVOKING
+        a.completed(ends)                                       # ... and over
+        assert b.stable_snapshot(30) is not None
+        _member_state(a, lambda m: m.state is State.STABLE)
+        assert kafka.committed("handover-plan-g", "handover-plan", 2) == {0: 7, 1: 8}
+    finally:
+        a.close()
+        if b is not None:
+            b.close()
+
+
 def test_a_revocation_gives_up_on_the_batch_at_the_deadline(kafka):
     """The batch in flight never completes: A hands over at 90% of its max.poll.interval.ms
     (on the session loop's clock), committing nothing of that batch, and rejoins as itself (B's

@@ -131,7 +131,14 @@ class GroupSession:
         async def read():
             await self.member.wait_stable(timeout_s)
             machine = self.member.machine
-            return machine.generation, tuple(machine.owned)
+            owned = tuple(machine.owned)
+            # from this look until planning() names the batch, every owned partition counts as
+            # read by a batch in flight: a revocation starting in between (on this loop) must
+            # wait for the batch being planned from this snapshot, not hand its partitions over
+            # while the batch is about to read them (a duplicate for their next owner)
+            with self._lock:
+                self.in_flight = set(owned)
+            return machine.generation, owned
         try:
             return self.run(read(), timeout_s + 5)
         except TimeoutError:
@@ -165,6 +172,7 @@ class GroupSession:
         with self._lock:
             self.in_flight = {tp for tp, offset in end.items()
                               if offset != start.get(tp, offset)}
+        self._tell_batch_over()     # a revocation waiting on the snapshot looks again
 
     def started_at(self, offsets: dict[TopicPartition, int]) -> None:
         """Positions a partition starts from, which are not progress worth committing. What
