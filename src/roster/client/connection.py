@@ -21,6 +21,7 @@ import itertools
 import ssl
 import struct
 import time
+from collections.abc import Iterator, Mapping
 
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
@@ -56,6 +57,34 @@ def _highest(api_key: int, low: int, high: int, cap: int | None) -> int | None:
     return None
 
 
+class NegotiatedVersions(Mapping):
+    """api key -> the newest version both sides know, worked out on first use. Working it out
+    for every key the broker announces imports the request schema of each (some 50 of kio's
+    modules, ~0.3 s of CPU), while a connection uses a few; every fresh process paid that on its
+    first connection (each Spark query's runner and planner processes, for example)."""
+
+    def __init__(self, announced: dict[int, tuple[int, int]], caps: dict[int, int]) -> None:
+        self._announced = announced
+        self._caps = caps
+        self._known: dict[int, int | None] = {}
+
+    def __getitem__(self, api_key: int) -> int:
+        if api_key not in self._known:
+            span = self._announced.get(api_key)
+            self._known[api_key] = None if span is None else _highest(
+                api_key, span[0], span[1], self._caps.get(api_key))
+        version = self._known[api_key]
+        if version is None:
+            raise KeyError(api_key)
+        return version
+
+    def __iter__(self) -> Iterator[int]:
+        return (key for key in self._announced if key in self)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 def _api_name(api_key: int) -> str:
     try:
         return ApiKey(api_key).name
@@ -85,7 +114,7 @@ class BrokerConnection:
         self._client_id = client_id
         self._ids = itertools.count(1)
         self._lock = asyncio.Lock()
-        self.versions: dict[int, int] = {}
+        self.versions: Mapping[int, int] = {}
         self._security: ClientSecurity | None = None
         self._where = ""
         self._reauthenticate_at: float | None = None  # monotonic; KIP-368 session lifetime
@@ -128,11 +157,8 @@ class BrokerConnection:
                 raise ConnectionClosed(f"{where} did not answer ApiVersions within "
                                        f"{timeout_s:g} s (is it a Kafka listener"
                                        f"{'' if tls else ' without TLS'}?)") from None
-            for entry in answer.api_keys:
-                version = _highest(entry.api_key, entry.min_version, entry.max_version,
-                                   (caps or {}).get(entry.api_key))
-                if version is not None:
-                    connection.versions[entry.api_key] = version
+            connection.versions = NegotiatedVersions(
+                {e.api_key: (e.min_version, e.max_version) for e in answer.api_keys}, caps or {})
             if security is not None and security.sasl:
                 await asyncio.wait_for(connection._authenticate(), timeout_s)
         except asyncio.TimeoutError:
