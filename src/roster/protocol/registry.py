@@ -32,6 +32,17 @@ Versions = tuple[int, int] | None  # (lowest, highest) request version a declara
 LOADING = ErrorCode.coordinator_load_in_progress
 
 
+class _Generic:
+    def __repr__(self) -> str:
+        return "GENERIC"
+
+
+# What a raw handler returns for a request its own codec does not read (a shape it leaves to
+# kio: JoinGroup's and SyncGroup's fast paths read only the common one): the dispatcher then
+# decodes it with kio, admits it and runs the spec's `handler`, as for any other API.
+GENERIC = _Generic()
+
+
 # -- what a request acts on -----------------------------------------------------------------
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +183,8 @@ class ApiSpec:
     decoded_from: int | None = None
     legacy: LegacyAnswer | None = None
     # Set instead of `handler` for the hottest APIs, which decode and encode by hand (kio's
-    # generic path would cost them more than their own work).
+    # generic path would cost them more than their own work); set beside it when the raw
+    # handler may hand a request back (GENERIC).
     raw: RawHandler | None = None
     # What the request acts on (see above), and the answer refusing it as a whole.
     resources: tuple[Resource, ...] = ()

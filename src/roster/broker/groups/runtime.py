@@ -6,6 +6,7 @@ write inside a producer's transaction, and loading __consumer_offsets at start.
 """
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import time
@@ -106,6 +107,15 @@ class GroupRuntime(CoordinatorRuntime):
 
     async def sync(self, request: SyncRequest) -> SyncReply:
         return await self._call(self.shard.sync, request)
+
+    def start_join(self, request: JoinRequest) -> JoinReply | asyncio.Future:
+        """join() without a coroutine, for the raw JoinGroup handler: the reply when it is
+        final at once (a refusal), otherwise a future for it (the join phase's end)."""
+        return self.start(lambda now: self.shard.join(request, now), request.token)
+
+    def start_sync(self, request: SyncRequest) -> SyncReply | asyncio.Future:
+        """sync() without a coroutine, for the raw SyncGroup handler (see start_join)."""
+        return self.start(lambda now: self.shard.sync(request, now), request.token)
 
     async def leave(self, request: LeaveRequest) -> LeaveReply:
         return await self._call(self.shard.leave, request)

@@ -1,19 +1,66 @@
-"""JoinGroup (11), v0-9. A long poll: the answer comes when the join phase completes."""
+"""JoinGroup (11), v0-9. A long poll: the answer comes when the join phase completes.
+
+In an eager rebalance every member sends one and the leader's answer lists every member, so
+requests of the common shape take a raw path with their own codec
+(roster.protocol.group_join_wire) and no coroutine until the answer has to wait; any other
+shape is handed back (GENERIC) to kio's decode, admission and `handle`, which answer it as
+before. Both paths build the same JoinRequest and answer the same bytes."""
 from __future__ import annotations
 
+import asyncio
+
+from roster.broker.network.admission import admit_group
 from roster.coordinator.messages import JoinReply, JoinRequest
+from roster.protocol import group_join_wire as wire
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.registry import ApiSpec, Group
+from roster.protocol.registry import GENERIC, ApiSpec, Group
 
 API_KEY = ApiKey.JOIN_GROUP
 NULLABLE_PROTOCOL_NAME_FROM = 7
+GROUP = Group(AclOperation.READ)
+
+
+def answer(broker, frame: bytes, prefix, connection):
+    """The raw path: the encoded answer, a coroutine for it when it waits, or GENERIC."""
+    version, correlation_id = prefix.api_version, prefix.correlation_id
+    fields = wire.decode_join(frame, version)
+    if fields is None:
+        return GENERIC
+    (client_id, group_id, session_ms, rebalance_ms, member_id, instance_id, protocol_type,
+     protocols, reason) = fields
+    error = admit_group(broker, connection, GROUP, group_id)
+    if error is not None:
+        return _encoded(version, correlation_id, JoinReply(error=error, member_id=member_id))
+    groups = broker.groups
+    reply = groups.start_join(JoinRequest(
+        group_id=group_id, member_id=member_id, group_instance_id=instance_id,
+        protocol_type=protocol_type, protocols=protocols, session_timeout_ms=session_ms,
+        # v0 has no rebalance timeout, and 0 means "as the session's" (as handle() reads it)
+        rebalance_timeout_ms=rebalance_ms or session_ms,
+        client_id=client_id or "", client_host=connection.client_host, reason=reason,
+        api_version=version, token=groups.new_token()))
+    if isinstance(reply, asyncio.Future):
+        return _answer_later(reply, version, correlation_id)
+    return _encoded(version, correlation_id, reply)
+
+
+async def _answer_later(reply: asyncio.Future, version: int, correlation_id: int) -> bytes:
+    return _encoded(version, correlation_id, await reply)
+
+
+def _encoded(version: int, correlation_id: int, reply: JoinReply) -> bytes:
+    return wire.encode_join_answer(
+        version, correlation_id, reply.error, reply.generation, reply.protocol_type,
+        reply.protocol_name, reply.leader, reply.skip_assignment, reply.member_id,
+        ((m.member_id, m.group_instance_id, m.metadata) for m in reply.members))
 
 
 async def handle(broker, request, connection):
+    """The generic path, for what answer() hands back."""
     body = request.body
     version = request.api_version
     session_ms = round(body.session_timeout.total_seconds() * 1000)
@@ -51,5 +98,5 @@ def _answer(version: int, reply: JoinReply):
                               for m in reply.members))
 
 
-SPEC = ApiSpec(API_KEY, "JoinGroup", 0, 9, handle,
-               resources=(Group(AclOperation.READ),), refuse=refuse)
+SPEC = ApiSpec(API_KEY, "JoinGroup", 0, 9, handle, raw=answer, resources=(GROUP,),
+               refuse=refuse)

@@ -44,6 +44,7 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import read_prefix
+from roster.protocol.registry import GENERIC
 
 log = logging.getLogger("roster.connection")
 
@@ -347,7 +348,9 @@ class Connection(asyncio.BufferedProtocol):
         if spec.is_legacy(prefix.api_version):
             return spec.legacy(frame, prefix)
         if spec.raw is not None:
-            return spec.raw(self.broker, frame, prefix, self)
+            answer = spec.raw(self.broker, frame, prefix, self)
+            if answer is not GENERIC:
+                return answer
         coroutine = self._handle(spec, decode_request(frame, prefix))
         try:
             waiting_on = coroutine.send(None)
@@ -361,7 +364,9 @@ class Connection(asyncio.BufferedProtocol):
         if spec.is_legacy(prefix.api_version):
             return spec.legacy(frame, prefix)
         if spec.raw is not None:
-            return spec.raw(self.broker, frame, prefix, self)
+            answer = spec.raw(self.broker, frame, prefix, self)
+            if answer is not GENERIC:
+                return answer
         coroutine = self._handle(spec, decode_request(frame, prefix))
         try:
             waiting_on = coroutine.send(None)
