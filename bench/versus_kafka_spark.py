@@ -16,7 +16,16 @@ pair reads all of it:
 
 rows/s = records / wall seconds of the action, after one untimed warm-up read per connector;
 medians of the rounds; the 1-minute load average
-before each read is printed beside it.
+before each read is printed beside it. A streaming read's progress line also gives its
+micro-batches and the seconds spent outside them (query start: for a Python source, Spark's
+runner process; the end).
+
+The limit of the streaming ratio: in each round the same query also runs over
+bench/spark_ceiling.py, a Python streaming source that serves the same number of records (in
+roster's row schema, 100-byte values) as pre-built Arrow batches from memory: no network, no
+decoding, no group. What it costs is what any source written with Spark's Python Data Source
+API pays (the runner process each query starts, Python workers, Arrow to rows in the JVM, the
+micro-batch protocol), so roster's connector cannot stream faster than it does here.
 
     .venv/bin/python bench/versus_kafka_spark.py
     .venv/bin/python bench/versus_kafka_spark.py --records 100000 --rounds 1
@@ -44,6 +53,10 @@ TOPIC = "spark-read"
 
 
 def session(spark_kafka: str):
+    # Spark's Python workers import bench/spark_ceiling.py by name: they inherit PYTHONPATH
+    # from the JVM, which inherits it from this process
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(REPO / "bench"), os.environ.get("PYTHONPATH")]))
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
@@ -67,6 +80,8 @@ def session(spark_kafka: str):
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     roster.spark.register(spark)
+    from spark_pipeline import register_ceiling   # checks it has roster's row schema
+    register_ceiling(spark)
     return spark
 
 
@@ -90,6 +105,10 @@ def fill(broker, args) -> None:
 
 
 def reader(spark, connector: str, broker, stream: bool, group: str):
+    if connector == "ceiling":
+        import spark_ceiling
+        return (spark.readStream.format(spark_ceiling.NAME).option("records", args_records)
+                .load().select("key", "value"))
     source = spark.readStream if stream else spark.read
     frame = (source.format(connector).option("kafka.bootstrap.servers", broker.address)
              .option("subscribe", TOPIC).option("startingOffsets", "earliest"))
@@ -99,6 +118,8 @@ def reader(spark, connector: str, broker, stream: bool, group: str):
 
 
 def timed_read(spark, connector: str, broker, stream: bool, n: int, work: Path) -> float:
+    """Seconds to read every record; a streaming read also leaves its micro-batch count and
+    the seconds inside them in `last_stream`."""
     group = f"spark-{connector}-{broker.kind}-{n}"
     started = time.perf_counter()
     if stream:
@@ -106,7 +127,10 @@ def timed_read(spark, connector: str, broker, stream: bool, n: int, work: Path) 
                  .option("checkpointLocation", str(work / f"ck-{group}"))
                  .trigger(availableNow=True).start())
         query.awaitTermination()
-        rows = sum(p["numInputRows"] for p in query.recentProgress)
+        progress = [p for p in query.recentProgress if p["numInputRows"]]
+        rows = sum(p["numInputRows"] for p in progress)
+        last_stream.update(batches=len(progress), inside=sum(
+            p["durationMs"].get("triggerExecution", 0) for p in progress) / 1000)
     else:
         frame = reader(spark, connector, broker, False, group)
         frame.write.format("noop").mode("overwrite").save()
@@ -119,6 +143,7 @@ def timed_read(spark, connector: str, broker, stream: bool, n: int, work: Path) 
 
 
 args_records = 0
+last_stream: dict = {}
 
 
 def main(argv=None) -> int:
@@ -153,7 +178,16 @@ def main(argv=None) -> int:
         for connector in ("roster", "kafka"):
             vk.progress(f"spark: warm-up read with the {connector} connector")
             timed_read(spark, connector, roster, False, -1, work)
+        vk.progress("spark: warm-up read of the Python source ceiling")
+        timed_read(spark, "ceiling", roster, True, -1, work)
         for n in range(args.rounds):
+            load = vk.loadavg()
+            seconds = timed_read(spark, "ceiling", roster, True, n, work)
+            results.setdefault(("ceiling", "-", "streaming"), []).append((seconds, load))
+            vk.progress(f"spark round {n + 1}: the Python source ceiling, streaming: "
+                        f"{seconds:.2f} s, {args.records / seconds:,.0f} rows/s, "
+                        f"{last_stream['batches']} micro-batch(es), "
+                        f"{seconds - last_stream['inside']:.2f} s outside them (load {load:.1f})")
             for connector in vk.order(["roster", "kafka"], n):
                 for broker in vk.order([roster, kafka], n):
                     for stream in (False, True):
@@ -162,9 +196,13 @@ def main(argv=None) -> int:
                         kind = "streaming" if stream else "batch"
                         results.setdefault((connector, broker.kind, kind), []).append(
                             (seconds, load))
+                        batches = (f", {last_stream['batches']} micro-batch(es), "
+                                   f"{seconds - last_stream['inside']:.2f} s outside them"
+                                   if stream else "")
                         vk.progress(f"spark round {n + 1}: {connector} connector, {kind}, from "
                                     f"{broker.kind}: {seconds:.2f} s, "
-                                    f"{args.records / seconds:,.0f} rows/s (load {load:.1f})")
+                                    f"{args.records / seconds:,.0f} rows/s{batches} "
+                                    f"(load {load:.1f})")
         spark.stop()
     finally:
         brokers.stop_all()
@@ -183,6 +221,15 @@ def main(argv=None) -> int:
             lines.append(f"| {kind} | {broker} | {args.records / mine:,.0f} | "
                          f"{args.records / theirs:,.0f} | **{theirs / mine:.2f}×** | "
                          f"{', '.join(loads)} |")
+    ceiling = statistics.median(s for s, _ in results[("ceiling", "-", "streaming")])
+    spark_kafka = {broker: statistics.median(s for s, _ in results[("kafka", broker, "streaming")])
+                   for broker in ("roster", "kafka")}
+    versus = ", ".join(f"from {broker} **{seconds / ceiling:.2f}×**"
+                       for broker, seconds in spark_kafka.items())
+    lines += ["", f"Limit of the streaming rows: a Python source doing no I/O "
+              f"(bench/spark_ceiling.py, pre-built Arrow batches) streams "
+              f"{args.records / ceiling:,.0f} rows/s the same way; ÷ Spark's Kafka source: "
+              f"{versus}. roster's connector cannot beat that ratio."]
     report = "\n".join(lines)
     print(report)
     if args.markdown:
