@@ -24,6 +24,7 @@ from roster.coordinator.classic.rebalance import (
 from roster.coordinator.classic.sessions import add_pending
 from roster.coordinator.classic.sharing import shared_int, shared_str
 from roster.coordinator.classic.states import (
+    CAN_REBALANCE,
     JOIN_GROUP_KNOWN_MEMBER,
     JOIN_GROUP_NEW_MEMBER,
     Action,
@@ -190,25 +191,23 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
             result.reply(request.token, JoinReply(error=answer, member_id=member_id))
         case Action.UPDATE_AND_WAIT:
             _update_member(ctx, group, member, request, now, result,
-                           f"member {member_id} joins during PreparingRebalance",
-                           tr.MEMBER_JOINED)
+                           "member {} joins during PreparingRebalance", tr.MEMBER_JOINED)
         case Action.ANSWER_OR_REBALANCE_IF_CHANGED:
             if unchanged:  # most likely it missed our JoinGroup answer: send it again
                 members = member_list(group) if group.is_leader(member_id) else ()
                 result.reply(request.token, current_generation_reply(group, member_id, members))
             else:
                 _update_member(ctx, group, member, request, now, result,
-                               f"member {member_id} changed its metadata during "
-                               "CompletingRebalance", tr.SUBSCRIPTION_CHANGED)
+                               "member {} changed its metadata during CompletingRebalance",
+                               tr.SUBSCRIPTION_CHANGED)
         case Action.REBALANCE_FOR_LEADER_OR_CHANGE:
             if group.is_leader(member_id):
                 # lets the leader force a rebalance, e.g. when topic metadata changed
                 _update_member(ctx, group, member, request, now, result,
-                               f"leader {member_id} rejoins a Stable group", tr.LEADER_REJOIN)
+                               "leader {} rejoins a Stable group", tr.LEADER_REJOIN)
             elif not unchanged:
                 _update_member(ctx, group, member, request, now, result,
-                               f"member {member_id} changed its metadata",
-                               tr.SUBSCRIPTION_CHANGED)
+                               "member {} changed its metadata", tr.SUBSCRIPTION_CHANGED)
             else:
                 result.reply(request.token, current_generation_reply(group, member_id))
         case _:
@@ -217,10 +216,16 @@ def _join_known_member(ctx, group: Group, request: JoinRequest, now: int,
 
 def _update_member(ctx, group: Group, member: Member, request: JoinRequest, now: int,
                    result: Result, reason: str, kind: str = tr.OTHER) -> None:
+    """`reason`: why this join would start a rebalance, "{}" standing for the member id."""
     _update_metadata(group, member, request)
     group.park_join(member, Parked(request.token, request.api_version))
+    if group.state not in CAN_REBALANCE:
+        # Already rebalancing (in an eager rebalance, every join but the first): the reason and
+        # trigger would not be read, so neither is built.
+        maybe_prepare_rebalance_or_complete_join(ctx, group, now, result, "")
+        return
     maybe_prepare_rebalance_or_complete_join(
-        ctx, group, now, result, _with_client_reason(request, reason),
+        ctx, group, now, result, _with_client_reason(request, reason.format(member.member_id)),
         tr.Trigger(kind, member.member_id, member.group_instance_id, request.reason))
 
 
