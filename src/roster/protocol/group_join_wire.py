@@ -145,7 +145,9 @@ def decode_join(frame: bytes, version: int) -> JoinFields | None:
 
 
 def _decode_join(frame: bytes, version: int) -> JoinFields:
-    flexible = version >= JOIN_FLEXIBLE_FROM
+    if version < JOIN_FLEXIBLE_FROM:
+        return _decode_join_classic(frame, version)
+    flexible = True
     string = _compact_string if flexible else _string
     nullable_string = _compact_nullable_string if flexible else _nullable_string
     client_id, at = _client_id(frame, flexible)
@@ -170,6 +172,52 @@ def _decode_join(frame: bytes, version: int) -> JoinFields:
     _expect_end(frame, at)
     return (client_id, group_id, session_ms, rebalance_ms, member_id, instance_id,
             protocol_type, protocols, reason)
+
+
+def _decode_join_classic(frame: bytes, version: int) -> JoinFields:
+    """_decode_join for v0-5 (librdkafka's v5, kafka-python's), every string read inline: a
+    call per field would cost as much as the rest of the decode."""
+    unpack_int16, unpack_int32 = INT16.unpack_from, INT32.unpack_from
+    (length,) = unpack_int16(frame, HEADER_PREFIX_SIZE)
+    at = HEADER_PREFIX_SIZE + 2
+    client_id = None
+    if length >= 0:
+        client_id = frame[at:at + length]
+        at += length
+    (group_length,) = unpack_int16(frame, at)
+    at += 2
+    group_id = frame[at:at + group_length]
+    at += group_length
+    (session_ms,) = unpack_int32(frame, at)
+    at += 4
+    rebalance_ms = None
+    if version >= 1:
+        (rebalance_ms,) = unpack_int32(frame, at)
+        at += 4
+    (member_length,) = unpack_int16(frame, at)
+    at += 2
+    member_id = frame[at:at + member_length]
+    at += member_length
+    instance_id = None
+    if version >= 5:
+        (length,) = unpack_int16(frame, at)
+        at += 2
+        if length >= 0:
+            instance_id = str(frame[at:at + length], "utf-8")
+            at += length
+        elif length != -1:
+            raise _Unusual
+    (type_length,) = unpack_int16(frame, at)
+    at += 2
+    protocol_type = frame[at:at + type_length]
+    at += type_length
+    if min(group_length, member_length, type_length) < 0 or at > len(frame):
+        raise _Unusual   # a null where a string is required, or strings past the end
+    protocols, at = _join_protocols(frame, at, False)
+    _expect_end(frame, at)
+    return (None if client_id is None else str(client_id, "utf-8"), str(group_id, "utf-8"),
+            session_ms, rebalance_ms, str(member_id, "utf-8"), instance_id,
+            str(protocol_type, "utf-8"), protocols, None)
 
 
 def _join_protocols(frame: bytes, at: int, flexible: bool) -> tuple[tuple, int]:
@@ -296,10 +344,21 @@ def _sync_assignments_classic(frame: bytes, at: int) -> tuple[tuple, int]:
     count, at = _count(frame, at)
     assignments = []
     append = assignments.append
-    for _ in range(count):   # the leader's lists every member: kept to the two reads
-        member_id, at = _string(frame, at)
-        assignment, at = _bytes(frame, at)
-        append((member_id, assignment))
+    unpack_int16, unpack_int32, size = INT16.unpack_from, INT32.unpack_from, len(frame)
+    # The leader's lists every member, so _string and _bytes are inlined here. A negative
+    # length, or one past the end (the slice comes up short), is left to the generic path.
+    for _ in range(count):
+        (length,) = unpack_int16(frame, at)
+        at += 2
+        member_id = frame[at:at + length]
+        at += length
+        (assignment_length,) = unpack_int32(frame, at)
+        at += 4
+        assignment = frame[at:at + assignment_length]
+        at += assignment_length
+        if length < 0 or assignment_length < 0 or at > size:
+            raise _Unusual
+        append((str(member_id, "utf-8"), assignment))
     return tuple(assignments), at
 
 
