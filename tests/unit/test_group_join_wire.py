@@ -4,12 +4,19 @@ padded frames) they leave to the generic path (None)."""
 from __future__ import annotations
 
 import datetime
+import random
 
 import pytest
 
 from roster.protocol.build import element, make
-from roster.protocol.codec import encode_request, encode_response, request_schema, response_schema
-from roster.protocol.errors import ErrorCode
+from roster.protocol.codec import (
+    decode_request,
+    encode_request,
+    encode_response,
+    request_schema,
+    response_schema,
+)
+from roster.protocol.errors import ErrorCode, MalformedRequest
 from roster.protocol.group_join_wire import (
     decode_join,
     decode_sync,
@@ -145,3 +152,59 @@ def test_sync_answers_what_kio_encodes(version, error, protocol_type, assignment
         protocol_name=protocol_type and "range", assignment=assignment))
     assert encode_sync_answer(version, -5, error.value, protocol_type,
                               protocol_type and "range", assignment) == expected
+
+
+def kio_join_fields(frame: bytes, version: int):
+    """What the generic path makes of a JoinGroup frame, in decode_join's shape (None: it
+    refuses the frame)."""
+    try:
+        request = decode_request(frame)
+    except MalformedRequest:
+        return None
+    body = request.body
+    rebalance = getattr(body, "rebalance_timeout", None)
+    return (request.client_id, body.group_id,
+            round(body.session_timeout.total_seconds() * 1000),
+            None if rebalance is None else round(rebalance.total_seconds() * 1000),
+            body.member_id, getattr(body, "group_instance_id", None), body.protocol_type,
+            tuple((p.name, p.metadata) for p in body.protocols), getattr(body, "reason", None))
+
+
+def kio_sync_fields(frame: bytes, version: int):
+    try:
+        request = decode_request(frame)
+    except MalformedRequest:
+        return None
+    body = request.body
+    return (body.group_id, body.generation_id, body.member_id,
+            getattr(body, "group_instance_id", None), getattr(body, "protocol_type", None),
+            getattr(body, "protocol_name", None),
+            tuple((a.member_id, a.assignment) for a in body.assignments))
+
+
+def mutations(frame: bytes, seed: int, count: int = 300):
+    """Frames with one to three bytes changed (lengths, counts, nulls and text among them)."""
+    rng = random.Random(seed)
+    for _ in range(count):
+        mutated = bytearray(frame)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(8, len(mutated))   # the api key, version and id stay
+            mutated[at] = rng.choice((0, 0x7F, 0x80, 0xFF, rng.randrange(256)))
+        yield bytes(mutated)
+
+
+@pytest.mark.parametrize("version", JOIN_VERSIONS)
+def test_join_reads_what_it_accepts_as_kio_does(version):
+    """Whatever the codec accepts, kio accepts too and reads the same fields."""
+    for frame in mutations(join_request(version), seed=version):
+        fields = decode_join(frame, version)
+        if fields is not None:
+            assert fields == kio_join_fields(frame, version)
+
+
+@pytest.mark.parametrize("version", SYNC_VERSIONS)
+def test_sync_reads_what_it_accepts_as_kio_does(version):
+    for frame in mutations(sync_request(version), seed=100 + version):
+        fields = decode_sync(frame, version)
+        if fields is not None:
+            assert fields == kio_sync_fields(frame, version)
