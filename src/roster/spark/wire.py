@@ -39,6 +39,9 @@ RETRIABLE = {ErrorCode.not_leader_or_follower, ErrorCode.leader_not_available,
              ErrorCode.coordinator_not_available, ErrorCode.coordinator_load_in_progress,
              ErrorCode.fenced_leader_epoch, ErrorCode.unknown_leader_epoch,
              ErrorCode.unknown_topic_id,   # a topic not yet known to every broker
+             # ListOffsets at a newly elected leader whose high watermark is not established
+             # yet (KIP-207; retriable in Kafka's clients and in roster.client's consumer)
+             ErrorCode.offset_not_available,
              # require_stable: an offset is pending in an open transaction (a sink marker)
              ErrorCode.unstable_offset_commit}
 
