@@ -22,8 +22,9 @@ from roster.protocol.errors import ErrorCode
 Handler = Callable[..., Awaitable[Any]]
 # legacy(frame, prefix) -> encoded response frame, for advertised versions kio has no schema for
 LegacyAnswer = Callable[..., bytes]
-# raw(broker, frame, prefix, connection) -> the encoded response frame, or a coroutine for it
-# when the answer has to wait: a handler with its own codec, run without a coroutine of its own
+# raw(broker, frame, prefix, connection) -> the encoded response frame, or an awaitable for it
+# when the answer has to wait (a coroutine, or broker/network/resume.py's AnswerWhenDone): a
+# handler with its own codec, run without a coroutine of its own
 RawHandler = Callable[..., bytes | Awaitable[bytes]]
 # refuse(request, error) -> the response body refusing the whole request with `error`
 Refuse = Callable[[Any, ErrorCode], Any]

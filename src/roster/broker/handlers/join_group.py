@@ -2,14 +2,16 @@
 
 In an eager rebalance every member sends one and the leader's answer lists every member, so
 requests of the common shape take a raw path with their own codec
-(roster.protocol.group_join_wire) and no coroutine until the answer has to wait; any other
+(roster.protocol.group_join_wire) and no coroutine (nor Task, when the answer waits); any other
 shape is handed back (GENERIC) to kio's decode, admission and `handle`, which answer it as
 before. Both paths build the same JoinRequest and answer the same bytes."""
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 from roster.broker.network.admission import admit_group
+from roster.broker.network.resume import AnswerWhenDone
 from roster.coordinator.messages import JoinReply, JoinRequest
 from roster.protocol import group_join_wire as wire
 from roster.protocol.acl import AclOperation
@@ -25,7 +27,7 @@ GROUP = Group(AclOperation.READ)
 
 
 def answer(broker, frame: bytes, prefix, connection):
-    """The raw path: the encoded answer, a coroutine for it when it waits, or GENERIC."""
+    """The raw path: the encoded answer, AnswerWhenDone when it waits, or GENERIC."""
     version, correlation_id = prefix.api_version, prefix.correlation_id
     fields = wire.decode_join(frame, version)
     if fields is None:
@@ -43,13 +45,9 @@ def answer(broker, frame: bytes, prefix, connection):
         rebalance_timeout_ms=rebalance_ms or session_ms,
         client_id=client_id or "", client_host=connection.client_host, reason=reason,
         api_version=version, token=groups.new_token()))
-    if isinstance(reply, asyncio.Future):
-        return _answer_later(reply, version, correlation_id)
+    if isinstance(reply, asyncio.Future):   # parked: the connection waits on it, no Task
+        return AnswerWhenDone(reply, partial(_encoded, version, correlation_id))
     return _encoded(version, correlation_id, reply)
-
-
-async def _answer_later(reply: asyncio.Future, version: int, correlation_id: int) -> bytes:
-    return _encoded(version, correlation_id, await reply)
 
 
 def _encoded(version: int, correlation_id: int, reply: JoinReply) -> bytes:

@@ -7,8 +7,10 @@ shape, and a v5+ request without its protocol (refused by validate()), is handed
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 from roster.broker.network.admission import admit_group
+from roster.broker.network.resume import AnswerWhenDone
 from roster.coordinator.messages import SyncReply, SyncRequest
 from roster.protocol import group_join_wire as wire
 from roster.protocol.acl import AclOperation
@@ -24,7 +26,7 @@ GROUP = Group(AclOperation.READ)
 
 
 def answer(broker, frame: bytes, prefix, connection):
-    """The raw path: the encoded answer, a coroutine for it when it waits, or GENERIC."""
+    """The raw path: the encoded answer, AnswerWhenDone when it waits, or GENERIC."""
     version, correlation_id = prefix.api_version, prefix.correlation_id
     fields = wire.decode_sync(frame, version)
     if fields is None:
@@ -42,13 +44,9 @@ def answer(broker, frame: bytes, prefix, connection):
         group_instance_id=instance_id, protocol_type=protocol_type,
         protocol_name=protocol_name, assignments=assignments, api_version=version,
         token=groups.new_token()))
-    if isinstance(reply, asyncio.Future):
-        return _answer_later(reply, version, correlation_id)
+    if isinstance(reply, asyncio.Future):   # parked: the connection waits on it, no Task
+        return AnswerWhenDone(reply, partial(_encoded, version, correlation_id))
     return _encoded(version, correlation_id, reply)
-
-
-async def _answer_later(reply: asyncio.Future, version: int, correlation_id: int) -> bytes:
-    return _encoded(version, correlation_id, await reply)
 
 
 def _encoded(version: int, correlation_id: int, reply: SyncReply) -> bytes:

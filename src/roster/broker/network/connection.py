@@ -39,7 +39,7 @@ from roster.broker.faults.gate import PASS as FAULTS_PASS
 from roster.broker.handlers.api_versions import answer_unsupported_version
 from roster.broker.network.admission import admit
 from roster.broker.network.frames import MIN_READ, FrameBuffer
-from roster.broker.network.resume import resume
+from roster.broker.network.resume import AnswerWhenDone, resume
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.codec import decode_request, encode_response
 from roster.protocol.errors import MalformedRequest
@@ -112,7 +112,8 @@ class Connection(asyncio.BufferedProtocol):
         self._queued: QueuedBytes | None = table.queued
         self._frames = FrameBuffer(broker.config["socket.request.max.bytes"])
         self._transport: asyncio.Transport | None = None
-        self._in_flight: asyncio.Task | None = None  # the request that had to wait
+        self._in_flight: asyncio.Future | None = None  # the request that had to wait
+        self._encode = None  # its encoder, when it parked on a reply (AnswerWhenDone)
         self._measuring = None  # its frame and start, for /metrics' latency (if it is on)
         self._write_paused = False  # the client is not reading its answers
         self._read_paused = False
@@ -427,15 +428,25 @@ class Connection(asyncio.BufferedProtocol):
                 self._transport.resume_reading()
 
     def _park(self, pending) -> None:
-        self._in_flight = asyncio.ensure_future(pending)
+        if type(pending) is AnswerWhenDone:   # a reply to wait for, then encode: no Task
+            self._in_flight = pending.future
+            self._encode = pending.encode
+        else:
+            self._in_flight = asyncio.ensure_future(pending)
         self._in_flight.add_done_callback(self._parked_done)
 
-    def _parked_done(self, task: asyncio.Task) -> None:
+    def _parked_done(self, task: asyncio.Future) -> None:
         self._in_flight = None
+        encode, self._encode = self._encode, None
         if self._closed or task.cancelled():
             return
         self.active = True
         error = task.exception()
+        if error is None:
+            try:
+                answer = task.result() if encode is None else encode(task.result())
+            except Exception as exc:  # noqa: BLE001 - an encoder's failure is the request's
+                error = exc
         if isinstance(error, MalformedRequest):
             log.warning("closing connection from %s: %s", self.peer, error)
             self._fail()
@@ -445,7 +456,6 @@ class Connection(asyncio.BufferedProtocol):
                       exc_info=error)
             self._fail()
             return
-        answer = task.result()
         if self._measuring is not None:
             frame, started = self._measuring
             self._measuring = None
