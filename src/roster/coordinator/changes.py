@@ -14,9 +14,11 @@ group an operation writes to, kept by a `WholeGroupOperation`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from roster.coordinator.results import Result
 
 
 class Change(Protocol):
@@ -75,3 +77,33 @@ class WholeGroupOperation:
         for change in reversed(self.changes):
             change.undo(self.now)
         self.changes.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class MemberWritten:
+    """The continuation of a member's operation in a group put back whole (share, streams):
+    once its records are written, `reply` goes to `token`; if they could not be (the shard has
+    put the group back), the error is answered and a session timeout's fencing of `fenced`
+    members is tried again."""
+    group_id: str
+    token: object
+    reply: object
+    fenced: tuple[str, ...] = ()
+
+    def completed(self, error, groups: dict, now: int, retry_fencing: Callable,
+                  failed_reply: Callable) -> Result:
+        """The group type's write_completed: `retry_fencing(result, group_id, member_id, now)`
+        schedules a fencing again, `failed_reply(error)` is the answer to a failed write."""
+        result = Result()
+        if error is None:
+            if self.token is not None:
+                result.reply(self.token, self.reply)
+            return result
+        group = groups.get(self.group_id)       # as it was: the shard put it back
+        if group is not None:
+            for member_id in self.fenced:
+                if member_id in group.members:
+                    retry_fencing(result, self.group_id, member_id, now)
+        if self.token is not None:
+            result.reply(self.token, failed_reply(error))
+        return result

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from roster.coordinator import facts as shared_facts
 from roster.coordinator import triggers as tr
-from roster.coordinator.changes import WholeGroupOperation
+from roster.coordinator.changes import MemberWritten, WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import (
@@ -86,16 +86,6 @@ class ShareSessionDeadline:
     member_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class ShareWritten:
-    """Release `reply` to `token` once the records are written; else answer the error (the
-    shard has put the group back) and try a timed-out fencing again."""
-    group_id: str
-    token: object
-    reply: object
-    fenced: tuple[str, ...] = ()
-
-
 class _Op(WholeGroupOperation):
     def copy(self, group: ShareGroup) -> ShareGroup:
         return group.copy()
@@ -106,6 +96,18 @@ class _Op(WholeGroupOperation):
 
 def session_key(group_id: str, member_id: str) -> str:
     return f"share-session:{group_id}:{member_id}"
+
+
+class ShareWritten(MemberWritten):
+    """A share member operation's continuation (its own type: the shard routes continuations
+    to their group type by type)."""
+    __slots__ = ()
+
+
+def _retry_fencing(result: Result, group_id: str, member_id: str, now: int) -> None:
+    """A session timeout's fencing whose records could not be written is tried again."""
+    result.schedule(session_key(group_id, member_id), now + TIMER_RETRY_MS,
+                    ShareSessionDeadline(group_id, member_id))
 
 
 def validate(q: ShareHeartbeat) -> tuple[ErrorCode, str] | None:
@@ -393,21 +395,8 @@ class ShareCoordinator(GroupsById):
         return result
 
     def write_completed(self, step: ShareWritten, error: ErrorCode | None, now: int) -> Result:
-        result = Result()
-        if error is None:
-            if step.token is not None:
-                result.reply(step.token, step.reply)
-            return result
-        group = self.groups.get(step.group_id)      # as it was: the shard put it back
-        if group is not None:
-            for member_id in step.fenced:            # a timeout's fencing is tried again
-                if member_id in group.members:
-                    result.schedule(session_key(step.group_id, member_id),
-                                    now + TIMER_RETRY_MS,
-                                    ShareSessionDeadline(step.group_id, member_id))
-        if step.token is not None:
-            result.reply(step.token, ShareHeartbeatReply(error=error))
-        return result
+        return step.completed(error, self.groups, now, _retry_fencing,
+                              lambda error: ShareHeartbeatReply(error=error))
 
     def groups_loaded(self, group_ids, now: int) -> Result:
         """After replay: every member's session starts now."""

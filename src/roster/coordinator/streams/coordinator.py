@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 
 from roster.coordinator import facts as shared_facts
 from roster.coordinator import triggers as tr
-from roster.coordinator.changes import WholeGroupOperation
+from roster.coordinator.changes import MemberWritten, WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
@@ -101,16 +101,6 @@ class StreamsInitialRebalance:
     group_id: str
 
 
-@dataclass(frozen=True, slots=True)
-class StreamsWritten:
-    """Release `reply` to `token` once the records are written; else answer the error (the
-    shard has put the group back)."""
-    group_id: str
-    token: object
-    reply: object
-    fenced: tuple[str, ...] = ()
-
-
 def _copy(group: StreamsGroup) -> StreamsGroup:
     return StreamsGroup(group.group_id, group.group_epoch, group.metadata_hash,
                         group.validated_topology_epoch, group.last_assignment_configs,
@@ -129,6 +119,18 @@ class _Op(WholeGroupOperation):
 
 def session_key(group_id: str, member_id: str) -> str:
     return f"streams-session:{group_id}:{member_id}"
+
+
+class StreamsWritten(MemberWritten):
+    """A streams member operation's continuation (its own type: the shard routes continuations
+    to their group type by type)."""
+    __slots__ = ()
+
+
+def _retry_fencing(result: Result, group_id: str, member_id: str, now: int) -> None:
+    """A session timeout's fencing whose records could not be written is tried again."""
+    result.schedule(session_key(group_id, member_id), now + TIMER_RETRY_MS,
+                    StreamsSessionDeadline(group_id, member_id))
 
 
 def rebalance_key(group_id: str, member_id: str) -> str:
@@ -579,23 +581,9 @@ class StreamsCoordinator(GroupsById):
         self._finish(op, event.group_id, None, None, result, (event.member_id,))
         return result
 
-    def write_completed(self, step: StreamsWritten, error: ErrorCode | None,
-                        now: int) -> Result:
-        result = Result()
-        if error is None:
-            if step.token is not None:
-                result.reply(step.token, step.reply)
-            return result
-        group = self.groups.get(step.group_id)   # as it was: the shard put it back
-        if group is not None:
-            for member_id in step.fenced:         # a timeout's fencing is tried again
-                if member_id in group.members:
-                    result.schedule(session_key(step.group_id, member_id),
-                                    now + TIMER_RETRY_MS,
-                                    StreamsSessionDeadline(step.group_id, member_id))
-        if step.token is not None:
-            result.reply(step.token, StreamsHeartbeatReply(error=error))
-        return result
+    def write_completed(self, step: StreamsWritten, error: ErrorCode | None, now: int) -> Result:
+        return step.completed(error, self.groups, now, _retry_fencing,
+                              lambda error: StreamsHeartbeatReply(error=error))
 
     def groups_loaded(self, group_ids, now: int) -> Result:
         """After replay: every member's session starts now (a static member that left with
