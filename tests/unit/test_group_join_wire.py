@@ -120,6 +120,9 @@ def test_null_group_id_and_bad_text_go_the_generic_way():
     assert decode_join(bytes(frame[:at]) + b"\xff\xff" + bytes(frame[at + 2 + 8:]), 2) is None
     frame[at + 2] = 0xFF   # not UTF-8
     assert decode_join(bytes(frame), 2) is None
+    null_client = join_request(2, client_id=None)
+    assert decode_join(null_client, 2)[0] is None
+    assert decode_join(null_client[:8] + b"\xff\xfe" + null_client[10:], 2) is None   # length -2
 
 
 MEMBERS = (("member-1", "instance-1", METADATA), ("member-2", None, b""),

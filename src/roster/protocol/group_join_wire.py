@@ -34,6 +34,7 @@ from roster.protocol.varint import encode_unsigned, read_unsigned
 INT16 = struct.Struct(">h")
 INT32 = struct.Struct(">i")
 BOOL = struct.Struct(">?")
+SESSION_AND_REBALANCE = struct.Struct(">ii")  # JoinGroup's two timeouts (v1+)
 HEADER_PREFIX_SIZE = 8  # api_key, api_version, correlation_id
 JOIN_FLEXIBLE_FROM = 6
 SYNC_FLEXIBLE_FROM = 4
@@ -147,28 +148,22 @@ def decode_join(frame: bytes, version: int) -> JoinFields | None:
 def _decode_join(frame: bytes, version: int) -> JoinFields:
     if version < JOIN_FLEXIBLE_FROM:
         return _decode_join_classic(frame, version)
-    flexible = True
-    string = _compact_string if flexible else _string
-    nullable_string = _compact_nullable_string if flexible else _nullable_string
-    client_id, at = _client_id(frame, flexible)
-    group_id, at = string(frame, at)
-    (session_ms,) = INT32.unpack_from(frame, at)
-    at += 4
-    rebalance_ms = None
-    if version >= 1:
-        (rebalance_ms,) = INT32.unpack_from(frame, at)
-        at += 4
-    member_id, at = string(frame, at)
-    instance_id = None
-    if version >= 5:
-        instance_id, at = nullable_string(frame, at)
-    protocol_type, at = string(frame, at)
-    protocols, at = _join_protocols(frame, at, flexible)
+    return _decode_join_flexible(frame, version)
+
+
+def _decode_join_flexible(frame: bytes, version: int) -> JoinFields:
+    """v6-9 (the Java client's v9): compact strings, tagged fields."""
+    client_id, at = _client_id(frame, flexible=True)
+    group_id, at = _compact_string(frame, at)
+    session_ms, rebalance_ms = SESSION_AND_REBALANCE.unpack_from(frame, at)
+    member_id, at = _compact_string(frame, at + 8)
+    instance_id, at = _compact_nullable_string(frame, at)
+    protocol_type, at = _compact_string(frame, at)
+    protocols, at = _join_protocols(frame, at, flexible=True)
     reason = None
     if version >= 8:
-        reason, at = nullable_string(frame, at)
-    if flexible:
-        at = _no_tags(frame, at)
+        reason, at = _compact_nullable_string(frame, at)
+    at = _no_tags(frame, at)
     _expect_end(frame, at)
     return (client_id, group_id, session_ms, rebalance_ms, member_id, instance_id,
             protocol_type, protocols, reason)
@@ -184,6 +179,8 @@ def _decode_join_classic(frame: bytes, version: int) -> JoinFields:
     if length >= 0:
         client_id = frame[at:at + length]
         at += length
+    elif length != -1:
+        raise _Unusual
     (group_length,) = unpack_int16(frame, at)
     at += 2
     group_id = frame[at:at + group_length]
