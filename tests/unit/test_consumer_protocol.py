@@ -1,6 +1,8 @@
 """The consumer embedded protocol: our codec agrees byte for byte with kio's schema-generated one,
 reads every version, and reads newer versions by their known prefix."""
 import io
+import random
+import re
 import struct
 
 import pytest
@@ -8,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from kio.serial import entity_writer
 
+from roster.protocol.classic_encoding import ClassicReader
 from roster.protocol.consumer_protocol import (
     Assignment,
     ConsumerProtocolError,
@@ -81,3 +84,41 @@ def test_an_empty_assignment_is_nothing_assigned():
 def test_garbage_is_a_clear_error(data):
     with pytest.raises(ConsumerProtocolError):
         decode_subscription(data)
+
+
+def _read_assignment_with_the_reader(data: bytes) -> Assignment:
+    """decode_assignment as it was before its struct-only path: the ClassicReader alone."""
+    reader = ClassicReader(data, ConsumerProtocolError, lenient_text=True)
+    version = reader.int16()
+    if version < 0:
+        raise ConsumerProtocolError(f"negative assignment version {version}")
+    partitions = tuple((reader.string() or "", tuple(reader.int32() for _ in range(reader.count())))
+                       for _ in range(reader.count()))
+    user_data = reader.bytes_() if not reader.at_end() else None
+    return Assignment(partitions, user_data, version)
+
+
+def test_assignments_decode_as_the_reader_does_whatever_the_bytes():
+    """The struct-only path takes well-formed assignments and leaves the rest to the reader:
+    mutated and truncated assignments decode (or are refused) exactly as the reader alone does."""
+    rng = random.Random(5)
+    bases = (encode_assignment(Assignment(partitions=(("topic-a", (0,)),), version=1)),
+             encode_assignment(Assignment(partitions=(("topic-ü", tuple(range(0, 30, 3))),
+                                                      ("topic-b", (1, -2))),
+                                          user_data=b"ud", version=3)) + b"\0\0",
+             encode_assignment(Assignment(partitions=(), version=0)))
+    for base in bases:
+        for _ in range(2000):
+            mutated = bytearray(base)
+            for _ in range(rng.randint(1, 3)):
+                mutated[rng.randrange(len(mutated))] = rng.choice(
+                    (0, 0x7F, 0x80, 0xFF, rng.randrange(256)))
+            data = bytes(mutated[:rng.randrange(1, len(mutated) + 1)]
+                         if rng.random() < 0.2 else mutated)
+            try:
+                expected = _read_assignment_with_the_reader(data)
+            except ConsumerProtocolError as exc:
+                with pytest.raises(ConsumerProtocolError, match=re.escape(str(exc))):
+                    decode_assignment(data)
+            else:
+                assert decode_assignment(data) == expected

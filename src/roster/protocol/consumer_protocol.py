@@ -13,6 +13,7 @@ reads the fields it knows and ignores the rest.
 """
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass, field
 
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
@@ -98,6 +99,9 @@ def encode_assignment(assignment: Assignment) -> bytes:
 def decode_assignment(data: bytes) -> Assignment:
     if not data:
         return Assignment(version=0)
+    plain = _decode_plain_assignment(data)
+    if plain is not None:
+        return plain
     reader = _reader(data)
     version = reader.int16()
     if version < 0:
@@ -105,3 +109,46 @@ def decode_assignment(data: bytes) -> Assignment:
     partitions = _read_topic_partitions(reader)
     user_data = reader.bytes_() if not reader.at_end() else None
     return Assignment(partitions, user_data, version)
+
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+
+
+def _decode_plain_assignment(data: bytes) -> Assignment | None:
+    """decode_assignment() of a well-formed assignment with UTF-8 topic names, read with
+    struct alone (a ClassicReader costs ~4 us for a one-partition assignment, and the flight
+    recorder reads every member's once per generation); None for anything else (nulls, bad
+    text, counts past the end, a negative version), which the reader then decodes or refuses
+    as it always has."""
+    try:
+        (version,) = _INT16.unpack_from(data, 0)
+        (topic_count,) = _INT32.unpack_from(data, 2)
+        at, size = 6, len(data)
+        if version < 0 or topic_count < 0 or topic_count > size - at:
+            return None
+        topics = []
+        for _ in range(topic_count):
+            (length,) = _INT16.unpack_from(data, at)
+            at += 2
+            if length < 0 or at + length > size:
+                return None
+            topic = str(data[at:at + length], "utf-8")
+            at += length
+            (count,) = _INT32.unpack_from(data, at)
+            at += 4
+            if count < 0 or at + 4 * count > size:
+                return None
+            topics.append((topic, struct.unpack_from(f">{count}i", data, at)))
+            at += 4 * count
+        user_data = None
+        if at < size:
+            (length,) = _INT32.unpack_from(data, at)
+            at += 4
+            if length >= 0:
+                if at + length > size:
+                    return None
+                user_data = bytes(data[at:at + length])
+    except (struct.error, UnicodeDecodeError):
+        return None
+    return Assignment(tuple(topics), user_data, version)
