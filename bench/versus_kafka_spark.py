@@ -52,6 +52,20 @@ import versus_kafka as vk  # noqa: E402
 TOPIC = "spark-read"
 
 
+def as_installed(work: Path) -> None:
+    """Spark's Python processes (each query's runner, planner and reader workers) as a user's
+    install has them. The test extra installs hypothesis, and kio registers strategies with it
+    whenever it is importable: 0.16-0.3 s in every fresh Python process Spark starts, which no
+    user pays. `roster serve` hides it the same way (roster/launch.py); here a sitecustomize on
+    the PYTHONPATH Spark hands its workers does, before kio is imported. --test-extras keeps it."""
+    site = work / "as-installed"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(
+        'import sys\nsys.modules.setdefault("hypothesis", None)\n')
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(site), os.environ.get("PYTHONPATH")) if p)
+
+
 def session(spark_kafka: str):
     # Spark's Python workers import bench/spark_ceiling.py by name: they inherit PYTHONPATH
     # from the JVM, which inherits it from this process
@@ -156,6 +170,9 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--spark-kafka", default="4.2.0")
     p.add_argument("--markdown")
+    p.add_argument("--test-extras", action="store_true",
+                   help="leave hypothesis importable in Spark's Python processes (this venv's "
+                        "test extra; a user's install has none)")
     args = p.parse_args(argv)
     args_records = args.records
     cpus = sorted(os.sched_getaffinity(0))
@@ -171,6 +188,8 @@ def main(argv=None) -> int:
         for broker in (roster, kafka):
             vk.progress(f"spark: writing {args.records:,} records to {broker.kind}")
             fill(broker, args)
+        if not args.test_extras:
+            as_installed(work)
         spark = session(args.spark_kafka)
         import pyspark
         # untimed: a session's first query of each connector pays for Python workers, class
@@ -209,7 +228,9 @@ def main(argv=None) -> int:
         shutil.rmtree(work, ignore_errors=True)
     lines = [f"Spark {pyspark.__version__} local[2], spark-sql-kafka-0-10_2.13:{args.spark_kafka}"
              f"; {args.records:,} records of {args.value_bytes} B in {args.partitions} "
-             f"partitions; median of {args.rounds} rounds; roster {vk.git_tree()}; load "
+             f"partitions; median of {args.rounds} rounds; Spark's Python processes "
+             f"{'with' if args.test_extras else 'without'} the test extra (hypothesis); "
+             f"roster {vk.git_tree()}; load "
              f"{load_start:.1f} at the start, {vk.loadavg():.1f} at the end", "",
              "| read | from | roster's connector rows/s | Spark's Kafka source rows/s | "
              "roster ÷ Spark | load (1-min) |", "|---|---|---:|---:|---:|---|"]
