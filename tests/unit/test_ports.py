@@ -17,12 +17,28 @@ def test_no_port_is_handed_out_twice():
     assert len(set(picked)) == len(picked)
 
 
+def _bindable(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
 def test_a_port_in_use_is_never_handed_out(monkeypatch):
-    with socket.socket() as taken:
+    # a slice of two ports, one of them taken by this test: every pick is the other. The port
+    # after the taken one must be free for that, so a taken port is chosen whose neighbour is
+    # (an ephemeral port's neighbour may be any other process's connection)
+    for _ in range(50):
+        taken = socket.socket()
         taken.bind(("127.0.0.1", 0))
-        taken.listen()
         in_use = taken.getsockname()[1]
-        # a slice of two ports, one of them taken: every pick is the other
+        if _bindable(in_use + 1):
+            break
+        taken.close()
+    with taken:
+        taken.listen()
         monkeypatch.setattr(ports, "_worker_slice", lambda: range(in_use, in_use + 2))
         monkeypatch.setattr(ports, "_handed_out", set())
         assert ports.free_port() == in_use + 1
