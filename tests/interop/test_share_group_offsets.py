@@ -77,10 +77,19 @@ def test_a_group_without_share_state_answers_minus_one(target):
     offsets = Offsets(target.bootstrap)
     topic, group = unique_name("sgo-topic"), unique_name("sgo-none")
     offsets.create(topic, 2)
-    described = offsets.describe(group, {topic: (0, 1), unique_name("sgo-nosuch"): (0,)})
+    nosuch = unique_name("sgo-nosuch")
+    # the topic's id is answered once the coordinator knows the topic, whether the group exists
+    # or not (Kafka's learns of it a moment after CreateTopics answers: null until then)
+    deadline = time.monotonic() + 30
+    while True:
+        described = offsets.describe(group, {topic: (0, 1), nosuch: (0,)})
+        ids = {t.topic_name: t.topic_id for t in described.topics}
+        if ids[topic] is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)    # polling the broker's answer
     assert described.error_code == NONE
     assert sorted(partitions(described).values()) == [(-1, -1, 0, NONE)] * 3
-    assert all(t.topic_id is None for t in described.topics)
+    assert ids[topic] is not None and ids[nosuch] is None
     assert offsets.describe(group, None).topics == ()
     # the empty group id: refused once a named topic exists (only those reach Kafka's
     # coordinator, whose metadata learns of a new topic a moment after CreateTopics answers)

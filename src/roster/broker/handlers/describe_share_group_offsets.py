@@ -7,15 +7,15 @@ entry), TOPIC DESCRIBE per topic (TOPIC_AUTHORIZATION_FAILED on each of its part
 topic list means every topic with share state, less those the caller may not describe).
 What Kafka 4.4.0 answers (compared on a running broker): a partition without share state, of
 any group id (none, or another type's), an unknown topic's included, is start offset -1 and lag
--1 without an error; its topic id is null when the group does not exist or the topic is
-unknown; LeaderEpoch is 0; the lag is end - start - delivered, not clamped (a start past the
+-1 without an error; its topic id is null only when the topic is unknown (Kafka's coordinator
+learns of a new topic a moment after CreateTopics answers: until then it answers null for it,
+whether the group exists or not); LeaderEpoch is 0; the lag is end - start - delivered, not clamped (a start past the
 end gives a negative lag); an empty group id is UNKNOWN_SERVER_ERROR on the group when a topic
 it names exists (only those reach Kafka's coordinator), else answered as any unknown group.
 """
 from __future__ import annotations
 
 from roster.broker.share import answers
-from roster.broker.share import groups as share_groups
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
@@ -56,8 +56,6 @@ def _group_topics(broker, admission, schema_topic, version: int, group_id: str, 
         for index, t in enumerate(topics):
             topic, error = admission.topic(index, within)
             entries.append((t.topic_name, topic, list(t.partitions), error))
-    group_exists = share_groups.exists(broker, group_id) or \
-        share_groups.not_a_share_group(broker, group_id) is not None
     answered = []
     for name, topic, indexes, error in entries:
         partitions = []
@@ -69,8 +67,7 @@ def _group_topics(broker, admission, schema_topic, version: int, group_id: str, 
             described = None if topic is None else state.describe(group_id, topic.topic_id, p)
             start, lag = described if described is not None else (UNINITIALIZED, UNINITIALIZED)
             partitions.append(_partition(schema_partition, version, p, start, lag))
-        shown_id = topic.topic_id if topic is not None and (
-            group_exists or state.keys_of(group_id)) else None
+        shown_id = topic.topic_id if topic is not None else None
         answered.append(make(schema_topic, topic_name=name, topic_id=shown_id,
                              partitions=tuple(partitions)))
     return tuple(answered)
