@@ -50,6 +50,8 @@ def test_delete_records_moves_the_log_start_durably(broker):
             python_admin.delete_records({KpPartition("purge", 0): 11})
     finally:
         python_admin.close()
+    with Wire(broker.bootstrap) as wire:   # the first group lookup makes __consumer_offsets
+        assert wire.call(10, 3, key="purgers", key_type=0).error_code == 0
     compacted = TopicPartition("__consumer_offsets", 0, 0)
     with pytest.raises(KafkaException, match="POLICY_VIOLATION"):
         admin.delete_records([compacted])[compacted].result(30)

@@ -82,7 +82,8 @@ def make_broker(authorizer=None, loading=False):
         topics=Topics(Topic("orders", TOPIC_ID, {}, [object(), object()]),
                       Topic("audit", uuid.UUID(int=8), {}, [object()])),
         endpoint=Endpoint(1, "localhost", 9092), cluster_id="cluster",
-        auto_create=lambda name: None, now_ms=lambda: 0)
+        auto_create=lambda name: None, now_ms=lambda: 0,
+        group_log=SimpleNamespace(ensure_topic=lambda: None))  # FindCoordinator makes its topic
     if authorizer is not None:
         broker.authorizer = authorizer
     return broker

@@ -17,6 +17,7 @@ from roster.broker.groups.runtime import GroupRuntime
 from roster.broker.handlers import build_registry
 from roster.broker.partitions.cleaner import LogCleaner
 from roster.broker.partitions.durability import Durability
+from roster.broker.partitions.internal_topic import InternalTopic
 from roster.broker.partitions.producers import ProducerIds, SequenceTable
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.broker.partitions.topics import Topic, TopicError, TopicManager
@@ -216,8 +217,8 @@ class Broker:
         self._restore_producer_state()
         self._tasks += self.transactions.load()
         self._tasks += self.share_state.load()
-        self.group_log.ensure_topic()
-        self.group_events.ensure_topic()
+        self.group_log.check_topic()      # created on first use when missing
+        self.group_events.check_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
         self._tasks.append(asyncio.ensure_future(
             self.durability.run_periodic(self._all_partitions)))
@@ -252,11 +253,26 @@ class Broker:
             log.info("restored idempotent producer state from %d batches in %.2f s", restored,
                      time.monotonic() - started)
 
+    def own_topic(self, name: str) -> InternalTopic | None:
+        """The broker's own topic by that name (__consumer_offsets, __transaction_state,
+        __share_group_state, the flight recorder's), whether or not its first use created it."""
+        for topic in (self.group_log.topic, self.transactions.log.topic,
+                      self.share_state.log.topic, self.group_events.topic):
+            if topic.name == name:
+                return topic
+        return None
+
     def auto_create(self, name: str) -> Topic | None:
-        """Create a topic a client asked for by name, if auto.create.topics.enable allows it."""
+        """Create a topic a client asked for by name, if auto.create.topics.enable allows it.
+        One of the broker's own topics is created as the broker makes it (its partition count
+        and configs), as Kafka's auto-creation makes __consumer_offsets."""
         if not self.config["auto.create.topics.enable"]:
             return None
+        own = self.own_topic(name)
         try:
+            if own is not None:
+                own.ensure()
+                return self.topics.get(name)
             return self.topics.create(name, self.config["num.partitions"])
         except TopicError as exc:
             log.warning("cannot auto-create topic %r: %s", name, exc)

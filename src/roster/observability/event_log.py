@@ -43,8 +43,8 @@ class EventLog:
         self._scheduled = False
         self.written = 0
 
-    def ensure_topic(self) -> None:
-        self.topic.ensure()
+    def check_topic(self) -> None:
+        self.topic.check_existing()
 
     def partition_for(self, group_id: str) -> int:
         return self.topic.partition_for(group_id)
@@ -61,8 +61,6 @@ class EventLog:
         self._scheduled = False
         pending, self._pending = self._pending, defaultdict(list)
         for partition, events in pending.items():
-            if self.topic.log(partition) is None:
-                continue
             try:
                 for batch, count in _batches(events):
                     self.topic.append(partition, batch, count)

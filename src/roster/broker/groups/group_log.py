@@ -122,6 +122,9 @@ class GroupLog:
     def ensure_topic(self) -> None:
         self.topic.ensure()
 
+    def check_topic(self) -> None:
+        self.topic.check_existing()
+
     # -- writing -----------------------------------------------------------------------
 
     def write(self, records: list[Record], done: Done, revert: Revert | None = None) -> None:

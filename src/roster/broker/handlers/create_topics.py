@@ -48,6 +48,15 @@ def _check_replication(factor: int) -> None:
                      f"replication factor {factor} is larger than the number of brokers (1)")
 
 
+def _check_not_own(broker, name: str) -> None:
+    """The broker's own topics are made by the broker, on first use, with its settings: one
+    a client made first, with another partition count, would stop the broker (Kafka lets a
+    client make __consumer_offsets, and its coordinator then fails on a wrong count)."""
+    if broker.own_topic(name) is not None and broker.topics.get(name) is None:
+        raise TopicError("invalid_request",
+                         f"{name} is the broker's own topic; the broker creates it on first use")
+
+
 async def handle(broker, request, connection):
     body = request.body
     schema = response_schema(API_KEY, max(request.api_version, KIO_FROM))
@@ -64,6 +73,7 @@ async def handle(broker, request, connection):
                 raise TopicError("topic_authorization_failed",
                                  "Authorization failed.")
             _check_replication(wanted.replication_factor)
+            _check_not_own(broker, wanted.name)
             count = _partition_count(broker, wanted)
             topic = broker.topics.create(wanted.name, count,
                                          {c.name: c.value for c in wanted.configs},

@@ -31,8 +31,10 @@ def _answer(broker, admission, key_type: int, key: str, version: int):
     resource, refused = _AUTHORIZED_AS[key_type]
     if not admission.allows(AclOperation.DESCRIBE, resource, key):
         return refused, None
-    if key_type == TRANSACTION:
+    if key_type == TRANSACTION:   # Kafka creates the coordinator's topic on first lookup
         broker.transactions.log.ensure_topic()
+    elif key_type == GROUP:
+        broker.group_log.ensure_topic()
     return ErrorCode.none, None
 
 

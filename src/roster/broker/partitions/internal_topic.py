@@ -42,7 +42,16 @@ class InternalTopic:
     def exists(self) -> bool:
         return self._broker.topics.get(self.name) is not None
 
+    def check_existing(self) -> None:
+        """At start: an existing topic must have the configured partition count (see ensure).
+        A missing one is not created here but on first use (ensure, append), as Kafka creates
+        __consumer_offsets on the first FindCoordinator: a broker nobody asks for groups or
+        transactions never creates their partitions, and its start does not wait for them."""
+        if self.exists():
+            self.ensure()
+
     def ensure(self) -> None:
+        """Create the topic if it is missing; check the partition count of an existing one."""
         topics = self._broker.topics
         topic = topics.get(self.name)
         if topic is None:
@@ -66,6 +75,9 @@ class InternalTopic:
         """Append one batch to partition `index`: (its log, what the log took). Raises LogError
         (LogStorageError when the partition is gone)."""
         target = self.log(index)
+        if target is None and not self.exists():   # its first write creates it
+            self.ensure()
+            target = self.log(index)
         if target is None:
             raise LogStorageError(f"{self.name}-{index} does not exist")
         return target, appends.append(self._broker, self.name, index, target, batch, records)

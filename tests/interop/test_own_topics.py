@@ -1,0 +1,97 @@
+"""The broker's own topics (__consumer_offsets, the flight recorder's __roster_group_events) are
+made on first use, as Kafka makes __consumer_offsets on the first group lookup: a fresh broker
+has none, so its start does not wait for their partitions. Whatever comes first makes them with
+the broker's settings: a FindCoordinator, a group's first write, a client's auto-creation; a
+CreateTopics for one is refused; an existing one with another partition count stops the broker
+at start, as before."""
+from __future__ import annotations
+
+import pytest
+
+from roster.admin.client import AdminClient
+from roster.protocol.api_keys import ApiKey
+from roster.protocol.errors import ErrorCode
+from roster.testing.broker import RosterBroker
+from tests.support.process import BrokerProcess
+
+pytestmark = pytest.mark.interop
+
+OWN = ("__consumer_offsets", "__roster_group_events")
+
+
+def _listed(admin: AdminClient) -> dict[str, tuple[int, bool]]:
+    """Every topic the broker lists: name -> (partition count, is_internal)."""
+    answer = admin.call(ApiKey.METADATA, topics=None, allow_auto_topic_creation=False,
+                         include_topic_authorized_operations=False)
+    return {t.name: (len(t.partitions), t.is_internal) for t in answer.topics}
+
+
+def _fresh(tmp_path, **settings) -> RosterBroker:
+    return RosterBroker(tmp_path / "data", {"offsets.topic.num.partitions": "3", **settings})
+
+
+def test_a_fresh_broker_has_none_until_a_group_lookup_makes_them(tmp_path):
+    with _fresh(tmp_path) as broker, AdminClient(broker.bootstrap) as admin:
+        assert not set(OWN) & set(_listed(admin))
+        assert not any(p.name.startswith("__") for p in (tmp_path / "data").iterdir())
+        found = admin.call(ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=("g",))
+        assert found.coordinators[0].error_code is ErrorCode.none
+        assert _listed(admin)["__consumer_offsets"] == (3, True)
+
+
+def test_a_group_write_makes_them_without_a_lookup(tmp_path):
+    """A client that commits straight to the broker (no FindCoordinator first) still has its
+    commit durable, and the flight recorder its events, in topics made by that first write."""
+    with _fresh(tmp_path) as broker, AdminClient(broker.bootstrap) as admin:
+        broker.create_topic("orders", 1)
+        topic = admin.entry(ApiKey.OFFSET_COMMIT, "topics")
+        partition = admin.entry(ApiKey.OFFSET_COMMIT, "topics", "partitions")
+        committed = admin.call(ApiKey.OFFSET_COMMIT, group_id="g", generation_id_or_member_epoch=-1,
+                               member_id="", group_instance_id=None, topics=(topic(
+                                   name="orders", partitions=(partition(
+                                       partition_index=0, committed_offset=5,
+                                       committed_leader_epoch=-1,
+                                       committed_metadata=""),)),))
+        assert committed.topics[0].partitions[0].error_code is ErrorCode.none
+        assert _listed(admin)["__consumer_offsets"] == (3, True)
+    with _fresh(tmp_path) as broker, AdminClient(broker.bootstrap) as admin:
+        fetched = admin.call(ApiKey.OFFSET_FETCH, groups=(admin.entry(
+            ApiKey.OFFSET_FETCH, "groups")(group_id="g", member_id=None, member_epoch=-1,
+                                          topics=None),), require_stable=False)
+        offsets = [(t.name, p.partition_index, p.committed_offset)
+                   for t in fetched.groups[0].topics for p in t.partitions]
+        assert offsets == [("orders", 0, 5)]   # it survived the restart: it was in the log
+
+
+def test_auto_creation_makes_one_as_the_broker_does_and_create_topics_is_refused(tmp_path):
+    with _fresh(tmp_path) as broker, AdminClient(broker.bootstrap) as admin:
+        entry = admin.entry(ApiKey.CREATE_TOPICS, "topics")
+        refused = admin.call(ApiKey.CREATE_TOPICS, validate_only=False, timeout_ms=5000, topics=(
+            entry(name="__consumer_offsets", num_partitions=7, replication_factor=1,
+                  assignments=(), configs=()),))
+        assert refused.topics[0].error_code is ErrorCode.invalid_request
+        assert "own topic" in refused.topics[0].error_message
+        # a client asking for it by name with auto-creation on gets it with the broker's count
+        wanted = admin.entry(ApiKey.METADATA, "topics")
+        answer = admin.call(ApiKey.METADATA, topics=(wanted(name="__consumer_offsets",
+                                                            topic_id=None),),
+                            allow_auto_topic_creation=True,
+                            include_topic_authorized_operations=False)
+        assert answer.topics[0].name == "__consumer_offsets"
+        assert _listed(admin)["__consumer_offsets"] == (3, True)
+        # once it is there, CreateTopics answers as for any existing topic
+        again = admin.call(ApiKey.CREATE_TOPICS, validate_only=False, timeout_ms=5000, topics=(
+            entry(name="__consumer_offsets", num_partitions=3, replication_factor=1,
+                  assignments=(), configs=()),))
+        assert again.topics[0].error_code is ErrorCode.topic_already_exists
+
+
+def test_an_existing_one_with_another_count_stops_the_broker_at_start(tmp_path):
+    with _fresh(tmp_path) as broker, AdminClient(broker.bootstrap) as admin:
+        admin.call(ApiKey.FIND_COORDINATOR, key_type=0, coordinator_keys=("g",))
+    process = BrokerProcess(tmp_path / "data", {"offsets.topic.num.partitions": "5"})
+    with pytest.raises(RuntimeError, match="roster did not start"):
+        process.start(timeout_s=30)
+    assert process.proc.returncode not in (0, None)
+    assert any("__consumer_offsets has 3 partitions but offsets.topic.num.partitions is 5"
+               in line for line in process.output)
