@@ -8,12 +8,15 @@ Each registration imports its type when it is built, so reading this list (the a
 for their describe views) loads none of the coordinator."""
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+
 from roster.admin.describe_views import CLASSIC_VIEW, CONSUMER_VIEW
 from roster.broker.groups.consumer_configs import CONSUMER_CONFIGS
 from roster.broker.groups.expected_members import EXPECTED_MEMBERS
 from roster.broker.groups.share_group import SHARE
 from roster.broker.groups.streams_group import STREAMS
-from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+from roster.coordinator.group_type import GroupTypeRegistration, OnFirstUse, TypeContext
 
 
 def _consumer(context: TypeContext):
@@ -48,7 +51,13 @@ GROUP_TYPES: tuple[GroupTypeRegistration, ...] = (
     STREAMS,      # Kafka Streams' own groups (KIP-1071): broker/groups/streams_group.py
     GroupTypeRegistration("consumer", make=_consumer, recorder=_consumer_recorder,
                           configure=_consumer_settings, describe_view=CONSUMER_VIEW,
-                          group_configs=CONSUMER_CONFIGS),
+                          group_configs=CONSUMER_CONFIGS,
+                          # built on its first ConsumerGroupHeartbeat or record (types 3-8, 16):
+                          # a broker of classic groups alone never loads coordinator/consumer/
+                          on_first_use=OnFirstUse(
+                              accepts=frozenset({"consumer", "classic"}),
+                              serves=frozenset({"consumer", "classic"}),
+                              record_types=frozenset({3, 4, 5, 6, 7, 8, 16}))),
     GroupTypeRegistration("classic", make=_classic, recorder=_classic_recorder,
                           describe_view=CLASSIC_VIEW, group_configs=EXPECTED_MEMBERS),
 )
@@ -60,7 +69,27 @@ def with_built_in(more: tuple[GroupTypeRegistration, ...] = ()
     return (*more, *GROUP_TYPES)
 
 
-def settings(types: tuple[GroupTypeRegistration, ...], config, group_configs=None) -> dict:
-    """Each type's own settings from the broker's config and the per-group configs."""
-    return {t.name: t.configure(config, group_configs) for t in types
-            if t.configure is not None}
+def settings(types: tuple[GroupTypeRegistration, ...], config, group_configs=None) -> Mapping:
+    """Each type's own settings from the broker's config and the per-group configs, read when
+    the type is built (a type built on first use loads its settings' code then too)."""
+    return _OnFirstRead({t.name: functools.partial(t.configure, config, group_configs)
+                         for t in types if t.configure is not None})
+
+
+class _OnFirstRead(Mapping):
+    """name -> value, each made by its maker the first time it is read."""
+
+    def __init__(self, makers: dict) -> None:
+        self._makers = makers
+        self._made: dict = {}
+
+    def __getitem__(self, name):
+        if name not in self._made:
+            self._made[name] = self._makers[name]()
+        return self._made[name]
+
+    def __iter__(self):
+        return iter(self._makers)
+
+    def __len__(self) -> int:
+        return len(self._makers)

@@ -142,6 +142,10 @@ class GroupTypeRegistration:
       (admin/group_views.py's DescribeView), or None: DescribeGroups' classic view;
     - `group_configs`: the table of its own group configs (the GROUP resource's names, how
       they parse, validate and describe: broker/groups/group_configs.py), or None: it has none.
+    - `on_first_use`: when given, the shard builds the type only once something needs it (a
+      request of a family it makes, one of its records replayed) and until then asks these
+      declarations instead (OnFirstUse): a broker that serves no such groups does not load
+      the type's code at start.
     Its handlers (one module per API, as every API) are registered as any API is."""
     name: str
     make: Callable[[TypeContext], GroupType]
@@ -150,6 +154,18 @@ class GroupTypeRegistration:
     configure: Callable[[Any, Any], Any] | None = None
     describe_view: Any = None
     group_configs: Any = None
+    on_first_use: OnFirstUse | None = None
+
+
+@dataclass(frozen=True)
+class OnFirstUse:
+    """What the shard knows of a type built on first use before building it: its `accepts` and
+    `serves` (GroupType's), and the record types (key versions in __consumer_offsets) that are
+    its own. The type, once built, must declare the same (tests/unit/coordinator/
+    test_on_first_use.py checks each registration's)."""
+    accepts: frozenset[str]
+    serves: frozenset[str]
+    record_types: frozenset[int]
 
 
 class GroupsById:

@@ -55,6 +55,7 @@ from roster.coordinator.messages import (
 )
 from roster.coordinator.offset_store import CommittedOffset, OffsetStore
 from roster.coordinator.results import Result
+from roster.coordinator.unbuilt_type import UnbuiltType
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import OffsetCommit, OffsetKey, Record
 
@@ -75,14 +76,39 @@ class GroupShard:
         names = [r.name for r in types]
         if len(set(names)) != len(names):   # e.g. a type both listed and handed to Broker()
             raise ValueError(f"a group type is registered twice: {names}")
+        self._registrations = {r.name: r for r in types}
+        self._order = names
+        self._context = (config, new_member_id, topics, expected, new_uuid, settings or {})
         built: dict[str, GroupType] = {}
         for registration in reversed(types):   # the last first: a type may work beside those
-            built[registration.name] = registration.make(TypeContext(
-                config, new_member_id, topics, expected, new_uuid, settings or {}, dict(built)))
+            built[registration.name] = UnbuiltType(registration, self._built) \
+                if registration.on_first_use is not None else self._make(registration, built)
         self.offsets = OffsetStore(config.offset_metadata_max_bytes)
-        # who holds a group id: asked in this order; the last one holds any id nobody does
-        self.types: tuple[GroupType, ...] = tuple(built[r.name] for r in types)
         self._named = built
+        self._route()
+
+    def _make(self, registration: GroupTypeRegistration,
+              built: Mapping[str, GroupType]) -> GroupType:
+        return registration.make(TypeContext(*self._context, dict(built)))
+
+    def _built(self, name: str) -> GroupType:
+        """The type registered as `name`, built now if it was waiting for its first use
+        (unbuilt_type.py); the shard then routes to it as to any type."""
+        group_type = self._named[name]
+        if isinstance(group_type, UnbuiltType):
+            after = self._order[self._order.index(name) + 1:]
+            group_type = self._make(self._registrations[name],
+                                    {other: self._named[other] for other in after})
+            self._named[name] = group_type
+            self._route()
+            log.info("group type %s built on first use", name)
+        return group_type
+
+    def _route(self) -> None:
+        """Who is asked what, read once from the types (and again when one is built)."""
+        built = self._named
+        # who holds a group id: asked in this order; the last one holds any id nobody does
+        self.types: tuple[GroupType, ...] = tuple(built[name] for name in self._order)
         self._last = self.types[-1]
         # whose timer events and continuations are whose (the last type's: the rest)
         self._owners: dict[type, GroupType] = {
@@ -118,8 +144,9 @@ class GroupShard:
         self._classic_check_in = None if maker is None else maker.check_in
 
     def type_named(self, name: str) -> GroupType:
-        """The type registered under `name` (for views and tests; routing never asks)."""
-        return self._named[name]
+        """The type registered under `name` (for views and tests; routing never asks), built
+        if it was waiting for its first use."""
+        return self._built(name)
 
     # -- which type holds a group --------------------------------------------------------------
 

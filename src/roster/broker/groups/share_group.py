@@ -23,7 +23,7 @@ import weakref
 
 from roster.admin.share_view import SHARE_VIEW
 from roster.broker.groups.share_configs import SHARE_CONFIGS
-from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+from roster.coordinator.group_type import GroupTypeRegistration, OnFirstUse, TypeContext
 from roster.coordinator.share.effects import ShareGroupGone, ShareStateWanted
 
 log = logging.getLogger("roster.groups")
@@ -125,7 +125,12 @@ def share_features(broker) -> tuple[list, list]:
 SHARE = GroupTypeRegistration(
     "share", make=_make, configure=_settings, recorder=_recorder,
     effects={ShareStateWanted: initialize_share_state, ShareGroupGone: group_deleted},
-    describe_view=SHARE_VIEW, group_configs=SHARE_CONFIGS)
+    describe_view=SHARE_VIEW, group_configs=SHARE_CONFIGS,
+    # built on its first heartbeat or record (coordinator/unbuilt_type.py): a broker without
+    # share groups never loads coordinator/share/; its records are types 10-15
+    on_first_use=OnFirstUse(accepts=frozenset({"share", "classic"}),
+                            serves=frozenset({"share", "classic"}),
+                            record_types=frozenset(range(10, 16))))
 
 
 def share_type(broker):

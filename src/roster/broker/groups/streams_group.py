@@ -10,7 +10,7 @@ import logging
 
 from roster.admin.streams_view import STREAMS_VIEW
 from roster.broker.groups.streams_configs import STREAMS_CONFIGS
-from roster.coordinator.group_type import GroupTypeRegistration, TypeContext
+from roster.coordinator.group_type import GroupTypeRegistration, OnFirstUse, TypeContext
 from roster.coordinator.streams.effects import InternalTopicsWanted
 
 log = logging.getLogger("roster.groups")
@@ -51,9 +51,14 @@ def _recorder():
     return StreamsRecorder()
 
 
-STREAMS = GroupTypeRegistration("streams", make=_make, configure=_settings, recorder=_recorder,
-                                effects={InternalTopicsWanted: create_internal_topics},
-                                describe_view=STREAMS_VIEW, group_configs=STREAMS_CONFIGS)
+STREAMS = GroupTypeRegistration(
+    "streams", make=_make, configure=_settings, recorder=_recorder,
+    effects={InternalTopicsWanted: create_internal_topics},
+    describe_view=STREAMS_VIEW, group_configs=STREAMS_CONFIGS,
+    # built on its first heartbeat or record (coordinator/unbuilt_type.py): a broker without
+    # streams groups never loads coordinator/streams/; its records are types 17 and 19-23
+    on_first_use=OnFirstUse(accepts=frozenset({"streams"}), serves=frozenset({"streams"}),
+                            record_types=frozenset({17, 19, 20, 21, 22, 23})))
 
 
 def streams_type(broker):

@@ -7,7 +7,7 @@ Admission, in Kafka 4.4's order (its KafkaApis): READ on the group (declared); t
 id, which must be given and at most 36 characters (INVALID_REQUEST, with no message, as
 Kafka answers it); then DESCRIBE on every subscribed topic (one refused:
 TOPIC_AUTHORIZATION_FAILED for the whole heartbeat); then the coordinator's own request checks
-(coordinator/share/coordinator.py validate), before the group is looked at."""
+(coordinator/share/messages.py validate), before the group is looked at."""
 from __future__ import annotations
 
 import asyncio
@@ -16,8 +16,7 @@ from roster.broker.groups.share_group import initialized
 from roster.broker.handlers.heartbeat_answer import heartbeat_answer
 from roster.broker.network.admission import admit_topic_names
 from roster.broker.partitions.topic_image import LiveTopics
-from roster.coordinator.share.coordinator import validate
-from roster.coordinator.share.messages import ShareHeartbeat, ShareHeartbeatReply
+from roster.coordinator.share.messages import ShareHeartbeat, ShareHeartbeatReply, validate
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import ErrorCode

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from roster.broker.groups.streams_group import streams_type
 from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
-from roster.coordinator.streams.model import EMPTY
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
@@ -41,6 +40,7 @@ def _topics(topology):
 
 
 async def handle(broker, request, connection):
+    from roster.coordinator.streams.model import EMPTY   # loaded with the streams type
     body = request.body
     schema = response_schema(API_KEY, request.api_version)
     group_entry = element(schema, "groups")

@@ -16,9 +16,6 @@ import asyncio
 from roster.broker.network.admission import admit_group, admit_topic_names, may_create_topic
 from roster.broker.network.resume import resume
 from roster.broker.partitions.topic_image import LiveTopics
-from roster.coordinator.streams.heartbeat import StreamsHeartbeat, StreamsHeartbeatReply
-from roster.coordinator.streams.model import Endpoint
-from roster.coordinator.streams.topology import CopartitionGroup, Subtopology, TopicInfo, Topology
 from roster.protocol import streams_group_wire as wire
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey
@@ -50,64 +47,15 @@ def topology_topics(topology) -> list[str]:
     return list(names)
 
 
-def _tasks(entries):
-    if entries is None:
-        return None
-    out: dict = {}
-    for e in entries:
-        if e.partitions:
-            out[e.subtopology_id] = out.get(e.subtopology_id, frozenset()) | frozenset(
-                e.partitions)
-    return out
-
-
-def _info(t) -> TopicInfo:
-    return TopicInfo(t.name, t.partitions, t.replication_factor,
-                     tuple((c.key, c.value) for c in t.topic_configs))
-
-
-def _topology(t) -> Topology | None:
-    if t is None:
-        return None
-    return Topology(t.epoch, tuple(Subtopology(
-        s.subtopology_id, tuple(s.source_topics), tuple(s.source_topic_regex),
-        tuple(_info(c) for c in s.state_changelog_topics), tuple(s.repartition_sink_topics),
-        tuple(_info(r) for r in s.repartition_source_topics),
-        tuple(CopartitionGroup(tuple(g.source_topics), tuple(g.source_topic_regex),
-                               tuple(g.repartition_source_topics))
-              for g in s.copartition_groups)) for s in t.subtopologies))
-
-
-def _offsets(entries):
-    return None if entries is None else tuple((o.subtopology_id, o.partition, o.offset)
-                                              for o in entries)
-
-
 async def handle(broker, request, connection):
-    body = request.body
-    version = request.api_version
+    # the streams type's own code, loaded with the type on the first streams heartbeat
+    from roster.broker.groups.streams_request import heartbeat_of, refusal
     groups = broker.groups
     if groups.shard.maker("streams") is None:   # the streams type is not registered
-        return StreamsHeartbeatReply(error=ErrorCode.unsupported_version,
-                                     member_id=body.member_id)
-    endpoint = None if body.user_endpoint is None else Endpoint(body.user_endpoint.host,
-                                                                body.user_endpoint.port)
-    q = StreamsHeartbeat(
-        group_id=body.group_id, member_id=body.member_id, member_epoch=body.member_epoch,
-        endpoint_information_epoch=body.endpoint_information_epoch,
-        instance_id=body.instance_id, rack_id=body.rack_id,
-        rebalance_timeout_ms=int(body.rebalance_timeout.total_seconds() * 1000),
-        topology=_topology(body.topology), active=_tasks(body.active_tasks),
-        standby=_tasks(body.standby_tasks), warmup=_tasks(body.warmup_tasks),
-        process_id=body.process_id, user_endpoint=endpoint,
-        client_tags=None if body.client_tags is None else tuple(
-            (t.key, t.value) for t in body.client_tags),
-        task_offsets=_offsets(body.task_offsets), task_end_offsets=_offsets(body.task_end_offsets),
-        shutdown_application=body.shutdown_application,
-        client_id=request.client_id or "",
-        client_host=connection.client_host, api_version=version, token=groups.new_token(),
-        create_refused=lambda names: [n for n in names
-                                      if not may_create_topic(broker, connection, n)])
+        return refusal(ErrorCode.unsupported_version, request.body.member_id)
+    q = heartbeat_of(request, connection.client_host, groups.new_token(),
+                     create_refused=lambda names: [n for n in names
+                                                   if not may_create_topic(broker, connection, n)])
     image = LiveTopics(broker.topics)
     reply = groups.family_request("streams", q,
                                   lambda served, now: served.heartbeat(q, image, now))
@@ -117,7 +65,8 @@ async def handle(broker, request, connection):
 
 
 def refuse(request, error: ErrorCode):
-    return StreamsHeartbeatReply(error=error)
+    from roster.broker.groups.streams_request import refusal
+    return refusal(error)
 
 
 async def _answered(broker, request, connection) -> bytes:

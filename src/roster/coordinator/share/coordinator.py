@@ -57,12 +57,13 @@ from roster.coordinator.share import records as rec
 from roster.coordinator.share.assignor import assign
 from roster.coordinator.share.effects import ShareGroupGone, ShareStateWanted
 from roster.coordinator.share.facts import ShareEpochCause, ShareObserved, ShareView
-from roster.coordinator.share.messages import (
+from roster.coordinator.share.messages import (  # noqa: F401 (validate: theirs too)
     JOIN_EPOCH,
     LEAVE_EPOCH,
     ShareConfig,
     ShareHeartbeat,
     ShareHeartbeatReply,
+    validate,
 )
 from roster.coordinator.share.model import (
     STABLE_MEMBER,
@@ -108,21 +109,6 @@ def _retry_fencing(result: Result, group_id: str, member_id: str, now: int) -> N
     """A session timeout's fencing whose records could not be written is tried again."""
     result.schedule(session_key(group_id, member_id), now + TIMER_RETRY_MS,
                     ShareSessionDeadline(group_id, member_id))
-
-
-def validate(q: ShareHeartbeat) -> tuple[ErrorCode, str] | None:
-    """ShareGroupHeartbeat's request checks, in Kafka 4.4.0's order and words (its
-    GroupCoordinatorService, before the group is looked at); None: well formed."""
-    for value, message in ((q.member_id, text.MEMBER_ID_EMPTY), (q.group_id, text.GROUP_ID_EMPTY),
-                           (q.rack_id, text.RACK_ID_EMPTY)):
-        if value is not None and not value.strip():
-            return ErrorCode.invalid_request, message
-    if q.member_epoch == JOIN_EPOCH:
-        if not q.subscribed_topic_names:
-            return ErrorCode.invalid_request, text.TOPICS_AT_JOIN
-    elif q.member_epoch < LEAVE_EPOCH:
-        return ErrorCode.invalid_request, text.EPOCH_INVALID
-    return None
 
 
 class ShareCoordinator(GroupsById):

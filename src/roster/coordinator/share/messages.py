@@ -95,3 +95,18 @@ class ShareConfig(PerGroupConfig):
 
     def heartbeat_ms(self, group_id: str) -> int:
         return self.of(group_id, "share.heartbeat.interval.ms")
+
+
+def validate(q: ShareHeartbeat) -> tuple[ErrorCode, str] | None:
+    """ShareGroupHeartbeat's request checks, in Kafka 4.4.0's order and words (its
+    GroupCoordinatorService, before the group is looked at); None: well formed."""
+    for value, message in ((q.member_id, MEMBER_ID_EMPTY), (q.group_id, GROUP_ID_EMPTY),
+                           (q.rack_id, RACK_ID_EMPTY)):
+        if value is not None and not value.strip():
+            return ErrorCode.invalid_request, message
+    if q.member_epoch == JOIN_EPOCH:
+        if not q.subscribed_topic_names:
+            return ErrorCode.invalid_request, TOPICS_AT_JOIN
+    elif q.member_epoch < LEAVE_EPOCH:
+        return ErrorCode.invalid_request, EPOCH_INVALID
+    return None

@@ -3,8 +3,10 @@ result is durable by the handler its registration names (broker/groups/streams_g
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from roster.coordinator.streams.topology import InternalTopic
+if TYPE_CHECKING:   # its registration keys on this class: loading it must not load topology
+    from roster.coordinator.streams.topology import InternalTopic
 
 
 @dataclass(frozen=True, slots=True)
