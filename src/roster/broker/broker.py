@@ -6,7 +6,6 @@ import functools
 import logging
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 
 from roster.broker.clock import TestClock, WallClock, refuse_outside_test_mode
@@ -22,12 +21,13 @@ from roster.broker.partitions.producers import ProducerIds, SequenceTable
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.broker.partitions.topics import Topic, TopicError, TopicManager
 from roster.broker.partitions.waiters import AppendWaiters
-from roster.broker.share.state import ShareState
+from roster.broker.share.state_log import STATE_TOPIC as SHARE_STATE_TOPIC
 from roster.broker.share_sessions import ShareSessions
 from roster.broker.transactions.runtime import TransactionRuntime
 from roster.config import BrokerConfig
 from roster.coordinator.config import GroupConfig
 from roster.coordinator.group_type import GroupTypeRegistration
+from roster.frozen import frozen
 from roster.group_types import settings as group_types_settings
 from roster.group_types import with_built_in
 from roster.log.api import LogError
@@ -39,7 +39,7 @@ from roster.security.authorizer import StandardAuthorizer
 log = logging.getLogger("roster.broker")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Endpoint:
     node_id: int
     host: str
@@ -105,7 +105,8 @@ class Broker:
         # the transaction coordinator (roster.transactions) and its __transaction_state
         self.transactions = TransactionRuntime(self, config)
         # share partitions (KIP-932, roster.share) and their __share_group_state
-        self.share_state = ShareState(self, config)
+        self._share_state = None   # built on first use: the share_state property
+        self._started = False
         self.group_log = GroupLog(self, config["offsets.topic.num.partitions"],
                                   config["group.coordinator.append.linger.ms"])
         types = with_built_in(group_types)
@@ -133,12 +134,26 @@ class Broker:
         self.transactions.ready = lambda: self.groups.loaded
         self.cleaner = LogCleaner(self.topics, config, self.now_ms,
                                   ready=lambda: self.groups.loaded)
-        for runtime in (self.groups, self.transactions, self.share_state.runtime):
+        for runtime in (self.groups, self.transactions):
             runtime.follow(self.coordinator_clock)
         self._tasks: list[asyncio.Task] = []
 
     def now_ms(self) -> int:
         return self.coordinator_clock.now_ms()
+
+    @property
+    def share_state(self):
+        """The share partitions (broker/share/state.py: ShareState), built on first use: at
+        start when __share_group_state holds something to replay, else when a share group or
+        a share API first needs them, so a broker without share groups never loads them."""
+        if self._share_state is None:
+            from roster.broker.share.state import ShareState
+            state = ShareState(self, self.config)
+            state.runtime.follow(self.coordinator_clock)
+            self._share_state = state
+            if self._started:
+                self._tasks += state.load()
+        return self._share_state
 
     @property
     def clock(self) -> TestClock:
@@ -216,7 +231,9 @@ class Broker:
         self.topics.load()
         self._restore_producer_state()
         self._tasks += self.transactions.load()
-        self._tasks += self.share_state.load()
+        self._started = True
+        if self.topics.get(SHARE_STATE_TOPIC) is not None:
+            self.share_state   # noqa: B018 (built now, it replays the topic)
         self.group_log.check_topic()      # created on first use when missing
         self.group_events.check_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
@@ -231,7 +248,8 @@ class Broker:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.transactions.stop()
-        await self.share_state.stop()
+        if self._share_state is not None:
+            await self._share_state.stop()
         await self.cleaner.stop()
         self.groups.close()
         self.topics.close()
@@ -256,8 +274,9 @@ class Broker:
     def own_topic(self, name: str) -> InternalTopic | None:
         """The broker's own topic by that name (__consumer_offsets, __transaction_state,
         __share_group_state, the flight recorder's), whether or not its first use created it."""
-        for topic in (self.group_log.topic, self.transactions.log.topic,
-                      self.share_state.log.topic, self.group_events.topic):
+        if name == SHARE_STATE_TOPIC:
+            return self.share_state.log.topic
+        for topic in (self.group_log.topic, self.transactions.log.topic, self.group_events.topic):
             if topic.name == name:
                 return topic
         return None
@@ -282,7 +301,8 @@ class Broker:
         topic = self.topics.delete(name)
         for partition in topic.partitions:
             self.durability.forget(partition)
-        self.share_state.topic_deleted(topic.topic_id)
+        if self._share_state is not None:   # else no share partition exists
+            self._share_state.topic_deleted(topic.topic_id)
         return topic
 
     def _all_partitions(self):

@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import time
+from dataclasses import replace   # of share.partition.Acquired, loaded with the share state
 
 from roster.broker.handlers.share_acknowledge import (
     AckPartition,
@@ -66,7 +67,6 @@ from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Group, NotAResource, Topics
-from roster.share.partition import Acquired
 from roster.share.sessions import FINAL_EPOCH
 
 API_KEY = ApiKey.SHARE_FETCH
@@ -274,7 +274,7 @@ def _acquire(broker, state, body, group_id: str, member_id: str, reads: list[_Re
     return any_acquired
 
 
-def _split(acquired, batches, batch_size: int) -> list[Acquired]:
+def _split(acquired, batches, batch_size: int) -> list:
     """The acquired runs cut into AcquiredRecords of about BatchSize records, at the stored
     batches' boundaries (Kafka's SharePartition.createBatches: a cut once a run has reached
     BatchSize, at the end of the batch that got it there)."""
@@ -290,9 +290,9 @@ def _split(acquired, batches, batch_size: int) -> list[Acquired]:
                 continue
             taken += last - first + 1
             if taken >= batch_size and last < run.last_offset:
-                cut.append(Acquired(start, last, run.delivery_count))
+                cut.append(replace(run, first_offset=start, last_offset=last))
                 start, taken = last + 1, 0
-        cut.append(Acquired(start, run.last_offset, run.delivery_count))
+        cut.append(replace(run, first_offset=start))
     return cut
 
 
