@@ -68,7 +68,7 @@ def test_an_unbuilt_type_routes_nothing_to_itself():
 
 def test_a_broker_serving_classic_groups_loads_none_of_their_code(tmp_path):
     """In a fresh process: a broker that started, answered a classic group's join and commit,
-    has not imported the other types' coordinators."""
+    has not imported the other types' coordinators, nor the share partitions' state."""
     script = f"""
 import sys
 from confluent_kafka import Consumer, Producer
@@ -85,7 +85,8 @@ with RosterBroker({str(tmp_path / "data")!r}) as broker:
     c.commit(message, asynchronous=False)
     c.close()
     print(sorted(m for m in sys.modules if m.startswith(("roster.coordinator.consumer.coord",
-          "roster.coordinator.share.coord", "roster.coordinator.streams.coord"))))
+          "roster.coordinator.share.coord", "roster.coordinator.streams.coord",
+          "roster.broker.share.state", "roster.share.coordinator"))))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
