@@ -12,10 +12,10 @@ import ipaddress
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from roster.frozen import frozen
 from roster.security.settings import (
     SECURITY_SETTINGS,
     SecuritySettings,
@@ -43,7 +43,7 @@ def _parse_bool(text: str) -> bool:
     raise ValueError("expected true or false")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Setting:
     name: str
     default: Any

@@ -28,7 +28,9 @@ PURE_MODULES = ["observability/events.py",
                 # the ACL matching rules (security/authorizer.py keeps and stores them)
                 "security/acls.py",
                 # share partitions and their __share_group_state records (edge: broker/share/)
-                "share"]
+                "share",
+                # @frozen, the dataclass decorator the pure code's values are made with
+                "frozen.py"]
 # pure of I/O, but built on log/'s batch parsing, which is not in the pure set above
 NO_IO_MODULES = ["log/producer_state.py", "log/batch.py",
                  # roster.client's share fetch core: decodes fetched batches (client/records.py)

@@ -46,6 +46,7 @@ from roster.client.member_actions import (
     assignment_target,
     find_coordinator,
 )
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.client")
@@ -76,7 +77,7 @@ class State(Enum):
 HEARTBEATING = frozenset({State.JOINING, State.STABLE, State.LEAVING})
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reconciled:
     """The callbacks before this action have run: call reconciled(partitions) so heartbeats
     stop reporting these revoked partitions as owned."""

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from roster.client.assignors.api import TopicPartition
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Send:
     """A request for the driver to send; `api` is the Kafka API name, `fields` its body in
     newest-version field names. The response comes back through the matching on_* method."""
@@ -26,7 +27,7 @@ def find_coordinator(group_id: str) -> Send:
     return Send("FindCoordinator", {"key": group_id, "key_type": 0}, to_coordinator=False)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NeedTopicIds:
     """Resolve these topic ids to names (Metadata), then call on_topic_names() (the KIP-848
     machines: consumer and share groups, whose assignments name topics by id)."""
@@ -41,34 +42,34 @@ def assignment_target(assignment, names: dict) -> tuple[frozenset, tuple]:
     return target, tuple(sorted({t for t, _ in target if t not in names}, key=str))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NeedMetadata:
     topics: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Assigned:
     partitions: tuple[TopicPartition, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Revoked:
     partitions: tuple[TopicPartition, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RejoinWhenRevoked:
     """Comes after a Revoked: the driver reaches it once the application's callback for those
     partitions has returned, and then calls `Membership.revoked`, which sends the JoinGroup."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaveWhenRevoked:
     """Comes after the Revoked (or Lost) of closing: the driver reaches it once the application's
     callback has returned, and then calls `finish_leaving`, which sends the LeaveGroup."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Lost:
     """Partitions this member no longer owns and could not revoke cleanly (its generation or
     member id is no longer valid): their offsets must not be committed."""
@@ -76,7 +77,7 @@ class Lost:
     partitions: tuple[TopicPartition, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Fatal:
     error: ErrorCode
     message: str

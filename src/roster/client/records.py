@@ -2,14 +2,14 @@
 aiokafka's compiled one, with gzip, snappy, lz4 and zstd) rather than hand-written varint loops."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.record_codec import DefaultRecordBatchBuilder, MemoryRecords
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerRecord:
     topic: str
     partition: int
@@ -20,7 +20,7 @@ class ConsumerRecord:
     headers: tuple[tuple[str, bytes], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OutgoingRecord:
     value: bytes | None
     key: bytes | None = None

@@ -9,7 +9,8 @@ IncrementalAlterConfigs on the GROUP resource, `kafka-configs --entity-type grou
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roster.frozen import frozen
+
 
 # name -> what replaces it in a share group (Kafka's ShareConsumerConfig refuses exactly these
 # ten names; read off kafka-clients 4.4.0, SHARE_GROUP_UNSUPPORTED_CONFIGS)
@@ -66,7 +67,7 @@ class ShareConsumerConfigError(ValueError):
     """A setting a share consumer cannot take (Kafka raises a ConfigException)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareConsumerSettings:
     bootstrap: str
     group_id: str

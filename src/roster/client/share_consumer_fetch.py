@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from roster.client.records import decode_fetched
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.client")
@@ -56,7 +57,7 @@ class AcknowledgeType(IntEnum):
     RENEW = 4
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareRecord:
     topic: str
     partition: int
@@ -84,7 +85,7 @@ class AcknowledgementError(Exception):
                          f"{error.name.upper()}" + (f": {message}" if message else ""))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AckResult:
     """The outcome of one partition's acknowledgements (what the commit callback gets)."""
 

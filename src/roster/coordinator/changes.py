@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from roster.coordinator.results import Result
+from roster.frozen import frozen
 
 
 class Change(Protocol):
@@ -32,7 +33,7 @@ def revert(changes: Iterable[Change], now: int) -> None:
         change.undo(now)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupPutBack:
     """The group as it was before an operation (None: it did not exist); undone, it is again."""
     groups: dict
@@ -79,7 +80,7 @@ class WholeGroupOperation:
         self.changes.clear()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberWritten:
     """The continuation of a member's operation in a group put back whole (share, streams):
     once its records are written, `reply` goes to `token`; if they could not be (the shard has

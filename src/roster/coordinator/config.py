@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from roster.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class GroupConfig:
     min_session_timeout_ms: int = 6000            # group.min.session.timeout.ms
     max_session_timeout_ms: int = 1_800_000       # group.max.session.timeout.ms

@@ -14,13 +14,13 @@ before any continuation hears of a failed write (changes.py).
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import Record
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinAfterDeletion:
     """A classic JoinGroup found an empty group of a type that gives way to a classic group (a
     consumer group, as in Kafka): it was deleted (its records are being written); once they
@@ -29,7 +29,7 @@ class JoinAfterDeletion:
     request: object   # messages.JoinRequest
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetsCommitted:
     """OffsetCommit: replay the offsets, then answer (every partition gets the write's error if
     it failed)."""
@@ -40,7 +40,7 @@ class OffsetsCommitted:
     records: tuple[Record, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetsDeleted:
     """OffsetDelete: the tombstones take effect, then the answer."""
 
@@ -49,7 +49,7 @@ class OffsetsDeleted:
     tombstones: tuple[Record, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupsDeleted:
     """DeleteGroups: the tombstones take effect, then each group's answer."""
 
@@ -58,7 +58,7 @@ class GroupsDeleted:
     tombstones: tuple[Record, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetsExpired:
     """Offset expiry: nobody waits for an answer; the tombstones take effect."""
 

@@ -10,9 +10,9 @@ Stable, or a member is saved: never on the heartbeat path.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from roster.coordinator.triggers import Trigger
+from roster.frozen import frozen
 
 
 def classic_members(group) -> tuple:
@@ -22,7 +22,7 @@ def classic_members(group) -> tuple:
 
 # -- the classic protocol ----------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RebalanceStarted:
     group_id: str
     generation: int
@@ -38,14 +38,14 @@ class RebalanceStarted:
                    classic_members(group), trigger, reason, now)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AlsoRebalancing:
     """Another cause arrived while the group was already rebalancing."""
 
     group_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GenerationFormed:
     group_id: str
     generation: int
@@ -57,7 +57,7 @@ class GenerationFormed:
         return cls(group.group_id, group.generation, classic_members(group), now)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GenerationStable:
     group_id: str
     generation: int
@@ -76,7 +76,7 @@ class GenerationStable:
         return cls(group.group_id, group.generation, classic_members(group), assignments, now)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StaticMemberSaved:
     """A static member came back within its session: same generation, no rebalance."""
 
@@ -92,7 +92,7 @@ class StaticMemberSaved:
 
 # -- the consumer protocol (KIP-848) -----------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EpochCause:
     """Why the group epoch is about to be bumped (the first cause of an operation wins)."""
 
@@ -101,7 +101,7 @@ class EpochCause:
     now: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerSaved:
     group_id: str
     instance_id: str
@@ -109,12 +109,12 @@ class ConsumerSaved:
     old_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OperationUndone:
     """The operation failed and was undone: nothing it named happened."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerView:
     """What the recorder reads of a consumer group after an operation that wrote records. The
     members are immutable values: a shallow copy of the dict keeps them as they were."""
@@ -126,7 +126,7 @@ class ConsumerView:
     subscription_metadata: dict
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerObserved:
     group_id: str
     group: ConsumerView | None   # None: the group is gone
@@ -142,7 +142,7 @@ class ConsumerObserved:
 
 # -- both ----------------------------------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupDeleted:
     protocol: str             # the name of the group type that deleted it
     group_id: str

@@ -5,16 +5,17 @@ where behaviour depends on it (MEMBER_ID_REQUIRED from JoinGroup v4, SkipAssignm
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Hashable
 
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 Protocols = tuple[tuple[str, bytes], ...]
 NO_GENERATION = -1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinRequest:
     group_id: str
     member_id: str
@@ -30,14 +31,14 @@ class JoinRequest:
     token: Hashable = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinMember:
     member_id: str
     group_instance_id: str | None
     metadata: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinReply:
     error: ErrorCode = ErrorCode.none
     generation: int = NO_GENERATION
@@ -49,7 +50,7 @@ class JoinReply:
     members: tuple[JoinMember, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SyncRequest:
     group_id: str
     generation: int
@@ -62,7 +63,7 @@ class SyncRequest:
     token: Hashable = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SyncReply:
     error: ErrorCode = ErrorCode.none
     protocol_type: str | None = None
@@ -70,34 +71,34 @@ class SyncReply:
     assignment: bytes = b""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaveIdentity:
     member_id: str
     group_instance_id: str | None = None
     reason: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaveRequest:
     group_id: str
     members: tuple[LeaveIdentity, ...]
     token: Hashable = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaveMemberResult:
     member_id: str
     group_instance_id: str | None
     error: ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaveReply:
     error: ErrorCode = ErrorCode.none
     members: tuple[LeaveMemberResult, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetToCommit:
     topic: str
     partition: int
@@ -107,7 +108,7 @@ class OffsetToCommit:
     commit_timestamp: int = -1  # OffsetCommit v1 only; -1: the time of the commit
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CommitRequest:
     group_id: str
     generation: int = NO_GENERATION
@@ -119,20 +120,20 @@ class CommitRequest:
     token: Hashable = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CommitReply:
     # (topic, partition) -> error, in request order
     errors: tuple[tuple[str, int, ErrorCode], ...] = field(default_factory=tuple)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetDeleteReply:
     error: ErrorCode = ErrorCode.none   # for the whole group: then no partition is answered
     # (topic, partition, error) for each partition asked about, in request order
     partitions: tuple[tuple[str, int, ErrorCode], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FetchedOffset:
     topic: str
     partition: int
@@ -142,7 +143,7 @@ class FetchedOffset:
     error: ErrorCode = ErrorCode.none
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberDescription:
     member_id: str
     group_instance_id: str | None
@@ -152,7 +153,7 @@ class MemberDescription:
     assignment: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupOverview:
     """One live group as every type shows it: ListGroups' row (id, protocol type, state, group
     type) and what the console and /metrics count (members; the classic generation or the
@@ -168,7 +169,7 @@ class GroupOverview:
     work: tuple[tuple[str, int], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberView:
     """One member as the console's group page shows it, whatever the group's type."""
     member_id: str
@@ -182,7 +183,7 @@ class MemberView:
     note: str = ""          # "leader", "epoch 3, stable", ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupView:
     """One group as the console's group page shows it (GroupType.console_view)."""
     state: str
@@ -192,7 +193,7 @@ class GroupView:
     work: tuple[tuple[str, int], ...] = ()   # as GroupOverview.work
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupDescription:
     """DescribeGroups' answer for one group (the classic API; any group type answers it)."""
     group_id: str

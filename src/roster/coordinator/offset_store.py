@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from roster.coordinator import records
 from roster.coordinator.messages import CommitRequest, FetchedOffset
 from roster.coordinator.txn_offsets import PendingTxnOffsets
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 from roster.protocol.group_records import OffsetCommit, Record
 
@@ -38,7 +39,7 @@ class CommittedOffset:
     expire_timestamp: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetExpiry:
     """How a group's offsets age (Kafka's OffsetExpirationCondition): counted from `since_ms`
     (when an Empty classic group became Empty), or from each offset's commit when None; the

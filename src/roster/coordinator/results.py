@@ -17,8 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Hashable
 
+from roster.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class Parked:
     """A request the coordinator holds until it can be answered (JoinGroup/SyncGroup long polls)."""
 
@@ -26,13 +28,13 @@ class Parked:
     api_version: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Reply:
     token: Hashable
     body: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Schedule:
     """Run `event` at `deadline_ms` unless the key is rescheduled or cancelled first."""
 
@@ -41,7 +43,7 @@ class Schedule:
     event: Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Cancel:
     key: str
 

@@ -5,7 +5,8 @@ them as they are, so the edge depends on the core's vocabulary and not the rever
 Pure: plain values."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roster.frozen import frozen
+
 
 # Why a generation began (Trigger.kind)
 MEMBER_JOINED = "member_joined"
@@ -35,7 +36,7 @@ TRIGGERS = (MEMBER_JOINED, STATIC_MEMBER_JOINED, MEMBER_LEFT, SESSION_EXPIRED,
             TOPOLOGY_CHANGED, MEMBER_CHANGED, OTHER)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Trigger:
     kind: str
     member_id: str | None = None

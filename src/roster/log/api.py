@@ -14,8 +14,9 @@ an offset inside a gap returns the batches after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from roster.frozen import frozen
 
 if TYPE_CHECKING:  # batch.py and compaction.py import this module
     from roster.log.batch import BatchHeader
@@ -42,7 +43,7 @@ class LogStorageError(LogError):
     """The storage failed (disk full, I/O error). The log is unchanged as far as readers can tell."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LogConfig:
     """Per-partition settings, Kafka's topic-level names in comments."""
 
@@ -56,20 +57,20 @@ class LogConfig:
     max_message_bytes: int = 1048588         # max.message.bytes (largest batch accepted)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AppendResult:
     base_offset: int        # offset assigned to the first record of the batch
     last_offset: int        # offset of the last record of the batch
     max_timestamp: int      # the batch's maxTimestamp field (CreateTime)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TimestampLookup:
     offset: int
     timestamp: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CleaningStatus:
     """How much of a log compaction could clean now (roster.log.compaction.cleanable_range).
     Only closed segments that are already flushed count. Records from `first_dirty_offset` on
@@ -94,7 +95,7 @@ class CleaningStatus:
         return self.needs_compaction_now or self.dirty_ratio > min_cleanable_ratio
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CleaningStats:
     """What one compaction pass did to the range [start_offset, end_offset)."""
 

@@ -41,6 +41,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from roster.frozen import frozen
 from roster.log.api import CleaningStats, CleaningStatus, LogStorageError
 from roster.log.batch import BatchHeader
 from roster.log.batch_records import (
@@ -69,7 +70,7 @@ class MapTooSmall(LogStorageError):
     """Not even the first dirty batch's keys fit in the offset map: no pass could progress."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CleanerSettings:
     """A compacted topic's settings (topic-level names; broker defaults log.cleaner.*)."""
 
@@ -83,7 +84,7 @@ class CleanerSettings:
     io_bytes_per_second: float = float("inf")    # log.cleaner.io.max.bytes.per.second
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Source:
     """One closed segment as the cleaner sees it."""
 

@@ -11,9 +11,9 @@ broker/transactions/transaction_markers.py.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from roster import record_codec   # loads the codec and crc32c on first use
+from roster.frozen import frozen
 from roster.log.batch import CONTROL_BIT, CRC_COVERAGE_START, parse_header
 
 ABORT, COMMIT = 0, 1
@@ -23,7 +23,7 @@ _ATTRIBUTES_AT = 21
 _CRC_AT = 17
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Marker:
     producer_id: int
     producer_epoch: int

@@ -4,8 +4,8 @@ FileLog in tests."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.log.api import LogConfig, RecordTooLarge
 from roster.log.batch import BatchHeader, validate
 
@@ -47,7 +47,7 @@ def aged_out(first_timestamp: int, batch_timestamp: int, created_ms: int, now_ms
     return waited > config.segment_ms
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RetentionPlan:
     delete: int         # how many of the oldest segments to delete
     roll_first: bool    # the active segment is among them: roll before deleting

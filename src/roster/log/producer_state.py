@@ -26,6 +26,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.log.batch import BATCH_HEADER_SIZE, BatchHeader
 from roster.protocol.varint import read_zigzag
 
@@ -44,7 +45,7 @@ class MarkerError(ValueError):
     """A control batch whose record is not a transaction marker roster can read."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Marker:
     type: int                 # ABORT or COMMIT
     coordinator_epoch: int
@@ -76,7 +77,7 @@ def read_marker(batch, position: int = 0) -> Marker:
     return Marker(kind, epoch)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AbortedTxn:
     producer_id: int
     first_offset: int

@@ -8,7 +8,7 @@ so any Kafka client can read them.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields
+from dataclasses import field, fields
 
 # the core's words for why a generation began (coordinator/triggers.py), re-exported
 from roster.coordinator.triggers import (  # noqa: F401
@@ -31,6 +31,7 @@ from roster.coordinator.triggers import (  # noqa: F401
     TRIGGERS,
     Trigger,
 )
+from roster.frozen import frozen
 
 # GroupEvent.kind
 GENERATION = "generation"   # a new generation (classic) or group epoch (consumer)
@@ -48,7 +49,7 @@ CLASSIC = "classic"
 CONSUMER = "consumer"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Moved:
     """A partition whose owner changed in this generation (consumer protocol), or a streams
     group's task: then `topic` is its subtopology id and `role` says which of the member's tasks
@@ -69,7 +70,7 @@ class Moved:
         return self.before is not None and self.after is not None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupEvent:
     group_id: str
     protocol: str              # the group type's name: classic | consumer | streams

@@ -24,10 +24,10 @@ Families (labels group, topic, partition):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from roster.frozen import frozen
 from roster.share.counts import ShareCounts
 from roster.share.states import RecordState
 
@@ -51,7 +51,7 @@ COUNTER_FAMILIES = (
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SharePartitionRow:
     group_id: str
     topic: str

@@ -17,6 +17,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 
+from roster.frozen import frozen
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import MalformedRequest
 from roster.protocol.framing import SIZE, RequestPrefix, read_prefix
@@ -39,7 +40,7 @@ def _extended(api_key: int, api_version: int):
 _SIZE_AND_CORRELATION = struct.Struct(">ii")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Request:
     api_key: int
     api_version: int

@@ -14,8 +14,9 @@ reads the fields it knows and ignores the rest.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from roster.frozen import frozen
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 
 LATEST_VERSION = 3
@@ -26,7 +27,7 @@ class ConsumerProtocolError(ValueError):
     """Bytes that are not a consumer-protocol subscription or assignment."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Subscription:
     topics: tuple[str, ...]
     user_data: bytes | None = None
@@ -36,7 +37,7 @@ class Subscription:
     version: int = LATEST_VERSION
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Assignment:
     partitions: TopicPartitions = field(default_factory=tuple)
     user_data: bytes | None = None

@@ -18,8 +18,8 @@ Strings are int16-length (-1 = null), bytes int32-length, arrays int32-count: th
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 
 
@@ -27,14 +27,14 @@ class RecordFormatError(ValueError):
     """Bytes that are not a record of the type and version they claim to be."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetKey:
     group: str
     topic: str
     partition: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetValue:
     offset: int
     leader_epoch: int
@@ -43,12 +43,12 @@ class OffsetValue:
     expire_timestamp: int = -1  # only v1 carries one
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupKey:
     group: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberValue:
     member_id: str
     group_instance_id: str | None
@@ -60,7 +60,7 @@ class MemberValue:
     assignment: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupValue:
     protocol_type: str
     generation: int
@@ -70,7 +70,7 @@ class GroupValue:
     members: tuple[MemberValue, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class UnknownRecord:
     """A record type the classic coordinator does not read: consumer group records (types 3-8,
     handed to roster.coordinator.consumer with their bytes) or unknown ones (skipped with a
@@ -81,7 +81,7 @@ class UnknownRecord:
     raw_value: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Record:
     """One `__consumer_offsets` record; value None is a tombstone."""
 

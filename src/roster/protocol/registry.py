@@ -12,9 +12,10 @@ refused element by element reaches the handler as `request.admission`.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from roster.frozen import frozen
 from roster.protocol.acl import AclOperation
 from roster.protocol.errors import ErrorCode
 
@@ -46,7 +47,7 @@ GENERIC = _Generic()
 
 # -- what a request acts on -----------------------------------------------------------------
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Group:
     """One group id, `field`: the request acts on that group as a whole and is refused as a
     whole (spec.refuse): GROUP_AUTHORIZATION_FAILED; INVALID_GROUP_ID for an empty id unless
@@ -62,7 +63,7 @@ class Group:
     route: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Groups:
     """Several groups, answered one by one: `field` lists group ids, or entries whose `key`
     names one. Each refusal (GROUP_AUTHORIZATION_FAILED, COORDINATOR_LOAD_IN_PROGRESS) reaches
@@ -74,7 +75,7 @@ class Groups:
     route: bool = True
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AllGroups:
     """Every group (ListGroups): refused as a whole while any group loads; the operation on
     the cluster allows them all, else each group is filtered with admission.allows()."""
@@ -82,7 +83,7 @@ class AllGroups:
     versions: Versions = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Topics:
     """Topic entries in `field` (nested in each entry of `within`, when given), named by
     `name`, or by `topic_id` where the name is null; `name=None`: the entries are names.
@@ -103,7 +104,7 @@ class Topics:
     cluster_allows: bool = False  # the operation on the cluster allows it on every topic
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfigResources:
     """Config resources (resource_type, resource_name): a topic, the broker (authorized on the
     cluster) or a group; request.admission.resource(index) is the per-entry refusal."""
@@ -112,7 +113,7 @@ class ConfigResources:
     versions: Versions = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Cluster:
     """The cluster: refused as a whole with CLUSTER_AUTHORIZATION_FAILED; `or_operation`, when
     given, allows it too (Kafka's WriteTxnMarkers: ALTER, else CLUSTER_ACTION)."""
@@ -121,7 +122,7 @@ class Cluster:
     or_operation: AclOperation | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TransactionalId:
     """A producer's transactional id: the operation on it, refused as a whole with
     TRANSACTIONAL_ID_AUTHORIZATION_FAILED; when null and `idempotent`, IDEMPOTENT_WRITE on the
@@ -132,7 +133,7 @@ class TransactionalId:
     idempotent: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TransactionalIds:
     """Transactional ids listed in `field` (DescribeTransactions), or, with `field=None`, every
     id the coordinator knows (ListTransactions). Kafka checks each one: a described id not
@@ -143,7 +144,7 @@ class TransactionalIds:
     versions: Versions = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CoordinatorKeys:
     """FindCoordinator's key(s) in `field`: a group id (the operation on the GROUP) or a
     transactional id (on the TRANSACTIONAL_ID) as the request's key type says. Only the
@@ -153,7 +154,7 @@ class CoordinatorKeys:
     versions: Versions = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class NotAResource:
     """A field that names topics or groups but is not checked, and why (the declaration test
     requires every such field to be declared one way or the other)."""
@@ -172,7 +173,7 @@ def applies(declaration, version: int) -> bool:
     return versions is None or versions[0] <= version <= versions[1]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ApiSpec:
     key: int
     name: str

@@ -47,6 +47,7 @@ from kio.schema.types import GroupId
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
+from roster.frozen import frozen
 from roster.protocol.api_keys import ApiKey
 
 _DESCRIBE = i16(ApiKey.STREAMS_GROUP_DESCRIBE)
@@ -74,7 +75,7 @@ def _entity(kind, api_key: i16, version: int):
     return Entity
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class StreamsGroupDescribeRequestV1(_entity(EntityType.request, _DESCRIBE, 1)):
     group_ids: tuple[GroupId, ...] = _strings(default=())
     include_authorized_operations: bool = field(metadata={"kafka_type": "bool"})
@@ -84,7 +85,7 @@ class StreamsGroupDescribeRequestV1(_entity(EntityType.request, _DESCRIBE, 1)):
 _Nested = _entity(EntityType.nested, _DESCRIBE, 1)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class TopologyDescriptionNode(_Nested):
     name: str = _strings()
     node_type: i8 = field(metadata={"kafka_type": "int8"})
@@ -94,25 +95,25 @@ class TopologyDescriptionNode(_Nested):
     successors: tuple[str, ...] = _strings(default=())
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class TopologyDescriptionSubtopology(_Nested):
     subtopology_id: str = _strings()
     nodes: tuple[TopologyDescriptionNode, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class TopologyDescriptionGlobalStore(_Nested):
     source: TopologyDescriptionNode
     processor: TopologyDescriptionNode
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class TopologyDescription(_Nested):
     subtopologies: tuple[TopologyDescriptionSubtopology, ...] = ()
     global_stores: tuple[TopologyDescriptionGlobalStore, ...] = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class DescribedGroupV1(describe_v0.DescribedGroup):
     __version__: ClassVar[i16] = i16(1)
     topology_description: TopologyDescription | None = field(default=None)
@@ -120,13 +121,13 @@ class DescribedGroupV1(describe_v0.DescribedGroup):
     assignor_name: str | None = _strings(default=None)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class StreamsGroupDescribeResponseV1(_entity(EntityType.response, _DESCRIBE, 1)):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     groups: tuple[DescribedGroupV1, ...]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class StreamsGroupTopologyDescriptionUpdateRequest(
         _entity(EntityType.request, _TOPOLOGY_DESCRIPTION_UPDATE, 0)):
     group_id: GroupId = _strings()
@@ -135,7 +136,7 @@ class StreamsGroupTopologyDescriptionUpdateRequest(
     topology_description: TopologyDescription
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class StreamsGroupTopologyDescriptionUpdateResponse(
         _entity(EntityType.response, _TOPOLOGY_DESCRIPTION_UPDATE, 0)):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
@@ -146,12 +147,12 @@ class StreamsGroupTopologyDescriptionUpdateResponse(
 _HEARTBEAT = i16(ApiKey.STREAMS_GROUP_HEARTBEAT)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class StreamsGroupHeartbeatRequestV1(heartbeat_v0_request.StreamsGroupHeartbeatRequest):
     __version__: ClassVar[i16] = i16(1)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen(kw_only=True)
 class StreamsGroupHeartbeatResponseV1(_entity(EntityType.response, _HEARTBEAT, 1)):
     throttle_time: i32Timedelta = field(metadata={"kafka_type": "timedelta_i32"})
     error_code: ErrorCode = field(metadata={"kafka_type": "error_code"})

@@ -23,9 +23,9 @@ The decision is Kafka's (StandardAuthorizerData.authorize/findAclRule/findResult
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from enum import IntEnum
 
+from roster.frozen import frozen
 from roster.protocol.acl import AclOperation, ResourceType
 
 # Kafka's AclOperation and ResourceType codes: one definition, shared with the admission step.
@@ -90,7 +90,7 @@ def operation_name(op: int) -> str:
     return _camel(_code(Operation, op))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AclBinding:
     """One ACL: a resource pattern and an access control entry (Kafka's AclBinding)."""
     resource_type: Resource
@@ -142,7 +142,7 @@ def validate_new(binding: AclBinding) -> str | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AclFilter:
     """Kafka's AclBindingFilter: what DescribeAcls lists and DeleteAcls removes. None (names,
     principal, host) and ANY match anything; pattern MATCH matches the patterns that would
@@ -200,7 +200,7 @@ DEFAULT_ALLOW = "DefaultAllow"
 DEFAULT_DENY = "DefaultDeny"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Decision:
     allowed: bool
     # SuperUser, DefaultAllow, DefaultDeny, or the deciding ACL (for the audit log)

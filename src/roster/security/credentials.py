@@ -23,9 +23,9 @@ import json
 import logging
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+from roster.frozen import frozen
 from roster.log.files import durable_replace
 
 log = logging.getLogger("roster.security")
@@ -41,7 +41,7 @@ MAX_ITERATIONS = 16384
 DEFAULT_ITERATIONS = 4096
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ScramCredential:
     salt: bytes
     stored_key: bytes

@@ -11,12 +11,12 @@ as before.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.security.settings import PROTOCOLS, SecuritySettings
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Listener:
     name: str            # upper case, as in `listeners`
     protocol: str        # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL

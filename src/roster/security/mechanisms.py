@@ -18,8 +18,8 @@ import hmac
 import json
 import os
 import time
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.security.credentials import HASHES, ScramCredential, ScramStore, password_matches
 
 
@@ -30,7 +30,7 @@ class AuthenticationFailed(Exception):
         self.reason = reason    # for the log
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Step:
     challenge: bytes
     principal: str | None = None  # set when the exchange is complete

@@ -11,8 +11,9 @@ here and a bad one raises ValueError naming the key, which config.py turns into 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+from roster.frozen import frozen
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
@@ -87,7 +88,7 @@ def _authorizer_class(text: str) -> str:
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SecuritySetting:
     name: str
     default: Any

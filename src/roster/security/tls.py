@@ -19,8 +19,8 @@ import os
 import re
 import ssl
 import tempfile
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.security.settings import SecuritySettings
 
 ANONYMOUS = "User:ANONYMOUS"
@@ -125,7 +125,7 @@ def server_context(settings: SecuritySettings, listener: str, protocol: str) -> 
 _RULE = re.compile(r"(DEFAULT)|RULE:((?:\\.|[^\\/])*)/((?:\\.|[^\\/])*)/([LU]?)")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MappingRule:
     pattern: re.Pattern | None  # None: DEFAULT
     replacement: str = ""

@@ -17,9 +17,9 @@ what lies before every partition's latest snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
 from roster.coordinator.results import Result
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 from roster.share.counts import (
     LOCK_EXPIRED,
@@ -44,13 +44,13 @@ from roster.share.records import SNAPSHOT, UPDATE, ShareRecord
 Key = tuple[str, object, int]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LockCheck:
     """Timer event: a partition's earliest acquisition lock is due."""
     key: Key
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DeadLetters:
     """Effect, once durable: records archived by a rejection or at the delivery limit, for the
     group's dead-letter queue (KIP-1191). entries: (offset, delivery count)."""
@@ -58,27 +58,27 @@ class DeadLetters:
     entries: tuple[tuple[int, int], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Available:
     """Effect: records of the partition became AVAILABLE again (released, lock expired,
     reverted): parked fetches may now be answered."""
     key: Key
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AckOutcome:
     error: ErrorCode | None
     message: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Answer:
     """Continuation: answer `token` with `body` once the records are durable."""
     token: object
     body: object
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Rearm:
     """Continuation: if the write failed, its change was put back (acquired records again,
     under their locks): set the partition's lock timer again."""
@@ -86,19 +86,19 @@ class _Rearm:
 
 
 # what a failed write puts back
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Undo:
     key: Key
     undo: Undo
     counts: ShareCounts | None = None   # what the change counted, taken back with it
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Created:
     key: Key
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class _Removed:
     key: Key
     partition: SharePartition

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from roster.frozen import frozen
+
 # offset ranges a fact lists at most (the rest are counted, not listed)
 MAX_RANGES = 16
 
@@ -58,7 +60,7 @@ def bounded(runs: tuple[tuple[int, int], ...]) -> tuple[tuple[tuple[int, int], .
     return kept, sum(last - first + 1 for first, last in runs[MAX_RANGES:])
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LocksExpired:
     """Fact: acquisition locks of a share partition ran out in one pass. `members`:
     (member id, offset ranges it held, offsets left out of the ranges) each; `archived`: how
@@ -70,7 +72,7 @@ class LocksExpired:
     archived: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ArchivedAtLimit:
     """Fact: records reached share.delivery.count.limit and were archived, not redelivered.
     `cause`: how their last delivery ended (release, lock_expired, session_closed);

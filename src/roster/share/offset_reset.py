@@ -6,7 +6,8 @@ duration in Java's Duration.parse form: PnDTnHnMn.nS, days at most)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from roster.frozen import frozen
 
 _DURATION = re.compile(
     r"([-+]?)P(?:([-+]?[0-9]+)D)?"
@@ -14,7 +15,7 @@ _DURATION = re.compile(
     re.IGNORECASE)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OffsetReset:
     strategy: str               # "earliest" | "latest" | "by_duration"
     duration_ms: int = 0

@@ -34,6 +34,7 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 from roster.share.counts import LOCK_EXPIRED, RELEASE, SESSION_CLOSED, ShareCounts
 from roster.share.states import AckType, RecordState
@@ -50,7 +51,7 @@ class InFlight:
         return InFlight(self.state, self.delivery_count, self.member, self.deadline)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Acquired:
     """Records handed to a member: ShareFetch's AcquiredRecords entry."""
     first_offset: int
@@ -58,7 +59,7 @@ class Acquired:
     delivery_count: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StateBatch:
     """A run of offsets in one persisted state (ShareSnapshot/ShareUpdate's StateBatch)."""
     first_offset: int
@@ -67,7 +68,7 @@ class StateBatch:
     delivery_count: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Limits:
     """A group's values for its share partitions (group configs, else the broker's)."""
     delivery_count_limit: int = 5

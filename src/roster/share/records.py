@@ -19,8 +19,9 @@ the snapshot before it on replay (Kafka's ShareCoordinatorShard does the same).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 
+from roster.frozen import frozen
 from roster.protocol.varint import encode_unsigned, read_unsigned
 from roster.share.partition import StateBatch
 from roster.share.states import RecordState
@@ -37,7 +38,7 @@ class ShareRecordError(ValueError):
     """A __share_group_state record roster cannot read."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareRecord:
     """One record: `kind` SNAPSHOT or UPDATE; `topic_id` is anything with 16 `.bytes` (a
     uuid.UUID at the edge) or the 16 bytes themselves (as decoded); `tombstone`: the key's

@@ -39,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 INITIAL_EPOCH = 0
@@ -58,7 +59,7 @@ def next_epoch(epoch: int) -> int:
     return 1 if epoch == MAX_EPOCH else epoch + 1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionKey:
     group_id: str
     member_id: str
@@ -86,7 +87,7 @@ class ShareSession:
         return has_records or pending or failed
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FetchContext:
     """What a ShareFetch reads and answers: `partitions` in the order to read them; `full`:
     the answer lists every one of them; `final`: epoch -1, nothing is read."""

@@ -12,13 +12,13 @@ import asyncio
 import datetime
 import logging
 import time
-from dataclasses import dataclass
 
 from roster.client import requests
 from roster.client.bootstrap import Bootstrap
 from roster.client.cluster import Cluster
 from roster.client.connection import REQUEST_TIMEOUT_MS, BrokerConnection, ConnectionClosed
 from roster.client.errors import refusal
+from roster.frozen import frozen
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
@@ -61,7 +61,7 @@ class BrokerError(RuntimeError):
         self.error = error
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class FetchResult:
     error: ErrorCode
     high_watermark: int

@@ -28,9 +28,9 @@ Produce v12+ and TxnOffsetCommit v5, through add_partitions).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from roster.coordinator.results import Result
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 from roster.transactions.log_records import TxnRecord
 from roster.transactions.state import (
@@ -50,13 +50,13 @@ COORDINATOR_EPOCH = 0   # one broker: __transaction_state never changes leader
 _TOMBSTONE = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TxnConfig:
     max_timeout_ms: int = 900_000               # transaction.max.timeout.ms
     id_expiration_ms: int = 604_800_000         # transactional.id.expiration.ms
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Outcome:
     """What a request is answered; `write`, while it is decided: the record it waits for."""
     error: ErrorCode = NONE
@@ -65,7 +65,7 @@ class Outcome:
     write: TxnRecord | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TxnWritten:
     """The continuation of a write: the id's pending state applied (or dropped), and the
     request that waited for it (`token`; None for the coordinator's own writes) answered."""
@@ -74,14 +74,14 @@ class TxnWritten:
     answer: Outcome
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TxnSettled:
     """An effect: the id's pending write is settled; requests that met CONCURRENT_TRANSACTIONS
     because of it may try again (the edge wakes them)."""
     transactional_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Markers:
     """Write a commit or abort marker for this producer to each partition."""
     transactional_id: str

@@ -9,8 +9,8 @@ does, and reads both. A null value is a tombstone: the transactional id expired.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
+from roster.frozen import frozen
 from roster.protocol.varint import encode_unsigned, read_unsigned
 from roster.transactions.state import NO_PRODUCER_ID, TxnMetadata, TxnState
 
@@ -27,7 +27,7 @@ class TxnRecordError(ValueError):
     """A __transaction_state record roster cannot read."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TxnRecord:
     transactional_id: str
     metadata: TxnMetadata | None      # None: tombstone

@@ -15,9 +15,9 @@ interface (`TransactionCoordinator.get` and iteration), so no admin code reads i
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import cache
 
+from roster.frozen import frozen
 from roster.protocol import client_regex   # RE2, imported on the first pattern
 from roster.transactions.state import TxnMetadata, TxnState
 
@@ -35,7 +35,7 @@ class InvalidPattern(ValueError):
     """The transactional-id pattern is no regular expression (INVALID_REGULAR_EXPRESSION)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ListFilters:
     states: frozenset[str] = frozenset()        # Kafka's state names; empty: any
     producer_ids: frozenset[int] = frozenset()  # empty: any
@@ -43,13 +43,13 @@ class ListFilters:
     pattern: str | None = None                  # None or empty: any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Selection:
     transactions: list[TxnMetadata]
     unknown_states: list[str]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Description:
     transactional_id: str
     state: str

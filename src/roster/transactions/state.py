@@ -6,8 +6,10 @@ writes it, and only once the write is durable does it become current (coordinato
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from enum import IntEnum
+
+from roster.frozen import frozen
 
 NO_PRODUCER_ID = -1
 NO_EPOCH = -1
@@ -42,7 +44,7 @@ def epoch_exhausted(epoch: int) -> bool:
     return epoch >= MAX_EPOCH - 1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TxnMetadata:
     transactional_id: str
     producer_id: int

@@ -22,13 +22,13 @@ Kafka 4.4.0's default for it, so the table works before every group.share.* sett
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from roster.broker.groups.group_configs import boolean, number
 from roster.config import SETTINGS
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareGroupConfig:
     name: str
     kind: str                      # Kafka's ConfigDef type: "int", "string", "boolean"

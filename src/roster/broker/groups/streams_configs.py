@@ -17,12 +17,12 @@ does not place them).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from roster.broker.groups.group_configs import boolean, number
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsGroupConfig:
     name: str
     kind: str                 # Kafka's ConfigDef type: "int" or "long"

@@ -25,6 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from roster.frozen import frozen
 from roster.log.api import AppendResult
 from roster.log.files import durable_replace
 from roster.protocol.errors import ErrorCode
@@ -106,7 +107,7 @@ class _Producer:
     batches: deque = field(default_factory=lambda: deque(maxlen=REMEMBERED_BATCHES))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Verdict:
     error: ErrorCode = ErrorCode.none
     # this very batch is already in the log, as the log took it (Kafka's BatchMetadata): its

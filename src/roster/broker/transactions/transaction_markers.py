@@ -14,16 +14,16 @@ Seams (docs/transactions.md):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from roster.broker.partitions import appends
 from roster.broker.partitions.crash_points import KILL_AFTER_TXN_MARKERS, CrashPoint
+from roster.frozen import frozen
 from roster.log.control import marker_batch
 
 _crash_point = CrashPoint(KILL_AFTER_TXN_MARKERS)   # tests only
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MarkerAppended:
     topic: str
     partition: int

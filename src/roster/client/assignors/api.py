@@ -6,15 +6,16 @@ all members (from the JoinGroup answer) and the partition counts of the subscrib
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Literal, Protocol
+
+from roster.frozen import frozen
 
 TopicPartition = tuple[str, int]
 Assignment = dict[str, list[TopicPartition]]  # member id -> partitions, sorted
 RebalanceProtocol = Literal["eager", "cooperative"]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberSubscription:
     member_id: str
     group_instance_id: str | None

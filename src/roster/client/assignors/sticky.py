@@ -8,15 +8,16 @@ ownership.py (KIP-792 generations; overlapping claims are refused); placement.py
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from .api import Assignment, MemberSubscription, TopicPartition
 from .ordering import existing_topics, ordered_members
 from .ownership import resolve_owners
 from .placement import Placement
 
+from roster.frozen import frozen
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class StickyPlan:
     assignment: Assignment               # member id -> sorted partitions
     owners: dict[TopicPartition, str]    # the trusted current owners it was built from

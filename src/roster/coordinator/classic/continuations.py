@@ -4,10 +4,11 @@ says how continuations work)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class LeaderAssignmentWritten:
     """SyncGroup from the leader: hand the assignment out, if the group is still in the sync
     phase of that generation."""
@@ -17,7 +18,7 @@ class LeaderAssignmentWritten:
     assignments: Mapping[str, bytes]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StaticMemberReplaced:
     """A static member rejoined with a new id (KIP-345) and the group record naming it was
     written: answer it; or, the replacement undone (changes.StaticIdReplaced), answer the

@@ -19,17 +19,17 @@ hands the coordinator a function group id -> Expected | None, read on every use.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from roster.coordinator.messages import JoinReply
 from roster.coordinator.results import Result
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
 REFUSAL = ErrorCode.group_max_size_reached
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Expected:
     instance_ids: frozenset[str] | None = None   # exactly these static members
     size: int | None = None                      # or this many static members

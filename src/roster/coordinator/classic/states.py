@@ -4,9 +4,9 @@ what it says; docs/groups.md is generated from the same tables (tables_doc.py).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import Enum
 
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 
@@ -69,7 +69,7 @@ def check_undo(current: GroupState, target: GroupState) -> None:
 # - an Action: what the handler does instead of answering an error (the handler `match`es it).
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Refuse:
     """Answered to any caller before it is checked: e.g. a Dead group is not asked who its
     members are."""

@@ -6,7 +6,8 @@ deadline (see sessions.py), and the group's timer is armed for the earliest of t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roster.frozen import frozen
+
 
 
 def heartbeat_key(group_id: str) -> str:
@@ -27,14 +28,14 @@ def away_key(group_id: str) -> str:
     return f"away:{group_id}"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SessionDeadline:
     """The earliest session deadline of the group's members (and pending member ids) has come."""
 
     group_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class JoinDeadline:
     """The join phase's deadline. During an initial rebalance, `delay_ms`/`remaining_ms` carry
     the delay arithmetic (KIP-134); otherwise both are None."""
@@ -44,13 +45,13 @@ class JoinDeadline:
     remaining_ms: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SyncDeadline:
     group_id: str
     generation: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class AwayCheck:
     """During a rebalance the metadata watch started: look for static members that are away
     (coordinator/classic/away.py)."""

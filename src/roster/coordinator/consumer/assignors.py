@@ -12,12 +12,13 @@ member a contiguous range of each topic on a fresh assignment (co-partitioning).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from roster.coordinator.consumer.model import Assignment
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberSpec:
     topics: frozenset[bytes]                         # subscribed topic ids that exist
     previous: Assignment = field(default_factory=dict)  # its current target assignment

@@ -19,7 +19,6 @@ reconciliation), with its ClassicMetadata (session timeout, protocols) set:
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from roster.coordinator import facts
 from roster.coordinator import triggers as tr
@@ -42,6 +41,7 @@ from roster.coordinator.messages import (
     SyncRequest,
 )
 from roster.coordinator.results import Result
+from roster.frozen import frozen
 from roster.protocol import consumer_protocol as cp
 from roster.protocol.errors import ErrorCode
 
@@ -51,7 +51,7 @@ CONSUMER_PROTOCOL_TYPE = migration.CONSUMER_PROTOCOL_TYPE
 MEMBER_ID_REQUIRED_FROM = 4   # JoinGroup v4+: a dynamic member first gets its id
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClassicJoinDeadline:
     """A classic member told to rejoin did not within its rebalance timeout: fenced."""
 
@@ -59,7 +59,7 @@ class ClassicJoinDeadline:
     member_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClassicSyncDeadline:
     """A classic member that joined did not send SyncGroup within its rebalance timeout."""
 

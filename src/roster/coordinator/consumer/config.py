@@ -2,13 +2,14 @@
 per-group overrides read at each use."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from roster.coordinator.consumer import migration
 from roster.coordinator.consumer.assignors import ASSIGNORS
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerConfig:
     session_timeout_ms: int = 45_000        # group.consumer.session.timeout.ms
     heartbeat_interval_ms: int = 5_000      # group.consumer.heartbeat.interval.ms

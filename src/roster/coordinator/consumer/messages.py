@@ -1,15 +1,16 @@
 """ConsumerGroupHeartbeat and ConsumerGroupDescribe as the core sees them (version-free)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Hashable
 
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 TopicPartitions = tuple[tuple[bytes, tuple[int, ...]], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HeartbeatRequest:
     group_id: str
     member_id: str
@@ -27,7 +28,7 @@ class HeartbeatRequest:
     token: Hashable = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class HeartbeatReply:
     error: ErrorCode = ErrorCode.none
     error_message: str | None = None
@@ -37,7 +38,7 @@ class HeartbeatReply:
     assignment: TopicPartitions | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DescribedMember:
     member_id: str
     instance_id: str | None
@@ -52,7 +53,7 @@ class DescribedMember:
     member_type: int = 1       # v1: 1 = consumer protocol (0 classic, -1 unknown)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class DescribedGroup:
     group_id: str
     error: ErrorCode = ErrorCode.none

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable, Protocol
 
+from roster.frozen import frozen
+
 Assignment = dict[bytes, frozenset[int]]
 EMPTY: Assignment = {}
 # (topic id, partition) -> the epoch at which the member was given the partition (KIP-1251)
@@ -93,7 +95,7 @@ class VersionedTopicImage(DictTopicImage):
         return self.changes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ClassicMetadata:
     """What a member speaking the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside a
     consumer group brings (Kafka's ClassicMemberMetadata): its session timeout and the
@@ -108,7 +110,7 @@ class ClassicMetadata:
         return self.protocols[0][0]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerMember:
     member_id: str
     instance_id: str | None = None

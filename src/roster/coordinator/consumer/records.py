@@ -29,7 +29,7 @@ value = int16 version (0) + the value struct (flexible: compact strings and arra
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from roster.coordinator.consumer.model import (
     Assignment,
@@ -38,6 +38,7 @@ from roster.coordinator.consumer.model import (
     MemberState,
     PartitionEpochs,
 )
+from roster.frozen import frozen
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 from roster.protocol.group_records import UnknownRecord
 from roster.protocol.varint import encode_unsigned, read_unsigned
@@ -57,7 +58,7 @@ class ConsumerRecordError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerKey:
     type: int
     group: str
@@ -65,17 +66,17 @@ class ConsumerKey:
     regex: str | None = None       # type 16
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupEpochValue:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class PartitionMetadataValue:
     topics: tuple[tuple[bytes, str, int], ...]   # (id, name, partitions)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberMetadataValue:
     instance_id: str | None
     rack_id: str | None
@@ -88,17 +89,17 @@ class MemberMetadataValue:
     classic: ClassicMetadata | None = None     # tagged field 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TargetEpochValue:
     assignment_epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TargetMemberValue:
     partitions: Assignment
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CurrentAssignmentValue:
     member_epoch: int
     previous_member_epoch: int
@@ -110,21 +111,21 @@ class CurrentAssignmentValue:
     epochs: PartitionEpochs = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class RegexValue:
     topics: tuple[str, ...]
     version: int = 0
     timestamp: int = -1
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class OpaqueValue:
     """A value roster reads past without using."""
 
     data: bytes
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerRecord:
     key: ConsumerKey
     value: object | None

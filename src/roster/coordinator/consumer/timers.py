@@ -2,24 +2,25 @@
 shard's dispatch by being listed in ConsumerCoordinator.steps; and the timer keys."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class ConsumerSessionDeadline:
     """The group's session timer: the earliest member deadline has come."""
 
     group_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerRebalanceDeadline:
     group_id: str
     member_id: str
     member_epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConsumerWritten:
     """Release `reply` to `token` once the records are written; if they are not (the shard
     has put the group back as it was), answer `error` instead."""

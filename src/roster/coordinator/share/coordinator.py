@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass
 
 from roster.coordinator import facts as shared_facts
 from roster.coordinator import triggers as tr
@@ -74,6 +73,7 @@ from roster.coordinator.share.model import (
     pairs,
 )
 from roster.coordinator.share.replay import replay
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
@@ -81,7 +81,7 @@ log = logging.getLogger("roster.coordinator")
 TIMER_RETRY_MS = 500
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareSessionDeadline:
     group_id: str
     member_id: str

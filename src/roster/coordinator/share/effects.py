@@ -3,10 +3,11 @@ result is durable by the handlers its registration names (broker/groups/share_gr
 call the broker's share-partition state (broker.share_state)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+
+@frozen
 class ShareStateWanted:
     """Initialise the share state of these partitions (those not yet initialised): they are in
     the group's target assignment. ((topic id: 16 bytes, partition), ...)."""
@@ -14,7 +15,7 @@ class ShareStateWanted:
     partitions: tuple[tuple[bytes, int], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareGroupGone:
     """DeleteGroups took the group: its share state goes too."""
     group_id: str

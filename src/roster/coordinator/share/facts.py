@@ -10,12 +10,12 @@ that changed nothing.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from roster.coordinator.triggers import Trigger
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareEpochCause:
     """Why the group epoch is about to be bumped (the first cause of an operation wins)."""
 
@@ -24,7 +24,7 @@ class ShareEpochCause:
     now: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareView:
     """A share group as the recorder reads it: its epochs and each member's epoch and
     partitions ((topic name, partition), ...)."""
@@ -42,7 +42,7 @@ class ShareView:
             for _, m in sorted(group.members.items())))
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareObserved:
     """The group as an operation that wrote records left it (None: it is gone)."""
 

@@ -10,10 +10,11 @@ HeartbeatIntervalMs, Assignment? {TopicPartitions [TopicId, Partitions[]]} (null
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Hashable
 
 from roster.coordinator.config import PerGroupConfig
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 HEARTBEAT_API_KEY = 76
@@ -44,7 +45,7 @@ SMALLER_EPOCH = ("The share group member has a smaller member epoch ({}) than th
 NOT_A_CONSUMER_GROUP = "Group {} is not a consumer group."
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareHeartbeat:
     group_id: str
     member_id: str
@@ -56,7 +57,7 @@ class ShareHeartbeat:
     token: Hashable = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareHeartbeatReply:
     error: ErrorCode = ErrorCode.none
     error_message: str | None = None
@@ -75,7 +76,7 @@ GROUP_CONFIG_FIELDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareConfig(PerGroupConfig):
     """Broker settings (group.share.*) with Kafka 4.4.0's defaults, and per-group overrides
     (share.* on a GROUP resource) read at each use, so a config altered while the group runs

@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from roster.frozen import frozen
+
 Assignment = dict[bytes, frozenset[int]]
 
 EMPTY_STATE = "Empty"
@@ -42,7 +44,7 @@ def pairs(assignment: Assignment):
             yield topic_id, p
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareMember:
     member_id: str
     # ShareGroupMemberMetadataValue

@@ -23,9 +23,9 @@ value = int16 version (0) + the value struct (flexible: compact strings and arra
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from roster.coordinator.share.model import Assignment, ShareMember, freeze
+from roster.frozen import frozen
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 from roster.protocol.flexible_values import FlexibleReader, FlexibleWriter
 from roster.protocol.group_records import UnknownRecord
@@ -45,14 +45,14 @@ class ShareRecordError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareKey:
     type: int
     group: str
     member: str | None = None      # types 10, 13, 14
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberMetadataValue:
     rack_id: str | None
     client_id: str
@@ -60,24 +60,24 @@ class MemberMetadataValue:
     subscribed: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupMetadataValue:
     epoch: int
     metadata_hash: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TargetMetadataValue:
     assignment_epoch: int
     assignment_timestamp_ms: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TargetMemberValue:
     partitions: Assignment
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CurrentAssignmentValue:
     member_epoch: int
     previous_member_epoch: int
@@ -85,7 +85,7 @@ class CurrentAssignmentValue:
     assigned: Assignment
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StatePartitionsValue:
     # each: ((topic id, topic name, (partitions...)), ...)
     initializing: tuple = ()
@@ -93,7 +93,7 @@ class StatePartitionsValue:
     deleting: tuple = ()           # ((topic id, topic name), ...)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ShareRecord:
     key: ShareKey
     value: object | None

@@ -36,12 +36,13 @@ Every choice is ordered by member and process id, so the same input gives the sa
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from roster.coordinator.streams.model import EMPTY, TaskId, TaskSets, freeze, from_task_ids, task_ids
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberSpec:
     """What the assignor knows of a member: its process, what it holds now (its current
     assignment), and the changelog offsets it reported, summed per task."""
@@ -51,7 +52,7 @@ class MemberSpec:
     task_offsets: dict[TaskId, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class SubtopologySpec:
     subtopology_id: str
     partitions: int

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from roster.coordinator import facts as shared_facts
 from roster.coordinator import triggers as tr
@@ -76,18 +76,19 @@ from roster.coordinator.streams.topology import (
     invalid_topology,
     required_topics,
 )
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 log = logging.getLogger("roster.coordinator")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsSessionDeadline:
     group_id: str
     member_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsRebalanceDeadline:
     """A member told to revoke tasks had its rebalance timeout to do it."""
     group_id: str
@@ -95,7 +96,7 @@ class StreamsRebalanceDeadline:
     member_epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsInitialRebalance:
     """A new group's initial rebalance delay is over: its first target is computed."""
     group_id: str

@@ -2,14 +2,15 @@
 result is durable by the handler its registration names (broker/groups/streams_group.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from roster.frozen import frozen
 
 if TYPE_CHECKING:   # its registration keys on this class: loading it must not load topology
     from roster.coordinator.streams.topology import InternalTopic
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class InternalTopicsWanted:
     """Create these topics (those still missing): a topology's internal topics."""
     group_id: str

@@ -8,16 +8,16 @@ without an endpoint is not listed. Topics come in name order, each with its part
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from roster.coordinator.consumer.model import TopicImage
 from roster.coordinator.streams.model import Endpoint, StreamsMember, Tasks
 from roster.coordinator.streams.topology import Subtopology
+from roster.frozen import frozen
 
 TopicPartitions = tuple[tuple[str, tuple[int, ...]], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EndpointPartitions:
     endpoint: Endpoint
     active: TopicPartitions

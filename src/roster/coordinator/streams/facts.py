@@ -10,12 +10,12 @@ heartbeat that changed nothing.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from roster.coordinator.triggers import Trigger
+from roster.frozen import frozen
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsEpochCause:
     """Why the group epoch is about to be bumped (the first cause of an operation wins)."""
 
@@ -24,7 +24,7 @@ class StreamsEpochCause:
     now: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsSaved:
     """A static member that left with epoch -2 came back within its session under a new member
     id: it took its tasks and epoch back, no new group epoch."""
@@ -35,7 +35,7 @@ class StreamsSaved:
     old_id: str
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsAway:
     """A static member left with epoch -2: it stays in the group, holding its tasks, until it
     comes back or its session ends."""
@@ -46,7 +46,7 @@ class StreamsAway:
     now: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsView:
     """What the recorder reads of a streams group after an operation that wrote records."""
 
@@ -56,7 +56,7 @@ class StreamsView:
     members: dict        # member id -> model.StreamsMember (immutable values)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsObserved:
     group_id: str
     group: StreamsView | None    # None: the group is gone

@@ -2,15 +2,15 @@
 handler converts the wire's fields: broker/handlers/streams_group_heartbeat.py)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable, Hashable, Iterable
 
 from roster.coordinator.streams.model import Endpoint, Tasks
 from roster.coordinator.streams.topology import Topology
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsHeartbeat:
     group_id: str
     member_id: str
@@ -39,7 +39,7 @@ class StreamsHeartbeat:
     create_refused: Callable[[Iterable[str]], Iterable[str]] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class EndpointAnswer:
     """One PartitionsByUserEndpoint entry: (topic, partitions) pairs, sorted."""
     endpoint: Endpoint
@@ -47,7 +47,7 @@ class EndpointAnswer:
     standby: tuple[tuple[str, tuple[int, ...]], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsHeartbeatReply:
     error: ErrorCode = ErrorCode.none
     error_message: str | None = None

@@ -66,9 +66,10 @@ answers StreamsGroupTopologyDescriptionUpdate (93) with UNSUPPORTED_VERSION.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from roster.coordinator.config import PerGroupConfig
+from roster.frozen import frozen
 
 # Kafka 4.4.0's messages for what the heartbeat refuses or reports (from its
 # GroupMetadataManager), for the coordinator still to come; which error code goes with each is
@@ -114,7 +115,7 @@ GROUP_CONFIG_FIELDS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsConfig(PerGroupConfig):
     """Broker settings (group.streams.*) with Kafka 4.4.0's defaults (its GroupCoordinatorConfig),
     and per-group overrides (streams.* on a GROUP resource) read at each use, so a config

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Iterable, Iterator
 
+from roster.frozen import frozen
+
 Tasks = dict[str, frozenset[int]]
 TaskId = tuple[str, int]
 
@@ -77,7 +79,7 @@ def minus(tasks: Tasks, other: Tasks) -> Tasks:
     return freeze((s, ps - other.get(s, frozenset())) for s, ps in tasks.items())
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TaskSets:
     """Kafka's TasksTuple: the active, standby and warm-up tasks of one member."""
 
@@ -96,7 +98,7 @@ class TaskSets:
 EMPTY = TaskSets()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Endpoint:
     """A member's Interactive Query endpoint (UserEndpoint: Host, Port as uint16)."""
 
@@ -104,7 +106,7 @@ class Endpoint:
     port: int
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsMember:
     member_id: str
     # StreamsGroupMemberMetadataValue

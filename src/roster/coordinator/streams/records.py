@@ -47,7 +47,7 @@ followed by the struct.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from roster.coordinator.streams.model import (
     Endpoint,
@@ -64,6 +64,7 @@ from roster.coordinator.streams.topology import (
     TopicInfo,
     Topology,
 )
+from roster.frozen import frozen
 from roster.protocol.classic_encoding import ClassicReader, ClassicWriter
 from roster.protocol.flexible_values import FlexibleReader, FlexibleWriter
 from roster.protocol.group_records import UnknownRecord
@@ -85,14 +86,14 @@ class StreamsRecordError(ValueError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsKey:
     type: int
     group: str
     member: str | None = None      # types 19, 21, 22
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class GroupMetadataValue:
     epoch: int
     metadata_hash: int = 0
@@ -102,7 +103,7 @@ class GroupMetadataValue:
     other_tags: tuple[tuple[int, bytes], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class MemberMetadataValue:
     instance_id: str | None
     rack_id: str | None
@@ -115,20 +116,20 @@ class MemberMetadataValue:
     client_tags: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TargetMetadataValue:
     assignment_epoch: int
     assignment_timestamp_ms: int = 0
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TargetMemberValue:
     active: Tasks
     standby: Tasks
     warmup: Tasks
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CurrentAssignmentValue:
     member_epoch: int
     previous_member_epoch: int
@@ -144,7 +145,7 @@ class CurrentAssignmentValue:
     active_epochs: dict[TaskId, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StreamsRecord:
     key: StreamsKey
     value: object | None

@@ -21,7 +21,6 @@ coordinator writes the records and replays them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from roster.coordinator.consumer.validation import fail
 from roster.coordinator.streams import records as rec
@@ -34,10 +33,11 @@ from roster.coordinator.streams.model import (
     StreamsMember,
     TaskSets,
 )
+from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class StaticJoin:
     """Who a static heartbeat speaks for. `replaced`: the member id it takes over (its records
     to be tombstoned), with the target assignment that moves to the new id."""

@@ -27,10 +27,11 @@ A topic that exists counts with its real partition count, even when it is intern
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from enum import IntEnum
 
 from roster.coordinator.consumer.model import TopicImage
+from roster.frozen import frozen
 
 
 class Status(IntEnum):
@@ -45,7 +46,7 @@ class Status(IntEnum):
     MISSING_CLIENT_TAGS = 6      # response v1 (Kafka 4.4) only: v0 clients do not know it
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class TopicInfo:
     name: str
     partitions: int = 0              # 0: derived (always 0 for a changelog)
@@ -53,14 +54,14 @@ class TopicInfo:
     configs: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class CopartitionGroup:
     source_topics: tuple[int, ...] = ()
     source_topic_regex: tuple[int, ...] = ()
     repartition_source_topics: tuple[int, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Subtopology:
     subtopology_id: str
     source_topics: tuple[str, ...] = ()
@@ -76,13 +77,13 @@ class Subtopology:
         return bool(self.state_changelog_topics)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class Topology:
     epoch: int
     subtopologies: tuple[Subtopology, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class InternalTopic:
     """A topic the coordinator creates for the group (Kafka's CreatableTopic)."""
 
@@ -92,14 +93,14 @@ class InternalTopic:
     configs: tuple[tuple[str, str], ...]
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfiguredSubtopology:
     subtopology_id: str
     partitions: int                  # its task count: the largest count of its sources
     stateful: bool
 
 
-@dataclass(frozen=True, slots=True)
+@frozen
 class ConfiguredTopology:
     epoch: int
     # None: the counts could not be decided (missing source topics, bad partitioning)
