@@ -84,9 +84,9 @@ with RosterBroker({str(tmp_path / "data")!r}) as broker:
         message = c.poll(1.0)
     c.commit(message, asynchronous=False)
     c.close()
-    print(sorted(m for m in sys.modules if m.startswith(("roster.coordinator.consumer.coord",
-          "roster.coordinator.share.coord", "roster.coordinator.streams.coord",
-          "roster.broker.share.state", "roster.share.coordinator"))))
+    print(sorted(m for m in sys.modules if m in ("roster.coordinator.consumer.coordinator",
+          "roster.coordinator.share.coordinator", "roster.coordinator.streams.coordinator",
+          "roster.broker.share.state", "roster.share.coordinator")))
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=120)
