@@ -20,6 +20,18 @@ other core):
 Both brokers get group.max.size=100000 (kafka_peer's 16 is a test setting). Rounds interleave
 the brokers (roster, kafka, ...; the order reversed each round) and the tables give medians.
 
+A classic group's coordinator writes the whole group (every member's metadata and assignment)
+as one record into __consumer_offsets. Kafka bounds that batch by message.max.bytes (1048588 by
+default; its __consumer_offsets has no max.message.bytes of its own), and answers the SyncGroup
+whose write is over it with UNKNOWN_SERVER_ERROR, logging "Failed to write a batch of 1
+record(s) to __consumer_offsets-N because it is larger than the maximum batch size of 1048588
+bytes". The bench's group of 10,000 takes a 1,630,175-byte batch on both brokers. roster gives
+its __consumer_offsets max.message.bytes=67108864 (group_log.INTERNAL_MAX_BATCH, not a
+setting), so it writes that record at any message.max.bytes. A rebalance size whose group
+record is over Kafka's default therefore runs both brokers with
+message.max.bytes=67108864 (roster's limit, for Kafka's coordinator; for roster it changes
+nothing of the group log), and its rows say so.
+
 Sections (--only, comma-separated; default all but spark):
 
   coordinator  classic Heartbeat/s and ConsumerGroupHeartbeat/s per broker CPU-second with
@@ -96,9 +108,17 @@ from pipelined_producer import PipelinedProducer  # noqa: E402
 
 from roster.admin.client import AdminClient, AdminError  # noqa: E402
 from roster.admin.topics import create as create_topic  # noqa: E402
+from roster.broker.groups.group_log import INTERNAL_MAX_BATCH  # noqa: E402
+from roster.broker.partitions.internal_topic import records_batch  # noqa: E402
 from roster.protocol.api_keys import ApiKey  # noqa: E402
 from roster.protocol.build import element, make  # noqa: E402
 from roster.protocol.codec import encode_request, request_schema  # noqa: E402
+from roster.protocol.group_records import (  # noqa: E402
+    GroupKey,
+    GroupValue,
+    MemberValue,
+    Record,
+)
 from tests.support.kafka_peer import (  # noqa: E402
     JAVA,
     KAFKA_VERSION,
@@ -120,6 +140,7 @@ JVM = {
     "kafka-durable": ("-Xmx1g", "-XX:+UseSerialGC"),
 }
 DURABLE = {"log.flush.interval.messages": "1"}
+KAFKA_MESSAGE_MAX_BYTES = 1048588   # Kafka's default message.max.bytes: its group record limit
 BROKER_CPUS: set[int] | None = None
 CLIENT_CPUS: set[int] | None = None
 
@@ -349,7 +370,8 @@ class Brokers:
         self.workdir = workdir
         self.count = 0
         self.live: list[Broker] = []
-        self.logs: dict = {}
+        self.logs: dict = {}    # a stopped broker's directory name -> its ERROR lines
+        self.extra: dict[str, str] = {}   # settings every broker started meanwhile gets
 
     def new(self, kind: str, label: str, settings: dict[str, str] | None = None) -> Broker:
         self.count += 1
@@ -358,7 +380,7 @@ class Brokers:
         return broker
 
     def start(self, target: str, label: str, settings: tuple[str, ...] = ()) -> Broker:
-        extra = dict(s.split("=", 1) for s in settings)
+        extra = {**self.extra, **dict(s.split("=", 1) for s in settings)}
         broker = self.new(target, label, extra)
         progress(f"starting {target} for {label}")
         return broker.start()
@@ -367,6 +389,12 @@ class Brokers:
         service.stop()
         if service in self.live:
             self.live.remove(service)
+        errors = [line for line in service.read_log().splitlines()
+                  if " ERROR " in line][:10]
+        if errors:   # the report keeps them: the directory goes (its logs with it)
+            self.logs[service.work_dir.name] = errors
+            for line in errors:
+                progress(f"{service.kind} logged: {line[:500]}")
         shutil.rmtree(service.work_dir, ignore_errors=True)
 
     def stop_all(self) -> None:
@@ -496,6 +524,37 @@ def order(brokers: list[str], round_no: int) -> list[str]:
 
 # -- coordinator --------------------------------------------------------------------------------
 
+def classic_group_batch_bytes(size: int, round_no: int = 1) -> int:
+    """The __consumer_offsets batch (one GroupMetadata record, v3, uncompressed) a formed group
+    of bench/coordinator.py's rebalance phase takes: `size` static members whose ids are the
+    instance id, "-" and a UUID (Kafka's and roster's form), client id bench-member, host
+    /127.0.0.1, loadgen's subscription and assignment. Both brokers wrote 1,630,175 bytes for
+    10,000 members, as this computes."""
+    group = f"rb-{size}"
+    members = tuple(
+        MemberValue(f"{group}-i{i:05d}-{uuid.UUID(int=0)}", f"{group}-i{i:05d}",
+                    "bench-member", "/127.0.0.1", 60_000, 45_000,
+                    loadgen.subscription(round_no), loadgen.ASSIGNMENT)
+        for i in range(size))
+    value = GroupValue("consumer", 1, "range", members[0].member_id, 0, members)
+    key, data = Record(GroupKey(group), value).encode()
+    return len(records_batch([(key, data, 0)], 1 << 30))
+
+
+def rebalance_settings(size: int) -> tuple[dict[str, str], str]:
+    """Both brokers' extra settings for the rebalance of `size` members, and the rows' note:
+    message.max.bytes raised to roster's fixed __consumer_offsets limit when the group's record
+    is over Kafka's default, which would fail the group's SyncGroup (see the docstring)."""
+    batch = classic_group_batch_bytes(size)
+    if batch <= KAFKA_MESSAGE_MAX_BYTES:
+        return {}, ""
+    return {"message.max.bytes": str(INTERNAL_MAX_BATCH)}, (
+        f"both brokers message.max.bytes={INTERNAL_MAX_BATCH} (the group's record, a "
+        f"{batch:,}-byte batch, is over Kafka's default {KAFKA_MESSAGE_MAX_BYTES:,}, at which "
+        f"Kafka answers its SyncGroup UNKNOWN_SERVER_ERROR; roster's __consumer_offsets allows "
+        f"{INTERNAL_MAX_BATCH:,} bytes at any message.max.bytes)")
+
+
 async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
     cargs = kit.parse_args([])
     cargs.hb_members, cargs.hb_groups = args.members, max(1, args.members // 100)
@@ -528,23 +587,31 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
                       floor["per_broker_cpu_s"], load, floor["other_cpus"],
                       note="canned answers, no coordinator; no Kafka counterpart")
         for size in args.sizes:
+            settings, note = rebalance_settings(size) if "rebalance" in args.coordinator_parts \
+                else ({}, "")
             for kind in order(args.brokers, n):
                 if "rebalance" not in args.coordinator_parts:
                     break
                 load = loadavg()
-                result = await kit.phase_rebalance(brokers, kind, size, cargs)
+                if settings:
+                    progress(f"{kind}: rebalance of {size:,} with {note}")
+                brokers.extra = settings
+                try:
+                    result = await kit.phase_rebalance(brokers, kind, size, cargs)
+                finally:
+                    brokers.extra = {}
                 rounds = result["rounds"]
                 other = max((r["other_cpus"] for r in rounds), default=None)
                 table.add("coordinator", f"classic group of {size:,} forms (first JoinGroup → "
                           "every SyncGroup answered)", "s", False, kind, result["formation_s"],
-                          load, other)
+                          load, other, note=note)
                 table.add("coordinator", f"classic eager rebalance, {size:,} members (last "
                           "JoinGroup → every SyncGroup answered)", "s", False, kind,
-                          result["median_s"], load, other)
+                          result["median_s"], load, other, note=note)
                 table.add("coordinator", f"classic eager rebalance, {size:,} members: broker "
                           "CPU", "s", False, kind,
                           statistics.median(r["broker_cpu_s"] for r in rounds) if rounds
-                          else None, load, other)
+                          else None, load, other, note=note)
             for kind in order(args.brokers, n):
                 if "join" not in args.coordinator_parts:
                     break
@@ -1128,12 +1195,15 @@ def main(argv=None) -> int:
     report = render(table, args.brokers, header)
     if failures:
         report += "\n\nFailures:\n" + "\n".join(f"- {f}" for f in failures)
+    if brokers.logs:
+        report += "\n\nBrokers' ERROR lines (first 10 of each):\n" + "\n".join(
+            f"- {name}: {line[:500]}" for name, lines in brokers.logs.items() for line in lines)
     print(report)
     if args.markdown:
         Path(args.markdown).write_text(report + "\n")
     if args.json:
         Path(args.json).write_text(json.dumps(
-            {"header": header, "failures": failures,
+            {"header": header, "failures": failures, "broker_errors": brokers.logs,
              "rows": [row.__dict__ for row in table.rows.values()]}, indent=2))
     return 1 if failures else 0
 

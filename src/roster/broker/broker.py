@@ -146,14 +146,15 @@ class Broker:
         """The share partitions (broker/share/state.py: ShareState), built on first use: at
         start when __share_group_state holds something to replay, else when a share group or
         a share API first needs them, so a broker without share groups never loads them."""
-        if self._share_state is None:
-            from roster.broker.share.state import ShareState
-            state = ShareState(self, self.config)
-            state.runtime.follow(self.coordinator_clock)
-            self._share_state = state
-            if self._started:
-                self._tasks += state.load()
-        return self._share_state
+        return self._share_state or self._build_share_state()
+
+    def _build_share_state(self):
+        from roster.broker.share.state import ShareState
+        state = self._share_state = ShareState(self, self.config)
+        state.runtime.follow(self.coordinator_clock)
+        if self._started:   # built while serving: it replays what there is and keeps its timers
+            self._tasks += state.load()
+        return state
 
     @property
     def clock(self) -> TestClock:
@@ -233,7 +234,7 @@ class Broker:
         self._tasks += self.transactions.load()
         self._started = True
         if self.topics.get(SHARE_STATE_TOPIC) is not None:
-            self.share_state   # noqa: B018 (built now, it replays the topic)
+            self._build_share_state()   # it replays the topic now
         self.group_log.check_topic()      # created on first use when missing
         self.group_events.check_topic()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
