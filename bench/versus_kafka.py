@@ -25,12 +25,13 @@ as one record into __consumer_offsets. Kafka bounds that batch by message.max.by
 default; its __consumer_offsets has no max.message.bytes of its own), and answers the SyncGroup
 whose write is over it with UNKNOWN_SERVER_ERROR, logging "Failed to write a batch of 1
 record(s) to __consumer_offsets-N because it is larger than the maximum batch size of 1048588
-bytes". The bench's group of 10,000 takes a 1,630,175-byte batch on both brokers. roster gives
-its __consumer_offsets max.message.bytes=67108864 (group_log.INTERNAL_MAX_BATCH, not a
-setting), so it writes that record at any message.max.bytes. A rebalance size whose group
-record is over Kafka's default therefore runs both brokers with
-message.max.bytes=67108864 (roster's limit, for Kafka's coordinator; for roster it changes
-nothing of the group log), and its rows say so.
+bytes". The bench's group of 10,000 takes a 1,630,175-byte batch on both brokers. roster
+creates its __consumer_offsets with max.message.bytes=67108864 (group_log.INTERNAL_MAX_BATCH,
+a constant; message.max.bytes does not reach it), so it writes that record at the default
+message.max.bytes. A rebalance size whose group record is over Kafka's default therefore runs
+both brokers with message.max.bytes=67108864 (roster's limit, given to Kafka's coordinator; in
+roster it changes only the default max.message.bytes of ordinary topics, none of which the
+rebalance uses), and its rows say so.
 
 Sections (--only, comma-separated; default all but spark):
 
@@ -552,7 +553,7 @@ def rebalance_settings(size: int) -> tuple[dict[str, str], str]:
         f"both brokers message.max.bytes={INTERNAL_MAX_BATCH} (the group's record, a "
         f"{batch:,}-byte batch, is over Kafka's default {KAFKA_MESSAGE_MAX_BYTES:,}, at which "
         f"Kafka answers its SyncGroup UNKNOWN_SERVER_ERROR; roster's __consumer_offsets allows "
-        f"{INTERNAL_MAX_BATCH:,} bytes at any message.max.bytes)")
+        f"{INTERNAL_MAX_BATCH:,} bytes whatever message.max.bytes is)")
 
 
 async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
