@@ -95,3 +95,12 @@ def test_an_existing_one_with_another_count_stops_the_broker_at_start(tmp_path):
     assert process.proc.returncode not in (0, None)
     assert any("__consumer_offsets has 3 partitions but offsets.topic.num.partitions is 5"
                in line for line in process.output)
+
+
+def test_a_fresh_brokers_group_history_is_empty_not_an_error(tmp_path):
+    """`roster groups history` before any event: nothing to show (the flight recorder's topic
+    is made with the first event), not 'is the broker a roster?'."""
+    from roster.observability.history import events
+    with _fresh(tmp_path) as broker, AdminClient(broker.bootstrap) as admin:
+        assert list(events(admin, "g")) == []
+        assert list(events(admin, "g", follow=True, wait_ms=20, timeout_s=0.1)) == []

@@ -17,6 +17,7 @@ from roster.observability.event_log import EVENTS_TOPIC
 from roster.observability.events import GroupEvent
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import make
+from roster.protocol.errors import ErrorCode
 from roster.protocol.partitioning import partition_for
 from roster.record_codec import MemoryRecords
 
@@ -66,12 +67,16 @@ def later_causes_text(count: int) -> str:
 
 
 def _topic(client: AdminClient):
+    """The events topic, or None on a roster that has recorded no event yet (the topic is made
+    with the first)."""
     answer = metadata(client, [EVENTS_TOPIC])
     topic = answer.topics[0]
     if topic.error_code.value or not topic.partitions:
         from roster.admin.not_roster import HISTORY, NotRoster, is_roster
         if not is_roster(client):
             raise NotRoster(HISTORY)
+        if topic.error_code is ErrorCode.unknown_topic_or_partition:
+            return None
         raise AdminError(f"{EVENTS_TOPIC} is not there (error {topic.error_code.name.upper()}); "
                          "is the broker a roster with the flight recorder?")
     return topic
@@ -106,6 +111,11 @@ def events(client: AdminClient, group_id: str, since_ms: int | None = None,
     timeout_s if given."""
     until = None if timeout_s is None else time.monotonic() + timeout_s
     topic = _topic(client)
+    while topic is None:   # no event on this broker yet
+        if not follow or (until is not None and time.monotonic() >= until):
+            return
+        time.sleep(wait_ms / 1000)   # following: look again, as a long-polled Fetch would wait
+        topic = _topic(client)
     partition = partition_for(group_id, len(topic.partitions))
     offset = _offset_at(client, partition, EARLIEST if since_ms is None else since_ms)
     end = None if follow else _offset_at(client, partition, LATEST)
