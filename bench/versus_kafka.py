@@ -25,13 +25,11 @@ as one record into __consumer_offsets. Kafka bounds that batch by message.max.by
 default; its __consumer_offsets has no max.message.bytes of its own), and answers the SyncGroup
 whose write is over it with UNKNOWN_SERVER_ERROR, logging "Failed to write a batch of 1
 record(s) to __consumer_offsets-N because it is larger than the maximum batch size of 1048588
-bytes". The bench's group of 10,000 takes a 1,630,175-byte batch on both brokers. roster
-creates its __consumer_offsets with max.message.bytes=67108864 (group_log.INTERNAL_MAX_BATCH,
-a constant; message.max.bytes does not reach it), so it writes that record at the default
-message.max.bytes. A rebalance size whose group record is over Kafka's default therefore runs
-both brokers with message.max.bytes=67108864 (roster's limit, given to Kafka's coordinator; in
-roster it changes only the default max.message.bytes of ordinary topics, none of which the
-rebalance uses), and its rows say so.
+bytes". The bench's group of 10,000 takes a 1,630,175-byte batch on both brokers. roster bounds
+it the same way now (before, its __consumer_offsets allowed 64 MiB whatever
+message.max.bytes was, and it wrote that record where Kafka refused it). A rebalance size whose
+group record is over the default therefore runs both brokers with
+message.max.bytes=67108864, and its rows say so.
 
 Sections (--only, comma-separated; default all but spark):
 
@@ -544,16 +542,15 @@ def classic_group_batch_bytes(size: int, round_no: int = 1) -> int:
 
 def rebalance_settings(size: int) -> tuple[dict[str, str], str]:
     """Both brokers' extra settings for the rebalance of `size` members, and the rows' note:
-    message.max.bytes raised to roster's fixed __consumer_offsets limit when the group's record
-    is over Kafka's default, which would fail the group's SyncGroup (see the docstring)."""
+    message.max.bytes raised to 64 MiB when the group's record is over the default, which
+    would fail the group's SyncGroup on either broker (see the docstring)."""
     batch = classic_group_batch_bytes(size)
     if batch <= KAFKA_MESSAGE_MAX_BYTES:
         return {}, ""
     return {"message.max.bytes": str(INTERNAL_MAX_BATCH)}, (
         f"both brokers message.max.bytes={INTERNAL_MAX_BATCH} (the group's record, a "
-        f"{batch:,}-byte batch, is over Kafka's default {KAFKA_MESSAGE_MAX_BYTES:,}, at which "
-        f"Kafka answers its SyncGroup UNKNOWN_SERVER_ERROR; roster's __consumer_offsets allows "
-        f"{INTERNAL_MAX_BATCH:,} bytes whatever message.max.bytes is)")
+        f"{batch:,}-byte batch, is over the default {KAFKA_MESSAGE_MAX_BYTES:,}, at which "
+        f"both answer its SyncGroup UNKNOWN_SERVER_ERROR)")
 
 
 async def section_coordinator(brokers: Brokers, table: Table, args) -> None:

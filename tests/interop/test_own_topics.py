@@ -104,3 +104,48 @@ def test_a_fresh_brokers_group_history_is_empty_not_an_error(tmp_path):
     with _fresh(tmp_path) as broker, AdminClient(broker.bootstrap) as admin:
         assert list(events(admin, "g")) == []
         assert list(events(admin, "g", follow=True, wait_ms=20, timeout_s=0.1)) == []
+
+
+def _join_and_sync(wire, group: str, assignment: bytes):
+    """One classic member joins (MEMBER_ID_REQUIRED, then again with its id) and syncs with
+    `assignment` for itself: the SyncGroup's answer."""
+    import datetime
+
+    from roster.protocol.build import element, make
+    from roster.protocol.codec import request_schema
+    join_schema = request_schema(ApiKey.JOIN_GROUP, 9)
+
+    def join(member_id: str):
+        return wire.call(ApiKey.JOIN_GROUP, 9, group_id=group,
+                         session_timeout=datetime.timedelta(seconds=45),
+                         rebalance_timeout=datetime.timedelta(seconds=30), member_id=member_id,
+                         group_instance_id=None, protocol_type="consumer", protocols=(make(
+                             element(join_schema, "protocols"), name="range",
+                             metadata=b"\x00\x01"),), reason=None)
+
+    member = join("").member_id
+    joined = join(member)
+    assert joined.error_code == 0
+    entry = element(request_schema(ApiKey.SYNC_GROUP, 5), "assignments")
+    return wire.call(ApiKey.SYNC_GROUP, 5, group_id=group, generation_id=joined.generation_id,
+                     member_id=member, group_instance_id=None, protocol_type="consumer",
+                     protocol_name="range",
+                     assignments=(make(entry, member_id=member, assignment=assignment),))
+
+
+def test_a_group_record_over_message_max_bytes_fails_its_sync_as_on_kafka(tmp_path):
+    """__consumer_offsets takes batches up to its max.message.bytes, which follows the broker's
+    message.max.bytes as on Kafka: a group whose record is over it is answered
+    UNKNOWN_SERVER_ERROR at SyncGroup (Kafka 4.4's coordinator: "Failed to write a batch of 1
+    record(s) to __consumer_offsets-N because it is larger than the maximum batch size"; a
+    classic group of 10,000 members' record is 1.6 MB); raising message.max.bytes lets it
+    through."""
+    from tests.support.wire import Wire
+    with _fresh(tmp_path, **{"message.max.bytes": "20000"}) as broker, \
+            Wire(broker.bootstrap) as wire:
+        assert _join_and_sync(wire, "small", b"a" * 1000).error_code == 0
+        assert _join_and_sync(wire, "large", b"a" * 30_000).error_code == \
+            ErrorCode.unknown_server_error.value
+    with _fresh(tmp_path, **{"message.max.bytes": "100000"}) as broker, \
+            Wire(broker.bootstrap) as wire:   # the same topic, the broker's limit raised
+        assert _join_and_sync(wire, "large", b"a" * 30_000).error_code == 0

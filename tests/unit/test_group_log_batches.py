@@ -55,7 +55,7 @@ def encoded(operations):
 def test_an_operation_over_the_batch_limit_is_refused_as_it_is_decided():
     # refused by encode_operation, which GroupLog.write calls as the operation is decided,
     # before any later operation can build on it
-    limit = 100_000   # INTERNAL_MAX_BATCH in the broker; smaller here to keep the test small
+    limit = 100_000   # the topic's max.message.bytes in the broker; small to keep the test small
     with pytest.raises(RecordTooLarge):
         encode_operation(commit_operation("huge", 5, limit // 4), max_bytes=limit)
     assert encode_operation(commit_operation("fine", 2, 10), max_bytes=limit)

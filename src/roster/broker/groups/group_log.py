@@ -11,8 +11,11 @@ One operation's records are all or nothing across a crash, as Kafka's Coordinato
 writes them: they always go into one batch (a batch is one write, and recovery keeps a batch
 whole or cuts it, by its CRC), never split over two. Operations share a batch while it stays
 under BATCH_TARGET_BYTES; one that would take it past that starts a new batch, and one larger
-than that on its own gets a batch to itself (up to INTERNAL_MAX_BATCH; past that it fails
-alone, as Kafka fails it with RECORD_TOO_LARGE).
+than that on its own gets a batch to itself, up to the topic's max.message.bytes: as on
+Kafka, that follows the broker's message.max.bytes (1048588 by default) unless set on the
+topic, and an operation past it fails alone, answered UNKNOWN_SERVER_ERROR as Kafka's
+coordinator answers its RecordTooLargeException (a classic group's record passes 1 MiB at
+some 6,500 members: Kafka's SyncGroup fails there, and so does roster's).
 """
 from __future__ import annotations
 
@@ -40,11 +43,13 @@ log = logging.getLogger("roster.groups")
 
 OFFSETS_TOPIC = "__consumer_offsets"
 BATCH_TARGET_BYTES = 1 << 20      # start a new batch past this, like a producer's batch.size
-INTERNAL_MAX_BATCH = 64 << 20     # a group record of a very large group still fits
+INTERNAL_MAX_BATCH = 64 << 20     # what encode_operation allows when no limit is given
 RECORD_OVERHEAD = 32              # a record's framing at most, beside its key and value
 BATCH_OVERHEAD = 61               # a v2 batch header
 # segment.bytes comes from offsets.topic.segment.bytes when the topic is created (ensure_topic)
-INTERNAL_CONFIGS = {"cleanup.policy": "compact", "max.message.bytes": str(INTERNAL_MAX_BATCH)}
+# (max.message.bytes is not set: the broker's message.max.bytes applies, as on Kafka; a topic
+# made by roster before 00ad659 keeps the 64 MiB it was made with)
+INTERNAL_CONFIGS = {"cleanup.policy": "compact"}
 LOAD_CHUNK_BYTES = 1 << 20
 LOAD_YIELD_RECORDS = 20_000   # let requests in (they get LOAD_IN_PROGRESS) this often
 Done = Callable[[ErrorCode | None], None]
@@ -125,6 +130,15 @@ class GroupLog:
     def check_topic(self) -> None:
         self.topic.check_existing()
 
+    def max_batch_bytes(self) -> int:
+        """The largest batch the topic takes: its max.message.bytes (the broker's
+        message.max.bytes unless the topic sets its own)."""
+        topics = self._broker.topics
+        topic = topics.get(OFFSETS_TOPIC)
+        if topic is None:
+            return self._broker.config["message.max.bytes"]
+        return topics.settings(topic)["max.message.bytes"]
+
     # -- writing -----------------------------------------------------------------------
 
     def write(self, records: list[Record], done: Done, revert: Revert | None = None) -> None:
@@ -138,8 +152,9 @@ class GroupLog:
         by_partition: defaultdict[int, list[Record]] = defaultdict(list)
         for record in records:
             by_partition[self.partition_for(record.key.group)].append(record)
+        max_bytes = self.max_batch_bytes()
         try:
-            encoded = {partition: encode_operation(part_records)
+            encoded = {partition: encode_operation(part_records, max_bytes)
                        for partition, part_records in by_partition.items()}
         except RecordTooLarge:
             fail_together([(_Operation(next(self._seq), done, revert, 1),
@@ -224,8 +239,10 @@ class GroupLog:
         after any fsync failure; Kafka takes the log directory offline)."""
         target, end = None, None
         failed: tuple[int | None, ErrorCode] = (None, ErrorCode.none)
-        for batch, included, records in operation_batches(operations, self._broker.now_ms(),
-                                                          self.batch_target_bytes):
+        max_bytes = self.max_batch_bytes()
+        for batch, included, records in operation_batches(
+                operations, self._broker.now_ms(),
+                min(self.batch_target_bytes, max_bytes - BATCH_OVERHEAD), max_bytes):
             try:
                 target, appended = self.topic.append(partition, batch, records)
                 end = appended.last_offset + 1
@@ -254,7 +271,7 @@ class GroupLog:
         try:
             batch = records_batch(((key, value, now) for key, value in
                                    (record.encode() for record in records)),
-                                  INTERNAL_MAX_BATCH, producer_id, producer_epoch,
+                                  self.max_batch_bytes(), producer_id, producer_epoch,
                                   transactional=True)
             await self.topic.write(index, batch, len(records))
         except (struct.error, ValueError, OverflowError) as exc:
