@@ -203,8 +203,11 @@ class Targets:
                 "-c", f"import gc, runpy, sys; {gc_setup[self.args.roster_gc]}; "
                       "sys.argv[0] = 'roster'; "
                       "runpy.run_module('roster', run_name='__main__', alter_sys=True)"]
+            # the group of 10,000's record (1.6 MB) is over the default message.max.bytes,
+            # which __consumer_offsets follows as on Kafka: its SyncGroup would fail
             argv = [PYTHON, *launcher, "serve", "--host", "127.0.0.1", "--port", "0",
-                    "--data-dir", str(data), "--set", "group.initial.rebalance.delay.ms=0"]
+                    "--data-dir", str(data), "--set", "group.initial.rebalance.delay.ms=0",
+                    "--set", "message.max.bytes=67108864"]
             for setting in (*settings, *self.args.set):
                 argv += ["--set", setting]
             service = Service("roster", argv, r"roster listening on (\S+)", log_path)
