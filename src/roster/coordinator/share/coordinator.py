@@ -56,7 +56,7 @@ from roster.coordinator.share import records as rec
 from roster.coordinator.share.assignor import assign
 from roster.coordinator.share.effects import ShareGroupGone, ShareStateWanted
 from roster.coordinator.share.facts import ShareEpochCause, ShareObserved, ShareView
-from roster.coordinator.share.messages import (  # noqa: F401 (validate: theirs too)
+from roster.coordinator.share.messages import (
     JOIN_EPOCH,
     LEAVE_EPOCH,
     ShareConfig,
