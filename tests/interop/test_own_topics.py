@@ -138,14 +138,28 @@ def test_a_group_record_over_message_max_bytes_fails_its_sync_as_on_kafka(tmp_pa
     message.max.bytes as on Kafka: a group whose record is over it is answered
     UNKNOWN_SERVER_ERROR at SyncGroup (Kafka 4.4's coordinator: "Failed to write a batch of 1
     record(s) to __consumer_offsets-N because it is larger than the maximum batch size"; a
-    classic group of 10,000 members' record is 1.6 MB); raising message.max.bytes lets it
-    through."""
+    classic group of 10,000 members' record is 1.6 MB); raising the topic's max.message.bytes
+    (IncrementalAlterConfigs, which Kafka allows on __consumer_offsets too) or the broker's
+    message.max.bytes lets it through."""
     from tests.support.wire import Wire
     with _fresh(tmp_path, **{"message.max.bytes": "20000"}) as broker, \
             Wire(broker.bootstrap) as wire:
         assert _join_and_sync(wire, "small", b"a" * 1000).error_code == 0
         assert _join_and_sync(wire, "large", b"a" * 30_000).error_code == \
             ErrorCode.unknown_server_error.value
+        # as on Kafka, the topic's own max.message.bytes may be raised for it
+        with AdminClient(broker.bootstrap) as admin:
+            resource = admin.entry(ApiKey.INCREMENTAL_ALTER_CONFIGS, "resources")
+            config = admin.entry(ApiKey.INCREMENTAL_ALTER_CONFIGS, "resources", "configs")
+            altered = admin.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, validate_only=False,
+                                 resources=(resource(resource_type=2,
+                                                     resource_name="__consumer_offsets",
+                                                     configs=(config(name="max.message.bytes",
+                                                                     config_operation=0,
+                                                                     value="100000"),)),))
+            assert [(r.error_code, r.error_message) for r in altered.responses] == \
+                [(ErrorCode.none, None)]
+        assert _join_and_sync(wire, "large-altered", b"a" * 30_000).error_code == 0
     with _fresh(tmp_path, **{"message.max.bytes": "100000"}) as broker, \
             Wire(broker.bootstrap) as wire:   # the same topic, the broker's limit raised
         assert _join_and_sync(wire, "large", b"a" * 30_000).error_code == 0

@@ -259,8 +259,8 @@ class TopicManager:
         topic = self._by_name.get(name)
         if topic is None:
             raise TopicError("unknown_topic_or_partition", f"topic {name!r} does not exist")
-        if topic.internal:
-            raise TopicError("invalid_request", f"roster sets the configs of {name} itself")
+        # the broker's own topics too, as Kafka alters __consumer_offsets (a larger
+        # max.message.bytes for a large group's record, say): checked as any topic's
         checked = check_topic_configs(configs)
         if validate_only:
             return topic
