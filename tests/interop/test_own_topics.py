@@ -163,3 +163,18 @@ def test_a_group_record_over_message_max_bytes_fails_its_sync_as_on_kafka(tmp_pa
     with _fresh(tmp_path, **{"message.max.bytes": "100000"}) as broker, \
             Wire(broker.bootstrap) as wire:   # the same topic, the broker's limit raised
         assert _join_and_sync(wire, "large", b"a" * 30_000).error_code == 0
+
+
+@pytest.mark.parametrize("setting, key_type, topic", [
+    ("transaction.state.log.num.partitions", 1, "__transaction_state"),
+])
+def test_a_coordinator_topic_with_another_count_stops_the_broker_at_start_not_at_its_lookup(
+        tmp_path, setting, key_type, topic):
+    with _fresh(tmp_path, **{setting: "2"}) as broker, AdminClient(broker.bootstrap) as admin:
+        admin.call(ApiKey.FIND_COORDINATOR, key_type=key_type, coordinator_keys=("t",))
+        assert _listed(admin)[topic] == (2, True)
+    process = BrokerProcess(tmp_path / "data", {setting: "3"})
+    with pytest.raises(RuntimeError, match="roster did not start"):
+        process.start(timeout_s=30)
+    assert any(f"{topic} has 2 partitions but {setting} is 3" in line
+               for line in process.output)

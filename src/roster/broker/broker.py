@@ -231,12 +231,17 @@ class Broker:
                 self._faults.bind(self._loop)
         self.topics.load()
         self._restore_producer_state()
+        # the broker's own topics are made on first use; an existing one with another
+        # partition count stops the broker here, before anything is served
+        # (InternalTopic.check_existing)
+        self.transactions.log.topic.check_existing()
         self._tasks += self.transactions.load()
+        if self.topics.get(SHARE_STATE_TOPIC) is not None:   # built now: it replays the topic
+            self._build_share_state().log.topic.check_existing()
+            self._tasks += self._share_state.load()
         self._started = True
-        if self.topics.get(SHARE_STATE_TOPIC) is not None:
-            self._build_share_state()   # it replays the topic now
-        self.group_log.check_topic()      # created on first use when missing
-        self.group_events.check_topic()
+        self.group_log.topic.check_existing()
+        self.group_events.topic.check_existing()
         self._tasks.append(asyncio.ensure_future(self.groups.load()))
         self._tasks.append(asyncio.ensure_future(
             self.durability.run_periodic(self._all_partitions)))

@@ -43,9 +43,6 @@ class EventLog:
         self._scheduled = False
         self.written = 0
 
-    def check_topic(self) -> None:
-        self.topic.check_existing()
-
     def partition_for(self, group_id: str) -> int:
         return self.topic.partition_for(group_id)
 

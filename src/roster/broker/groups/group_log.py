@@ -127,9 +127,6 @@ class GroupLog:
     def ensure_topic(self) -> None:
         self.topic.ensure()
 
-    def check_topic(self) -> None:
-        self.topic.check_existing()
-
     def max_batch_bytes(self) -> int:
         """The largest batch the topic takes: its max.message.bytes (the broker's
         message.max.bytes unless the topic sets its own)."""
