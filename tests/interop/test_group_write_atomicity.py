@@ -48,8 +48,11 @@ def group_offsets(broker: BrokerProcess) -> set[int]:
 
 def test_a_large_commit_is_all_or_nothing_at_every_write_boundary(tmp_path, monkeypatch):
     assert PARTITIONS * METADATA_BYTES > 2 * BATCH_TARGET_BYTES   # it would span batches
+    # one operation's records are one batch: 3 MB of them needs message.max.bytes above it,
+    # which __consumer_offsets follows (as on Kafka, whose coordinator refuses the commit else)
     broker = BrokerProcess(tmp_path / "data",
-                           {"offset.metadata.max.bytes": str(METADATA_BYTES)}).start()
+                           {"offset.metadata.max.bytes": str(METADATA_BYTES),
+                            "message.max.bytes": str(8 << 20)}).start()
     try:
         create_topic(broker.bootstrap, TOPIC, PARTITIONS)
         assert commit_everywhere(broker.bootstrap, 1)
