@@ -48,7 +48,7 @@ RECORD_OVERHEAD = 32              # a record's framing at most, beside its key a
 BATCH_OVERHEAD = 61               # a v2 batch header
 # segment.bytes comes from offsets.topic.segment.bytes when the topic is created (ensure_topic)
 # (max.message.bytes is not set: the broker's message.max.bytes applies, as on Kafka; a topic
-# made by roster before 00ad659 keeps the 64 MiB it was made with)
+# made by roster before 1db7245 keeps the 64 MiB it was made with)
 INTERNAL_CONFIGS = {"cleanup.policy": "compact"}
 LOAD_CHUNK_BYTES = 1 << 20
 LOAD_YIELD_RECORDS = 20_000   # let requests in (they get LOAD_IN_PROGRESS) this often

@@ -50,8 +50,8 @@ def _check_replication(factor: int) -> None:
 
 def _check_not_own(broker, name: str) -> None:
     """The broker's own topics are made by the broker, on first use, with its settings: one
-    a client made first, with another partition count, would stop the broker (Kafka lets a
-    client make __consumer_offsets, and its coordinator then fails on a wrong count)."""
+    a client made first, with another partition count, would stop the broker at its next
+    start. (Kafka lets a client make __consumer_offsets first: a documented difference.)"""
     if broker.own_topic(name) is not None and broker.topics.get(name) is None:
         raise TopicError("invalid_request",
                          f"{name} is the broker's own topic; the broker creates it on first use")
