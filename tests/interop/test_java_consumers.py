@@ -148,7 +148,15 @@ def test_cooperative_sticky_subscriptions_carry_the_generation_of_what_they_own(
     for name in names:
         start(name)
     before = wait_split(jvm, names, topic, partitions, 4)
-    generation = {n: jvm.select("assigned", member=n)[-1]["generation"] for n in names}
+
+    def last_generations() -> dict[str, int]:
+        return {n: jvm.select("assigned", member=n)[-1]["generation"] for n in names}
+
+    # the round that evened the split is told to every member, the ones it gave nothing
+    # too, a moment apart: the generations they own their partitions in are known once
+    # all three have heard it
+    jvm.wait_for(lambda: len(set(last_generations().values())) == 1, "one generation")
+    generation = last_generations()
     mark = jvm.mark()
     start("m3")
     wait_split(jvm, [*names, "m3"], topic, partitions, 3)
