@@ -4,6 +4,7 @@ roster and to the Apache Kafka 4.4 peer."""
 from __future__ import annotations
 
 import datetime
+import threading
 import time
 import uuid
 
@@ -21,10 +22,18 @@ def ms(value: int) -> datetime.timedelta:
     return datetime.timedelta(milliseconds=value)
 
 
-def topic_id(wire: Wire, name: str) -> uuid.UUID:
-    answer = wire.call(ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False,
-                       include_topic_authorized_operations=False)
-    return next(t.topic_id for t in answer.topics if t.name == name)
+def topic_id(wire: Wire, name: str, timeout_s: float = 10.0) -> uuid.UUID:
+    """The topic's id, once Metadata lists it: Kafka's broker lists a topic a moment after
+    CreateTopics answered (its metadata comes from the controller)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        answer = wire.call(ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False,
+                           include_topic_authorized_operations=False)
+        found = [t.topic_id for t in answer.topics if t.name == name]
+        if found:
+            return found[0]
+        assert time.monotonic() < deadline, f"{name} not listed within {timeout_s} s"
+        threading.Event().wait(0.05)
 
 
 def _topics(api_key: int, version: int, parts) -> tuple:
