@@ -6,6 +6,7 @@ import pytest
 from roster.protocol.build import make
 from roster.protocol.codec import encode_request, encode_response, request_schema, response_schema
 from roster.protocol.errors import ErrorCode, MalformedRequest
+from roster.protocol import heartbeat_wire
 from roster.protocol.heartbeat_wire import decode_heartbeat, encode_heartbeat_answer
 
 HEARTBEAT = 12
@@ -65,3 +66,28 @@ def test_null_group_id_is_malformed():
     frame[at:at + 2 + len("group-ü".encode())] = b"\xff\xff"
     with pytest.raises(MalformedRequest):
         decode_heartbeat(bytes(frame), 2)
+
+
+def test_a_repeated_heartbeat_is_decoded_from_the_memo_per_version():
+    frame = kio_request(3)
+    assert decode_heartbeat(frame, 3) == decode_heartbeat(frame, 3)
+    assert heartbeat_wire._memo[3][frame[8:]][2] == "member-1"
+    # The same bytes under a v2 header read differently (no instance id: bytes left over).
+    as_v2 = frame[:2] + (2).to_bytes(2, "big") + frame[4:]
+    with pytest.raises(MalformedRequest):
+        decode_heartbeat(as_v2, 2)
+    assert frame[8:] not in heartbeat_wire._memo.get(2, {})
+
+
+def test_the_memo_is_bounded_and_keeps_neither_failures_nor_long_frames(monkeypatch):
+    monkeypatch.setattr(heartbeat_wire, "_memo", {})
+    monkeypatch.setattr(heartbeat_wire, "MEMO_ENTRIES", 4)
+    for n in range(10):
+        decode_heartbeat(kio_request(3, member_id=f"member-{n}"), 3)
+        assert len(heartbeat_wire._memo[3]) <= 4
+    long = kio_request(3, client_id="c" * (heartbeat_wire.MEMO_TAIL_BYTES + 1))
+    assert decode_heartbeat(long, 3)[2] == "member-1"
+    assert long[8:] not in heartbeat_wire._memo[3]
+    with pytest.raises(MalformedRequest):
+        decode_heartbeat(kio_request(3)[:-1], 3)
+    assert kio_request(3)[8:-1] not in heartbeat_wire._memo[3]

@@ -56,9 +56,8 @@ class WallClock:
     """Outside test mode: wall time, which nobody can move."""
 
     manual = False
-
-    def time(self) -> float:
-        return time.time()
+    # wall time itself rather than a method calling it: every heartbeat reads this clock
+    time = staticmethod(time.time)
 
     def now_ms(self) -> int:
         return int(time.time() * 1000)

@@ -25,7 +25,12 @@ _new_tuple = tuple.__new__
 
 def read_size(four_bytes: bytes, max_size: int) -> int:
     """The size of the frame that follows; MalformedRequest when it is negative or too large."""
-    (size,) = SIZE.unpack(four_bytes)
+    return check_size(SIZE.unpack(four_bytes)[0], max_size)
+
+
+def check_size(size: int, max_size: int) -> int:
+    """A frame's size as read from its prefix; MalformedRequest when it is negative, shorter
+    than a request header or larger than `max_size`."""
     if size < REQUEST_PREFIX.size:
         raise MalformedRequest(f"frame size {size} is smaller than a request header")
     if size > max_size:

@@ -27,18 +27,44 @@ HEADER_PREFIX_SIZE = 8  # api_key, api_version, correlation_id
 FLEXIBLE_FROM = 4
 
 
-# (group_id, generation_id, member_id, group_instance_id): a plain tuple, built per heartbeat
+# (group_id, generation_id, member_id, group_instance_id): a plain tuple
 HeartbeatFields = tuple[str, int, str, str | None]
+
+# A member's heartbeats are the same bytes each time but for the correlation id: the fields
+# decoded from what follows it are kept, so a steady member's heartbeat is decoded once. The
+# memo is keyed by those bytes per version (a v2 and a v3 frame may share them and read
+# differently); only frames that decoded cleanly, and whose bytes after the correlation id are
+# at most MEMO_TAIL_BYTES (a real heartbeat's are a few hundred at most), enter it. It is
+# emptied when it reaches MEMO_ENTRIES, more than the members a broker like this serves, so it
+# holds a few megabytes at most: members of a new generation, or a client that varies its
+# frames, cost a decode and no more memory.
+MEMO_ENTRIES = 16_384
+MEMO_TAIL_BYTES = 512
+_memo: dict[int, dict[bytes, HeartbeatFields]] = {}
 
 
 def decode_heartbeat(frame: bytes, version: int) -> HeartbeatFields:
     """The request's fields, from a whole frame (header included, size prefix not)."""
+    tail = frame[HEADER_PREFIX_SIZE:]
+    memo = _memo.get(version)
+    if memo is not None:
+        fields = memo.get(tail)
+        if fields is not None:
+            return fields
+    else:
+        memo = _memo[version] = {}
     try:
         if version >= FLEXIBLE_FROM:
-            return _decode_flexible(frame)
-        return _decode_classic(frame, version)
+            fields = _decode_flexible(frame)
+        else:
+            fields = _decode_classic(frame, version)
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise MalformedRequest(f"cannot decode Heartbeat v{version}: {exc}") from exc
+    if len(tail) <= MEMO_TAIL_BYTES:
+        if len(memo) >= MEMO_ENTRIES:
+            memo.clear()
+        memo[tail] = fields
+    return fields
 
 
 def _decode_classic(frame: bytes, version: int) -> HeartbeatFields:

@@ -197,18 +197,26 @@ class ApiSpec:
     # the declarations that apply at each version (from `resources`)
     admitting: dict[int, tuple[Resource, ...]] = field(default=None, init=False, repr=False,
                                                        compare=False)
+    # the versions served, and those of them decoded (not `legacy`): ranges, so that the
+    # dispatcher tests a request's version without a method call
+    versions: range = field(default=None, init=False, repr=False, compare=False)
+    decoded: range = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "versions", range(self.min_version, self.max_version + 1))
+        object.__setattr__(self, "decoded", range(
+            self.min_version if self.decoded_from is None else self.decoded_from,
+            self.max_version + 1))
         object.__setattr__(self, "admitting", {
             version: tuple(r for r in self.resources if applies(r, version)
                            and not isinstance(r, (NotAResource, CoordinatorKeys)))
             for version in range(self.min_version, self.max_version + 1)})
 
     def supports(self, version: int) -> bool:
-        return self.min_version <= version <= self.max_version
+        return version in self.versions
 
     def is_legacy(self, version: int) -> bool:
-        return self.decoded_from is not None and version < self.decoded_from
+        return version in self.versions and version not in self.decoded
 
 
 class Registry:

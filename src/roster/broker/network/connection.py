@@ -332,7 +332,7 @@ class Connection(asyncio.BufferedProtocol):
         spec = self.broker.registry.get(prefix.api_key)
         if spec is None:
             raise MalformedRequest(f"unknown api key {prefix.api_key}")
-        if not spec.supports(prefix.api_version):
+        if prefix.api_version not in spec.versions:
             if prefix.api_key == API_VERSIONS:
                 return answer_unsupported_version(self.broker.registry, prefix)
             raise MalformedRequest(
@@ -346,7 +346,7 @@ class Connection(asyncio.BufferedProtocol):
             if answer is not FAULTS_PASS:
                 return answer
         # the same as dispatch(), inline: a method call per request costs as much as the check
-        if spec.is_legacy(prefix.api_version):
+        if prefix.api_version not in spec.decoded:
             return spec.legacy(frame, prefix)
         if spec.raw is not None:
             answer = spec.raw(self.broker, frame, prefix, self)

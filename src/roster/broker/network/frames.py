@@ -18,7 +18,7 @@ before any other connection reads.
 """
 from __future__ import annotations
 
-from roster.protocol.framing import SIZE, read_size
+from roster.protocol.framing import REQUEST_PREFIX, SIZE, check_size
 
 SCRATCH_SIZE = 256 * 1024
 MIN_READ = 16 * 1024  # never offer the kernel less room than this
@@ -29,6 +29,10 @@ _spares: list[bytearray] = []
 MAX_SPARES = 8
 MAX_SPARE_SIZE = 4 * 1024 * 1024
 SPARE_FIT = 4  # a spare is reused for at most this many times the room asked for
+# A frame up to this size is copied out by slicing (two copies, but a memoryview costs more
+# than copying a small frame twice: most requests are a few dozen bytes); a larger one through
+# a memoryview (one copy).
+SMALL_FRAME = 16 * 1024
 
 
 class FrameBuffer:
@@ -88,13 +92,18 @@ class FrameBuffer:
         available = self._end - self._start
         if available < SIZE.size:
             return None
-        size = read_size(self._buffer[self._start:self._start + SIZE.size], self._max_size)
+        (size,) = SIZE.unpack_from(self._buffer, self._start)
+        if size < REQUEST_PREFIX.size or size > self._max_size:  # the call only when it raises
+            check_size(size, self._max_size)
         self._needed = SIZE.size + size
         if available < self._needed:
             return None
         begin = self._start + SIZE.size
-        with memoryview(self._buffer) as view:
-            frame = bytes(view[begin:begin + size])  # one copy (a bytearray slice would add one)
+        if size <= SMALL_FRAME:
+            frame = bytes(self._buffer[begin:begin + size])
+        else:
+            with memoryview(self._buffer) as view:
+                frame = bytes(view[begin:begin + size])
         self._start += self._needed
         self._needed = 0
         return frame
