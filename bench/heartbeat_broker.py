@@ -32,6 +32,7 @@ import loadgen  # noqa: E402
 from connection_standin import Transport, connect, feed  # noqa: E402
 
 SUBSCRIPTION = loadgen.subscription(0)
+SESSION_MS = 600_000  # within Kafka's default group.max.session.timeout.ms (30 min)
 
 
 async def answer(transport: Transport) -> bytes:
@@ -59,8 +60,9 @@ async def run(args) -> None:
     for g in range(args.groups):
         group, instance = f"g{g}", f"i{g}"
         connection, transport = connect(broker, config)
-        feed(connection, bytes(loadgen.join_frame("bench", group, 30_000, 30_000, "", instance,
-                                                  SUBSCRIPTION)), args.read)
+        # sessions outlast the formation (10,000 groups take longer than 30 s to form here)
+        feed(connection, bytes(loadgen.join_frame("bench", group, SESSION_MS, 30_000, "",
+                                                  instance, SUBSCRIPTION)), args.read)
         joined = loadgen.parse_join(await answer(transport))
         feed(connection, bytes(loadgen.sync_frame("bench", group, joined.generation,
                                                   joined.member_id, instance,
