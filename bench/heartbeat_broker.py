@@ -28,6 +28,7 @@ from pathlib import Path
 import roster  # the tree PYTHONPATH names, before loadgen puts this checkout's src/ first
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import heartbeat_floor  # noqa: E402
 import loadgen  # noqa: E402
 from connection_standin import Transport, connect, feed  # noqa: E402
 
@@ -56,7 +57,7 @@ async def run(args) -> None:
     if args.metrics:
         from roster.observability.metrics import Metrics
         broker.request_stats = Metrics(broker).stats
-    frames = []
+    frames, members = [], []
     for g in range(args.groups):
         group, instance = f"g{g}", f"i{g}"
         connection, transport = connect(broker, config)
@@ -70,6 +71,7 @@ async def run(args) -> None:
         await answer(transport)
         frames.append(bytes(loadgen.heartbeat_frame("bench", group, joined.generation,
                                                     joined.member_id, instance)))
+        members.append((group, joined.generation, joined.member_id))
     connection, transport = connect(broker, config)
     stream = b"".join(frames) * (args.count // len(frames))
     count = args.count // len(frames) * len(frames)
@@ -96,6 +98,13 @@ async def run(args) -> None:
             elapsed = time.process_time() - started
             best = elapsed if best is None else min(best, elapsed)
         print(f"{best / count * 1e9:.0f} ns per heartbeat ({roster.__file__})")
+        if args.floor:
+            floor_ns, floor_answers = heartbeat_floor.best_ns(stream, count, members,
+                                                              args.repeat)
+            if floor_answers != bytes(transport.data):
+                raise SystemExit("the floor's answers differ from roster's")
+            print(f"{floor_ns:.0f} ns per heartbeat: the floor (bench/heartbeat_floor.py); "
+                  f"roster costs {best / count * 1e9 / floor_ns:.2f}x it")
     await broker.stop()
 
 
@@ -108,6 +117,9 @@ def main() -> int:
     ap.add_argument("--read", type=int, default=64 * 1024, help="bytes per socket read")
     ap.add_argument("--metrics", action="store_true", help="request stats on (/metrics)")
     ap.add_argument("--profile", action="store_true", help="cProfile one pass instead")
+    ap.add_argument("--floor", action="store_true",
+                    help="also the least CPython can do per heartbeat over the same frames "
+                         "(bench/heartbeat_floor.py), and roster's ratio to it")
     args = ap.parse_args()
     import uvloop
     uvloop.run(run(args))

@@ -579,11 +579,19 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
                 progress(f"{kind}: {result['errors']} heartbeat answers carried an error")
         if "heartbeats" in args.coordinator_parts and n == 0:
             load = loadavg()
-            floor = await echo_floor(args.members, cargs)
+            floor = await floor_blast(args.members, cargs, "echo")
             table.add("coordinator", f"floor: bare uvloop echo of {args.members:,} members' "
                       "classic Heartbeat frames per its CPU-s", "/CPU-s", True, "roster",
                       floor["per_broker_cpu_s"], load, floor["other_cpus"],
                       note="canned answers, no coordinator; no Kafka counterpart")
+            load = loadavg()
+            floor = await floor_blast(args.members, cargs, "heartbeat")
+            table.add("coordinator", f"floor: a heartbeat's irreducible work in CPython, "
+                      f"{args.members:,} members' classic Heartbeat frames per its CPU-s",
+                      "/CPU-s", True, "roster", floor["per_broker_cpu_s"], load,
+                      floor["other_cpus"],
+                      note="bench/heartbeat_floor.py: frame, fields, two dict lookups, the "
+                           "deadline, the answer; no Kafka counterpart")
         for size in args.sizes:
             settings, note = rebalance_settings(size) if "rebalance" in args.coordinator_parts \
                 else ({}, "")
@@ -632,14 +640,15 @@ async def section_coordinator(brokers: Brokers, table: Table, args) -> None:
                           statistics.median(r["broker_cpu_s"] for r in runs), load)
 
 
-class EchoPeer:
-    """bench/loadgen.py's echo peer (a uvloop Protocol answering each frame with a canned
-    answer) on the broker core: what a Python server costs to read, frame and answer a
-    heartbeat with no coordinator behind it -- the ceiling of roster's heartbeats per CPU-s."""
+class FloorPeer:
+    """A Python server standing in for the broker on its core, to measure a floor: by default
+    bench/loadgen.py's echo peer (a uvloop Protocol answering each frame with a canned
+    answer: what a Python server costs to read, frame and answer a heartbeat with no
+    coordinator behind it), or the command given (bench/heartbeat_floor.py)."""
 
-    def __init__(self) -> None:
-        self.proc = subprocess.Popen([PYTHON, str(REPO / "bench" / "loadgen.py"), "echo",
-                                      "--sizes", ""], stdout=subprocess.PIPE, text=True,
+    def __init__(self, argv: list[str] | None = None) -> None:
+        argv = argv or [str(REPO / "bench" / "loadgen.py"), "echo", "--sizes", ""]
+        self.proc = subprocess.Popen([PYTHON, *argv], stdout=subprocess.PIPE, text=True,
                                      cwd=REPO, preexec_fn=_child_setup)
         line = self.proc.stdout.readline()
         self.host, port = line.rsplit(" ", 1)[1].strip().rsplit(":", 1)
@@ -653,26 +662,35 @@ class EchoPeer:
 
     def check(self) -> None:
         if self.proc.poll() is not None:
-            raise RuntimeError(f"the echo peer exited with code {self.proc.returncode}")
+            raise RuntimeError(f"the floor peer exited with code {self.proc.returncode}")
 
     def stop(self) -> None:
         self.proc.terminate()
         self.proc.wait(10)
 
 
-async def echo_floor(members: int, cargs) -> dict:
+async def floor_blast(members: int, cargs, which: str) -> dict:
     """The heartbeat blast of section coordinator (same connections, window, warm-up and
-    window counted) against the echo peer, with the frames of `members` static members."""
-    frames = [bytes(loadgen.heartbeat_frame(f"echo-{i}", f"hb-{i // 100:03d}", 1,
-                                            f"m-{i:05d}-{uuid.uuid4()}", f"i-{i:05d}"))
-              for i in range(members)]
-    peer = EchoPeer()
+    window counted), with the frames of `members` static members (100 to a group), against a
+    floor: "echo" (canned answers) or "heartbeat" (bench/heartbeat_floor.py: a heartbeat's
+    irreducible work, these members known to it)."""
+    table = [(f"hb-{i // 100:03d}", 1, f"m-{i:05d}-{uuid.uuid4()}") for i in range(members)]
+    frames = [bytes(loadgen.heartbeat_frame(f"floor-{i}", group_id, generation, member_id,
+                                            f"i-{i:05d}"))
+              for i, (group_id, generation, member_id) in enumerate(table)]
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump(table, f)
     try:
-        return await coordinator_consumer.blast(kit, peer, frames,
-                                                 coordinator_consumer.CLASSIC_ERROR_AT, cargs,
-                                                 "echo")
+        peer = FloorPeer() if which == "echo" else FloorPeer(
+            [str(REPO / "bench" / "heartbeat_floor.py"), "--members", f.name])
+        try:
+            return await coordinator_consumer.blast(kit, peer, frames,
+                                                     coordinator_consumer.CLASSIC_ERROR_AT,
+                                                     cargs, which)
+        finally:
+            peer.stop()
     finally:
-        peer.stop()
+        os.unlink(f.name)
 
 
 # -- commits ------------------------------------------------------------------------------------
