@@ -20,6 +20,7 @@ from roster.protocol.codec import request_schema
 from roster.protocol.errors import ErrorCode
 from tests.support.cli import ok, roster
 from tests.support.groups import create_topic
+from tests.support.share_judges import wait_until
 from tests.support.wire import Wire
 
 pytestmark = [pytest.mark.interop]
@@ -331,13 +332,22 @@ def configs(bootstrap: str) -> dict:
     with Wire(bootstrap) as wire:
         for name, value in BAD_CONFIGS + GOOD_CONFIGS:
             seen[f"{name}={value}"] = alter(wire, "configured-share", name, value)
-        schema = request_schema(ApiKey.DESCRIBE_CONFIGS, 4)
-        answer = wire.call(ApiKey.DESCRIBE_CONFIGS, 4, resources=(make(
-            element(schema, "resources"), resource_type=32, resource_name="configured-share",
-            configuration_keys=None),), include_synonyms=False, include_documentation=False)
-        seen["described"] = sorted((c.name, c.value, c.config_type) for c in
-                                   answer.results[0].configs
-                                   if c.name.startswith(("share.", "errors.")))
+        taken = {name: value for name, value in GOOD_CONFIGS
+                 if seen[f"{name}={value}"][0] == ErrorCode.none}
+
+        def described():
+            # Kafka applies a group config through its metadata log: under load a describe
+            # made at once may not show the last change yet
+            schema = request_schema(ApiKey.DESCRIBE_CONFIGS, 4)
+            answer = wire.call(ApiKey.DESCRIBE_CONFIGS, 4, resources=(make(
+                element(schema, "resources"), resource_type=32,
+                resource_name="configured-share", configuration_keys=None),),
+                include_synonyms=False, include_documentation=False)
+            found = sorted((c.name, c.value, c.config_type) for c in answer.results[0].configs
+                           if c.name.startswith(("share.", "errors.")))
+            values = {name: value for name, value, _ in found}
+            return found if all(values.get(n) == v for n, v in taken.items()) else None
+        seen["described"] = wait_until(described, "every config taken to be described")
     return seen
 
 

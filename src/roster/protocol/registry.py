@@ -216,7 +216,7 @@ class ApiSpec:
         return version in self.versions
 
     def is_legacy(self, version: int) -> bool:
-        return version in self.versions and version not in self.decoded
+        return self.decoded_from is not None and version < self.decoded_from
 
 
 class Registry:
