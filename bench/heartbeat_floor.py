@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import signal
 import struct
 import time
 
@@ -124,17 +123,6 @@ class Peer(asyncio.Protocol):
             self.transport.write(answers)
 
 
-async def listen(host: str, port: int) -> None:
-    loop = asyncio.get_running_loop()
-    server = await loop.create_server(Peer, host, port, backlog=4096)
-    print(f"floor listening on {host}:{server.sockets[0].getsockname()[1]}", flush=True)
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    await stop.wait()
-    server.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -146,7 +134,9 @@ def main() -> None:
     with open(args.members) as f:
         Peer.groups = member_table(json.load(f))
     import uvloop
-    uvloop.run(listen(args.host, args.port))
+
+    import loadgen   # bench/, this script's folder
+    uvloop.run(loadgen.serve_until_stopped(Peer, args.host, args.port, "floor"))
 
 
 if __name__ == "__main__":

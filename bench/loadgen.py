@@ -723,10 +723,16 @@ def build_canned(sizes: list[int]) -> dict:
 
 async def serve_echo(host: str, port: int, sizes: list[int]) -> None:
     Echo.canned = build_canned(sizes)
+    await serve_until_stopped(Echo, host, port, "echo")
+
+
+async def serve_until_stopped(protocol, host: str, port: int, name: str) -> None:
+    """A floor peer's server: prints "<name> listening on HOST:PORT" (what the benchmarks wait
+    for), then serves until SIGTERM or SIGINT."""
     loop = asyncio.get_running_loop()
     backlog = int(os.environ.get("ECHO_BACKLOG", "4096"))
-    server = await loop.create_server(Echo, host, port, backlog=backlog)
-    print(f"echo listening on {host}:{server.sockets[0].getsockname()[1]}", flush=True)
+    server = await loop.create_server(protocol, host, port, backlog=backlog)
+    print(f"{name} listening on {host}:{server.sockets[0].getsockname()[1]}", flush=True)
     stop = asyncio.Event()
     import signal
     for signum in (signal.SIGTERM, signal.SIGINT):
