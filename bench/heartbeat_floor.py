@@ -52,7 +52,7 @@ def serve(stream, groups: dict[str, Group], now_ms: int) -> tuple[bytes, int]:
     (the start of a frame) begins."""
     out = []
     start, end = 0, len(stream)
-    while start + 4 <= end:
+    while start + HEADER.size <= end:   # (a read may end inside a frame's header)
         size, _, _, correlation_id, client_length = HEADER.unpack_from(stream, start)
         following = start + 4 + size
         if following > end:
