@@ -25,6 +25,16 @@ def _admin(args) -> AdminClient:
     return AdminClient(args.bootstrap_server, security=_security(args.command_config))
 
 
+def _console_authorization(args) -> str | None:
+    """The HTTP Basic credentials for a broker's console: the SCRAM user and password of
+    --command-config (the console asks for them when the listeners use SASL), else None."""
+    security = _security(args.command_config)
+    if security is None or not security.username:
+        return None
+    from roster.admin.console_http import basic_authorization
+    return basic_authorization(security.username, security.password or "")
+
+
 def _security(path: str | None, **defaults: str):
     """The ClientSecurity of a --command-config file (None without one); `defaults` fill
     settings the file does not give."""
@@ -100,8 +110,8 @@ def _groups(args) -> int:
                     import dataclasses
 
                     from roster.admin import share_in_flight   # a share group: roster's counts
-                    described = dataclasses.replace(
-                        described, in_flight=share_in_flight.read(args.http, group_id))
+                    described = dataclasses.replace(described, in_flight=share_in_flight.read(
+                        args.http, group_id, _console_authorization(args)))
                 print("\n".join(group_commands.describe_lines(
                     described, group_commands.last_written(client, group_id))))
         elif args.action == "delete":

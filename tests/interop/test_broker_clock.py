@@ -428,20 +428,8 @@ def test_the_clock_route_asks_for_credentials_when_a_listener_uses_sasl(tmp_path
     import base64
 
     from roster.cli import main
-    from tests.support.ports import free_port
-    from tests.support.security import (
-        PASSWORDS,
-        SecureBroker,
-        add_users_offline,
-        make_pki,
-        secure_settings,
-    )
-    pki = make_pki(tmp_path / "pki")
-    add_users_offline(tmp_path / "data", tmp_path)
-    port = free_port()
-    broker = SecureBroker(tmp_path / "data", secure_settings(
-        pki, **{"http.port": str(port), "roster.test.mode": "true"})).start()
-    url = f"http://127.0.0.1:{port}/"
+    from tests.support.security import PASSWORDS, secure_broker_with_console
+    broker, url = secure_broker_with_console(tmp_path, **{"roster.test.mode": "true"})
     try:
         def advance(user=None, password=None):
             request = urllib.request.Request(url + "clock/advance", method="POST",

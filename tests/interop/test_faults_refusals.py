@@ -211,20 +211,8 @@ def test_with_a_sasl_listener_the_routes_and_the_cli_need_a_scram_user(tmp_path)
     import urllib.error
     import urllib.request
 
-    from tests.support.ports import free_port
-    from tests.support.security import (
-        PASSWORDS,
-        SecureBroker,
-        add_users_offline,
-        make_pki,
-        secure_settings,
-    )
-    pki = make_pki(tmp_path / "pki")
-    add_users_offline(tmp_path / "data", tmp_path)
-    port = free_port()
-    broker = SecureBroker(tmp_path / "data", secure_settings(
-        pki, **{"http.port": str(port), "roster.test.mode": "true"})).start()
-    url = f"http://127.0.0.1:{port}/"
+    from tests.support.security import PASSWORDS, secure_broker_with_console
+    broker, url = secure_broker_with_console(tmp_path, **{"roster.test.mode": "true"})
     try:
         def post(user=None, password=None):
             request = urllib.request.Request(url + "faults", method="POST", data=json.dumps(

@@ -227,3 +227,53 @@ def test_share_group_records_in_metrics_history_and_console(broker, tmp_path):
     assert any(labels and ("group", GROUP) in labels for _, labels in metrics(http))
     ok(roster("--bootstrap-server", broker.bootstrap, "groups", "delete", GROUP))
     assert not [key for key in metrics(http) if ("group", GROUP) in key[1]]
+
+
+@pytest.mark.xdist_group("security")
+def test_in_flight_counts_from_a_console_that_asks_for_credentials(tmp_path):
+    """With SASL listeners the console asks every request for a SCRAM user's HTTP Basic
+    credentials: `groups describe --http` sends --command-config's user, and says what is
+    wrong when there is none or the password is refused (the password never in the output)."""
+    asyncio.run(asyncio.wait_for(_credentials_scenario(tmp_path), 240))
+
+
+async def _credentials_scenario(tmp_path):
+    from roster.admin import share_in_flight
+    from roster.admin.console_http import basic_authorization
+    from tests.support.security import PASSWORDS, secure_broker_with_console
+    broker, http = secure_broker_with_console(tmp_path)
+    plaintext = broker.listener("PLAINTEXT")
+    try:
+        with AdminClient(plaintext) as admin:
+            create(admin, "held", 1, {})
+        consumer = await joined(plaintext, "secured-share", "held")
+        try:
+            def config(password: str):
+                path = tmp_path / f"client-{password}.properties"
+                path.write_text("security.protocol=SASL_PLAINTEXT\n"
+                                "sasl.mechanism=SCRAM-SHA-256\n"
+                                f"sasl.username=alice\nsasl.password={password}\n")
+                return str(path)
+
+            def describe(*extra):
+                return roster("--bootstrap-server", broker.listener("SASL_PLAINTEXT"), "groups",
+                              "describe", "secured-share", "--http", http, *extra)
+            lines = ok(await asyncio.to_thread(describe, "--command-config",
+                                               config(PASSWORDS["alice"])))
+            assert "ACQUIRED" in lines and "held " in lines
+            # without a user (the admin side over PLAINTEXT), the console refuses, and says why
+            done = await asyncio.to_thread(
+                lambda: roster("--bootstrap-server", plaintext, "groups", "describe",
+                               "secured-share", "--http", http))
+            assert done.returncode != 0
+            assert "HTTP 401, credentials are required" in done.stderr
+            # a wrong password (over SASL it would be refused by the listener first)
+            wrong = "not-" + PASSWORDS["alice"]
+            with pytest.raises(share_in_flight.InFlightUnavailable) as refused:
+                share_in_flight.read(http, "secured-share", basic_authorization("alice", wrong))
+            assert "HTTP 401, the credentials were refused" in str(refused.value)
+            assert wrong not in str(refused.value)
+        finally:
+            await consumer.close()
+    finally:
+        broker.stop()

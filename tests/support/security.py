@@ -148,3 +148,16 @@ class SecureBroker(BrokerProcess):
 
     def log_text(self) -> str:
         return "\n".join(self.output)
+
+
+def secure_broker_with_console(tmp_path: Path, **extra: str) -> tuple[SecureBroker, str]:
+    """A started SecureBroker (secure_settings and `extra`) whose users alice and bob were
+    added before its first start (their password files in tmp_path), with its HTTP console on
+    a free loopback port; and the console's URL."""
+    from tests.support.ports import free_port
+    pki = make_pki(tmp_path / "pki")
+    add_users_offline(tmp_path / "data", tmp_path)
+    port = free_port()
+    broker = SecureBroker(tmp_path / "data", secure_settings(
+        pki, **{"http.port": str(port), **extra})).start()
+    return broker, f"http://127.0.0.1:{port}/"

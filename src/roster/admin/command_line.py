@@ -93,7 +93,8 @@ def add_groups(commands, run) -> None:
     describe.add_argument("--http", metavar="URL",
                           help="a roster broker's console (roster serve --http-port): a share "
                                "group's in-flight records per partition, by state, from its "
-                               "/metrics (not on Kafka's wire)")
+                               "/metrics (not on Kafka's wire); with SASL listeners it is sent "
+                               "--command-config's SCRAM user")
     _action(actions, "delete", "delete Empty groups and their committed offsets",
             group="groups")
     history = _action(actions, "history", "a group's rebalances, one per generation, and "

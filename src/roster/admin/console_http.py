@@ -22,8 +22,7 @@ def ask(args, command: str, path: str, method: str | None = None,
         body: dict | None = None) -> dict | None:
     """The console's JSON answer to `method path` (with `body` as JSON); None once the broker's
     refusal, or why it cannot be reached, has been printed after `command` (`roster clock`)."""
-    import base64   # here: `roster serve` builds the parsers and should not pay for urllib
-    import json
+    import json   # here: `roster serve` builds the parsers and should not pay for urllib
     import urllib.error
     import urllib.request
     base = args.http.rstrip("/")
@@ -34,9 +33,8 @@ def ask(args, command: str, path: str, method: str | None = None,
             f"{base}{path}", method=method, data=json.dumps(body).encode(),
             headers={"Content-Type": "application/json"})
     if args.user:
-        password = _password(args.password_file)
-        token = base64.b64encode(f"{args.user}:{password}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
+        request.add_header("Authorization",
+                           basic_authorization(args.user, _password(args.password_file)))
     try:
         with urllib.request.urlopen(request, timeout=60) as answer:
             return json.loads(answer.read())
@@ -52,6 +50,13 @@ def ask(args, command: str, path: str, method: str | None = None,
         print(f"{command}: cannot reach {base}: {getattr(exc, 'reason', exc)}",
               file=sys.stderr)
         return None
+
+
+def basic_authorization(user: str, password: str) -> str:
+    """An Authorization header's value: HTTP Basic credentials of a SCRAM user, which the
+    console asks for when the broker's listeners use SASL."""
+    import base64
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
 
 
 def _password(path: str | None) -> str:

@@ -31,14 +31,26 @@ def parse(text: str, group_id: str) -> dict[tuple[str, int], dict[str, int]]:
     return found
 
 
-def read(url: str, group_id: str, timeout_s: float = 30) -> dict[tuple[str, int], dict]:
-    """The group's in-flight records from the console at `url` (http://host:port)."""
+def read(url: str, group_id: str, authorization: str | None = None,
+         timeout_s: float = 30) -> dict[tuple[str, int], dict]:
+    """The group's in-flight records from the console at `url` (http://host:port);
+    `authorization`: an Authorization header's value (console_http.basic_authorization), which
+    the console asks for when the broker's listeners use SASL."""
     import urllib.error
     import urllib.request
     target = url.rstrip("/") + "/metrics"
+    request = urllib.request.Request(target)
+    if authorization is not None:
+        request.add_header("Authorization", authorization)
     try:
-        with urllib.request.urlopen(target, timeout=timeout_s) as answer:
+        with urllib.request.urlopen(request, timeout=timeout_s) as answer:
             text = answer.read().decode()
+    except urllib.error.HTTPError as refused:
+        why = ""
+        if refused.code == 401:   # the listeners use SASL
+            why = (", the credentials were refused" if authorization is not None else
+                   ", credentials are required: a --command-config naming a SCRAM user")
+        raise InFlightUnavailable(f"cannot read {target}: HTTP {refused.code}{why}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         raise InFlightUnavailable(f"cannot read {target}: {exc}") from None
     return parse(text, group_id)
