@@ -64,3 +64,22 @@ def feed(connection, stream: bytes, read: int) -> None:
         room[:n] = stream[at:at + n]
         connection.buffer_updated(n)
         at += n
+
+
+async def started_broker(prefix: str):
+    """A real Broker on a fresh data directory, as the in-process benchmarks run it (one
+    __consumer_offsets partition, no initial rebalance delay), once its groups are loaded;
+    returns it and its config."""
+    import asyncio
+    import tempfile
+    from pathlib import Path
+
+    from roster.broker.broker import Broker
+    from roster.config import BrokerConfig
+    config = BrokerConfig.from_overrides({"offsets.topic.num.partitions": "1",
+                                          "group.initial.rebalance.delay.ms": "0"})
+    broker = Broker(config, Path(tempfile.mkdtemp(prefix=prefix)))
+    broker.start()
+    while not getattr(broker.groups, "loaded", True):   # (an older tree may not say)
+        await asyncio.sleep(0.005)
+    return broker, config

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import roster  # the tree PYTHONPATH names, before loadgen puts this checkout's 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import heartbeat_floor  # noqa: E402
 import loadgen  # noqa: E402
-from connection_standin import Transport, connect, feed  # noqa: E402
+from connection_standin import Transport, connect, feed, started_broker  # noqa: E402
 
 SUBSCRIPTION = loadgen.subscription(0)
 SESSION_MS = 600_000  # within Kafka's default group.max.session.timeout.ms (30 min)
@@ -47,13 +46,7 @@ async def answer(transport: Transport) -> bytes:
 
 
 async def run(args) -> None:
-    from roster.broker.broker import Broker
-    from roster.config import BrokerConfig
-    config = BrokerConfig.from_overrides({"offsets.topic.num.partitions": "1",
-                                          "group.initial.rebalance.delay.ms": "0"})
-    broker = Broker(config, Path(tempfile.mkdtemp(prefix="roster-hb-broker-")))
-    broker.start()
-    await asyncio.sleep(0.2)   # __consumer_offsets loaded
+    broker, config = await started_broker("roster-hb-broker-")
     if args.metrics:
         from roster.observability.metrics import Metrics
         broker.request_stats = Metrics(broker).stats

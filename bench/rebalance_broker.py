@@ -22,7 +22,6 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,7 +29,7 @@ import roster  # the tree PYTHONPATH names, before loadgen puts this checkout's 
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import loadgen  # noqa: E402
-from connection_standin import Transport, connect, feed  # noqa: E402
+from connection_standin import Transport, connect, feed, started_broker  # noqa: E402
 
 GROUP = "rebalance"
 SESSION_MS = 600_000
@@ -99,13 +98,7 @@ async def rebalance(members: Members, round_no: int) -> float:
 
 
 async def run(args) -> None:
-    from roster.broker.broker import Broker
-    from roster.config import BrokerConfig
-    config = BrokerConfig.from_overrides({"offsets.topic.num.partitions": "1",
-                                          "group.initial.rebalance.delay.ms": "0"})
-    broker = Broker(config, Path(tempfile.mkdtemp(prefix="roster-rb-broker-")))
-    broker.start()
-    await asyncio.sleep(0.2)   # __consumer_offsets loaded
+    broker, config = await started_broker("roster-rb-broker-")
     members = Members(broker, config, args.members)
     await rebalance(members, 0)   # the group forms
     await rebalance(members, 1)   # warm-up

@@ -104,14 +104,16 @@ def _groups(args) -> int:
         elif args.action == "describe":
             if args.view:
                 return _kafka_views(client, args, args.view)
+            console = getattr(args, "http", None)
+            authorization = _console_authorization(args) if console else None
             for group_id in _chosen_groups(client, args):
                 described = group_commands.describe(client, group_id)
-                if getattr(args, "http", None) and hasattr(described, "in_flight"):
+                if console and hasattr(described, "in_flight"):
                     import dataclasses
 
                     from roster.admin import share_in_flight   # a share group: roster's counts
                     described = dataclasses.replace(described, in_flight=share_in_flight.read(
-                        args.http, group_id, _console_authorization(args)))
+                        console, group_id, authorization))
                 print("\n".join(group_commands.describe_lines(
                     described, group_commands.last_written(client, group_id))))
         elif args.action == "delete":

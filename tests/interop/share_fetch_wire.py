@@ -4,7 +4,6 @@ roster and to the Apache Kafka 4.4 peer."""
 from __future__ import annotations
 
 import datetime
-import threading
 import time
 import uuid
 
@@ -13,6 +12,7 @@ from confluent_kafka import Producer
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import request_schema
+from tests.support.transactions import wait_for
 from tests.support.wire import Wire
 
 MEMBER = "m" * 22
@@ -25,15 +25,11 @@ def ms(value: int) -> datetime.timedelta:
 def topic_id(wire: Wire, name: str, timeout_s: float = 10.0) -> uuid.UUID:
     """The topic's id, once Metadata lists it: Kafka's broker lists a topic a moment after
     CreateTopics answered (its metadata comes from the controller)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+    def listed() -> uuid.UUID | None:
         answer = wire.call(ApiKey.METADATA, 12, topics=None, allow_auto_topic_creation=False,
                            include_topic_authorized_operations=False)
-        found = [t.topic_id for t in answer.topics if t.name == name]
-        if found:
-            return found[0]
-        assert time.monotonic() < deadline, f"{name} not listed within {timeout_s} s"
-        threading.Event().wait(0.05)
+        return next((t.topic_id for t in answer.topics if t.name == name), None)
+    return wait_for(listed, f"{name} listed in Metadata", timeout_s)
 
 
 def _topics(api_key: int, version: int, parts) -> tuple:

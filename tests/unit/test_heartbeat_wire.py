@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from roster.protocol import heartbeat_wire
 from roster.protocol.build import make
 from roster.protocol.codec import encode_request, encode_response, request_schema, response_schema
 from roster.protocol.errors import ErrorCode, MalformedRequest
-from roster.protocol import heartbeat_wire
 from roster.protocol.heartbeat_wire import decode_heartbeat, encode_heartbeat_answer
 
 HEARTBEAT = 12
