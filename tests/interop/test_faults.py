@@ -202,6 +202,7 @@ def test_kafka_python_commit_fails_with_illegal_generation_and_it_rejoins(faulty
                              auto_offset_reset="earliest", enable_auto_commit=False)
     try:
         consumer.subscribe([topic], listener=Listener())
+        consumer.topics()   # metadata before the first join (see tests/support/groups.py)
         wait_for(lambda: consumer.poll(500), what="records")
         faulty.arm("fail_next", api="OffsetCommit", error="ILLEGAL_GENERATION",
                    group_id=group)
