@@ -89,3 +89,22 @@ def test_scram_failures(s):
                closed=None if seen["accepted"] else conn.closed_by_peer(5.0))
     gssapi = s.anonymous("gssapi")
     gssapi.call(ApiKey.SASL_HANDSHAKE, 1, keep=("mechanisms",), mechanism="GSSAPI")
+
+
+@scenario(secure=True, outcome="""ConsumerGroupDescribe of a consumer group whose assignment
+names a topic the caller may not DESCRIBE (KAFKA-18813): with DESCRIBE on the group alone, the
+group answers TOPIC_AUTHORIZATION_FAILED without its members; with DESCRIBE on the topic too,
+the group is described whole, though its member also subscribes to a topic that does not exist
+(and so is assigned nothing of it) and the caller may not DESCRIBE that one; the member's
+subscribed topic names are described sorted, not in the order it sent them""")
+def test_consumer_group_describe_needs_describe_on_the_assigned_topics(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    owner = Kip848Member(s, "owner", group, (topic, s.name("not-there")))
+    owner.converge(2)
+    grant(s, "User:alice", GROUP, group, DESCRIBE)
+    alice = s.conn("alice", user="alice")
+    alice.call(ApiKey.CONSUMER_GROUP_DESCRIBE, keep=("groups",), group_ids=[group],
+               include_authorized_operations=True)
+    grant(s, "User:alice", TOPIC, topic, DESCRIBE)
+    alice.call(ApiKey.CONSUMER_GROUP_DESCRIBE, keep=("groups",), group_ids=[group])

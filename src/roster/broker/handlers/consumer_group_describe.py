@@ -1,17 +1,24 @@
 """ConsumerGroupDescribe (69), v0-1: consumer groups (KIP-848) as Kafka 4.x describes them;
 a group that is not a consumer group (or does not exist) answers GROUP_ID_NOT_FOUND. v1 adds
 each member's MemberType (1: consumer protocol). Topic names come from the live catalog (an
-assignment of a topic deleted since names it with an empty name)."""
+assignment of a topic deleted since names it with an empty name).
+
+Admission, as Kafka 4.4's: DESCRIBE on each group (declared); and a group whose members'
+assignments or target assignments name a topic the caller may not DESCRIBE is answered
+TOPIC_AUTHORIZATION_FAILED without its members (KAFKA-18813; checked here, on the described
+group: the request names no topic to declare)."""
 from __future__ import annotations
 
 import uuid
 
+from roster.broker.network.admission import UNAUTHORIZED_GROUP_TOPICS
 from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.protocol.acl import AclOperation, ResourceType
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
+from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
@@ -37,16 +44,24 @@ async def handle(broker, request, connection):
             make(topic_entry, topic_id=uuid.UUID(bytes=t), topic_name=image.name_of(t) or "",
                  partitions=tuple(ps)) for t, ps in pairs))
 
+    def missing(group_id, error, message=None, operations=NOT_REQUESTED):
+        return make(group_entry, group_id=group_id, error_code=error, error_message=message,
+                    group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
+                    members=(), authorized_operations=operations)
+
     described = []
     for group_id in body.group_ids:
         refused = request.admission.group(group_id)  # unauthorized, or loading
         if refused:
-            described.append(make(group_entry, group_id=group_id, error_code=refused,
-                                  error_message=None, group_state="", group_epoch=0,
-                                  assignment_epoch=0, assignor_name="", members=(),
-                                  authorized_operations=authorized(group_id)))
+            described.append(missing(group_id, refused, operations=authorized(group_id)))
             continue
         group = groups.shard.describe_family("consumer", [group_id])[0]
+        if not request.admission.describes_all({
+                image.name_of(t) or "" for m in group.members
+                for t, _ in (*m.assignment, *m.target_assignment)}):
+            described.append(missing(group_id, ErrorCode.topic_authorization_failed,
+                                     UNAUTHORIZED_GROUP_TOPICS))
+            continue
         described.append(make(
             group_entry, group_id=group.group_id, error_code=group.error,
             error_message=group.error_message, group_state=group.state,

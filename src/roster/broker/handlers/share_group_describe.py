@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 
 from roster.broker.groups.share_group import share_type
+from roster.broker.network.admission import UNAUTHORIZED_GROUP_TOPICS
 from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
 from roster.broker.partitions.topic_image import LiveTopics
 from roster.coordinator.share.messages import ASSIGNOR, GROUP_NOT_FOUND, NOT_A_SHARE_GROUP
@@ -29,8 +30,6 @@ from roster.protocol.partitioning import java_string_hash, partition_for
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.SHARE_GROUP_DESCRIBE
-UNAUTHORIZED_TOPICS = ("The group has described topic(s) that the client is not authorized to "
-                       "describe.")
 
 
 def _java_int(value: int) -> int:
@@ -106,10 +105,9 @@ async def handle(broker, request, connection):
                                      .format(group_id)))
             continue
         topics = {name_of(tid) for m in group.members.values() for tid in m.assigned}
-        if not all(request.admission.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, t)
-                   for t in topics):
+        if not request.admission.describes_all(topics):
             described.append(missing(group_id, ErrorCode.topic_authorization_failed,
-                                     UNAUTHORIZED_TOPICS))
+                                     UNAUTHORIZED_GROUP_TOPICS))
             continue
         members = tuple(make(
             member_entry, member_id=m.member_id, rack_id=m.rack_id, member_epoch=m.member_epoch,

@@ -103,9 +103,8 @@ async def handle(broker, request, connection):
                 else f"Group {group_id} not found."))
             continue
         group, state = found
-        if group.topology is not None and not all(
-                request.admission.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
-                for name in _topics(group.topology)):
+        if group.topology is not None and not request.admission.describes_all(
+                _topics(group.topology)):
             described.append(missing(group_id, ErrorCode.topic_authorization_failed,
                                      UNAUTHORIZED_TOPICS))
             continue

@@ -104,8 +104,18 @@ class Admission:
         return self._authorizer.authorize(self._principal, self._host, operation,
                                           resource_type, name)
 
+    def describes_all(self, topic_names) -> bool:
+        """For the describe APIs that answer a group whole or not at all (ConsumerGroupDescribe
+        and ShareGroupDescribe on the topics assigned, StreamsGroupDescribe on its topology's:
+        Kafka's KAFKA-18813 and KAFKA-18819): whether the caller may DESCRIBE every topic named."""
+        return all(self.allows(AclOperation.DESCRIBE, ResourceType.TOPIC, name)
+                   for name in topic_names)
+
 
 ADMITTED = Admission()  # nothing refused, nothing resolved: shared
+# What Kafka's ConsumerGroupDescribe and ShareGroupDescribe say of a group refused that way
+UNAUTHORIZED_GROUP_TOPICS = ("The group has described topic(s) that the client is not "
+                             "authorized to describe.")
 
 
 def _authorizer(broker):

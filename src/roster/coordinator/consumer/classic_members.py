@@ -30,6 +30,7 @@ from roster.coordinator.consumer.model import (
     ConsumerMember,
     MemberState,
     TopicImage,
+    topic_names,
 )
 from roster.coordinator.messages import (
     JoinReply,
@@ -167,7 +168,7 @@ def _join(ctx, op, q: JoinRequest, image: TopicImage, result: Result) -> JoinRep
                                                               replaced=True)
     is_new = member.member_id not in group.members
     changes = {"rebalance_timeout_ms": q.rebalance_timeout_ms,
-               "subscribed_topic_names": tuple(subscription.topics),
+               "subscribed_topic_names": topic_names(subscription.topics),
                "client_id": q.client_id, "client_host": q.client_host,
                "classic": ClassicMetadata(q.session_timeout_ms, tuple(q.protocols))}
     if q.group_instance_id is not None:

@@ -53,6 +53,7 @@ from roster.coordinator.consumer.model import (
     DictTopicImage,
     MemberState,
     TopicImage,
+    topic_names,
 )
 from roster.coordinator.consumer.operation import Operation
 from roster.coordinator.consumer.reconcile import reconcile, reports_exactly
@@ -269,9 +270,10 @@ class ConsumerCoordinator(GroupsById):
             changes["rebalance_timeout_ms"] = q.rebalance_timeout_ms
         if q.server_assignor is not None and q.server_assignor != member.server_assignor:
             changes["server_assignor"] = q.server_assignor
-        if q.subscribed_topic_names is not None \
-                and tuple(q.subscribed_topic_names) != member.subscribed_topic_names:
-            changes["subscribed_topic_names"] = tuple(q.subscribed_topic_names)
+        if q.subscribed_topic_names is not None:
+            names = topic_names(q.subscribed_topic_names)
+            if names != member.subscribed_topic_names:
+                changes["subscribed_topic_names"] = names
         if q.subscribed_topic_regex is not None \
                 and (q.subscribed_topic_regex or None) != member.subscribed_topic_regex:
             changes["subscribed_topic_regex"] = q.subscribed_topic_regex or None

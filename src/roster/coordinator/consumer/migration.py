@@ -48,6 +48,7 @@ from roster.coordinator.consumer.model import (
     MemberState,
     TopicImage,
     freeze,
+    topic_names,
 )
 from roster.coordinator.messages import JoinReply, SyncReply
 from roster.protocol import consumer_protocol as cp
@@ -117,7 +118,7 @@ def upgrade_records(classic: Group, policy: str, max_size: int,
             members.append(ConsumerMember(
                 m.member_id, instance_id=m.group_instance_id, rack_id=subscription.rack_id,
                 client_id=m.client_id, client_host=m.client_host,
-                subscribed_topic_names=tuple(subscription.topics),
+                subscribed_topic_names=topic_names(subscription.topics),
                 rebalance_timeout_ms=m.rebalance_timeout_ms, member_epoch=epoch,
                 previous_member_epoch=epoch, state=MemberState.STABLE, assigned=assigned,
                 classic=ClassicMetadata(m.session_timeout_ms, tuple(m.protocols))))

@@ -110,6 +110,13 @@ class ClassicMetadata:
         return self.protocols[0][0]
 
 
+def topic_names(names) -> tuple[str, ...]:
+    """A member's subscribed topic names as Kafka keeps them: sorted (ConsumerGroupMember's
+    builder sorts them), so its records and ConsumerGroupDescribe list them in that order and a
+    member that names them in another order has not changed its subscription."""
+    return tuple(sorted(names))
+
+
 @frozen
 class ConsumerMember:
     member_id: str

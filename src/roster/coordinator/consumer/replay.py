@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from roster.coordinator.consumer import changes as ch
 from roster.coordinator.consumer import records as r
-from roster.coordinator.consumer.model import ConsumerGroup, ConsumerMember
+from roster.coordinator.consumer.model import ConsumerGroup, ConsumerMember, topic_names
 
 
 def replay(groups: dict[str, ConsumerGroup], record: r.ConsumerRecord, now: int = -1,
@@ -46,7 +46,7 @@ def replay(groups: dict[str, ConsumerGroup], record: r.ConsumerRecord, now: int 
             group.put_member(old.replace(
                 instance_id=value.instance_id, rack_id=value.rack_id,
                 client_id=value.client_id, client_host=value.client_host,
-                subscribed_topic_names=tuple(value.subscribed_topic_names),
+                subscribed_topic_names=topic_names(value.subscribed_topic_names),
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
                 server_assignor=value.server_assignor, classic=value.classic))

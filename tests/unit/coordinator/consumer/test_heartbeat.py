@@ -368,6 +368,21 @@ def test_a_subscription_change_revokes_then_assigns():
     assert partitions(r) == {(topic_id("u"), 0), (topic_id("u"), 1)} and r.member_epoch == 3
 
 
+def test_subscribed_topic_names_are_kept_sorted_and_their_order_is_no_change():
+    """As Kafka's ConsumerGroupMember keeps them: the record and ConsumerGroupDescribe list
+    them sorted, and the same names in another order do not start a new epoch."""
+    h = ConsumerHarness({"t": 2, "u": 2})
+    r = h.join("a", topics=("u", "t"))
+    assert h.member("a").subscribed_topic_names == ("t", "u")
+    [written] = [x for x in h.records if x.key.type == 5]
+    assert written.value.subscribed_topic_names == ("t", "u")
+    count, epoch = len(h.records), h.group().group_epoch
+    h.heartbeat("a", r.member_epoch, topics=("u", "t"), owned=r.assignment)
+    h.heartbeat("a", r.member_epoch, topics=("t", "u"), owned=r.assignment)
+    assert h.group().group_epoch == epoch
+    assert 5 not in [x.key.type for x in h.records[count:]]   # no member record
+
+
 def test_light_heartbeats_of_a_stable_member_write_nothing():
     h = ConsumerHarness({"t": 2})
     r = h.join("a")
