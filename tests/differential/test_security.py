@@ -108,3 +108,20 @@ def test_consumer_group_describe_needs_describe_on_the_assigned_topics(s):
                include_authorized_operations=True)
     grant(s, "User:alice", TOPIC, topic, DESCRIBE)
     alice.call(ApiKey.CONSUMER_GROUP_DESCRIBE, keep=("groups",), group_ids=[group])
+
+
+@scenario(secure=True, outcome="""a member subscribed by regex whose principal may DESCRIBE
+only one of the two matching topics is assigned that topic's partitions alone: the regex
+resolves to the topics the member whose heartbeat resolved it may describe (KAFKA-18813)""")
+def test_consumer_group_regex_resolves_to_the_describable_topics(s):
+    seen = s.topic("r-seen", 2)
+    s.topic("r-hidden", 1)
+    group = s.name("g")
+    grant(s, "User:alice", GROUP, group, READ)
+    grant(s, "User:alice", TOPIC, seen, DESCRIBE)
+    member = Kip848Member(s, "alice", group, regex=s.name("r-.*").replace(".", "\\.", 1))
+    member.conn = s.conn("alice", user="alice")
+    member.quiet = s.conn("alice", traced=False, user="alice")
+    member.heartbeat(traced=False)
+    member.converge(2)
+    s.conn("admin").call(ApiKey.CONSUMER_GROUP_DESCRIBE, keep=("groups",), group_ids=[group])

@@ -14,15 +14,16 @@ which answers it without an operation when it changes nothing but the member's s
 the classic Heartbeat is answered; anything else goes the whole way.
 Admission is as the declared resources say, through admission's raw-handler entry points like
 every raw handler: READ on the group, DESCRIBE on each topic subscribed to by name (else
-TOPIC_AUTHORIZATION_FAILED for the whole request).
+TOPIC_AUTHORIZATION_FAILED for the whole request). A regex resolves, as Kafka 4.4's does
+(KAFKA-18813), to the matching topics the member whose heartbeat resolves it may DESCRIBE.
 """
 from __future__ import annotations
 
 import asyncio
 
 from roster.broker.handlers.heartbeat_answer import heartbeat_answer
-from roster.broker.network.admission import admit_group, admit_topic_names
-from roster.broker.partitions.topic_image import LiveTopics
+from roster.broker.network.admission import admit_group, admit_topic_names, topic_describer
+from roster.broker.partitions.topic_image import DescribableTopics, LiveTopics
 from roster.coordinator.consumer.messages import HeartbeatReply, HeartbeatRequest
 from roster.protocol import consumer_heartbeat_wire as wire
 from roster.protocol.acl import AclOperation
@@ -66,6 +67,9 @@ def answer(broker, frame: bytes, prefix, connection):
         if interval is not None:
             return wire.encode_steady_answer(correlation_id, member_id, epoch, interval)
     image = LiveTopics(broker.topics)
+    may_describe = topic_describer(broker, connection)
+    if may_describe is not None:
+        image = DescribableTopics(image, may_describe)
     request = HeartbeatRequest(
         group_id=group_id, member_id=member_id, member_epoch=epoch, instance_id=instance_id,
         rack_id=rack_id, rebalance_timeout_ms=rebalance, subscribed_topic_names=names,
@@ -100,8 +104,8 @@ def encode(version: int, reply: HeartbeatReply):
 SPEC = ApiSpec(API_KEY, "ConsumerGroupHeartbeat", 0, 1, handler=None, raw=answer, resources=(
     GROUP,
     TOPICS,
-    NotAResource("subscribed_topic_regex", "matched against the topics the member may see "
-                                           "(Kafka filters them by DESCRIBE; roster: every one)",
+    NotAResource("subscribed_topic_regex", "matched against the topics the member may "
+                                           "DESCRIBE, as Kafka 4.4 does",
                  versions=(1, 1)),
     NotAResource("topic_partitions", "what the member owns: its group's assignment, not a "
                                      "request to act on the topics"),

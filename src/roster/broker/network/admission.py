@@ -409,6 +409,16 @@ def _admit_topic_lists(broker, connection, authorizer, declaration: Topics, body
     return None
 
 
+def topic_describer(broker, connection):
+    """may_describe(topic name) for this connection's principal, or None when it may describe
+    every topic (no authorizer to ask): for answers that list only what it may see."""
+    authorizer = _authorizer(broker)
+    if authorizer is None:
+        return None
+    return lambda name: _allowed(authorizer, connection, AclOperation.DESCRIBE,
+                                 ResourceType.TOPIC, name)
+
+
 def admission_for(broker, connection) -> Admission:
     """An Admission that asks the broker's authorizer about this connection's principal, for
     answers that report what it may do (authorized operations)."""
