@@ -82,9 +82,12 @@ def start(runtime: GroupRuntime, s) -> object:
 
 def soft(shard) -> set[str]:
     """Classic groups in the middle of a rebalance: soft state, lost on a restart as in Kafka
-    (the log holds the generation before, e.g. the snapshot a downgrade wrote)."""
+    (the log holds the generation before, e.g. the snapshot a downgrade wrote). And Empty
+    ones: a join phase that ends with nobody writes the empty generation, and a failure of
+    that write changes nothing in memory, as in Kafka (its coordinator only warns: a restart
+    brings back the generation before, whose members then time out)."""
     return {group_id for group_id, group in shard.type_named("classic").groups.items()
-            if group.state not in (GroupState.STABLE, GroupState.EMPTY)}
+            if group.state is not GroupState.STABLE}
 
 
 def durable_view(shard, skip: set[str] = frozenset()) -> dict:
