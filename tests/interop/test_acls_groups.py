@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -107,3 +108,65 @@ def test_prefixed_bindings_cover_a_teams_resources_and_a_super_user_needs_none(b
     got, error = consume_first_error_or_records(
         {**client_conf(broker, "bob"), "group.id": "other-readers"}, "team-a-events", 1)
     assert got == [] and error is not None and error.name() == "GROUP_AUTHORIZATION_FAILED"
+
+
+def poll_until(consumers, condition, what: str, timeout_s: float = 30.0):
+    """Poll every consumer (each poll waits on its client's events) until condition() holds."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for consumer in consumers:
+            consumer.poll(0.1)
+        found = condition()
+        if found:
+            return found
+    raise AssertionError(f"not within {timeout_s} s: {what}")
+
+
+def test_a_classic_join_resolves_the_groups_regex_with_what_the_joiner_may_describe(broker):
+    """Kafka 4.4 resolves a consumer group's regexes on a classic member's JoinGroup too, as the
+    joining principal may DESCRIBE (KAFKA-18813): a topic created since the last resolution
+    that alice may not see does not join the group's subscription when her join resolves it.
+    (What she may not describe leaves the other member's resolution too: Kafka resolves every
+    regex of the group with the context of the request that resolves them.)"""
+    group = "rx-readers"
+    admin = AdminClient(client_conf(broker, "admin"))
+    for future in admin.create_topics([NewTopic("rx-seen", 2), NewTopic("rx-alice", 1)]).values():
+        future.result(timeout=10)
+    acl(broker, "--allow-principal", "User:alice", "--consumer", "--topic", "rx-alice",
+        "--group", group)
+    acl(broker, "--allow-principal", "User:alice", "--operation", "Describe", "--topic",
+        "rx-seen")
+    regex_member = Consumer({**client_conf(broker, "admin"), "group.id": group,
+                             "group.protocol": "consumer"})
+    alice = Consumer({**client_conf(broker, "alice"), "group.id": group,
+                      "group.protocol": "classic", "session.timeout.ms": 10000,
+                      "heartbeat.interval.ms": 500})
+    try:
+        regex_member.subscribe(["^rx-seen.*"])
+
+        def described():
+            (future,) = admin.describe_consumer_groups([group]).values()
+            return future.result(timeout=10)
+
+        def settled():
+            description = described()
+            return description if str(description.state) == "ConsumerGroupState.STABLE" \
+                and all(m.assignment.topic_partitions for m in description.members) else None
+
+        poll_until([regex_member], settled, "the regex member settled on rx-seen")
+        # its next heartbeat is an interval away: alice's JoinGroup is the first request to
+        # see the new topic (her connection is made first, so the join follows at once)
+        alice.list_topics("rx-alice", timeout=10)
+        for future in admin.create_topics([NewTopic("rx-seen-hidden", 1)]).values():
+            future.result(timeout=10)
+        alice.subscribe(["rx-alice"])
+        description = poll_until(
+            [alice, regex_member],
+            lambda: len(alice.assignment()) == 1 and settled(), "alice's classic join settled")
+        assigned = {tp.topic for m in description.members
+                    for tp in m.assignment.topic_partitions + (
+                        m.target_assignment.topic_partitions if m.target_assignment else [])}
+        assert assigned == {"rx-seen", "rx-alice"}
+    finally:
+        alice.close()
+        regex_member.close()

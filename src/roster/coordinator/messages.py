@@ -6,7 +6,7 @@ where behaviour depends on it (MEMBER_ID_REQUIRED from JoinGroup v4, SkipAssignm
 from __future__ import annotations
 
 from dataclasses import field
-from typing import Hashable
+from typing import Callable, Hashable
 
 from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
@@ -29,6 +29,10 @@ class JoinRequest:
     reason: str | None = None
     api_version: int = 9
     token: Hashable = None
+    # the joining principal's DESCRIBE on a topic name; None: it may describe every topic. A
+    # classic member joining a consumer group resolves the group's regexes with it, as a
+    # ConsumerGroupHeartbeat does (Kafka 4.4, KAFKA-18813)
+    may_describe: Callable[[str], bool] | None = None
 
 
 @frozen

@@ -23,8 +23,9 @@ import asyncio
 
 from roster.broker.handlers.heartbeat_answer import heartbeat_answer
 from roster.broker.network.admission import admit_group, admit_topic_names, topic_describer
-from roster.broker.partitions.topic_image import DescribableTopics, LiveTopics
+from roster.broker.partitions.topic_image import LiveTopics
 from roster.coordinator.consumer.messages import HeartbeatReply, HeartbeatRequest
+from roster.coordinator.consumer.model import DescribableTopics
 from roster.protocol import consumer_heartbeat_wire as wire
 from roster.protocol.acl import AclOperation
 from roster.protocol.api_keys import ApiKey

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from functools import partial
 
-from roster.broker.network.admission import admit_group
+from roster.broker.network.admission import admit_group, topic_describer
 from roster.broker.network.resume import AnswerWhenDone
 from roster.coordinator.messages import JoinReply, JoinRequest
 from roster.protocol import group_join_wire as wire
@@ -44,7 +44,8 @@ def answer(broker, frame: bytes, prefix, connection):
         # v0 has no rebalance timeout, and 0 means "as the session's" (as handle() reads it)
         rebalance_timeout_ms=rebalance_ms or session_ms,
         client_id=client_id or "", client_host=connection.client_host, reason=reason,
-        api_version=version, token=groups.new_token()))
+        api_version=version, token=groups.new_token(),
+        may_describe=topic_describer(broker, connection)))
     if isinstance(reply, asyncio.Future):   # parked: the connection waits on it, no Task
         return AnswerWhenDone(reply, partial(_encoded, version, correlation_id))
     return _encoded(version, correlation_id, reply)
@@ -73,7 +74,7 @@ async def handle(broker, request, connection):
         else session_ms,
         client_id=request.client_id or "", client_host=connection.client_host,
         reason=getattr(body, "reason", None), api_version=version,
-        token=broker.groups.new_token()))
+        token=broker.groups.new_token(), may_describe=topic_describer(broker, connection)))
     return _answer(version, reply)
 
 

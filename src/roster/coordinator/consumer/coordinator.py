@@ -50,6 +50,7 @@ from roster.coordinator.consumer.model import (
     STATIC_LEAVE_EPOCH,
     ConsumerGroup,
     ConsumerMember,
+    DescribableTopics,
     DictTopicImage,
     MemberState,
     TopicImage,
@@ -610,7 +611,10 @@ class ConsumerCoordinator(GroupsById):
 
     def join(self, request, now: int) -> Result:
         if self.serves_classic(request.group_id):
-            return self.classic_join(request, self.classic.topics or DictTopicImage(), now)
+            image = self.classic.topics or DictTopicImage()
+            if request.may_describe is not None:
+                image = DescribableTopics(image, request.may_describe)
+            return self.classic_join(request, image, now)
         result = Result()
         self.delete_group(request.group_id, now, result)
         result.after_write.append(JoinAfterDeletion(request))

@@ -82,6 +82,32 @@ class DictTopicImage:
         return None   # it may be changed in place: compare every time
 
 
+class DescribableTopics:
+    """A catalog whose listing holds only the topics `may_describe(name)` allows: what a
+    consumer group's regexes resolve against when the member whose ConsumerGroupHeartbeat or
+    classic JoinGroup resolves them may not DESCRIBE every topic (Kafka 4.4, KAFKA-18813).
+    Lookups by name or id are the whole catalog's: topics subscribed by name were admitted with
+    the request, and the assignment reads the metadata of every member's topics."""
+
+    __slots__ = ("_image", "_may_describe")
+
+    def __init__(self, image, may_describe) -> None:
+        self._image = image
+        self._may_describe = may_describe
+
+    def lookup(self, name: str) -> tuple[bytes, int] | None:
+        return self._image.lookup(name)
+
+    def name_of(self, topic_id: bytes) -> str | None:
+        return self._image.name_of(topic_id)
+
+    def names(self):
+        return [name for name in self._image.names() if self._may_describe(name)]
+
+    def version(self) -> int:
+        return self._image.version()
+
+
 class VersionedTopicImage(DictTopicImage):
     """A DictTopicImage that says when it changed, as the broker's catalog does: its user
     bumps `changes` after changing `topics`. For tests of what the coordinators keep between

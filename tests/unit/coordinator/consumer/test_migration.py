@@ -56,11 +56,12 @@ class Mixed(Harness):
 
     # classic requests, routed by the shard
     def join(self, member_id="", instance=None, group="g", protocols=protocols(),
-             session_ms=10_000, rebalance_ms=30_000, version=9, **_):
+             session_ms=10_000, rebalance_ms=30_000, version=9, may_describe=None, **_):
         token = self.token()
         self.apply(self.shard.join(JoinRequest(
             group, member_id, instance, "consumer", protocols, session_ms, rebalance_ms,
-            "client", "/127.0.0.1", api_version=version, token=token), self.now))
+            "client", "/127.0.0.1", api_version=version, token=token,
+            may_describe=may_describe), self.now))
         return token
 
     def sync(self, member_id, generation, assignments=(), instance=None, group="g", **_):
@@ -438,6 +439,26 @@ def test_a_classic_join_into_a_consumer_group_checks_its_session_timeout_first()
     token = h.join(instance="c", session_ms=10)
     assert h.replies[token].error is ErrorCode.invalid_session_timeout
     assert len(h.consumer.groups["g"].members) == 3
+
+
+def test_a_classic_join_resolves_the_groups_regexes_as_its_principal_may_describe():
+    """Kafka 4.4 resolves a consumer group's regexes on a classic member's JoinGroup too, with
+    the joining principal's DESCRIBE (KAFKA-18813): one that may not see a matching topic does
+    not add it to the group's subscription."""
+    h = Mixed()
+    h.image.topics.update({name: (topic_id(name), 1) for name in ("r-seen", "r-hidden")})
+    h.classic_static_group("a")
+    token = h.token()
+    h.apply(h.consumer.heartbeat(HeartbeatRequest(
+        "g", "new-d", 0, rebalance_timeout_ms=30_000, subscribed_topic_regex="r-.*", owned=(),
+        client_id="c", client_host="/h", token=token), h.image, h.now))
+    group = h.consumer.groups["g"]
+    assert group.resolved_regex == {"r-.*": frozenset({"r-seen", "r-hidden"})}
+    h.image.topics["r-later"] = (topic_id("r-later"), 1)
+    h.join(instance="b", may_describe=lambda name: name in ("t", "r-seen"))
+    assert group.resolved_regex == {"r-.*": frozenset({"r-seen"})}
+    h.join(instance="c")
+    assert group.resolved_regex == {"r-.*": frozenset({"r-seen", "r-hidden", "r-later"})}
 
 
 def test_a_failed_upgrade_does_not_answer_a_parked_join_twice():
