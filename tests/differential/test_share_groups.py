@@ -148,7 +148,7 @@ def describe(s, group: str) -> None:
         "assigned at the group epoch": g.assignment_epoch == g.group_epoch,
         "members": sorted((s.trace.member(m.member_id), m.client_id,
                            m.member_epoch == g.group_epoch,
-                           sorted(m.subscribed_topic_names),
+                           list(m.subscribed_topic_names),   # Kafka's HashSet order
                            sum(len(t.partitions) for t in m.assignment.topic_partitions))
                           for m in g.members)} for g in answer.groups])
 
@@ -188,6 +188,32 @@ def test_share_join_assign_leave(s):
     b.leave()
     a.wait_assigned(2)
     a.heartbeat()
+    describe(s, group)
+
+
+@scenario(outcome="""a share member's subscribed topic names (one sent twice) are described in
+the order of a HashSet made from them sorted, neither sorted nor as sent: Kafka writes the
+member record with the names sorted and rebuilds the member from it; the same names sent again
+in another order are no subscription change: the member's epoch stays, the order too""")
+def test_share_subscribed_names_order(s):
+    group = share_group(s)
+    names = [s.name(n) for n in ("orders", "payments", "clicks", "audit", "events", "logs",
+                                 "metrics", "users", "carts", "refunds", "orders", "shipments")]
+    member = ShareMember(s, "a", group, names[0])
+    conn = member.conn
+
+    def heartbeat(subscribed):
+        answer = conn.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, keep=HEARTBEAT, group_id=group,
+                           member_id=member.member_id, member_epoch=member.epoch,
+                           rack_id=None, subscribed_topic_names=subscribed)
+        s.note("epoch", positive=answer.member_epoch > 0,
+               moved=answer.member_epoch != member.epoch)
+        member.epoch = answer.member_epoch
+
+    heartbeat(names)
+    heartbeat(None)
+    describe(s, group)
+    heartbeat(sorted(set(names)))
     describe(s, group)
 
 

@@ -40,6 +40,7 @@ from roster.coordinator import triggers as tr
 from roster.coordinator.changes import MemberWritten, WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
+from roster.coordinator.java_order import java_hash_set_order
 from roster.coordinator.messages import (
     GroupDescription,
     GroupOverview,
@@ -208,10 +209,11 @@ class ShareCoordinator(GroupsById):
         changes = {}
         if q.rack_id is not None and q.rack_id != member.rack_id:
             changes["rack_id"] = q.rack_id
-        if q.subscribed_topic_names is not None:
-            subscribed = tuple(sorted(set(q.subscribed_topic_names)))
-            if subscribed != member.subscribed:
-                changes["subscribed"] = subscribed
+        # the same names in another order are no change; new ones are held as Kafka holds
+        # them, in the order of a HashSet made from its record's sorted list (replay.py)
+        names = q.subscribed_topic_names
+        if names is not None and set(names) != set(member.subscribed):
+            changes["subscribed"] = java_hash_set_order(sorted(set(names)))
         if q.client_id != member.client_id:
             changes["client_id"] = q.client_id
         if q.client_host != member.client_host:

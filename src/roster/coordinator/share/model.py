@@ -51,7 +51,7 @@ class ShareMember:
     rack_id: str | None = None
     client_id: str = ""
     client_host: str = ""
-    subscribed: tuple[str, ...] = ()          # topic names, sorted
+    subscribed: tuple[str, ...] = ()          # topic names, as Kafka's HashSet orders them
     # ShareGroupCurrentMemberAssignmentValue
     member_epoch: int = 0
     previous_member_epoch: int = 0

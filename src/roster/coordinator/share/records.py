@@ -256,8 +256,9 @@ def as_share_record(record) -> ShareRecord | None:
 # -- factories (what the coordinator writes) -------------------------------------------------
 
 def member_record(group: str, m: ShareMember) -> ShareRecord:
+    # the names sorted, as Kafka writes them (the member holds them in its HashSet's order)
     return ShareRecord(ShareKey(MEMBER_METADATA, group, m.member_id), MemberMetadataValue(
-        m.rack_id, m.client_id, m.client_host, m.subscribed))
+        m.rack_id, m.client_id, m.client_host, tuple(sorted(m.subscribed))))
 
 
 def epoch_record(group: str, epoch: int, metadata_hash: int) -> ShareRecord:

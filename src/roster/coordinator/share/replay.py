@@ -8,6 +8,7 @@ their part. The group's tombstone (type 11) deletes the group; a member's metada
 """
 from __future__ import annotations
 
+from roster.coordinator.java_order import java_hash_set_order
 from roster.coordinator.share import records as rec
 from roster.coordinator.share.model import STABLE_MEMBER, ShareGroup, ShareMember
 
@@ -48,7 +49,7 @@ def replay(groups: dict[str, ShareGroup], record: rec.ShareRecord) -> None:
         old = group.members.get(key.member) or ShareMember(key.member)
         group.members[key.member] = old.replace(
             rack_id=value.rack_id, client_id=value.client_id, client_host=value.client_host,
-            subscribed=tuple(sorted(value.subscribed)))
+            subscribed=java_hash_set_order(value.subscribed))   # as Kafka's updateWith
     elif kind == rec.CURRENT_ASSIGNMENT:
         old = group.members.get(key.member)
         if value is None:
