@@ -18,11 +18,14 @@ from roster.broker.groups.group_configs import number
 from roster.broker.network.connection import Connection
 from roster.broker.network.server import ConnectionTable
 from roster.config import BrokerConfig
+from roster.coordinator.consumer.messages import HeartbeatRequest
+from roster.coordinator.consumer.model import DictTopicImage
 from roster.coordinator.group_type import GroupTypeRegistration
 from roster.coordinator.messages import (
     GroupDescription,
     GroupOverview,
     GroupView,
+    JoinRequest,
     MemberDescription,
     MemberView,
 )
@@ -481,3 +484,36 @@ async def _events_written(broker):
             return broker.group_events.written
         await asyncio.sleep(0.01)
     return broker.group_events.written
+
+
+def test_the_classic_heartbeats_own_routing_agrees_with_serving_whoever_holds_the_id():
+    """GroupShard.heartbeat inlines `serving("classic", id)` for the hot path (the types that
+    refuse classic requests asked first, then the hosts, then the maker): for a group held by
+    each kind of type, and by none, it answers as the routing every other request takes."""
+    stub = StubType()
+    h = ShardDriver(more_types=(stub,))
+    h.shard.replay(Record(StubKey("stub-group"), "m"))      # refuses classic requests
+    token = h.token()
+    h.apply(h.shard.join(JoinRequest(
+        "classic-group", "", "i-1", "consumer", (("range", b""),), 10_000, 10_000,
+        token=token), h.now))
+    h.advance(10_000)                                     # the initial rebalance delay
+    joined = h.replies[token]
+    assert joined.error is ErrorCode.none
+    h.apply(h.shard.type_named("consumer").heartbeat(HeartbeatRequest(
+        "consumer-group", "k", 0, rebalance_timeout_ms=10_000, subscribed_topic_names=("t",),
+        owned=(), token=h.token()), DictTopicImage({"t": (b"t" * 16, 1)}), h.now))
+    asked = {
+        "stub-group": ("m", 1, None, ErrorCode.group_id_not_found),
+        "classic-group": (joined.member_id, joined.generation, "i-1", ErrorCode.none),
+        # a consumer-protocol member's heartbeat over the classic API
+        "consumer-group": ("k", 1, None, ErrorCode.unknown_member_id),
+        "nobody's": ("x", 1, None, ErrorCode.unknown_member_id),
+    }
+    assert [h.shard.type_of(g).name for g in asked] == ["stub", "classic", "consumer", "classic"]
+    for group_id, (member_id, generation, instance_id, expected) in asked.items():
+        served = h.shard.serving("classic", group_id)
+        routed = ErrorCode.group_id_not_found if isinstance(served, str) else \
+            served.check_in(group_id, generation, member_id, instance_id, h.now, Result())
+        fast = h.shard.heartbeat(group_id, generation, member_id, instance_id, h.now, Result())
+        assert fast == routed == expected, group_id
