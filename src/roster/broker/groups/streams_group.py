@@ -57,7 +57,8 @@ STREAMS = GroupTypeRegistration(
     describe_view=STREAMS_VIEW, group_configs=STREAMS_CONFIGS,
     # built on its first heartbeat or record (coordinator/unbuilt_type.py): a broker without
     # streams groups never loads coordinator/streams/; its records are types 17 and 19-23
-    on_first_use=OnFirstUse(accepts=frozenset({"streams"}), serves=frozenset({"streams"}),
+    on_first_use=OnFirstUse(accepts=frozenset({"streams", "classic"}),
+                            serves=frozenset({"streams", "classic"}),
                             record_types=frozenset({17, 19, 20, 21, 22, 23})))
 
 

@@ -41,16 +41,8 @@ from roster.coordinator.changes import MemberWritten, WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.java_order import java_hash_set_order
-from roster.coordinator.messages import (
-    GroupDescription,
-    GroupOverview,
-    GroupView,
-    JoinReply,
-    LeaveMemberResult,
-    LeaveReply,
-    MemberView,
-    SyncReply,
-)
+from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
+from roster.coordinator.no_classic_members import NoClassicMembers
 from roster.coordinator.results import Result
 from roster.coordinator.share import messages as text
 from roster.coordinator.share import records as rec
@@ -112,10 +104,10 @@ def _retry_fencing(result: Result, group_id: str, member_id: str, now: int) -> N
                     ShareSessionDeadline(group_id, member_id))
 
 
-class ShareCoordinator(GroupsById):
+class ShareCoordinator(NoClassicMembers, GroupsById):
     name = "share"
     # ShareGroupHeartbeat makes its groups; the classic protocol's requests on its ids are
-    # answered here as Kafka answers them (not refused GROUP_ID_NOT_FOUND as other types')
+    # answered as Kafka answers them (NoClassicMembers), not refused GROUP_ID_NOT_FOUND
     accepts = frozenset({"share", "classic"})
     serves = frozenset({"share", "classic"})
     steps = (ShareSessionDeadline, ShareWritten)
@@ -342,30 +334,6 @@ class ShareCoordinator(GroupsById):
             records.append(rec.target_epoch_record(gid, group.group_epoch + 1))
         op.write(records, result)
         result.cancel(session_key(gid, member_id))
-
-    # -- the classic protocol on a share group's id (Kafka's classicGroupJoin/Sync/Leave and
-    #    Heartbeat, read beside Kafka 4.4): none of its members speaks it --------------------
-
-    def join(self, request, now: int) -> Result:
-        result = Result()
-        result.reply(request.token, JoinReply(error=ErrorCode.inconsistent_group_protocol))
-        return result
-
-    def sync(self, request, now: int) -> Result:
-        result = Result()
-        result.reply(request.token, SyncReply(error=ErrorCode.unknown_member_id))
-        return result
-
-    def leave(self, request, now: int) -> Result:
-        result = Result()
-        result.reply(request.token, LeaveReply(members=tuple(
-            LeaveMemberResult(m.member_id, m.group_instance_id, ErrorCode.unknown_member_id)
-            for m in request.members)))
-        return result
-
-    def check_in(self, group_id: str, generation: int, member_id: str,
-                 instance_id: str | None, now: int, result: Result) -> ErrorCode:
-        return ErrorCode.unknown_member_id
 
     # -- timers and continuations ---------------------------------------------------------------
 

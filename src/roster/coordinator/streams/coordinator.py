@@ -34,6 +34,7 @@ from roster.coordinator.changes import MemberWritten, WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
 from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
+from roster.coordinator.no_classic_members import NoClassicMembers
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.coordinator.results import Result
 from roster.coordinator.streams import messages as text
@@ -149,10 +150,12 @@ def _tasks_of(pairs) -> dict | None:
     return None if pairs is None else {s: frozenset(ps) for s, ps in pairs.items() if ps}
 
 
-class StreamsCoordinator(GroupsById):
+class StreamsCoordinator(NoClassicMembers, GroupsById):
     name = "streams"
-    accepts = frozenset({"streams"})
-    serves = frozenset({"streams"})     # StreamsGroupHeartbeat makes its groups
+    # StreamsGroupHeartbeat makes its groups; the classic protocol's requests on its ids are
+    # answered as Kafka answers them (NoClassicMembers), not refused GROUP_ID_NOT_FOUND
+    accepts = frozenset({"streams", "classic"})
+    serves = frozenset({"streams", "classic"})
     steps = (StreamsSessionDeadline, StreamsRebalanceDeadline, StreamsInitialRebalance,
              StreamsWritten)
 
