@@ -300,3 +300,52 @@ def test_kip848_describe_groups_v6_errors(s):
     modern, classic = a_group_of_each_protocol(s)
     s.conn("admin").call(ApiKey.DESCRIBE_GROUPS, 6, keep=("groups",),
                          groups=[modern, classic, s.name("nobody")])
+
+
+# regular expressions RE2 refuses, one of each kind of error RE2/J names
+BAD_REGEXES = ("(unclosed", "(?=t).*", "a)", "[z-a]", "x**", "a\\", "a{2,1}", "a{1001}", "[a",
+               "\\8", "*a", "[[:foo:]]", "\\pX", "(?P<1>a)", "(?i", "a{,2}**")
+
+
+@scenario(outcome="""ConsumerGroupHeartbeat's request checks, in Kafka 4.4's errors and words:
+an empty member id, an empty group id, a joining member without a rebalance timeout or a
+subscription, regexes RE2/J cannot compile (INVALID_REGULAR_EXPRESSION, each with RE2/J's
+description of what is wrong), an unknown server assignor, a static leave (epoch -2) without
+an instance id, an empty instance id, a leave, a static leave and a heartbeat at epoch 5 to a
+group that does not exist; an empty topic name in the subscription and both names and a regex
+at once are accepted""")
+def test_kip848_request_checks(s):
+    topic = s.topic("t", 1)
+    group = s.name("g")
+    conn = s.conn("checks")
+
+    def heartbeat(label, **fields):
+        request = {"group_id": group, "member_id": f"member-{label}", "member_epoch": 0,
+                   "instance_id": None, "rack_id": None, "rebalance_timeout": 30000,
+                   "subscribed_topic_names": [topic], "subscribed_topic_regex": None,
+                   "server_assignor": None, "topic_partitions": []}
+        request.update(fields)
+        answer = conn.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, keep=("error_message",),
+                           **request)
+        s.note(label, member_epoch_positive=answer.member_epoch > 0)
+
+    heartbeat("empty member id", member_id="")
+    heartbeat("empty group id", group_id="")
+    heartbeat("no rebalance timeout", rebalance_timeout=-1)
+    heartbeat("no subscription", subscribed_topic_names=None)
+    for regex in BAD_REGEXES:
+        heartbeat(f"regex {regex}", subscribed_topic_names=None, subscribed_topic_regex=regex)
+    heartbeat("unknown assignor", server_assignor="nope")
+    heartbeat("static leave without instance", member_epoch=-2)
+    nobody = s.name("nobody")     # a group that never exists
+    heartbeat("leave of a stranger", group_id=nobody, member_epoch=-1)
+    heartbeat("a stranger at epoch 5", group_id=nobody, member_epoch=5)
+    heartbeat("static leave of a stranger", group_id=nobody, member_epoch=-2, instance_id="i")
+    classic = s.name("classic")   # a classic group with a member: not a consumer group
+    form_alone(ClassicMember(s, "old", classic, (topic,)), topic, 1)
+    heartbeat("a stranger at epoch 5 on a classic group", group_id=classic, member_epoch=5)
+    heartbeat("a leave on a classic group", group_id=classic, member_epoch=-1)
+    heartbeat("empty instance id", instance_id="")
+    heartbeat("empty topic name", subscribed_topic_names=[""])
+    heartbeat("names and regex", subscribed_topic_regex="t.*")
+    heartbeat("right", member_id="member-right")

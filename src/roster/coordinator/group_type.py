@@ -28,7 +28,7 @@ class GroupType(Protocol):
     # the families of requests it takes on the ids it holds ("classic": JoinGroup, SyncGroup,
     # Heartbeat, LeaveGroup; "consumer": ConsumerGroupHeartbeat; a new type's own name); a
     # request of any other family on one of its ids is refused by the shard, in one place
-    # (GroupShard.refused), as Kafka refuses it ("Group X is not a consumer group")
+    # (GroupShard.refused), as Kafka refuses it ("Group X is not a consumer group.")
     accepts: frozenset[str]
     # the families of requests it serves itself: on the ids it holds, and, for a family no type
     # after it in the shard's order serves, on ids nobody holds (that family's new groups are

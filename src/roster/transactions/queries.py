@@ -15,20 +15,12 @@ interface (`TransactionCoordinator.get` and iteration), so no admin code reads i
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import cache
 
 from roster.frozen import frozen
 from roster.protocol import client_regex   # RE2, imported on the first pattern
 from roster.transactions.state import TxnMetadata, TxnState
 
 STATE_NAMES = {state.kafka_name: state for state in TxnState}
-
-
-@cache
-def _quiet():
-    options = client_regex.engine().Options()
-    options.log_errors = False     # a client's bad pattern is its answer, not a line on our stderr
-    return options
 
 
 class InvalidPattern(ValueError):
@@ -74,20 +66,14 @@ def describe(m: TxnMetadata) -> Description:
                        m.timeout_ms, m.start_ms, partitions)
 
 
-def _reason(exc: Exception) -> str:
-    reason = exc.args[0] if exc.args else exc
-    return reason.decode(errors="replace") if isinstance(reason, bytes) else str(reason)
-
-
 def _compiled(pattern: str | None):
     if not pattern:
         return None
-    engine = client_regex.engine()
     try:
-        return engine.compile(pattern, _quiet())
-    except engine.error as exc:
+        return client_regex.compiled(pattern)
+    except client_regex.InvalidRegex as why:
         raise InvalidPattern(f"Transaction ID pattern `{pattern}` is not a valid regular "
-                             f"expression: {_reason(exc)}.") from None
+                             f"expression: {why}.") from None
 
 
 def select(transactions: Iterable[TxnMetadata], filters: ListFilters, now_ms: int) -> Selection:

@@ -49,7 +49,8 @@ def test_producer_ids_duration_and_pattern_all_hold():
 
 
 def test_a_pattern_that_is_no_regular_expression_is_refused():
-    with pytest.raises(InvalidPattern, match="is not a valid regular expression: missing \\)"):
+    with pytest.raises(InvalidPattern,
+                       match="is not a valid regular expression: missing closing \\)"):
         select(TXNS, ListFilters(pattern="orders-("), NOW)
     with pytest.raises(InvalidPattern):           # RE2, as Kafka's re2j: no backreferences
         select(TXNS, ListFilters(pattern=r"(o)\1"), NOW)

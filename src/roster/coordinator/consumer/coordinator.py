@@ -196,14 +196,18 @@ class ConsumerCoordinator(GroupsById):
         classic = None if self.classic is None else self.classic.groups.get(group_id)
         return classic is not None and bool(classic.members)
 
-    def _group(self, op: Operation, group_id: str, create: bool) -> ConsumerGroup:
+    def _group(self, op: Operation, group_id: str, create: bool,
+               not_found: str = "Consumer group {} not found.") -> ConsumerGroup:
+        """The group, made when `create`; GROUP_ID_NOT_FOUND when it is not a consumer group,
+        in Kafka's words: a heartbeat's `not_found` is "Consumer group X not found.", a leave's
+        "Group X not found." (its getOrMaybeCreateConsumerGroup and consumerGroup)."""
         group = self.groups.get(group_id)
         if group is not None:
             return group
         if self._classic_busy(group_id):
-            fail(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group")
+            fail(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         if not create:
-            fail(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+            fail(ErrorCode.group_id_not_found, not_found.format(group_id))
         if self.classic is not None and group_id in self.classic.groups:
             # a memberless (simple) classic group gives way, as Kafka converts it; its
             # offsets stay (kept by group id in the shard's OffsetStore)
@@ -216,7 +220,7 @@ class ConsumerCoordinator(GroupsById):
         if it may (migration.py), else GROUP_ID_NOT_FOUND as before."""
         classic = None if self.classic is None else self.classic.groups.get(group_id)
         if classic is None:
-            fail(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group")
+            fail(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         try:
             tombstone, records = migration.upgrade_records(
                 classic, self.config.migration_policy, self.config.max_size, image)
@@ -374,7 +378,7 @@ class ConsumerCoordinator(GroupsById):
 
     def _leave(self, op: Operation, q: HeartbeatRequest, result: Result) -> HeartbeatReply:
         now = op.now
-        group = self._group(op, q.group_id, False)
+        group = self._group(op, q.group_id, False, not_found="Group {} not found.")
         reply = HeartbeatReply(member_id=q.member_id, member_epoch=q.member_epoch)
         if q.instance_id is None:
             member = group.members.get(q.member_id)

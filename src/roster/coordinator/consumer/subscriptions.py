@@ -27,8 +27,8 @@ def resolve_regexes(group: ConsumerGroup, image: TopicImage, now: int) -> list:
     records = []
     for regex in sorted(regexes):
         try:
-            pattern = client_regex.engine().compile(regex)
-        except Exception:
+            pattern = client_regex.compiled(regex)
+        except client_regex.InvalidRegex:
             resolved = frozenset()
         else:
             resolved = frozenset(n for n in names if pattern.fullmatch(n))

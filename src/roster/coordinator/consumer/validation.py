@@ -54,11 +54,11 @@ def validate(q: HeartbeatRequest, config: ConsumerConfig) -> None:
              f"{', '.join(config.assignors)}.")
     if q.subscribed_topic_regex:
         try:
-            client_regex.engine().compile(q.subscribed_topic_regex)
-        except Exception:
+            client_regex.compiled(q.subscribed_topic_regex)
+        except client_regex.InvalidRegex as why:
             fail(ErrorCode.invalid_regular_expression,
                  f"SubscribedTopicRegex `{q.subscribed_topic_regex}` is not a valid regular "
-                 "expression.")
+                 f"expression: {why}.")
 
 
 def check_epoch(member: ConsumerMember, q: HeartbeatRequest) -> None:
