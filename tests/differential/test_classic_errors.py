@@ -2,8 +2,9 @@
 of bounds, unknown members, illegal generations, protocol mismatches."""
 from __future__ import annotations
 
+from roster.protocol.api_keys import ApiKey
 from tests.differential.harness import scenario
-from tests.differential.members import ClassicMember, form_alone, split
+from tests.differential.members import ClassicMember, form_alone, form_pair, split
 
 
 @scenario(outcome="""with group.max.size=16, a group of sixteen forms in one rebalance; a
@@ -99,3 +100,64 @@ def test_classic_inconsistent_protocol(s):
     unnamed.send_join()
     unnamed.finish_join()
     a.heartbeat()
+
+
+@scenario(outcome="""the classic requests' member checks on a Stable group of a static leader
+and a dynamic follower: SyncGroup naming another protocol type or protocol name, or the
+other's instance id; Heartbeat naming an instance id the group does not know, or another
+member's; JoinGroup with a member id the group never gave out, or a known member id with
+another instance id; LeaveGroup v0 of a member the group does not know; DescribeGroups while
+the group waits for its SyncGroups (CompletingRebalance): each answered with Kafka's errors,
+and the group unharmed""")
+def test_classic_member_checks(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    leader = ClassicMember(s, "leader", group, (topic,), instance_id="leader-1")
+    follower = ClassicMember(s, "follower", group, (topic,))
+    form_pair(leader, follower, topic, 2)
+    conn = s.conn("checks")
+
+    def sync(label, **fields):
+        request = {"group_id": group, "generation_id": follower.generation,
+                   "member_id": follower.member_id, "group_instance_id": None,
+                   "protocol_type": "consumer", "protocol_name": "range", "assignments": []}
+        request.update(fields)
+        conn.call(ApiKey.SYNC_GROUP, 5, keep=("assignment",), **request)
+        s.note(label)
+
+    sync("another protocol type", protocol_type="connect")
+    sync("another protocol name", protocol_name="roundrobin")
+    sync("the leader's instance id", group_instance_id="leader-1")
+    sync("an unknown instance id", group_instance_id="nobody-1")
+    for label, member_id, instance_id in (
+            ("heartbeat with an unknown instance id", follower.member_id, "nobody-1"),
+            ("heartbeat with the leader's instance id", follower.member_id, "leader-1"),
+            ("heartbeat of the leader without its instance id", leader.member_id, None)):
+        conn.call(ApiKey.HEARTBEAT, 4, group_id=group, generation_id=leader.generation,
+                  member_id=member_id, group_instance_id=instance_id)
+        s.note(label)
+    stranger = ClassicMember(s, "stranger", group, (topic,))
+    stranger.member_id = "never-given-out"
+    stranger.send_join()
+    stranger.finish_join()
+    impostor = ClassicMember(s, "impostor", group, (topic,), instance_id="other-1")
+    impostor.member_id = leader.member_id
+    impostor.send_join()
+    impostor.finish_join()
+    conn.call(ApiKey.LEAVE_GROUP, 0, group_id=group, member_id="never-given-out")
+    leader.heartbeat()
+    follower.heartbeat()
+    # a rebalance: both rejoin; the group waits for SyncGroup while it is described
+    leader.send_join("checks")
+    s.wait_state(group, "PreparingRebalance")
+    follower.heartbeat()
+    follower.send_join()
+    leader.finish_join()
+    follower.finish_join()
+    conn.call(ApiKey.DESCRIBE_GROUPS, 5, keep=("groups",), groups=[group],
+              include_authorized_operations=False)
+    follower.send_sync()
+    leader.sync(split([leader, follower], topic, 2))
+    follower.finish_sync()
+    conn.call(ApiKey.DESCRIBE_GROUPS, 5, keep=("groups",), groups=[group],
+              include_authorized_operations=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import re
 import uuid
 
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -427,3 +428,45 @@ def test_share_alter_delete_offsets(s):
     offsets(s, group)
     admin.call(ApiKey.DELETE_SHARE_GROUP_OFFSETS, 0, group_id=group, topics=[{"topic_name": topic}])
     offsets(s, group)
+
+
+@scenario(outcome="""ShareGroupHeartbeat's request checks, in Kafka 4.4's errors and words: an
+empty member id or group id, a joining member without a subscription or with an empty one, a
+heartbeat or a leave of a member a group does not know, of a group that does not exist, an
+epoch the member does not have; then a member that joins right and a heartbeat naming its
+subscription again""")
+def test_share_heartbeat_request_checks(s):
+    topic = s.topic("t", 1)
+    group = share_group(s)
+    conn = s.conn("checks")
+    member = ShareMember(s, "a", group, topic)
+
+    def heartbeat(label, epochs_in_message=False, **fields):
+        request = {"group_id": group, "member_id": member.member_id, "member_epoch": 0,
+                   "rack_id": None, "subscribed_topic_names": [topic]}
+        request.update(fields)
+        answer = conn.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1,
+                           keep=() if epochs_in_message else ("error_message",), **request)
+        # a share group's epochs differ by design (the module's note): a message naming
+        # them is compared with its numbers left out
+        s.note(label, member_epoch_positive=answer.member_epoch > 0,
+               message=re.sub(r"\d+", "N", answer.error_message or "")
+               if epochs_in_message else None)
+        return answer
+
+    heartbeat("empty member id", member_id="")
+    heartbeat("empty group id", group_id="")
+    heartbeat("no subscription", subscribed_topic_names=None)
+    heartbeat("an empty subscription", subscribed_topic_names=[])
+    nobody = s.name("nobody")
+    heartbeat("a stranger at epoch 3 of a group that does not exist", group_id=nobody,
+              member_epoch=3)
+    heartbeat("a leave of a group that does not exist", group_id=nobody, member_epoch=-1)
+    heartbeat("a bad epoch -2", member_epoch=-2)
+    joined = heartbeat("join")
+    member.epoch = joined.member_epoch
+    heartbeat("a stranger at epoch 3", member_id="someone-else", member_epoch=3)
+    heartbeat("a leave of a stranger", member_id="someone-else", member_epoch=-1)
+    heartbeat("an epoch ahead", epochs_in_message=True, member_epoch=member.epoch + 5,
+              subscribed_topic_names=None)
+    heartbeat("rejoin at epoch 0 while a member", member_epoch=0)
