@@ -1,7 +1,7 @@
-"""A group id held by one type of group, asked by every other type's APIs (Kafka 4.4 beside
-roster): classic, consumer (KIP-848), share (KIP-932) and streams (KIP-1071) groups, each with
-one live member, and every request a client of another type, an admin tool or a confused
-configuration would send at it."""
+"""Groups of every type side by side (Kafka 4.4 beside roster): classic, consumer (KIP-848),
+share (KIP-932) and streams (KIP-1071) groups, each with one live member; a group id held by one
+type asked by every other type's APIs (what a client of another type, an admin tool or a
+confused configuration would send at it); and the listing and describe APIs over all of them."""
 from __future__ import annotations
 
 from roster.protocol.api_keys import ApiKey
@@ -94,3 +94,59 @@ def test_group_ids_held_by_another_type(s):
         StreamsMember(s, f"streams-at-{group}", group, topic).heartbeat(keep=MESSAGE)
     for group in (classic, consumer, share, streams):
         describers(s, conn, group)
+
+
+@scenario(outcome="""ListGroups over groups of every type and state (a Stable classic group, a
+simple group that only holds offsets, a Stable consumer group, an Empty consumer group, Stable
+share and streams groups): each types filter, type names in other cases and an unknown type,
+each type's own state names as filters; and each describe API asked for a group that does not
+exist, an empty group id and the same id twice in one request; DeleteGroups naming a group
+twice, groups it deletes beside groups it refuses: each answered with Kafka's errors, states
+and messages, in Kafka's order""")
+def test_list_and_describe_edges(s):
+    topic = s.topic("t", 1)
+    classic, simple = s.name("classic"), s.name("simple")
+    consumer, emptied = s.name("consumer"), s.name("emptied")
+    share, streams = share_group(s, "share"), s.name("streams")
+    form_alone(ClassicMember(s, "classic", classic, (topic,)), topic, 1)
+    ClassicMember(s, "admin", simple, (topic,)).commit(topic, {0: 1})
+    Kip848Member(s, "consumer", consumer, (topic,)).converge(1)
+    leaver = Kip848Member(s, "leaver", emptied, (topic,))
+    leaver.converge(1)
+    leaver.leave()
+    share_member = ShareMember(s, "share", share, topic)
+    share_member.heartbeat(traced=False)
+    share_member.wait_assigned(1)
+    StreamsMember(s, "streams", streams, topic).heartbeat(keep=MESSAGE)
+    conn = s.conn("asker")
+    ours = (classic, simple, consumer, emptied, share, streams)
+
+    def listed(label, states=(), types=()):
+        answer = conn.call(ApiKey.LIST_GROUPS, 5, states_filter=list(states),
+                           types_filter=list(types))
+        s.note(label, groups=sorted((g.group_id, g.group_state, g.group_type, g.protocol_type)
+                                    for g in answer.groups if g.group_id in ours))
+
+    listed("all")
+    for types in (["classic"], ["consumer"], ["share"], ["streams"], ["Consumer"],
+                  ["CLASSIC", "share"], ["nonsense"]):
+        listed(f"types {types}", types=types)
+    for states in (["Stable"], ["Empty"], ["stable", "empty"], ["Assigning", "Reconciling"],
+                   ["NotReady"], ["Dead"], ["PreparingRebalance", "CompletingRebalance"]):
+        listed(f"states {states}", states=states)
+    nobody = s.name("nobody")
+    for api, version in ((ApiKey.DESCRIBE_GROUPS, 5), (ApiKey.DESCRIBE_GROUPS, 6)):
+        conn.call(api, version, keep=("groups",), groups=[nobody, "", classic, classic],
+                  include_authorized_operations=False)
+    for api, version, group in ((ApiKey.CONSUMER_GROUP_DESCRIBE, 1, consumer),
+                                (ApiKey.SHARE_GROUP_DESCRIBE, 1, share),
+                                (ApiKey.STREAMS_GROUP_DESCRIBE, 0, streams)):
+        answer = conn.call(api, version, group_ids=[nobody, "", group, group],
+                           include_authorized_operations=False)
+        s.note(f"{api.name} of nobody, '', the group twice", groups=[
+            (g.group_id, g.error_code.name, g.error_message, g.group_state, len(g.members))
+            for g in answer.groups])
+    # partition 3 holds emptied (deletable) and classic (not empty), partition 0 simple
+    # (deletable) and "", partition 1 nobody
+    conn.call(ApiKey.DELETE_GROUPS, keep=("results",),
+              groups_names=[emptied, classic, simple, simple, nobody, ""])

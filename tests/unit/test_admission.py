@@ -77,7 +77,8 @@ def make_broker(authorizer=None, loading=False):
     if loading:
         groups._loading = {0}  # the one partition of the memory sink is still being replayed
     broker = SimpleNamespace(
-        config={"socket.request.max.bytes": 100 * 1024 * 1024},
+        config={"socket.request.max.bytes": 100 * 1024 * 1024,
+                "offsets.topic.num.partitions": 50},
         registry=build_registry(), groups=groups,
         topics=Topics(Topic("orders", TOPIC_ID, {}, [object(), object()]),
                       Topic("audit", uuid.UUID(int=8), {}, [object()])),

@@ -6,7 +6,9 @@ assignment of a topic deleted since names it with an empty name).
 Admission, as Kafka 4.4's: DESCRIBE on each group (declared); and a group whose members'
 assignments or target assignments name a topic the caller may not DESCRIBE is answered
 TOPIC_AUTHORIZATION_FAILED without its members (KAFKA-18813; checked here, on the described
-group: the request names no topic to declare)."""
+group: the request names no topic to declare). The refused groups are answered first, the rest
+in the order Kafka's coordinator answers them (java_order.coordinator_order: an empty group id
+first, INVALID_GROUP_ID, then by __consumer_offsets partition)."""
 from __future__ import annotations
 
 import uuid
@@ -19,6 +21,7 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
+from roster.protocol.java_order import coordinator_order
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.CONSUMER_GROUP_DESCRIBE
@@ -49,11 +52,13 @@ async def handle(broker, request, connection):
                     group_state="", group_epoch=0, assignment_epoch=0, assignor_name="",
                     members=(), authorized_operations=operations)
 
-    described = []
-    for group_id in body.group_ids:
-        refused = request.admission.group(group_id)  # unauthorized, or loading
-        if refused:
-            described.append(missing(group_id, refused, operations=authorized(group_id)))
+    refused, admitted = request.admission.split_groups(body.group_ids)  # unauthorized, loading
+    described = [missing(group_id, error, operations=authorized(group_id))
+                 for group_id, error in refused]
+    for group_id in coordinator_order(admitted, broker.config["offsets.topic.num.partitions"],
+                                      empty_first=True):
+        if not group_id:
+            described.append(missing(group_id, ErrorCode.invalid_group_id))
             continue
         group = groups.shard.describe_family("consumer", [group_id])[0]
         if not request.admission.describes_all({

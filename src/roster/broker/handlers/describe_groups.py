@@ -1,6 +1,8 @@
 """DescribeGroups (15), v0-6. Each group is admitted on its own (unauthorized, loading). Asked
 for authorized operations, it reports those of a group the principal may perform
-(roster.broker.network.authorized_operations)."""
+(roster.broker.network.authorized_operations). The refused groups are answered first, the rest
+in the order Kafka's coordinator answers them (java_order.coordinator_order: by
+__consumer_offsets partition; an empty group id is a group like any other)."""
 from __future__ import annotations
 
 from roster.broker.network.authorized_operations import NOT_REQUESTED, requested
@@ -9,6 +11,7 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
+from roster.protocol.java_order import coordinator_order
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.DESCRIBE_GROUPS
@@ -22,16 +25,16 @@ async def handle(broker, request, connection):
     group_entry = element(schema, "groups")
     member_entry = element(group_entry, "members")
     asked = requested(broker, connection, getattr(body, "include_authorized_operations", False))
-    described = []
-    for group_id in body.groups:
-        operations = NOT_REQUESTED if asked is None else asked.of(ResourceType.GROUP, group_id)
-        refused = request.admission.group(group_id)
-        if refused is not ErrorCode.none:
-            described.append(make(
-                group_entry, group_id=group_id, group_state="", protocol_type="",
-                protocol_data="", members=(), authorized_operations=operations,
-                error_code=refused, error_message=None))
-            continue
+    def operations_on(group_id: str) -> int:
+        return NOT_REQUESTED if asked is None else asked.of(ResourceType.GROUP, group_id)
+
+    refused, admitted = request.admission.split_groups(body.groups)
+    described = [make(group_entry, group_id=group_id, group_state="", protocol_type="",
+                      protocol_data="", members=(), authorized_operations=operations_on(group_id),
+                      error_code=error, error_message=None) for group_id, error in refused]
+    for group_id in coordinator_order(admitted, broker.config["offsets.topic.num.partitions"],
+                                      empty_first=False):
+        operations = operations_on(group_id)
         found = broker.groups.describe(group_id)
         if found is None or found.error is ErrorCode.group_id_not_found:
             missing = version >= NOT_FOUND_FROM

@@ -9,7 +9,7 @@ answered first, GROUP_AUTHORIZATION_FAILED, as Kafka lists them); a described gr
 whose members is assigned a topic the caller may not DESCRIBE is answered
 TOPIC_AUTHORIZATION_FAILED without its members.
 
-The rest come in the order Kafka's GroupCoordinatorService answers them (kafka_order): an
+The rest come in the order Kafka's GroupCoordinatorService answers them (coordinator_order): an
 empty group id first (INVALID_GROUP_ID), then the groups by their __consumer_offsets partition,
 the partitions in the order a Java HashMap of them iterates, each partition's groups as asked."""
 from __future__ import annotations
@@ -26,43 +26,10 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
-from roster.protocol.partitioning import java_string_hash, partition_for
+from roster.protocol.java_order import coordinator_order
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.SHARE_GROUP_DESCRIBE
-
-
-def _java_int(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - 2**32 if value >= 2**31 else value
-
-
-_OFFSETS_TOPIC_HASH = java_string_hash("__consumer_offsets")
-
-
-def _hashmap_order(partitions: list[int]) -> list[int]:
-    """The order a java.util.HashMap<TopicPartition, _> iterates these __consumer_offsets
-    partitions put in this order: by bucket (the key's spread hash masked by the table size,
-    which doubles past three quarters full from 16), each bucket in insertion order."""
-    size = 16
-    while len(partitions) > size * 3 // 4:
-        size *= 2
-
-    def bucket(partition: int) -> int:
-        h = _java_int(31 * (31 + partition) + _OFFSETS_TOPIC_HASH) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & (size - 1)
-    return sorted(partitions, key=bucket)      # sorted() is stable: insertion order kept
-
-
-def kafka_order(group_ids, offsets_partitions: int) -> list[str]:
-    """The order Kafka 4.4's coordinator answers these group ids in."""
-    by_partition: dict[int, list[str]] = {}
-    for group_id in group_ids:
-        if group_id:
-            by_partition.setdefault(partition_for(group_id, offsets_partitions),
-                                    []).append(group_id)
-    return [g for g in group_ids if not g] + [
-        g for partition in _hashmap_order(list(by_partition)) for g in by_partition[partition]]
 
 
 async def handle(broker, request, connection):
@@ -85,15 +52,11 @@ async def handle(broker, request, connection):
     def name_of(topic_id: bytes) -> str:
         return catalog.name_of(topic_id) or ""
 
-    refused, described = [], []
-    allowed = []
-    for group_id in body.group_ids:
-        error = request.admission.group(group_id)
-        if error:
-            refused.append(missing(group_id, error))
-        else:
-            allowed.append(group_id)
-    for group_id in kafka_order(allowed, broker.config["offsets.topic.num.partitions"]):
+    refused, admitted = request.admission.split_groups(body.group_ids)
+    refused = [missing(group_id, error) for group_id, error in refused]
+    described = []
+    for group_id in coordinator_order(admitted, broker.config["offsets.topic.num.partitions"],
+                                      empty_first=True):
         if not group_id:
             described.append(missing(group_id, ErrorCode.invalid_group_id))
             continue

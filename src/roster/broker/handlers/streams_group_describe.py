@@ -10,7 +10,10 @@ for (NOT_STORED) or not (NOT_REQUESTED); the assignor is "sticky".
 
 Admission, as Kafka 4.4's: DESCRIBE on each group (declared); and a group whose topology names
 a topic the caller may not DESCRIBE is answered TOPIC_AUTHORIZATION_FAILED, without its
-members (checked here, on the described topology: the request names no topic to declare)."""
+members (checked here, on the described topology: the request names no topic to declare). The
+refused groups are answered first, the rest in the order Kafka's coordinator answers them
+(java_order.coordinator_order: an empty group id first, INVALID_GROUP_ID, then by
+__consumer_offsets partition)."""
 from __future__ import annotations
 
 from roster.broker.groups.streams_group import streams_type
@@ -20,6 +23,7 @@ from roster.protocol.api_keys import ApiKey
 from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
+from roster.protocol.java_order import coordinator_order
 from roster.protocol.registry import ApiSpec, Groups
 
 API_KEY = ApiKey.STREAMS_GROUP_DESCRIBE
@@ -88,11 +92,12 @@ async def handle(broker, request, connection):
                     group_state="", group_epoch=0, assignment_epoch=0, topology=None,
                     members=(), authorized_operations=authorized(group_id))
 
-    described = []
-    for group_id in body.group_ids:
-        refused = request.admission.group(group_id)
-        if refused:
-            described.append(missing(group_id, refused, None))
+    refused, admitted = request.admission.split_groups(body.group_ids)
+    described = [missing(group_id, error, None) for group_id, error in refused]
+    for group_id in coordinator_order(admitted, broker.config["offsets.topic.num.partitions"],
+                                      empty_first=True):
+        if not group_id:
+            described.append(missing(group_id, ErrorCode.invalid_group_id, None))
             continue
         found = None if streams is None else streams.describe(group_id)
         if found is None:

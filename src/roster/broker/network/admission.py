@@ -86,6 +86,19 @@ class Admission:
         groups = self._groups
         return NONE if groups is None else groups.get(group_id, NONE)
 
+    def split_groups(self, group_ids) -> tuple[list[tuple[str, ErrorCode]], list[str]]:
+        """The groups of a request that names several, as Kafka's KafkaApis splits them before
+        the coordinator answers the rest: (each refused one with its refusal, the admitted
+        ones), both in the order asked."""
+        refused, admitted = [], []
+        for group_id in group_ids:
+            error = self.group(group_id)
+            if error:
+                refused.append((group_id, error))
+            else:
+                admitted.append(group_id)
+        return refused, admitted
+
     def topic(self, index: int, within: int | None = None) -> Resolved:
         """The topic entry at `index` (of the entry `within`, for nested lists)."""
         if within is None:

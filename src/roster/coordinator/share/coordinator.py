@@ -40,7 +40,6 @@ from roster.coordinator import triggers as tr
 from roster.coordinator.changes import MemberWritten, WholeGroupOperation
 from roster.coordinator.consumer.validation import RequestError, fail
 from roster.coordinator.group_type import GroupsById
-from roster.coordinator.java_order import java_hash_set_order
 from roster.coordinator.messages import GroupDescription, GroupOverview, GroupView, MemberView
 from roster.coordinator.no_classic_members import NoClassicMembers
 from roster.coordinator.results import Result
@@ -68,6 +67,7 @@ from roster.coordinator.share.model import (
 from roster.coordinator.share.replay import replay
 from roster.frozen import frozen
 from roster.protocol.errors import ErrorCode
+from roster.protocol.java_order import hash_set_order
 
 log = logging.getLogger("roster.coordinator")
 
@@ -205,7 +205,7 @@ class ShareCoordinator(NoClassicMembers, GroupsById):
         # them, in the order of a HashSet made from its record's sorted list (replay.py)
         names = q.subscribed_topic_names
         if names is not None and set(names) != set(member.subscribed):
-            changes["subscribed"] = java_hash_set_order(sorted(set(names)))
+            changes["subscribed"] = hash_set_order(sorted(set(names)))
         if q.client_id != member.client_id:
             changes["client_id"] = q.client_id
         if q.client_host != member.client_host:

@@ -8,9 +8,9 @@ their part. The group's tombstone (type 11) deletes the group; a member's metada
 """
 from __future__ import annotations
 
-from roster.coordinator.java_order import java_hash_set_order
 from roster.coordinator.share import records as rec
 from roster.coordinator.share.model import STABLE_MEMBER, ShareGroup, ShareMember
+from roster.protocol.java_order import hash_set_order
 
 
 def replay(groups: dict[str, ShareGroup], record: rec.ShareRecord) -> None:
@@ -49,7 +49,7 @@ def replay(groups: dict[str, ShareGroup], record: rec.ShareRecord) -> None:
         old = group.members.get(key.member) or ShareMember(key.member)
         group.members[key.member] = old.replace(
             rack_id=value.rack_id, client_id=value.client_id, client_host=value.client_host,
-            subscribed=java_hash_set_order(value.subscribed))   # as Kafka's updateWith
+            subscribed=hash_set_order(value.subscribed))   # as Kafka's updateWith
     elif kind == rec.CURRENT_ASSIGNMENT:
         old = group.members.get(key.member)
         if value is None:
