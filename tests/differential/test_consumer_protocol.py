@@ -349,3 +349,27 @@ def test_kip848_request_checks(s):
     heartbeat("empty topic name", subscribed_topic_names=[""])
     heartbeat("names and regex", subscribed_topic_regex="t.*")
     heartbeat("right", member_id="member-right")
+
+
+@scenario(outcome="""consumer groups at their edges: a regex matching an internal topic
+(__consumer_offsets) and a topic resolves to both, and the member is assigned the internal
+topic's partitions too, as Kafka 4.4 assigns them; members asking for different
+server assignors: the group uses (and ConsumerGroupDescribe names) the one most of them ask
+for, a tie going to "uniform" over "range" """)
+def test_kip848_group_edges(s):
+    topic = s.topic("t", 2)
+    # the regex matches __consumer_offsets (5 partitions) and the topic (2): Kafka 4.4
+    # resolves it against every topic, internal ones included, so the member gets all 7
+    internal = Kip848Member(s, "internal", s.name("internal"),
+                            regex="__consumer_offs.*|" + topic.replace(".", "\\."))
+    internal.converge(7)
+    group = s.name("assignors")
+    conn = s.conn("assignors")
+    for who, assignor in (("r1", "range"), ("u1", "uniform"), ("r2", "range")):
+        conn.call(ApiKey.CONSUMER_GROUP_HEARTBEAT, 1, keep=("error_message",), group_id=group,
+                  member_id=f"member-{who}", member_epoch=0, instance_id=None, rack_id=None,
+                  rebalance_timeout=30000, subscribed_topic_names=[topic],
+                  subscribed_topic_regex=None, server_assignor=assignor, topic_partitions=[])
+        answer = s.conn("admin", traced=False).call(
+            ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group])
+        s.note(f"after {who}", assignor=answer.groups[0].assignor_name)

@@ -2,7 +2,7 @@
 for the same lists (the expected values below were produced by the JDK, not by this code)."""
 from __future__ import annotations
 
-from roster.protocol.java_order import coordinator_order, hash_set_order
+from roster.protocol.java_order import coordinator_order, hash_set_order, timeline_hash_order
 from roster.protocol.partitioning import java_string_hash
 
 TEN = ["orders", "payments", "clicks", "audit", "events", "logs", "metrics", "users", "carts",
@@ -59,3 +59,17 @@ def test_an_empty_id_goes_first_only_where_the_api_turns_it_away_first():
     asked = [g("simple"), g("nobody"), ""]
     assert coordinator_order(asked, 5, empty_first=True) == ["", g("simple"), g("nobody")]
     assert coordinator_order(asked, 5, empty_first=False) == [g("simple"), "", g("nobody")]
+
+
+def test_timeline_hash_map_order():
+    """As Kafka 4.4's org.apache.kafka.timeline.TimelineHashMap (kafka-server-common 4.4.0)
+    iterated these keys, put into an empty map in this order."""
+    assert timeline_hash_order(["range", "uniform"]) == ["uniform", "range"]
+    assert timeline_hash_order(["uniform", "range"]) == ["uniform", "range"]
+    assert timeline_hash_order(["a", "b", "c"]) == ["c", "b", "a"]
+    assert timeline_hash_order(["orders", "payments", "clicks", "audit", "events"]) == [
+        "clicks", "events", "audit", "orders", "payments"]
+    assert timeline_hash_order([f"x{i}" for i in range(1, 14)]) == [
+        "x7", "x10", "x4", "x12", "x9", "x1", "x6", "x3", "x8", "x11", "x5", "x13", "x2"]
+    assert timeline_hash_order(["Aa", "BB"]) == ["BB", "Aa"]     # one slot: last added first
+    assert timeline_hash_order(["BB", "Aa"]) == ["Aa", "BB"]

@@ -4,6 +4,9 @@ them and a client or a tool comparing answers could see the difference.
 - A share group member's subscribed topic names: Kafka writes the member record with the names
   sorted and rebuilds the member from it as `new HashSet<>(names)`, so ShareGroupDescribe lists
   them in that set's iteration order (hash_set_order), neither sorted nor as sent.
+- The server assignor a consumer group uses when its members ask for different ones: the one
+  most of them ask for, a tie going to the first in the order Kafka's count of them (a
+  TimelineHashMap, kafka.timeline's own hash table) iterates (timeline_hash_order).
 - The groups of a multi-group answer (DescribeGroups, DeleteGroups, ConsumerGroupDescribe,
   ShareGroupDescribe, StreamsGroupDescribe): Kafka's GroupCoordinatorService answers the ids
   an empty-id check turned away first (for the APIs that make one), then the others by their
@@ -63,3 +66,24 @@ def coordinator_order(group_ids: Sequence[str], offsets_partitions: int,
         table *= 2
     partitions = _bucket_order(list(by_partition), _offsets_partition_hash, table)
     return first + [g for partition in partitions for g in by_partition[partition]]
+
+
+_FIBONACCI = -7046029254386353131 % (1 << 64)    # Knuth's multiplier, as Kafka's BaseHashTable
+
+
+def timeline_hash_order(keys: Sequence[str]) -> list[str]:
+    """The order a TimelineHashMap (org.apache.kafka.timeline) made empty and given these
+    distinct string keys in this order iterates them: its table starts at 2 slots and doubles
+    before an add would fill it past three quarters; a key's slot is the top bits of its
+    hashCode() times Knuth's multiplier, as many as the table needs; slots are visited in
+    order, a slot's keys last-added first."""
+    table = 2
+    for size in range(len(keys)):
+        if (size + 1) * 0.75 > table:
+            table *= 2
+    shift = 65 - table.bit_length()
+
+    def slot(key: str) -> int:
+        return ((java_string_hash(key) * _FIBONACCI) % (1 << 64)) >> shift
+    added = list(reversed(keys))                  # within a slot: the last added first
+    return sorted(added, key=slot)

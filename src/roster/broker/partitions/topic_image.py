@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 
+from roster.broker.partitions.topics import ROSTER_INTERNAL_TOPICS
+
 
 class LiveTopics:
     """The broker's topic catalog as the consumer coordinator reads it (model.TopicImage)."""
@@ -23,7 +25,9 @@ class LiveTopics:
         return None if topic is None else topic.name
 
     def names(self):
-        return [t.name for t in self._topics if not t.internal]
+        # Kafka resolves a regex against every topic, its internal ones included (4.4 assigns
+        # __consumer_offsets to a member whose regex matches it); roster's own are not Kafka's
+        return [t.name for t in self._topics if t.name not in ROSTER_INTERNAL_TOPICS]
 
     def version(self) -> int:
         return self._topics.version

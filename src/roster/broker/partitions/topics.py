@@ -46,6 +46,13 @@ SPARE_MARKER = ".spare-deletion-marker"  # renamed into a marker where no new fi
 LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 MAX_NAME_LENGTH = 249
 OFFSETS_TOPIC = "__consumer_offsets"
+# Kafka's internal topics (its Topic.INTERNAL_TOPICS): listed as internal, refused to producers
+# and to DeleteTopics. Any other name, "__" first or not, is a user's topic, as in Kafka.
+KAFKA_INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, "__transaction_state", "__share_group_state"})
+# roster's own, which Kafka does not have (the flight recorder's events): internal too, and
+# out of what a consumer group's regex can match
+ROSTER_INTERNAL_TOPICS = frozenset({"__roster_group_events"})
+INTERNAL_TOPICS = KAFKA_INTERNAL_TOPICS | ROSTER_INTERNAL_TOPICS
 
 
 class TopicError(Exception):
@@ -122,7 +129,7 @@ class Topic:
 
     @property
     def internal(self) -> bool:
-        return self.name.startswith("__")
+        return self.name in INTERNAL_TOPICS
 
 
 LogOpener = Callable[[Path, LogConfig], PartitionLog]

@@ -11,6 +11,7 @@ from roster.coordinator.consumer.assignors import ASSIGNORS, DEFAULT_ASSIGNOR, M
 from roster.coordinator.consumer.config import ConsumerConfig
 from roster.coordinator.consumer.model import ConsumerGroup, TopicImage
 from roster.protocol import client_regex
+from roster.protocol.java_order import timeline_hash_order
 
 
 def resolve_regexes(group: ConsumerGroup, image: TopicImage, now: int) -> list:
@@ -56,13 +57,14 @@ def metadata_without_image(group: ConsumerGroup) -> dict[str, tuple[bytes, int]]
 
 
 def assignor_name(group: ConsumerGroup, config: ConsumerConfig) -> str:
-    """The server assignor most members ask for (ties: the first by name), else the first
-    configured."""
+    """The server assignor most members ask for, else the first configured. A tie goes to the
+    first in the order Kafka's count of them iterates (java_order.timeline_hash_order: of the
+    two built-in names, "uniform" before "range"), as Kafka's Stream.max keeps the first."""
     counts = Counter(m.server_assignor for m in group.members.values() if m.server_assignor)
     if not counts:
         return config.assignors[0] if config.assignors else DEFAULT_ASSIGNOR
     best = max(counts.values())
-    return min(name for name, c in counts.items() if c == best)
+    return next(name for name in timeline_hash_order(list(counts)) if counts[name] == best)
 
 
 def target_records(group: ConsumerGroup, config: ConsumerConfig) -> list:
