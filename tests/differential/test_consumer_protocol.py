@@ -373,3 +373,26 @@ def test_kip848_group_edges(s):
         answer = s.conn("admin", traced=False).call(
             ApiKey.CONSUMER_GROUP_DESCRIBE, group_ids=[group])
         s.note(f"after {who}", assignor=answer.groups[0].assignor_name)
+
+
+@scenario(outcome="""a KIP-848 member that sends epoch 0 again under its own member id (a client
+that lost its state) is answered as Kafka answers it, and so is the other member; OffsetFetch v9
+naming several groups at once (a consumer group, one that does not exist, an empty id, the same
+group twice) answers each as Kafka does, in Kafka's order""")
+def test_kip848_rejoin_and_multi_group_fetch(s):
+    topic, group, a, b = converged_pair(s, 2)
+    a.owned = []
+    a.epoch = 0
+    a.heartbeat()
+    b.heartbeat()
+    a.heartbeat()
+    b.heartbeat()
+    a.conn.call(ApiKey.OFFSET_COMMIT, 9, keep=("topics",), group_id=group,
+                generation_id_or_member_epoch=a.epoch, member_id=a.member_id,
+                group_instance_id=None, topics=[{"name": topic, "partitions": [
+                    {"partition_index": p, "committed_offset": 7, "committed_leader_epoch": -1,
+                     "committed_metadata": "m"} for p in (0, 1)]}])
+    fetch_groups = [group, s.name("nobody"), "", group]
+    s.conn("admin").call(ApiKey.OFFSET_FETCH, 9, keep=("groups",), require_stable=False,
+                         groups=[{"group_id": g, "member_id": None, "member_epoch": -1,
+                                  "topics": None} for g in fetch_groups])

@@ -63,8 +63,11 @@ def validate(q: HeartbeatRequest, config: ConsumerConfig) -> None:
 
 def check_epoch(member: ConsumerMember, q: HeartbeatRequest) -> None:
     """A member's epoch: ahead of the coordinator's, or behind it other than by the one step a
-    lost answer explains, fences it."""
+    lost answer explains, fences it. Epoch 0 is a member joining again under its own id (a
+    client that lost its state): not checked, as in Kafka 4.4, and answered like a join."""
     epoch = q.member_epoch
+    if epoch == 0:
+        return
     if epoch > member.member_epoch:
         fail(ErrorCode.fenced_member_epoch,
              f"The consumer group member has a greater member epoch ({epoch}) than the "
