@@ -190,6 +190,14 @@ SETTINGS: dict[str, Setting] = {s.name: s for s in [
     Setting("group.consumer.max.session.timeout.ms", 60000, int, 1),
     Setting("group.consumer.min.heartbeat.interval.ms", 5000, int, 1),
     Setting("group.consumer.max.heartbeat.interval.ms", 15000, int, 1),
+    # Kafka 4.4 batches a consumer group's target-assignment computations by this interval and
+    # may run them off its coordinator thread; roster takes, bounds and describes them (the
+    # defaults of a group's consumer.assignment.interval.ms and consumer.assignor.offload.enable)
+    # and computes a target on the heartbeat that needs one, as Kafka with 0 and no offload
+    Setting("group.consumer.assignment.interval.ms", 1000, int, 0),
+    Setting("group.consumer.min.assignment.interval.ms", 0, int, 0),
+    Setting("group.consumer.max.assignment.interval.ms", 15000, int, 0),
+    Setting("group.consumer.assignor.offload.enable", True, _parse_bool),
     Setting("group.consumer.migration.policy", "bidirectional",
             choice(*MIGRATION_POLICIES), None,
             "bidirectional, upgrade, downgrade or disabled: whether a classic group turns into a "

@@ -44,9 +44,11 @@ OFF_TRACE = """
   Kafka writes them to its metadata log. The answers are the same.
 - **KIP-848 assignments are computed on the heartbeat that needs one.** Kafka 4.4 batches
   target-assignment computations (`group.consumer.assignment.interval.ms`, default 1 s) and runs
-  them off the coordinator thread (`group.consumer.assignor.offload.enable`); roster has neither
-  setting and answers as Kafka does with an interval of 0 and no offload, which is how the
-  harness runs Kafka. With Kafka's defaults a member can see its assignment a heartbeat later.
+  them off the coordinator thread (`group.consumer.assignor.offload.enable`); roster takes both
+  settings (and the groups' `consumer.assignment.interval.ms` and
+  `consumer.assignor.offload.enable`), describes them as Kafka does, and answers as Kafka does
+  with an interval of 0 and no offload, which is how the harness runs both brokers. With
+  Kafka's defaults a member can see its assignment a heartbeat later.
 - **A KIP-848 assignment is repeated until the member reports owning it.** Kafka puts the
   assignment in a ConsumerGroupHeartbeat answer only when it changed or the request was full.
   librdkafka times a heartbeat out after one heartbeat interval and resends it unchanged, not as

@@ -362,7 +362,9 @@ def test_kip848_group_edges(s):
     # resolves it against every topic, internal ones included, so the member gets all 7
     internal = Kip848Member(s, "internal", s.name("internal"),
                             regex="__consumer_offs.*|" + topic.replace(".", "\\."))
-    internal.converge(7)
+    s.wait(lambda: internal.heartbeat(traced=False) is not None
+           and internal.owned_count() == 7, "the regex member owns 7 partitions")
+    s.note("assigned by regex", partitions=internal.owned_count())
     group = s.name("assignors")
     conn = s.conn("assignors")
     for who, assignor in (("r1", "range"), ("u1", "uniform"), ("r2", "range")):

@@ -150,3 +150,19 @@ def test_list_and_describe_edges(s):
     # (deletable) and "", partition 1 nobody
     conn.call(ApiKey.DELETE_GROUPS, keep=("results",),
               groups_names=[emptied, classic, simple, simple, nobody, ""])
+
+
+@scenario(outcome="""DescribeConfigs of a GROUP resource (a group that does not exist, with
+and without keys, synonyms and documentation asked for): every group config Kafka 4.4 lists,
+with its value, source, read-only and sensitive flags and type""")
+def test_group_configs_described(s):
+    for keys, synonyms in ((None, False), (["consumer.session.timeout.ms", "nope"], True)):
+        answer = s.conn("admin").call(ApiKey.DESCRIBE_CONFIGS, 4, resources=[{
+            "resource_type": 32, "resource_name": s.name("g"), "configuration_keys": keys}],
+            include_synonyms=synonyms, include_documentation=False)
+        (result,) = answer.results
+        s.note("described", keys=keys, error=result.error_code.name,
+               message=result.error_message, configs=sorted(
+                   (c.name, c.value, int(c.config_source), c.read_only, c.is_sensitive,
+                    int(c.config_type), [(y.name, y.value, int(y.source)) for y in c.synonyms])
+                   for c in result.configs))

@@ -73,6 +73,12 @@ PEER_SETTINGS = {
     "group.consumer.min.heartbeat.interval.ms": "100",
     "group.consumer.session.timeout.ms": "45000",
     "group.consumer.min.session.timeout.ms": "1000",
+    # Kafka 4.4 batches KIP-848 target assignments (at most one per second) and computes them
+    # off the coordinator thread; roster takes both settings but computes a target on the
+    # heartbeat that needs one. With these the two answer the same heartbeat with the same
+    # epoch, and describe the same group configs (docs/compatibility.md).
+    "group.consumer.assignment.interval.ms": "0",
+    "group.consumer.assignor.offload.enable": "false",
     # a streams group's first assignment at once, as the classic groups' above, and a new
     # target on the heartbeat that needs one (Kafka 4.4's defaults, which roster keeps too,
     # delay the first by 3 s and space them by 1 s, answering ASSIGNMENT_DELAYED meanwhile)
@@ -95,12 +101,6 @@ SINGLE_NODE = {
     "default.replication.factor": "1",
     "min.insync.replicas": "1",
     "log.flush.interval.messages": str(2**63 - 1),
-    # Kafka 4.4 batches KIP-848 target assignments (at most one per second) and computes them
-    # off the coordinator thread; roster computes them on the heartbeat that needs one, as
-    # Kafka did before. With these the two answer the same heartbeat with the same epoch
-    # (docs/compatibility.md).
-    "group.consumer.assignment.interval.ms": "0",
-    "group.consumer.assignor.offload.enable": "false",
 }
 SECURE_USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 

@@ -40,16 +40,24 @@ def test_set_validate_persist_and_delete(tmp_path):
         ("streams.assignment.interval.ms", 1000, False),
         ("streams.assignor.name", "sticky", False),
         ("streams.rack.aware.assignment.tags", "", False),
+        ("consumer.assignment.interval.ms", 1000, False),
+        ("consumer.assignor.offload.enable", True, False),
         ("consumer.heartbeat.interval.ms", 5000, False),
-        ("consumer.session.timeout.ms", 45000, False),
-        ("group.expected.instance.ids", "", False),
-        ("group.expected.size", -1, False),
-        ("group.expected.refuse.unexpected", True, False)]
+        ("consumer.session.timeout.ms", 45000, False)]
     # each with the broker setting it defaults to and its ConfigType
     by_name = {name: rest for name, *rest in store.effective("g")}
     assert by_name["consumer.session.timeout.ms"][2:] == [
         "group.consumer.session.timeout.ms", "int"]
-    assert by_name["group.expected.instance.ids"][2:] == [None, "list"]
+    assert by_name["consumer.assignor.offload.enable"][2:] == [
+        "group.consumer.assignor.offload.enable", "boolean"]
+    # roster's own group.expected.* configs (Kafka has none): listed once set on the group
+    store.alter("other", [("group.expected.size", SET, "3")])
+    assert [entry[:3] for entry in store.effective("other")][-1:] == [
+        ("group.expected.size", 3, True)]
+    with pytest.raises(GroupConfigError, match="in the range 0 to 15000 inclusive"):
+        store.alter("g", [("consumer.assignment.interval.ms", SET, "20000")])
+    with pytest.raises(GroupConfigError, match="Expected value to be either true or false"):
+        store.alter("g", [("consumer.assignor.offload.enable", SET, "maybe")])
     store.alter("g", [("consumer.session.timeout.ms", SET, "50000")])
     with pytest.raises(GroupConfigError, match="must be in the range 45000 to 60000 inclusive"):
         store.alter("g", [("consumer.session.timeout.ms", SET, "1000")])
@@ -61,8 +69,9 @@ def test_set_validate_persist_and_delete(tmp_path):
         store.alter("g", [("consumer.session.timeout.ms", SET, "soon")])
     store.alter("g", [("consumer.heartbeat.interval.ms", SET, "6000")], validate_only=True)
     assert GroupConfigStore(tmp_path, DEFAULTS).values == {
-        "g": {"consumer.session.timeout.ms": 50000}}
+        "g": {"consumer.session.timeout.ms": 50000}, "other": {"group.expected.size": 3}}
     store.alter("g", [("consumer.session.timeout.ms", DELETE, None)])
+    store.alter("other", [("group.expected.size", DELETE, None)])
     assert GroupConfigStore(tmp_path, DEFAULTS).values == {}
 
 

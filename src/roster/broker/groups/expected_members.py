@@ -44,7 +44,7 @@ class ExpectedMembersConfigs:
 
     @staticmethod
     def described(name: str, own: dict) -> bool:
-        return True
+        return name in own      # roster's own, not Kafka's: listed once set, as Kafka's internal ones
 
     @staticmethod
     def default(name: str, broker) -> object:

@@ -91,7 +91,7 @@ def _group_entries(broker, name: str):
         entries.append((key, text, synonyms[0][2], False, tuple(synonyms),
                         {"list": LIST, "boolean": BOOLEAN, "long": LONG,
                          "string": STRING}.get(kind, INT), None))
-    return ErrorCode.none, None, entries
+    return ErrorCode.none, "", entries    # Kafka's message for a group: "" (a topic's: null)
 
 
 async def handle(broker, request, connection):
