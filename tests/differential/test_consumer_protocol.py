@@ -142,7 +142,9 @@ def describe_group_config(s, group: str, *names: str) -> None:
 @scenario(outcome="""group configs: consumer.session.timeout.ms and
 consumer.heartbeat.interval.ms set on a group are described back (source: dynamic group
 config) and the heartbeat interval reaches the members; values outside the broker's bounds and
-unknown names get INVALID_CONFIG; a deleted config falls back to the broker default""")
+unknown names get INVALID_CONFIG; a deleted config falls back to the broker default;
+consumer.assignment.interval.ms outside its bounds and consumer.assignor.offload.enable not a
+boolean get INVALID_CONFIG with Kafka's messages, and valid values are described back""")
 def test_kip848_group_configs(s):
     topic = s.topic("t", 1)
     group = s.name("g")
@@ -153,11 +155,21 @@ def test_kip848_group_configs(s):
     a = Kip848Member(s, "a", group, (topic,))
     a.heartbeat()
     alter_group_config(s, group, consumer_session_timeout_ms="10")
+    alter_group_config(s, group, consumer_session_timeout_ms="0")
+    alter_group_config(s, group, consumer_heartbeat_interval_ms="-5")
     alter_group_config(s, group, consumer_session_timeout_ms="999999999")
     alter_group_config(s, group, no_such_config="1")
     alter_group_config(s, group, consumer_heartbeat_interval_ms=None)
     describe_group_config(s, group, "consumer.heartbeat.interval.ms")
     a.heartbeat()
+    # Kafka 4.4's assignment settings, taken and bounded as Kafka takes them
+    alter_group_config(s, group, consumer_assignment_interval_ms="20000")
+    alter_group_config(s, group, consumer_assignment_interval_ms="-1")
+    alter_group_config(s, group, consumer_assignor_offload_enable="maybe")
+    alter_group_config(s, group, consumer_assignment_interval_ms="0",
+                       consumer_assignor_offload_enable="true")
+    describe_group_config(s, group, "consumer.assignment.interval.ms",
+                          "consumer.assignor.offload.enable")
 
 
 @scenario(outcome="""a KIP-848 member that stops heartbeating is removed after the group's

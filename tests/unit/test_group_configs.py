@@ -43,17 +43,17 @@ def test_set_validate_persist_and_delete(tmp_path):
         ("consumer.assignment.interval.ms", 1000, False),
         ("consumer.assignor.offload.enable", True, False),
         ("consumer.heartbeat.interval.ms", 5000, False),
-        ("consumer.session.timeout.ms", 45000, False)]
+        ("consumer.session.timeout.ms", 45000, False),
+        ("group.expected.instance.ids", "", False),
+        ("group.expected.size", -1, False),
+        ("group.expected.refuse.unexpected", True, False)]
     # each with the broker setting it defaults to and its ConfigType
     by_name = {name: rest for name, *rest in store.effective("g")}
     assert by_name["consumer.session.timeout.ms"][2:] == [
         "group.consumer.session.timeout.ms", "int"]
     assert by_name["consumer.assignor.offload.enable"][2:] == [
         "group.consumer.assignor.offload.enable", "boolean"]
-    # roster's own group.expected.* configs (Kafka has none): listed once set on the group
-    store.alter("other", [("group.expected.size", SET, "3")])
-    assert [entry[:3] for entry in store.effective("other")][-1:] == [
-        ("group.expected.size", 3, True)]
+    assert by_name["group.expected.instance.ids"][2:] == [None, "list"]
     with pytest.raises(GroupConfigError, match="in the range 0 to 15000 inclusive"):
         store.alter("g", [("consumer.assignment.interval.ms", SET, "20000")])
     with pytest.raises(GroupConfigError, match="Expected value to be either true or false"):
@@ -69,9 +69,8 @@ def test_set_validate_persist_and_delete(tmp_path):
         store.alter("g", [("consumer.session.timeout.ms", SET, "soon")])
     store.alter("g", [("consumer.heartbeat.interval.ms", SET, "6000")], validate_only=True)
     assert GroupConfigStore(tmp_path, DEFAULTS).values == {
-        "g": {"consumer.session.timeout.ms": 50000}, "other": {"group.expected.size": 3}}
+        "g": {"consumer.session.timeout.ms": 50000}}
     store.alter("g", [("consumer.session.timeout.ms", DELETE, None)])
-    store.alter("other", [("group.expected.size", DELETE, None)])
     assert GroupConfigStore(tmp_path, DEFAULTS).values == {}
 
 

@@ -13,7 +13,7 @@ them and a client or a tool comparing answers could see the difference.
   __consumer_offsets partition, the partitions in the order a `HashMap<TopicPartition, _>` of
   them iterates, each partition's ids as asked (coordinator_order).
 
-Both follow from facts of the JDK's HashMap: a table of a power of two buckets, at least 16 and
+The first and the last follow from facts of the JDK's HashMap: a table of a power of two buckets, at least 16 and
 never more than three quarters full (a set built from a list of n names is sized for the n
 names, a repeated name counting each time; a map filled one key at a time doubles as it
 fills); a key's bucket is its hashCode() spread (h ^ h >>> 16) and masked to the table;

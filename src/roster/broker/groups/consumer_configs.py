@@ -19,6 +19,7 @@ _ORIGIN = {SESSION: "group.consumer.session.timeout.ms",
            HEARTBEAT: "group.consumer.heartbeat.interval.ms",
            ASSIGNMENT_INTERVAL: "group.consumer.assignment.interval.ms",
            ASSIGNOR_OFFLOAD: "group.consumer.assignor.offload.enable"}
+_AT_LEAST = {SESSION: 1, HEARTBEAT: 1, ASSIGNMENT_INTERVAL: 0}
 _LIMITS = {SESSION: ("group.consumer.min.session.timeout.ms",
                      "group.consumer.max.session.timeout.ms"),
            HEARTBEAT: ("group.consumer.min.heartbeat.interval.ms",
@@ -32,7 +33,10 @@ class ConsumerGroupConfigs:
 
     @staticmethod
     def parse(name: str, value) -> int | bool:
-        return boolean(name, value) if name == ASSIGNOR_OFFLOAD else number(name, value)
+        if name == ASSIGNOR_OFFLOAD:
+            return boolean(name, value)
+        # Kafka's ConfigDef bounds below (atLeast) before GroupConfig.validate's ranges
+        return number(name, value, at_least=_AT_LEAST.get(name))
 
     def validate(self, own: dict, broker) -> None:
         merged = {name: own.get(name, self.default(name, broker)) for name in self.names}

@@ -44,7 +44,9 @@ class ExpectedMembersConfigs:
 
     @staticmethod
     def described(name: str, own: dict) -> bool:
-        return name in own      # roster's own, not Kafka's: listed once set, as Kafka's internal ones
+        # roster's own (Kafka has none): always listed, which is also how roster's tools tell
+        # a roster broker from Kafka (admin/not_roster.is_roster)
+        return True
 
     @staticmethod
     def default(name: str, broker) -> object:

@@ -52,8 +52,8 @@ async def handle(broker, request, connection):
     def name_of(topic_id: bytes) -> str:
         return catalog.name_of(topic_id) or ""
 
-    refused, admitted = request.admission.split_groups(body.group_ids)
-    refused = [missing(group_id, error) for group_id, error in refused]
+    turned_away, admitted = request.admission.split_groups(body.group_ids)
+    refused = [missing(group_id, error) for group_id, error in turned_away]
     described = []
     for group_id in coordinator_order(admitted, broker.config["offsets.topic.num.partitions"],
                                       empty_first=True):
