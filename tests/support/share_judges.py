@@ -22,6 +22,7 @@ import pytest
 
 from roster.admin.client import AdminClient, AdminError
 from roster.protocol.api_keys import ApiKey
+from roster.protocol.errors import ErrorCode
 from tests.support import groups, java_judges
 from tests.support.java_judges import JavaProgram
 from tests.support.judges import KAFKA, ROSTER
@@ -30,6 +31,8 @@ from tests.support.kafka_peer import ROOT, unique_name
 SHARE_BOTH = pytest.mark.parametrize("target", [ROSTER, KAFKA], indirect=True)
 GROUP_RESOURCE, SET = 32, 0
 DEADLINE_S = 90.0
+COORDINATOR_NOT_READY = (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress,
+                         ErrorCode.coordinator_not_available)
 
 
 def serves_share_groups(bootstrap: str) -> bool:
@@ -273,11 +276,18 @@ def delivery_faults(programs: list[ShareProgram], gone: dict[str, int] | None = 
 def share_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int, int]]:
     """DescribeShareGroupOffsets for every topic of the group: (topic, partition) ->
     (start offset, lag) of each initialised share partition (start -1 where there is none)."""
-    with AdminClient(bootstrap) as admin:
-        entry = admin.entry(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "groups")
-        answer = admin.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
-                            groups=(entry(group_id=group, topics=None),))
-    (found,) = answer.groups
+    deadline = time.monotonic() + DEADLINE_S
+    while True:
+        with AdminClient(bootstrap) as admin:
+            entry = admin.entry(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "groups")
+            answer = admin.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS,
+                                groups=(entry(group_id=group, topics=None),))
+        (found,) = answer.groups
+        # a broker restarted a moment ago may not coordinate the group yet (Kafka answers
+        # NOT_COORDINATOR until its share coordinator has loaded): asked again, as clients do
+        if found.error_code not in COORDINATOR_NOT_READY or time.monotonic() >= deadline:
+            break
+        time.sleep(0.1)
     assert found.error_code.value == 0, (found.error_code, found.error_message)
     return {(t.topic_name, p.partition_index): (p.start_offset, p.lag)
             for t in found.topics for p in t.partitions}
