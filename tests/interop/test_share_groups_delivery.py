@@ -13,8 +13,9 @@ and roster with the same assertions:
 - a record released on every delivery is delivered share.delivery.count.limit times, then
   archived (never delivered again) and dead-lettered;
 - a consumer that stays connected but holds records past the lock: they come back with delivery
-  count 2 once the lock expired, and its late ACCEPT is answered without error and changes
-  nothing;
+  count 2 once the lock expired (3 once a second lock expired, when the slow one's client
+  fetched them again at 2 in the background), and its late ACCEPT is answered without error
+  and changes nothing;
 - RENEW (KIP-1222, Java only: confluent-kafka 2.16 has no RENEW) keeps a slow consumer's lock
   past the lock duration: nobody else gets the record, its delivery count stays 1;
 - the broker killed -9 mid-stream and restarted on its data: nothing whose acknowledgement was
@@ -179,20 +180,37 @@ def test_records_held_past_the_lock_come_back_and_a_late_accept_changes_nothing(
     stop_members(confluent, ["other"])
     programs = [java, confluent]
     again = [e for e in confluent.records() if e["offset"] in held]
-    assert {e["offset"]: e["deliveryCount"] for e in again} == {o: 2 for o in held}
-    # not before the lock expired
-    early = [(e["offset"], (e["t"] - held[e["offset"]]) / 1e6) for e in again
-             if (e["t"] - held[e["offset"]]) / 1e6 < LOCK_MS - 250]
-    assert not early, f"redelivered before the {LOCK_MS} ms lock expired: {early}"
-    # the slow consumer's acceptance came after the other accepted them: Kafka 4.4 answers it
-    # without an error, and nothing changes
-    late = java.select("acked")
+    assert {e["offset"] for e in again} == set(held)
+    # The Java client may fetch the held records again at count 2 while its application
+    # holds them: KafkaShareConsumer 4.4 keeps fetching in the background until an answer
+    # carries records, and an application poll() that timed out just before the first answer
+    # was read asks for more after it (seen on loaded machines). The other gets them once that
+    # second lock expired too, at count 3; the slow one's application sees them after its hold,
+    # if it polls again before it is stopped.
+    counts = {e["offset"]: (e["deliveryCount"], (e["t"] - held[e["offset"]]) / 1e6)
+              for e in again}
+    refetched = {e["offset"] for e in java.records() if e["deliveryCount"] == 2}
+    print(f"delivery count and ms since the first delivery, per offset: {counts}; seen again "
+          f"by the slow one after its hold: {sorted(refetched)}")
+    assert {count for count, _ in counts.values()} <= {2, 3}, counts
+    assert refetched <= {o for o, (count, _) in counts.items() if count == 3}, refetched
+    # each delivery after the first only once the one before it ended: nobody released or
+    # left, so by its acquisition lock's expiry
+    early = {offset: (count, ms) for offset, (count, ms) in counts.items()
+             if ms < (count - 1) * LOCK_MS - 250}
+    assert not early, f"redelivered before the {LOCK_MS} ms locks before it expired: {early}"
+    # the slow consumer's acceptance of what it held came after the other accepted them:
+    # Kafka 4.4 answers it without an error, and nothing changes
+    late = java.select("acked")[:len(held)]
     print("late acknowledgements:", [(a["offset"], a["type"], a.get("error")) for a in late],
           "ack results:", [(a["offsets"], a["error"]) for a in java.select("ack-result")])
     assert {a["offset"] for a in late} == set(held)
     assert [a.get("error") for a in late] == [None] * len(held)
-    assert [a["error"] for a in java.select("ack-result")] == [None]
-    faults = [f for f in delivery_faults(programs) if "while slow held it" not in f]
+    assert java.select("ack-result")[0]["error"] is None
+    if all(count == 2 for count, _ in counts.values()):
+        assert len(java.select("ack-result")) == 1
+    faults = [f for f in delivery_faults(programs) if "while slow held it" not in f
+              and not (refetched and "delivered to slow (count 2) while other held it" in f)]
     assert faults == []
     offsets = share_offsets(target.bootstrap, group)
     assert offsets[(topic, 0)][1] == 0
