@@ -175,6 +175,30 @@ def test_transactions_version_2(s):
     s.note("aborted with nothing open", epoch_bump=bumped.producer_epoch - first)
 
 
+@scenario(outcome="""Transaction Version 2: a client's next EndTxn, sent as soon as its commit
+was answered (an abort at the epoch the commit handed out), is told to retry while the commit's
+markers are written; once they are, the abort is taken and bumps the epoch again: the client is
+not fenced""")
+def test_transactions_version_2_next_end_while_markers_are_written(s):
+    topic = s.topic("t", 1)
+    for i in range(3):
+        tid = s.name(f"tx{i}")
+        setup = coordinator_ready(s, tid)
+        producer = initialized(s, setup, tid)
+        first = producer[1]
+        client = s.conn(f"client{i}")
+        produce_v12(client, tid, producer, first, topic)
+        end_v5(client, tid, producer, first)
+        # as a client retries it: whether the markers are still being written when it
+        # arrives is a race on either broker, so only the answer it ends with is compared
+        answers = []
+        quiet = s.conn(f"client{i}", traced=False)
+        s.wait(lambda: answers.append(end_v5(quiet, tid, producer, first + 1, commit=False))
+               or answers[-1].error_code != ErrorCode.concurrent_transactions, "the abort")
+        s.note(f"abort {i}", error=ErrorCode(answers[-1].error_code).name,
+               epoch_bump=answers[-1].producer_epoch - first)
+
+
 def txn_commit(conn, tid, producer, group, topic, offsets, generation=-1, member_id="",
                instance_id=None):
     conn.call(ApiKey.TXN_OFFSET_COMMIT, 3, keep=("topics",), transactional_id=tid,

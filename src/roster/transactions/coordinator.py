@@ -149,8 +149,7 @@ class TransactionCoordinator:
             m = TxnMetadata(transactional_id, self._allocate(), NO_EPOCH, timeout_ms,
                             last_update_ms=now_ms)
             self._txns[transactional_id] = m
-        if transactional_id in self._pending or m.state in PREPARING \
-                or m.state is TxnState.PREPARE_EPOCH_FENCE or m.state is TxnState.DEAD:
+        if self._in_transition(m) or m.state is TxnState.DEAD:
             return _refused(ErrorCode.concurrent_transactions)
         if m.state is TxnState.ONGOING:
             # the previous producer left a transaction open: fence it (epoch bump) and abort
@@ -210,12 +209,19 @@ class TransactionCoordinator:
             return ErrorCode.invalid_producer_id_mapping
         if m.producer_epoch != epoch:
             return ErrorCode.producer_fenced
-        if transactional_id in self._pending or m.state in PREPARING \
-                or m.state is TxnState.PREPARE_EPOCH_FENCE:
+        if self._in_transition(m):
             return ErrorCode.concurrent_transactions
         if m.state is TxnState.DEAD:
             return ErrorCode.invalid_producer_id_mapping
         return NONE
+
+    def _in_transition(self, m: TxnMetadata) -> bool:
+        """A change is under way: a record written and not yet durable, or a Prepare state
+        whose markers are not all written (Kafka's pendingTransitionInProgress: it holds the
+        completion pending from the Prepare record's write until the markers are written).
+        What the request asks is to be retried once it is done (CONCURRENT_TRANSACTIONS)."""
+        return m.transactional_id in self._pending or m.state in PREPARING \
+            or m.state is TxnState.PREPARE_EPOCH_FENCE
 
     # -- EndTxn -----------------------------------------------------------------------------
 
@@ -235,16 +241,14 @@ class TransactionCoordinator:
             return _refused(ErrorCode.invalid_producer_id_mapping)
         if m.producer_epoch != epoch:
             return _refused(ErrorCode.producer_fenced)
-        if transactional_id in self._pending or m.state is TxnState.PREPARE_EPOCH_FENCE:
+        if self._in_transition(m):     # e.g. a retry while the markers are written
             return _refused(ErrorCode.concurrent_transactions)
-        same = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
         if m.state is TxnState.ONGOING:
-            return self._begin(m.to(same, now_ms))
+            return self._begin(m.to(prepare, now_ms))
         if m.state is done:            # a retry of an EndTxn that completed
             return Outcome(NONE, m.producer_id, m.producer_epoch)
-        if m.state is same:            # a retry while the markers are written
-            return _refused(ErrorCode.concurrent_transactions)
         return _refused(ErrorCode.invalid_txn_state)
 
     def _end_txn_tv2(self, transactional_id: str, producer_id: int, epoch: int, commit: bool,
@@ -252,25 +256,25 @@ class TransactionCoordinator:
         """Kafka's TV2 table: the request's epoch is the current one, or (a retry) the one
         before the bump this EndTxn made. An abort is also allowed with nothing open (Empty,
         Complete*): it only bumps the epoch, which a client does to recover from an abortable
-        error."""
+        error. Kafka 4.4 asks first whether a change is under way: then whatever the request
+        names is answered CONCURRENT_TRANSACTIONS, so the next EndTxn of a client that sent it
+        as soon as the last one was answered waits for the markers, and is not fenced."""
         m = self._txns.get(transactional_id)
         if m is None:
             return _refused(ErrorCode.invalid_producer_id_mapping)
+        if self._in_transition(m):
+            return _refused(ErrorCode.concurrent_transactions)
         retry_on_bump = m.producer_epoch == epoch + 1
         retry_on_overflow = (m.previous_producer_id == producer_id and m.producer_epoch == 0
                              and epoch_exhausted(epoch))
         if m.producer_id != producer_id and not retry_on_overflow:
             return _refused(ErrorCode.invalid_producer_id_mapping)
-        if m.state in PREPARING:
-            valid = retry_on_bump
-        elif m.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
+        if m.state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT):
             valid = retry_on_bump or retry_on_overflow or epoch == m.producer_epoch
         else:
             valid = epoch == m.producer_epoch
         if not valid:
             return _refused(ErrorCode.producer_fenced)
-        if transactional_id in self._pending:
-            return _refused(ErrorCode.concurrent_transactions)
         retry = retry_on_bump or retry_on_overflow
         prepare = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
         done = TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT
@@ -278,8 +282,6 @@ class TransactionCoordinator:
             return self._bump_and_end(m, prepare, now_ms)
         if m.state is done and retry:
             return Outcome(NONE, m.producer_id, m.producer_epoch)
-        if m.state is prepare:
-            return _refused(ErrorCode.concurrent_transactions)
         if not commit and not retry and m.state in IDLE:
             return self._bump_and_end(m, prepare, now_ms, nothing_added=True)
         return _refused(ErrorCode.invalid_txn_state)

@@ -102,9 +102,13 @@ def test_abort_and_end_without_a_transaction(h):
     assert h.end("t", 1000, 0).error is E.invalid_txn_state   # Empty
     h.add("t", 1000, 0)
     assert h.end("t", 1000, 0, commit=False).error is E.none
-    assert h.end("t", 1000, 0, commit=True).error is E.invalid_txn_state   # PrepareAbort
+    # PrepareAbort: its markers are being written, so any EndTxn waits (Kafka's pending
+    # transition) ...
+    assert h.end("t", 1000, 0, commit=True).error is E.concurrent_transactions
     [job] = h.finish_markers()
     assert not job.commit and h.state() is TxnState.COMPLETE_ABORT
+    # ... and is then answered as the finished transaction asks
+    assert h.end("t", 1000, 0, commit=True).error is E.invalid_txn_state
 
 
 def test_nothing_is_visible_before_it_is_durable(h):
@@ -291,9 +295,11 @@ def test_tv2_retries_while_the_markers_are_written_and_the_table_of_refusals(h):
     h.init()
     h.add("t", 1000, 0)
     end_tv2(h, 0)
-    assert end_tv2(h, 0).error is E.concurrent_transactions      # retry, PrepareCommit
-    assert end_tv2(h, 0, commit=False).error is E.invalid_txn_state
-    assert end_tv2(h, 1).error is E.producer_fenced               # not a retry while Prepare
+    # while the markers are written (PrepareCommit) Kafka 4.4 answers anything
+    # CONCURRENT_TRANSACTIONS before it looks at the epoch: a retry, the other outcome, and
+    # the client's next EndTxn at the bumped epoch sent as soon as this one was answered
+    for epoch, commit in ((0, True), (0, False), (1, False), (1, True), (9, True)):
+        assert end_tv2(h, epoch, commit=commit).error is E.concurrent_transactions
     h.finish_markers()
     assert end_tv2(h, 0, commit=False).error is E.invalid_txn_state   # retry, other outcome
     assert end_tv2(h, 1).error is E.invalid_txn_state                 # CompleteCommit, commit
