@@ -11,7 +11,13 @@ import datetime
 from roster.protocol.api_keys import ApiKey
 from roster.protocol.errors import ErrorCode
 from tests.differential.harness import scenario
-from tests.differential.members import ClassicMember, form_alone, form_pair
+from tests.differential.members import (
+    ClassicMember,
+    Kip848Member,
+    form_alone,
+    form_pair,
+    split,
+)
 from tests.differential.test_offsets import fetch
 from tests.support.transactions import txn_batch
 
@@ -209,6 +215,25 @@ def txn_commit(conn, tid, producer, group, topic, offsets, generation=-1, member
                    "committed_metadata": ""} for p, o in sorted(offsets.items())]}])
 
 
+def producer_with_offsets_of(s, group: str) -> tuple:
+    """A transactional producer whose open transaction holds the group's offsets partition
+    (AddOffsetsToTxn): (its connection, its transactional id, (producer id, epoch), the
+    untraced setup connection)."""
+    tid = s.name("tx")
+    setup = coordinator_ready(s, tid)
+    producer = initialized(s, setup, tid)
+    client = s.conn("producer")
+    client.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id=tid, producer_id=producer[0],
+                producer_epoch=producer[1], group_id=group)
+    return client, tid, producer, setup
+
+
+def wait_committed(s, setup, group: str, topic: str) -> None:
+    s.wait(lambda: setup.call(ApiKey.OFFSET_FETCH, 7, group_id=group, require_stable=True,
+                              topics=[{"name": topic, "partition_indexes": [0]}])
+           .topics[0].partitions[0].error_code == ErrorCode.none, "the committed offsets")
+
+
 @scenario(outcome="""KIP-447 (classic protocol): offsets committed in a transaction by a group
 member are checked against the group: an old generation is ILLEGAL_GENERATION, an unknown
 member UNKNOWN_MEMBER_ID, a static instance with another member id FENCED_INSTANCE_ID; the
@@ -222,12 +247,7 @@ def test_transactions_offsets_and_zombie_members(s):
     form_alone(a, topic, 2)
     old_generation = a.generation
     form_pair(a, b, topic, 2)
-    tid = s.name("tx")
-    setup = coordinator_ready(s, tid)
-    producer = initialized(s, setup, tid)
-    client = s.conn("producer")
-    client.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, transactional_id=tid, producer_id=producer[0],
-                producer_epoch=producer[1], group_id=group)
+    client, tid, producer, setup = producer_with_offsets_of(s, group)
     txn_commit(client, tid, producer, group, topic, {0: 5}, old_generation, a.member_id,
                "static-a")
     txn_commit(client, tid, producer, group, topic, {0: 5}, a.generation, "nobody")
@@ -238,10 +258,55 @@ def test_transactions_offsets_and_zombie_members(s):
     fetch(s, group, [(topic, (0, 1))], require_stable=True)
     fetch(s, group, [(topic, (0, 1))])
     end(client, tid, producer)
-    s.wait(lambda: setup.call(ApiKey.OFFSET_FETCH, 7, group_id=group, require_stable=True,
-                              topics=[{"name": topic, "partition_indexes": [0]}])
-           .topics[0].partitions[0].error_code == ErrorCode.none, "the committed offsets")
+    wait_committed(s, setup, group, topic)
     fetch(s, group, [(topic, (0, 1))], require_stable=True)
+
+
+@scenario(outcome="""KIP-447 with the consumer group protocol (KIP-848): TxnOffsetCommit v3
+carries the member's epoch in its generation field, so unlike OffsetCommit before v9 (refused
+UNSUPPORTED_VERSION) it is taken from a member of a consumer group: its current epoch commits
+(pending until the marker, then fetched), a newer epoch is ILLEGAL_GENERATION (the consumer
+protocol's own error for it is kept for v6 on), an unknown member UNKNOWN_MEMBER_ID""")
+def test_transactions_offsets_of_a_consumer_protocol_member(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    member = Kip848Member(s, "m", group, (topic,))
+    member.converge(2)
+    client, tid, producer, setup = producer_with_offsets_of(s, group)
+    txn_commit(client, tid, producer, group, topic, {0: 5}, member.epoch + 1, member.member_id)
+    txn_commit(client, tid, producer, group, topic, {0: 5}, member.epoch, "nobody")
+    member.conn.call(ApiKey.OFFSET_COMMIT, 8, keep=("topics",), group_id=group,
+                     generation_id_or_member_epoch=member.epoch, member_id=member.member_id,
+                     topics=[{"name": topic, "partitions": [
+                         {"partition_index": 0, "committed_offset": 3,
+                          "committed_leader_epoch": -1, "committed_metadata": ""}]}])
+    txn_commit(client, tid, producer, group, topic, {0: 5, 1: 6}, member.epoch,
+               member.member_id)
+    fetch(s, group, [(topic, (0, 1))], require_stable=True)
+    end(client, tid, producer)
+    wait_committed(s, setup, group, topic)
+    fetch(s, group, [(topic, (0, 1))], require_stable=True)
+
+
+@scenario(outcome="""a classic group's member commits in a transaction while the group hands out
+its new generation's assignment (CompletingRebalance): OffsetCommit is told
+REBALANCE_IN_PROGRESS, TxnOffsetCommit of the same generation is taken (pending, then committed
+by the marker)""")
+def test_transactions_offsets_while_an_assignment_is_handed_out(s):
+    topic = s.topic("t", 2)
+    group = s.name("g")
+    member = ClassicMember(s, "a", group, (topic,))
+    form_alone(member, topic, 2)
+    client, tid, producer, setup = producer_with_offsets_of(s, group)
+    member.join()                       # alone, its rejoin completes the join phase at once
+    s.wait_state(group, "CompletingRebalance")
+    member.commit(topic, {0: 3})
+    txn_commit(client, tid, producer, group, topic, {0: 5, 1: 6}, member.generation,
+               member.member_id)
+    end(client, tid, producer)
+    wait_committed(s, setup, group, topic)
+    fetch(s, group, [(topic, (0, 1))], require_stable=True)
+    member.sync(split([member], topic, 2))
 
 
 @scenario(outcome="""pending transactional offsets do not stop DeleteGroups or OffsetDelete:

@@ -112,6 +112,9 @@ class OffsetToCommit:
     commit_timestamp: int = -1  # OffsetCommit v1 only; -1: the time of the commit
 
 
+OFFSET_COMMIT_MEMBER_EPOCH_FROM = 9
+
+
 @frozen
 class CommitRequest:
     group_id: str
@@ -120,8 +123,16 @@ class CommitRequest:
     group_instance_id: str | None = None
     offsets: tuple[OffsetToCommit, ...] = ()
     retention_ms: int = -1      # v2-4 only; -1 lets the broker decide
-    api_version: int = 9
+    api_version: int = 9        # of the OffsetCommit, or of the TxnOffsetCommit when transactional
+    transactional: bool = False  # a TxnOffsetCommit: the groups' checks differ a little (Kafka's)
     token: Hashable = None
+
+    @property
+    def predates_member_epochs(self) -> bool:
+        """An OffsetCommit before v9, whose generation field is not a member epoch: Kafka
+        refuses it from a member of a consumer or streams group (UNSUPPORTED_VERSION). A
+        TxnOffsetCommit's field carries either, at any version."""
+        return not self.transactional and self.api_version < OFFSET_COMMIT_MEMBER_EPOCH_FROM
 
 
 @frozen

@@ -61,6 +61,10 @@ from roster.protocol.group_records import OffsetCommit, OffsetKey, Record
 
 log = logging.getLogger("roster.coordinator")
 
+# TxnOffsetCommit v6+ (not served yet) may answer STALE_MEMBER_EPOCH; before, Kafka says
+# ILLEGAL_GENERATION instead (TxnOffsetCommitRequest.supportsStaleMemberEpochError)
+TXN_STALE_MEMBER_EPOCH_FROM = 6
+
 
 class GroupShard:
     def __init__(self, config: GroupConfig, new_member_id: Callable[[str], str],
@@ -292,6 +296,9 @@ class GroupShard:
             or request.group_instance_id is not None
         error = self.type_of(request.group_id).validate_offset_commit(request, now, result) \
             if names_member else None
+        if error is ErrorCode.stale_member_epoch \
+                and request.api_version < TXN_STALE_MEMBER_EPOCH_FROM:
+            error = ErrorCode.illegal_generation   # what older TxnOffsetCommit clients know
         if error is not None:
             return tuple((o.topic, o.partition, error) for o in request.offsets), ()
         return self.offsets.commit(request, now)

@@ -155,6 +155,20 @@ class ShardDriver:
                           for (t, p), o in offsets.items())), self.now))
         return self.replies.get(token)
 
+    def txn_commit(self, offsets: dict[tuple[str, int], int], member_id: str = "",
+                   generation: int = -1, instance=None, group: str = "g",
+                   version: int = 3) -> dict[tuple[str, int], ErrorCode]:
+        """TxnOffsetCommit's checks: each partition's answer. (The records it would write in
+        the producer's batch are left unwritten.)"""
+        result = Result()
+        answers, _ = self.shard.txn_commit_offsets(CommitRequest(
+            group_id=group, generation=generation, member_id=member_id,
+            group_instance_id=instance, api_version=version, transactional=True,
+            offsets=tuple(OffsetToCommit(t, p, o) for (t, p), o in offsets.items())),
+            self.now, result)
+        self.apply(result)
+        return {(t, p): error for t, p, error in answers}
+
     def fetch(self, wanted=None, group: str = "g"):
         return self.shard.fetch_offsets(group, wanted)
 

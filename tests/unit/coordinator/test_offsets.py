@@ -124,6 +124,27 @@ def test_offset_commit_in_stable_and_preparing_rebalance_keeps_the_session():
     assert [f.offset for f in h.shard.fetch_offsets("g", [("t", 0)])] == [2]
 
 
+def test_a_transactional_commit_is_taken_while_the_assignment_is_handed_out():
+    """Kafka's ClassicGroup.validateOffsetCommit with isTransactional: the current
+    generation's TxnOffsetCommit passes CompletingRebalance, where OffsetCommit is told
+    REBALANCE_IN_PROGRESS; the member checks stay; it does not re-arm the session."""
+    h = Harness()
+    leader, follower = h.stable_group(None, None)
+    h.join(member_id=leader)
+    h.join(member_id=follower)   # everyone rejoined: CompletingRebalance, generation 2
+    h.advance(1000)
+    assert h.group().state is S.COMPLETING_REBALANCE
+    assert h.commit({("t", 0): 3}, member_id=follower, generation=2).errors[0][2] is \
+        E.rebalance_in_progress
+    deadline = h.session_deadline(follower)
+    assert h.txn_commit({("t", 0): 3}, member_id=follower, generation=2) == {("t", 0): E.none}
+    assert h.session_deadline(follower) == deadline
+    assert h.txn_commit({("t", 0): 3}, member_id=follower, generation=1) == \
+        {("t", 0): E.illegal_generation}
+    assert h.txn_commit({("t", 0): 3}, member_id="nobody", generation=2) == \
+        {("t", 0): E.unknown_member_id}
+
+
 def test_offset_fetch_of_a_missing_or_dead_group_answers_minus_one():
     """Fetching from a missing or Dead group is no error: every partition is -1."""
     h = Harness()

@@ -65,6 +65,7 @@ async def handle(broker, request, connection):
             member_id=getattr(body, "member_id", ""),
             group_instance_id=getattr(body, "group_instance_id", None),
             offsets=tuple(o for _, o in to_commit), api_version=request.api_version,
+            transactional=True,
             token=broker.groups.new_token()), body.producer_id, body.producer_epoch)
         for (t, _), (_, partition, error) in zip(to_commit, reply.errors):
             errors[(t, partition)] = error

@@ -40,7 +40,9 @@ def validate_commit(ctx, request: CommitRequest, now: int, result: Result) -> Er
     if error is not None:
         return error
     member = group.members.get(request.member_id)
-    if member is not None and group.state in (S.STABLE, S.PREPARING_REBALANCE):
+    # (a transactional commit, like Kafka's, is not heard as a heartbeat)
+    if member is not None and group.state in (S.STABLE, S.PREPARING_REBALANCE) \
+            and not request.transactional:
         reschedule_heartbeat(result, group, member, now)
     return None
 
@@ -54,7 +56,9 @@ def _validate(group: Group, request: CommitRequest) -> ErrorCode | None:
         error = _caller_error(group, request)
         if error is not None:
             return error
-    return None if answer is ErrorCode.none else answer
+    # Kafka's ClassicGroup.validateOffsetCommit lets a transactional commit of the current
+    # generation through while its assignment is handed out (CompletingRebalance)
+    return None if answer is ErrorCode.none or request.transactional else answer
 
 
 def _caller_error(group: Group, request: CommitRequest) -> ErrorCode | None:

@@ -8,8 +8,6 @@ from roster.coordinator.messages import CommitRequest
 from roster.coordinator.offset_store import OffsetExpiry
 from roster.protocol.errors import ErrorCode
 
-MEMBER_EPOCH_FROM = 9   # OffsetCommit v9+: the generation field carries the member epoch
-
 
 def validate_commit(group: ConsumerGroup, request: CommitRequest) -> ErrorCode | None:
     """Kafka 4.4's ConsumerGroup.validateOffsetCommit: the member's current epoch commits
@@ -25,7 +23,7 @@ def validate_commit(group: ConsumerGroup, request: CommitRequest) -> ErrorCode |
     # a classic member (an upgrade under way) commits with its generation
     refused = ErrorCode.illegal_generation if member.classic is not None \
         else ErrorCode.stale_member_epoch
-    if member.classic is None and request.api_version < MEMBER_EPOCH_FROM:
+    if member.classic is None and request.predates_member_epochs:
         return ErrorCode.unsupported_version
     if epoch == member.member_epoch:
         return None

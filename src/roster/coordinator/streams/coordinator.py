@@ -663,6 +663,8 @@ class StreamsCoordinator(NoClassicMembers, GroupsById):
         member = group.members.get(request.member_id)
         if member is None:
             return ErrorCode.unknown_member_id
+        if request.predates_member_epochs:
+            return ErrorCode.unsupported_version
         if epoch == member.member_epoch:
             return None
         if epoch > member.member_epoch:

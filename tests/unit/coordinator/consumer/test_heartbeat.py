@@ -336,6 +336,13 @@ def test_offset_commit_and_fetch_checks():
     assert committed("zz", 1) == ErrorCode.unknown_member_id
     assert committed("", -1) == ErrorCode.unknown_member_id   # members exist
     assert committed("a", r.member_epoch, version=8) == ErrorCode.unsupported_version
+    # TxnOffsetCommit carries the member epoch at any version; before v6 a newer epoch is
+    # ILLEGAL_GENERATION (Kafka's OffsetMetadataManager.validateTransactionalOffsetCommit)
+    assert h.txn_commit({("t", 0): 5}, "a", r.member_epoch) == {("t", 0): ErrorCode.none}
+    assert h.txn_commit({("t", 0): 5}, "a", r.member_epoch + 1) == \
+        {("t", 0): ErrorCode.illegal_generation}
+    assert h.txn_commit({("t", 0): 5}, "zz", r.member_epoch) == \
+        {("t", 0): ErrorCode.unknown_member_id}
     assert h.shard.fetch_refused("g", None, -1) is None
     assert h.shard.fetch_refused("g", "a", r.member_epoch) is None
     assert h.shard.fetch_refused("g", "a", 99) == ErrorCode.stale_member_epoch

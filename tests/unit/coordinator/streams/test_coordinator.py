@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from roster.coordinator.changes import revert
 from roster.coordinator.consumer.model import DictTopicImage, VersionedTopicImage
-from roster.coordinator.results import Reply
+from roster.coordinator.messages import CommitRequest, OffsetToCommit
+from roster.coordinator.results import Reply, Result
 from roster.coordinator.streams import records as rec
 from roster.coordinator.streams.coordinator import (
     InternalTopicsWanted,
@@ -235,6 +236,24 @@ def test_epochs_are_checked_as_kafka_checks_them():
     q = d.streams.heartbeat(StreamsHeartbeat(group_id=G, member_id="z", member_epoch=0,
                                              token="z"), d.image, d.now)
     assert q.replies[0].body.error is ErrorCode.invalid_request
+
+
+def test_a_member_commits_with_offset_commit_v9_or_in_a_transaction():
+    """Kafka's StreamsGroup.validateOffsetCommit: OffsetCommit before v9 cannot carry the
+    member epoch (UNSUPPORTED_VERSION); TxnOffsetCommit's generation field carries it at any
+    version."""
+    d = Driver()
+    d.beat("a", 0)
+    epoch = d.group.members["a"].member_epoch
+
+    def refusal(version: int, transactional: bool = False):
+        return d.streams.validate_offset_commit(CommitRequest(
+            G, generation=epoch, member_id="a", offsets=(OffsetToCommit("in", 0, 5),),
+            api_version=version, transactional=transactional), d.now, Result())
+
+    assert refusal(9) is None
+    assert refusal(8) is ErrorCode.unsupported_version
+    assert refusal(3, transactional=True) is None
 
 
 def test_the_records_replay_into_the_same_groups():
