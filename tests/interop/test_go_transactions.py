@@ -16,6 +16,8 @@ tests/support/go_judges.py).
   exactly once, and the group's committed offsets are the input's end.
 - Two such sessions (static members, a transactional.id each) copy a topic through a
   rebalance and a SIGKILL of each: exactly once, offsets at the end.
+- Two such sessions with the consumer group protocol (KIP-848: each TxnOffsetCommit carries the
+  member epoch), the second joining while the first copies: exactly once, offsets at the end.
 - sarama's consumer group copies a topic with AddMessageToTxnWithGroupMetadata (KIP-447): every
   record exactly once, offsets at the end.
 """
@@ -211,48 +213,89 @@ def test_franz_group_transact_session_copies_exactly_once_through_kill9(binaries
     assert fetch_offsets(target.bootstrap, group, source, range(LOOP_PARTITIONS)) == ends
 
 
+class PairCopy:
+    """400 records in 4 partitions, copied by franz-go loops (static members, a transactional.id
+    each, 10 records a transaction) into another topic; `check` is what every such copy must
+    end with."""
+
+    def __init__(self, binaries, target, name: str, *flags: str) -> None:
+        self.binaries, self.target, self.flags = binaries, target, flags
+        partitions, records = 4, 400
+        self.source = topic_with(target, f"{name}-in", partitions)
+        self.sink = topic_with(target, f"{name}-out", partitions)
+        self.values = produce_input(target.bootstrap, self.source, input_values(records),
+                                    partitions)
+        self.ends = {p: records // partitions for p in range(partitions)}
+        self.group = unique_name(name)
+        self.runs: list[GoProgram] = []
+
+    def member(self, name: str) -> GoProgram:
+        program = GoProgram(self.binaries, "franz", "loop", "-brokers", self.target.bootstrap,
+                            "-in", self.source, "-out", self.sink, "-group", self.group,
+                            "-txid", f"{self.group}-{name}", "-instance", name,
+                            "-batch", "10", *self.flags).start()
+        self.runs.append(program)
+        return program
+
+    def commits(self, program: GoProgram, count: int) -> None:
+        program.wait_for(lambda: len(program.select("committed")) >= count
+                         or copied_ends(self.runs) == self.ends, f"{count} commits")
+
+    def finish(self, program: GoProgram) -> None:
+        """Until the copy is done; then every run is stopped (a clean leave)."""
+        wait_for_the_copy(program, self.runs, self.target.bootstrap, self.group, self.source,
+                          self.ends)
+        for run in self.runs:
+            run.stop()
+
+    def check(self) -> None:
+        assert not [e for program in self.runs for e in program.select("error")]
+        output, _ = read(self.binaries, self.target.bootstrap, self.sink, "committed")
+        assert sorted(output) == sorted(f"{value}|copied" for value in self.values)
+        assert fetch_offsets(self.target.bootstrap, self.group, self.source,
+                             range(len(self.ends))) == self.ends
+
+
 @TARGETS
 def test_two_franz_sessions_copy_exactly_once_through_rebalances_and_kill9(binaries, target):
     """Two static members, each with its own transactional.id: B joins while A copies (a
     rebalance: KIP-447 fences commits of the old generation), A is SIGKILLed and comes back,
     then B is; the output still holds every input record once and the offsets are the end."""
-    partitions, records = 4, 400
-    source = topic_with(target, "go-pair-in", partitions)
-    sink = topic_with(target, "go-pair-out", partitions)
-    values = produce_input(target.bootstrap, source, input_values(records), partitions)
-    ends = {p: records // partitions for p in range(partitions)}
-    group = unique_name("go-pair")
-    runs: list[GoProgram] = []
-
-    def member(name: str) -> GoProgram:
-        program = GoProgram(binaries, "franz", "loop", "-brokers", target.bootstrap, "-in",
-                            source, "-out", sink, "-group", group, "-txid", f"{group}-{name}",
-                            "-instance", name, "-batch", "10").start()
-        runs.append(program)
-        return program
-
-    def commits(program: GoProgram, count: int) -> None:
-        program.wait_for(lambda: len(program.select("committed")) >= count
-                         or copied_ends(runs) == ends, f"{count} commits")
-
+    copy = PairCopy(binaries, target, "go-pair")
     try:
-        a = member("a")
-        commits(a, 3)
-        b = member("b")
-        commits(b, 2)
+        a = copy.member("a")
+        copy.commits(a, 3)
+        b = copy.member("b")
+        copy.commits(b, 2)
         a.kill9()
-        commits(member("a"), 1)
+        copy.commits(copy.member("a"), 1)
         b.kill9()
-        wait_for_the_copy(member("b"), runs, target.bootstrap, group, source, ends)
-        for program in runs:
-            program.stop()
+        copy.finish(copy.member("b"))
     finally:
-        for program in runs:
+        for program in copy.runs:
             program.kill9()
-    assert not [e for program in runs for e in program.select("error")]
-    output, _ = read(binaries, target.bootstrap, sink, "committed")
-    assert sorted(output) == sorted(f"{value}|copied" for value in values)
-    assert fetch_offsets(target.bootstrap, group, source, range(partitions)) == ends
+    copy.check()
+
+
+@TARGETS
+def test_two_franz_sessions_of_the_consumer_group_protocol_copy_exactly_once(binaries, target):
+    """KIP-447 with KIP-848: two GroupTransactSessions with the consumer group protocol, B
+    joining while A copies (its partitions move to B once A has revoked them), each commit a
+    TxnOffsetCommit at the member's epoch: every input record copied once, offsets at the end,
+    and no transaction fails (each `End` error would be an "error" event)."""
+    copy = PairCopy(binaries, target, "go-848", "-protocol", "consumer")
+    try:
+        a = copy.member("a")
+        copy.commits(a, 3)
+        b = copy.member("b")
+        b.wait_for(lambda: any(e["partitions"] for e in b.select("assigned")),
+                   "b's share of the partitions")
+        copy.finish(b)
+    finally:
+        for program in copy.runs:
+            program.kill9()
+    assert all(program.select("closed") for program in copy.runs)
+    copy.check()
 
 
 @TARGETS

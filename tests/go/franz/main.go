@@ -11,11 +11,12 @@
 //	    errors A gets are reported ("fenced"), and read_committed must see b-0 alone.
 //	franz read -brokers B -topic T -isolation committed|uncommitted
 //	    every record from the start to the end offsets listed when it starts, markers included.
-//	franz loop -brokers B -in T -out T -group G -txid ID -instance I
+//	franz loop -brokers B -in T -out T -group G -txid ID -instance I [-protocol classic|consumer]
 //	    a GroupTransactSession consume-transform-produce loop (static member I): each polled
 //	    batch's records go to -out as "<value>|copied" with the offsets in one transaction,
 //	    until "quit" (or end of file) on stdin, or SIGTERM. It can be SIGKILLed anywhere and
-//	    restarted.
+//	    restarted. -protocol consumer joins with the consumer group protocol (KIP-848), whose
+//	    member epoch each TxnOffsetCommit carries.
 package main
 
 import (
@@ -51,6 +52,7 @@ func main() {
 	group := flags.String("group", "", "consumer group (loop)")
 	instance := flags.String("instance", "", "group.instance.id (loop)")
 	batch := flags.Int("batch", 25, "records per transaction at most (loop)")
+	protocol := flags.String("protocol", "classic", "the group protocol, classic or consumer (loop)")
 	fetchBytes := flags.Int("fetch-bytes", 0, "max bytes a fetch asks for, 0 for the default (read); "+
 		"1 makes every fetch return one batch, starting mid-transaction")
 	flags.Parse(os.Args[2:])
@@ -66,7 +68,7 @@ func main() {
 	case "read":
 		read(seeds, *topic, *isolation, int32(*fetchBytes))
 	case "loop":
-		loop(seeds, *in, *out, *group, *txid, *instance, *batch)
+		loop(seeds, *in, *out, *group, *txid, *instance, *protocol, *batch)
 	default:
 		events.Fail("usage", fmt.Errorf("unknown command %q", os.Args[1]))
 	}
@@ -236,16 +238,24 @@ func read(seeds kgo.Opt, topic, isolation string, fetchBytes int32) {
 	events.Emit("end", nil)
 }
 
-func loop(seeds kgo.Opt, in, out, group, txid, instance string, batch int) {
-	session, err := kgo.NewGroupTransactSession(seeds,
-		kgo.TransactionalID(txid), kgo.TransactionTimeout(20*time.Second),
+func loop(seeds kgo.Opt, in, out, group, txid, instance, protocol string, batch int) {
+	opts := []kgo.Opt{seeds,
+		kgo.TransactionalID(txid), kgo.TransactionTimeout(20 * time.Second),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.RequireStableFetchOffsets(),
 		kgo.ConsumerGroup(group), kgo.ConsumeTopics(in), kgo.InstanceID(instance),
-		kgo.SessionTimeout(10*time.Second), kgo.DefaultProduceTopic(out),
+		kgo.SessionTimeout(10 * time.Second), kgo.DefaultProduceTopic(out),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
 			events.Emit("assigned", map[string]any{"partitions": assigned[in]})
-		}))
+		})}
+	switch protocol {
+	case "consumer":
+		opts = append(opts, kgo.ServerSideBalancer())
+	case "classic":
+	default:
+		events.Fail("usage", fmt.Errorf("unknown group protocol %q", protocol))
+	}
+	session, err := kgo.NewGroupTransactSession(opts...)
 	if err != nil {
 		events.Fail("creating the session", err)
 	}
