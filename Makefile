@@ -13,7 +13,7 @@ HTTP_PORT ?=
 # the group console and /metrics (docs/observability.md) when HTTP_PORT is given
 HTTP := $(if $(HTTP_PORT),--http-port $(HTTP_PORT))
 
-.PHONY: run serve test test-quick bench deps system-deps kafka-deps go-deps clean fuzz report soak
+.PHONY: run serve test test-quick bench deps system-deps kafka-deps go-deps clean fuzz report soak kgo-suite
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -79,6 +79,11 @@ fuzz: $(STAMP)
 SOAK_KILLS ?= 300
 soak: $(STAMP)
 	ROSTER_KILLED_LOOP_KILLS=$(SOAK_KILLS) $(PY) -m pytest -n 0 tests/interop/test_killed_loops.py
+
+# franz-go's own integration tests (pkg/kgo) against a fresh roster: a client's suite written for
+# Kafka (docs/testing.md, "Other projects' suites"); about four minutes.
+kgo-suite: $(STAMP) go-deps
+	scripts/kgo-suite.sh
 
 bench: $(STAMP)
 	$(PY) bench/produce_fetch.py
