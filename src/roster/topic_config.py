@@ -6,7 +6,8 @@
   unknown names, each value in Kafka's definition order, then the checks across settings);
 - `incremental(current, operations)`: IncrementalAlterConfigs' SET, DELETE, APPEND, SUBTRACT;
 - `resolve(configs, broker_values, explicit)`: each config's effective value, where it comes from
-  (DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG) and Kafka's synonyms.
+  (DYNAMIC_TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG)
+  and Kafka's synonyms.
 
 Nothing here imports the broker's configuration (roster.config imports this module to add the
 broker settings the table names).
@@ -33,7 +34,14 @@ _THROTTLED = re.compile(r"([0-9]+:[0-9]+)?")
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3   # IncrementalAlterConfigs' operations
 _OPERATION_NAMES = {APPEND: "APPEND", SUBTRACT: "SUBTRACT"}
-DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
+DYNAMIC_TOPIC_CONFIG, DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = \
+    1, 3, 4, 5   # ConfigSource
+# The broker settings a KRaft cluster holds as cluster-wide dynamic defaults from the start:
+# since Kafka 4.1 (KIP-966) formatting a cluster writes min.insync.replicas, with the static
+# value, as a config record of the cluster's default broker resource, so Kafka 4.4 describes
+# it (and the topic config it backs) as DYNAMIC_DEFAULT_BROKER_CONFIG. roster has no format
+# step: its cluster-wide default is the setting's current value.
+CLUSTER_DEFAULTS = ("min.insync.replicas",)
 CONFIG_TYPES = {"BOOLEAN": 1, "STRING": 2, "INT": 3, "LONG": 5, "DOUBLE": 6, "LIST": 7}
 
 
@@ -237,10 +245,18 @@ def resolve(configs: Mapping[str, str], broker_values: Mapping[str, Any],
       operator set the first broker synonym, else DEFAULT_CONFIG (so retention.ms under
       log.retention.hours=24 is DEFAULT_CONFIG, as Kafka reports it);
     - the synonyms: the topic's own value, then the first broker synonym's default, if it has
-      one (the operator's value is not among them, as in Kafka 4.4)."""
+      one (the operator's value is not among them, as in Kafka 4.4);
+    - a config whose broker setting is a cluster-wide default (CLUSTER_DEFAULTS) is
+      DYNAMIC_DEFAULT_BROKER_CONFIG unless set on the topic, and its synonyms are the topic's
+      own value, then that cluster-wide default, the operator's value (if any) and the default,
+      as Kafka 4.4 lists them (cluster_default_synonyms)."""
     explicit = frozenset(explicit)
     answer = []
     for spec in TOPIC_CONFIGS:
+        if spec.synonyms and spec.synonyms[0][0] in CLUSTER_DEFAULTS:
+            answer.append(_resolve_cluster_default(spec, configs, broker_values, explicit,
+                                                   broker_defaults))
+            continue
         effective = None
         for broker_name, factor in spec.synonyms:
             value = broker_values.get(broker_name) if broker_name in explicit else None
@@ -270,6 +286,42 @@ def resolve(configs: Mapping[str, str], broker_values: Mapping[str, Any],
         answer.append(Resolved(spec.name, effective, source, tuple(synonyms),
                                CONFIG_TYPES[spec.type]))
     return answer
+
+
+def cluster_default_synonyms(name: str, broker_values: Mapping[str, Any],
+                             explicit: Iterable[str],
+                             broker_defaults: Mapping[str, Any]) -> tuple[tuple[str, str, int], ...]:
+    """A CLUSTER_DEFAULTS setting's synonyms as Kafka 4.4 lists them: the cluster-wide
+    default, the operator's value when given, Kafka's default."""
+    current = text_of(_cluster_default(name, broker_values, broker_defaults))
+    synonyms = [(name, current, DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    if name in explicit and broker_values.get(name) is not None:
+        synonyms.append((name, current, STATIC_BROKER_CONFIG))
+    if broker_defaults.get(name) is not None:
+        synonyms.append((name, text_of(broker_defaults[name]), DEFAULT_CONFIG))
+    return tuple(synonyms)
+
+
+def _cluster_default(name: str, broker_values: Mapping[str, Any],
+                     broker_defaults: Mapping[str, Any]) -> Any:
+    value = broker_values.get(name)
+    return broker_defaults.get(name) if value is None else value
+
+
+def _resolve_cluster_default(spec, configs: Mapping[str, str], broker_values: Mapping[str, Any],
+                             explicit: frozenset, broker_defaults: Mapping[str, Any]) -> Resolved:
+    broker_name, factor = spec.synonyms[0]
+    synonyms = cluster_default_synonyms(broker_name, broker_values, explicit, broker_defaults)
+    own = configs.get(spec.name)
+    if own is None:
+        current = _cluster_default(broker_name, broker_values, broker_defaults)
+        return Resolved(spec.name,
+                        spec.default if current is None else _converted(current, factor),
+                        DYNAMIC_DEFAULT_BROKER_CONFIG, synonyms, CONFIG_TYPES[spec.type])
+    effective = _normalized(spec, own)
+    return Resolved(spec.name, effective, DYNAMIC_TOPIC_CONFIG,
+                    ((spec.name, effective, DYNAMIC_TOPIC_CONFIG), *synonyms),
+                    CONFIG_TYPES[spec.type])
 
 
 def _normalized(spec, text: str) -> str:

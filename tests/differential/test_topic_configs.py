@@ -9,6 +9,7 @@ import uuid
 
 import pytest
 
+from roster.protocol.api_keys import ApiKey
 from roster.record_codec import DefaultRecordBatchBuilder
 from tests.interop.test_bad_input import _produce
 from tests.interop.test_topic_configs_all import INVALID
@@ -19,11 +20,11 @@ pytestmark = [pytest.mark.interop, pytest.mark.xdist_group("kafka")]
 
 # roster flushes every second by default (docs/durability.md); Kafka leaves it to the OS
 ROSTER_OWN = {"flush.ms"}
-# sources a combined KRaft node sets up itself: its metadata log's log.flush.interval.messages
-# (STATIC_BROKER_CONFIG) and the cluster-wide min.insync.replicas `kafka-storage format` writes
-# (DYNAMIC_DEFAULT_BROKER_CONFIG); their values are Kafka's defaults, which roster reports as
-# DEFAULT_CONFIG
-KRAFT_OWN_SOURCES = {"flush.messages", "min.insync.replicas"}
+# a source a combined KRaft node sets up itself: its metadata log's log.flush.interval.messages
+# (STATIC_BROKER_CONFIG), whose value is Kafka's default, which roster reports as DEFAULT_CONFIG.
+# (The cluster-wide min.insync.replicas `kafka-storage format` writes, DYNAMIC_DEFAULT_BROKER_CONFIG,
+# roster reports as Kafka does: topic_config.CLUSTER_DEFAULTS.)
+KRAFT_OWN_SOURCES = {"flush.messages"}
 
 
 def _admin(bootstrap):
@@ -147,3 +148,40 @@ def test_create_topics_answers_the_same_configs(kafka_peer, roster_peer):
             (c.name, c.value, None if c.name in KRAFT_OWN_SOURCES else int(c.config_source),
              c.read_only) for c in created.configs if c.name not in ROSTER_OWN)
     assert answers["roster"] == answers["kafka"]
+
+
+def _min_insync_replicas(wire, topics: list[str]) -> list:
+    """DescribeConfigs v4 of the topics' min.insync.replicas and of the cluster's default
+    broker resource (""): per resource, (name, value, source, synonyms' sources), the
+    operator's own (STATIC_BROKER_CONFIG) left out: only Kafka's peer sets it."""
+    from roster.protocol.build import element
+    from roster.protocol.codec import request_schema
+    entry = element(request_schema(ApiKey.DESCRIBE_CONFIGS, 4), "resources")
+    answer = wire.call(ApiKey.DESCRIBE_CONFIGS, 4, resources=(
+        *(entry(resource_type=2, resource_name=topic, configuration_keys=("min.insync.replicas",))
+          for topic in topics),
+        entry(resource_type=4, resource_name="", configuration_keys=None)),
+        include_synonyms=True, include_documentation=False)
+    return [(int(r.error_code), [(c.name, c.value, int(c.config_source),
+                                  [int(x.source) for x in c.synonyms if int(x.source) != 4])
+                                 for c in r.configs]) for r in answer.results]
+
+
+def test_the_cluster_wide_min_insync_replicas_is_described_as_kafka_describes_it(kafka_peer,
+                                                                                 roster_peer):
+    """A KRaft cluster (4.1+) writes min.insync.replicas as a cluster-wide default when it is
+    formatted: the topic's min.insync.replicas is DYNAMIC_DEFAULT_BROKER_CONFIG (3), and the
+    cluster's default broker resource lists it (what confluent-kafka-python's own
+    test_incremental_alter_configs expects)."""
+    answers = {}
+    for side, bootstrap in both(kafka_peer, roster_peer).items():
+        admin = _admin(bootstrap)
+        names = [f"min-isr-{uuid.uuid4().hex[:8]}", f"min-isr-set-{uuid.uuid4().hex[:8]}"]
+        _create(admin, names[0], {})
+        _create(admin, names[1], {"min.insync.replicas": "2"})
+        for name in names:
+            _described(admin, name)
+        with Wire(bootstrap) as wire:
+            answers[side] = _min_insync_replicas(wire, names)
+    assert answers["roster"] == answers["kafka"]
+    assert answers["kafka"][0][1] == [("min.insync.replicas", "1", 3, [3, 5])]

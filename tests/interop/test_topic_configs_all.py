@@ -147,6 +147,9 @@ def test_a_topic_without_overrides_reports_every_config_with_its_source(shared):
                 ConfigSource.STATIC_BROKER_CONFIG.value)
         elif spec.name == "flush.ms":  # roster flushes every second by default (durability.md)
             assert (entry.value, entry.source) == ("1000", ConfigSource.DEFAULT_CONFIG.value)
+        elif spec.name == "min.insync.replicas":   # KRaft's cluster-wide default (Kafka 4.1+)
+            assert (entry.value, entry.source) == (
+                spec.default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
         else:
             assert (entry.value, entry.source) == (spec.default,
                                                    ConfigSource.DEFAULT_CONFIG.value), spec.name

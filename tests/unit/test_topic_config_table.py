@@ -42,3 +42,23 @@ def test_a_topic_takes_the_first_broker_setting_given_converted():
         {"log.retention.hours": 168})}
     assert resolved["retention.ms"].value == str(24 * 3600_000)
     assert resolved["retention.ms"].source == topic_config.DEFAULT_CONFIG
+
+
+def test_min_insync_replicas_comes_from_the_cluster_wide_default_as_in_kraft():
+    """KRaft writes min.insync.replicas as a cluster-wide default at format (Kafka 4.1+): the
+    topic config is DYNAMIC_DEFAULT_BROKER_CONFIG, with that default, the operator's value
+    (when given) and Kafka's default as its synonyms; set on the topic, the topic's own first."""
+    def resolved(topic_configs, explicit):
+        return {r.name: r for r in topic_config.resolve(
+            topic_configs, {"min.insync.replicas": 2}, explicit,
+            {"min.insync.replicas": 1})}["min.insync.replicas"]
+
+    r = resolved({}, set())
+    assert (r.value, r.source) == ("2", topic_config.DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert [s[2] for s in r.synonyms] == [3, 5]
+    r = resolved({}, {"min.insync.replicas"})
+    assert r.synonyms == (("min.insync.replicas", "2", 3), ("min.insync.replicas", "2", 4),
+                          ("min.insync.replicas", "1", 5))
+    r = resolved({"min.insync.replicas": "3"}, set())
+    assert (r.value, r.source) == ("3", topic_config.DYNAMIC_TOPIC_CONFIG)
+    assert [s[2] for s in r.synonyms] == [1, 3, 5]

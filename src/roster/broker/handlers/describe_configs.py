@@ -6,7 +6,9 @@ are DYNAMIC_TOPIC_CONFIG, the rest come from the broker setting they default to 
 STATIC_BROKER_CONFIG, else its default: DEFAULT_CONFIG), with Kafka's synonyms. Broker
 settings do not change while roster runs (alter_configs.py refuses them), so they are read-only:
 each is STATIC_BROKER_CONFIG when the file, the environment or --set gave it, DEFAULT_CONFIG
-otherwise.
+otherwise, but for min.insync.replicas, which a KRaft cluster also holds as a cluster-wide
+default (DYNAMIC_DEFAULT_BROKER_CONFIG, topic_config.CLUSTER_DEFAULTS): the cluster's default
+resource ("") lists it alone.
 """
 from __future__ import annotations
 
@@ -18,7 +20,13 @@ from roster.protocol.build import element, make
 from roster.protocol.codec import response_schema
 from roster.protocol.errors import ErrorCode
 from roster.protocol.registry import ApiSpec, ConfigResources
-from roster.topic_config import CONFIG_TYPES, text_of
+from roster.topic_config import (
+    CLUSTER_DEFAULTS,
+    CONFIG_TYPES,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    cluster_default_synonyms,
+    text_of,
+)
 from roster.topic_config_table import BY_NAME, TOPIC_CONFIGS
 
 API_KEY = ApiKey.DESCRIBE_CONFIGS
@@ -58,15 +66,20 @@ def _broker_entries(broker, name: str):
     if name not in ("", str(broker.config["node.id"])):
         return ErrorCode.invalid_request, (f"unexpected broker id {name!r}: this is broker "
                                            f"{broker.config['node.id']}"), ()
-    if name == "":  # cluster-wide dynamic defaults: roster has none
-        return ErrorCode.none, None, ()
+    defaults = {key: setting.default for key, setting in SETTINGS.items()}
     entries = []
-    for key in sorted(SETTINGS):
+    for key in CLUSTER_DEFAULTS if name == "" else sorted(SETTINGS):
         value = broker.config[key]
-        source = STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
         text = text_of(value)
-        entries.append((key, text, source, True, ((key, text, source),),
-                        _broker_type(key, value), SETTINGS[key].doc or None))
+        if key in CLUSTER_DEFAULTS:   # KRaft's cluster-wide record (topic_config.py)
+            source = DYNAMIC_DEFAULT_BROKER_CONFIG
+            synonyms = ((key, text, source),) if name == "" else cluster_default_synonyms(
+                key, broker.config, broker.config.explicit, defaults)
+        else:
+            source = STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
+            synonyms = ((key, text, source),)
+        entries.append((key, text, source, True, synonyms, _broker_type(key, value),
+                        SETTINGS[key].doc or None))
     return ErrorCode.none, None, entries
 
 
