@@ -66,7 +66,6 @@ def _broker_entries(broker, name: str):
     if name not in ("", str(broker.config["node.id"])):
         return ErrorCode.invalid_request, (f"unexpected broker id {name!r}: this is broker "
                                            f"{broker.config['node.id']}"), ()
-    defaults = {key: setting.default for key, setting in SETTINGS.items()}
     entries = []
     for key in CLUSTER_DEFAULTS if name == "" else sorted(SETTINGS):
         value = broker.config[key]
@@ -74,7 +73,7 @@ def _broker_entries(broker, name: str):
         if key in CLUSTER_DEFAULTS:   # KRaft's cluster-wide record (topic_config.py)
             source = DYNAMIC_DEFAULT_BROKER_CONFIG
             synonyms = ((key, text, source),) if name == "" else cluster_default_synonyms(
-                key, broker.config, broker.config.explicit, defaults)
+                key, broker.config, broker.config.explicit, {key: SETTINGS[key].default})
         else:
             source = STATIC_BROKER_CONFIG if key in broker.config.explicit else DEFAULT_CONFIG
             synonyms = ((key, text, source),)
